@@ -1,0 +1,52 @@
+"""sqlanon: workload-aware k-anonymization (Mondrian) inside the database.
+
+>>> import duckdb, sqlanon
+>>> con = duckdb.connect()
+>>> _ = con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, i % 7 AS zip FROM range(1000) t(i)")
+>>> release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=10)
+>>> release.k_achieved >= 10
+True
+"""
+
+from __future__ import annotations
+
+from .api import Release, anonymize
+from .constraints import KAnonymity
+from .criteria import Median
+from .errors import (
+    EngineError,
+    HierarchyError,
+    InputError,
+    ObjectExistsError,
+    SqlanonError,
+    UnknownColumnError,
+    UnknownTableError,
+    UnsupportedTypeError,
+    VerificationError,
+)
+from .hierarchy import Hierarchy, load_hierarchy
+from .partition import Progress
+from .verify import Verification, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EngineError",
+    "Hierarchy",
+    "HierarchyError",
+    "InputError",
+    "KAnonymity",
+    "Median",
+    "ObjectExistsError",
+    "Progress",
+    "Release",
+    "SqlanonError",
+    "UnknownColumnError",
+    "UnknownTableError",
+    "UnsupportedTypeError",
+    "Verification",
+    "VerificationError",
+    "anonymize",
+    "load_hierarchy",
+    "verify",
+]

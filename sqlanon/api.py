@@ -1,0 +1,209 @@
+"""The public entry points. :func:`anonymize` reads top to bottom as the data flow."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from . import sqlgen as g
+from .constraints import KAnonymity
+from .criteria import Median
+from .domain import build_domains, encode
+from .engine import Engine
+from .errors import SqlanonError, VerificationError
+from .partition import Partitioner, Progress, finish_in_memory
+from .rules import create_rowmap, create_rules, publish
+from .spec import EQ_CLASS, Spec, resolve
+from .verify import Verification, count_rows, verify
+
+
+@dataclass(frozen=True)
+class Release:
+    """What :func:`anonymize` published.
+
+    Attributes:
+        view: the anonymized view (a table when ``materialized``): one row per source row,
+            non-QI columns unchanged, each ordered QI ``q`` replaced by ``q_min``/``q_max``,
+            each hierarchical QI by its node label, plus ``eq_class``.
+        rules: the rules relation (one row per region; see :mod:`sqlanon.rules`).
+        rowmap: the row map the view joins on (None when materialized).
+        materialized: True when the source had no stable row id (a view over files, say), so a
+            snapshot table was published instead of a live view.
+        table, qid, k: the request.
+        k_achieved: the smallest equivalence class, as verified on the published relation.
+        partitions: number of equivalence classes (non-empty regions).
+        regions: number of rules (including empty hierarchy regions that cover the domain).
+        rows: rows published (= rows of the source).
+        elapsed: wall-clock seconds for the whole call.
+        timings: seconds per step.
+        statements: SQL statements executed.
+        verification: the independent check of the published relation.
+        notes: anything the caller should know about this release.
+    """
+
+    view: str
+    rules: str
+    rowmap: str | None
+    materialized: bool
+    table: str
+    qid: tuple[str, ...]
+    k: int
+    k_achieved: int
+    partitions: int
+    regions: int
+    rows: int
+    elapsed: float
+    timings: Mapping[str, float]
+    statements: int
+    verification: Verification
+    notes: tuple[str, ...] = field(default=())
+
+
+def anonymize(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    qid: Sequence[str],
+    k: int,
+    *,
+    hierarchies: Mapping[str, Any] | None = None,
+    view: str | None = None,
+    replace: bool = False,
+    memory_rows: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> Release:
+    """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian).
+
+    Args:
+        con: DuckDB connection; the source is read, never written.
+        table: table or view to anonymize (``schema.table`` accepted).
+        qid: the quasi-identifier columns.
+        k: every published equivalence class holds at least ``k`` rows.
+        hierarchies: generalization hierarchy per categorical QI: an ARX CSV path
+            (``leaf;level1;...;*``), a pandas DataFrame, a nested dict, rows, or a table name.
+            QIs without one are ordered domains (numbers, dates, timestamps, text, booleans).
+        view: name of the published view (default ``<table>_anon``); the rules are
+            ``<view>_rules`` and the row map ``<view>_rowmap``.
+        replace: overwrite existing objects of those names.
+        memory_rows: partitions of at most this many rows are finished in memory (numpy), in
+            batches of about this many rows; larger ones are split in SQL. 0 keeps everything in
+            SQL. The result does not depend on it.
+        progress: called after every tree level with a :class:`~sqlanon.partition.Progress`.
+
+    Returns:
+        The :class:`Release`.
+
+    Raises:
+        InputError: (and subclasses) for a bad request, before anything is written.
+        VerificationError: if the published relation fails the independent check (it is
+            dropped and any replaced objects are restored).
+    """
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    clock = [started]
+
+    def lap(step: str) -> None:
+        now = time.perf_counter()
+        timings[step] = round(now - clock[0], 4)
+        clock[0] = now
+
+    engine = Engine(con)
+    spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
+                   memory_rows=memory_rows)
+    lap("validate")
+    try:
+        source, rid = _working_source(engine, spec)
+        domains = build_domains(engine, spec, source)
+        work = encode(engine, spec, domains, source, g.col(rid, "b"))
+        lap("encode")
+        partitioner = Partitioner(domains, [KAnonymity(spec.k)], Median(), progress)
+        work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
+        lap("partition_sql")
+        memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
+        lap("partition_memory")
+        boxes, cmin, cmax = partitioner.leaves.collect()
+        verification = _publish_verified(engine, spec, domains, boxes, cmin, cmax, work, memory, source, rid)
+        lap("publish_verify")
+    finally:
+        engine.cleanup()
+    return Release(
+        view=spec.outputs.view,
+        rules=spec.outputs.rules,
+        rowmap=None if spec.outputs.materialize else spec.outputs.assignment,
+        materialized=spec.outputs.materialize,
+        table=spec.source.name,
+        qid=tuple(q.name for q in spec.qis),
+        k=spec.k,
+        k_achieved=verification.k_achieved,
+        partitions=int((boxes.n > 0).sum()),
+        regions=len(boxes),
+        rows=verification.rows,
+        elapsed=round(time.perf_counter() - started, 4),
+        timings=timings,
+        statements=engine.statements,
+        verification=verification,
+        notes=(
+            (f"{spec.source.name!r} is a {spec.source.kind} without stable row ids: published a "
+             f"snapshot table {spec.outputs.view!r} instead of a live view.",)
+            if spec.outputs.materialize else ()
+        ),
+    )
+
+
+def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
+    """The relation the run reads and its row-id column: the table itself (``rowid``), or a
+    temp snapshot with a generated id for sources without one, read once so that the
+    partitioning and the published table see the same rows."""
+    if spec.source.has_rowid:
+        return spec.source.ref, "rowid"
+    name = engine.temp_name("snapshot")
+    rid = "__sqlanon_rid"
+    numbered = exp.select(
+        g.alias(exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1)), rid), exp.Star()
+    ).from_(spec.source.ref)
+    engine.execute(g.create_table_as(name, numbered))
+    return g.table(name), rid
+
+
+def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, work, memory, source, rid) -> Verification:
+    """Create rules, row map and view in one transaction, verify, and roll back on failure."""
+    own_transaction = not engine.con.in_transaction if hasattr(engine.con, "in_transaction") else True
+    if own_transaction:
+        engine.execute("BEGIN TRANSACTION")
+    try:
+        region = create_rules(engine, spec, domains, boxes, cmin, cmax)
+        rowmap = create_rowmap(engine, spec, work, memory, boxes.pid, region)
+        publish(engine, spec, source, rid, rowmap)
+        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k)
+        published = count_rows(engine, g.table(spec.outputs.view))
+        unplaced = int(engine.scalar(
+            exp.select(exp.Count(this=exp.Star())).from_(g.table(spec.outputs.view))
+            .where(exp.Is(this=g.col(EQ_CLASS), expression=exp.Null()))
+        ))
+        problems = []
+        if not result.ok:
+            problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
+                            f"(smallest {result.k_achieved})")
+        if published != spec.source.rows:
+            problems.append(f"{published} published rows for {spec.source.rows} source rows")
+        if unplaced:
+            problems.append(f"{unplaced} rows without an equivalence class")
+        if problems:
+            raise VerificationError(
+                f"the published relation {spec.outputs.view!r} failed verification: "
+                + "; ".join(problems) + ". Nothing was published."
+            )
+    except BaseException:
+        if own_transaction:
+            try:
+                engine.execute("ROLLBACK")
+            except SqlanonError:
+                pass
+        raise
+    if own_transaction:
+        engine.execute("COMMIT")
+    return result

@@ -1,0 +1,152 @@
+"""Encode each QI's domain as integer codes, so every split works on intervals of codes.
+
+* Ordered QIs (numbers, dates, timestamps, text, booleans): the distinct non-NULL values in
+  ascending order get codes ``0..m-1``; if the column has NULLs, NULL gets code 0 and the values
+  shift by one (NULL sorts before every value).
+* Hierarchical QIs: leaves get their DFS pre-order code (see :mod:`sqlanon.hierarchy`), so every
+  hierarchy node covers a contiguous interval of codes; NULL is an implicit first leaf.
+
+A partition's box is then one code interval per QI, a cut is a code, and the working table holds
+small integers whatever the source types are. The code -> value tables stay in the database so
+published bounds keep their exact types (decimals, timestamps with time zone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlglot import exp
+
+from . import sqlgen as g
+from .engine import Engine
+from .spec import QI, Spec
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The encoded domain of one QI.
+
+    Attributes:
+        qi: the QI.
+        size: number of codes.
+        table: temp table mapping values to codes: ``(v, code)`` for ordered QIs (``v`` in the
+            source type; NULL is not stored, it is code 0), ``(t, code)`` for hierarchical QIs
+            (``t`` the value as text).
+        num: for ordered QIs, a float position per code used to measure ranges (numbers as they
+            are, dates and timestamps in microseconds, text and booleans by rank); None for
+            hierarchies.
+    """
+
+    qi: QI
+    size: int
+    table: str
+    num: np.ndarray | None
+
+    @property
+    def first_value(self) -> int:
+        """The code of the smallest non-NULL value."""
+        return 1 if self.qi.has_null else 0
+
+
+def build_domains(engine: Engine, spec: Spec, source: exp.Table) -> tuple[Domain, ...]:
+    """Create one code table per QI (temp) and return the domains."""
+    return tuple(
+        _ordered(engine, qi, source) if qi.ordered else _hierarchical(engine, qi, source)
+        for qi in spec.qis
+    )
+
+
+def _ordered(engine: Engine, qi: QI, source: exp.Table) -> Domain:
+    name = engine.temp_name(f"dom{qi.position}")
+    distinct = (
+        exp.select(g.alias(g.col(qi.name), "v"))
+        .distinct()
+        .from_(source)
+        .where(exp.Not(this=exp.Is(this=g.col(qi.name), expression=exp.Null())))
+    )
+    rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))]))
+    offset = int(qi.has_null) - 1  # row_number() starts at 1; NULL takes code 0 when present
+    query = exp.select(g.col("v"), g.alias(exp.Add(this=rank, expression=g.lit(offset)), "code")).from_(
+        exp.Subquery(this=distinct, alias=exp.TableAlias(this=g.ident("d")))
+    )
+    engine.execute(g.create_table_as(name, query))
+    if qi.kind == "numeric":
+        position: exp.Expression = exp.Cast(this=g.col("v"), to=exp.DataType.build("DOUBLE"))
+    elif qi.kind == "temporal":
+        position = exp.Anonymous(this="epoch_us", expressions=[g.col("v")])
+    else:
+        position = g.col("code")
+    values = engine.fetch(
+        exp.select(g.alias(exp.Cast(this=position, to=exp.DataType.build("DOUBLE")), "x"))
+        .from_(g.table(name))
+        .order_by(g.col("code"))
+    )["x"].astype(np.float64)
+    return Domain(qi, len(values) + int(qi.has_null), name, ordered_positions(values, qi))
+
+
+def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
+    """Positions of the codes for range measurement, NULL first.
+
+    NULL sits one average gap below the smallest value: ``num(NULL) = v_1 - (v_m - v_1)/(m - 1)``
+    (a gap of 1 when there is one value), so a partition mixing NULL and values has a range.
+    Text and booleans are measured by rank, where NULL is simply rank 0.
+    """
+    if not qi.has_null:
+        return values
+    if qi.kind == "ordinal":
+        return np.concatenate(([0.0], values + 1.0))
+    m = len(values)
+    gap = (values[-1] - values[0]) / (m - 1) if m > 1 else 1.0
+    return np.concatenate(([values[0] - gap if m else 0.0], values))
+
+
+def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
+    h = qi.hierarchy
+    assert h is not None
+    rows = engine.fetch(
+        exp.select(
+            g.alias(g.col(qi.name), "v"),
+            g.alias(exp.Cast(this=g.col(qi.name), to=exp.DataType.build("VARCHAR")), "t"),
+        )
+        .distinct()
+        .from_(source)
+        .where(exp.Not(this=exp.Is(this=g.col(qi.name), expression=exp.Null())))
+    )
+    values = list(rows["v"]) if len(rows["v"]) else []
+    codes = h.code_of(values).astype(np.int32) if values else np.zeros(0, np.int32)
+    name = engine.upload(f"dom{qi.position}", {"t": np.asarray(rows["t"], dtype=object), "code": codes})
+    return Domain(qi, h.n_leaves, name, None)
+
+
+def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression) -> str:
+    """Create the working table ``(rid, pid, qhash, q0..q{d-1})``: one row per source row.
+
+    ``qhash`` fingerprints the row's QI values so the published view can refuse rows whose QIs
+    changed after the release (fail closed).
+    """
+    name = engine.temp_name("work")
+    select = [
+        g.alias(rid, "rid"),
+        g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid"),
+        g.alias(qi_hash(spec, "b"), "qhash"),
+    ]
+    query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
+    for i, d in enumerate(domains):
+        alias = f"d{i}"
+        value = g.col(d.qi.name, "b")
+        if d.qi.ordered:
+            on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
+        else:
+            on = exp.EQ(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")), expression=g.col("t", alias))
+        query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left")
+        # No match means NULL, which is code 0 whenever the column has NULLs.
+        code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
+        query = query.select(g.alias(exp.Cast(this=code, to=exp.DataType.build("INTEGER")), f"q{i}"))
+    engine.execute(g.create_table_as(name, query))
+    return name
+
+
+def qi_hash(spec: Spec, alias: str) -> exp.Expression:
+    """``hash(qi_1, ..., qi_d)`` over the source's QI columns."""
+    return exp.Anonymous(this="hash", expressions=[g.col(q.name, alias) for q in spec.qis])

@@ -1,0 +1,116 @@
+"""The engine adapter: the one place that talks to the database.
+
+It renders sqlglot expressions in its dialect, executes them, fetches results as numpy arrays,
+uploads numpy arrays as temp tables, and hands out run-unique temp names that it drops in
+:meth:`Engine.cleanup`. Everything else in sqlanon builds expressions and never touches the
+connection, so that another engine (PostgreSQL, Spark SQL) needs only another adapter.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+from sqlglot import exp
+
+from . import sqlgen as g
+from .errors import EngineError
+
+Statement = exp.Expression | str
+
+
+class Engine:
+    """A DuckDB connection plus the temp objects of one run.
+
+    Args:
+        con: an open DuckDB connection; sqlanon never closes it.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.prefix = f"__sqlanon_{uuid.uuid4().hex[:10]}_"
+        self._temps: list[str] = []
+        self.statements = 0
+
+    # -- rendering and execution -------------------------------------------------------------
+    def render(self, statement: Statement) -> str:
+        """SQL text of ``statement`` in this engine's dialect."""
+        if isinstance(statement, str):
+            return statement
+        return statement.sql(dialect=self.dialect)
+
+    def execute(self, statement: Statement) -> duckdb.DuckDBPyConnection:
+        """Run one statement; database errors are re-raised with the SQL that failed."""
+        sql = self.render(statement)
+        self.statements += 1
+        try:
+            return self.con.execute(sql)
+        except duckdb.Error as e:  # the engine's own errors, never ours
+            raise EngineError(str(e), sql) from e
+
+    def fetch(self, statement: Statement) -> dict[str, np.ndarray]:
+        """Run a query and return its columns as numpy arrays (masked arrays become NaN/None)."""
+        result = self.execute(statement).fetchnumpy()
+        return {name: _plain(col) for name, col in result.items()}
+
+    def fetch_rows(self, statement: Statement) -> list[tuple[Any, ...]]:
+        """Run a query and return its rows as Python tuples."""
+        return self.execute(statement).fetchall()
+
+    def scalar(self, statement: Statement) -> Any:
+        """Run a query and return the first column of its first row."""
+        row = self.execute(statement).fetchone()
+        return None if row is None else row[0]
+
+    # -- temp objects -------------------------------------------------------------------------
+    def temp_name(self, purpose: str) -> str:
+        """A run-unique name for a temp object; it is dropped by :meth:`cleanup`."""
+        name = f"{self.prefix}{purpose}"
+        self._temps.append(name)
+        return name
+
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+        """Create a temp table from numpy columns and return its name."""
+        name = self.temp_name(purpose)
+        frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+        view = f"{name}_src"
+        self.con.register(view, frame)
+        try:
+            self.execute(g.create_table_as(name, exp.select("*").from_(g.table(view)), replace=True))
+        finally:
+            self.con.unregister(view)
+        return name
+
+    def drop_temp(self, name: str) -> None:
+        """Drop one temp table now (large intermediates are not kept to the end of the run)."""
+        self.execute(g.drop(name, "TABLE"))
+        if name in self._temps:
+            self._temps.remove(name)
+
+    def cleanup(self) -> None:
+        """Drop every temp object of this run; safe to call twice and after errors."""
+        while self._temps:
+            name = self._temps.pop()
+            try:
+                self.con.execute(self.render(g.drop(name, "TABLE")))
+            except duckdb.Error:  # a dead connection: nothing left to clean
+                pass
+
+
+def _plain(col: np.ndarray) -> np.ndarray:
+    """DuckDB returns masked arrays for nullable columns; unmask (NULL -> None/NaN)."""
+    if isinstance(col, np.ma.MaskedArray):
+        if not col.mask.any():
+            return col.data
+        if col.dtype.kind in "fc":
+            return col.filled(np.nan)
+        out = col.data.astype(object)
+        out[col.mask] = None
+        return out
+    return col

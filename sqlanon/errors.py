@@ -1,0 +1,61 @@
+"""Errors raised by sqlanon.
+
+Every error is a :class:`SqlanonError`; the subclasses say which part of the request was wrong
+so that callers (and the command line) can react without parsing messages. Input errors are
+raised before any object is created in the database.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class SqlanonError(Exception):
+    """Base class of every error sqlanon raises."""
+
+
+class InputError(SqlanonError, ValueError):
+    """The request is malformed: a bad parameter, an impossible requirement."""
+
+
+class UnknownTableError(InputError):
+    """The named table or view does not exist."""
+
+
+class UnknownColumnError(InputError):
+    """A named column does not exist in the table."""
+
+
+class UnsupportedTypeError(InputError):
+    """A quasi-identifier has a type sqlanon cannot generalize."""
+
+
+class HierarchyError(InputError):
+    """A generalization hierarchy is malformed or misses values of the data."""
+
+
+class ObjectExistsError(InputError):
+    """An output name collides with an existing table, view or column."""
+
+
+class EngineError(SqlanonError):
+    """The database rejected a statement; the message carries the SQL that failed."""
+
+    def __init__(self, message: str, sql: str) -> None:
+        super().__init__(f"{message}\n-- while running:\n{sql}")
+        self.sql = sql
+
+
+class VerificationError(SqlanonError):
+    """The published view failed its independent privacy check (it has been dropped)."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """A ``did you mean ...?`` hint followed by the available names, for error messages."""
+    options = sorted(choices)
+    close = difflib.get_close_matches(name, options, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(repr(o) for o in options[:50])
+    more = f" (and {len(options) - 50} more)" if len(options) > 50 else ""
+    return f"{hint} Available: {shown}{more}."

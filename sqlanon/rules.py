@@ -1,0 +1,159 @@
+"""The recoding as relations: the rules (one row per region), the row map, the published view.
+
+Rules relation ``<view>_rules`` — one row per region (leaf of the partition tree, TR 1590
+Section 2.2: each root-to-leaf path is a rule), regions numbered by their box so the numbering
+does not depend on how the partition was computed:
+
+* ``region`` (the ``eq_class`` of the view) and ``size`` (rows in it; 0 for a hierarchy node no
+  row falls into, kept so the rules cover the domain);
+* per ordered QI ``q``: published ``q_min``/``q_max`` (the smallest and largest value of the
+  region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs) and the
+  region's box in the domain: ``q_lo`` < value <= ``q_hi`` (NULL = unbounded) plus ``q_null``
+  (NULL values fall in this region); a NULL-only region has ``q_lo = q_hi`` (empty range);
+* per hierarchical QI ``q``: published ``q`` (the node label) and ``q_node`` (node id in the
+  hierarchy's DFS pre-order).
+
+Row map ``<view>_rowmap``: ``(rid, region, qhash)`` for each source row. The view joins the
+source to it on ``rowid`` *and* on the hash of the row's current QI values: a row inserted or
+updated after the release matches nothing and is published with every QI column NULL (fully
+suppressed) — never with its raw values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from . import sqlgen as g
+from .domain import Domain, qi_hash
+from .engine import Engine
+from .partition import Boxes
+from .spec import EQ_CLASS, Spec
+
+
+def number_regions(boxes: Boxes) -> np.ndarray:
+    """Region order: by box lower corner (QI order). Boxes are disjoint, so corners are unique."""
+    return np.lexsort(boxes.lo.T[::-1])
+
+
+def rules_columns(spec: Spec) -> list[str]:
+    """Every column of the rules relation, in order."""
+    cols = ["region", "size"]
+    for qi in spec.qis:
+        cols += list(qi.published)
+        cols += [f"{qi.name}_lo", f"{qi.name}_hi", f"{qi.name}_null"] if qi.ordered else [f"{qi.name}_node"]
+    return cols
+
+
+def create_rules(
+    engine: Engine, spec: Spec, domains: Sequence[Domain], boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray
+) -> np.ndarray:
+    """Create the rules table; return the region id of each leaf (aligned with ``boxes``)."""
+    order = number_regions(boxes)
+    region = np.empty(len(order), dtype=np.int64)
+    region[order] = np.arange(len(order))
+    columns: dict[str, np.ndarray] = {"region": region, "size": boxes.n}
+    for i, d in enumerate(domains):
+        lo, hi = boxes.lo[:, i], boxes.hi[:, i]
+        if d.qi.ordered:
+            first = d.first_value
+            start = np.maximum(lo, first)  # the box's first non-NULL code
+            empty = start > hi  # the box holds only NULL
+            columns[f"c{i}_min"], columns[f"c{i}_max"] = cmin[:, i], cmax[:, i]
+            columns[f"c{i}_lo"] = np.where(empty, first, np.where(start - 1 >= first, start - 1, -1))
+            columns[f"c{i}_hi"] = np.where(empty, first, np.where(hi < d.size - 1, hi, -1))
+            columns[f"c{i}_null"] = (lo == 0) & d.qi.has_null
+        else:
+            h = d.qi.hierarchy
+            assert h is not None
+            node = boxes.node[:, i]
+            columns[f"c{i}_label"] = np.array([h.labels[x] for x in node], dtype=object)
+            columns[f"c{i}_node"] = node
+    codes = engine.upload("regions", columns)
+
+    # Codes -> values through the domain tables, so published values keep their source types.
+    query = exp.select(g.col("region", "r"), g.col("size", "r")).from_(
+        exp.alias_(g.table(codes), g.ident("r"), table=True)
+    )
+    for i, d in enumerate(domains):
+        qi = d.qi
+        if not qi.ordered:
+            query = query.select(
+                g.alias(exp.Cast(this=g.col(f"c{i}_label", "r"), to=exp.DataType.build("VARCHAR")), qi.name),
+                g.alias(g.col(f"c{i}_node", "r"), f"{qi.name}_node")
+            )
+            continue
+        for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
+            alias = f"d{i}{part}"
+            query = query.join(
+                exp.alias_(g.table(d.table), g.ident(alias), table=True),
+                on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
+                join_type="left",
+            ).select(g.alias(g.col("v", alias), out))
+        query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"))
+    ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
+        exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident("x")))
+    ).order_by(g.col("region"))
+    engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False, replace=spec.replace))
+    engine.drop_temp(codes)
+    return region
+
+
+def create_rowmap(
+    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, pid: np.ndarray, region: np.ndarray
+) -> str:
+    """The row map ``(rid, region, qhash)``: persistent for a live view, temp for a snapshot."""
+    mapping = engine.upload("pidmap", {"pid": pid, "region": region})
+    leaf = g.col("pid", "w")
+    query = exp.select(g.col("rid", "w"), g.col("region", "m"), g.col("qhash", "w")).from_(
+        exp.alias_(g.table(work), g.ident("w"), table=True)
+    )
+    if memory_assignment:
+        query = query.join(
+            exp.alias_(g.table(memory_assignment), g.ident("a"), table=True),
+            on=exp.EQ(this=g.col("rid", "a"), expression=g.col("rid", "w")),
+            join_type="left",
+        )
+        leaf = exp.Coalesce(this=g.col("pid", "a"), expressions=[leaf])
+    query = query.join(
+        exp.alias_(g.table(mapping), g.ident("m"), table=True), on=exp.EQ(this=g.col("pid", "m"), expression=leaf)
+    )
+    if spec.outputs.materialize:
+        name = engine.temp_name("rowmap")
+        engine.execute(g.create_table_as(name, query))
+    else:
+        name = spec.outputs.assignment
+        engine.execute(g.create_table_as(name, query, temporary=False, replace=spec.replace))
+    engine.drop_temp(mapping)
+    return name
+
+
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
+    """Create the anonymized view (or, for sources without row ids, table)."""
+    qis = {q.name: q for q in spec.qis}
+    select: list[exp.Expression] = []
+    for name in spec.source.column_names:
+        if name in qis:
+            select += [g.alias(g.col(p, "r"), p) for p in qis[name].published]
+        else:
+            select.append(g.alias(g.col(name, "b"), name))
+    select.append(g.alias(g.col("region", "r"), EQ_CLASS))
+    on = exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b"))
+    if not spec.outputs.materialize:  # a live view: refuse rows whose QIs changed since
+        on = exp.and_(on, exp.EQ(this=g.col("qhash", "a"), expression=qi_hash(spec, "b")))
+    query = (
+        exp.select(*select)
+        .from_(exp.alias_(source, g.ident("b"), table=True))
+        .join(exp.alias_(g.table(rowmap), g.ident("a"), table=True), on=on, join_type="left")
+        .join(
+            exp.alias_(g.table(spec.outputs.rules), g.ident("r"), table=True),
+            on=exp.EQ(this=g.col("region", "r"), expression=g.col("region", "a")),
+            join_type="left",
+        )
+    )
+    if spec.outputs.materialize:
+        engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False, replace=spec.replace))
+    else:
+        engine.execute(g.create_view(spec.outputs.view, query, replace=spec.replace))

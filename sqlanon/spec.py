@@ -1,0 +1,288 @@
+"""Resolve and validate a request into a frozen :class:`Spec` before any object is written.
+
+Everything a user can get wrong is checked here, with a specific error: the table and the columns
+(listing what exists), the QI list, k, the QI types, the hierarchies (naming missing values) and
+the output names (refusing to overwrite unless ``replace=True``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlglot import exp
+
+from . import sqlgen as g
+from .engine import Engine
+from .errors import (
+    HierarchyError,
+    InputError,
+    ObjectExistsError,
+    UnknownColumnError,
+    UnknownTableError,
+    UnsupportedTypeError,
+    did_you_mean,
+)
+from .hierarchy import Hierarchy, load_hierarchy
+
+Kind = Literal["numeric", "temporal", "ordinal", "hierarchy"]
+
+#: The column of the published view holding the equivalence-class (region) id.
+EQ_CLASS = "eq_class"
+#: Default number of rows below which partitions are finished in memory (numpy).
+DEFAULT_MEMORY_ROWS = 2_000_000
+
+_NUMERIC = re.compile(
+    r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
+    r"FLOAT|REAL|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?)$"
+)
+_TEMPORAL = re.compile(r"^(DATE|TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE)$")
+_ORDINAL = re.compile(r"^(VARCHAR|BOOLEAN|ENUM\(.*\))$", re.S)
+
+
+def classify(data_type: str) -> Kind | None:
+    """The kind of an (unhierarchied) QI of this DuckDB type, or None if unsupported."""
+    t = data_type.upper()
+    if _NUMERIC.match(t):
+        return "numeric"
+    if _TEMPORAL.match(t):
+        return "temporal"
+    if _ORDINAL.match(t):
+        return "ordinal"
+    return None
+
+
+@dataclass(frozen=True)
+class Source:
+    """The relation to anonymize, as found in the catalog."""
+
+    catalog: str
+    schema: str
+    name: str
+    kind: Literal["table", "view"]
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
+    rows: int
+
+    @property
+    def ref(self) -> exp.Table:
+        return g.table(self.name, self.schema, self.catalog)
+
+    @property
+    def has_rowid(self) -> bool:
+        """Only base tables have a stable row identity (``rowid``) a live view can join on."""
+        return self.kind == "table"
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.columns)
+
+
+@dataclass(frozen=True)
+class QI:
+    """One quasi-identifier: its column, kind and (for categorical ones) hierarchy."""
+
+    name: str
+    position: int
+    data_type: str
+    kind: Kind
+    has_null: bool
+    hierarchy: Hierarchy | None = None
+
+    @property
+    def ordered(self) -> bool:
+        return self.kind != "hierarchy"
+
+    @property
+    def published(self) -> tuple[str, ...]:
+        """Columns that replace this QI in the view: ``<qi>_min``/``<qi>_max`` or the node label."""
+        return (f"{self.name}_min", f"{self.name}_max") if self.ordered else (self.name,)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Names of the objects a release creates in the connection's current schema."""
+
+    view: str
+    rules: str
+    assignment: str
+    materialize: bool  # publish a table (the source has no stable row id) instead of a view
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated anonymization request."""
+
+    source: Source
+    qis: tuple[QI, ...]
+    k: int
+    outputs: Outputs
+    memory_rows: int
+    replace: bool
+
+
+def resolve(
+    engine: Engine,
+    table: str,
+    qid: Sequence[str],
+    k: int,
+    *,
+    hierarchies: Mapping[str, Any] | None = None,
+    view: str | None = None,
+    replace: bool = False,
+    memory_rows: int | None = None,
+) -> Spec:
+    """Check the whole request against the database and return it as a :class:`Spec`.
+
+    Raises:
+        InputError: (or a subclass) for anything wrong, before any object is created.
+    """
+    objects = _catalog(engine)
+    source = _find_source(engine, objects, table)
+    qid = _check_qid(qid, source)
+    k = _check_int("k", k, minimum=1)
+    if k > source.rows:
+        raise InputError(
+            f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
+            f"partition can hold k of them."
+        )
+    memory_rows = (
+        DEFAULT_MEMORY_ROWS if memory_rows is None else _check_int("memory_rows", memory_rows, 0)
+    )
+    hierarchies = dict(hierarchies or {})
+    unknown = sorted(set(hierarchies) - set(qid))
+    if unknown:
+        raise HierarchyError(f"hierarchies given for columns that are not QIs: {unknown}; QIs: {qid}")
+    types = dict(source.columns)
+    nulls = _null_presence(engine, source, qid)
+    qis = []
+    for position, name in enumerate(qid):
+        data_type = types[name]
+        if name in hierarchies:
+            h = load_hierarchy(hierarchies[name], con=engine.con)
+            _check_leaves(engine, source, name, h)
+            qis.append(QI(name, position, data_type, "hierarchy", nulls[name],
+                          h.with_null_leaf() if nulls[name] else h))
+            continue
+        kind = classify(data_type)
+        if kind is None:
+            raise UnsupportedTypeError(
+                f"QI {name!r} has type {data_type}, which sqlanon cannot generalize. Supported: "
+                f"integers, floats, decimals, dates, timestamps, VARCHAR, BOOLEAN, ENUM (ordered), "
+                f"or any type with a hierarchy."
+            )
+        qis.append(QI(name, position, data_type, kind, nulls[name]))
+    outputs = _outputs(objects, source, tuple(qis), view, replace)
+    return Spec(source, tuple(qis), k, outputs, memory_rows, replace)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _catalog(engine: Engine) -> list[tuple[str, str, str, str, bool]]:
+    return engine.fetch_rows(g.template("catalog_objects"))
+
+
+def _find_source(engine: Engine, objects: list, table: str) -> Source:
+    if not isinstance(table, str) or not table:
+        raise InputError(f"table must be a non-empty string, got {table!r}")
+    current = tuple(engine.fetch_rows("SELECT current_database(), current_schema()")[0])
+    matches = [o for o in objects if o[2] == table]
+    if not matches and 1 < len(table.split(".")) <= 3:  # schema.table or catalog.schema.table
+        parts = table.split(".")
+        matches = [o for o in objects if list(o[3 - len(parts) : 3]) == parts]
+    if not matches:
+        matches = [o for o in objects if o[2].lower() == table.lower()]
+    # The current schema shadows temp objects, which shadow other schemas (DuckDB's lookup order).
+    preferred = [o for o in matches if tuple(o[:2]) == current] or [o for o in matches if o[0] == "temp"]
+    if preferred:
+        matches = preferred
+    if len(matches) != 1:
+        if matches:
+            where = ", ".join(f"{o[0]}.{o[1]}.{o[2]}" for o in matches)
+            raise UnknownTableError(f"{table!r} is ambiguous: {where}; qualify it as schema.table")
+        raise UnknownTableError(
+            f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
+        )
+    catalog, schema, name, kind, _ = matches[0]
+    columns = tuple(
+        (c, t)
+        for c, t in engine.fetch_rows(
+            g.template("catalog_columns", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name))
+        )
+    )
+    ref = g.table(name, schema, catalog)
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref)))
+    return Source(catalog, schema, name, kind, columns, rows)
+
+
+def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
+    if isinstance(qid, str):
+        raise InputError(f"qid must be a list of column names, got the string {qid!r}; use [{qid!r}]")
+    qid = list(qid)
+    if not qid:
+        raise InputError("qid is empty: name at least one quasi-identifier column")
+    seen: set[str] = set()
+    for name in qid:
+        if not isinstance(name, str):
+            raise InputError(f"QI names must be strings, got {name!r}")
+        if name in seen:
+            raise InputError(f"QI {name!r} is listed twice in qid")
+        seen.add(name)
+        if name not in source.column_names:
+            raise UnknownColumnError(
+                f"table {source.name!r} has no column {name!r}." + did_you_mean(name, source.column_names)
+            )
+    return qid
+
+
+def _check_int(label: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{label} must be an integer, got {value!r}")
+    if value < minimum:
+        raise InputError(f"{label} must be at least {minimum}, got {value}")
+    return value
+
+
+def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, bool]:
+    counts = [exp.Count(this=g.col(name)) for name in qid]
+    row = engine.fetch_rows(exp.select(*counts).from_(source.ref))[0]
+    return {name: int(n) < source.rows for name, n in zip(qid, row)}
+
+
+def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> None:
+    values = [r[0] for r in engine.fetch_rows(exp.select(g.col(name)).distinct().from_(source.ref))]
+    missing = h.missing([v for v in values if v is not None])
+    if missing:
+        shown = ", ".join(repr(v) for v in missing[:20])
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        raise HierarchyError(
+            f"the hierarchy for {name!r} misses {len(missing)} value(s) present in the data: "
+            f"{shown}{more}. Every value must be a leaf."
+        )
+
+
+def _outputs(objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool) -> Outputs:
+    view = view if view is not None else f"{source.name}_anon"
+    if not isinstance(view, str) or not view:
+        raise InputError(f"view must be a non-empty string, got {view!r}")
+    outputs = Outputs(view, f"{view}_rules", f"{view}_rowmap", materialize=not source.has_rowid)
+    names = [outputs.view, outputs.rules] + ([] if outputs.materialize else [outputs.assignment])
+    existing = {o[2]: o[3] for o in objects if o[0] != "temp" and (o[0], o[1]) == (source.catalog, source.schema)}
+    for name in names:
+        if name == source.name:
+            raise ObjectExistsError(f"output {name!r} would overwrite the source table; choose another view=")
+        if name in existing and not replace:
+            raise ObjectExistsError(
+                f"a {existing[name]} named {name!r} already exists; pass replace=True to overwrite it "
+                f"or choose another view= name"
+            )
+    published = [p for q in qis for p in q.published] + [EQ_CLASS]
+    qi_names = {q.name for q in qis}
+    others = [c for c in source.column_names if c not in qi_names]
+    clash = sorted(set(published) & set(others))
+    if clash:
+        raise ObjectExistsError(
+            f"the anonymized view would have duplicate columns: {clash} exist in {source.name!r} and "
+            f"are also published generalization columns; rename them in a view over the source first"
+        )
+    return outputs
