@@ -220,7 +220,7 @@ class Hierarchy:
         lo[leaf_node] = hi[leaf_node] = np.arange(len(leaf_node), dtype=np.int32)
         for i in range(n - 1, -1, -1):  # children have larger ids, so they are done first
             if kids[i]:
-                lo[i], hi[i] = lo[kids[i][0]], hi[kids[i][0]]
+                lo[i], hi[i] = lo[kids[i][0]], hi[kids[i][-1]]
         par, dep = np.array(parent, dtype=np.int32), np.array(depth, dtype=np.int32)
         anc = np.empty((len(leaf_node), int(dep.max()) + 1), dtype=np.int32)
         cur = leaf_node.copy()

@@ -219,20 +219,24 @@ class Partitioner:
             cmin = np.minimum.reduceat(X, starts, axis=0).astype(np.int64)
             cmax = np.maximum.reduceat(X, starts, axis=0).astype(np.int64)
             seg_of_row = np.repeat(np.arange(len(seg)), seg.n)
+            # Row positions of the next level: each partition's block, sorted by the code of the
+            # attribute it was last tried on — for the partitions that split, the split
+            # attribute, so that their children are contiguous runs.
+            arranged = np.arange(len(X), dtype=np.int64)
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
-                nonlocal X, row
-                selected = np.zeros(len(seg), dtype=bool)
-                selected[idx] = True
-                rows = selected[seg_of_row].nonzero()[0]
-                local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
-                v = X[rows, attr[local]]
-                # Rows are grouped by partition already, so the stable sort only orders each
-                # partition's rows by code; afterwards children are contiguous runs.
-                perm = np.argsort((local << 32) | v.astype(np.int64), kind="stable")
-                X[rows] = X[rows[perm]]
-                row[rows] = row[rows[perm]]
-                return FrequencyGroups.from_sorted(local[perm], v[perm])
+                if len(idx) == len(seg):
+                    rows, local = arranged.copy(), seg_of_row
+                else:
+                    selected = np.zeros(len(seg), dtype=bool)
+                    selected[idx] = True
+                    rows = selected[seg_of_row].nonzero()[0]
+                    local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
+                v = np.take_along_axis(X[rows], attr[local][:, None], axis=1)[:, 0] if len(rows) != len(X) \
+                    else np.take_along_axis(X, attr[local][:, None], axis=1)[:, 0]
+                order = sort_within(local, v)
+                arranged[rows] = rows[order]
+                return FrequencyGroups.from_sorted(local[order], v[order])
 
             split, chosen, kids = self.decide(seg, cmin, cmax, groups_for)
             done = (~split).nonzero()[0]
@@ -242,13 +246,33 @@ class Partitioner:
             out_pid.append(seg.pid[seg_of_row[finished]])
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
-            keep = ~finished
-            X, row = X[keep], row[keep]
+            nxt = arranged[~finished]  # one gather per level: compacts and reorders
+            X, row = X[nxt], row[nxt]
             seg = children.take((children.n > 0).nonzero()[0])
             self._report("memory", len(seg))
         if not out_row:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
+
+
+def sort_within(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Permutation sorting rows by ``(group, value)``; ``group`` is already non-decreasing.
+
+    Ties may come in any order (nothing downstream depends on the order of equal codes). When
+    group, value and row index fit in 63 bits together they are packed into one key and sorted
+    with ``np.sort`` (SIMD, several times faster than ``argsort``); otherwise ``argsort``.
+    """
+    n = len(group)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    value = value.astype(np.int64)
+    bits_row = max(int(n - 1).bit_length(), 1)
+    bits_val = max(int(value.max()).bit_length(), 1)
+    bits_grp = max(int(group[-1]).bit_length(), 1)
+    if bits_row + bits_val + bits_grp <= 63:
+        key = (group.astype(np.int64) << (bits_val + bits_row)) | (value << bits_row) | np.arange(n, dtype=np.int64)
+        return np.sort(key) & ((1 << bits_row) - 1)
+    return np.argsort((group.astype(np.int64) << 32) | value)
 
 
 def _extents_query(work: str, pids: np.ndarray, q: list[str]) -> exp.Expression:

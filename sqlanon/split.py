@@ -115,10 +115,17 @@ def _ordered(
     total = n[part]
     ok = rows & ~groups.is_last() & _passes(constraints, left) & _passes(constraints, total - left)
     cand = ok.nonzero()[0]
-    # Best cut per partition: lowest score, then lowest code (the groups are in code order).
-    score = criterion.cut_score(left[cand], total[cand])
-    order = cand[np.lexsort((code[cand], score, part[cand]))]
-    best = order[first_of_run(part[order])]
+    # Best cut per partition: lowest score, then lowest code. Both are packed into one key so
+    # that a segmented minimum finds it (the groups are sorted by partition).
+    score = criterion.cut_score(left[cand], total[cand]).astype(np.int64)
+    key = score * (int(code.max(initial=0)) + 1) + code[cand]
+    starts = first_of_run(part[cand])
+    if len(starts):
+        best_key = np.minimum.reduceat(key, starts)
+        hit = key == np.repeat(best_key, np.diff(np.append(starts, len(cand))))
+        best = cand[hit][first_of_run(part[cand][hit])]
+    else:
+        best = cand
     p = part[best]
     allowed = np.zeros(len(n), dtype=bool)
     allowed[p] = True
