@@ -19,7 +19,7 @@ from .errors import SqlanonError, VerificationError
 from .partition import Partitioner, Progress, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
 from .spec import EQ_CLASS, Spec, resolve
-from .verify import Verification, count_rows, verify
+from .verify import Verification, verify
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def anonymize(
         lap("partition_sql")
         memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
         lap("partition_memory")
-        boxes, cmin, cmax = partitioner.leaves.collect()
-        verification = _publish_verified(engine, spec, domains, boxes, cmin, cmax, work, memory, source, rid)
+        boxes, cmin, cmax, in_sql = partitioner.leaves.collect()
+        verification = _publish_verified(engine, spec, domains, boxes, cmin, cmax, in_sql, work, memory, source, rid)
         lap("publish_verify")
     finally:
         engine.cleanup()
@@ -169,29 +169,24 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
     return g.table(name), rid
 
 
-def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, work, memory, source, rid) -> Verification:
+def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, in_sql, work, memory, source, rid) -> Verification:
     """Create rules, row map and view in one transaction, verify, and roll back on failure."""
     own_transaction = not engine.con.in_transaction if hasattr(engine.con, "in_transaction") else True
     if own_transaction:
         engine.execute("BEGIN TRANSACTION")
     try:
         region = create_rules(engine, spec, domains, boxes, cmin, cmax)
-        rowmap = create_rowmap(engine, spec, work, memory, boxes.pid, region)
+        rowmap = create_rowmap(engine, spec, work, memory, boxes, region, in_sql)
         publish(engine, spec, source, rid, rowmap)
-        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k)
-        published = count_rows(engine, g.table(spec.outputs.view))
-        unplaced = int(engine.scalar(
-            exp.select(exp.Count(this=exp.Star())).from_(g.table(spec.outputs.view))
-            .where(exp.Is(this=g.col(EQ_CLASS), expression=exp.Null()))
-        ))
+        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS)
         problems = []
-        if not result.ok:
+        if result.violating:
             problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
                             f"(smallest {result.k_achieved})")
-        if published != spec.source.rows:
-            problems.append(f"{published} published rows for {spec.source.rows} source rows")
-        if unplaced:
-            problems.append(f"{unplaced} rows without an equivalence class")
+        if result.rows != spec.source.rows:
+            problems.append(f"{result.rows} published rows for {spec.source.rows} source rows")
+        if result.unplaced:
+            problems.append(f"{result.unplaced} rows without an equivalence class")
         if problems:
             raise VerificationError(
                 f"the published relation {spec.outputs.view!r} failed verification: "

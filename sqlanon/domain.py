@@ -20,7 +20,8 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .engine import Engine
-from .spec import QI, Spec
+from .hierarchy import leaf_codes
+from .spec import QI, Spec, distinct_values
 
 
 @dataclass(frozen=True)
@@ -104,17 +105,8 @@ def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
 def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
     h = qi.hierarchy
     assert h is not None
-    rows = engine.fetch(
-        exp.select(
-            g.alias(g.col(qi.name), "v"),
-            g.alias(exp.Cast(this=g.col(qi.name), to=exp.DataType.build("VARCHAR")), "t"),
-        )
-        .distinct()
-        .from_(source)
-        .where(exp.Not(this=exp.Is(this=g.col(qi.name), expression=exp.Null())))
-    )
-    values = list(rows["v"]) if len(rows["v"]) else []
-    codes = h.code_of(values).astype(np.int32) if values else np.zeros(0, np.int32)
+    rows = distinct_values(engine, qi.name, source)
+    codes = leaf_codes(h, rows["v"], rows["t"])
     name = engine.upload(f"dom{qi.position}", {"t": np.asarray(rows["t"], dtype=object), "code": codes})
     return Domain(qi, h.n_leaves, name, None)
 

@@ -400,3 +400,14 @@ def _read_table(con: Any, name: str) -> list[tuple[Any, ...]] | None:
             raise HierarchyError(f"cannot read hierarchy table {name!r}: {e}\n"
                                  f"-- while running:\n{sql}") from e
     return None
+
+
+def leaf_codes(h: Hierarchy, values: Sequence[Any], texts: Sequence[Any]) -> np.ndarray:
+    """Leaf codes of fetched distinct values: matched as values first (``39.0`` matches ``39``),
+    then by the database's text form of the same values (timestamps, booleans); -1 where
+    neither is a leaf."""
+    codes = h.code_of(list(values)).astype(np.int32)
+    retry = (codes < 0).nonzero()[0]
+    if len(retry):
+        codes[retry] = h.code_of([texts[i] for i in retry])
+    return codes

@@ -67,14 +67,18 @@ class Leaves:
     boxes: list[Boxes] = field(default_factory=list)
     cmin: list[np.ndarray] = field(default_factory=list)
     cmax: list[np.ndarray] = field(default_factory=list)
+    in_sql: list[np.ndarray] = field(default_factory=list)
 
-    def add(self, boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray) -> None:
+    def add(self, boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray, in_sql: bool = False) -> None:
+        """Record final partitions; ``in_sql``: their rows carry the leaf id in the working table."""
         self.boxes.append(boxes)
         self.cmin.append(cmin)
         self.cmax.append(cmax)
+        self.in_sql.append(np.full(len(boxes), in_sql))
 
-    def collect(self) -> tuple[Boxes, np.ndarray, np.ndarray]:
-        return Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax)
+    def collect(self) -> tuple[Boxes, np.ndarray, np.ndarray, np.ndarray]:
+        return (Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
+                np.concatenate(self.in_sql))
 
 
 @dataclass
@@ -195,7 +199,7 @@ class Partitioner:
 
             split, chosen, kids = self.decide(parts, cmin, cmax, groups_for)
             done = (~split).nonzero()[0]
-            self.leaves.add(parts.take(done), cmin[done], cmax[done])
+            self.leaves.add(parts.take(done), cmin[done], cmax[done], in_sql=True)
             self.rows_finished += int(parts.n[done].sum())
             children = self.children_boxes(parts, chosen, kids)
             live = children.n > 0
@@ -232,8 +236,7 @@ class Partitioner:
                     selected[idx] = True
                     rows = selected[seg_of_row].nonzero()[0]
                     local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
-                v = np.take_along_axis(X[rows], attr[local][:, None], axis=1)[:, 0] if len(rows) != len(X) \
-                    else np.take_along_axis(X, attr[local][:, None], axis=1)[:, 0]
+                v = X.ravel()[rows * X.shape[1] + attr[local]]
                 order = sort_within(local, v)
                 arranged[rows] = rows[order]
                 return FrequencyGroups.from_sorted(local[order], v[order])
@@ -247,7 +250,8 @@ class Partitioner:
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
             nxt = arranged[~finished]  # one gather per level: compacts and reorders
-            X, row = X[nxt], row[nxt]
+            # np.take is several times faster than fancy indexing for a row gather.
+            X, row = np.take(X, nxt, axis=0), np.take(row, nxt)
             seg = children.take((children.n > 0).nonzero()[0])
             self._report("memory", len(seg))
         if not out_row:
@@ -348,7 +352,8 @@ def finish_in_memory(
 ) -> str | None:
     """Fetch the remaining partitions in batches of about ``memory_rows`` rows and finish them.
 
-    Returns the temp table ``(rid, pid)`` of the leaves reached in memory (None if none).
+    Returns the temp table ``(rid, pid, qhash)`` of the rows finished in memory, with their leaf
+    (None if there were none).
     """
     if not len(open_):
         return None
@@ -360,7 +365,7 @@ def finish_in_memory(
     for b in range(int(batch.max()) + 1):
         seg = open_.take((batch == b).nonzero()[0])
         query = (
-            exp.select(g.col("pid", "w"), g.col("rid", "w"), *[g.col(c, "w") for c in q])
+            exp.select(g.col("pid", "w"), g.col("rid", "w"), g.col("qhash", "w"), *[g.col(c, "w") for c in q])
             .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
             .join(exp.alias_(g.table(batches), g.ident("t"), table=True),
                   on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "t")))
@@ -370,7 +375,8 @@ def finish_in_memory(
         order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
         X = np.column_stack([res[c][order] for c in q]).astype(np.int32)
         rows, pid = partitioner.run_memory(X, seg)
-        chunk = engine.upload(f"leafchunk{b}", {"rid": res["rid"][order][rows].astype(np.int64), "pid": pid})
+        keep = order[rows]
+        chunk = engine.upload(f"leafchunk{b}", {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]})
         if assignment is None:
             assignment = chunk
         else:

@@ -102,24 +102,29 @@ def create_rules(
 
 
 def create_rowmap(
-    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, pid: np.ndarray, region: np.ndarray
+    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, boxes: Boxes, region: np.ndarray,
+    sql_leaf: np.ndarray,
 ) -> str:
-    """The row map ``(rid, region, qhash)``: persistent for a live view, temp for a snapshot."""
-    mapping = engine.upload("pidmap", {"pid": pid, "region": region})
-    leaf = g.col("pid", "w")
-    query = exp.select(g.col("rid", "w"), g.col("region", "m"), g.col("qhash", "w")).from_(
-        exp.alias_(g.table(work), g.ident("w"), table=True)
+    """The row map ``(rid, region, qhash)``: persistent for a live view, temp for a snapshot.
+
+    Rows finished in SQL carry their leaf in the working table; rows finished in memory come
+    from ``memory_assignment``. Both only join the small leaf -> region table.
+    """
+    mapping = engine.upload("pidmap", {"pid": boxes.pid, "region": region, "sql": sql_leaf})
+    m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
+    cols = [g.col("rid", "x"), g.col("region", "m"), g.col("qhash", "x")]
+    query = (
+        exp.select(*cols)
+        .from_(exp.alias_(g.table(work), g.ident("x"), table=True))
+        .join(m, on=exp.and_(exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")), g.col("sql", "m")))
     )
     if memory_assignment:
-        query = query.join(
-            exp.alias_(g.table(memory_assignment), g.ident("a"), table=True),
-            on=exp.EQ(this=g.col("rid", "a"), expression=g.col("rid", "w")),
-            join_type="left",
+        in_memory = (
+            exp.select(*cols)
+            .from_(exp.alias_(g.table(memory_assignment), g.ident("x"), table=True))
+            .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
         )
-        leaf = exp.Coalesce(this=g.col("pid", "a"), expressions=[leaf])
-    query = query.join(
-        exp.alias_(g.table(mapping), g.ident("m"), table=True), on=exp.EQ(this=g.col("pid", "m"), expression=leaf)
-    )
+        query = exp.union(query, in_memory, distinct=False)
     if spec.outputs.materialize:
         name = engine.temp_name("rowmap")
         engine.execute(g.create_table_as(name, query))

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 from sqlglot import exp
 
 from . import sqlgen as g
@@ -25,7 +26,7 @@ from .errors import (
     UnsupportedTypeError,
     did_you_mean,
 )
-from .hierarchy import Hierarchy, load_hierarchy
+from .hierarchy import Hierarchy, leaf_codes, load_hierarchy
 
 Kind = Literal["numeric", "temporal", "ordinal", "hierarchy"]
 
@@ -182,7 +183,7 @@ def _catalog(engine: Engine) -> list[tuple[str, str, str, str, bool]]:
     return engine.fetch_rows(g.template("catalog_objects"))
 
 
-def _find_source(engine: Engine, objects: list, table: str) -> Source:
+def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
     if not isinstance(table, str) or not table:
         raise InputError(f"table must be a non-empty string, got {table!r}")
     current = tuple(engine.fetch_rows("SELECT current_database(), current_schema()")[0])
@@ -211,7 +212,7 @@ def _find_source(engine: Engine, objects: list, table: str) -> Source:
         )
     )
     ref = g.table(name, schema, catalog)
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref)))
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
     return Source(catalog, schema, name, kind, columns, rows)
 
 
@@ -250,8 +251,9 @@ def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, 
 
 
 def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> None:
-    values = [r[0] for r in engine.fetch_rows(exp.select(g.col(name)).distinct().from_(source.ref))]
-    missing = h.missing([v for v in values if v is not None])
+    rows = distinct_values(engine, name, source.ref)
+    bad = leaf_codes(h, rows["v"], rows["t"]) < 0
+    missing = sorted({str(t) for t in rows["t"][bad]})
     if missing:
         shown = ", ".join(repr(v) for v in missing[:20])
         more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
@@ -259,6 +261,19 @@ def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> No
             f"the hierarchy for {name!r} misses {len(missing)} value(s) present in the data: "
             f"{shown}{more}. Every value must be a leaf."
         )
+
+
+def distinct_values(engine: Engine, column: str, source: exp.Table) -> dict[str, np.ndarray]:
+    """Distinct non-NULL values of a column (``v``) with their text form (``t``)."""
+    return engine.fetch(
+        exp.select(
+            g.alias(g.col(column), "v"),
+            g.alias(exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR")), "t"),
+        )
+        .distinct()
+        .from_(source)
+        .where(exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
+    )
 
 
 def _outputs(objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool) -> Outputs:

@@ -30,6 +30,7 @@ class Verification:
         rows: rows in the relation.
         violating: classes smaller than ``k``.
         columns: the columns that define the classes.
+        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named).
     """
 
     ok: bool
@@ -39,6 +40,7 @@ class Verification:
     rows: int
     violating: int
     columns: tuple[str, ...]
+    unplaced: int = 0
 
 
 def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]:
@@ -58,7 +60,14 @@ def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]
     return tuple(out)
 
 
-def verify(con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], k: int) -> Verification:
+def verify(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    qid: Sequence[str],
+    k: int,
+    *,
+    class_column: str | None = None,
+) -> Verification:
     """Check k-anonymity of ``relation`` over the QIs, in one SQL statement.
 
     Args:
@@ -67,6 +76,8 @@ def verify(con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], k:
         qid: the quasi-identifiers; a QI published as a range may be named by its base name
             (``age`` stands for ``age_min`` and ``age_max``).
         k: the requirement.
+        class_column: optionally, a column that every row must have (``eq_class`` of a
+            release); rows where it is NULL are counted as ``unplaced`` and fail the check.
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``), so
     fully suppressed rows form one class and count like any other.
@@ -76,20 +87,25 @@ def verify(con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], k:
     if isinstance(qid, str) or not qid:
         raise InputError("qid must be a non-empty list of column names")
     engine = Engine(con)
-    source = _find_source(engine, _catalog(engine), relation)
+    source = _find_source(engine, _catalog(engine), relation, count=False)
     columns = class_columns(source.column_names, qid)
-    query = g.template("class_sizes", k=g.lit(k), source=source.ref, columns=[g.col(c) for c in columns])
-    classes, smallest, total, violating = engine.fetch_rows(query)[0]
+    if class_column is not None and class_column not in source.column_names:
+        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
+    unplaced_if = (
+        exp.Is(this=g.col(class_column), expression=exp.Null()) if class_column else exp.false()
+    )
+    query = g.template(
+        "class_sizes", k=g.lit(k), source=source.ref, columns=[g.col(c) for c in columns], unplaced=unplaced_if
+    )
+    classes, smallest, total, violating, unplaced = engine.fetch_rows(query)[0]
     return Verification(
-        ok=int(violating or 0) == 0 and int(classes or 0) > 0,
+        ok=int(violating or 0) == 0 and int(classes or 0) > 0 and not unplaced,
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
         rows=int(total or 0),
         violating=int(violating or 0),
         columns=columns,
+        unplaced=int(unplaced or 0),
     )
 
-
-def count_rows(engine: Engine, relation: exp.Table) -> int:
-    return int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(relation)))
