@@ -230,7 +230,7 @@ class Partitioner:
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
                 if len(idx) == len(seg):
-                    rows, local = arranged.copy(), seg_of_row
+                    rows, local = np.arange(len(X), dtype=np.int64), seg_of_row
                 else:
                     selected = np.zeros(len(seg), dtype=bool)
                     selected[idx] = True

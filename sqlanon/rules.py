@@ -64,7 +64,7 @@ def create_rules(
             columns[f"c{i}_min"], columns[f"c{i}_max"] = cmin[:, i], cmax[:, i]
             columns[f"c{i}_lo"] = np.where(empty, first, np.where(start - 1 >= first, start - 1, -1))
             columns[f"c{i}_hi"] = np.where(empty, first, np.where(hi < d.size - 1, hi, -1))
-            columns[f"c{i}_null"] = (lo == 0) & d.qi.has_null
+            columns[f"c{i}_null"] = lo == 0  # NULL sorts first, also for later rows
         else:
             h = d.qi.hierarchy
             assert h is not None
