@@ -194,7 +194,7 @@ class Partitioner:
             cmax = np.column_stack([stats[f"max_{c}"][at] for c in q]).astype(np.int64)
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
-                res = engine.fetch(_av_query(work, parts.pid[idx], attr, q))
+                res = engine.fetch(_av_query(engine, work, parts.pid[idx], attr, q))
                 return FrequencyGroups(res["part"].astype(np.int64), res["v"].astype(np.int32), res["n"].astype(np.int64))
 
             split, chosen, kids = self.decide(parts, cmin, cmax, groups_for)
@@ -287,8 +287,15 @@ def _extents_query(work: str, pids: np.ndarray, q: list[str]) -> exp.Expression:
     return query.where(g.in_list(g.col("pid"), pids.tolist())) if len(pids) < 1000 else query
 
 
-def _candidates(pids: np.ndarray, attr: np.ndarray) -> exp.Expression:
-    """A VALUES relation ``(pid, part, a)``: partition id, its index in the batch, its attribute."""
+def _candidates(engine: Engine, pids: np.ndarray, attr: np.ndarray) -> exp.Expression:
+    """A relation ``(pid, part, a)``: partition id, its index in the batch, its attribute.
+
+    Inline VALUES for a few partitions; an uploaded temp table for many (rendering thousands of
+    literals costs more than the upload).
+    """
+    if len(pids) > 256:
+        name = engine.upload("candidates", {"pid": pids, "part": np.arange(len(pids)), "a": attr})
+        return exp.alias_(g.table(name), g.ident("c"), table=True)
     rows = [exp.Tuple(expressions=[g.lit(int(p)), g.lit(i), g.lit(int(a))]) for i, (p, a) in enumerate(zip(pids, attr))]
     return exp.Values(expressions=rows, alias=exp.TableAlias(this=g.ident("c"), columns=[g.ident("pid"), g.ident("part"), g.ident("a")]))
 
@@ -298,13 +305,13 @@ def _attr_value(selector: exp.Expression, q: list[str], alias: str) -> exp.Expre
     return g.case_on(selector, {i: g.col(c, alias) for i, c in enumerate(q)})
 
 
-def _av_query(work: str, pids: np.ndarray, attr: np.ndarray, q: list[str]) -> exp.Expression:
+def _av_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, q: list[str]) -> exp.Expression:
     """AV groups: ``SELECT part, v, count(*) ... GROUP BY part, v`` for each partition's attribute."""
     value = _attr_value(g.col("a", "c"), q, "w")
     inner = (
         exp.select(g.alias(g.col("part", "c"), "part"), g.alias(value, "v"))
         .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
-        .join(_candidates(pids, attr), on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "c")))
+        .join(_candidates(engine, pids, attr), on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "c")))
     )
     return (
         exp.select(g.col("part"), g.col("v"), g.alias(exp.Count(this=exp.Star()), "n"))

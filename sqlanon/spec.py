@@ -40,7 +40,8 @@ _NUMERIC = re.compile(
     r"FLOAT|REAL|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?)$"
 )
 _TEMPORAL = re.compile(r"^(DATE|TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE)$")
-_ORDINAL = re.compile(r"^(VARCHAR|BOOLEAN|ENUM\(.*\))$", re.S)
+# "NULL" is the type DuckDB gives a column of only NULLs (it is ordered trivially).
+_ORDINAL = re.compile(r'^(VARCHAR|BOOLEAN|ENUM\(.*\)|"?NULL"?)$', re.S)
 
 
 def classify(data_type: str) -> Kind | None:

@@ -210,7 +210,7 @@ def test_equals_reference_on_random_tables(case, memory_rows):
     check_release(con, release, data, qid, k, hierarchies)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.integers(50, 400), st.integers(1, 4), st.integers(2, 30), st.integers(0, 2**31))
 def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
     rng = np.random.default_rng(seed)
@@ -232,40 +232,26 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
 def test_adult_all_nine_columns_with_hierarchies(adult, k):
     con, hierarchies = adult
     qid = list(hierarchies)
-    data = con.sql("SELECT * FROM adult ORDER BY rowid").df()
-    release = sqlanon.anonymize(con, "adult", qid=qid, k=k, hierarchies=hierarchies, replace=True)
-    assert release.k_achieved >= k
+    con.execute("CREATE TABLE adult_id AS SELECT row_number() OVER () - 1 AS id, * FROM adult")
+    data = con.sql("SELECT * FROM adult_id ORDER BY id").df()
+    release = sqlanon.anonymize(con, "adult_id", qid=qid, k=k, hierarchies=hierarchies)
+    assert release.k_achieved >= k and release.verification.ok
     assert release.rows == len(data) == 30162
     loaded = {q: sqlanon.load_hierarchy(p) for q, p in hierarchies.items()}
-    view = con.sql(f'SELECT * FROM "{release.view}"').df()
-    assert view.groupby(qid).size().min() >= k
-    assert len(view) == len(data)
-    # Every published label is an ancestor-or-self of the row's value.
-    data = data.reset_index(drop=True)
+    view = con.sql(f'SELECT * FROM "{release.view}" ORDER BY id').df()
+    assert view.groupby(qid, dropna=False).size().min() >= k
+    assert view["id"].tolist() == data["id"].tolist()
+    # Every published label is the node of the row's region, and the row's value is under it.
     rules = rules_frame(con, release).set_index("region")
-    ids = con.sql(f'SELECT rowid AS rid FROM adult ORDER BY rowid').df()["rid"]
-    joined = con.sql(
-        f'SELECT a.rowid AS rid, v.eq_class FROM adult a POSITIONAL JOIN "{release.view}" v'
-    ).df()
-    assert len(joined) == len(ids)
-    sample = joined.sample(500, random_state=k)
-    for rid, cls in zip(sample["rid"], sample["eq_class"]):
-        for q in qid:
-            h = loaded[q]
-            code = int(h.code_of([data.loc[rid, q]])[0])
-            node = int(rules.loc[cls, f"{q}_node"])
-            assert h.leaf_lo[node] <= code <= h.leaf_hi[node]
-    if k == 100:  # the oracle is slow; once is enough on the real data
+    for q in qid:
+        h = loaded[q]
+        codes = h.code_of(data[q].tolist())
+        nodes = rules.loc[view["eq_class"], f"{q}_node"].to_numpy()
+        assert (h.leaf_lo[nodes] <= codes).all() and (codes <= h.leaf_hi[nodes]).all()
+        assert view[q].tolist() == [h.labels[x] for x in nodes]
+    if k in (10, 1000):  # the oracle is slow; twice is enough on the real data
         rows = {q: h.to_rows() for q, h in loaded.items()}
-        assert partition_of_rowid(con, release.view, "adult") == reference_mondrian(data, qid, k, rows)
-
-
-def partition_of_rowid(con, view: str, table: str) -> set[frozenset[int]]:
-    rows = con.sql(f'SELECT b.rowid, v.eq_class FROM "{table}" b POSITIONAL JOIN "{view}" v').fetchall()
-    groups: dict[int, set[int]] = {}
-    for rid, cls in rows:
-        groups.setdefault(cls, set()).add(rid)
-    return {frozenset(g) for g in groups.values()}
+        assert partition_of(con, release.view) == reference_mondrian(data.drop(columns=["id"]), qid, k, rows)
 
 
 def test_adult_numeric_age_partition_is_minimal(adult):
