@@ -154,6 +154,12 @@ def anonymize(
     )
 
 
+def _created(spec: Spec) -> list[tuple[str, str]]:
+    out = spec.outputs
+    view_kind = "TABLE" if out.materialize else "VIEW"
+    return [(out.view, view_kind), (out.rules, "TABLE")] + ([] if out.materialize else [(out.assignment, "TABLE")])
+
+
 def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
     """The relation the run reads and its row-id column: the table itself (``rowid``), or a
     temp snapshot with a generated id for sources without one, read once so that the
@@ -171,9 +177,9 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
 
 def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, in_sql, work, memory, source, rid) -> Verification:
     """Create rules, row map and view in one transaction, verify, and roll back on failure."""
-    own_transaction = not engine.con.in_transaction if hasattr(engine.con, "in_transaction") else True
+    own_transaction = not engine.in_transaction()  # else publish inside the caller's
     if own_transaction:
-        engine.execute("BEGIN TRANSACTION")
+        engine.execute(exp.Transaction())
     try:
         region = create_rules(engine, spec, domains, boxes, cmin, cmax)
         rowmap = create_rowmap(engine, spec, work, memory, boxes, region, in_sql)
@@ -193,12 +199,15 @@ def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, in
                 + "; ".join(problems) + ". Nothing was published."
             )
     except BaseException:
-        if own_transaction:
-            try:
-                engine.execute("ROLLBACK")
-            except SqlanonError:
-                pass
+        try:
+            if own_transaction:
+                engine.execute(exp.Rollback())
+            else:  # not ours to roll back: remove what this call created
+                for name, kind in _created(spec):
+                    engine.execute(g.drop(name, kind))
+        except SqlanonError:
+            pass
         raise
     if own_transaction:
-        engine.execute("COMMIT")
+        engine.execute(exp.Commit())
     return result

@@ -65,8 +65,18 @@ class Engine:
 
     def scalar(self, statement: Statement) -> Any:
         """Run a query and return the first column of its first row."""
-        row = self.execute(statement).fetchone()
-        return None if row is None else row[0]
+        rows = self.execute(statement).fetchall()  # fetch all: DuckDB refuses new work while a result is open
+        return rows[0][0] if rows else None
+
+    def in_transaction(self) -> bool:
+        """Whether the caller has an explicit transaction open.
+
+        DuckDB's Python API does not say, and a failed ``BEGIN`` would abort the caller's
+        transaction; but in autocommit mode every statement gets a new transaction id, while
+        inside a transaction the id stays the same.
+        """
+        probe = exp.select(exp.func("txid_current"))
+        return self.scalar(probe) == self.scalar(probe)
 
     # -- temp objects -------------------------------------------------------------------------
     def temp_name(self, purpose: str) -> str:

@@ -187,7 +187,7 @@ def _catalog(engine: Engine) -> list[tuple[str, str, str, str, bool]]:
 def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
     if not isinstance(table, str) or not table:
         raise InputError(f"table must be a non-empty string, got {table!r}")
-    current = tuple(engine.fetch_rows("SELECT current_database(), current_schema()")[0])
+    current = tuple(engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0])
     matches = [o for o in objects if o[2] == table]
     if not matches and 1 < len(table.split(".")) <= 3:  # schema.table or catalog.schema.table
         parts = table.split(".")

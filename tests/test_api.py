@@ -279,3 +279,15 @@ def test_release_reports_what_it_did(con):
     assert [p.phase for p in seen][:1] == ["sql"] and seen[-1].open_partitions == 0
     assert seen[-1].rows_finished == 100
     assert not release.materialized and release.verification.ok
+
+
+def test_inside_the_callers_transaction(con):
+    """Publishing joins an open transaction instead of breaking it; the caller decides."""
+    load(con, pd.DataFrame({"age": np.arange(60) % 23, "zip": np.arange(60) % 4}))
+    con.execute("BEGIN")
+    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5)
+    assert con.sql(f'SELECT count(*) FROM "{release.view}"').fetchall() == [(60,)]
+    con.execute("ROLLBACK")
+    names = {r[0] for r in con.sql("SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert names == {"t"}
+    assert sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5).verification.ok
