@@ -20,6 +20,11 @@ class Constraint(Protocol):
 
     needs: ClassVar[frozenset[str]]
 
+    @property
+    def min_size(self) -> int:
+        """A lower bound on the rows of any acceptable non-empty class (prunes small partitions)."""
+        ...
+
     def allowed(self, n: np.ndarray) -> np.ndarray:
         """Which candidate classes (given their sizes ``n``) are acceptable."""
         ...
@@ -37,6 +42,10 @@ class KAnonymity:
 
     k: int
     needs: ClassVar[frozenset[str]] = frozenset({"count"})
+
+    @property
+    def min_size(self) -> int:
+        return self.k
 
     def allowed(self, n: np.ndarray) -> np.ndarray:
         return (n >= self.k) | (n == 0)

@@ -59,10 +59,16 @@ class Median:
     """
 
     def rank(
-        self, cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain]
+        self, cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain],
+        exclude: np.ndarray | None = None,
     ) -> np.ndarray:
-        """(P, d) QI indices in the order to try them; -1 marks the end of the candidates."""
+        """(P, d) QI indices in the order to try them; -1 marks the end of the candidates.
+
+        ``exclude`` (P, d) removes QIs known to have no allowable split.
+        """
         w, candidate = normalized_range(cmin, cmax, node, domains)
+        if exclude is not None:
+            candidate &= ~exclude
         key = np.where(candidate, -w, np.inf)
         order = np.argsort(key, axis=1, kind="stable")  # stable: ties keep QI position order
         return np.where(np.take_along_axis(candidate, order, axis=1), order, -1)

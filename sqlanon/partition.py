@@ -116,6 +116,11 @@ class Partitioner:
     def d(self) -> int:
         return len(self.domains)
 
+    @property
+    def min_size(self) -> int:
+        """The fewest rows any constraint lets a non-empty class have."""
+        return max(c.min_size for c in self.constraints)
+
     def root(self, n: int) -> Boxes:
         d = self.d
         hi = np.array([dom.size - 1 for dom in self.domains], dtype=np.int64)
@@ -132,7 +137,11 @@ class Partitioner:
         ``idx[i]`` (from SQL or numpy). Returns ``(split, attr, children)`` where ``children.parent``
         indexes ``parts``.
         """
-        order = self.criterion.rank(cmin, cmax, parts.node, self.domains)
+        # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
+        # so smaller partitions need no statistics for it (hierarchy children may be empty).
+        ordered = np.array([d.num is not None for d in self.domains], dtype=bool)
+        small = parts.n < 2 * self.min_size
+        order = self.criterion.rank(cmin, cmax, parts.node, self.domains, exclude=small[:, None] & ordered[None, :])
         P = len(parts)
         pending = np.ones(P, dtype=bool)
         chosen = np.full(P, -1, dtype=np.int64)
@@ -214,29 +223,32 @@ class Partitioner:
 
         Returns ``(row_index, pid)``: the leaf of every row, by its position in ``X``.
         """
-        X = np.ascontiguousarray(X)
-        row = np.arange(len(X), dtype=np.int64)
+        # Column-major: per-partition min/max and the gathers stream through one column at a
+        # time (measured 2-3x faster than row-major for both).
+        XT = np.ascontiguousarray(np.asarray(X, dtype=np.int32).T)
+        row = np.arange(XT.shape[1], dtype=np.int64)
         out_row: list[np.ndarray] = []
         out_pid: list[np.ndarray] = []
         while len(seg):
+            M = XT.shape[1]
             starts = np.cumsum(seg.n) - seg.n
-            cmin = np.minimum.reduceat(X, starts, axis=0).astype(np.int64)
-            cmax = np.maximum.reduceat(X, starts, axis=0).astype(np.int64)
+            cmin = np.minimum.reduceat(XT, starts, axis=1).T.astype(np.int64)
+            cmax = np.maximum.reduceat(XT, starts, axis=1).T.astype(np.int64)
             seg_of_row = np.repeat(np.arange(len(seg)), seg.n)
             # Row positions of the next level: each partition's block, sorted by the code of the
             # attribute it was last tried on — for the partitions that split, the split
             # attribute, so that their children are contiguous runs.
-            arranged = np.arange(len(X), dtype=np.int64)
+            arranged = np.arange(M, dtype=np.int64)
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
                 if len(idx) == len(seg):
-                    rows, local = np.arange(len(X), dtype=np.int64), seg_of_row
+                    rows, local = np.arange(M, dtype=np.int64), seg_of_row
                 else:
                     selected = np.zeros(len(seg), dtype=bool)
                     selected[idx] = True
                     rows = selected[seg_of_row].nonzero()[0]
                     local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
-                v = X.ravel()[rows * X.shape[1] + attr[local]]
+                v = XT.ravel()[attr[local] * M + rows]
                 order = sort_within(local, v)
                 arranged[rows] = rows[order]
                 return FrequencyGroups.from_sorted(local[order], v[order])
@@ -250,8 +262,7 @@ class Partitioner:
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
             nxt = arranged[~finished]  # one gather per level: compacts and reorders
-            # np.take is several times faster than fancy indexing for a row gather.
-            X, row = np.take(X, nxt, axis=0), np.take(row, nxt)
+            XT, row = np.take(XT, nxt, axis=1), np.take(row, nxt)
             seg = children.take((children.n > 0).nonzero()[0])
             self._report("memory", len(seg))
         if not out_row:

@@ -41,7 +41,11 @@ class FrequencyGroups:
 
     def totals(self, parts: int) -> np.ndarray:
         """Rows per partition."""
-        return np.bincount(self.part, weights=self.count, minlength=parts).astype(np.int64)
+        out = np.zeros(parts, dtype=np.int64)
+        starts = first_of_run(self.part)
+        if len(starts):
+            out[self.part[starts]] = np.add.reduceat(self.count, starts)
+        return out
 
     def cumulative(self) -> np.ndarray:
         """Rows with code <= this group's code in the same partition (segmented cumsum)."""
