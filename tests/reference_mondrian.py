@@ -130,7 +130,8 @@ def _hierarchy_domain(values: list, rows: list[list[str]]) -> HierarchyDomain:
             path = child
     is_null = [bool(pd.isna(v)) for v in values]
     if any(is_null):
-        children.setdefault(root, []).insert(0, root + (None,))  # the implicit NULL leaf: first child of root
+        # The implicit NULL leaf: the root's first child, so it takes leaf code 0.
+        children.setdefault(root, []).insert(0, root + (None,))
 
     interval: dict[Node, tuple[int, int]] = {}
 
@@ -324,11 +325,12 @@ def reference_mondrian_fast(X: np.ndarray, k: int) -> np.ndarray:
             labels[rows[lo:hi]] = regions
             regions += 1
             continue
-        # Left rows first, then right rows; a gather with one index array moves all columns
-        # (and the row ids) and is faster than boolean-indexing the matrix twice.
+        # Left rows first, then right rows. One index array gathers every column (contiguous,
+        # column by column: faster than boolean-indexing twice or gathering 2-D rows).
         order = np.concatenate((np.flatnonzero(mask), np.flatnonzero(~mask)))
         mid = lo + int(np.count_nonzero(mask))
-        X[lo:hi] = X[lo:hi][order]  # the right-hand side is a copy, so this is safe
+        for j in range(X.shape[1]):
+            X[lo:hi, j] = X[lo:hi, j][order]  # the right-hand side is a copy, so this is safe
         rows[lo:hi] = rows[lo:hi][order]
         stack.append((mid, hi))
         stack.append((lo, mid))

@@ -172,13 +172,29 @@ def test_null_sits_one_average_gap_below_the_minimum() -> None:
     # Node rows 4-7: x is constant -> cut y.
     df = pd.DataFrame({"x": [None, None, 0, 1, 10, 10, 10, 10], "y": [0, 5, 0, 5, 0, 10, 0, 10]})
     assert reference_mondrian(df, ["x", "y"], 2) == regions([0, 2], [1, 3], [4, 6], [5, 7])
+    # With y spanning 3 in rows 0-3: w_y = 0.3 < w_x = 0.4 -> cut x: NULL {0,1} | {2,3}.
+    # (num(NULL) = min - 1 would give w_x = 2/11 and cut y instead.)
+    df["y"] = [0, 3, 0, 3, 0, 10, 0, 10]
+    assert reference_mondrian(df, ["x", "y"], 2) == regions([0, 1], [2, 3], [4, 6], [5, 7])
 
 
 def test_hierarchy_with_empty_child() -> None:
     # Leaves us=0 ca=1 mx=2 de=3 fr=4 it=5 jp=6. Root -> america (4 rows), europe (3), asia (0):
     # allowed. america -> us 2, ca 2, mx 0: allowed. europe -> de 2, fr 1, it 0: not allowed.
     df = pd.DataFrame({"g": ["us", "us", "ca", "ca", "de", "de", "fr"]})
-    assert reference_mondrian(df, ["g"], 2, {"g": GEO}) == regions([0, 1], [2, 3], [4, 5, 6])
+    found = reference_regions(df, ["g"], 2, {"g": GEO})
+    assert {r.rows: r.box["g"] for r in found} == {
+        (0, 1): ("*", "america", "us"),  # descends to the leaf: a non-leaf is always a candidate
+        (2, 3): ("*", "america", "ca"),
+        (4, 5, 6): ("*", "europe"),
+    }
+    # america and europe each hold a single leaf: they still descend (all rows to one child).
+    df = pd.DataFrame({"g": ["us", "us", "de", "de", "de"]})
+    found = reference_regions(df, ["g"], 2, {"g": GEO})
+    assert {r.rows: r.box["g"] for r in found} == {
+        (0, 1): ("*", "america", "us"),
+        (2, 3, 4): ("*", "europe", "de"),
+    }
 
 
 def test_hierarchy_with_nulls_and_an_ordered_column() -> None:

@@ -1,0 +1,346 @@
+"""QI types and NULLs.
+
+Each supported type is anonymized on its own with data whose exact Median Mondrian partition is
+known by hand, so the tests check the partition itself (class sizes in value order), that the
+published ``<qi>_min``/``<qi>_max`` keep the source type and are exactly the smallest and
+largest value of each class, and that every row lies within its class's bounds. NULLs sort
+first: a class holding NULLs publishes ``<qi>_min`` NULL; for a hierarchy NULL is an implicit
+first leaf labelled NULL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from decimal import Decimal
+
+import pytest
+from conftest import quote, temp_objects
+
+import sqlanon
+
+N = 240  # distinct values per ordered type below
+# 240 distinct values, k=7: 240 -> 120 -> 60 -> 30 -> 15 -> 7 | 8 (ties go to the smaller cut).
+SIZES_240_K7 = [7, 8] * 16
+
+# (type, SQL expression of row i in 0..N-1 giving N distinct values)
+TYPES = {
+    "TINYINT": "(i - 120)::TINYINT",
+    "SMALLINT": "(i * 100 - 12000)::SMALLINT",
+    "INTEGER": "(i * 7919)::INTEGER",
+    "BIGINT": "(i * 1000000007 - 5)::BIGINT",
+    "HUGEINT": "i::HUGEINT * 100000000000000000000::HUGEINT",
+    "UBIGINT": "(i * 3)::UBIGINT",
+    "FLOAT": "(i / 4.0)::FLOAT",
+    "DOUBLE": "(i / 7.0 - 3)::DOUBLE",
+    "DECIMAL(18,3)": "(i * 1.234 - 100)::DECIMAL(18,3)",
+    "DATE": "DATE '1999-12-20' + i::INTEGER",
+    "TIMESTAMP": "TIMESTAMP '2020-02-28 23:00:00' + INTERVAL (i * 37) MINUTE",
+    "TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ '2020-03-29 00:30:00+00' + INTERVAL (i * 13) MINUTE",
+    "VARCHAR": "'v' || i",  # lexicographic: 'v0' < 'v1' < 'v10' < 'v100' < ... < 'v2'
+}
+
+
+def published_types(con, view: str, q: str) -> dict[str, str]:
+    return {name: t for name, t, *_ in con.execute(f"DESCRIBE {quote(view)}").fetchall()
+            if name in (f"{q}_min", f"{q}_max")}
+
+
+def runs(labels: list) -> list[int]:
+    """Lengths of the runs of equal consecutive labels."""
+    return [len(list(g)) for _, g in itertools.groupby(labels)]
+
+
+def check_bounds(con, table: str, view: str, q: str) -> None:
+    """Per class: q_min/q_max are exactly the smallest/largest value (NULL first), every row
+    lies within them, and every row of the table is published once."""
+    qq, lo, hi = quote(q), quote(q + "_min"), quote(q + "_max")
+    assert con.execute(f"SELECT count(*), count(DISTINCT id) FROM {quote(view)}").fetchone() == \
+        con.execute(f"SELECT count(*), count(DISTINCT id) FROM {quote(table)}").fetchone()
+    wrong = con.execute(f"""
+        SELECT count(*) FROM (
+          SELECT v.eq_class, any_value(v.{lo}) AS lo, any_value(v.{hi}) AS hi,
+                 count(DISTINCT v.{lo}) + count(DISTINCT v.{hi}) AS distinct_bounds,
+                 bool_or(t.{qq} IS NULL) AS has_null, min(t.{qq}) AS mn, max(t.{qq}) AS mx
+          FROM {quote(table)} t JOIN {quote(view)} v USING (id)
+          GROUP BY v.eq_class)
+        WHERE eq_class IS NULL
+           OR distinct_bounds > 2
+           OR lo IS DISTINCT FROM (CASE WHEN has_null THEN NULL ELSE mn END)
+           OR hi IS DISTINCT FROM mx
+    """).fetchone()[0]
+    assert wrong == 0
+    outside = con.execute(f"""
+        SELECT count(*) FROM {quote(table)} t JOIN {quote(view)} v USING (id)
+        WHERE NOT CASE WHEN t.{qq} IS NULL THEN v.{lo} IS NULL  -- NULL only where NULL sorts
+                       ELSE coalesce((v.{lo} IS NULL OR v.{lo} <= t.{qq}) AND t.{qq} <= v.{hi}, false) END
+    """).fetchone()[0]
+    assert outside == 0
+
+
+@pytest.mark.parametrize("type_name", sorted(TYPES))
+def test_ordered_type(con, type_name):
+    con.execute(f"CREATE TABLE t AS SELECT i AS id, {TYPES[type_name]} AS q, i % 3 AS other FROM range({N}) t(i)")
+    assert con.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = 't' AND column_name = 'q'"
+                       ).fetchone()[0] == type_name
+    release = sqlanon.anonymize(con, "t", qid=["q"], k=7)
+    assert (release.partitions, release.k_achieved, release.rows) == (32, 7, N)
+    assert published_types(con, release.view, "q") == {"q_min": type_name, "q_max": type_name}
+    rules = {name: t for name, t, *_ in con.execute(f"DESCRIBE {release.rules}").fetchall()}
+    assert rules["q_min"] == rules["q_max"] == rules["q_lo"] == rules["q_hi"] == type_name
+    check_bounds(con, "t", release.view, "q")
+    # the classes are consecutive runs of values in the type's order, with the known sizes
+    classes = [r[0] for r in con.execute(f"SELECT v.eq_class FROM t JOIN {release.view} v USING (id) ORDER BY t.q").fetchall()]
+    assert runs(classes) == SIZES_240_K7
+    assert sorted(set(classes)) == list(range(32))  # regions are numbered in value order
+    assert sqlanon.verify(con, release.view, ["q"], 7, class_column="eq_class").ok
+
+
+def test_varchar_is_lexicographic(con):
+    con.execute(f"CREATE TABLE t AS SELECT i AS id, 'v' || i AS q FROM range({N}) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["q"], k=7)
+    bounds = con.execute(f"SELECT q_min, q_max FROM {release.rules} ORDER BY region").fetchall()
+    ordered = sorted(f"v{i}" for i in range(N))  # Python's str order = DuckDB's for ASCII
+    cuts = list(itertools.accumulate(SIZES_240_K7))
+    expected = [(ordered[a], ordered[b - 1]) for a, b in zip([0] + cuts[:-1], cuts)]
+    assert bounds == expected
+    assert bounds[0] == ("v0", "v103")  # not numeric order
+
+
+def test_exact_published_values_keep_their_type(con):
+    con.execute("""CREATE TABLE t AS SELECT * FROM (VALUES
+        (1, 1.5::DECIMAL(18,3), TIMESTAMPTZ '2021-06-01 12:00:00+02', DATE '2020-02-29'),
+        (2, 2.25::DECIMAL(18,3), TIMESTAMPTZ '2021-06-01 13:30:00+02', DATE '2020-03-01'),
+        (3, 1000000000000.125::DECIMAL(18,3), TIMESTAMPTZ '2021-06-02 00:00:00+00', DATE '2024-02-29')
+        ) t(id, d, tz, dd)""")
+    release = sqlanon.anonymize(con, "t", qid=["d", "tz", "dd"], k=3)
+    # (TIMESTAMPTZ is compared in SQL: fetching it into Python needs pytz)
+    row = con.execute(f"""SELECT d_min, d_max, tz_min = TIMESTAMPTZ '2021-06-01 10:00:00+00',
+        tz_max = TIMESTAMPTZ '2021-06-02 00:00:00+00', dd_min, dd_max FROM {release.view} LIMIT 1""").fetchone()
+    assert row[0] == Decimal("1.500") and row[1] == Decimal("1000000000000.125")
+    assert row[2] is True and row[3] is True
+    assert (row[4], row[5]) == (dt.date(2020, 2, 29), dt.date(2024, 2, 29))
+
+
+def test_boolean(con):
+    # 100 false, 140 true; k=7: one class per value
+    con.execute("CREATE TABLE t AS SELECT i AS id, i >= 100 AS b FROM range(240) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["b"], k=7)
+    assert published_types(con, release.view, "b") == {"b_min": "BOOLEAN", "b_max": "BOOLEAN"}
+    assert con.execute(f"SELECT b_min, b_max, size FROM {release.rules} ORDER BY region").fetchall() == [
+        (False, False, 100), (True, True, 140)]
+    check_bounds(con, "t", release.view, "b")
+
+
+@pytest.mark.parametrize(("k", "expected"), [
+    (20, [(None, None, 20), (False, False, 100), (True, True, 120)]),
+    (30, [(None, False, 120), (True, True, 120)]),  # NULL cannot stand alone: it joins false
+])
+def test_boolean_with_nulls_sorts_null_first(con, k, expected):
+    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 20 THEN NULL ELSE i >= 120 END AS b "
+                "FROM range(240) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["b"], k=k)
+    assert con.execute(f"SELECT b_min, b_max, size FROM {release.rules} ORDER BY region").fetchall() == expected
+    check_bounds(con, "t", release.view, "b")
+
+
+def test_enum_uses_declaration_order(con):
+    # sad 50, ok 100, happy 150; k=100. In declaration order the only allowed cut is
+    # {sad, ok} | {happy}; alphabetically it would be {happy} | {ok, sad}.
+    con.execute("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')")
+    con.execute("CREATE TABLE t AS SELECT i AS id, (CASE WHEN i < 50 THEN 'sad' WHEN i < 150 THEN 'ok' "
+                "ELSE 'happy' END)::mood AS e FROM range(300) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["e"], k=100)
+    enum = "ENUM('sad', 'ok', 'happy')"
+    assert published_types(con, release.view, "e") == {"e_min": enum, "e_max": enum}
+    assert con.execute(f"SELECT e_min::VARCHAR, e_max::VARCHAR, size FROM {release.rules} ORDER BY region"
+                       ).fetchall() == [("sad", "ok", 150), ("happy", "happy", 150)]
+    check_bounds(con, "t", release.view, "e")
+
+
+def test_all_types_together(con):
+    columns = {f"q{i}": expr for i, expr in enumerate(TYPES.values())}
+    con.execute("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')")
+    select = ", ".join(f"{expr} AS {name}" for name, expr in columns.items())
+    con.execute(f"CREATE TABLE t AS SELECT i AS id, {select}, i % 2 = 0 AS b, "
+                f"(['sad', 'ok', 'happy'])[i % 3 + 1]::mood AS e FROM range({N}) t(i)")
+    qid = [*columns, "b", "e"]
+    release = sqlanon.anonymize(con, "t", qid=qid, k=6)
+    source_types = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 't'"
+                                    ).fetchall())
+    view_types = dict((r[0], r[1]) for r in con.execute(f"DESCRIBE {release.view}").fetchall())
+    for q in qid:
+        assert view_types[f"{q}_min"] == view_types[f"{q}_max"] == source_types[q]
+    for q in qid:
+        check_bounds(con, "t", release.view, q)
+    check = sqlanon.verify(con, release.view, qid, 6, class_column="eq_class")
+    assert check.ok and check.rows == N and check.k_achieved >= 6
+    assert release.verification == check
+
+
+# -- NULLs -----------------------------------------------------------------------------------
+HIER = {"*": {"xy": ["x", "y"], "z": None}}
+
+
+@pytest.fixture
+def nulls(con) -> str:
+    con.execute("""CREATE TABLE nulls AS SELECT i AS id,
+        CASE WHEN i % 5 = 0 THEN NULL ELSE i % 50 END AS a,
+        CASE WHEN i % 7 = 0 THEN NULL ELSE DATE '2000-01-01' + (i % 40)::INTEGER END AS d,
+        CASE WHEN i % 4 = 0 THEN NULL ELSE 'v' || (i % 9) END AS s,
+        CASE WHEN i % 6 = 0 THEN NULL ELSE (i % 2 = 0) END AS b,
+        CASE WHEN i % 11 = 0 THEN NULL ELSE TIMESTAMPTZ '2020-01-01 00:00:00+00' + INTERVAL (i % 13) HOUR END AS tz,
+        CASE WHEN i % 8 = 0 THEN NULL ELSE (i % 17) / 4.0 END AS f,
+        CASE WHEN i % 3 = 0 THEN NULL ELSE ['x', 'y', 'z'][i % 3 + 1] END AS h,
+        'payload ' || i AS p
+        FROM range(400) t(i)""")
+    return "nulls"
+
+
+@pytest.mark.parametrize("memory_rows", [None, 0])
+def test_nulls_in_several_types(con, nulls, memory_rows):
+    qid = ["a", "d", "s", "b", "tz", "f", "h"]
+    release = sqlanon.anonymize(con, nulls, qid=qid, k=5, hierarchies={"h": HIER}, memory_rows=memory_rows)
+    assert release.rows == 400
+    assert con.execute(f"SELECT count(*), count(DISTINCT id), count(eq_class) FROM {release.view}").fetchone() == (400, 400, 400)
+    assert con.execute(f"SELECT count(*) FROM nulls n JOIN {release.view} v USING (id) WHERE n.p = v.p").fetchone()[0] == 400
+    check = sqlanon.verify(con, release.view, qid, 5, class_column="eq_class")
+    assert check.ok and check.k_achieved >= 5 and check.unplaced == 0
+    for q in qid[:-1]:
+        check_bounds(con, nulls, release.view, q)
+    # a class holding NULL values publishes q_min NULL
+    assert con.execute(f"""
+        SELECT count(*) FROM nulls n JOIN {release.view} v USING (id)
+        WHERE n.a IS NULL AND v.a_min IS NOT NULL""").fetchone()[0] == 0
+    # hierarchy: a NULL label only for classes of NULL values; non-NULL values get a node covering them
+    labels = con.execute(f"""
+        SELECT v.h, list(DISTINCT n.h) FROM nulls n JOIN {release.view} v USING (id) GROUP BY v.eq_class, v.h
+    """).fetchall()
+    cover = {"*": {None, "x", "y", "z"}, "xy": {"x", "y"}, "x": {"x"}, "y": {"y"}, "z": {"z"}, None: {None}}
+    for label, values in labels:
+        assert set(values) <= cover[label], (label, values)
+    assert temp_objects(con) == []
+
+
+def test_ordered_nulls_exact_partition(con):
+    # NULL x10 then 1..30 once each; NULL sorts first.
+    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 10 THEN NULL ELSE i - 9 END AS a FROM range(40) t(i)")
+    k10 = sqlanon.anonymize(con, "t", qid=["a"], k=10, view="k10")
+    assert con.execute("SELECT a_min, a_max, size, a_null FROM k10_rules ORDER BY region").fetchall() == [
+        (None, None, 10, True), (1, 10, 10, False), (11, 20, 10, False), (21, 30, 10, False)]
+    k15 = sqlanon.anonymize(con, "t", qid=["a"], k=15, view="k15")
+    assert con.execute("SELECT a_min, a_max, size, a_null FROM k15_rules ORDER BY region").fetchall() == [
+        (None, 10, 20, True), (11, 30, 20, False)]
+    for view in ("k10", "k15"):
+        check_bounds(con, "t", view, "a")
+    # region 0 holds the NULLs: NULL is the first code
+    assert con.execute("SELECT DISTINCT eq_class FROM k15 JOIN t USING (id) WHERE t.a IS NULL").fetchall() == [(0,)]
+    assert (k10.partitions, k15.partitions) == (4, 2)
+
+
+def test_hierarchy_null_is_the_first_leaf_labelled_null(con):
+    # NULL 20, x 30, y 30, z 40; k=10: the root splits into [NULL, xy, z], xy into x, y.
+    con.execute("""CREATE TABLE t AS SELECT i AS id,
+        CASE WHEN i < 20 THEN NULL WHEN i < 50 THEN 'x' WHEN i < 80 THEN 'y' ELSE 'z' END AS h FROM range(120) t(i)""")
+    release = sqlanon.anonymize(con, "t", qid=["h"], k=10, hierarchies={"h": HIER})
+    assert con.execute(f"SELECT region, size, h FROM {release.rules} ORDER BY region").fetchall() == [
+        (0, 20, None), (1, 30, "x"), (2, 30, "y"), (3, 40, "z")]
+    assert con.execute(f"SELECT h, count(*), min(eq_class), max(eq_class) FROM {release.view} GROUP BY h ORDER BY h NULLS FIRST"
+                       ).fetchall() == [(None, 20, 0, 0), ("x", 30, 1, 1), ("y", 30, 2, 2), ("z", 40, 3, 3)]
+    assert (release.partitions, release.regions) == (4, 4)
+    assert sqlanon.verify(con, release.view, ["h"], 10, class_column="eq_class").ok
+
+
+@pytest.mark.parametrize(("expr", "hierarchy", "expected"), [
+    ("i % 4", {"*": {"low": ["0", "1"], "high": ["2", "3"]}}, [(None, 10), ("0", 20), ("1", 20), ("2", 20), ("3", 20)]),
+    ("(i % 4)::DOUBLE", {"*": {"low": ["0", "1"], "high": ["2", "3"]}},
+     [(None, 10), ("0", 20), ("1", 20), ("2", 20), ("3", 20)]),
+    ("(i % 4)::DECIMAL(6,2)", {"*": {"low": ["0", "1"], "high": ["2", "3"]}},
+     [(None, 10), ("0", 20), ("1", 20), ("2", 20), ("3", 20)]),
+    ("i % 2 = 0", {"*": ["true", "false"]}, [(None, 10), ("false", 40), ("true", 40)]),
+    ("DATE '2020-01-01' + (i % 2)::INTEGER", {"*": ["2020-01-01", "2020-01-02"]},
+     [(None, 10), ("2020-01-01", 40), ("2020-01-02", 40)]),
+])
+def test_hierarchy_on_non_text_types_with_nulls(con, expr, hierarchy, expected):
+    con.execute(f"CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 10 THEN NULL ELSE {expr} END AS q FROM range(90) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["q"], k=10, hierarchies={"q": hierarchy})
+    assert con.execute(f"SELECT q, count(*) FROM {release.view} GROUP BY q ORDER BY q NULLS FIRST").fetchall() == expected
+    assert con.execute(f"SELECT DISTINCT eq_class FROM {release.view} WHERE q IS NULL").fetchall() == [(0,)]
+    assert published_types(con, release.view, "q") == {}
+    assert dict((r[0], r[1]) for r in con.execute(f"DESCRIBE {release.view}").fetchall())["q"] == "VARCHAR"
+
+
+def test_hierarchy_null_leaf_too_small_generalizes_to_the_root(con):
+    con.execute("""CREATE TABLE t AS SELECT i AS id,
+        CASE WHEN i < 20 THEN NULL WHEN i < 50 THEN 'x' WHEN i < 80 THEN 'y' ELSE 'z' END AS h FROM range(120) t(i)""")
+    release = sqlanon.anonymize(con, "t", qid=["h"], k=25, hierarchies={"h": HIER})
+    assert con.execute(f"SELECT h, count(*) FROM {release.view} GROUP BY h").fetchall() == [("*", 120)]
+    assert release.partitions == 1
+
+
+def test_hierarchy_without_nulls_has_no_null_leaf(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, ['x', 'y', 'z'][i % 3 + 1] AS h FROM range(90) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["h"], k=10, hierarchies={"h": HIER})
+    assert con.execute(f"SELECT size, h FROM {release.rules} ORDER BY region").fetchall() == [
+        (30, "x"), (30, "y"), (30, "z")]
+
+
+def test_all_null_qi(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, NULL::INTEGER AS n, NULL::VARCHAR AS s FROM range(50) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["n", "s"], k=5)
+    assert (release.partitions, release.regions, release.k_achieved, release.rows) == (1, 1, 50, 50)
+    assert con.execute(f"SELECT n_min, n_max, s_min, s_max, count(*) FROM {release.view} GROUP BY ALL").fetchall() == [
+        (None, None, None, None, 50)]
+    assert published_types(con, release.view, "n") == {"n_min": "INTEGER", "n_max": "INTEGER"}
+    assert con.execute(f"SELECT region, size, n_null, s_null FROM {release.rules}").fetchall() == [(0, 50, True, True)]
+
+
+def test_all_null_qi_next_to_a_splittable_one(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, NULL::DATE AS n, i + 1 AS a FROM range(40) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["n", "a"], k=10)
+    assert con.execute(f"SELECT n_min, n_max, a_min, a_max, size FROM {release.rules} ORDER BY region").fetchall() == [
+        (None, None, 1, 10, 10), (None, None, 11, 20, 10), (None, None, 21, 30, 10), (None, None, 31, 40, 10)]
+
+
+def test_all_null_hierarchy_qi(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, NULL::VARCHAR AS h FROM range(30) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["h"], k=5, hierarchies={"h": HIER})
+    assert con.execute(f"SELECT h, count(*), count(eq_class) FROM {release.view} GROUP BY h").fetchall() == [(None, 30, 30)]
+    assert release.partitions == 1
+
+
+def test_exactly_k_rows_is_one_class(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, i * 3 AS a, 'c' || (i % 2) AS c FROM range(12) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["a", "c"], k=12)
+    assert (release.partitions, release.k_achieved, release.rows) == (1, 12, 12)
+    assert con.execute(f"SELECT DISTINCT a_min, a_max, c_min, c_max, eq_class FROM {release.view}").fetchall() == [
+        (0, 33, "c0", "c1", 0)]
+
+
+def test_k_equals_one(con, nulls):
+    # k=1: every distinct combination of QI values (NULL included) is its own class
+    release = sqlanon.anonymize(con, nulls, qid=["a", "s"], k=1)
+    distinct = con.execute("SELECT count(*) FROM (SELECT DISTINCT a, s FROM nulls)").fetchone()[0]
+    assert release.partitions == distinct
+    assert con.execute(f"SELECT count(*) FROM {release.view} WHERE a_min IS DISTINCT FROM a_max "
+                       "OR s_min IS DISTINCT FROM s_max").fetchone()[0] == 0
+    check_bounds(con, nulls, release.view, "a")
+    check_bounds(con, nulls, release.view, "s")
+    assert release.k_achieved == con.execute(
+        "SELECT min(n) FROM (SELECT count(*) AS n FROM nulls GROUP BY a, s)").fetchone()[0]
+
+
+def test_k_one_single_row(con):
+    con.execute("CREATE TABLE t AS SELECT 1 AS id, 42 AS a")
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=1)
+    assert con.execute(f"SELECT id, a_min, a_max, eq_class FROM {release.view}").fetchall() == [(1, 42, 42, 0)]
+
+
+def test_nan_and_infinities_in_double(con):
+    con.execute("""CREATE TABLE t AS SELECT i AS id,
+        CASE WHEN i < 10 THEN 'nan'::DOUBLE WHEN i < 20 THEN 'inf'::DOUBLE WHEN i < 30 THEN '-inf'::DOUBLE
+             WHEN i < 40 THEN NULL ELSE i END AS x FROM range(80) t(i)""")
+    release = sqlanon.anonymize(con, "t", qid=["x"], k=10)
+    assert con.execute(f"SELECT count(*), count(eq_class) FROM {release.view}").fetchone() == (80, 80)
+    assert sqlanon.verify(con, release.view, ["x"], 10, class_column="eq_class").ok
+    check_bounds(con, "t", release.view, "x")

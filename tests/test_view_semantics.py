@@ -1,0 +1,272 @@
+"""What a release publishes: the view (one row per base row, columns in place, live and failing
+closed on changed rows), the rules relation, the row map, snapshot tables for sources without
+row ids, and releases in an on-disk database."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import pytest
+from conftest import quote, temp_objects
+
+import sqlanon
+
+SEX = {"*": ["F", "M", "X"]}  # 'X' never occurs: an empty region that keeps the domain covered
+
+
+@pytest.fixture
+def base(con) -> str:
+    # columns interleave QIs and non-QIs; id is unique
+    con.execute("""CREATE TABLE base AS SELECT
+        i AS id, 20 + (i * 7) % 60 AS age, 'note ' || i AS note, ['F', 'M'][i % 2 + 1] AS sex,
+        lpad(((i * 13) % 40)::VARCHAR, 5, '0') AS zip, i * 1.5 AS payload, DATE '2020-01-01' + i::INTEGER AS seen
+        FROM range(300) t(i)""")
+    return "base"
+
+
+def anonymize(con, table="base", **kwargs):
+    args = {"qid": ["age", "sex", "zip"], "k": 6, "hierarchies": {"sex": SEX}}
+    args.update(kwargs)
+    return sqlanon.anonymize(con, table, **args)
+
+
+def columns(con, relation: str) -> list[str]:
+    return [r[0] for r in con.execute(f"DESCRIBE {quote(relation)}").fetchall()]
+
+
+def classes(con, relation: str) -> set[frozenset[int]]:
+    """The partition as a set of sets of ids."""
+    rows = con.execute(f"SELECT list(id) FROM {quote(relation)} GROUP BY eq_class").fetchall()
+    return {frozenset(r[0]) for r in rows}
+
+
+# -- the view --------------------------------------------------------------------------------
+def test_column_order(con, base):
+    release = anonymize(con)
+    assert columns(con, release.view) == [
+        "id", "age_min", "age_max", "note", "sex", "zip_min", "zip_max", "payload", "seen", "eq_class"]
+
+
+def test_column_order_follows_the_table_not_the_qid(con, base):
+    release = anonymize(con, qid=["zip", "seen", "age"], hierarchies=None)
+    assert columns(con, release.view) == [
+        "id", "age_min", "age_max", "note", "sex", "zip_min", "zip_max", "payload", "seen_min", "seen_max", "eq_class"]
+
+
+def test_one_row_per_base_row_with_unchanged_non_qi_values(con, base):
+    release = anonymize(con)
+    view = release.view
+    assert con.execute(f"SELECT count(*), count(DISTINCT id) FROM {view}").fetchone() == (300, 300)
+    for a, b in (("SELECT id, note, payload, seen FROM base", f"SELECT id, note, payload, seen FROM {view}"),
+                 (f"SELECT id, note, payload, seen FROM {view}", "SELECT id, note, payload, seen FROM base")):
+        assert con.execute(f"SELECT count(*) FROM ({a} EXCEPT ALL {b})").fetchone()[0] == 0
+    # QI columns are published as ranges/labels that hold the original values
+    assert con.execute(f"""SELECT count(*) FROM base b JOIN {view} v USING (id)
+        WHERE NOT (b.age BETWEEN v.age_min AND v.age_max) OR NOT (b.zip BETWEEN v.zip_min AND v.zip_max)
+           OR NOT (v.sex = b.sex OR v.sex = '*') OR v.eq_class IS NULL""").fetchone()[0] == 0
+    assert release.verification.ok and release.verification.rows == 300
+
+
+def test_column_types(con, base):
+    release = anonymize(con)
+    source = {r[0]: r[1] for r in con.execute("DESCRIBE base").fetchall()}
+    types = {r[0]: r[1] for r in con.execute(f"DESCRIBE {release.view}").fetchall()}
+    assert types == {"id": source["id"], "age_min": source["age"], "age_max": source["age"], "note": source["note"],
+                     "sex": "VARCHAR", "zip_min": source["zip"], "zip_max": source["zip"],
+                     "payload": source["payload"], "seen": source["seen"], "eq_class": "BIGINT"}
+    assert source["payload"].startswith("DECIMAL")
+
+
+def test_is_a_view_over_the_base_table(con, base):
+    release = anonymize(con)
+    assert not release.materialized
+    assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [release.view]).fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [release.view]).fetchone()[0] == 0
+    assert release.notes == ()
+
+
+def test_inserted_rows_are_suppressed(con, base):
+    release = anonymize(con)
+    before = con.execute(f"SELECT * FROM {release.view} ORDER BY id").fetchall()
+    con.execute("INSERT INTO base VALUES (1000, 33, 'new', 'F', '00007', 1.5, DATE '2021-01-01'), "
+                "(1001, NULL, 'new2', NULL, NULL, NULL, NULL)")
+    rows = con.execute(f"SELECT * FROM {release.view} WHERE id >= 1000 ORDER BY id").fetchall()
+    assert rows == [
+        (1000, None, None, "new", None, None, None, 1.5, dt.date(2021, 1, 1), None),
+        (1001, None, None, "new2", None, None, None, None, None, None)]
+    assert con.execute(f"SELECT * FROM {release.view} WHERE id < 1000 ORDER BY id").fetchall() == before
+    check = sqlanon.verify(con, release.view, ["age", "sex", "zip"], 6, class_column="eq_class")
+    assert (check.rows, check.unplaced, check.ok) == (302, 2, False)
+
+
+def test_rows_whose_qi_changed_are_suppressed(con, base):
+    release = anonymize(con)
+    original = dict(con.execute(f"SELECT id, eq_class FROM {release.view}").fetchall())
+    con.execute("UPDATE base SET age = age + 1 WHERE id = 3")
+    con.execute("UPDATE base SET sex = 'X' WHERE id = 4")
+    con.execute("UPDATE base SET zip = NULL WHERE id = 5")
+    con.execute("UPDATE base SET note = 'edited', payload = -1 WHERE id = 6")  # not a QI
+    rows = {r[0]: r[1:] for r in con.execute(
+        f"SELECT id, age_min, age_max, sex, zip_min, zip_max, eq_class, note FROM {release.view} WHERE id BETWEEN 3 AND 6"
+    ).fetchall()}
+    for i in (3, 4, 5):
+        assert rows[i][:6] == (None,) * 6, i
+        assert rows[i][6] == f"note {i}"
+    assert rows[6][5] == original[6] and rows[6][6] == "edited"
+    assert rows[6][0] is not None
+    assert con.execute(f"SELECT count(*) FROM {release.view} WHERE eq_class IS NULL").fetchone()[0] == 3
+
+
+def test_delete_leaves_the_other_rows_intact(con, base):
+    release = anonymize(con)
+    before = con.execute(f"SELECT * FROM {release.view} WHERE id NOT IN (10, 11) ORDER BY id").fetchall()
+    con.execute("DELETE FROM base WHERE id IN (10, 11)")
+    assert con.execute(f"SELECT * FROM {release.view} ORDER BY id").fetchall() == before
+    assert len(before) == 298
+
+
+def test_delete_then_insert_does_not_inherit_a_class(con, base):
+    release = anonymize(con)
+    con.execute("DELETE FROM base WHERE id = 10")
+    con.execute("INSERT INTO base SELECT 2000, 99, 'n', 'M', 'zzzzz', 0, NULL")
+    assert con.execute(f"SELECT age_min, age_max, sex, zip_min, eq_class FROM {release.view} WHERE id = 2000"
+                       ).fetchall() == [(None, None, None, None, None)]
+
+
+# -- the rules relation and the row map -------------------------------------------------------
+def test_rules_relation(con, base):
+    release = anonymize(con)
+    rules = release.rules
+    assert columns(con, rules) == ["region", "size", "age_min", "age_max", "age_lo", "age_hi", "age_null",
+                                   "sex", "sex_node", "zip_min", "zip_max", "zip_lo", "zip_hi", "zip_null"]
+    count, total, lo, hi, distinct = con.execute(
+        f"SELECT count(*), sum(size), min(region), max(region), count(DISTINCT region) FROM {rules}").fetchone()
+    assert (total, lo, hi, distinct) == (300, 0, count - 1, count)
+    assert release.regions == count
+    assert release.partitions == con.execute(f"SELECT count(*) FROM {rules} WHERE size > 0").fetchone()[0]
+    # 'X' never occurs: its empty region is kept so the rules cover the domain
+    empty = con.execute(f"SELECT DISTINCT size, age_min, age_max, zip_min, zip_max FROM {rules} WHERE sex = 'X'"
+                        ).fetchall()
+    assert empty == [(0, None, None, None, None)]
+    assert con.execute(f"SELECT count(*) FROM {rules} WHERE size = 0 AND sex <> 'X'").fetchone()[0] == 0
+    assert release.partitions < release.regions
+    # the view's classes are the non-empty regions, with the sizes the rules state
+    assert con.execute(f"""SELECT count(*) FROM (SELECT eq_class, count(*) AS n FROM {release.view} GROUP BY eq_class) v
+        FULL JOIN (SELECT region, size FROM {rules} WHERE size > 0) r ON v.eq_class = r.region
+        WHERE v.n IS DISTINCT FROM r.size""").fetchone()[0] == 0
+    # the published bounds in the view are those of the rules
+    assert con.execute(f"""SELECT count(*) FROM {release.view} v JOIN {rules} r ON v.eq_class = r.region
+        WHERE (v.age_min, v.age_max, v.sex, v.zip_min, v.zip_max) IS DISTINCT FROM
+              (r.age_min, r.age_max, r.sex, r.zip_min, r.zip_max)""").fetchone()[0] == 0
+
+
+def test_rules_boxes_contain_the_rows(con, base):
+    release = anonymize(con, qid=["age", "zip"], hierarchies=None)
+    # q_lo < value <= q_hi (NULL = unbounded); boxes are disjoint, so each row falls into exactly one
+    matches = con.execute(f"""
+        SELECT b.id, count(r.region) AS n, min(r.region) AS region FROM base b LEFT JOIN {release.rules} r
+          ON (r.age_lo IS NULL OR b.age > r.age_lo) AND (r.age_hi IS NULL OR b.age <= r.age_hi)
+         AND (r.zip_lo IS NULL OR b.zip > r.zip_lo) AND (r.zip_hi IS NULL OR b.zip <= r.zip_hi)
+        GROUP BY b.id""").fetchall()
+    assert {n for _, n, _ in matches} == {1}
+    placed = dict(con.execute(f"SELECT id, eq_class FROM {release.view}").fetchall())
+    assert {i: region for i, _, region in matches} == placed
+
+
+def test_rowmap(con, base):
+    release = anonymize(con)
+    assert release.rowmap == "base_anon_rowmap"
+    assert columns(con, release.rowmap) == ["rid", "region", "qhash"]
+    assert con.execute(f"SELECT count(*), count(DISTINCT rid) FROM {release.rowmap}").fetchone() == (300, 300)
+    assert con.execute(f"""SELECT count(*) FROM base b JOIN {release.rowmap} m ON m.rid = b.rowid
+        JOIN {release.view} v ON v.id = b.id WHERE v.eq_class = m.region""").fetchone()[0] == 300
+
+
+def test_regions_do_not_depend_on_memory_rows(con, base):
+    a = anonymize(con, view="a", memory_rows=0)
+    b = anonymize(con, view="b", memory_rows=40)
+    c = anonymize(con, view="c")
+    assert classes(con, "a") == classes(con, "b") == classes(con, "c")
+    assert (con.execute("SELECT * FROM a_rules ORDER BY region").fetchall()
+            == con.execute("SELECT * FROM c_rules ORDER BY region").fetchall())
+    assert a.partitions == b.partitions == c.partitions
+
+
+# -- sources without row ids -----------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_view_over_files_publishes_a_snapshot_table(con, base, tmp_path, fmt):
+    path = tmp_path / f"base.{fmt}"
+    options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER)"
+    con.execute(f"COPY base TO '{path}' {options}")
+    reader = "read_parquet" if fmt == "parquet" else "read_csv"
+    con.execute(f"CREATE VIEW files AS SELECT * FROM {reader}('{path}')")
+    reference = anonymize(con, view="reference")
+    release = anonymize(con, table="files")
+    assert release.materialized is True
+    assert release.rowmap is None
+    assert release.view == "files_anon" and release.rules == "files_anon_rules"
+    assert len(release.notes) == 1 and "'files'" in release.notes[0] and "'files_anon'" in release.notes[0]
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'files_anon'").fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'files_anon'").fetchone()[0] == 0
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'files_anon_rowmap'").fetchone()[0] == 0
+    assert columns(con, release.view) == columns(con, reference.view)
+    assert classes(con, release.view) == classes(con, reference.view)
+    assert (release.partitions, release.regions, release.rows) == (reference.partitions, reference.regions, 300)
+    assert (con.execute(f"SELECT * FROM {release.view} ORDER BY id").fetchall()
+            == con.execute(f"SELECT * FROM {reference.view} ORDER BY id").fetchall())
+    assert temp_objects(con) == []
+
+
+def test_view_over_a_table_is_also_a_snapshot(con, base):
+    con.execute("CREATE VIEW older AS SELECT * FROM base WHERE id < 200")
+    release = anonymize(con, table="older")
+    assert release.materialized and release.rows == 200
+    con.execute("INSERT INTO base SELECT 5000, 30, 'late', 'F', '00001', 0, NULL")
+    # a snapshot: rows added to the source later do not appear
+    assert con.execute(f"SELECT count(*) FROM {release.view}").fetchone()[0] == 200
+
+
+def test_snapshot_replace(con, base):
+    con.execute("CREATE VIEW vv AS SELECT * FROM base")
+    anonymize(con, table="vv")
+    release = anonymize(con, table="vv", qid=["age"], hierarchies=None, replace=True)
+    assert columns(con, release.view)[:3] == ["id", "age_min", "age_max"]
+    assert release.verification.ok
+
+
+# -- on-disk databases -----------------------------------------------------------------------
+def test_on_disk_database_survives_reconnecting(tmp_path):
+    path = str(tmp_path / "release.duckdb")
+    first = duckdb.connect(path)
+    try:
+        first.execute("CREATE TABLE base AS SELECT i AS id, i % 70 AS age, 'z' || (i % 9) AS zip, i AS payload "
+                      "FROM range(400) t(i)")
+        release = sqlanon.anonymize(first, "base", qid=["age", "zip"], k=8)
+        published = first.execute(f"SELECT * FROM {release.view} ORDER BY id").fetchall()
+        rules = first.execute(f"SELECT * FROM {release.rules} ORDER BY region").fetchall()
+        assert temp_objects(first) == []
+    finally:
+        first.close()
+    second = duckdb.connect(path)
+    try:
+        assert second.execute(f"SELECT * FROM {release.view} ORDER BY id").fetchall() == published
+        assert second.execute(f"SELECT * FROM {release.rules} ORDER BY region").fetchall() == rules
+        check = sqlanon.verify(second, release.view, ["age", "zip"], 8, class_column="eq_class")
+        assert check.ok and check.rows == 400
+        # still live after reconnecting: a changed row is suppressed
+        second.execute("UPDATE base SET age = 1000 WHERE id = 1")
+        assert second.execute(f"SELECT age_min, eq_class FROM {release.view} WHERE id = 1").fetchone() == (None, None)
+        assert temp_objects(second) == []
+    finally:
+        second.close()
+
+
+def test_on_disk_database_read_only_reconnect(tmp_path):
+    path = str(tmp_path / "ro.duckdb")
+    with duckdb.connect(path) as c:
+        c.execute("CREATE TABLE base AS SELECT i AS id, i % 30 AS age FROM range(90) t(i)")
+        release = sqlanon.anonymize(c, "base", qid=["age"], k=9)
+    with duckdb.connect(path, read_only=True) as c:
+        assert c.execute(f"SELECT count(*), count(eq_class) FROM {release.view}").fetchone() == (90, 90)
+        assert sqlanon.verify(c, release.view, ["age"], 9).ok
