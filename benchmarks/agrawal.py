@@ -108,8 +108,9 @@ def write_duckdb(
             "SELECT comment FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
             [table],
         ).fetchall()
-        if found and found[0][0] == tag and con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] == n:
-            return
+        if found and found[0][0] == tag:  # the tag records n, the count makes sure
+            if con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] == n:
+                return
         con.execute(f"CREATE OR REPLACE TABLE {name} ({_SCHEMA})")
         for start in range(0, n, chunk):
             part = _rows(start, min(n, start + chunk), seed)  # noqa: F841 (scanned by name below)

@@ -181,6 +181,8 @@ def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, in
     if own_transaction:
         engine.execute(exp.Transaction())
     try:
+        for name, kind in spec.outputs.existing:  # replace=True: inside the transaction, so a failure restores them
+            engine.execute(g.drop(name, kind.upper()))
         region = create_rules(engine, spec, domains, boxes, cmin, cmax)
         rowmap = create_rowmap(engine, spec, work, memory, boxes, region, in_sql)
         publish(engine, spec, source, rid, rowmap)

@@ -21,7 +21,7 @@ from sqlglot import exp
 from . import sqlgen as g
 from .engine import Engine
 from .hierarchy import leaf_codes
-from .spec import QI, Spec, distinct_values
+from .spec import QI, Spec, classify, distinct_values
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
 def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
     h = qi.hierarchy
     assert h is not None
-    rows = distinct_values(engine, qi.name, source)
+    rows = distinct_values(engine, qi.name, source, classify(qi.data_type) == "numeric")
     codes = leaf_codes(h, rows["v"], rows["t"])
     name = engine.upload(f"dom{qi.position}", {"t": np.asarray(rows["t"], dtype=object), "code": codes})
     return Domain(qi, h.n_leaves, name, None)

@@ -40,11 +40,7 @@ def number_regions(boxes: Boxes) -> np.ndarray:
 
 def rules_columns(spec: Spec) -> list[str]:
     """Every column of the rules relation, in order."""
-    cols = ["region", "size"]
-    for qi in spec.qis:
-        cols += list(qi.published)
-        cols += [f"{qi.name}_lo", f"{qi.name}_hi", f"{qi.name}_null"] if qi.ordered else [f"{qi.name}_node"]
-    return cols
+    return ["region", "size"] + [c for qi in spec.qis for c in qi.published + qi.box_columns]
 
 
 def create_rules(
@@ -96,7 +92,7 @@ def create_rules(
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
         exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident("x")))
     ).order_by(g.col("region"))
-    engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False, replace=spec.replace))
+    engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     engine.drop_temp(codes)
     return region
 
@@ -130,7 +126,7 @@ def create_rowmap(
         engine.execute(g.create_table_as(name, query))
     else:
         name = spec.outputs.assignment
-        engine.execute(g.create_table_as(name, query, temporary=False, replace=spec.replace))
+        engine.execute(g.create_table_as(name, query, temporary=False))
     engine.drop_temp(mapping)
     return name
 
@@ -159,6 +155,6 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str
         )
     )
     if spec.outputs.materialize:
-        engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False, replace=spec.replace))
+        engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))
     else:
-        engine.execute(g.create_view(spec.outputs.view, query, replace=spec.replace))
+        engine.execute(g.create_view(spec.outputs.view, query))

@@ -101,6 +101,12 @@ class QI:
         """Columns that replace this QI in the view: ``<qi>_min``/``<qi>_max`` or the node label."""
         return (f"{self.name}_min", f"{self.name}_max") if self.ordered else (self.name,)
 
+    @property
+    def box_columns(self) -> tuple[str, ...]:
+        """Columns of the rules relation holding this QI's region box in the domain."""
+        n = self.name
+        return (f"{n}_lo", f"{n}_hi", f"{n}_null") if self.ordered else (f"{n}_node",)
+
 
 @dataclass(frozen=True)
 class Outputs:
@@ -110,6 +116,7 @@ class Outputs:
     rules: str
     assignment: str
     materialize: bool  # publish a table (the source has no stable row id) instead of a view
+    existing: tuple[tuple[str, str], ...] = ()  # (name, kind) of objects replace=True overwrites
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,7 @@ def resolve(
                 f"or any type with a hierarchy."
             )
         qis.append(QI(name, position, data_type, kind, nulls[name]))
-    outputs = _outputs(objects, source, tuple(qis), view, replace)
+    outputs = _outputs(engine, objects, source, tuple(qis), view, replace)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace)
 
 
@@ -187,7 +194,7 @@ def _catalog(engine: Engine) -> list[tuple[str, str, str, str, bool]]:
 def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
     if not isinstance(table, str) or not table:
         raise InputError(f"table must be a non-empty string, got {table!r}")
-    current = tuple(engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0])
+    current = _current(engine)
     matches = [o for o in objects if o[2] == table]
     if not matches and 1 < len(table.split(".")) <= 3:  # schema.table or catalog.schema.table
         parts = table.split(".")
@@ -252,7 +259,7 @@ def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, 
 
 
 def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> None:
-    rows = distinct_values(engine, name, source.ref)
+    rows = distinct_values(engine, name, source.ref, classify(types_of(source)[name]) == "numeric")
     bad = leaf_codes(h, rows["v"], rows["t"]) < 0
     missing = sorted({str(t) for t in rows["t"][bad]})
     if missing:
@@ -264,12 +271,17 @@ def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> No
         )
 
 
-def distinct_values(engine: Engine, column: str, source: exp.Table) -> dict[str, np.ndarray]:
-    """Distinct non-NULL values of a column (``v``) with their text form (``t``)."""
+def distinct_values(engine: Engine, column: str, source: exp.Table, numeric: bool) -> dict[str, np.ndarray]:
+    """Distinct non-NULL values of a column (``v``) with their text form (``t``).
+
+    Only numbers are fetched as values (so ``39.0`` can match a leaf ``39``); other types are
+    matched by the database's text form (fetching e.g. TIMESTAMPTZ values would need pytz).
+    """
+    text = exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR"))
     return engine.fetch(
         exp.select(
-            g.alias(g.col(column), "v"),
-            g.alias(exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR")), "t"),
+            g.alias(g.col(column) if numeric else text.copy(), "v"),
+            g.alias(text, "t"),
         )
         .distinct()
         .from_(source)
@@ -277,28 +289,59 @@ def distinct_values(engine: Engine, column: str, source: exp.Table) -> dict[str,
     )
 
 
-def _outputs(objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool) -> Outputs:
+def types_of(source: Source) -> dict[str, str]:
+    return dict(source.columns)
+
+
+def _outputs(
+    engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool
+) -> Outputs:
+    """Output names, checked like DuckDB resolves them: unqualified names in the current schema,
+    compared case-insensitively."""
     view = view if view is not None else f"{source.name}_anon"
     if not isinstance(view, str) or not view:
         raise InputError(f"view must be a non-empty string, got {view!r}")
-    outputs = Outputs(view, f"{view}_rules", f"{view}_rowmap", materialize=not source.has_rowid)
-    names = [outputs.view, outputs.rules] + ([] if outputs.materialize else [outputs.assignment])
-    existing = {o[2]: o[3] for o in objects if o[0] != "temp" and (o[0], o[1]) == (source.catalog, source.schema)}
+    names = [view, f"{view}_rules"] + ([] if not source.has_rowid else [f"{view}_rowmap"])
+    current = _current(engine)
+    here = {o[2].lower(): (o[2], o[3]) for o in objects if (o[0], o[1]) == current}
+    existing = []
     for name in names:
-        if name == source.name:
-            raise ObjectExistsError(f"output {name!r} would overwrite the source table; choose another view=")
-        if name in existing and not replace:
-            raise ObjectExistsError(
-                f"a {existing[name]} named {name!r} already exists; pass replace=True to overwrite it "
-                f"or choose another view= name"
-            )
-    published = [p for q in qis for p in q.published] + [EQ_CLASS]
-    qi_names = {q.name for q in qis}
-    others = [c for c in source.column_names if c not in qi_names]
-    clash = sorted(set(published) & set(others))
-    if clash:
-        raise ObjectExistsError(
-            f"the anonymized view would have duplicate columns: {clash} exist in {source.name!r} and "
-            f"are also published generalization columns; rename them in a view over the source first"
+        if (source.catalog, source.schema) == current and name.lower() == source.name.lower():
+            raise ObjectExistsError(f"output {name!r} would overwrite the source {source.name!r}; choose another view=")
+        if name.lower() in here:
+            found, kind = here[name.lower()]
+            if not replace:
+                raise ObjectExistsError(
+                    f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or "
+                    f"choose another view= name"
+                )
+            existing.append((found, kind))
+    if existing and engine.in_transaction():
+        raise InputError(
+            "replace=True inside an open transaction: if the new release failed its check, the one it "
+            "replaces could not be restored. Commit or roll back first, or choose another view= name."
         )
-    return outputs
+    _unique_columns(source, qis)
+    return Outputs(view, names[1], f"{view}_rowmap", materialize=not source.has_rowid, existing=tuple(existing))
+
+
+def _unique_columns(source: Source, qis: tuple[QI, ...]) -> None:
+    """The view's and the rules' columns must be distinct (DuckDB compares them case-insensitively)."""
+    qi_names = {q.name for q in qis}
+    view_cols = [c for c in source.column_names if c not in qi_names] + [p for q in qis for p in q.published]
+    rules_cols = ["region", "size"] + [c for q in qis for c in q.published + q.box_columns]
+    for what, cols in (("anonymized view", view_cols + [EQ_CLASS]), ("rules relation", rules_cols)):
+        seen: dict[str, str] = {}
+        for c in cols:
+            if c.lower() in seen:
+                raise ObjectExistsError(
+                    f"the {what} would have duplicate columns {c!r} and {seen[c.lower()]!r} (names are "
+                    f"case-insensitive): a QI's generalization columns collide with another column; "
+                    f"rename one in a view over the source first"
+                )
+            seen[c.lower()] = c
+
+
+def _current(engine: Engine) -> tuple[str, str]:
+    row = engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0]
+    return row[0], row[1]

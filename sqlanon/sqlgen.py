@@ -105,8 +105,9 @@ def template(
 ) -> exp.Expression:
     """The ``sql/<name>.sql`` template with its ``:placeholders`` replaced by expressions.
 
-    A placeholder standing alone in a list (``SELECT :cols``, ``GROUP BY :cols``) may be replaced
-    by a sequence of expressions, which are spliced into the list.
+    A placeholder standing alone in a list (``GROUP BY :cols``, ``SELECT 1 AS one, :cols``) may
+    be replaced by a sequence of expressions, which are spliced into the list. (A placeholder
+    cannot be the first item of a SELECT list: sqlglot reads ``SELECT :name`` as an alias.)
     """
     tree = _template(template_name).copy()
 
@@ -143,7 +144,7 @@ def _splice(node: exp.Expression, replace) -> exp.Expression:
             r = replace(child)
             if isinstance(r, list):
                 if len(r) != 1:
-                    raise ValueError(f"placeholder in {key!r} takes exactly one expression")
+                    raise ValueError(f"placeholder :{child.name} takes exactly one expression, got {len(r)}")
                 r = r[0]
             node.set(key, _splice(r, replace) if r is child else r)
     return node

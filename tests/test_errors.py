@@ -276,9 +276,6 @@ def test_replace_overwrites_a_table_named_like_the_rules_or_rowmap(con, people, 
     assert con.execute(f"SELECT count(*) FROM {release.rowmap}").fetchone()[0] == 100
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: replace=True cannot replace a TABLE named like the view: "
-                   "CREATE OR REPLACE VIEW over a table raises EngineError (Catalog Error: Existing "
-                   "object is of type Table) instead of replacing it or refusing up front")
 def test_replace_overwrites_a_table_named_like_the_view(con, people):
     con.execute("CREATE TABLE people_anon(a INTEGER)")
     release = sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=True)
@@ -312,17 +309,11 @@ def test_rules_named_like_the_source_is_always_refused(con, replace):
     assert con.execute("SELECT count(*) FROM rel_rules").fetchone()[0] == 50
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: DuckDB identifiers are case-insensitive but the output-name "
-                   "checks in spec._outputs compare case-sensitively: view='PEOPLE' for table 'people' "
-                   "is not refused up front; it fails later with EngineError inside the publish transaction")
 @pytest.mark.parametrize("replace", [False, True])
 def test_view_named_like_the_source_up_to_case_is_refused(con, people, replace):
     refused(con, ObjectExistsError, view="PEOPLE", replace=replace)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: case-insensitive collision with an existing object "
-                   "('People_Anon' vs table 'people_anon') is not detected by spec._outputs; "
-                   "anonymize raises EngineError from CREATE VIEW instead of ObjectExistsError")
 def test_view_name_taken_up_to_case_is_refused(con, people):
     con.execute("CREATE TABLE people_anon(a INTEGER)")
     refused(con, ObjectExistsError, view="People_Anon")
@@ -335,9 +326,6 @@ def test_view_name_of_a_new_object_is_not_refused_by_other_schemas(con, people):
     assert con.execute(f"SELECT count(*) FROM main.{release.view}").fetchone()[0] == 100
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: for a source in another schema, spec._outputs checks "
-                   "collisions in the source's schema but the outputs are created in the current "
-                   "schema: existing main.t_anon is not detected (EngineError from CREATE VIEW)")
 def test_source_in_another_schema_detects_collision_in_current_schema(con):
     con.execute("CREATE SCHEMA s")
     make_people(con, 50, name="t")
@@ -347,9 +335,6 @@ def test_source_in_another_schema_detects_collision_in_current_schema(con):
     refused(con, ObjectExistsError, table="s.t", qid=["age"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: for a source in another schema, spec._outputs refuses names "
-                   "that exist only in the source's schema (s.u_anon) although the outputs go to the "
-                   "current schema (main.u_anon is free)")
 def test_source_in_another_schema_ignores_names_there(con):
     con.execute("CREATE SCHEMA s")
     con.execute("CREATE TABLE s.u AS SELECT i AS id, i % 50 AS age FROM range(50) t(i)")
@@ -358,9 +343,6 @@ def test_source_in_another_schema_ignores_names_there(con):
     assert con.execute(f"SELECT count(*) FROM main.{quote(release.view)}").fetchone()[0] == 50
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: for a TEMP source table, spec._outputs only looks for "
-                   "collisions in the temp schema, so an existing main.tt_anon is not detected "
-                   "(EngineError from CREATE VIEW instead of ObjectExistsError)")
 def test_temp_source_detects_collision_in_current_schema(con):
     con.execute("CREATE TEMP TABLE tt AS SELECT i AS id, i % 50 AS age FROM range(50) t(i)")
     con.execute("CREATE TABLE tt_anon(a INTEGER)")
@@ -390,18 +372,11 @@ def test_qi_named_like_a_published_column_of_another_qi_is_not_a_clash(con):
     assert columns == ["id", "age_min", "age_max", "age_max_x", "zip_min_min", "zip_min_max", "eq_class"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the published-column clash check in spec._outputs is "
-                   "case-sensitive; a non-QI column 'AGE_MIN' (same DuckDB identifier as 'age_min') "
-                   "is silently renamed 'AGE_MIN_1' in the view instead of being refused")
 def test_non_qi_column_clash_up_to_case(con):
     con.execute('CREATE TABLE t AS SELECT i AS id, i % 50 AS age, i % 7 AS "AGE_MIN" FROM range(50) t(i)')
     refused(con, ObjectExistsError, table="t", qid=["age"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a hierarchical QI named 'eq_class' publishes a column "
-                   "'eq_class' (its label) next to the class id 'eq_class'; DuckDB renames the id "
-                   "to 'eq_class_1' and verification checks the label as the class column; it must be "
-                   "refused with ObjectExistsError")
 def test_hierarchical_qi_named_eq_class(con):
     con.execute("CREATE TABLE t AS SELECT i AS id, 'c' || (i % 3) AS eq_class FROM range(60) t(i)")
     refused(con, ObjectExistsError, table="t", qid=["eq_class"],
@@ -713,10 +688,6 @@ def test_crash_inside_a_caller_transaction_publishes_nothing(con, mixed, monkeyp
     assert objects(con) == before and temp_objects(con) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: inside a caller's open transaction, a failed run with "
-                   "replace=True drops the objects it was replacing (api._publish_verified drops "
-                   "_created(spec) when it cannot roll back), so the earlier release is lost when the "
-                   "caller commits; it should be kept (or replace=True refused in a caller's transaction)")
 def test_crash_inside_a_caller_transaction_keeps_the_earlier_release(con, mixed, monkeypatch):
     earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     state = release_state(con, earlier.view)
