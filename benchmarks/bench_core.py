@@ -53,11 +53,13 @@ SELECT_QIS = "SELECT " + ", ".join(QI_COLUMNS) + f" FROM {TABLE}"
 
 
 # ----------------------------------------------------------------------------- children
-def child_sqlanon(db: str, k: int, memory_rows: int | None) -> dict[str, Any]:
+def child_sqlanon(db: str, k: int, memory_rows: int | None, memory_limit: str | None) -> dict[str, Any]:
     import sqlanon
 
     extra = {} if memory_rows is None else {"memory_rows": memory_rows}
     con = duckdb.connect(db)
+    if memory_limit:  # DuckDB's own buffer limit: beyond it temp tables spill to disk
+        con.execute("SET memory_limit = $limit", {"limit": memory_limit})
     start = time.perf_counter()
     release = sqlanon.anonymize(
         con, TABLE, qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True, **extra
@@ -118,7 +120,7 @@ CHILDREN = {"sqlanon": child_sqlanon, "numpy": child_numpy, "anonypy": child_ano
 
 
 def run_child(kind: str, db: Path, k: int, memory_rows: int | None,
-              timeout: float | None = None) -> dict[str, Any]:  # fmt: skip
+              timeout: float | None = None, memory_limit: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one measurement in a fresh interpreter; add its peak RSS (MiB) and any error."""
     fd, result = tempfile.mkstemp(suffix=".json")
     os.close(fd)
@@ -126,6 +128,8 @@ def run_child(kind: str, db: Path, k: int, memory_rows: int | None,
            "--result", result]  # fmt: skip
     if memory_rows is not None:
         cmd += ["--memory-rows", str(memory_rows)]
+    if memory_limit:
+        cmd += ["--duckdb-memory-limit", memory_limit]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd)
     timed_out = False
@@ -197,6 +201,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     write_duckdb(db, n, table=TABLE)  # no-op when the file already holds this table
     rec: dict[str, Any] = {"n": n, "k": args.k, "memory_rows": args.memory_rows,
+                           "duckdb_memory_limit": args.duckdb_memory_limit,
                            "prepare_s": round(time.perf_counter() - start, 2),
                            "scan_s": round(scan_seconds(db), 4)}  # fmt: skip
     for kind in ("sqlanon", "numpy", "anonypy"):
@@ -204,7 +209,8 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             continue
         timeout = args.anonypy_timeout if kind == "anonypy" else None
         print(f"# N={n:,}: running {kind} ...", file=sys.stderr, flush=True)
-        for key, value in run_child(kind, db, args.k, args.memory_rows, timeout).items():
+        limit = args.duckdb_memory_limit if kind == "sqlanon" else None
+        for key, value in run_child(kind, db, args.k, args.memory_rows, timeout, limit).items():
             rec[f"{kind}_{key}"] = value
     rec["sqlanon_per_scan"] = ratio(rec.get("sqlanon_s"), rec["scan_s"])
     rec["sqlanon_per_numpy"] = ratio(rec.get("sqlanon_s"), rec.get("numpy_partition_s"))
@@ -247,6 +253,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--anonypy-rows", type=int, default=1_000_000, help="largest N for anonypy")
     p.add_argument("--anonypy-timeout", type=float, default=900.0, help="seconds")
     p.add_argument("--memory-rows", type=int, default=None, help="passed to sqlanon.anonymize")
+    p.add_argument("--duckdb-memory-limit", default=None,
+                   help="SET memory_limit for sqlanon's connection, e.g. 2GB (default: DuckDB's)")
     p.add_argument("--skip", nargs="*", default=[], choices=sorted(CHILDREN))
     p.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     p.add_argument("--db", help=argparse.SUPPRESS)
@@ -254,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
 
     if args.child:  # inside a measurement process
-        extra = (args.memory_rows,) if args.child == "sqlanon" else ()
+        extra = (args.memory_rows, args.duckdb_memory_limit) if args.child == "sqlanon" else ()
         out = CHILDREN[args.child](args.db, args.k, *extra)
         Path(args.result).write_text(json.dumps(out, default=str))
         return

@@ -134,9 +134,15 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left")
         # No match means NULL, which is code 0 whenever the column has NULLs.
         code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
-        query = query.select(g.alias(exp.Cast(this=code, to=exp.DataType.build("INTEGER")), f"q{i}"))
+        query = query.select(g.alias(exp.Cast(this=code, to=exp.DataType.build(code_type(d.size), dialect=g.DIALECT)), f"q{i}"))
     engine.execute(g.create_table_as(name, query))
     return name
+
+
+def code_type(size: int) -> str:
+    """The narrowest SQL integer type for codes ``0..size-1``: the working table is rewritten at
+    every SQL level, so its width is what a level costs."""
+    return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "INTEGER"
 
 
 def qi_hash(spec: Spec, alias: str) -> exp.Expression:

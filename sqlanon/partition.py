@@ -212,9 +212,12 @@ class Partitioner:
             self.rows_finished += int(parts.n[done].sum())
             children = self.children_boxes(parts, chosen, kids)
             live = children.n > 0
-            if live.any():
-                work = _repartition(engine, work, kids, chosen, parts.pid, children.pid, live, q)
             open_ = Boxes.concat([rest, children.take(live.nonzero()[0])])
+            if live.any():
+                # Before the in-memory finish, store the rows clustered by partition id so that
+                # each batch's fetch reads only its own row groups (zone maps), not the table.
+                last = not (open_.n > memory_rows).any()
+                work = _repartition(engine, work, kids, chosen, parts.pid, children.pid, live, q, cluster=last)
             self._report("sql", len(open_))
 
     # -- in-memory levels ----------------------------------------------------------------------
@@ -334,7 +337,7 @@ def _av_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, q: 
 
 def _repartition(
     engine: Engine, work: str, kids: Children, chosen: np.ndarray, parent_pids: np.ndarray,
-    child_pids: np.ndarray, live: np.ndarray, q: list[str],
+    child_pids: np.ndarray, live: np.ndarray, q: list[str], cluster: bool = False,
 ) -> str:
     """Rewrite the working table with the children's ids: one statement for the whole level."""
     splits = engine.upload(
@@ -358,6 +361,8 @@ def _repartition(
         .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
         .join(exp.alias_(g.table(splits), g.ident("s"), table=True), on=on, join_type="left")
     )
+    if cluster:
+        query = query.order_by(g.col("pid"))
     new = engine.temp_name(f"work{engine.statements}")
     engine.execute(g.create_table_as(new, query))
     engine.drop_temp(work)
@@ -387,7 +392,11 @@ def finish_in_memory(
             .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
             .join(exp.alias_(g.table(batches), g.ident("t"), table=True),
                   on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "t")))
-            .where(exp.EQ(this=g.col("b", "t"), expression=g.lit(b)))
+            # The batch is a contiguous range of ids: a range filter the zone maps can use.
+            .where(exp.and_(
+                exp.Between(this=g.col("pid", "w"), low=g.lit(int(seg.pid[0])), high=g.lit(int(seg.pid[-1]))),
+                exp.EQ(this=g.col("b", "t"), expression=g.lit(b)),
+            ))
         )
         res = engine.fetch(query)
         order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
