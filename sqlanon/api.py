@@ -80,7 +80,8 @@ def anonymize(
 
     Args:
         con: DuckDB connection; the source is read, never written.
-        table: table or view to anonymize (``schema.table`` accepted).
+        table: table or view to anonymize (``schema.table`` accepted), or the path (or glob) of
+            Parquet, CSV or JSON files, which DuckDB reads in place.
         qid: the quasi-identifier columns.
         k: every published equivalence class holds at least ``k`` rows.
         hierarchies: generalization hierarchy per categorical QI: an ARX CSV path
@@ -147,8 +148,8 @@ def anonymize(
         statements=engine.statements,
         verification=verification,
         notes=(
-            (f"{spec.source.name!r} is a {spec.source.kind} without stable row ids: published a "
-             f"snapshot table {spec.outputs.view!r} instead of a live view.",)
+            (f"{spec.source.path or spec.source.name!r} is a {spec.source.kind} without stable row ids: "
+             f"published a snapshot table {spec.outputs.view!r} instead of a live view.",)
             if spec.outputs.materialize else ()
         ),
     )

@@ -8,6 +8,7 @@ the output names (refusing to overwrite unless ``replace=True``).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -56,19 +57,28 @@ def classify(data_type: str) -> Kind | None:
     return None
 
 
+#: File extensions DuckDB reads directly, and the reader for each.
+_READERS = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv", ".gz": "read_csv",
+            ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json"}
+
+
 @dataclass(frozen=True)
 class Source:
-    """The relation to anonymize, as found in the catalog."""
+    """The relation to anonymize: a table or view in the catalog, or files DuckDB reads."""
 
     catalog: str
     schema: str
     name: str
-    kind: Literal["table", "view"]
+    kind: Literal["table", "view", "file"]
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
     rows: int
+    path: str | None = None  # for files: the path or glob
 
     @property
     def ref(self) -> exp.Table:
+        if self.path is not None:
+            reader = _READERS[Path(self.path.replace("*", "x")).suffix.lower()]
+            return exp.Table(this=exp.Anonymous(this=reader, expressions=[g.lit(self.path)]))
         return g.table(self.name, self.schema, self.catalog)
 
     @property
@@ -201,6 +211,8 @@ def _find_source(engine: Engine, objects: list, table: str, count: bool = True) 
         matches = [o for o in objects if list(o[3 - len(parts) : 3]) == parts]
     if not matches:
         matches = [o for o in objects if o[2].lower() == table.lower()]
+    if not matches and _is_file(table):
+        return _file_source(engine, table, count)
     # The current schema shadows temp objects, which shadow other schemas (DuckDB's lookup order).
     preferred = [o for o in matches if tuple(o[:2]) == current] or [o for o in matches if o[0] == "temp"]
     if preferred:
@@ -222,6 +234,21 @@ def _find_source(engine: Engine, objects: list, table: str, count: bool = True) 
     ref = g.table(name, schema, catalog)
     rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
     return Source(catalog, schema, name, kind, columns, rows)
+
+
+def _is_file(table: str) -> bool:
+    suffix = Path(table.replace("*", "x")).suffix.lower()
+    return suffix in _READERS and ("*" in table or Path(table).is_file())
+
+
+def _file_source(engine: Engine, path: str, count: bool) -> Source:
+    """Parquet, CSV or JSON files read in place (a glob reads several)."""
+    probe = Source("", "", "", "file", (), -1, path)
+    described = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(probe.ref)))
+    columns = tuple((r[0], r[1]) for r in described)
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(probe.ref))) if count else -1
+    stem = Path(path).name.split(".")[0].replace("*", "") or "files"
+    return Source("", "", stem, "file", columns, rows, path)
 
 
 def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
