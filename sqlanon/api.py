@@ -13,10 +13,10 @@ from sqlglot import exp
 from . import sqlgen as g
 from .constraints import KAnonymity
 from .criteria import Median
-from .domain import build_domains, encode
+from .domain import Domain, build_domains, encode
 from .engine import Engine
 from .errors import SqlanonError, VerificationError
-from .partition import Partitioner, Progress, finish_in_memory
+from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
 from .spec import EQ_CLASS, Spec, resolve
 from .verify import Verification, verify
@@ -126,8 +126,8 @@ def anonymize(
         lap("partition_sql")
         memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
         lap("partition_memory")
-        boxes, cmin, cmax, in_sql = partitioner.leaves.collect()
-        verification = _publish_verified(engine, spec, domains, boxes, cmin, cmax, in_sql, work, memory, source, rid)
+        regions = partitioner.leaves.collect()
+        verification = _publish_verified(engine, spec, domains, regions, work, memory, source, rid)
         lap("publish_verify")
     finally:
         engine.cleanup()
@@ -140,8 +140,8 @@ def anonymize(
         qid=tuple(q.name for q in spec.qis),
         k=spec.k,
         k_achieved=verification.k_achieved,
-        partitions=int((boxes.n > 0).sum()),
-        regions=len(boxes),
+        partitions=int((regions.boxes.n > 0).sum()),
+        regions=len(regions.boxes),
         rows=verification.rows,
         elapsed=round(time.perf_counter() - started, 4),
         timings=timings,
@@ -176,7 +176,10 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
     return g.table(name), rid
 
 
-def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, in_sql, work, memory, source, rid) -> Verification:
+def _publish_verified(
+    engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: Regions, work: str,
+    memory: str | None, source: exp.Table, rid: str,
+) -> Verification:
     """Create rules, row map and view in one transaction, verify, and roll back on failure."""
     own_transaction = not engine.in_transaction()  # else publish inside the caller's
     if own_transaction:
@@ -184,8 +187,8 @@ def _publish_verified(engine: Engine, spec: Spec, domains, boxes, cmin, cmax, in
     try:
         for name, kind in spec.outputs.existing:  # replace=True: inside the transaction, so a failure restores them
             engine.execute(g.drop(name, kind.upper()))
-        region = create_rules(engine, spec, domains, boxes, cmin, cmax)
-        rowmap = create_rowmap(engine, spec, work, memory, boxes, region, in_sql)
+        region = create_rules(engine, spec, domains, regions)
+        rowmap = create_rowmap(engine, spec, work, memory, regions, region)
         publish(engine, spec, source, rid, rowmap)
         result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS)
         problems = []

@@ -29,8 +29,6 @@ class Constraint(Protocol):
         """Which candidate classes (given their sizes ``n``) are acceptable."""
         ...
 
-    def describe(self) -> str: ...
-
 
 @dataclass(frozen=True)
 class KAnonymity:
@@ -49,6 +47,3 @@ class KAnonymity:
 
     def allowed(self, n: np.ndarray) -> np.ndarray:
         return (n >= self.k) | (n == 0)
-
-    def describe(self) -> str:
-        return f"k-anonymity (k={self.k})"

@@ -75,6 +75,3 @@ class Median:
 
     def cut_score(self, left: np.ndarray, n: np.ndarray) -> np.ndarray:
         return np.abs(2 * left - n)
-
-    def describe(self) -> str:
-        return "median"

@@ -76,9 +76,20 @@ class Leaves:
         self.cmax.append(cmax)
         self.in_sql.append(np.full(len(boxes), in_sql))
 
-    def collect(self) -> tuple[Boxes, np.ndarray, np.ndarray, np.ndarray]:
-        return (Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
-                np.concatenate(self.in_sql))
+    def collect(self) -> Regions:
+        return Regions(Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
+                       np.concatenate(self.in_sql))
+
+
+@dataclass(frozen=True)
+class Regions:
+    """The result of partitioning: every leaf's box, the code extents of its rows (-1 when
+    empty), and whether its rows still carry the leaf id in the SQL working table."""
+
+    boxes: Boxes
+    cmin: np.ndarray
+    cmax: np.ndarray
+    in_sql: np.ndarray
 
 
 @dataclass

@@ -29,7 +29,7 @@ from sqlglot import exp
 from . import sqlgen as g
 from .domain import Domain, qi_hash
 from .engine import Engine
-from .partition import Boxes
+from .partition import Boxes, Regions
 from .spec import EQ_CLASS, Spec
 
 
@@ -43,10 +43,9 @@ def rules_columns(spec: Spec) -> list[str]:
     return ["region", "size"] + [c for qi in spec.qis for c in qi.published + qi.box_columns]
 
 
-def create_rules(
-    engine: Engine, spec: Spec, domains: Sequence[Domain], boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray
-) -> np.ndarray:
-    """Create the rules table; return the region id of each leaf (aligned with ``boxes``)."""
+def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> np.ndarray:
+    """Create the rules table; return the region id of each leaf (aligned with ``regions``)."""
+    boxes, cmin, cmax = regions.boxes, regions.cmin, regions.cmax
     order = number_regions(boxes)
     region = np.empty(len(order), dtype=np.int64)
     region[order] = np.arange(len(order))
@@ -98,15 +97,14 @@ def create_rules(
 
 
 def create_rowmap(
-    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, boxes: Boxes, region: np.ndarray,
-    sql_leaf: np.ndarray,
+    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
 ) -> str:
     """The row map ``(rid, region, qhash)``: persistent for a live view, temp for a snapshot.
 
     Rows finished in SQL carry their leaf in the working table; rows finished in memory come
     from ``memory_assignment``. Both only join the small leaf -> region table.
     """
-    mapping = engine.upload("pidmap", {"pid": boxes.pid, "region": region, "sql": sql_leaf})
+    mapping = engine.upload("pidmap", {"pid": regions.boxes.pid, "region": region, "sql": regions.in_sql})
     m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
     cols = [g.col("rid", "x"), g.col("region", "m"), g.col("qhash", "x")]
     query = (
