@@ -131,10 +131,11 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
             on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
         else:
             on = exp.EQ(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")), expression=g.col("t", alias))
-        query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left")
+        query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
         # No match means NULL, which is code 0 whenever the column has NULLs.
         code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
-        query = query.select(g.alias(exp.Cast(this=code, to=exp.DataType.build(code_type(d.size), dialect=g.DIALECT)), f"q{i}"))
+        as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(d.size), dialect=g.DIALECT))
+        query = query.select(g.alias(as_code, f"q{i}"), copy=False)  # no copy: the loop grows one tree
     engine.execute(g.create_table_as(name, query))
     return name
 

@@ -255,17 +255,24 @@ class Partitioner:
             arranged = np.arange(M, dtype=np.int64)
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
-                if len(idx) == len(seg):
+                nonlocal arranged
+                everyone = len(idx) == len(seg)
+                if everyone:
                     rows, local = np.arange(M, dtype=np.int64), seg_of_row
                 else:
                     selected = np.zeros(len(seg), dtype=bool)
                     selected[idx] = True
                     rows = selected[seg_of_row].nonzero()[0]
                     local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
-                v = XT.ravel()[attr[local] * M + rows]
-                order = sort_within(local, v)
-                arranged[rows] = rows[order]
-                return FrequencyGroups.from_sorted(local[order], v[order])
+                flat = attr[local]  # each row's attribute, then its flat index in XT (in place:
+                flat *= M  # these arrays are as long as the batch, so temporaries are costly)
+                flat += rows
+                order, groups = sort_and_group(local, XT.ravel()[flat])
+                if everyone:
+                    arranged = order
+                else:
+                    arranged[rows] = rows[order]
+                return groups
 
             split, chosen, kids = self.decide(seg, cmin, cmax, groups_for)
             done = (~split).nonzero()[0]
@@ -284,24 +291,37 @@ class Partitioner:
         return np.concatenate(out_row), np.concatenate(out_pid)
 
 
-def sort_within(group: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Permutation sorting rows by ``(group, value)``; ``group`` is already non-decreasing.
+def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, FrequencyGroups]:
+    """Sort rows by ``(group, value)`` (``group`` is already non-decreasing) and count the runs.
 
-    Ties may come in any order (nothing downstream depends on the order of equal codes). When
-    group, value and row index fit in 63 bits together they are packed into one key and sorted
-    with ``np.sort`` (SIMD, several times faster than ``argsort``); otherwise ``argsort``.
+    Returns the permutation and the frequency groups. Ties may come in any order (nothing
+    downstream depends on the order of equal codes). When group, value and row index fit in 63
+    bits they are packed into one int64 key, sorted in place (``ndarray.sort`` is SIMD-
+    accelerated, several times faster than ``argsort``), and the groups are read off the sorted
+    key itself; otherwise ``argsort``.
     """
     n = len(group)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    value = value.astype(np.int64)
+        return np.zeros(0, dtype=np.int64), FrequencyGroups.from_sorted(group, value)
     bits_row = max(int(n - 1).bit_length(), 1)
     bits_val = max(int(value.max()).bit_length(), 1)
     bits_grp = max(int(group[-1]).bit_length(), 1)
-    if bits_row + bits_val + bits_grp <= 63:
-        key = (group.astype(np.int64) << (bits_val + bits_row)) | (value << bits_row) | np.arange(n, dtype=np.int64)
-        return np.sort(key) & ((1 << bits_row) - 1)
-    return np.argsort((group.astype(np.int64) << 32) | value)
+    if bits_row + bits_val + bits_grp > 63:
+        order = np.argsort((group.astype(np.int64) << 32) | value.astype(np.int64))
+        return order, FrequencyGroups.from_sorted(group[order], value[order])
+    key = group.astype(np.int64)  # built in place: the batch-sized temporaries dominate
+    key <<= bits_val
+    np.bitwise_or(key, value, out=key, casting="unsafe")
+    key <<= bits_row
+    key += np.arange(n, dtype=np.int64)
+    key.sort()
+    order = key & ((1 << bits_row) - 1)
+    key >>= bits_row  # now (group, value), sorted
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    heads = key[starts]
+    counts = np.diff(np.append(starts, n))
+    groups = FrequencyGroups(heads >> bits_val, (heads & ((1 << bits_val) - 1)).astype(np.int32), counts)
+    return order, groups
 
 
 def _extents_query(work: str, pids: np.ndarray, q: list[str]) -> exp.Expression:

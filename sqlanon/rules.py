@@ -69,6 +69,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     codes = engine.upload("regions", columns)
 
     # Codes -> values through the domain tables, so published values keep their source types.
+    # (copy=False: the loop grows one tree; copying it at every step is quadratic.)
     query = exp.select(g.col("region", "r"), g.col("size", "r")).from_(
         exp.alias_(g.table(codes), g.ident("r"), table=True)
     )
@@ -77,7 +78,8 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
         if not qi.ordered:
             query = query.select(
                 g.alias(exp.Cast(this=g.col(f"c{i}_label", "r"), to=exp.DataType.build("VARCHAR")), qi.name),
-                g.alias(g.col(f"c{i}_node", "r"), f"{qi.name}_node")
+                g.alias(g.col(f"c{i}_node", "r"), f"{qi.name}_node"),
+                copy=False,
             )
             continue
         for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
@@ -86,8 +88,9 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
                 exp.alias_(g.table(d.table), g.ident(alias), table=True),
                 on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
                 join_type="left",
-            ).select(g.alias(g.col("v", alias), out))
-        query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"))
+                copy=False,
+            ).select(g.alias(g.col("v", alias), out), copy=False)
+        query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"), copy=False)
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
         exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident("x")))
     ).order_by(g.col("region"))
