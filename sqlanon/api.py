@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
+from . import manifest
 from . import sqlgen as g
 from .constraints import KAnonymity
 from .criteria import Median
@@ -32,6 +33,8 @@ class Release:
             each hierarchical QI by its node label, plus ``eq_class``.
         rules: the rules relation (one row per region; see :mod:`sqlanon.rules`).
         rowmap: the row map the view joins on (None when materialized).
+        hierarchies: the table keeping the hierarchies of hierarchical QIs (None if there are
+            none); with the JSON comment on ``rules`` it lets the release reload by name.
         materialized: True when the source had no stable row id (a view over files, say), so a
             snapshot table was published instead of a live view.
         table, qid, k: the request.
@@ -49,6 +52,7 @@ class Release:
     view: str
     rules: str
     rowmap: str | None
+    hierarchies: str | None
     materialized: bool
     table: str
     qid: tuple[str, ...]
@@ -135,6 +139,7 @@ def anonymize(
         view=spec.outputs.view,
         rules=spec.outputs.rules,
         rowmap=None if spec.outputs.materialize else spec.outputs.assignment,
+        hierarchies=spec.outputs.hierarchies,
         materialized=spec.outputs.materialize,
         table=spec.source.name,
         qid=tuple(q.name for q in spec.qis),
@@ -158,7 +163,8 @@ def anonymize(
 def _created(spec: Spec) -> list[tuple[str, str]]:
     out = spec.outputs
     view_kind = "TABLE" if out.materialize else "VIEW"
-    return [(out.view, view_kind), (out.rules, "TABLE")] + ([] if out.materialize else [(out.assignment, "TABLE")])
+    return ([(out.view, view_kind), (out.rules, "TABLE")] + ([] if out.materialize else [(out.assignment, "TABLE")])
+            + ([(out.hierarchies, "TABLE")] if out.hierarchies else []))
 
 
 def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
@@ -188,6 +194,7 @@ def _publish_verified(
         for name, kind in spec.outputs.existing:  # replace=True: inside the transaction, so a failure restores them
             engine.execute(g.drop(name, kind.upper()))
         region = create_rules(engine, spec, domains, regions)
+        manifest.write(engine, spec, constraints=[f"k-anonymity(k={spec.k})"], criterion="median")
         rowmap = create_rowmap(engine, spec, work, memory, regions, region)
         publish(engine, spec, source, rid, rowmap)
         result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS)

@@ -126,6 +126,7 @@ class Outputs:
     rules: str
     assignment: str
     materialize: bool  # publish a table (the source has no stable row id) instead of a view
+    hierarchies: str | None = None  # where the hierarchies of hierarchical QIs are kept
     existing: tuple[tuple[str, str], ...] = ()  # (name, kind) of objects replace=True overwrites
 
 
@@ -328,7 +329,8 @@ def _outputs(
     view = view if view is not None else f"{source.name}_anon"
     if not isinstance(view, str) or not view:
         raise InputError(f"view must be a non-empty string, got {view!r}")
-    names = [view, f"{view}_rules"] + ([] if not source.has_rowid else [f"{view}_rowmap"])
+    hierarchies = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
+    names = [view, f"{view}_rules"] + ([f"{view}_rowmap"] if source.has_rowid else []) + ([hierarchies] if hierarchies else [])
     current = _current(engine)
     here = {o[2].lower(): (o[2], o[3]) for o in objects if (o[0], o[1]) == current}
     existing = []
@@ -349,7 +351,8 @@ def _outputs(
             "replaces could not be restored. Commit or roll back first, or choose another view= name."
         )
     _unique_columns(source, qis)
-    return Outputs(view, names[1], f"{view}_rowmap", materialize=not source.has_rowid, existing=tuple(existing))
+    return Outputs(view, names[1], f"{view}_rowmap", materialize=not source.has_rowid, hierarchies=hierarchies,
+                   existing=tuple(existing))
 
 
 def _unique_columns(source: Source, qis: tuple[QI, ...]) -> None:

@@ -523,6 +523,7 @@ def test_source_table_is_unchanged(con, mixed, memory_rows):
         ("memory", "main", "mixed_anon", "view"),
         ("memory", "main", "mixed_anon_rules", "table"),
         ("memory", "main", "mixed_anon_rowmap", "table"),
+        ("memory", "main", "mixed_anon_hierarchies", "table"),
     }
 
 

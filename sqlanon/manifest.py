@@ -1,0 +1,128 @@
+"""The release manifest: what a release stores about itself, so it can be reloaded by name.
+
+A release is self-describing in the database, without Python state: the rules relation carries a
+JSON comment (``COMMENT ON TABLE <view>_rules``) with the request (source, QIs with their kinds
+and types, k, constraint and criterion, object names), and hierarchical QIs keep their
+hierarchies in ``<view>_hierarchies`` (one row per leaf and level, ARX layout in long form).
+Recoding other tables with the same rules and computing metrics later start from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import duckdb
+from sqlglot import exp
+
+from . import sqlgen as g
+from .engine import Engine
+from .errors import InputError
+from .hierarchy import Hierarchy
+from .spec import Spec
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ManifestQI:
+    name: str
+    kind: str  # "numeric" | "temporal" | "ordinal" | "hierarchy"
+    data_type: str
+    has_null: bool
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A release as recorded in the database."""
+
+    view: str
+    rules: str
+    rowmap: str | None
+    hierarchies_table: str | None
+    materialized: bool
+    source: str
+    k: int
+    qis: tuple[ManifestQI, ...]
+    hierarchies: Mapping[str, Hierarchy]
+    constraints: tuple[str, ...]
+    criterion: str
+
+    @property
+    def qid(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qis)
+
+
+def write(engine: Engine, spec: Spec, constraints: list[str], criterion: str) -> None:
+    """Store the manifest of a release being published (inside its transaction)."""
+    table = spec.outputs.hierarchies
+    if table:
+        qi, leaf, level, label = [], [], [], []
+        for q in spec.qis:
+            if q.hierarchy is None:
+                continue
+            for code, row in enumerate(r for r in q.hierarchy.to_rows() if r[0] is not None):
+                for depth, cell in enumerate(row):
+                    qi.append(q.name)
+                    leaf.append(code)
+                    level.append(depth)
+                    label.append(cell)
+        upload = engine.upload("hierarchies", {"qi": qi, "leaf": leaf, "level": level, "label": label})
+        engine.execute(g.create_table_as(table, exp.select("*").from_(g.table(upload)).order_by(
+            g.col("qi"), g.col("leaf"), g.col("level")), temporary=False))
+        engine.drop_temp(upload)
+    document = {
+        "sqlanon": FORMAT,
+        "source": spec.source.path or spec.source.name,
+        "view": spec.outputs.view,
+        "rules": spec.outputs.rules,
+        "rowmap": None if spec.outputs.materialize else spec.outputs.assignment,
+        "hierarchies": table,
+        "materialized": spec.outputs.materialize,
+        "k": spec.k,
+        "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null} for q in spec.qis],
+        "constraints": constraints,
+        "criterion": criterion,
+    }
+    engine.execute(exp.Comment(this=g.table(spec.outputs.rules), kind="TABLE",
+                               expression=g.lit(json.dumps(document))))
+
+
+def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
+    """Reload the manifest of the release whose view (or rules relation) is named ``view``."""
+    engine = Engine(con)
+    rules = view if view.endswith("_rules") else f"{view}_rules"
+    found = engine.fetch_rows(
+        exp.select(g.col("comment")).from_(exp.Table(this=exp.Anonymous(this="duckdb_tables")))
+        .where(exp.EQ(this=exp.Lower(this=g.col("table_name")), expression=g.lit(rules.lower())))
+    )
+    try:
+        document = json.loads(found[0][0]) if found else None
+    except (TypeError, json.JSONDecodeError):
+        document = None
+    if not document or document.get("sqlanon") != FORMAT:
+        raise InputError(
+            f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest"
+        )
+    qis = tuple(ManifestQI(q["name"], q["kind"], q["type"], q["has_null"]) for q in document["qid"])
+    hierarchies: dict[str, Hierarchy] = {}
+    if document["hierarchies"]:
+        rows = engine.fetch_rows(
+            exp.select(g.col("qi"), g.col("leaf"), g.col("label"))
+            .from_(g.table(document["hierarchies"])).order_by(g.col("qi"), g.col("leaf"), g.col("level"))
+        )
+        paths: dict[str, dict[int, list[str]]] = {}
+        for qi, leaf, label in rows:
+            paths.setdefault(qi, {}).setdefault(leaf, []).append(label)
+        for q in qis:
+            if q.kind == "hierarchy":
+                h = Hierarchy.from_rows([paths[q.name][i] for i in sorted(paths[q.name])])
+                hierarchies[q.name] = h.with_null_leaf() if q.has_null else h
+    return Manifest(
+        view=document["view"], rules=document["rules"], rowmap=document["rowmap"],
+        hierarchies_table=document["hierarchies"], materialized=document["materialized"],
+        source=document["source"], k=document["k"], qis=qis, hierarchies=hierarchies,
+        constraints=tuple(document["constraints"]), criterion=document["criterion"],
+    )
+
