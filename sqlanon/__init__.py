@@ -11,8 +11,14 @@ True
 from __future__ import annotations
 
 from .api import Release, anonymize
-from .constraints import KAnonymity
-from .criteria import Median
+from .constraints import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    VarianceDiversity,
+)
+from .criteria import InfoGain, Median, Regression, Targets
 from .errors import (
     EngineError,
     HierarchyError,
@@ -31,6 +37,13 @@ from .verify import Verification, verify
 __version__ = "0.1.0"
 
 __all__ = [
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "InfoGain",
+    "RecursiveCLDiversity",
+    "Regression",
+    "Targets",
+    "VarianceDiversity",
     "EngineError",
     "Hierarchy",
     "HierarchyError",

@@ -12,8 +12,8 @@ from sqlglot import exp
 
 from . import manifest
 from . import sqlgen as g
-from .constraints import KAnonymity
-from .criteria import Median
+from .constraints import Constraint
+from .criteria import Criterion
 from .domain import Domain, build_domains, encode
 from .engine import Engine
 from .errors import SqlanonError, VerificationError
@@ -79,6 +79,11 @@ def anonymize(
     replace: bool = False,
     memory_rows: int | None = None,
     progress: Callable[[Progress], None] | None = None,
+    sensitive: str | Sequence[str] | None = None,
+    l: float | None = None,
+    constraints: Sequence[Constraint] = (),
+    target: str | Sequence[str] | None = None,
+    criterion: Criterion | None = None,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian).
 
@@ -98,6 +103,15 @@ def anonymize(
             batches of about this many rows; larger ones are split in SQL. 0 keeps everything in
             SQL. The result does not depend on it.
         progress: called after every tree level with a :class:`~sqlanon.partition.Progress`.
+        sensitive, l: entropy l-diversity of each ``sensitive`` column (KDD 2006, Section 3.1):
+            in every class the sensitive values' entropy is at least ``ln l``.
+        constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
+            :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
+            :class:`~sqlanon.VarianceDiversity` (k-anonymity with ``k`` always applies).
+        target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
+            columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
+        criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,
+            ``Regression(...)``, ``Targets(...)``), e.g. with ``min_gain``.
 
     Returns:
         The :class:`Release`.
@@ -118,14 +132,16 @@ def anonymize(
 
     engine = Engine(con)
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
-                   memory_rows=memory_rows)
+                   memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
+                   target=target, criterion=criterion)
     lap("validate")
     try:
         source, rid = _working_source(engine, spec)
         domains = build_domains(engine, spec, source)
         work = encode(engine, spec, domains, source, g.col(rid, "b"))
         lap("encode")
-        partitioner = Partitioner(domains, [KAnonymity(spec.k)], Median(), progress)
+        w = spec.workload
+        partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns)
         work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
         lap("partition_sql")
         memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
@@ -194,7 +210,8 @@ def _publish_verified(
         for name, kind in spec.outputs.existing:  # replace=True: inside the transaction, so a failure restores them
             engine.execute(g.drop(name, kind.upper()))
         region = create_rules(engine, spec, domains, regions)
-        manifest.write(engine, spec, constraints=[f"k-anonymity(k={spec.k})"], criterion="median")
+        manifest.write(engine, spec, constraints=[c.describe() for c in spec.workload.constraints],
+                       criterion=spec.workload.criterion.describe())
         rowmap = create_rowmap(engine, spec, work, memory, regions, region)
         publish(engine, spec, source, rid, rowmap)
         result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS)

@@ -3,47 +3,210 @@
 A split is *allowable* when every child it creates satisfies every constraint (LeFevre et al.,
 Workload-Aware Anonymization, KDD 2006, Section 2; TR 1590, Section 1.2). Constraints only
 filter; ranking the allowable splits is the criterion's job (:mod:`sqlanon.criteria`). Each
-constraint declares the statistics it needs so that the stats statement computes only those.
-Judgement is vectorized: one call covers every cut of every partition of a tree level.
+constraint declares the columns whose statistics it needs, so that the stats statement computes
+only those, and a lower bound on the size of an acceptable class, which lets the partitioner
+skip partitions too small to split. Judgement is vectorized: one call covers every cut of every
+partition of a tree level. An empty child (a hierarchy node no row falls into) is not an
+equivalence class of the published data, so every constraint accepts it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from .stats import ClassStats
+
+#: Relative tolerance of threshold comparisons on floating-point statistics (entropy,
+#: variance), so that the order in which a sum was accumulated cannot flip a verdict.
+TOLERANCE = 1e-9
+
+
+class Layout(Protocol):
+    """Where a column's statistics sit in a :class:`~sqlanon.stats.ClassStats`."""
+
+    def counts(self, stats: ClassStats, column: str) -> np.ndarray: ...
+
+    def moments(self, stats: ClassStats, column: str) -> np.ndarray: ...
+
 
 class Constraint(Protocol):
-    """What a privacy model must provide."""
+    """What a privacy model provides."""
 
-    needs: ClassVar[frozenset[str]]
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        """Columns whose value counts it needs (AVS groups)."""
+        ...
+
+    @property
+    def numeric_columns(self) -> tuple[str, ...]:
+        """Columns whose moments it needs."""
+        ...
 
     @property
     def min_size(self) -> int:
-        """A lower bound on the rows of any acceptable non-empty class (prunes small partitions)."""
+        """A lower bound on the rows of any acceptable non-empty class."""
         ...
 
-    def allowed(self, n: np.ndarray) -> np.ndarray:
-        """Which candidate classes (given their sizes ``n``) are acceptable."""
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        """Which of the K candidate classes are acceptable, (K,) bool."""
         ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True)
 class KAnonymity:
-    """k-anonymity (Samarati & Sweeney): every equivalence class holds at least ``k`` rows.
-
-    An empty child (a hierarchy node no row falls into) is not an equivalence class of the
-    published data, so it is acceptable: it only exists so that the rules cover the domain.
-    """
+    """k-anonymity (Samarati & Sweeney): every equivalence class holds at least ``k`` rows."""
 
     k: int
-    needs: ClassVar[frozenset[str]] = frozenset({"count"})
+    class_columns = ()
+    numeric_columns = ()
 
     @property
     def min_size(self) -> int:
         return self.k
 
-    def allowed(self, n: np.ndarray) -> np.ndarray:
-        return (n >= self.k) | (n == 0)
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        return (stats.n >= self.k) | (stats.n == 0)
+
+    def describe(self) -> str:
+        return f"k-anonymity(k={self.k})"
+
+
+@dataclass(frozen=True)
+class DistinctLDiversity:
+    """Distinct l-diversity (Machanavajjhala et al., ICDE 2006): every class holds at least
+    ``l`` distinct values of ``sensitive`` (NULL counts as a value)."""
+
+    sensitive: str
+    l: int
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return (self.sensitive,)
+
+    numeric_columns = ()
+
+    @property
+    def min_size(self) -> int:
+        return self.l
+
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        distinct = (layout.counts(stats, self.sensitive) > 0).sum(axis=1)
+        return (distinct >= self.l) | (stats.n == 0)
+
+    def describe(self) -> str:
+        return f"distinct l-diversity({self.sensitive!r}, l={self.l})"
+
+
+@dataclass(frozen=True)
+class EntropyLDiversity:
+    """Entropy l-diversity (Machanavajjhala et al.; KDD 2006, Section 3.1): in every class E,
+    ``-sum_s p(s|E) ln p(s|E) >= ln l``, i.e. the entropy of ``sensitive`` is at least that of
+    ``l`` equally frequent values. ``l`` may be fractional."""
+
+    sensitive: str
+    l: float
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return (self.sensitive,)
+
+    numeric_columns = ()
+
+    @property
+    def min_size(self) -> int:
+        return max(1, math.ceil(self.l))
+
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        h = entropy(layout.counts(stats, self.sensitive))
+        return (h >= math.log(self.l) - TOLERANCE) | (stats.n == 0)
+
+    def describe(self) -> str:
+        return f"entropy l-diversity({self.sensitive!r}, l={self.l:g})"
+
+
+@dataclass(frozen=True)
+class RecursiveCLDiversity:
+    """Recursive (c, l)-diversity (Machanavajjhala et al.; TR 1590, Section 1.1): with
+    ``x_1 >= x_2 >= ...`` the counts of the sensitive values in a class,
+    ``x_1 < c (x_l + x_{l+1} + ... + x_m)``."""
+
+    sensitive: str
+    c: float
+    l: int
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return (self.sensitive,)
+
+    numeric_columns = ()
+
+    @property
+    def min_size(self) -> int:
+        return self.l
+
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        counts = -np.sort(-layout.counts(stats, self.sensitive), axis=1)  # descending
+        tail = counts[:, self.l - 1 :].sum(axis=1) if counts.shape[1] >= self.l else np.zeros(len(counts))
+        return (counts[:, 0] < self.c * tail) | (stats.n == 0)
+
+    def describe(self) -> str:
+        return f"recursive (c,l)-diversity({self.sensitive!r}, c={self.c:g}, l={self.l})"
+
+
+@dataclass(frozen=True)
+class VarianceDiversity:
+    """Variance (squared-error) diversity (LeFevre et al., KDD 2006 and TR 1590): the variance
+    of the numeric ``sensitive`` attribute in every class, ``(1/|E|) sum (s - mean_E)^2``, is at
+    least ``v`` (NULLs are left out of the variance)."""
+
+    sensitive: str
+    v: float
+
+    class_columns = ()
+
+    @property
+    def numeric_columns(self) -> tuple[str, ...]:
+        return (self.sensitive,)
+
+    @property
+    def min_size(self) -> int:
+        return 2 if self.v > 0 else 1
+
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        var = variance(layout.moments(stats, self.sensitive))
+        return (var >= self.v * (1 - TOLERANCE)) | (stats.n == 0)
+
+    def describe(self) -> str:
+        return f"variance diversity({self.sensitive!r}, v={self.v:g})"
+
+
+def entropy(counts: np.ndarray) -> np.ndarray:
+    """Shannon entropy in nats of each row of a count matrix (0 for an empty row)."""
+    counts = counts.astype(np.float64)
+    total = counts.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(total > 0, counts / total, 0.0)
+        terms = np.where(p > 0, p * np.log(p), 0.0)
+    return -terms.sum(axis=1)
+
+
+def variance(moments: np.ndarray) -> np.ndarray:
+    """Population variance from centered moments ``[n, sum, sum of squares]`` (0 when n = 0):
+    ``(S2 - S1^2 / n) / n``, clipped at 0 against rounding."""
+    n = moments[:, 0].astype(np.float64)
+    s1 = moments[:, 1].astype(np.float64)
+    s2 = moments[:, 2].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = np.where(n > 0, (s2 - s1 * s1 / np.where(n > 0, n, 1)) / np.where(n > 0, n, 1), 0.0)
+    return np.maximum(var, 0.0)
+
+
+def squared_error(moments: np.ndarray) -> np.ndarray:
+    """Sum of squared deviations from the class mean, ``S2 - S1^2 / n`` (0 when n = 0)."""
+    return variance(moments) * moments[:, 0].astype(np.float64)

@@ -1,18 +1,42 @@
-"""Split criteria: which attribute to try first and which allowable cut to prefer.
+"""Split criteria: which allowable split to prefer.
 
-Median Mondrian (LeFevre, DeWitt, Ramakrishnan, Mondrian Multidimensional k-Anonymity, ICDE
-2006; restated in KDD 2006, Section 3.1): choose the attribute with the widest *normalized
-range* and cut it at the median, falling back to the next attribute when no cut is allowable.
+* :class:`Median` — Median Mondrian (LeFevre, DeWitt, Ramakrishnan, ICDE 2006; restated in KDD
+  2006, Section 3.1): the QI with the widest *normalized range* first, cut at the median (the
+  most balanced allowable cut), falling back to the next QI when it has none.
+* :class:`InfoGain` — InfoGain Mondrian (KDD 2006, Section 3.1): the allowable split with the
+  smallest weighted entropy of the class label(s); several labels are assumed independent, so
+  their weighted entropies add up (KDD 2006, eq. 2).
+* :class:`Regression` — LSD Mondrian (KDD 2006, Section 3.2): the allowable split with the
+  smallest sum of squared errors of the numeric target(s) around each child's mean; several
+  targets add up (KDD 2006, eq. 4).
+* :class:`Targets` — class labels and numeric targets together: the sum over targets of each
+  target's impurity in the children *normalized by its impurity in the partition*, so a label
+  measured in bits and a target measured in squared dollars weigh alike.
+
+All candidate QIs and cut points are scored at once (for an ordered QI every cut between two
+distinct values; for a hierarchical one the split into the node's children). Ties — splits
+whose normalized impurities agree to 1e-12 — go to the Median choice (widest normalized range,
+most balanced cut, lower cut), and so does a partition whose best split reduces impurity by less
+than ``min_gain`` per row. Every partition is split as long as some split is allowable, so the
+result is minimal whatever the criterion.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
-from .domain import Domain
+from .constraints import Layout, entropy, squared_error
+from .stats import ClassStats
+
+if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
+    from .domain import Domain
 
 
 def normalized_range(
@@ -49,29 +73,152 @@ def normalized_range(
     return w, candidate
 
 
+def rank(
+    cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain],
+    exclude: np.ndarray | None = None,
+) -> np.ndarray:
+    """(P, d) QI indices by normalized range, widest first, ties by QI position; -1 ends the list.
+
+    ``exclude`` (P, d) removes QIs known to have no allowable split.
+    """
+    w, candidate = normalized_range(cmin, cmax, node, domains)
+    if exclude is not None:
+        candidate &= ~exclude
+    key = np.where(candidate, -w, np.inf)
+    order = np.argsort(key, axis=1, kind="stable")  # stable: ties keep QI position order
+    return np.where(np.take_along_axis(candidate, order, axis=1), order, -1)
+
+
 @dataclass(frozen=True)
 class Median:
-    """Median Mondrian: widest normalized range first; the most balanced allowable cut.
-
-    Attribute order: ``w`` descending, ties broken by QI position. Cut score (lower is better):
-    ``|2 L - n|`` for a cut leaving ``L`` of ``n`` rows on the left, ties to the lower cut —
-    the median cut when it is allowable, otherwise the allowable cut nearest to it.
+    """Median Mondrian: the first QI in normalized-range order with an allowable cut, cut where
+    it is most balanced (``|2 L - n|`` smallest for a left child of ``L`` of ``n`` rows), ties to
+    the lower cut — the median cut when it is allowable, otherwise the allowable cut nearest it.
     """
 
-    def rank(
-        self, cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain],
-        exclude: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """(P, d) QI indices in the order to try them; -1 marks the end of the candidates.
+    class_columns: ClassVar[tuple[str, ...]] = ()
+    numeric_columns: ClassVar[tuple[str, ...]] = ()
+    min_gain: ClassVar[float] = 0.0
+    #: Try one QI at a time (a second statistics round only for partitions that need it).
+    one_at_a_time: ClassVar[bool] = True
 
-        ``exclude`` (P, d) removes QIs known to have no allowable split.
-        """
-        w, candidate = normalized_range(cmin, cmax, node, domains)
-        if exclude is not None:
-            candidate &= ~exclude
-        key = np.where(candidate, -w, np.inf)
-        order = np.argsort(key, axis=1, kind="stable")  # stable: ties keep QI position order
-        return np.where(np.take_along_axis(candidate, order, axis=1), order, -1)
+    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray | None:
+        return None
 
-    def cut_score(self, left: np.ndarray, n: np.ndarray) -> np.ndarray:
-        return np.abs(2 * left - n)
+    def describe(self) -> str:
+        return "median"
+
+
+@dataclass(frozen=True)
+class InfoGain:
+    """InfoGain Mondrian: minimize ``sum_targets sum_children |P_i| H(C | P_i)`` (bits).
+
+    Args:
+        targets: one or more categorical class labels (non-QI, non-sensitive columns).
+        min_gain: partitions whose best split gains less than this many bits per row are split
+            the Median way instead.
+    """
+
+    targets: tuple[str, ...]
+    min_gain: float = 0.0
+    one_at_a_time: ClassVar[bool] = False
+
+    def __init__(self, *targets: str | Sequence[str], min_gain: float = 0.0) -> None:
+        object.__setattr__(self, "targets", _names(targets))
+        object.__setattr__(self, "min_gain", float(min_gain))
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return self.targets
+
+    numeric_columns: ClassVar[tuple[str, ...]] = ()
+
+    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray:
+        n = children.n.astype(np.float64)
+        return sum(n * entropy(layout.counts(children, t)) for t in self.targets) / math.log(2)
+
+    def describe(self) -> str:
+        return f"infogain({', '.join(map(repr, self.targets))})"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """LSD Mondrian: minimize ``sum_targets sum_children sum_rows (t - mean_child(t))^2``.
+
+    Args:
+        targets: one or more numeric targets (non-QI, non-sensitive columns).
+        min_gain: partitions whose best split reduces the squared error by less than this much
+            per row (in squared target units) are split the Median way instead.
+    """
+
+    targets: tuple[str, ...]
+    min_gain: float = 0.0
+    one_at_a_time: ClassVar[bool] = False
+
+    def __init__(self, *targets: str | Sequence[str], min_gain: float = 0.0) -> None:
+        object.__setattr__(self, "targets", _names(targets))
+        object.__setattr__(self, "min_gain", float(min_gain))
+
+    class_columns: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def numeric_columns(self) -> tuple[str, ...]:
+        return self.targets
+
+    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray:
+        return sum(squared_error(layout.moments(children, t)) for t in self.targets)
+
+    def describe(self) -> str:
+        return f"regression({', '.join(map(repr, self.targets))})"
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Class labels and numeric targets together: minimize ``sum_targets impurity_t(children) /
+    impurity_t(partition)`` (entropy for labels, squared error for numeric targets; a target
+    already pure in the partition contributes nothing).
+
+    Args:
+        classes: categorical class labels.
+        numeric: numeric targets.
+        min_gain: partitions whose best split removes less than this fraction of impurity per
+            target and row are split the Median way instead.
+    """
+
+    classes: tuple[str, ...] = field(default=())
+    numeric: tuple[str, ...] = field(default=())
+    min_gain: float = 0.0
+    one_at_a_time: ClassVar[bool] = False
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return tuple(self.classes)
+
+    @property
+    def numeric_columns(self) -> tuple[str, ...]:
+        return tuple(self.numeric)
+
+    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray:
+        total = np.zeros(len(children), dtype=np.float64)
+        n_child, n_parent = children.n.astype(np.float64), parents.n.astype(np.float64)
+        terms = [(n_child * entropy(layout.counts(children, t)), n_parent * entropy(layout.counts(parents, t)))
+                 for t in self.classes]
+        terms += [(squared_error(layout.moments(children, t)), squared_error(layout.moments(parents, t)))
+                  for t in self.numeric]
+        for child, parent in terms:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total += np.where(parent > 0, child / np.where(parent > 0, parent, 1), 0.0)
+        return total
+
+    def describe(self) -> str:
+        return f"targets(classes={list(self.classes)}, numeric={list(self.numeric)})"
+
+
+Criterion = Median | InfoGain | Regression | Targets
+
+
+def _names(targets: tuple) -> tuple[str, ...]:
+    flat: list[str] = []
+    for t in targets:
+        flat.extend([t] if isinstance(t, str) else list(t))
+    return tuple(flat)

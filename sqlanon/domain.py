@@ -58,20 +58,27 @@ def build_domains(engine: Engine, spec: Spec, source: exp.Table) -> tuple[Domain
     )
 
 
-def _ordered(engine: Engine, qi: QI, source: exp.Table) -> Domain:
-    name = engine.temp_name(f"dom{qi.position}")
+def code_table(engine: Engine, column: str, source: exp.Table, has_null: bool, purpose: str) -> str:
+    """A temp table ``(v, code)``: the column's distinct non-NULL values in ascending order,
+    coded from 0 — or from 1 when the column has NULLs, which take code 0."""
+    name = engine.temp_name(purpose)
     distinct = (
-        exp.select(g.alias(g.col(qi.name), "v"))
+        exp.select(g.alias(g.col(column), "v"))
         .distinct()
         .from_(source)
-        .where(exp.Not(this=exp.Is(this=g.col(qi.name), expression=exp.Null())))
+        .where(exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
     )
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))]))
-    offset = int(qi.has_null) - 1  # row_number() starts at 1; NULL takes code 0 when present
+    offset = int(has_null) - 1  # row_number() starts at 1
     query = exp.select(g.col("v"), g.alias(exp.Add(this=rank, expression=g.lit(offset)), "code")).from_(
         exp.Subquery(this=distinct, alias=exp.TableAlias(this=g.ident("d")))
     )
     engine.execute(g.create_table_as(name, query))
+    return name
+
+
+def _ordered(engine: Engine, qi: QI, source: exp.Table) -> Domain:
+    name = code_table(engine, qi.name, source, qi.has_null, f"dom{qi.position}")
     if qi.kind == "numeric":
         position: exp.Expression = exp.Cast(this=g.col("v"), to=exp.DataType.build("DOUBLE"))
     elif qi.kind == "temporal":
@@ -112,10 +119,11 @@ def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
 
 
 def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression) -> str:
-    """Create the working table ``(rid, pid, qhash, q0..q{d-1})``: one row per source row.
+    """Create the working table: one row per source row (see :mod:`sqlanon.working`).
 
-    ``qhash`` fingerprints the row's QI values so the published view can refuse rows whose QIs
-    changed after the release (fail closed).
+    ``rid``, ``pid``, ``qhash`` (a fingerprint of the row's QI values, so the published view can
+    refuse rows whose QIs changed after the release), the QI codes ``q0..``, the codes of the
+    class columns ``k0..`` and the centered numeric columns ``t0..`` (integers when exact).
     """
     name = engine.temp_name("work")
     select = [
@@ -136,6 +144,19 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
         as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(d.size), dialect=g.DIALECT))
         query = query.select(g.alias(as_code, f"q{i}"), copy=False)  # no copy: the loop grows one tree
+    for j, stat in enumerate(spec.workload.class_stats):
+        alias = f"k{j}"
+        table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
+        on = exp.EQ(this=g.col(stat.name, "b"), expression=g.col("v", alias))
+        query = query.join(exp.alias_(g.table(table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
+        code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
+        as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(stat.size), dialect=g.DIALECT))
+        query = query.select(g.alias(as_code, alias), copy=False)
+    for j, stat in enumerate(spec.workload.numeric_stats):
+        kind = "BIGINT" if stat.exact else "DOUBLE"
+        value = exp.Cast(this=g.col(stat.name, "b"), to=exp.DataType.build(kind))
+        center = exp.Cast(this=g.lit(int(stat.center) if stat.exact else stat.center), to=exp.DataType.build(kind))
+        query = query.select(g.alias(exp.Sub(this=value, expression=center), f"t{j}"), copy=False)
     engine.execute(g.create_table_as(name, query))
     return name
 

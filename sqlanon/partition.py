@@ -30,11 +30,12 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .constraints import Constraint
-from .criteria import Median
+from .criteria import Criterion, rank
 from .domain import Domain
 from .engine import Engine
-from .split import Children, choose_splits
-from .stats import FrequencyGroups
+from .split import Children, Evaluation, children, evaluate
+from .stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats
+from .working import Layout, batch_query, extents_query, groups_from_result, groups_query, repartition
 
 log = logging.getLogger("sqlanon")
 
@@ -110,10 +111,16 @@ class Partitioner:
         self,
         domains: Sequence[Domain],
         constraints: Sequence[Constraint],
-        criterion: Median,
+        criterion: Criterion,
         progress: Callable[[Progress], None] | None = None,
+        stat_columns: Sequence[StatColumn] = (),
     ) -> None:
         self.domains = tuple(domains)
+        self.stat_columns = tuple(stat_columns)
+        self.class_stats = tuple(c for c in self.stat_columns if c.kind == "class")
+        self.numeric_stats = tuple(c for c in self.stat_columns if c.kind == "numeric")
+        self._class_index = {c.name: i for i, c in enumerate(self.class_stats)}
+        self._numeric_index = {c.name: i for i, c in enumerate(self.numeric_stats)}
         self.constraints = tuple(constraints)
         self.criterion = criterion
         self.leaves = Leaves()
@@ -140,37 +147,87 @@ class Partitioner:
 
     # -- the shared decision step ----------------------------------------------------------------
     def decide(
-        self, parts: Boxes, cmin: np.ndarray, cmax: np.ndarray, groups_for: Callable[[np.ndarray, np.ndarray], FrequencyGroups]
-    ) -> tuple[np.ndarray, np.ndarray, Children]:
-        """Try each partition's candidates in ranked order until one has an allowable split.
+        self, parts: Boxes, cmin: np.ndarray, cmax: np.ndarray,
+        groups_for: Callable[[np.ndarray, np.ndarray], FrequencyGroups],
+    ) -> tuple[np.ndarray, np.ndarray, Children, np.ndarray]:
+        """Choose each partition's split from the frequency groups of its candidate QIs.
 
-        ``groups_for(idx, attr)`` returns the AV groups of attribute ``attr[i]`` for partition
-        ``idx[i]`` (from SQL or numpy). Returns ``(split, attr, children)`` where ``children.parent``
-        indexes ``parts``.
+        ``groups_for(idx, attr)`` returns the frequency groups of the pairs (partition ``idx[i]``,
+        QI ``attr[i]``), from SQL or numpy; pairs come in layers (a new layer starts where ``idx``
+        stops increasing), each partition at most once per layer. Median asks for one QI per
+        partition at a time, in normalized-range order, until one has an allowable split; the
+        other criteria ask for all candidate QIs at once and take the best split overall.
+
+        Returns ``(split, attr, children, pair)``: which partitions split, on which QI, their
+        children (``parent`` indexes ``parts``) and the index of the chosen pair among all pairs
+        asked for in this call (-1 if none), so that the in-memory loop can keep the row order
+        that pair's statistics produced.
         """
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
         ordered = np.array([d.num is not None for d in self.domains], dtype=bool)
         small = parts.n < 2 * self.min_size
-        order = self.criterion.rank(cmin, cmax, parts.node, self.domains, exclude=small[:, None] & ordered[None, :])
+        order = rank(cmin, cmax, parts.node, self.domains, exclude=small[:, None] & ordered[None, :])
         P = len(parts)
-        pending = np.ones(P, dtype=bool)
-        chosen = np.full(P, -1, dtype=np.int64)
+        chosen_pair = np.full(P, -1, dtype=np.int64)
+        chosen_attr = np.full(P, -1, dtype=np.int64)
         found: list[Children] = []
-        for r in range(self.d):
-            idx = (pending & (order[:, r] >= 0)).nonzero()[0]
+        asked = 0
+        layers = range(self.d) if self.criterion.one_at_a_time else [None]
+        for r in layers:
+            if r is None:  # every candidate QI of every partition, layer by layer (rank order)
+                idx, pos = (order >= 0).T.nonzero()[::-1]
+            else:
+                idx = ((chosen_pair < 0) & (order[:, r] >= 0)).nonzero()[0]
+                pos = np.full(len(idx), r)
             if len(idx) == 0:
                 break
-            attr = order[idx, r]
+            attr = order[idx, pos]
             groups = groups_for(idx, attr)
-            ok, kids = choose_splits(
-                attr, parts.lo[idx, attr], parts.hi[idx, attr], parts.node[idx, attr],
-                groups, self.domains, self.constraints, self.criterion,
+            ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self)
+            pick = self._pick(idx, pos, ev, P)
+            kids = children(
+                pick, np.where(self._median(ev, pick), ev.median_cut[pick], ev.cut[pick]),
+                np.where(self._median(ev, pick), ev.median_left[pick], ev.left[pick]),
+                attr, parts.lo[idx, attr], parts.hi[idx, attr], parts.node[idx, attr], groups, self.domains,
             )
-            pending[idx[ok]] = False
-            chosen[idx[ok]] = attr[ok]
-            found.append(Children(idx[kids.parent], kids.lo, kids.hi, kids.node, kids.count))
-        return ~pending, chosen, Children.concat(found)
+            chosen_pair[idx[pick]] = asked + pick
+            chosen_attr[idx[pick]] = attr[pick]
+            found.append(Children(idx[pick][kids.parent], kids.lo, kids.hi, kids.node, kids.count))
+            asked += len(idx)
+        return chosen_pair >= 0, chosen_attr, Children.concat(found), chosen_pair
+
+    def _median(self, ev: Evaluation, pick: np.ndarray) -> np.ndarray:
+        """Whether each picked pair is split the Median way (Median, or a gain below min_gain)."""
+        if self.criterion.one_at_a_time:
+            return np.ones(len(pick), dtype=bool)
+        return ev.gain[pick] < self.criterion.min_gain
+
+    def _pick(self, idx: np.ndarray, pos: np.ndarray, ev: Evaluation, P: int) -> np.ndarray:
+        """Per partition, the pair (index into ``idx``) whose split is taken, in partition order.
+
+        Median: the first allowable pair in rank order. Other criteria: the lowest normalized
+        impurity, ties by rank, balance and cut; a partition whose best gain is below
+        ``min_gain`` takes the Median choice instead.
+        """
+        ok = ev.allowed.nonzero()[0]
+        if self.criterion.one_at_a_time or len(ok) == 0:
+            return ok
+        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], ev.key[ok], idx[ok]))]
+        best = best[first_of_run(idx[best])]
+        weak = ev.gain[best] < self.criterion.min_gain
+        if weak.any():
+            median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], idx[ok]))]
+            median = median[first_of_run(idx[median])]
+            best = np.where(weak, median, best)  # both are in partition order
+        return best
+
+    # -- the statistics layout (constraints and criteria look columns up by name) --------------
+    def counts(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.counts[self._class_index[column]]
+
+    def moments(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.moments[self._numeric_index[column]]
 
     def children_boxes(self, parts: Boxes, chosen: np.ndarray, kids: Children) -> Boxes:
         """Boxes of the children: the parent's box with the split attribute's interval replaced."""
@@ -197,27 +254,30 @@ class Partitioner:
             self.progress(p)
 
     # -- SQL-pushed levels ---------------------------------------------------------------------
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.d, self.class_stats, self.numeric_stats)
+
     def run_sql(self, engine: Engine, work: str, open_: Boxes, memory_rows: int) -> tuple[str, Boxes]:
         """Split partitions larger than ``memory_rows`` in SQL, level by level.
 
         Returns the (rewritten) working table and the partitions left for the in-memory finish.
         """
-        q = [f"q{i}" for i in range(self.d)]
+        layout = self.layout
         while True:
             big = open_.n > memory_rows
             if not big.any():
                 return work, open_
             parts, rest = open_.take(big.nonzero()[0]), open_.take((~big).nonzero()[0])
-            stats = engine.fetch(_extents_query(work, parts.pid, q))
+            stats = engine.fetch(extents_query(work, parts.pid, layout))
             at = np.searchsorted(stats["pid"], parts.pid)  # stats come back sorted by pid
-            cmin = np.column_stack([stats[f"min_{c}"][at] for c in q]).astype(np.int64)
-            cmax = np.column_stack([stats[f"max_{c}"][at] for c in q]).astype(np.int64)
+            cmin = np.column_stack([stats[f"min_{c}"][at] for c in layout.q]).astype(np.int64)
+            cmax = np.column_stack([stats[f"max_{c}"][at] for c in layout.q]).astype(np.int64)
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
-                res = engine.fetch(_av_query(engine, work, parts.pid[idx], attr, q))
-                return FrequencyGroups(res["part"].astype(np.int64), res["v"].astype(np.int32), res["n"].astype(np.int64))
+                return groups_from_result(engine.fetch(groups_query(engine, work, parts.pid[idx], attr, layout)), layout)
 
-            split, chosen, kids = self.decide(parts, cmin, cmax, groups_for)
+            split, chosen, kids, _ = self.decide(parts, cmin, cmax, groups_for)
             done = (~split).nonzero()[0]
             self.leaves.add(parts.take(done), cmin[done], cmax[done], in_sql=True)
             self.rows_finished += int(parts.n[done].sum())
@@ -225,56 +285,51 @@ class Partitioner:
             live = children.n > 0
             open_ = Boxes.concat([rest, children.take(live.nonzero()[0])])
             if live.any():
-                # Before the in-memory finish, store the rows clustered by partition id so that
-                # each batch's fetch reads only its own row groups (zone maps), not the table.
-                last = not (open_.n > memory_rows).any()
-                work = _repartition(engine, work, kids, chosen, parts.pid, children.pid, live, q, cluster=last)
+                last = not (open_.n > memory_rows).any()  # next: the in-memory finish
+                work = repartition(engine, work, kids, chosen, parts.pid, children.pid, live, layout, cluster=last)
             self._report("sql", len(open_))
 
     # -- in-memory levels ----------------------------------------------------------------------
-    def run_memory(self, X: np.ndarray, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
-        """Finish the partitions ``seg`` whose rows are ``X`` (sorted by partition, in ``seg`` order).
-
-        Returns ``(row_index, pid)``: the leaf of every row, by its position in ``X``.
+    def run_memory(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
+        """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
+        order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
         """
-        # Column-major: per-partition min/max and the gathers stream through one column at a
-        # time (measured 2-3x faster than row-major for both).
-        XT = np.ascontiguousarray(np.asarray(X, dtype=np.int32).T)
-        row = np.arange(XT.shape[1], dtype=np.int64)
+        batch = batch.copy()
+        row = np.arange(batch.rows, dtype=np.int64)
         out_row: list[np.ndarray] = []
         out_pid: list[np.ndarray] = []
         while len(seg):
-            M = XT.shape[1]
+            M = batch.rows
+            XT = batch.codes
             starts = np.cumsum(seg.n) - seg.n
             cmin = np.minimum.reduceat(XT, starts, axis=1).T.astype(np.int64)
             cmax = np.maximum.reduceat(XT, starts, axis=1).T.astype(np.int64)
             seg_of_row = np.repeat(np.arange(len(seg)), seg.n)
-            # Row positions of the next level: each partition's block, sorted by the code of the
-            # attribute it was last tried on — for the partitions that split, the split
-            # attribute, so that their children are contiguous runs.
-            arranged = np.arange(M, dtype=np.int64)
+            # Sorted row orders computed for the statistics, one per layer of pairs; the chosen
+            # pair's order becomes the next level's row order, so children are contiguous runs.
+            layers: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+            asked = 0
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
-                nonlocal arranged
-                everyone = len(idx) == len(seg)
-                if everyone:
-                    rows, local = np.arange(M, dtype=np.int64), seg_of_row
-                else:
-                    selected = np.zeros(len(seg), dtype=bool)
-                    selected[idx] = True
-                    rows = selected[seg_of_row].nonzero()[0]
-                    local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
-                flat = attr[local]  # each row's attribute, then its flat index in XT (in place:
-                flat *= M  # these arrays are as long as the batch, so temporaries are costly)
-                flat += rows
-                order, groups = sort_and_group(local, XT.ravel()[flat])
-                if everyone:
-                    arranged = order
-                else:
-                    arranged[rows] = rows[order]
-                return groups
+                nonlocal asked
+                out = []
+                cuts = np.flatnonzero(np.diff(idx) <= 0) + 1  # a new layer where idx stops increasing
+                for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(idx)]))):
+                    rows, ordered_rows, groups = self._layer(batch, seg_of_row, len(seg), idx[lo:hi], attr[lo:hi], M)
+                    layers.append((asked + lo, asked + hi, rows, ordered_rows))
+                    out.append(FrequencyGroups(groups.part + lo, groups.code, groups.stats))
+                asked += len(idx)
+                return _concat_groups(out)
 
-            split, chosen, kids = self.decide(seg, cmin, cmax, groups_for)
+            split, chosen, kids, pair = self.decide(seg, cmin, cmax, groups_for)
+            arranged = np.arange(M, dtype=np.int64)
+            for i, (first, last, rows, ordered_rows) in enumerate(layers):
+                if i == 0 and len(rows) == M:  # a first layer of every partition: take it whole
+                    arranged = ordered_rows
+                    continue
+                mine = (pair >= first) & (pair < last)
+                if mine.any():
+                    arranged[rows[mine[seg_of_row[rows]]]] = ordered_rows[mine[seg_of_row[ordered_rows]]]
             done = (~split).nonzero()[0]
             self.leaves.add(seg.take(done), cmin[done], cmax[done])
             finished = ~split[seg_of_row]
@@ -283,32 +338,90 @@ class Partitioner:
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
             nxt = arranged[~finished]  # one gather per level: compacts and reorders
-            XT, row = np.take(XT, nxt, axis=1), np.take(row, nxt)
+            batch, row = batch.take(nxt), np.take(row, nxt)
             seg = children.take((children.n > 0).nonzero()[0])
             self._report("memory", len(seg))
         if not out_row:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
 
+    def _layer(self, batch: Batch, seg_of_row: np.ndarray, S: int, idx: np.ndarray, attr: np.ndarray, M: int):
+        """Frequency groups of one layer of pairs (each partition at most once), in numpy."""
+        if len(idx) == S:
+            rows, local = np.arange(M, dtype=np.int64), seg_of_row
+        else:
+            selected = np.zeros(S, dtype=bool)
+            selected[idx] = True
+            rows = selected[seg_of_row].nonzero()[0]
+            local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
+        flat = attr[local]  # each row's QI, then its flat index in the codes (in place: these
+        flat *= M  # arrays are as long as the batch, so temporaries are costly)
+        flat += rows
+        order, part, code, starts = sort_and_group(local, batch.codes.ravel()[flat])
+        ordered_rows = rows[order]
+        counts, moments = group_stats(
+            starts, len(order), [k[ordered_rows] for k in batch.classes], [c.size for c in self.class_stats],
+            [t[ordered_rows] for t in batch.numbers], [c.exact for c in self.numeric_stats],
+        )
+        n = np.diff(np.append(starts, len(order)))
+        return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n, counts, moments))
 
-def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, FrequencyGroups]:
-    """Sort rows by ``(group, value)`` (``group`` is already non-decreasing) and count the runs.
 
-    Returns the permutation and the frequency groups. Ties may come in any order (nothing
-    downstream depends on the order of equal codes). When group, value and row index fit in 63
-    bits they are packed into one int64 key, sorted in place (``ndarray.sort`` is SIMD-
-    accelerated, several times faster than ``argsort``), and the groups are read off the sorted
-    key itself; otherwise ``argsort``.
+@dataclass
+class Batch:
+    """Rows of an in-memory batch: QI codes (d, M) column-major — per-partition min/max and the
+    gathers stream through one column at a time, 2-3x faster than row-major — plus the class
+    codes and centered numeric values the statistics need."""
+
+    codes: np.ndarray
+    classes: list[np.ndarray]
+    numbers: list[np.ndarray]
+
+    @property
+    def rows(self) -> int:
+        return self.codes.shape[1]
+
+    def take(self, idx: np.ndarray) -> Batch:
+        return Batch(np.take(self.codes, idx, axis=1), [np.take(k, idx) for k in self.classes],
+                     [np.take(t, idx) for t in self.numbers])
+
+    def copy(self) -> Batch:
+        return Batch(np.ascontiguousarray(self.codes, dtype=np.int32), list(self.classes), list(self.numbers))
+
+
+def _concat_groups(parts: list[FrequencyGroups]) -> FrequencyGroups:
+    if len(parts) == 1:
+        return parts[0]
+    stats = [p.stats for p in parts]
+    return FrequencyGroups(
+        np.concatenate([p.part for p in parts]), np.concatenate([p.code for p in parts]),
+        ClassStats(np.concatenate([s.n for s in stats]),
+                   tuple(np.concatenate(c) for c in zip(*[s.counts for s in stats])),
+                   tuple(np.concatenate(m) for m in zip(*[s.moments for s in stats]))),
+    )
+
+
+def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sort rows by ``(group, value)`` (``group`` is already non-decreasing) and find the runs.
+
+    Returns ``(order, part, code, starts)``: the permutation, and per run its group, value and
+    first position in sorted order. Ties may come in any order (nothing downstream depends on the
+    order of equal codes). When group, value and row index fit in 63 bits they are packed into
+    one int64 key, sorted in place (``ndarray.sort`` is SIMD-accelerated, several times faster
+    than ``argsort``), and the runs are read off the sorted key itself; otherwise ``argsort``.
     """
     n = len(group)
     if n == 0:
-        return np.zeros(0, dtype=np.int64), FrequencyGroups.from_sorted(group, value)
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty.astype(np.int32), empty
     bits_row = max(int(n - 1).bit_length(), 1)
     bits_val = max(int(value.max()).bit_length(), 1)
     bits_grp = max(int(group[-1]).bit_length(), 1)
     if bits_row + bits_val + bits_grp > 63:
         order = np.argsort((group.astype(np.int64) << 32) | value.astype(np.int64))
-        return order, FrequencyGroups.from_sorted(group[order], value[order])
+        g_sorted, v_sorted = group[order], value[order]
+        starts = np.flatnonzero(np.concatenate(([True], (g_sorted[1:] != g_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1]))))
+        return order, g_sorted[starts].astype(np.int64), v_sorted[starts].astype(np.int32), starts
     key = group.astype(np.int64)  # built in place: the batch-sized temporaries dominate
     key <<= bits_val
     np.bitwise_or(key, value, out=key, casting="unsafe")
@@ -319,86 +432,7 @@ def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, Fr
     key >>= bits_row  # now (group, value), sorted
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
     heads = key[starts]
-    counts = np.diff(np.append(starts, n))
-    groups = FrequencyGroups(heads >> bits_val, (heads & ((1 << bits_val) - 1)).astype(np.int32), counts)
-    return order, groups
-
-
-def _extents_query(work: str, pids: np.ndarray, q: list[str]) -> exp.Expression:
-    aggs = [g.alias(exp.Count(this=exp.Star()), "n")]
-    for c in q:
-        aggs += [g.alias(exp.Min(this=g.col(c)), f"min_{c}"), g.alias(exp.Max(this=g.col(c)), f"max_{c}")]
-    query = exp.select(g.col("pid"), *aggs).from_(g.table(work)).group_by(g.col("pid")).order_by(g.col("pid"))
-    return query.where(g.in_list(g.col("pid"), pids.tolist())) if len(pids) < 1000 else query
-
-
-def _candidates(engine: Engine, pids: np.ndarray, attr: np.ndarray) -> exp.Expression:
-    """A relation ``(pid, part, a)``: partition id, its index in the batch, its attribute.
-
-    Inline VALUES for a few partitions; an uploaded temp table for many (rendering thousands of
-    literals costs more than the upload).
-    """
-    if len(pids) > 256:
-        name = engine.upload("candidates", {"pid": pids, "part": np.arange(len(pids)), "a": attr})
-        return exp.alias_(g.table(name), g.ident("c"), table=True)
-    rows = [exp.Tuple(expressions=[g.lit(int(p)), g.lit(i), g.lit(int(a))]) for i, (p, a) in enumerate(zip(pids, attr))]
-    return exp.Values(expressions=rows, alias=exp.TableAlias(this=g.ident("c"), columns=[g.ident("pid"), g.ident("part"), g.ident("a")]))
-
-
-def _attr_value(selector: exp.Expression, q: list[str], alias: str) -> exp.Expression:
-    """``CASE selector WHEN 0 THEN alias.q0 ... END``: each partition's own split attribute."""
-    return g.case_on(selector, {i: g.col(c, alias) for i, c in enumerate(q)})
-
-
-def _av_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, q: list[str]) -> exp.Expression:
-    """AV groups: ``SELECT part, v, count(*) ... GROUP BY part, v`` for each partition's attribute."""
-    value = _attr_value(g.col("a", "c"), q, "w")
-    inner = (
-        exp.select(g.alias(g.col("part", "c"), "part"), g.alias(value, "v"))
-        .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
-        .join(_candidates(engine, pids, attr), on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "c")))
-    )
-    return (
-        exp.select(g.col("part"), g.col("v"), g.alias(exp.Count(this=exp.Star()), "n"))
-        .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=g.ident("x"))))
-        .group_by(g.col("part"), g.col("v"))
-        .order_by(g.col("part"), g.col("v"))
-    )
-
-
-def _repartition(
-    engine: Engine, work: str, kids: Children, chosen: np.ndarray, parent_pids: np.ndarray,
-    child_pids: np.ndarray, live: np.ndarray, q: list[str], cluster: bool = False,
-) -> str:
-    """Rewrite the working table with the children's ids: one statement for the whole level."""
-    splits = engine.upload(
-        f"splits{engine.statements}",
-        {
-            "pid": parent_pids[kids.parent[live]],
-            "a": chosen[kids.parent[live]],
-            "lo": kids.lo[live],
-            "hi": kids.hi[live],
-            "child": child_pids[live],
-        },
-    )
-    value = _attr_value(g.col("a", "s"), q, "w")
-    on = exp.and_(
-        exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "s")),
-        exp.Between(this=value, low=g.col("lo", "s"), high=g.col("hi", "s")),
-    )
-    new_pid = exp.Coalesce(this=g.col("child", "s"), expressions=[g.col("pid", "w")])
-    query = (
-        exp.select(g.col("rid", "w"), g.alias(new_pid, "pid"), g.col("qhash", "w"), *[g.col(c, "w") for c in q])
-        .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
-        .join(exp.alias_(g.table(splits), g.ident("s"), table=True), on=on, join_type="left")
-    )
-    if cluster:
-        query = query.order_by(g.col("pid"))
-    new = engine.temp_name(f"work{engine.statements}")
-    engine.execute(g.create_table_as(new, query))
-    engine.drop_temp(work)
-    engine.drop_temp(splits)
-    return new
+    return order, heads >> bits_val, (heads & ((1 << bits_val) - 1)).astype(np.int32), starts
 
 
 def finish_in_memory(
@@ -411,28 +445,21 @@ def finish_in_memory(
     """
     if not len(open_):
         return None
+    layout = partitioner.layout
     open_ = open_.take(np.argsort(open_.pid))
-    batch = _batches(open_.n, max(memory_rows, 1))
-    batches = engine.upload("batches", {"pid": open_.pid, "b": batch})
-    q = [f"q{i}" for i in range(partitioner.d)]
+    batch_of = _batches(open_.n, max(memory_rows, 1))
+    batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
     assignment: str | None = None
-    for b in range(int(batch.max()) + 1):
-        seg = open_.take((batch == b).nonzero()[0])
-        query = (
-            exp.select(g.col("pid", "w"), g.col("rid", "w"), g.col("qhash", "w"), *[g.col(c, "w") for c in q])
-            .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
-            .join(exp.alias_(g.table(batches), g.ident("t"), table=True),
-                  on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "t")))
-            # The batch is a contiguous range of ids: a range filter the zone maps can use.
-            .where(exp.and_(
-                exp.Between(this=g.col("pid", "w"), low=g.lit(int(seg.pid[0])), high=g.lit(int(seg.pid[-1]))),
-                exp.EQ(this=g.col("b", "t"), expression=g.lit(b)),
-            ))
-        )
-        res = engine.fetch(query)
+    for b in range(int(batch_of.max()) + 1):
+        seg = open_.take((batch_of == b).nonzero()[0])
+        res = engine.fetch(batch_query(work, batches, b, int(seg.pid[0]), int(seg.pid[-1]), layout))
         order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
-        X = np.column_stack([res[c][order] for c in q]).astype(np.int32)
-        rows, pid = partitioner.run_memory(X, seg)
+        batch = Batch(
+            np.vstack([res[c][order] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, len(order)), np.int32),
+            [res[c][order].astype(np.int64) for c in layout.k],
+            [res[c][order].astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+        )
+        rows, pid = partitioner.run_memory(batch, seg)
         keep = order[rows]
         chunk = engine.upload(f"leafchunk{b}", {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]})
         if assignment is None:

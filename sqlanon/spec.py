@@ -28,6 +28,7 @@ from .errors import (
     did_you_mean,
 )
 from .hierarchy import Hierarchy, leaf_codes, load_hierarchy
+from .workload import Workload, resolve_workload
 
 Kind = Literal["numeric", "temporal", "ordinal", "hierarchy"]
 
@@ -140,6 +141,7 @@ class Spec:
     outputs: Outputs
     memory_rows: int
     replace: bool
+    workload: Workload
 
 
 def resolve(
@@ -152,6 +154,11 @@ def resolve(
     view: str | None = None,
     replace: bool = False,
     memory_rows: int | None = None,
+    sensitive: str | Sequence[str] | None = None,
+    l: float | None = None,
+    constraints: Sequence[Any] = (),
+    target: str | Sequence[str] | None = None,
+    criterion: Any = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
@@ -193,8 +200,12 @@ def resolve(
                 f"or any type with a hierarchy."
             )
         qis.append(QI(name, position, data_type, kind, nulls[name]))
+    workload = resolve_workload(
+        engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
+        constraints=constraints, target=target, criterion=criterion,
+    )
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace)
-    return Spec(source, tuple(qis), k, outputs, memory_rows, replace)
+    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload)
 
 
 # -- helpers ---------------------------------------------------------------------------------

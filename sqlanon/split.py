@@ -1,28 +1,35 @@
 """The one split decision function, shared by the SQL-pushed and the in-memory loops.
 
-Given the AV frequency groups of one candidate attribute for a batch of partitions, decide for
-each partition whether the attribute has an allowable split and, if so, which one — the
-scikit-learn splitter pattern: constraints reject cuts first, the criterion ranks what is left.
+Given the frequency groups of candidate (partition, QI) pairs, :func:`evaluate` finds for every
+pair its best allowable split — the scikit-learn splitter pattern: constraints reject cuts
+first, the criterion ranks what is left — and :func:`children` spells out the chosen splits.
 
-* Ordered attribute: every cut between two consecutive distinct codes is a candidate; its left
-  child holds the cumulative count ``L`` and its right child ``n - L``. All cuts of all
-  partitions are judged in one vectorized pass.
-* Hierarchical attribute: the split replaces the partition's node by its children (KDD 2006,
-  Figure "basic Mondrian algorithm"); it is allowable when every non-empty child is.
+* Ordered QI: every cut between two consecutive distinct codes is a candidate; its left child
+  has the cumulative statistics and its right child the partition's minus those. All cuts of
+  all pairs are judged in one vectorized pass.
+* Hierarchical QI: the split replaces the partition's node by its children (KDD 2006, Figure
+  "basic Mondrian algorithm"); it is allowable when every non-empty child is.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .constraints import Constraint
-from .criteria import Median
-from .domain import Domain
+from .constraints import Constraint, Layout
+from .criteria import Criterion
 from .hierarchy import Hierarchy
-from .stats import FrequencyGroups, first_of_run
+from .stats import ClassStats, FrequencyGroups, first_of_run
+
+if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
+    from .domain import Domain
+
+#: Normalized impurities closer than this count as a tie (summation order must not decide).
+TIE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,7 @@ class Children:
     """The children of the partitions that split, ordered by parent then code.
 
     Attributes:
-        parent: index of the split partition (into the batch being decided).
+        parent: index of the split partition.
         lo, hi: the child's code interval on the split attribute (inclusive).
         node: the child's hierarchy node, -1 for ordered attributes.
         count: rows in the child (0 for a hierarchy child no row falls into).
@@ -53,145 +60,206 @@ class Children:
 _EMPTY = Children(*(np.zeros(0, np.int64) for _ in range(5)))
 
 
-def choose_splits(
+@dataclass(frozen=True)
+class Evaluation:
+    """For each candidate pair: whether it has an allowable split, the criterion's best one and
+    the most balanced one (the Median choice, used for ties and below ``min_gain``).
+
+    ``cut`` is the largest code of the left child (-1 for a hierarchy split); ``left`` its rows;
+    ``key`` the split's impurity normalized by the partition's (0 for Median); ``gain`` the
+    impurity removed per row; ``balance`` is ``|2 L - n|``.
+    """
+
+    allowed: np.ndarray
+    cut: np.ndarray
+    left: np.ndarray
+    key: np.ndarray
+    gain: np.ndarray
+    balance: np.ndarray
+    median_cut: np.ndarray
+    median_left: np.ndarray
+    median_balance: np.ndarray
+
+
+def evaluate(
+    attr: np.ndarray,
+    node: np.ndarray,
+    groups: FrequencyGroups,
+    domains: Sequence[Domain],
+    constraints: Sequence[Constraint],
+    criterion: Criterion,
+    layout: Layout,
+) -> Evaluation:
+    """Best allowable split of each (partition, QI) pair.
+
+    Args:
+        attr: (Q,) the QI of each pair.
+        node: (Q,) the partition's node on that QI if hierarchical, else -1.
+        groups: frequency groups of the pairs (``groups.part`` indexes pairs).
+    """
+    Q = len(attr)
+    total = groups.totals(Q)
+    out = {f: np.zeros(Q, dtype=np.int64) for f in ("cut", "left", "balance", "median_cut", "median_left", "median_balance")}
+    out.update(allowed=np.zeros(Q, dtype=bool), key=np.zeros(Q), gain=np.zeros(Q))
+    base = criterion.impurity(total, total, layout)  # the partition's own impurity
+    hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
+    if (~hierarchical).any():
+        _ordered(groups, ~hierarchical, total, base, constraints, criterion, layout, out)
+    for j in np.unique(attr[groups.part[hierarchical]]):
+        h = domains[j].qi.hierarchy
+        assert h is not None
+        _hierarchical(groups, hierarchical & (attr[groups.part] == j), node, h, total, base, constraints,
+                      criterion, layout, out)
+    return Evaluation(**out)
+
+
+def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout) -> np.ndarray:
+    ok = np.ones(len(stats), dtype=bool)
+    for c in constraints:
+        ok &= c.allowed(stats, layout)
+    return ok
+
+
+def _normalize(impurity: np.ndarray, base: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Impurity as a fraction of the partition's, rounded so near-ties are ties; gain per row."""
+    scale = np.where(base > 0, base, 1.0)
+    key = np.round(impurity / scale / TIE) * TIE
+    gain = (base - impurity) / np.maximum(n, 1)
+    return key, gain
+
+
+def _best(part: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Index of the lexicographically smallest ``keys`` row within each run of ``part`` (sorted).
+
+    One segmented minimum per key, keeping the rows that reach it (several times faster than a
+    lexsort over all candidates).
+    """
+    alive = np.arange(len(part))
+    for key in keys:
+        if len(alive) == 0:
+            break
+        k = key[alive]
+        starts = first_of_run(part[alive])
+        low = np.minimum.reduceat(k, starts)
+        alive = alive[k == np.repeat(low, np.diff(np.append(starts, len(alive))))]
+    return alive[first_of_run(part[alive])]
+
+
+def _ordered(groups, rows, total, base, constraints, criterion, layout, out) -> None:
+    part, code = groups.part, groups.code
+    left = groups.cumulative()
+    parent = total.take(part)
+    right = parent - left
+    ok = rows & ~groups.is_last() & _passes(constraints, left, layout) & _passes(constraints, right, layout)
+    cand = ok.nonzero()[0]
+    if len(cand) == 0:
+        return
+    p = part[cand]
+    balance = np.abs(2 * left.n[cand] - parent.n[cand])
+    impurity = criterion.impurity(left.take(cand), parent.take(cand), layout)
+    if impurity is None:
+        key, gain = np.zeros(len(cand)), np.zeros(len(cand))
+    else:
+        impurity = impurity + criterion.impurity(right.take(cand), parent.take(cand), layout)
+        key, gain = _normalize(impurity, base[p], parent.n[cand])
+    best = _best(p, (key, balance, code[cand]))
+    q = p[best]
+    out["allowed"][q] = True
+    out["cut"][q], out["left"][q], out["balance"][q] = code[cand][best], left.n[cand][best], balance[best]
+    out["key"][q], out["gain"][q] = key[best], gain[best]
+    median = _best(p, (balance, code[cand]))
+    out["median_cut"][p[median]] = code[cand][median]
+    out["median_left"][p[median]] = left.n[cand][median]
+    out["median_balance"][p[median]] = balance[median]
+
+
+def _runs(groups: FrequencyGroups, rows: np.ndarray, node: np.ndarray, h: Hierarchy):
+    """The (pair, child node) runs of a hierarchical QI's groups: codes are sorted within a pair
+    and children cover consecutive code intervals, so each child's groups are contiguous."""
+    idx = rows.nonzero()[0]
+    part = groups.part[idx]
+    child = h.child_of(node[part], groups.code[idx]).astype(np.int64)
+    change = np.concatenate(([True], (part[1:] != part[:-1]) | (child[1:] != child[:-1])))
+    starts = change.nonzero()[0]
+    return idx, part[starts], child[starts], groups.stats.take(idx).reduce_runs(starts)
+
+
+def _hierarchical(groups, rows, node, h, total, base, constraints, criterion, layout, out) -> None:
+    _, run_part, _, stats = _runs(groups, rows, node, h)
+    if len(run_part) == 0:
+        return
+    bad = np.zeros(len(node), dtype=bool)
+    bad[run_part[~_passes(constraints, stats, layout)]] = True
+    considered = np.zeros(len(node), dtype=bool)
+    considered[run_part] = True
+    allowed = considered & ~bad
+    impurity = criterion.impurity(stats, total.take(run_part), layout)
+    q = allowed.nonzero()[0]
+    out["allowed"][q] = True
+    out["cut"][q] = out["median_cut"][q] = -1
+    if impurity is not None:
+        starts = first_of_run(run_part)
+        per_pair = np.zeros(len(node))
+        per_pair[run_part[starts]] = np.add.reduceat(impurity, starts)
+        key, gain = _normalize(per_pair[q], base[q], total.n[q])
+        out["key"][q], out["gain"][q] = key, gain
+
+
+def children(
+    pairs: np.ndarray,
+    cut: np.ndarray,
+    left: np.ndarray,
     attr: np.ndarray,
     box_lo: np.ndarray,
     box_hi: np.ndarray,
     node: np.ndarray,
     groups: FrequencyGroups,
     domains: Sequence[Domain],
-    constraints: Sequence[Constraint],
-    criterion: Median,
-) -> tuple[np.ndarray, Children]:
-    """Decide the split of each partition on its candidate attribute.
+) -> Children:
+    """The children of the chosen splits, one per chosen pair (``pairs`` index the groups' pairs).
 
-    Args:
-        attr: (P,) the QI each partition tries now.
-        box_lo, box_hi: (P,) the partition's code interval on that QI.
-        node: (P,) the partition's node on that QI if hierarchical, else -1.
-        groups: AV groups of that QI for the P partitions.
-        domains, constraints, criterion: the request.
-
-    Returns:
-        ``(allowed, children)``: which partitions split, and their children.
+    Ordered: ``[lo, cut]`` with ``left`` rows and ``[cut + 1, hi]`` with the rest. Hierarchical:
+    every child of the node, the empty ones too — the rules must cover the domain.
+    ``Children.parent`` is the index into ``pairs``.
     """
-    P = len(attr)
-    n = groups.totals(P)
-    allowed = np.zeros(P, dtype=bool)
-    results = []
-    hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
-    if (~hierarchical).any():
-        ok, kids = _ordered(groups, ~hierarchical, n, box_lo, box_hi, constraints, criterion)
-        allowed |= ok
-        results.append(kids)
-    for j in np.unique(attr[groups.part[hierarchical]]):
-        rows = hierarchical & (attr[groups.part] == j)
+    total = groups.totals(len(attr)).n
+    ordered = np.array([d.num is not None for d in domains], dtype=bool)[attr[pairs]]
+    out = []
+    i = ordered.nonzero()[0]
+    if len(i):
+        q = pairs[i]
+        out.append(Children(
+            parent=np.repeat(i, 2),
+            lo=np.column_stack((box_lo[q], cut[i] + 1)).ravel(),
+            hi=np.column_stack((cut[i], box_hi[q])).ravel(),
+            node=np.full(2 * len(i), -1, dtype=np.int64),
+            count=np.column_stack((left[i], total[q] - left[i])).ravel(),
+        ))
+    for j in np.unique(attr[pairs[~ordered]]):
+        i = ((attr[pairs] == j) & ~ordered).nonzero()[0]
         h = domains[j].qi.hierarchy
         assert h is not None
-        ok, kids = _hierarchical(groups, rows, node, h, constraints)
-        allowed |= ok
-        results.append(kids)
-    return allowed, Children.concat(results)
+        chosen = np.zeros(len(attr), dtype=bool)
+        chosen[pairs[i]] = True
+        out.append(_node_children(groups, chosen[groups.part], node, h, pairs, i))
+    return Children.concat(out)
 
 
-def _passes(constraints: Sequence[Constraint], n: np.ndarray) -> np.ndarray:
-    ok = np.ones(len(n), dtype=bool)
-    for c in constraints:
-        ok &= c.allowed(n)
-    return ok
-
-
-def _ordered(
-    groups: FrequencyGroups,
-    rows: np.ndarray,
-    n: np.ndarray,
-    box_lo: np.ndarray,
-    box_hi: np.ndarray,
-    constraints: Sequence[Constraint],
-    criterion: Median,
-) -> tuple[np.ndarray, Children]:
-    part, code = groups.part, groups.code
-    left = groups.cumulative()
-    total = n[part]
-    ok = rows & ~groups.is_last() & _passes(constraints, left) & _passes(constraints, total - left)
-    cand = ok.nonzero()[0]
-    # Best cut per partition: lowest score, then lowest code. Both are packed into one key so
-    # that a segmented minimum finds it (the groups are sorted by partition).
-    score = criterion.cut_score(left[cand], total[cand]).astype(np.int64)
-    key = score * (int(code.max(initial=0)) + 1) + code[cand]
-    starts = first_of_run(part[cand])
-    if len(starts):
-        best_key = np.minimum.reduceat(key, starts)
-        hit = key == np.repeat(best_key, np.diff(np.append(starts, len(cand))))
-        best = cand[hit][first_of_run(part[cand][hit])]
-    else:
-        best = cand
-    p = part[best]
-    allowed = np.zeros(len(n), dtype=bool)
-    allowed[p] = True
-    cut = code[best].astype(np.int64)
-    kids = Children(
-        parent=np.repeat(p, 2),
-        lo=np.column_stack((box_lo[p], cut + 1)).ravel(),
-        hi=np.column_stack((cut, box_hi[p])).ravel(),
-        node=np.full(2 * len(p), -1, dtype=np.int64),
-        count=np.column_stack((left[best], n[p] - left[best])).ravel(),
-    )
-    return allowed, kids
-
-
-def _hierarchical(
-    groups: FrequencyGroups,
-    rows: np.ndarray,
-    node: np.ndarray,
-    h: Hierarchy,
-    constraints: Sequence[Constraint],
-) -> tuple[np.ndarray, Children]:
-    idx = rows.nonzero()[0]
-    part = groups.part[idx]
-    child = h.child_of(node[part], groups.code[idx]).astype(np.int64)
-    # Codes are sorted within a partition and children cover consecutive code intervals, so
-    # (part, child) runs are contiguous: their sums are the children's sizes.
-    key_change = np.concatenate(([True], (part[1:] != part[:-1]) | (child[1:] != child[:-1])))
-    starts = key_change.nonzero()[0]
-    sizes = np.add.reduceat(groups.count[idx], starts) if len(starts) else np.zeros(0, np.int64)
-    run_part, run_child = part[starts], child[starts]
-    bad = np.zeros(len(node), dtype=bool)
-    bad[run_part[~_passes(constraints, sizes)]] = True
-    considered = np.zeros(len(node), dtype=bool)
-    considered[run_part] = True
-    allowed = considered & ~bad
-    # Emit every child of each split node, the empty ones too: the rules must cover the domain.
-    p = allowed.nonzero()[0]
-    first, count = _child_table(h)
-    parents = node[p]
-    reps = count[parents]
-    parent_idx = np.repeat(p, reps)
-    offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-    kid_nodes = first[np.repeat(parents, reps)] + offsets
-    kid_nodes = _child_ids(h)[kid_nodes]
-    counts = np.zeros(len(kid_nodes), dtype=np.int64)
-    keep = allowed[run_part]
-    # Position of each non-empty run among all emitted children: same parent, same child node.
-    pos = np.searchsorted(parent_idx * (h.n_nodes + 1) + kid_nodes,
-                          run_part[keep] * (h.n_nodes + 1) + run_child[keep])
-    counts[pos] = sizes[keep]
-    kids = Children(
-        parent=parent_idx,
-        lo=h.leaf_lo[kid_nodes].astype(np.int64),
-        hi=h.leaf_hi[kid_nodes].astype(np.int64),
-        node=kid_nodes,
-        count=counts,
-    )
-    return allowed, kids
-
-
-def _child_table(h: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
-    """CSR layout of the children lists: start offset and number of children per node."""
+def _node_children(groups, rows, node, h: Hierarchy, pairs, i) -> Children:
+    _, run_part, run_child, stats = _runs(groups, rows, node, h)
+    first = np.array([0] + [len(c) for c in h.children], dtype=np.int64).cumsum()[:-1]
     count = np.array([len(c) for c in h.children], dtype=np.int64)
-    first = np.cumsum(count) - count
-    return first, count
-
-
-def _child_ids(h: Hierarchy) -> np.ndarray:
-    return np.array([c for cs in h.children for c in cs], dtype=np.int64)
+    ids = np.array([c for cs in h.children for c in cs], dtype=np.int64)
+    q = pairs[i]
+    reps = count[node[q]]
+    parent_idx = np.repeat(i, reps)
+    offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    kid_nodes = ids[first[np.repeat(node[q], reps)] + offsets]
+    counts = np.zeros(len(kid_nodes), dtype=np.int64)
+    # Each non-empty run is one emitted child: same pair, same child node.
+    stride = h.n_nodes + 1
+    emitted = np.repeat(q, reps) * stride + kid_nodes
+    by_key = np.argsort(emitted, kind="stable")
+    counts[by_key[np.searchsorted(emitted[by_key], run_part * stride + run_child)]] = stats.n
+    return Children(parent_idx, h.leaf_lo[kid_nodes].astype(np.int64), h.leaf_hi[kid_nodes].astype(np.int64),
+                    kid_nodes, counts)

@@ -1,64 +1,194 @@
 """Frequency groups: the per-partition statistics every split decision is made from.
 
-An AV group (Rothko-T, LeFevre & DeWitt TR 1590, Section 2) is ``SELECT pid, a, count(*) ...
-GROUP BY pid, a``: for each open partition, the distinct values of attribute ``a`` with their
-counts. The SQL-pushed loop gets it from DuckDB, the in-memory loop from numpy; both hand the
-same :class:`FrequencyGroups` to :func:`sqlanon.split.choose_splits`, so the decision cannot
-depend on where the work ran.
+Rothko-T (LeFevre & DeWitt, TR 1590, Section 2) chooses splits from per-partition aggregates:
+the AV group ``GROUP BY pid, a`` (counts per value of attribute ``a``), the AVC group (also per
+class label, for InfoGain), the AVS group (per sensitive value, for l-diversity); for numeric
+targets and numeric sensitive attributes we add moments ``(n, sum, sum of squares)`` per value,
+so that squared error and variance are exact in the SQL-pushed algorithm too. The SQL-pushed
+loop gets them from DuckDB, the in-memory loop from numpy; both hand the same
+:class:`FrequencyGroups` to :func:`sqlanon.split.choose_splits`, so the decision cannot depend
+on where the work ran.
+
+Numeric columns are centered (their table mean subtracted, rounded to an integer for integer
+columns) before the moments are summed, so ``sum of squares - sum^2 / n`` does not cancel
+catastrophically; integer columns are summed as integers, exactly, in both places.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 
 @dataclass(frozen=True)
-class FrequencyGroups:
-    """AV groups of one candidate attribute per partition.
+class StatColumn:
+    """A column whose statistics some constraint or criterion needs.
 
-    Rows are sorted by ``(part, code)``; ``part`` indexes the partitions being decided
-    (0..P-1), ``code`` is the attribute's value code and ``count`` its number of rows.
+    Attributes:
+        name: the source column.
+        kind: ``"class"`` (counts per value: class labels, categorical sensitive attributes) or
+            ``"numeric"`` (moments: numeric targets, numeric sensitive attributes).
+        size: number of value codes (class columns).
+        center: the value subtracted before summing (numeric columns).
+        exact: numeric column summed as integers (integer values whose squares cannot overflow).
+        nulls: the column has NULLs (a class column's NULL is code 0).
+    """
+
+    name: str
+    kind: str
+    size: int = 0
+    center: float = 0.0
+    exact: bool = False
+    nulls: bool = False
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """Sufficient statistics of K candidate equivalence classes, as arrays.
+
+    ``n`` (K,) rows; ``counts[j]`` (K, C_j) rows per value of class column j; ``moments[j]``
+    (K, 3) ``[n, sum, sum of squares]`` of numeric column j (centered; NULLs excluded from n).
+    Column order is the request's order of :class:`StatColumn`s, split by kind.
+    """
+
+    n: np.ndarray
+    counts: tuple[np.ndarray, ...] = ()
+    moments: tuple[np.ndarray, ...] = ()
+
+    def take(self, idx: np.ndarray) -> ClassStats:
+        return ClassStats(self.n[idx], tuple(c[idx] for c in self.counts), tuple(m[idx] for m in self.moments))
+
+    def __sub__(self, other: ClassStats) -> ClassStats:
+        return ClassStats(
+            self.n - other.n,
+            tuple(a - b for a, b in zip(self.counts, other.counts)),
+            tuple(a - b for a, b in zip(self.moments, other.moments)),
+        )
+
+    def __add__(self, other: ClassStats) -> ClassStats:
+        return ClassStats(
+            self.n + other.n,
+            tuple(a + b for a, b in zip(self.counts, other.counts)),
+            tuple(a + b for a, b in zip(self.moments, other.moments)),
+        )
+
+    def reduce_runs(self, starts: np.ndarray) -> ClassStats:
+        """Sums over consecutive runs beginning at ``starts``."""
+        if len(starts) == 0:
+            return self.take(starts)
+        return ClassStats(
+            np.add.reduceat(self.n, starts),
+            tuple(np.add.reduceat(c, starts, axis=0) for c in self.counts),
+            tuple(np.add.reduceat(m, starts, axis=0) for m in self.moments),
+        )
+
+    def cumulative(self, part: np.ndarray) -> ClassStats:
+        """Running sums restarting at every new ``part`` (which is sorted)."""
+        starts = first_of_run(part)
+        lengths = run_lengths(starts, len(part))
+
+        def cum(a: np.ndarray) -> np.ndarray:
+            total = np.cumsum(a, axis=0)
+            before = (total - a)[starts]
+            return total - np.repeat(before, lengths, axis=0)
+
+        return ClassStats(cum(self.n), tuple(cum(c) for c in self.counts), tuple(cum(m) for m in self.moments))
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+
+@dataclass(frozen=True)
+class FrequencyGroups:
+    """Frequency groups of one candidate attribute per partition.
+
+    Rows are sorted by ``(part, code)``; ``part`` indexes the partitions (or partition and
+    attribute pairs) being decided, ``code`` is the attribute's value code and ``stats`` the
+    statistics of the rows with that value.
     """
 
     part: np.ndarray
     code: np.ndarray
-    count: np.ndarray
+    stats: ClassStats
+
+    @property
+    def count(self) -> np.ndarray:
+        return self.stats.n
 
     @classmethod
     def from_sorted(cls, part: np.ndarray, code: np.ndarray) -> FrequencyGroups:
-        """Groups of rows already sorted by ``(part, code)`` (run-length encoding)."""
+        """Counts of rows already sorted by ``(part, code)`` (run-length encoding)."""
         if len(part) == 0:
-            return cls(part.astype(np.int64), code.astype(np.int32), np.zeros(0, np.int64))
+            return cls(part.astype(np.int64), code.astype(np.int32), ClassStats(np.zeros(0, np.int64)))
         change = np.empty(len(part), dtype=bool)
         change[0] = True
         np.not_equal(part[1:], part[:-1], out=change[1:])
         change[1:] |= code[1:] != code[:-1]
         starts = np.flatnonzero(change)
         counts = np.diff(np.append(starts, len(part)))
-        return cls(part[starts].astype(np.int64), code[starts].astype(np.int32), counts.astype(np.int64))
+        return cls(part[starts].astype(np.int64), code[starts].astype(np.int32), ClassStats(counts.astype(np.int64)))
 
-    def totals(self, parts: int) -> np.ndarray:
-        """Rows per partition."""
-        out = np.zeros(parts, dtype=np.int64)
+    def totals(self, parts: int) -> ClassStats:
+        """Statistics per partition (zeros for partitions without rows)."""
         starts = first_of_run(self.part)
-        if len(starts):
-            out[self.part[starts]] = np.add.reduceat(self.count, starts)
+        runs = self.stats.reduce_runs(starts)
+        out = _zeros_like(self.stats, parts)
+        owner = self.part[starts]
+        out.n[owner] = runs.n
+        for a, b in zip(out.counts, runs.counts):
+            a[owner] = b
+        for a, b in zip(out.moments, runs.moments):
+            a[owner] = b
         return out
 
-    def cumulative(self) -> np.ndarray:
-        """Rows with code <= this group's code in the same partition (segmented cumsum)."""
-        total = np.cumsum(self.count)
-        first = first_of_run(self.part)
-        before = (total - self.count)[first]  # rows of earlier partitions
-        return total - np.repeat(before, run_lengths(first, len(self.part)))
+    def cumulative(self) -> ClassStats:
+        """Statistics of the rows with code <= this group's code, in the same partition."""
+        return self.stats.cumulative(self.part)
 
     def is_last(self) -> np.ndarray:
         """True for the largest code of each partition (no cut can follow it)."""
         last = np.ones(len(self.part), dtype=bool)
         last[:-1] = self.part[1:] != self.part[:-1]
         return last
+
+
+def _zeros_like(stats: ClassStats, k: int) -> ClassStats:
+    return ClassStats(
+        np.zeros(k, dtype=stats.n.dtype),
+        tuple(np.zeros((k, c.shape[1]), dtype=c.dtype) for c in stats.counts),
+        tuple(np.zeros((k, 3), dtype=m.dtype) for m in stats.moments),
+    )
+
+
+def group_stats(
+    starts: np.ndarray, rows: int, class_codes: Sequence[np.ndarray], sizes: Sequence[int],
+    numeric: Sequence[np.ndarray], exact: Sequence[bool],
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Per-group class counts and moments of rows sorted by group (groups start at ``starts``):
+    the numpy twin of the SQL aggregates. Numeric values are already centered; NaN is NULL."""
+    groups = len(starts)
+    if groups == 0:
+        return (tuple(np.zeros((0, size), np.int64) for size in sizes),
+                tuple(np.zeros((0, 3), np.int64 if e else np.float64) for e in exact))
+    run_of_row = np.repeat(np.arange(groups, dtype=np.int64), run_lengths(starts, rows))
+    counts = tuple(
+        np.bincount(run_of_row * size + codes, minlength=groups * size).reshape(groups, size)
+        for codes, size in zip(class_codes, sizes)
+    )
+    moments = []
+    for values, is_exact in zip(numeric, exact):
+        if is_exact:  # NOT NULL integers: exact int64 sums
+            v = values.astype(np.int64)
+            m = np.column_stack((run_lengths(starts, rows), np.add.reduceat(v, starts), np.add.reduceat(v * v, starts)))
+        else:
+            present = ~np.isnan(values)
+            v = np.where(present, values, 0.0)
+            m = np.column_stack((np.add.reduceat(present.astype(np.float64), starts),
+                                 np.add.reduceat(v, starts), np.add.reduceat(v * v, starts)))
+        moments.append(m)
+    return counts, tuple(moments)
 
 
 def first_of_run(keys: np.ndarray) -> np.ndarray:

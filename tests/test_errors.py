@@ -552,7 +552,7 @@ def _raise(*args, **kwargs):
 # (module, attribute, replacement factory, memory_rows): each crashes at a different step
 CRASHES = {
     "encode": (sqlanon.api, "encode", lambda real: _raise, None),
-    "run_sql": (sqlanon.partition, "_repartition", lambda real: _raise, 0),
+    "run_sql": (sqlanon.partition, "repartition", lambda real: _raise, 0),
     "run_memory": (sqlanon.partition.Partitioner, "run_memory", lambda real: _raise, None),
     "create_rules": (sqlanon.api, "create_rules", _raise_after, None),
     "create_rowmap": (sqlanon.api, "create_rowmap", _raise_after, None),

@@ -1,0 +1,231 @@
+"""Resolve the privacy requirement and the workload into constraint and criterion objects.
+
+Keyword shortcuts and explicit objects both land here and are validated together, before any
+object is written: ``k`` (always), ``sensitive=`` with ``l=`` (entropy l-diversity, the variant
+the KDD 2006 paper uses), ``constraints=[...]``, and either ``target=`` (class labels →
+InfoGain, numeric targets → Regression, both → :class:`~sqlanon.criteria.Targets`) or an
+explicit ``criterion=``. The result names the statistic columns (class counts, moments) the
+stats statements must compute — exactly the union of what the constraints and the criterion
+declare — and the whole table is checked against every constraint first, so a requirement no
+partition can meet fails with a clear error instead of a useless release.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlglot import exp
+
+from . import sqlgen as g
+from .constraints import (
+    Constraint,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    VarianceDiversity,
+)
+from .criteria import Criterion, InfoGain, Median, Regression, Targets
+from .engine import Engine
+from .errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
+from .stats import ClassStats, StatColumn
+
+_INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The validated requirement and workload of a request."""
+
+    constraints: tuple[Constraint, ...]
+    criterion: Criterion
+    stat_columns: tuple[StatColumn, ...]
+
+    @property
+    def class_stats(self) -> tuple[StatColumn, ...]:
+        return tuple(c for c in self.stat_columns if c.kind == "class")
+
+    @property
+    def numeric_stats(self) -> tuple[StatColumn, ...]:
+        return tuple(c for c in self.stat_columns if c.kind == "numeric")
+
+    def counts(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.counts[[c.name for c in self.class_stats].index(column)]
+
+    def moments(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.moments[[c.name for c in self.numeric_stats].index(column)]
+
+
+def resolve_workload(
+    engine: Engine,
+    source_ref: exp.Table,
+    columns: dict[str, str],
+    rows: int,
+    qid: Sequence[str],
+    k: int,
+    *,
+    sensitive: str | Sequence[str] | None = None,
+    l: float | None = None,
+    constraints: Sequence[Constraint] = (),
+    target: str | Sequence[str] | None = None,
+    criterion: Criterion | None = None,
+) -> Workload:
+    """Build and validate the constraints, the criterion and the statistic columns.
+
+    Raises:
+        InputError: (or a subclass) naming the problem; nothing has been written.
+    """
+    from .spec import classify  # spec builds on this module's result
+
+    sensitive_list = _column_list("sensitive", sensitive)
+    target_list = _column_list("target", target)
+    chosen: list[Constraint] = [KAnonymity(k)]
+    if (l is None) != (not sensitive_list):
+        raise InputError("sensitive= and l= go together: l-diversity needs both (entropy l-diversity "
+                         "by default; pass constraints=[...] for the other variants)")
+    for s in sensitive_list:
+        chosen.append(EntropyLDiversity(s, _number("l", l, minimum=1.0)))
+    for c in constraints:
+        if not isinstance(c, (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity)):
+            raise InputError(f"constraints= takes sqlanon constraint objects, got {c!r}")
+        _check_constraint(c)
+        chosen.append(c)
+    if criterion is not None and target_list:
+        raise InputError("give either target= or criterion=, not both")
+    if criterion is None:
+        criterion = _criterion_for(target_list, columns, classify)
+    elif not isinstance(criterion, (Median, InfoGain, Regression, Targets)):
+        raise InputError(f"criterion= takes Median(), InfoGain(...), Regression(...) or Targets(...), got {criterion!r}")
+    if criterion.min_gain < 0 or not math.isfinite(criterion.min_gain):
+        raise InputError(f"min_gain must be a finite number >= 0, got {criterion.min_gain!r}")
+
+    # Every referenced column exists and plays one role.
+    protected = {col for c in chosen for col in c.class_columns + c.numeric_columns}
+    targets = set(criterion.class_columns) | set(criterion.numeric_columns)
+    for name in sorted(protected | targets):
+        if name not in columns:
+            raise UnknownColumnError(f"no column {name!r}." + did_you_mean(name, columns))
+        if name in qid:
+            role = "a target" if name in targets else "a sensitive attribute"
+            raise InputError(f"{name!r} is both a QI and {role}: a column can only be one of them")
+    both = sorted(protected & targets)
+    if both:
+        raise InputError(f"{both[0]!r} is both a target and a sensitive attribute (the workload "
+                         f"would learn exactly what the privacy requirement hides)")
+    numeric = [col for c in chosen for col in c.numeric_columns] + list(criterion.numeric_columns)
+    for name in numeric:
+        if classify(columns[name]) != "numeric":
+            raise UnsupportedTypeError(f"{name!r} has type {columns[name]}; a numeric target or a variance-"
+                                       f"diversity attribute must be a number")
+
+    stat_columns = _stat_columns(engine, source_ref, columns, rows, chosen, criterion)
+    workload = Workload(tuple(chosen), criterion, stat_columns)
+    _check_whole_table(engine, source_ref, workload)
+    return workload
+
+
+def _column_list(label: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    values = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(v, str) for v in values):
+        raise InputError(f"{label}= takes a column name or a list of them, got {value!r}")
+    return values
+
+
+def _number(label: str, value: Any, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
+        raise InputError(f"{label} must be a number >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _check_constraint(c: Constraint) -> None:
+    if isinstance(c, KAnonymity) and (isinstance(c.k, bool) or not isinstance(c.k, int) or c.k < 1):
+        raise InputError(f"KAnonymity(k) needs an integer k >= 1, got {c.k!r}")
+    if isinstance(c, (DistinctLDiversity, RecursiveCLDiversity)) and (
+        isinstance(c.l, bool) or not isinstance(c.l, int) or c.l < 1
+    ):
+        raise InputError(f"{type(c).__name__} needs an integer l >= 1, got {c.l!r}")
+    if isinstance(c, EntropyLDiversity):
+        _number("EntropyLDiversity l", c.l, 1.0)
+    if isinstance(c, RecursiveCLDiversity):
+        _number("RecursiveCLDiversity c", c.c, 1e-300)
+    if isinstance(c, VarianceDiversity):
+        _number("VarianceDiversity v", c.v, 0.0)
+
+
+def _criterion_for(targets: list[str], columns: dict[str, str], classify) -> Criterion:
+    """target=: numeric columns are regression targets, anything else a class label."""
+    if not targets:
+        return Median()
+    missing = [t for t in targets if t not in columns]
+    if missing:
+        raise UnknownColumnError(f"no column {missing[0]!r}." + did_you_mean(missing[0], columns))
+    numeric = tuple(t for t in targets if classify(columns[t]) == "numeric")
+    classes = tuple(t for t in targets if t not in numeric)
+    if not numeric:
+        return InfoGain(*classes)
+    if not classes:
+        return Regression(*numeric)
+    return Targets(classes=classes, numeric=numeric)
+
+
+def _stat_columns(engine, source_ref, columns, rows, constraints, criterion) -> tuple[StatColumn, ...]:
+    """The statistic columns, class ones first, in order of first mention; with the class
+    columns' sizes and the numeric columns' centers (one aggregate query)."""
+    class_names: list[str] = []
+    numeric_names: list[str] = []
+    for owner in [*constraints, criterion]:
+        class_names += [c for c in owner.class_columns if c not in class_names]
+        numeric_names += [c for c in owner.numeric_columns if c not in numeric_names]
+    if not class_names and not numeric_names:
+        return ()
+    aggs: list[exp.Expression] = []
+    for name in class_names:
+        col = g.col(name)
+        aggs += [exp.Count(this=exp.Distinct(expressions=[col])), exp.Count(this=col.copy())]
+    for name in numeric_names:
+        col = exp.Cast(this=g.col(name), to=exp.DataType.build("DOUBLE"))
+        aggs += [exp.Avg(this=col), exp.Min(this=col.copy()), exp.Max(this=col.copy()), exp.Count(this=col.copy())]
+    row = engine.fetch_rows(exp.select(*aggs).from_(source_ref))[0]
+    out: list[StatColumn] = []
+    for i, name in enumerate(class_names):
+        distinct, present = row[2 * i], row[2 * i + 1]
+        out.append(StatColumn(name, "class", size=int(distinct) + int(present < rows), nulls=present < rows))
+    base = 2 * len(class_names)
+    for i, name in enumerate(numeric_names):
+        mean, lo, hi, present = row[base + 4 * i : base + 4 * i + 4]
+        integer = columns[name].upper() in _INTEGER
+        center = float(round(mean)) if integer and mean is not None else float(mean or 0.0)
+        spread = max(abs((lo or 0) - center), abs((hi or 0) - center)) + 1
+        # Integer columns without NULLs are summed as integers when the sums cannot overflow.
+        exact = integer and present == rows and spread * spread * max(rows, 1) < 2**62
+        out.append(StatColumn(name, "numeric", center=center, exact=exact, nulls=present < rows))
+    return tuple(out)
+
+
+def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload) -> None:
+    """Every constraint must hold for the whole table, or no partition can satisfy it."""
+    counts = []
+    for stat in workload.class_stats:
+        rows = engine.fetch_rows(exp.select(exp.Count(this=exp.Star())).from_(source_ref).group_by(g.col(stat.name)))
+        vector = np.zeros((1, stat.size), dtype=np.int64)
+        vector[0, : len(rows)] = sorted((r[0] for r in rows), reverse=True)
+        counts.append(vector)
+    moments = []
+    for stat in workload.numeric_stats:
+        centered = exp.Sub(this=exp.Cast(this=g.col(stat.name), to=exp.DataType.build("DOUBLE")), expression=g.lit(stat.center))
+        n, s1, s2 = engine.fetch_rows(exp.select(
+            exp.Count(this=g.col(stat.name)), exp.Sum(this=centered), exp.Sum(this=exp.Mul(this=centered.copy(), expression=centered.copy()))
+        ).from_(source_ref))[0]
+        moments.append(np.array([[n or 0, s1 or 0.0, s2 or 0.0]], dtype=np.float64))
+    total = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source_ref)))
+    root = ClassStats(np.array([total]), tuple(counts), tuple(moments))
+    for c in workload.constraints:
+        if not c.allowed(root, workload)[0]:
+            raise InputError(f"the whole table does not satisfy {c.describe()}, so no anonymization can: "
+                             f"relax the requirement")
