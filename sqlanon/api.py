@@ -214,7 +214,8 @@ def _publish_verified(
                        criterion=spec.workload.criterion.describe())
         rowmap = create_rowmap(engine, spec, work, memory, regions, region)
         publish(engine, spec, source, rid, rowmap)
-        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS)
+        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS,
+                        constraints=spec.workload.constraints)
         problems = []
         if result.violating:
             problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
@@ -223,6 +224,7 @@ def _publish_verified(
             problems.append(f"{result.rows} published rows for {spec.source.rows} source rows")
         if result.unplaced:
             problems.append(f"{result.unplaced} rows without an equivalence class")
+        problems += [f"{c.violating} class(es) violate {c.constraint}" for c in result.checks if not c.ok]
         if problems:
             raise VerificationError(
                 f"the published relation {spec.outputs.view!r} failed verification: "

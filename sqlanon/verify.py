@@ -9,10 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import math
+
 import duckdb
 from sqlglot import exp
 
 from . import sqlgen as g
+from .constraints import (
+    TOLERANCE,
+    Constraint,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    VarianceDiversity,
+)
 from .engine import Engine
 from .errors import InputError, UnknownColumnError, did_you_mean
 from .spec import _catalog, _find_source
@@ -31,6 +42,7 @@ class Verification:
         violating: classes smaller than ``k``.
         columns: the columns that define the classes.
         unplaced: rows whose ``class_column`` is NULL (0 when no class column was named).
+        checks: one :class:`Check` per further constraint verified.
     """
 
     ok: bool
@@ -41,6 +53,19 @@ class Verification:
     violating: int
     columns: tuple[str, ...]
     unplaced: int = 0
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """One constraint verified on the published relation: ``achieved`` is the worst class's
+    value of the constrained measure (distinct values, entropy l = e^H, variance, or for
+    recursive (c,l) the number of violating classes) and ``violating`` the classes that fail."""
+
+    constraint: str
+    ok: bool
+    achieved: float
+    violating: int
 
 
 def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]:
@@ -67,6 +92,7 @@ def verify(
     k: int,
     *,
     class_column: str | None = None,
+    constraints: Sequence[Constraint] = (),
 ) -> Verification:
     """Check k-anonymity of ``relation`` over the QIs, in one SQL statement.
 
@@ -78,6 +104,9 @@ def verify(
         k: the requirement.
         class_column: optionally, a column that every row must have (``eq_class`` of a
             release); rows where it is NULL are counted as ``unplaced`` and fail the check.
+        constraints: further constraints to check per class (``DistinctLDiversity``,
+            ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``), each with
+            its own SQL statement over the relation.
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``), so
     fully suppressed rows form one class and count like any other.
@@ -98,8 +127,9 @@ def verify(
         "class_sizes", k=g.lit(k), source=source.ref, columns=[g.col(c) for c in columns], unplaced=unplaced_if
     )
     classes, smallest, total, violating, unplaced = engine.fetch_rows(query)[0]
+    checks = tuple(_check(engine, source, columns, c) for c in constraints if not isinstance(c, KAnonymity))
     return Verification(
-        ok=int(violating or 0) == 0 and int(classes or 0) > 0 and not unplaced,
+        ok=int(violating or 0) == 0 and int(classes or 0) > 0 and not unplaced and all(c.ok for c in checks),
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -107,5 +137,37 @@ def verify(
         violating=int(violating or 0),
         columns=columns,
         unplaced=int(unplaced or 0),
+        checks=checks,
     )
+
+
+def _check(engine: Engine, source, columns: tuple[str, ...], c: Constraint) -> Check:
+    """Verify one diversity constraint on every class of the relation, in SQL."""
+    column = (c.class_columns + c.numeric_columns)[0]
+    if column not in source.column_names:
+        raise UnknownColumnError(f"no column {column!r} to check {c.describe()}." + did_you_mean(column, source.column_names))
+    common = {"source": source.ref, "columns": [g.col(x) for x in columns], "sensitive": g.col(column)}
+    if isinstance(c, VarianceDiversity):
+        _, low, bad = engine.fetch_rows(g.template("check_variance", v=g.lit(float(c.v) * (1 - TOLERANCE)), **common))[0]
+        return Check(c.describe(), not bad, float(low or 0.0), int(bad or 0))
+    l = c.l if isinstance(c, RecursiveCLDiversity) else 1
+    factor = float(c.c) if isinstance(c, RecursiveCLDiversity) else 1.0
+    _, distinct, entropy, recursive_bad = engine.fetch_rows(
+        g.template("check_sensitive", c=g.lit(factor), l=g.lit(int(l)), **common)
+    )[0]
+    if isinstance(c, DistinctLDiversity):
+        return Check(c.describe(), int(distinct or 0) >= c.l, float(distinct or 0), _count_below(engine, common, c))
+    if isinstance(c, EntropyLDiversity):
+        ok = float(entropy or 0.0) >= math.log(c.l) - TOLERANCE
+        return Check(c.describe(), ok, math.exp(float(entropy or 0.0)), 0 if ok else _count_below(engine, common, c))
+    return Check(c.describe(), not recursive_bad, float(recursive_bad or 0), int(recursive_bad or 0))
+
+
+def _count_below(engine: Engine, common: dict, c: Constraint) -> int:
+    """Classes failing a distinct or entropy l-diversity requirement (only computed on failure)."""
+    per_class = g.template("class_diversity", **common)
+    rows = engine.fetch_rows(per_class)
+    if isinstance(c, DistinctLDiversity):
+        return sum(1 for distinct, _ in rows if distinct < c.l)
+    return sum(1 for _, entropy in rows if entropy < math.log(c.l) - TOLERANCE)
 

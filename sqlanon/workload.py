@@ -218,7 +218,8 @@ def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload
         counts.append(vector)
     moments = []
     for stat in workload.numeric_stats:
-        centered = exp.Sub(this=exp.Cast(this=g.col(stat.name), to=exp.DataType.build("DOUBLE")), expression=g.lit(stat.center))
+        centered = exp.paren(exp.Sub(this=exp.Cast(this=g.col(stat.name), to=exp.DataType.build("DOUBLE")),
+                                     expression=g.lit(stat.center)), copy=False)
         n, s1, s2 = engine.fetch_rows(exp.select(
             exp.Count(this=g.col(stat.name)), exp.Sum(this=centered), exp.Sum(this=exp.Mul(this=centered.copy(), expression=centered.copy()))
         ).from_(source_ref))[0]
