@@ -88,7 +88,9 @@ def groups_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, 
                  for i in range(stat.size)]
     for c, stat in zip(layout.t, layout.numeric_stats):
         square = exp.Mul(this=g.col(c), expression=g.col(c))
-        sums = [exp.Sum(this=g.col(c)), exp.Sum(this=square)]
+        # A group of only NULLs sums to NULL: make it 0, like the numpy path.
+        sums = [exp.Coalesce(this=exp.Sum(this=g.col(c)), expressions=[g.lit(0)]),
+                exp.Coalesce(this=exp.Sum(this=square), expressions=[g.lit(0)])]
         if stat.exact:
             sums = [exp.Cast(this=s, to=exp.DataType.build("BIGINT")) for s in sums]
         aggs += [g.alias(exp.Count(this=g.col(c)), f"{c}_n"), g.alias(sums[0], f"{c}_s1"), g.alias(sums[1], f"{c}_s2")]

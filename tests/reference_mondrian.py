@@ -176,8 +176,9 @@ def _width(dom: Domain, rows: np.ndarray, node: tuple) -> float | None:
     return (dom.nums[cmax] - dom.nums[cmin]) / denominator if denominator else 0.0
 
 
-def _split(dom: Domain, rows: np.ndarray, node: tuple, k: int) -> list[tuple] | None:
-    """The children (rows, box) of the allowed split on one attribute, or None."""
+def _splits(dom: Domain, rows: np.ndarray, node: tuple, ok) -> list[tuple]:
+    """Every allowed split on one attribute: ``(children, balance, cut)`` with children a list of
+    (rows, box); ``ok(rows)`` judges a non-empty child."""
     n = len(rows)
     codes = dom.codes[rows]
     if isinstance(dom, HierarchyDomain):
@@ -185,20 +186,18 @@ def _split(dom: Domain, rows: np.ndarray, node: tuple, k: int) -> list[tuple] | 
         for child in dom.children[node]:
             first, last = dom.interval[child]
             parts.append((rows[(codes >= first) & (codes <= last)], child))
-        return None if any(0 < len(p) < k for p, _ in parts) else parts
-    u, counts = np.unique(codes, return_counts=True)
-    cum = np.cumsum(counts)
-    allowed = [j for j in range(len(u) - 1) if cum[j] >= k and n - cum[j] >= k]
-    if not allowed:
-        return None
-    j = min(allowed, key=lambda j: (abs(2 * int(cum[j]) - n), j))  # most balanced, lowest cut
+        return [] if any(len(p) and not ok(p) for p, _ in parts) else [(parts, 0, -1)]
+    out = []
     lo, hi = node
-    cut = int(u[j])
-    return [(rows[codes <= cut], (lo, cut)), (rows[codes > cut], (cut + 1, hi))]
+    for cut in np.unique(codes)[:-1]:
+        left, right = rows[codes <= cut], rows[codes > cut]
+        if ok(left) and ok(right):
+            out.append(([(left, (lo, int(cut))), (right, (int(cut) + 1, hi))], abs(2 * len(left) - n), int(cut)))
+    return out
 
 
 def _mondrian(
-    domains: list[Domain], rows: np.ndarray, state: tuple, k: int, out: list[tuple]
+    domains: list[Domain], rows: np.ndarray, state: tuple, ok, impurity, min_gain: float, out: list[tuple]
 ) -> None:
     if len(rows) == 0:  # an empty hierarchy child: a partition, but never split or returned
         return
@@ -207,22 +206,47 @@ def _mondrian(
         w = _width(dom, rows, state[i])
         if w is not None:
             candidates.append((-w, i))  # sorts by w descending, then QI position ascending
-    for _, i in sorted(candidates):
-        children = _split(domains[i], rows, state[i], k)
-        if children is not None:
-            for child_rows, child_node in children:
-                _mondrian(domains, child_rows, state[:i] + (child_node,) + state[i + 1 :], k, out)
-            return
-    out.append((rows, state))
+    options = []  # (rank position, balance, cut, children, normalized impurity, gain)
+    for r, (_, i) in enumerate(sorted(candidates)):
+        for children, balance, cut in _splits(domains[i], rows, state[i], ok):
+            if impurity is None:
+                options.append((r, balance, cut, i, children, 0.0, 0.0))
+                continue
+            base = impurity(rows, rows)
+            total = sum(impurity(c, rows) for c, _ in children if len(c))
+            key = round(total / (base if base > 0 else 1.0) / 1e-12) * 1e-12
+            options.append((r, balance, cut, i, children, key, (base - total) / len(rows)))
+        if options and impurity is None:
+            break  # Median: the first attribute (in rank order) with an allowed split
+    if not options:
+        out.append((rows, state))
+        return
+    if impurity is None:
+        best = min(options, key=lambda o: (o[1], o[2]))
+    else:
+        best = min(options, key=lambda o: (o[5], o[0], o[1], o[2]))
+        if best[6] < min_gain:
+            best = min(options, key=lambda o: (o[0], o[1], o[2]))
+    _, _, _, i, children, _, _ = best
+    for child_rows, child_node in children:
+        _mondrian(domains, child_rows, state[:i] + (child_node,) + state[i + 1 :], ok, impurity, min_gain, out)
 
 
 def reference_regions(
-    df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict[str, list[list[str]]] | None = None
+    df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict[str, list[list[str]]] | None = None,
+    *, ok=None, impurity=None, min_gain: float = 0.0,
 ) -> list[Region]:
     """Mondrian regions of ``df`` with their boxes, in depth-first (left to right) order.
 
     A box maps each QI to its code interval ``(lo, hi)`` (ordered QI) or its node path
     (hierarchical QI; the NULL leaf's label is None).
+
+    Beyond k-anonymity, ``ok(rows) -> bool`` may judge every non-empty child (its row
+    positions), and ``impurity(rows, partition_rows) -> float`` turns Median into a workload
+    criterion: among every allowed split of every candidate attribute, the smallest total
+    impurity of the children normalized by the partition's own (rounded to 1e-12), ties by rank
+    position, balance, cut; a best split gaining less than ``min_gain`` per row gives way to the
+    Median choice (rank position, balance, cut).
     """
     hierarchies = hierarchies or {}
     if not isinstance(k, (int, np.integer)) or k < 1:
@@ -248,15 +272,21 @@ def reference_regions(
         domains.append(dom)
 
     out: list[tuple] = []
-    _mondrian(domains, np.arange(len(df)), tuple(root_state), int(k), out)
+    k = int(k)
+
+    def judge(rows: np.ndarray) -> bool:
+        return len(rows) >= k and (ok is None or ok(rows))
+
+    _mondrian(domains, np.arange(len(df)), tuple(root_state), judge, impurity, min_gain, out)
     return [Region(tuple(int(r) for r in rows), dict(zip(qid, state))) for rows, state in out]
 
 
 def reference_mondrian(
-    df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict[str, list[list[str]]] | None = None
+    df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict[str, list[list[str]]] | None = None,
+    **workload,
 ) -> set[frozenset[int]]:
     """The Mondrian partition of ``df``: the set of regions, each a frozenset of row positions."""
-    return {frozenset(r.rows) for r in reference_regions(df, qid, k, hierarchies)}
+    return {frozenset(r.rows) for r in reference_regions(df, qid, k, hierarchies, **workload)}
 
 
 # ----------------------------------------------------------------------------- fast numpy

@@ -1,0 +1,781 @@
+"""The ``sqlanon`` command. Each subcommand maps onto one entry point of the Python API.
+
+=================  ===================================================================
+``demo``           :func:`sqlanon.anonymize` on the bundled Adult data (in memory)
+``anonymize``      :func:`sqlanon.anonymize` (flags, or a TOML release file:
+                   :mod:`sqlanon.config`); files in, files out with ``--out``
+``verify``         :func:`sqlanon.verify`, listing the violating classes
+``explain``        :func:`sqlanon.spec.resolve` plus the SQL each step would run
+``install-macros`` runs ``sql/macros.sql``: the checks as DuckDB table macros
+=================  ===================================================================
+
+Exit status: 0 on success, 1 when a check fails (or the database fails), 2 for usage and input
+errors. Errors are one line on stderr (``sqlanon: error: ...``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from . import __version__, manifest
+from . import sqlgen as g
+from .api import Release, _working_source, anonymize
+from .config import DATA_SUFFIXES, QIConfig, ReleaseConfig, load_config
+from .criteria import rank
+from .domain import build_domains, encode
+from .engine import Engine, Statement
+from .errors import InputError, SqlanonError
+from .partition import Partitioner, Progress, Regions
+from .rules import create_rowmap, create_rules, publish
+from .spec import EQ_CLASS, Spec, _catalog, _current, _find_source, resolve
+from .split import Children
+from .verify import Verification, class_columns, verify
+from .working import batch_query, extents_query, groups_query, repartition
+
+#: Violating classes listed by ``sqlanon verify`` (the rest are counted).
+MAX_LISTED = 20
+#: ``--out`` formats by file suffix: (DuckDB COPY format, extra COPY options).
+OUT_FORMATS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
+    ".parquet": ("PARQUET", ()),
+    ".csv": ("CSV", (("HEADER", True),)),
+    ".tsv": ("CSV", (("HEADER", True), ("DELIMITER", "\t"))),
+    ".json": ("JSON", (("ARRAY", True),)),
+    ".jsonl": ("JSON", ()),
+    ".ndjson": ("JSON", ()),
+}
+#: The QIs of ``sqlanon demo``: age is numeric, the others use the bundled ARX hierarchies.
+DEMO_QID = ("age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation")
+
+
+class UsageError(Exception):
+    """A malformed command line (exit status 2)."""
+
+
+class _Exit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises instead of exiting, so :func:`main` returns the status."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            sys.stderr.write(message)
+        raise _Exit(status)
+
+
+# -- entry point ------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sqlanon`` command line and return its exit status.
+
+    Args:
+        argv: the arguments after the program name (default ``sys.argv[1:]``).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        if not getattr(args, "run", None):
+            parser.print_help(sys.stderr)
+            return 2
+        return args.run(args)
+    except _Exit as e:
+        return e.status
+    except (UsageError, InputError) as e:  # InputError includes ConfigError
+        return _error(e, 2)
+    except (SqlanonError, duckdb.Error) as e:  # VerificationError, EngineError, the database's own
+        return _error(e, 1)
+    except OSError as e:
+        return _error(e, 2)
+    except KeyboardInterrupt:
+        sys.stderr.write("\nsqlanon: interrupted\n")
+        return 130
+
+
+def _error(e: BaseException, status: int) -> int:
+    message = str(e).split("\n-- while running:", 1)[0]  # EngineError: the SQL is not for the terminal
+    if isinstance(e, OSError) and e.filename is not None:
+        message = f"{e.strerror or e}: {e.filename}"
+    line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    sys.stderr.write(f"sqlanon: error: {line or type(e).__name__}\n")
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``sqlanon`` command (one subparser per subcommand)."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="sqlanon", formatter_class=fmt,
+        description="Anonymize DuckDB tables in SQL: k-anonymous multidimensional recoding (Mondrian).",
+        epilog="Run 'sqlanon COMMAND --help' for the options of a command.\n"
+               "Exit status: 0 ok, 1 a check failed (or the database failed), 2 usage or input error.",
+    )
+    parser.add_argument("--version", action="version", version=f"sqlanon {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "demo", formatter_class=fmt, help="anonymize the bundled UCI Adult data in memory",
+        description="Load the bundled UCI Adult data (30,162 rows) into an in-memory DuckDB, anonymize it\n"
+                    "(QIs: age as a number; sex, race, marital-status, education, native-country,\n"
+                    "workclass, occupation through the bundled ARX hierarchies) and print a report.",
+    )
+    p.add_argument("--k", type=int, default=10, metavar="N", help="every class holds at least N rows (default 10)")
+    p.set_defaults(run=_demo)
+
+    p = sub.add_parser(
+        "anonymize", formatter_class=fmt, help="publish a k-anonymous view of a table (sqlanon.anonymize)",
+        usage="sqlanon anonymize DB TABLE --qid COLS --k N [options]\n"
+              "       sqlanon anonymize FILES --qid COLS --k N --out FILE [options]\n"
+              "       sqlanon anonymize [DB [TABLE]] --config RELEASE.toml [options]",
+        description="Publish a k-anonymous multidimensional recoding of TABLE in DB as a view, with its\n"
+                    "rules relation (sqlanon.anonymize), verified before it is handed over.\n\n"
+                    "FILES (a Parquet, CSV or JSON path or glob) without DB: the files are anonymized in an\n"
+                    "in-memory DuckDB and the published table is written to --out; nothing else is kept.\n"
+                    "With --config the request comes from a TOML release file; flags override its values.",
+        epilog="examples:\n"
+               "  sqlanon anonymize hospital.duckdb patients --qid age,zip,sex --k 10\n"
+               "  sqlanon anonymize hospital.duckdb patients --qid age,nation --k 50 \\\n"
+               "      --hierarchy nation=nation.csv --view patients_public --replace\n"
+               "  sqlanon anonymize patients.parquet --qid age,zip --k 10 --out public.parquet\n"
+               "  sqlanon anonymize --config release.toml --k 20",
+    )
+    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file (must exist), or FILES")
+    p.add_argument("table", nargs="?", metavar="TABLE", help="table or view (schema.table accepted), or files")
+    _request_options(p)
+    p.add_argument("--out", metavar="FILE",
+                   help="also write the published relation to FILE (.parquet, .csv, .tsv, .json, .jsonl, "
+                        ".ndjson); required for FILES without DB")
+    p.add_argument("--json", action="store_true", help="print the Release as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.set_defaults(run=_anonymize)
+
+    p = sub.add_parser(
+        "verify", formatter_class=fmt, help="check k-anonymity of a table or view (sqlanon.verify)",
+        usage="sqlanon verify DB RELATION --qid COLS --k N [--class-column COL] [--json]\n"
+              "       sqlanon verify FILES --qid COLS --k N [--class-column COL] [--json]",
+        description="Check that every equivalence class of RELATION over the QIs holds at least N rows, with\n"
+                    "one SQL query (sqlanon.verify). A QI published as a range may be named by its base\n"
+                    "name: age stands for age_min, age_max. NULLs group together. Violating classes are\n"
+                    f"listed, smallest first (at most {MAX_LISTED}). The database is opened read-only.\n\n"
+                    "Exit status: 0 the check holds, 1 it fails, 2 usage or input error.",
+        epilog="example:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10",
+    )
+    p.add_argument("db", metavar="DB", help="DuckDB database file, or FILES (Parquet/CSV/JSON) without DB")
+    p.add_argument("relation", nargs="?", metavar="RELATION", help="table or view to check")
+    p.add_argument("--qid", action="append", required=True, metavar="COLS",
+                   help="quasi-identifier columns, comma-separated (repeatable)")
+    p.add_argument("--k", type=int, required=True, metavar="N", help="the required smallest class size")
+    p.add_argument("--class-column", metavar="COL",
+                   help="a column every row must have (eq_class of a release); NULLs fail the check")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_verify)
+
+    p = sub.add_parser(
+        "explain", formatter_class=fmt, help="validate a request and print the SQL it would run",
+        usage="sqlanon explain DB TABLE --qid COLS --k N [options]\n"
+              "       sqlanon explain FILES --qid COLS --k N [options]\n"
+              "       sqlanon explain [DB [TABLE]] --config RELEASE.toml [options]",
+        description="Validate an anonymize request against the database (sqlanon.spec.resolve) and print\n"
+                    "the SQL each step runs, in DuckDB's dialect, without running anything that writes\n"
+                    "(the database is opened read-only). Statements marked [ran] are the read-only lookups\n"
+                    "explain itself ran; per-level statements are shown for the root level; values that\n"
+                    "depend on the data are said to.",
+    )
+    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file, or FILES")
+    p.add_argument("table", nargs="?", metavar="TABLE", help="table or view")
+    _request_options(p)
+    p.set_defaults(run=_explain)
+
+    p = sub.add_parser(
+        "install-macros", formatter_class=fmt, help="install the SQL check macros into a database",
+        description="Run sql/macros.sql on DB: DuckDB table macros that check any table, view or file without\n"
+                    "Python (the same as `duckdb DB < sql/macros.sql`):\n\n"
+                    "  sqlanon_class_sizes(tbl, cols)\n"
+                    "  sqlanon_k_check(tbl, cols, k)\n"
+                    "  sqlanon_distinct_l_check(tbl, cols, sensitive, l)\n"
+                    "  sqlanon_entropy_l_check(tbl, cols, sensitive, l)\n"
+                    "  sqlanon_variance_check(tbl, cols, sensitive, v)",
+        epilog="example:\n  sqlanon install-macros hospital.duckdb\n"
+               "  duckdb hospital.duckdb \"SELECT * FROM sqlanon_k_check('patients_anon', "
+               "['age_min', 'age_max', 'sex'], 10)\"",
+    )
+    p.add_argument("db", metavar="DB", help="DuckDB database file (must exist)")
+    p.set_defaults(run=_install_macros)
+    return parser
+
+
+def _request_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="RELEASE.toml",
+                   help="read the request from a TOML release file (see sqlanon.config); flags override it")
+    p.add_argument("--qid", action="append", metavar="COLS",
+                   help="quasi-identifier columns, comma-separated (repeatable)")
+    p.add_argument("--k", type=int, metavar="N", help="every published class holds at least N rows")
+    p.add_argument("--hierarchy", action="append", default=[], metavar="COL=PATH",
+                   help="ARX hierarchy CSV (or table name) for a categorical QI (repeatable)")
+    p.add_argument("--view", metavar="NAME", help="name of the published view (default TABLE_anon)")
+    p.add_argument("--replace", action="store_true", help="overwrite existing outputs (and --out)")
+    p.add_argument("--memory-rows", type=int, metavar="N",
+                   help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+
+
+# -- demo -------------------------------------------------------------------------------------
+def _demo(args: argparse.Namespace) -> int:
+    from .datasets import load_adult
+
+    con = duckdb.connect()
+    try:
+        hierarchies = load_adult(con, "adult")
+        with _ProgressLine(quiet=False) as progress:
+            release = anonymize(con, "adult", list(DEMO_QID), args.k,
+                                hierarchies={q: hierarchies[q] for q in DEMO_QID if q != "age"},
+                                progress=progress)
+        out = sys.stdout
+        out.write(f"UCI Adult (bundled, {release.rows:,} rows) in an in-memory DuckDB\n")
+        out.write(f"QIs: age (numeric); {', '.join(DEMO_QID[1:])} (ARX hierarchies)\n\n")
+        _write_summary(out, release)
+        out.write("\nfirst rows of the published view:\n")
+        out.write(str(con.sql(_render(exp.select("*").from_(g.table(release.view)).limit(5)))))
+    finally:
+        con.close()
+    return 0
+
+
+# -- anonymize --------------------------------------------------------------------------------
+def _anonymize(args: argparse.Namespace) -> int:
+    request = _request(args)
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _out_format(out)
+        if out.exists() and not request.replace:
+            raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
+    if request.database is None and out is None:
+        raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
+                         "(or name a database: sqlanon anonymize DB FILES ...)")
+    con = _connect(request.database, read_only=False)
+    try:
+        with _ProgressLine(quiet=args.quiet or args.json) as progress:
+            release = anonymize(con, progress=progress, **request.anonymize_kwargs())
+        if out is not None:
+            _export(con, release.view, out)
+    finally:
+        con.close()
+    if args.json:
+        document = dataclasses.asdict(release)
+        document["in_memory"] = request.database is None  # the release itself was not kept
+        document["out"] = str(out) if out is not None else None
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    else:
+        _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None)
+    return 0
+
+
+def _request(args: argparse.Namespace) -> ReleaseConfig:
+    """The anonymize/explain request: the release file (if any) overridden by the flags."""
+    config = load_config(args.config) if args.config else None
+    database, table = _locate(args.db, args.table, config)
+    qid = _split(args.qid) if args.qid else list(config.qid if config else [])
+    if not qid:
+        raise UsageError("name the quasi-identifiers with --qid a,b,c (or [[qi]] in --config)")
+    k = args.k if args.k is not None else (config.k if config else None)
+    if k is None:
+        raise UsageError("--k N is required (or privacy.k in --config)")
+    hierarchies = {n: h for n, h in (config.hierarchies if config else {}).items() if n in qid}
+    for item in args.hierarchy:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--hierarchy takes COL=PATH, got {item!r}")
+        if name not in qid:
+            raise UsageError(f"--hierarchy {item!r}: {name!r} is not a QI (QIs: {', '.join(qid)})")
+        hierarchies[name] = path
+    return ReleaseConfig(
+        table=table,
+        qis=tuple(QIConfig(n, hierarchies.get(n)) for n in qid),
+        k=k,
+        database=database,
+        view=args.view if args.view is not None else (config.view if config else None),
+        replace=args.replace or (config.replace if config else False),
+        memory_rows=args.memory_rows if args.memory_rows is not None else (config.memory_rows if config else None),
+        path=config.path if config else None,
+    )
+
+
+def _locate(db: str | None, table: str | None, config: ReleaseConfig | None) -> tuple[str | None, str]:
+    """(database or None for in-memory, source) from DB [TABLE] and the release file."""
+    if db is not None and table is not None:
+        return db, table
+    if db is not None:
+        if _is_data_path(db):  # FILES alone: anonymized in memory
+            return None, db
+        if config is not None:
+            return db, config.table
+        raise UsageError(f"missing TABLE after DB {db!r} (or give FILES alone: .parquet, .csv, .json)")
+    if config is not None:
+        return config.database, config.table
+    raise UsageError("name the source: DB TABLE, FILES, or --config RELEASE.toml")
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    names = [n.strip() for v in values for n in v.split(",")]
+    if not all(names):
+        raise UsageError(f"--qid: empty column name in {','.join(values)!r}")
+    return names
+
+
+def _is_data_path(name: str) -> bool:
+    return "*" in name or Path(name).suffix.lower() in DATA_SUFFIXES
+
+
+def _connect(database: str | None, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open an existing database file (never create one), or an in-memory database for None."""
+    if database is None or database == ":memory:":
+        return duckdb.connect()
+    if not Path(database).is_file():
+        hint = " (to anonymize files without a database, give them alone and use --out)" if _is_data_path(database) else ""
+        raise UsageError(f"database file not found: {database}{hint}")
+    try:
+        return duckdb.connect(database, read_only=read_only)
+    except duckdb.Error as e:
+        raise UsageError(f"cannot open database {database}: {e}") from None
+
+
+def _out_format(out: Path) -> list[tuple[str, Any]]:
+    """COPY options for ``--out``, from the file's suffix (``.gz`` compresses text formats)."""
+    suffixes = [s.lower() for s in out.suffixes]
+    gzip = bool(suffixes) and suffixes[-1] == ".gz"
+    ext = suffixes[-2] if gzip and len(suffixes) > 1 else (suffixes[-1] if suffixes else "")
+    if ext not in OUT_FORMATS or (gzip and ext == ".parquet"):
+        raise UsageError(f"--out {out}: unknown format; use .parquet, .csv, .tsv, .json, .jsonl or .ndjson "
+                         f"(.gz for compressed text)")
+    name, extra = OUT_FORMATS[ext]
+    return [("FORMAT", name), *extra] + ([("COMPRESSION", "gzip")] if gzip else [])
+
+
+def _export(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> None:
+    """``COPY relation TO out``, written to a temporary file first so a failure leaves nothing."""
+    params = [
+        exp.CopyParameter(this=exp.var(key), expression=exp.var(value) if key == "FORMAT" else g.lit(value))
+        for key, value in _out_format(out)
+    ]
+    partial = out.with_name(f".{out.name}.sqlanon-partial")
+    statement = exp.Copy(this=exp.Subquery(this=exp.select("*").from_(g.table(relation))), kind=False,
+                         files=[g.lit(str(partial))], params=params)
+    try:
+        con.execute(_render(statement))
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _write_summary(stream: TextIO, release: Release, *, out_file: Path | None = None, in_memory: bool = False) -> None:
+    """The release as aligned ``label  value`` lines."""
+    kind = "snapshot table" if release.materialized else "view"
+    where = ", in memory, not kept" if in_memory else ""
+    rows = [
+        ("published", f"{release.view} ({kind} of {release.table}{where})"),
+        ("rules", release.rules),
+    ]
+    if release.rowmap:
+        rows.append(("row map", release.rowmap))
+    if release.hierarchies:
+        rows.append(("hierarchies", release.hierarchies))
+    if out_file is not None:
+        rows.append(("written to", str(out_file)))
+    rows += [
+        ("QIs", ", ".join(release.qid)),
+        ("rows", f"{release.rows:,}"),
+        ("classes", f"{release.partitions:,} ({release.regions:,} rules)"),
+        ("k", f"{release.k} required, {release.k_achieved:,} achieved (smallest class, verified)"),
+        ("elapsed", f"{release.elapsed:.2f} s"),
+    ]
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        stream.write(f"{label:<{width}}  {value}\n")
+    for note in release.notes:
+        stream.write(f"note: {note}\n")
+
+
+class _ProgressLine:
+    """``progress=`` callback drawing one updating line on stderr, only when it is a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.stream = sys.stderr
+        self.enabled = not quiet and _isatty(self.stream)
+        self.drawn = False
+        self.last = 0.0
+
+    def __enter__(self) -> Callable[[Progress], None] | None:
+        return self if self.enabled else None
+
+    def __call__(self, p: Progress) -> None:
+        now = time.monotonic()
+        if p.open_partitions and now - self.last < 0.1:
+            return  # at most ten updates a second
+        self.last = now
+        tail = ", publishing and verifying" if p.open_partitions == 0 else ""
+        self.stream.write(f"\rsqlanon: level {p.level} ({p.phase}): {p.open_partitions:,} open partitions, "
+                          f"{p.rows_finished:,} rows finished, {p.elapsed:.1f} s{tail}\x1b[K")
+        self.stream.flush()
+        self.drawn = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# -- verify -----------------------------------------------------------------------------------
+def _verify(args: argparse.Namespace) -> int:
+    qid = _split(args.qid)
+    if args.relation is None:
+        if not _is_data_path(args.db):
+            raise UsageError(f"missing RELATION after DB {args.db!r} (or give FILES alone)")
+        database, relation = None, args.db
+    else:
+        database, relation = args.db, args.relation
+    con = _connect(database, read_only=True)
+    try:
+        result = verify(con, relation, qid, args.k, class_column=args.class_column)
+        listed = violating_classes(con, relation, qid, args.k) if result.violating else []
+    finally:
+        con.close()
+    if args.json:
+        document = {"relation": relation, **dataclasses.asdict(result),
+                    "violating_classes": [{"size": n, "values": values} for n, values in listed]}
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    else:
+        _write_verification(sys.stdout, relation, result, listed)
+    return 0 if result.ok else 1
+
+
+def violating_classes(
+    con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], k: int, limit: int = MAX_LISTED
+) -> list[tuple[int, dict[str, Any]]]:
+    """The smallest classes below ``k``: ``(size, {column: value})``, in one grouped query."""
+    engine = Engine(con)
+    source = _find_source(engine, _catalog(engine), relation, count=False)
+    columns = class_columns(source.column_names, qid)
+    size = exp.Count(this=exp.Star())
+    size_alias = "__sqlanon_size"
+    query = (
+        exp.select(*[g.col(c) for c in columns], g.alias(size, size_alias))
+        .from_(source.ref)
+        .group_by(*[g.col(c) for c in columns])
+        .having(exp.LT(this=size.copy(), expression=g.lit(k)))
+        .order_by(g.col(size_alias), *[exp.Ordered(this=g.col(c), nulls_first=True) for c in columns])
+        .limit(limit)
+    )
+    return [(int(row[-1]), dict(zip(columns, row[:-1]))) for row in engine.fetch_rows(query)]
+
+
+def _write_verification(out: TextIO, relation: str, r: Verification, listed: list[tuple[int, dict[str, Any]]]) -> None:
+    over = ", ".join(r.columns)
+    if r.ok:
+        out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
+                  f"smallest {r.k_achieved:,}, {r.rows:,} rows\n")
+        return
+    problems = []
+    if r.violating:
+        problems.append(f"{r.violating:,} of {r.classes:,} classes have fewer than {r.k} rows (smallest {r.k_achieved:,})")
+    if r.unplaced:
+        problems.append(f"{r.unplaced:,} rows have no equivalence class")
+    if not r.classes:
+        problems.append("it has no rows")
+    out.write(f"FAILED: {relation} is not {r.k}-anonymous over {over}: {'; '.join(problems)}; {r.rows:,} rows\n")
+    if listed:
+        shown = f"{len(listed)} of {r.violating:,}, smallest first" if r.violating > len(listed) else "smallest first"
+        out.write(f"violating classes ({shown}):\n")
+        header = ["size", *listed[0][1]]
+        cells = [[f"{n:,}", *("NULL" if v is None else str(v) for v in values.values())] for n, values in listed]
+        widths = [max(len(row[i]) for row in [header, *cells]) for i in range(len(header))]
+        for row in [header, *cells]:
+            out.write("  " + "  ".join(c.rjust(w) if i == 0 else c.ljust(w)
+                                       for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
+
+
+# -- explain ----------------------------------------------------------------------------------
+class _NeedsData(Exception):
+    """A statement needs the result of a write that explain did not run."""
+
+
+@dataclasses.dataclass
+class ExplainEntry:
+    """One statement of :func:`explain`: its step, the statement (or a comment), whether
+    explain ran it (read-only), and a note."""
+
+    section: str
+    statement: Statement
+    ran: bool
+    note: str = ""
+
+
+class RecordingEngine(Engine):
+    """An :class:`~sqlanon.engine.Engine` that records what it is asked to run.
+
+    Read-only queries run for real (the catalog lookups and checks of validation, and the domain
+    reads); a query reading a temp table that was only recorded runs with that table's
+    defining query inlined as a subquery while ``live_reads`` is set, and otherwise raises
+    :class:`_NeedsData`. Everything else (CREATE, DROP, INSERT, COMMENT, transactions, uploads
+    of Python data) is recorded and not run.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(con)
+        self.entries: list[ExplainEntry] = []
+        self.section = ""
+        self.live_reads = True
+        self.placeholder = False  # uploads hold stand-in values (the real ones depend on the data)
+        self._pending: dict[str, exp.Expression | None] = {}  # recorded temp -> defining query
+
+    def show(self, statement: Statement, note: str = "") -> None:
+        """Record a statement without running it."""
+        self.entries.append(ExplainEntry(self.section, statement, False, note))
+
+    def execute(self, statement: Statement) -> Any:
+        if isinstance(statement, (exp.Query, exp.Describe)):
+            needed = {t.name for t in statement.find_all(exp.Table)} & set(self._pending)
+            if needed and (not self.live_reads or any(self._pending[n] is None for n in needed)):
+                self.show(statement, "(its result depends on the data)")
+                raise _NeedsData(statement)
+            self.entries.append(ExplainEntry(self.section, statement, True))
+            return super().execute(self._inline(statement) if needed else statement)
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and isinstance(statement.this, exp.Table):
+            name = statement.this.name
+            if name.startswith(self.prefix) and isinstance(statement.expression, exp.Query):
+                self._pending[name] = self._inline(statement.expression)
+        self.statements += 1
+        self.show(statement)
+        return None
+
+    def upload(self, purpose: str, columns: Any) -> str:
+        name = self.temp_name(purpose)
+        self._pending[name] = None
+        rows = len(next(iter(columns.values()))) if columns else 0
+        what = "rows computed by the run" if self.placeholder else f"{rows:,} rows"
+        self.show(f"-- upload from Python into temp table {name}: {what} ({', '.join(columns)})")
+        return name
+
+    def upload_placeholder(self, name: str) -> None:
+        """Mark ``name`` as a temp table filled from Python with data explain does not have."""
+        self._pending[name] = None
+
+    def cleanup(self) -> None:
+        while self._temps:
+            self.show(g.drop(self._temps.pop(), "TABLE"))
+
+    def _inline(self, query: exp.Expression) -> exp.Expression:
+        def swap(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Table) and self._pending.get(node.name) is not None and not node.db:
+                alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
+                return exp.Subquery(this=self._pending[node.name].copy(), alias=alias.copy())
+            return node
+
+        return query.copy().transform(swap)
+
+
+def explain(
+    con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
+    hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
+    memory_rows: int | None = None,
+) -> str:
+    """Validate an :func:`sqlanon.anonymize` request and return the SQL it runs, step by step.
+
+    Nothing that writes is run: read-only lookups run (marked ``[ran]``); every other statement
+    is rendered from the library's own builders, the per-level ones for the root level.
+
+    Raises:
+        InputError: (and subclasses) as :func:`sqlanon.anonymize` would for the same request.
+    """
+    spec, entries = explain_entries(con, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
+                                    memory_rows=memory_rows)
+    return _render_explain(spec, entries)
+
+
+def explain_entries(
+    con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
+    hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
+    memory_rows: int | None = None,
+) -> tuple[Spec, list[ExplainEntry]]:
+    """The validated request and the statements of :func:`explain`, in order."""
+    rec = RecordingEngine(con)
+    rec.section = "1. Validate the request: catalog lookups and checks (once)"
+    spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows)
+    try:
+        rec.section = "2. Snapshot of the source: it has no stable row ids (once)"
+        source, rid = _working_source(rec, spec)
+        rec.section = "3. Encode: one domain table per QI, then the working table (once)"
+        domains = build_domains(rec, spec, source)
+        work = encode(rec, spec, domains, source, g.col(rid, "b"))
+        rec.live_reads = False
+        rec.placeholder = True
+        w = spec.workload
+        partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
+        layout = partitioner.layout
+        root = partitioner.root(spec.source.rows)
+        rec.section = (f"4. Partition in SQL: repeats at every tree level while an open partition has more than "
+                       f"memory_rows={spec.memory_rows:,} rows; shown for the root level (partition 0)")
+        if spec.source.rows > spec.memory_rows:
+            rec.show(extents_query(work, root.pid, layout),
+                     "extents of the open partitions: count, min and max code of every QI")
+            # At the root every code of an ordered QI occurs, so its extents are the domain's.
+            exclude = (root.n < 2 * partitioner.min_size)[:, None] & (root.node < 0)
+            order = rank(np.zeros_like(root.lo), root.hi.copy(), root.node, domains, exclude=exclude)[0]
+            order = order[order >= 0]
+            if len(order):
+                if w.criterion.one_at_a_time:  # Median: one QI at a time, widest normalized range first
+                    asked = order[:1]
+                    note = (f"frequency groups of each partition's candidate QI; at the root "
+                            f"{spec.qis[order[0]].name!r} (widest normalized range). A further round only for "
+                            f"partitions whose candidate has no allowable split")
+                else:
+                    asked = order
+                    note = "frequency groups of every candidate QI of every partition (the criterion compares them all)"
+                rec.show(groups_query(rec, work, np.repeat(root.pid, len(asked)), asked, layout), note)
+                kids = Children(np.zeros(2, np.int64), np.array([0, 1]), np.array([0, 1]), np.full(2, -1),
+                                np.ones(2, np.int64))  # stand-ins: the cut depends on the data
+                rec.show("-- one CREATE TABLE AS per level gives every row its child's id (the last SQL level also "
+                         "orders the rows by pid, so that each in-memory batch reads only its own row groups)")
+                work = repartition(rec, work, kids, asked[:1], root.pid, np.array([1, 2]),
+                                   np.ones(2, dtype=bool), layout)
+        else:
+            rec.show(f"-- none: the source has {spec.source.rows:,} rows, at most memory_rows="
+                     f"{spec.memory_rows:,}, so it is partitioned in memory")
+        memory = None
+        if spec.memory_rows > 0:
+            rec.section = (f"5. Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
+                           "batches of about as many rows; repeats per batch (ids shown for the root)")
+            batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
+            rec.show(batch_query(work, batches, 0, 0, 0, layout), "the rows of one batch")
+            rec.show("-- numpy finishes the batch's partitions; the rows' leaves are uploaded and appended to one "
+                     "temp table (depends on the data)")
+            memory = rec.temp_name("leafchunk0")
+            rec.upload_placeholder(memory)
+        rec.section = "6. Publish in one transaction: rules, manifest, row map, view, verification (once)"
+        regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
+        own = not rec.in_transaction()
+        if own:
+            rec.execute(exp.Transaction())
+        for name, kind in spec.outputs.existing:
+            rec.execute(g.drop(name, kind.upper()))
+        region = create_rules(rec, spec, domains, regions)
+        manifest.write(rec, spec, constraints=[c.describe() for c in w.constraints], criterion=w.criterion.describe())
+        rowmap = create_rowmap(rec, spec, work, memory, regions, region)
+        publish(rec, spec, source, rid, rowmap)
+        published = [c for qi in spec.qis for c in qi.published]
+        catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
+        rec.show(g.template("class_sizes", k=g.lit(spec.k), source=g.table(spec.outputs.view, schema, catalog),
+                            columns=[g.col(c) for c in published],
+                            unplaced=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null())),
+                 "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")
+        if own:
+            rec.execute(exp.Commit())
+    except _NeedsData:
+        rec.show("-- the remaining statements depend on the data")
+    finally:
+        rec.section = "7. Clean up: drop the run's temp tables (also after errors)"
+        rec.cleanup()
+    return spec, rec.entries
+
+
+def _render_explain(spec: Spec, entries: list[ExplainEntry]) -> str:
+    qis = ", ".join(
+        f"{q.name} ({q.kind}, {q.hierarchy.n_leaves} leaves)" if q.hierarchy else f"{q.name} ({q.kind}, {q.data_type})"
+        for q in spec.qis
+    )
+    source = spec.source.path or spec.source.name
+    lines = [
+        f"-- sqlanon explain: {source!r} ({spec.source.kind}, {spec.source.rows:,} rows), k={spec.k}",
+        f"-- QIs: {qis}",
+        f"-- publishes: {spec.outputs.view} ({'table' if spec.outputs.materialize else 'view'}), "
+        f"{spec.outputs.rules}" + ("" if spec.outputs.materialize else f", {spec.outputs.assignment}")
+        + (f", {spec.outputs.hierarchies}" if spec.outputs.hierarchies else ""),
+        "-- Statements marked [ran] are read-only lookups explain ran; the others are shown, not run.",
+        "-- Temp names (__sqlanon_<run>_...) differ in every run.",
+    ]
+    section = None
+    for e in entries:
+        if e.section != section:
+            section = e.section
+            lines += ["", f"-- == {section} =="]
+        lines.append("")
+        if e.note:
+            lines.append(f"-- {e.note}")
+        if isinstance(e.statement, str):
+            lines.append(e.statement)
+            continue
+        if e.ran:
+            lines.append("-- [ran]")
+        lines.append(e.statement.sql(dialect=g.DIALECT, pretty=True) + ";")
+    return "\n".join(lines) + "\n"
+
+
+def _explain(args: argparse.Namespace) -> int:
+    request = _request(args)
+    con = _connect(request.database, read_only=True)
+    try:
+        kwargs = request.anonymize_kwargs()
+        text = explain(con, kwargs.pop("table"), kwargs.pop("qid"), kwargs.pop("k"), **kwargs)
+    finally:
+        con.close()
+    sys.stdout.write(text)
+    return 0
+
+
+# -- install-macros ---------------------------------------------------------------------------
+def macros_path() -> Path:
+    """``sql/macros.sql``: ``sqlanon/sql`` in the wheel, ``../sql`` in a source checkout."""
+    return g._sql_dir() / "macros.sql"
+
+
+def install_macros(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[str]]]:
+    """Run ``sql/macros.sql`` on ``con``; return the installed macros and their parameters."""
+    con.execute(macros_path().read_text(encoding="utf-8"))
+    functions = exp.Table(this=exp.Anonymous(this="duckdb_functions"))
+    query = (
+        exp.select(g.col("function_name"), g.col("parameters")).distinct().from_(functions)
+        .where(exp.and_(
+            exp.Anonymous(this="starts_with", expressions=[g.col("function_name"), g.lit("sqlanon_")]),
+            exp.EQ(this=g.col("function_type"), expression=g.lit("table_macro")),
+            exp.EQ(this=g.col("database_name"), expression=exp.func("current_database")),
+        ))
+        .order_by(g.col("function_name"))
+    )
+    return [(name, list(params)) for name, params in con.execute(_render(query)).fetchall()]
+
+
+def _install_macros(args: argparse.Namespace) -> int:
+    con = _connect(args.db, read_only=False)
+    try:
+        installed = install_macros(con)
+    finally:
+        con.close()
+    sys.stdout.write(f"installed {len(installed)} macros into {args.db}:\n")
+    for name, params in installed:
+        sys.stdout.write(f"  {name}({', '.join(params)})\n")
+    return 0
+
+
+def _render(statement: exp.Expression) -> str:
+    return statement.sql(dialect=g.DIALECT)

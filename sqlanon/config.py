@@ -1,0 +1,266 @@
+r"""Release files: an anonymization request declared in TOML, for ``sqlanon anonymize --config``.
+
+Schema (every key is checked; unknown keys are rejected with a "did you mean"):
+
+.. code-block:: toml
+
+    [release]
+    database = "hospital.duckdb"  # optional; omit it when `table` names files (then use --out)
+    table = "patients"            # required: a table or view, or Parquet/CSV/JSON path or glob
+    view = "patients_anon"        # optional: the published view (default <table>_anon)
+    replace = false               # optional: overwrite existing outputs
+    memory_rows = 2000000         # optional: partitions this small are finished in memory
+
+    [[qi]]                        # one entry per quasi-identifier, in order
+    name = "age"
+
+    [[qi]]
+    name = "nationality"
+    hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*)
+
+    [privacy]
+    k = 50                        # required: an integer >= 1
+
+Relative paths (``database``, ``table`` when it names files, ``hierarchy``) are resolved against
+the directory of the TOML file, so a release file and its hierarchies can be moved together.
+Sections planned for later releases (``[constraints]``, ``[workload]``, ``[[sensitive]]``, and
+``privacy.l`` and friends) are recognized and rejected with a "not supported yet" error.
+
+Errors are :class:`ConfigError` (an :class:`~sqlanon.errors.InputError`) naming the file and the
+key path, e.g. ``release.toml: privacy.k: must be an integer >= 1, got "ten"`` or
+``release.toml: qi[2].hierarchy: file not found: ./edu.csv``; ``qi[N]`` counts the ``[[qi]]``
+entries from 1.
+
+>>> import pathlib, tempfile
+>>> with tempfile.TemporaryDirectory() as folder:
+...     path = pathlib.Path(folder, "release.toml")
+...     _ = path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
+...     config = load_config(path)
+>>> config.anonymize_kwargs()
+{'table': 'people', 'qid': ['age'], 'k': 5, 'hierarchies': None, 'view': None, 'replace': False, 'memory_rows': None}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, did_you_mean
+
+#: File suffixes that make ``table`` a path (DuckDB reads them in place).
+DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
+
+_SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
+_RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows")
+_QI_KEYS = ("name", "hierarchy")
+_PRIVACY_KEYS = ("k",)
+# Recognized so that release files written for later versions fail clearly, not as typos.
+_LATER_SECTIONS = {
+    "constraints": "extra constraints",
+    "workload": "workload-aware criteria",
+    "sensitive": "sensitive attributes (l-diversity, variance diversity)",
+    "target": "a regression/classification target",
+    "selections": "selection workloads",
+}
+_LATER_PRIVACY = {
+    "l": "l-diversity", "c": "recursive (c,l)-diversity", "entropy_l": "entropy l-diversity",
+    "variance": "variance diversity", "sensitive": "sensitive attributes", "t": "t-closeness",
+}
+
+
+class ConfigError(InputError):
+    """A release file is missing, is not TOML, or does not follow the schema."""
+
+
+@dataclass(frozen=True)
+class QIConfig:
+    """One ``[[qi]]`` entry: the column and, optionally, its hierarchy file (absolute path)."""
+
+    name: str
+    hierarchy: str | None = None
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """A validated release file (or the same request built from command-line flags).
+
+    Attributes:
+        table: the source (table, view, or file path/glob; file paths made absolute).
+        qis: the quasi-identifiers, in order.
+        k: the k of k-anonymity.
+        database: the DuckDB file (absolute), or None for files in, files out.
+        view, replace, memory_rows: as for :func:`sqlanon.anonymize` (None = its default).
+        path: the TOML file it was read from, if any.
+    """
+
+    table: str
+    qis: tuple[QIConfig, ...]
+    k: int
+    database: str | None = None
+    view: str | None = None
+    replace: bool = False
+    memory_rows: int | None = None
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def qid(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qis)
+
+    @property
+    def hierarchies(self) -> dict[str, str]:
+        """``{qi: hierarchy file}`` for the QIs that have one."""
+        return {q.name: q.hierarchy for q in self.qis if q.hierarchy is not None}
+
+    def anonymize_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``sqlanon.anonymize(con, **kwargs)``."""
+        return {
+            "table": self.table,
+            "qid": list(self.qid),
+            "k": self.k,
+            "hierarchies": self.hierarchies or None,
+            "view": self.view,
+            "replace": self.replace,
+            "memory_rows": self.memory_rows,
+        }
+
+
+def load_config(path: str | os.PathLike[str]) -> ReleaseConfig:
+    """Read and validate a TOML release file.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or breaks the schema; the message
+            names the file and the key path.
+    """
+    file = Path(path)
+    label = str(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{label}: release file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{label}: cannot read the release file: {e}") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{label}: not valid TOML: {e}") from None
+    return _parse(document, file.resolve().parent, label)
+
+
+# -- validation ------------------------------------------------------------------------------
+def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{label}: {key}: {message}")
+
+    for key in document:
+        if key in _LATER_SECTIONS:
+            raise fail(key, f"not supported yet ({_LATER_SECTIONS[key]} are planned; this version "
+                            f"reads [release], [[qi]] and [privacy] k)")
+        if key not in _SECTIONS:
+            raise fail(key, "unknown section." + did_you_mean(key, _SECTIONS))
+    for key, what in _SECTIONS.items():
+        if key not in document:
+            raise fail(key, f"missing: the release file needs {what} '{key}'")
+
+    release = _table(document["release"], "release", fail)
+    _known(release, "release", _RELEASE_KEYS, {}, fail)
+    if "table" not in release:
+        raise fail("release.table", "missing: name the table, view or files to anonymize")
+    table = _string(release["table"], "release.table", fail)
+    if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES:
+        table = str(_resolve(base, table))
+    database = release.get("database")
+    if database is not None:
+        database = _string(database, "release.database", fail)
+        if database != ":memory:":
+            database = str(_resolve(base, database))
+    view = release.get("view")
+    if view is not None:
+        view = _string(view, "release.view", fail)
+    replace = release.get("replace", False)
+    if not isinstance(replace, bool):
+        raise fail("release.replace", f"must be true or false, got {_show(replace)}")
+    memory_rows = release.get("memory_rows")
+    if memory_rows is not None:
+        memory_rows = _integer(memory_rows, "release.memory_rows", 0, fail)
+
+    entries = document["qi"]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise fail("qi", f"must be an array of tables ([[qi]] entries), got {_show(entries)}")
+    if not entries:
+        raise fail("qi", "empty: declare at least one [[qi]] entry")
+    qis: list[QIConfig] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries, 1):
+        where = f"qi[{i}]"
+        _known(entry, where, _QI_KEYS, {}, fail)
+        if "name" not in entry:
+            raise fail(f"{where}.name", "missing: the QI's column name")
+        name = _string(entry["name"], f"{where}.name", fail)
+        if name in seen:
+            raise fail(f"{where}.name", f"{_show(name)} is already declared as qi[{seen[name]}]")
+        seen[name] = i
+        hierarchy = entry.get("hierarchy")
+        if hierarchy is not None:
+            hierarchy = _string(hierarchy, f"{where}.hierarchy", fail)
+            resolved = _resolve(base, hierarchy)
+            if not resolved.is_file():
+                raise fail(f"{where}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
+            hierarchy = str(resolved)
+        qis.append(QIConfig(name, hierarchy))
+
+    privacy = _table(document["privacy"], "privacy", fail)
+    _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
+    if "k" not in privacy:
+        raise fail("privacy.k", "missing: every class must hold at least k rows")
+    k = _integer(privacy["k"], "privacy.k", 1, fail)
+    return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
+                         replace=replace, memory_rows=memory_rows, path=label)
+
+
+def _table(value: Any, key: str, fail) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise fail(key, f"must be a table ([{key}]), got {_show(value)}")
+    return value
+
+
+def _known(table: dict[str, Any], where: str, keys: tuple[str, ...], later: dict[str, str], fail) -> None:
+    for key in table:
+        if key in later:
+            raise fail(f"{where}.{key}", f"not supported yet ({later[key]} is planned; this version "
+                                         f"reads {', '.join(keys)})")
+        if key not in keys:
+            raise fail(f"{where}.{key}", "unknown key." + did_you_mean(key, keys))
+
+
+def _string(value: Any, key: str, fail) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise fail(key, f"must be a non-empty string, got {_show(value)}")
+    return value
+
+
+def _integer(value: Any, key: str, minimum: int, fail) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise fail(key, f"must be an integer >= {minimum}, got {_show(value)}")
+    return value
+
+
+def _resolve(base: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _show(value: Any) -> str:
+    """A value as it reads in TOML, for error messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return str(value)

@@ -1,0 +1,449 @@
+"""The ``sqlanon`` command end to end: ``main(argv)`` in process, and ``python -m sqlanon``.
+
+Every run works on a real DuckDB file (or Parquet/CSV files) in ``tmp_path``; the test closes its
+own connections first, since DuckDB opens a file once per process configuration.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+import sqlanon
+from conftest import make_people, objects
+from sqlanon import cli, engine
+from sqlanon.cli import build_parser, main
+
+ROOT = Path(__file__).absolute().parent.parent  # the checkout, whatever is installed
+HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
+COMMANDS = ["demo", "anonymize", "verify", "explain", "install-macros"]
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    """A DuckDB file with ``people`` (500 rows: id, age, zip, city, salary); closed."""
+    path = str(tmp_path / "h.duckdb")
+    con = duckdb.connect(path)
+    make_people(con, 500)
+    con.close()
+    (tmp_path / "city.csv").write_text(HIERARCHY)
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, *fragments: str) -> None:
+    assert err.startswith("sqlanon: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def sql_objects(path: str) -> set:
+    con = duckdb.connect(path, read_only=True)
+    try:
+        return objects(con)
+    finally:
+        con.close()
+
+
+# -- help ---------------------------------------------------------------------------------------
+def test_top_level_help_lists_every_command(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and out.startswith("usage: sqlanon")
+    for command in COMMANDS:
+        assert command in out
+    assert run(capsys)[0] == 2  # no command: help on stderr, usage error
+    code, out, _ = run(capsys, "--version")
+    assert (code, out.strip()) == (0, f"sqlanon {sqlanon.__version__}")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_of_every_command_is_complete(capsys, command):
+    code, out, err = run(capsys, command, "--help")
+    assert (code, err) == (0, "")
+    assert out.startswith(f"usage: sqlanon {command}")
+    sub = build_parser()._subparsers._group_actions[0].choices[command]
+    for action in sub._actions:
+        for option in action.option_strings:
+            assert option in out
+        if action.help:
+            assert action.help.split()[0] in out
+    if command in ("anonymize", "explain"):
+        assert "--config" in out and "RELEASE.toml" in out
+    if command == "verify":
+        assert "0 the check holds, 1 it fails, 2" in out
+    if command == "install-macros":
+        assert "sqlanon_k_check(tbl, cols, k)" in out
+
+
+def test_features_not_built_yet_have_no_flags(capsys, db):
+    for flag in (["--sensitive", "city"], ["--l", "2"], ["--target", "salary"], ["--select", "x"]):
+        code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", *flag)
+        assert code == 2
+        assert_one_line_error(err, "unrecognized arguments")
+
+
+# -- anonymize ----------------------------------------------------------------------------------
+def test_anonymize_a_table_in_a_database_file(capsys, db, tmp_path):
+    code, out, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--qid", "city", "--k", "10",
+                         "--hierarchy", f"city={tmp_path / 'city.csv'}")
+    assert (code, err) == (0, "")
+    assert re.search(r"^published\s+people_anon \(view of people\)$", out, re.M)
+    assert re.search(r"^rules\s+people_anon_rules$", out, re.M)
+    assert re.search(r"^rows\s+500$", out, re.M)
+    assert re.search(r"^k\s+10 required, \d+ achieved", out, re.M)
+    assert re.search(r"^elapsed\s+[\d.]+ s$", out, re.M)
+    con = duckdb.connect(db)
+    try:
+        check = sqlanon.verify(con, "people_anon", ["age", "zip", "city"], 10)
+        assert check.ok and check.rows == 500
+        assert sqlanon.manifest.read(con, "people_anon").hierarchies["city"].n_leaves == 5
+    finally:
+        con.close()
+
+
+def test_anonymize_json_is_the_release(capsys, db):
+    code, out, _ = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "7", "--view", "pub",
+                       "--memory-rows", "0", "--json")
+    assert code == 0
+    release = json.loads(out)
+    assert set(release) >= {f.name for f in sqlanon.Release.__dataclass_fields__.values()}
+    assert (release["view"], release["rules"], release["k"], release["qid"]) == ("pub", "pub_rules", 7, ["age", "zip"])
+    assert release["k_achieved"] >= 7 and release["verification"]["ok"] is True and release["out"] is None
+
+
+def test_anonymize_refuses_to_overwrite_without_replace(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")[0] == 0
+    before = sql_objects(db)
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "9")
+    assert code == 2
+    assert_one_line_error(err, "'people_anon' already exists")
+    assert sql_objects(db) == before
+    code, out, _ = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "9", "--replace", "--json")
+    assert code == 0 and json.loads(out)["k"] == 9
+
+
+@pytest.mark.parametrize(
+    "argv, fragments",
+    [
+        (["{db}", "peple", "--qid", "age", "--k", "5"], ["no table or view named 'peple'", "Did you mean 'people'?"]),
+        (["{db}", "people", "--qid", "age,zap", "--k", "5"], ["no column 'zap'", "Did you mean 'zip'?"]),
+        (["{db}", "people", "--qid", "age", "--k", "0"], ["k must be at least 1"]),
+        (["{db}", "people", "--qid", "age", "--k", "ten"], ["--k: invalid int value: 'ten'"]),
+        (["{db}", "people", "--qid", "age"], ["--k N is required"]),
+        (["{db}", "people", "--k", "5"], ["--qid"]),
+        (["{db}", "people", "--qid", "age,,zip", "--k", "5"], ["empty column name"]),
+        (["{db}", "people", "--qid", "age", "--k", "5", "--hierarchy", "city"], ["COL=PATH"]),
+        (["{db}", "people", "--qid", "age", "--k", "5", "--hierarchy", "city=c.csv"], ["'city' is not a QI"]),
+        (["{db}", "people", "--qid", "city", "--k", "5", "--hierarchy", "city=nope.csv"], ["'nope.csv'"]),
+        (["{db}", "people", "--qid", "age", "--k", "501"], ["larger than the table"]),
+        (["{db}", "--qid", "age", "--k", "5"], ["missing TABLE"]),
+        (["missing.duckdb", "people", "--qid", "age", "--k", "5"], ["database file not found: missing.duckdb"]),
+        (["--qid", "age", "--k", "5"], ["name the source"]),
+        (["--config", "nope.toml"], ["nope.toml: release file not found"]),
+    ],
+)
+def test_anonymize_usage_and_input_errors(capsys, db, argv, fragments):
+    before = sql_objects(db)
+    code, out, err = run(capsys, "anonymize", *[a.format(db=db) for a in argv])
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, *fragments)
+    assert sql_objects(db) == before  # nothing written
+
+
+def test_anonymize_from_a_release_file(capsys, db, tmp_path):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "city.csv").write_text(HIERARCHY)
+    (tmp_path / "conf" / "release.toml").write_text(
+        '[release]\ndatabase = "../h.duckdb"\ntable = "people"\nview = "from_file"\n\n'
+        '[[qi]]\nname = "age"\n\n[[qi]]\nname = "city"\nhierarchy = "city.csv"\n\n[privacy]\nk = 12\n'
+    )
+    config = str(tmp_path / "conf" / "release.toml")
+    code, out, _ = run(capsys, "anonymize", "--config", config, "--json")
+    release = json.loads(out)
+    assert code == 0 and (release["view"], release["k"], release["qid"]) == ("from_file", 12, ["age", "city"])
+    assert release["hierarchies"] == "from_file_hierarchies"
+    # Flags override the file: k, view, and the QIs (a QI dropped from --qid loses its hierarchy).
+    code, out, _ = run(capsys, "anonymize", "--config", config, "--k", "30", "--view", "other", "--qid", "age,zip",
+                       "--json")
+    release = json.loads(out)
+    assert code == 0 and (release["view"], release["k"], release["qid"], release["hierarchies"]) == \
+        ("other", 30, ["age", "zip"], None)
+    # Positional DB TABLE override the file's source.
+    code, out, _ = run(capsys, "anonymize", db, "people", "--config", config, "--view", "third", "--json")
+    assert code == 0 and json.loads(out)["view"] == "third"
+
+
+def test_release_file_errors_name_the_key(capsys, db, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(f'[release]\ndatabase = "{db}"\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = "ten"\n')
+    code, _, err = run(capsys, "anonymize", "--config", path)
+    assert code == 2
+    assert_one_line_error(err, f'{path}: privacy.k: must be an integer >= 1, got "ten"')
+    path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\nl = 2\n')
+    code, _, err = run(capsys, "explain", "--config", path)
+    assert code == 2
+    assert_one_line_error(err, "privacy.l: not supported yet")
+
+
+@pytest.mark.parametrize("source, out", [("people.parquet", "anon.parquet"), ("people.csv", "anon.csv"),
+                                         ("people.parquet", "anon.jsonl"), ("people.csv", "anon.csv.gz")])
+def test_files_in_files_out(capsys, tmp_path, source, out):
+    con = duckdb.connect()
+    make_people(con, 300)
+    con.execute(f"COPY people TO '{tmp_path / 'people.parquet'}' (FORMAT PARQUET)")
+    con.execute(f"COPY people TO '{tmp_path / 'people.csv'}' (FORMAT CSV, HEADER)")
+    con.close()
+    before = set(os.listdir(tmp_path))
+    code, text, err = run(capsys, "anonymize", tmp_path / source, "--qid", "age,zip", "--k", "10",
+                          "--out", tmp_path / out)
+    assert (code, err) == (0, "")
+    assert re.search(r"^published\s+people_anon \(snapshot table of people, in memory, not kept\)$", text, re.M)
+    assert re.search(rf"^written to\s+{re.escape(str(tmp_path / out))}$", text, re.M)
+    assert set(os.listdir(tmp_path)) == before | {out}  # no leftovers (partial files, databases)
+    check = sqlanon.verify(duckdb.connect(), str(tmp_path / out), ["age", "zip"], 10, class_column="eq_class")
+    assert check.ok and check.rows == 300
+    code, text, _ = run(capsys, "verify", tmp_path / out, "--qid", "age,zip", "--k", "10")
+    assert code == 0 and text.startswith("ok: ")
+    # The output exists now: refused without --replace, overwritten with it.
+    code, _, err = run(capsys, "anonymize", tmp_path / source, "--qid", "age", "--k", "10", "--out", tmp_path / out)
+    assert code == 2
+    assert_one_line_error(err, "exists; pass --replace")
+    assert run(capsys, "anonymize", tmp_path / source, "--qid", "age", "--k", "10", "--out", tmp_path / out,
+               "--replace")[0] == 0
+
+
+def test_files_need_out_and_a_known_format(capsys, tmp_path):
+    con = duckdb.connect()
+    make_people(con, 50)
+    con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+    con.close()
+    code, _, err = run(capsys, "anonymize", tmp_path / "p.parquet", "--qid", "age", "--k", "5")
+    assert code == 2
+    assert_one_line_error(err, "pass --out FILE")
+    code, _, err = run(capsys, "anonymize", tmp_path / "p.parquet", "--qid", "age", "--k", "5", "--out", tmp_path / "x.xlsx")
+    assert code == 2
+    assert_one_line_error(err, "unknown format")
+    assert sorted(os.listdir(tmp_path)) == ["p.parquet"]
+
+
+def test_database_release_also_written_out(capsys, db, tmp_path):
+    code, _, _ = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "25", "--out", tmp_path / "pub.parquet")
+    assert code == 0
+    con = duckdb.connect(db)
+    try:
+        from_file = con.sql(f"SELECT * FROM read_parquet('{tmp_path / 'pub.parquet'}') ORDER BY id").df()
+        from_view = con.sql("SELECT * FROM people_anon ORDER BY id").df()
+        pd.testing.assert_frame_equal(from_file, from_view)
+    finally:
+        con.close()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_only_on_a_terminal(capsys, db, monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["anonymize", db, "people", "--qid", "age,zip", "--k", "5", "--memory-rows", "100"]) == 0
+    drawn = terminal.getvalue()
+    assert drawn.startswith("\rsqlanon: level 1 (sql): ") and "open partitions" in drawn and "rows finished" in drawn
+    assert drawn.endswith("\r\x1b[K") and "\n" not in drawn  # one updating line, erased at the end
+    quiet = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    assert main(["anonymize", db, "people", "--qid", "age", "--k", "5", "--view", "q", "--quiet"]) == 0
+    assert quiet.getvalue() == ""
+    monkeypatch.undo()
+    assert run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--view", "piped")[2] == ""
+
+
+# -- verify -------------------------------------------------------------------------------------
+def test_verify_exit_codes(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    code, out, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", "--class-column", "eq_class")
+    assert (code, err) == (0, "")
+    assert out.startswith("ok: people_anon is 10-anonymous over age_min, age_max, zip_min, zip_max: ")
+    code, out, _ = run(capsys, "verify", db, "people", "--qid", "zip", "--k", "72")  # zip = i % 7: 72 x 3, 71 x 4
+    assert code == 1
+    assert out.splitlines() == [
+        "FAILED: people is not 72-anonymous over zip: 4 of 7 classes have fewer than 72 rows (smallest 71); 500 rows",
+        "violating classes (smallest first):",
+        "  size  zip",
+        *[f"    71  {z}" for z in range(3, 7)],
+    ]
+    for argv, fragment in [(["people", "--qid", "zap", "--k", "3"], "Did you mean 'zip'?"),
+                           (["people", "--qid", "zip"], "--k"),
+                           (["people", "--qid", "zip", "--k", "0"], "k must be a positive integer"),
+                           (["nope", "--qid", "zip", "--k", "3"], "no table or view named 'nope'"),
+                           (["--qid", "zip", "--k", "3"], "missing RELATION")]:
+        code, _, err = run(capsys, "verify", db, *argv)
+        assert code == 2, argv
+        assert_one_line_error(err, fragment)
+    code, _, err = run(capsys, "verify", "missing.duckdb", "t", "--qid", "a", "--k", "2")
+    assert code == 2
+    assert_one_line_error(err, "database file not found")
+
+
+def test_verify_lists_at_most_20_violating_classes_smallest_first(capsys, db):
+    code, out, _ = run(capsys, "verify", db, "people", "--qid", "age,city", "--k", "7", "--json")
+    assert code == 1
+    result = json.loads(out)
+    con = duckdb.connect(db, read_only=True)
+    frame = con.sql("SELECT age, city FROM people").df()
+    con.close()
+    sizes = frame.groupby(["age", "city"]).size()
+    small = sizes[sizes < 7]
+    assert (result["ok"], result["violating"], result["classes"]) == (False, len(small), len(sizes))
+    listed = result["violating_classes"]
+    assert len(listed) == 20 < len(small)
+    assert [c["size"] for c in listed] == sorted(small.tolist())[:20]
+    for c in listed:
+        assert sizes[(c["values"]["age"], c["values"]["city"])] == c["size"]
+
+
+def test_verify_counts_rows_without_a_class(capsys, db):
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE r AS SELECT i % 2 AS a, CASE WHEN i = 0 THEN NULL ELSE 1 END AS eq_class FROM range(10) t(i)")
+    con.close()
+    code, out, _ = run(capsys, "verify", db, "r", "--qid", "a", "--k", "2", "--class-column", "eq_class")
+    assert code == 1 and "1 rows have no equivalence class" in out
+    assert "violating classes" not in out
+
+
+# -- explain ------------------------------------------------------------------------------------
+def test_explain_runs_nothing_that_writes(capsys, db, tmp_path):
+    before = sql_objects(db)
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip,city", "--k", "10",
+                         "--hierarchy", f"city={tmp_path / 'city.csv'}", "--memory-rows", "100")
+    assert (code, err) == (0, "")
+    assert sql_objects(db) == before
+    for heading in ("1. Validate the request", "3. Encode", "4. Partition in SQL: repeats at every tree level",
+                    "5. Finish in memory", "6. Publish in one transaction", "7. Clean up"):
+        assert f"-- == {heading}" in out
+    assert "2. Snapshot" not in out  # a base table needs none
+    assert "-- [ran]" in out and 'CREATE VIEW "people_anon" AS' in out and "COMMIT;" in out
+    assert 'CREATE TABLE "people_anon_hierarchies"' in out and "city (hierarchy, 5 leaves)" in out
+    assert "at the root 'age' (widest normalized range)" in out
+    # Data-dependent inputs are said to be.
+    assert "rows computed by the run" in out
+
+
+def test_explain_files_and_in_memory_sources(capsys, tmp_path):
+    con = duckdb.connect()
+    make_people(con, 100)
+    con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+    con.close()
+    code, out, _ = run(capsys, "explain", tmp_path / "p.parquet", "--qid", "age", "--k", "5")
+    assert code == 0
+    assert "-- == 2. Snapshot of the source" in out and "READ_PARQUET(" in out
+    assert "-- none: the source has 100 rows, at most memory_rows=2,000,000" in out
+    assert sorted(os.listdir(tmp_path)) == ["p.parquet"]
+
+
+def test_explain_validates_like_anonymize(capsys, db):
+    code, _, err = run(capsys, "explain", db, "people", "--qid", "age,zap", "--k", "5")
+    assert code == 2
+    assert_one_line_error(err, "Did you mean 'zip'?")
+
+
+def _normalized(sql: str) -> str:
+    sql = re.sub(r"__sqlanon_[0-9a-f]{10}_", "__sqlanon_RUN_", sql)
+    return re.sub(r"(work|splits)\d+", r"\1N", sql)
+
+
+@pytest.mark.parametrize("memory_rows", [0, None])
+def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_rows):
+    """Honesty: every statement explain prints (root-level ones included) is one that a real
+    run executes, up to the run-unique temp names."""
+    con = duckdb.connect(db)
+    try:
+        _, entries = cli.explain_entries(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
+        shown = {_normalized(e.statement.sql(dialect="duckdb")) for e in entries if not isinstance(e.statement, str)}
+        ran: list[str] = []
+        real = engine.Engine.execute
+
+        def spy(self, statement):
+            ran.append(_normalized(self.render(statement)))
+            return real(self, statement)
+
+        monkeypatch.setattr(engine.Engine, "execute", spy)
+        sqlanon.anonymize(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
+    finally:
+        con.close()
+    cleanup = {s for s in shown if s.startswith('DROP TABLE IF EXISTS "__sqlanon_RUN_')}
+    missing = shown - set(ran) - cleanup  # the final cleanup bypasses execute()
+    assert not missing, missing
+    assert any(s.startswith('CREATE VIEW "people_anon"') for s in shown)
+    assert any("GROUP BY" in s and '"pid" IN (0)' in s for s in shown) == (memory_rows == 0)
+
+
+# -- install-macros and demo ---------------------------------------------------------------------
+def test_install_macros(capsys, db):
+    code, out, _ = run(capsys, "install-macros", db)
+    assert code == 0
+    assert out.splitlines()[0] == f"installed 5 macros into {db}:"
+    assert "  sqlanon_k_check(tbl, cols, k)" in out.splitlines()
+    con = duckdb.connect(db)
+    try:
+        row = con.sql("SELECT ok, k_achieved FROM sqlanon_k_check('people', ['zip'], 71)").fetchall()
+        assert row == [(True, 71)]
+    finally:
+        con.close()
+    code, _, err = run(capsys, "install-macros", Path(db).with_name("nope.duckdb"))
+    assert code == 2
+    assert_one_line_error(err, "database file not found")
+
+
+def test_demo(capsys):
+    code, out, _ = run(capsys, "demo", "--k", "20")
+    assert code == 0
+    assert "UCI Adult (bundled, 30,162 rows)" in out
+    assert re.search(r"^k\s+20 required, \d+ achieved", out, re.M)
+    assert "first rows of the published view" in out and "eq_class" in out
+
+
+# -- as a program -------------------------------------------------------------------------------
+def sqlanon_process(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "sqlanon", *map(str, argv)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_python_m_sqlanon(db, tmp_path):
+    done = sqlanon_process("anonymize", db, "people", "--qid", "age,zip", "--k", "10", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")  # piped stderr: no progress line
+    assert "people_anon" in done.stdout
+    done = sqlanon_process("verify", db, "people_anon", "--qid", "age,zip", "--k", "1000", cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout.startswith("FAILED: ")
+    done = sqlanon_process("verify", db, "nope", "--qid", "age", "--k", "2", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert_one_line_error(done.stderr, "no table or view named 'nope'")
+
+
+def test_python_m_sqlanon_files(tmp_path):
+    con = duckdb.connect()
+    make_people(con, 200)
+    con.execute(f"COPY people TO '{tmp_path / 'in.csv'}' (FORMAT CSV, HEADER)")
+    con.close()
+    done = sqlanon_process("anonymize", "in.csv", "--qid", "age,city", "--k", "8", "--out", "out.parquet", "--json",
+                           cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["out"] == "out.parquet"
+    assert sorted(os.listdir(tmp_path)) == ["in.csv", "out.parquet"]
+    assert sqlanon.verify(duckdb.connect(), str(tmp_path / "out.parquet"), ["age", "city"], 8).ok

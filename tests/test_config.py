@@ -1,0 +1,161 @@
+"""TOML release files: the schema, path resolution, and errors that name the key path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import sqlanon
+from sqlanon.config import ConfigError, QIConfig, ReleaseConfig, load_config
+
+HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
+
+FULL = """
+[release]
+database = "data/h.duckdb"
+table = "people"
+view = "people_public"
+replace = true
+memory_rows = 50
+
+[[qi]]
+name = "age"
+
+[[qi]]
+name = "city"
+hierarchy = "hier/city.csv"
+
+[privacy]
+k = 7
+"""
+
+MINIMAL = """
+[release]
+table = "people"
+
+[[qi]]
+name = "age"
+
+[privacy]
+k = 5
+"""
+
+
+def write(folder: Path, text: str, name: str = "release.toml") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_full_release_file(tmp_path):
+    (tmp_path / "hier").mkdir()
+    (tmp_path / "hier" / "city.csv").write_text(HIERARCHY)
+    config = load_config(write(tmp_path, FULL))
+    assert config == ReleaseConfig(
+        table="people",
+        qis=(QIConfig("age"), QIConfig("city", str(tmp_path / "hier" / "city.csv"))),
+        k=7,
+        database=str(tmp_path / "data" / "h.duckdb"),  # relative to the TOML file's folder
+        view="people_public",
+        replace=True,
+        memory_rows=50,
+    )
+    assert config.qid == ("age", "city")
+    assert config.anonymize_kwargs() == {
+        "table": "people", "qid": ["age", "city"], "k": 7,
+        "hierarchies": {"city": str(tmp_path / "hier" / "city.csv")},
+        "view": "people_public", "replace": True, "memory_rows": 50,
+    }
+
+
+def test_minimal_release_file_uses_the_library_defaults(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL))
+    assert config.database is None
+    assert config.anonymize_kwargs() == {"table": "people", "qid": ["age"], "k": 5, "hierarchies": None,
+                                         "view": None, "replace": False, "memory_rows": None}
+
+
+def test_paths_resolve_against_the_file_not_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "city.csv").write_text(HIERARCHY)
+    path = write(tmp_path / "conf", MINIMAL.replace('"people"', '"in/*.parquet"').replace(
+        'name = "age"', 'name = "age"\n\n[[qi]]\nname = "city"\nhierarchy = "city.csv"'))
+    monkeypatch.chdir(tmp_path)
+    config = load_config(Path("conf") / "release.toml")
+    assert config.table == str(tmp_path / "conf" / "in" / "*.parquet")  # files: resolved too
+    assert config.hierarchies == {"city": str(tmp_path / "conf" / "city.csv")}
+
+
+def test_anonymize_kwargs_run_a_release(tmp_path):
+    (tmp_path / "city.csv").write_text(HIERARCHY)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, 'x' || (i % 5) AS city FROM range(300) t(i)")
+    text = MINIMAL.replace('name = "age"', 'name = "age"\n\n[[qi]]\nname = "city"\nhierarchy = "city.csv"')
+    release = sqlanon.anonymize(con, **load_config(write(tmp_path, text)).anonymize_kwargs())
+    assert release.k_achieved >= 5 and release.hierarchies == "people_anon_hierarchies"
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("k = 5", 'k = "ten"'), 'privacy.k: must be an integer >= 1, got "ten"'),
+        (("k = 5", "k = 0"), "privacy.k: must be an integer >= 1, got 0"),
+        (("k = 5", "k = 2.5"), "privacy.k: must be an integer >= 1, got 2.5"),
+        (("k = 5", "k = true"), "privacy.k: must be an integer >= 1, got true"),
+        (("k = 5", "kk = 5"), "privacy.kk: unknown key. Did you mean 'k'?"),
+        (("k = 5", "l = 2"), "privacy.l: not supported yet"),
+        (("k = 5", "sensitive = 'disease'"), "privacy.sensitive: not supported yet"),
+        (("[privacy]\nk = 5", ""), "privacy: missing"),
+        (("[privacy]\nk = 5", "[privacy]"), "privacy.k: missing"),
+        (("[privacy]", "[privcy]"), "privcy: unknown section. Did you mean 'privacy'?"),
+        (("[privacy]", "[constraints]\nl = 2\n[privacy]"), "constraints: not supported yet"),
+        (("[privacy]", "[workload]\ntarget = 'income'\n[privacy]"), "workload: not supported yet"),
+        (('table = "people"', 'tabel = "people"'), "release.tabel: unknown key. Did you mean 'table'?"),
+        (('table = "people"', 'view = "v"'), "release.table: missing"),
+        (('table = "people"', 'table = ""'), 'release.table: must be a non-empty string, got ""'),
+        (('table = "people"', "table = 3"), "release.table: must be a non-empty string, got 3"),
+        (('table = "people"', 'table = "people"\nreplace = "yes"'), 'release.replace: must be true or false, got "yes"'),
+        (('table = "people"', 'table = "people"\nmemory_rows = -1'), "release.memory_rows: must be an integer >= 0, got -1"),
+        (('table = "people"', 'table = "people"\nview = ["a"]'), "release.view: must be a non-empty string, got an array"),
+        (('[release]\ntable = "people"', 'release = "people"'), "release: must be a table ([release]), got \"people\""),
+        (('[[qi]]\nname = "age"', ""), "qi: missing"),
+        (('name = "age"', 'nam = "age"'), "qi[1].nam: unknown key. Did you mean 'name'?"),
+        (('name = "age"', 'hierarchy = "h.csv"'), "qi[1].name: missing"),
+        (('name = "age"', 'name = "age"\n[[qi]]\nname = "age"'), 'qi[2].name: "age" is already declared as qi[1]'),
+        (('name = "age"', 'name = "age"\n[[qi]]\nname = "city"\nhierarchy = "nope.csv"'),
+         "qi[2].hierarchy: file not found: nope.csv"),
+        (("k = 5", "k = 5\n[oops"), "not valid TOML"),
+    ],
+)
+def test_errors_name_the_key_path(tmp_path, edit, message):
+    old, new = edit
+    assert old in MINIMAL
+    path = write(tmp_path, MINIMAL.replace(old, new, 1))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert message in str(info.value)
+    assert str(info.value).startswith(f"{path}: ")  # the file comes first
+    assert "\n" not in str(info.value)  # one line: the CLI prints it as is
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[]", "qi: empty: declare at least one [[qi]] entry"),
+    ('"age"', 'qi: must be an array of tables ([[qi]] entries), got "age"'),
+    ('["age"]', "qi: must be an array of tables ([[qi]] entries), got an array"),
+])
+def test_qi_must_be_entries(tmp_path, value, message):
+    text = f"qi = {value}\n" + MINIMAL.replace('[[qi]]\nname = "age"', "")  # top-level keys come first
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(write(tmp_path, text))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="release file not found"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_config_errors_are_input_errors():
+    assert issubclass(ConfigError, sqlanon.InputError) and issubclass(ConfigError, sqlanon.SqlanonError)

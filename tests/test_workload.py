@@ -1,0 +1,305 @@
+"""Workload-aware splitting and diversity constraints.
+
+The library's partition must equal a brute-force oracle (every allowed split of every candidate
+attribute enumerated in plain Python, constraints and criteria written independently here) for
+every constraint and criterion, whether the work ran in SQL, in memory or both; every published
+class must satisfy every constraint; and on real and synthetic data the workload criteria must
+beat Median at their own game.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon.constraints import entropy, variance
+from sqlanon.stats import ClassStats
+from tests.reference_mondrian import reference_mondrian
+from tests.test_api import load, partition_of
+
+
+# -- the oracle's constraints and criteria, in plain Python ----------------------------------
+def _values(df: pd.DataFrame, col: str, rows) -> list:
+    return [None if pd.isna(v) else v for v in df[col].to_numpy()[rows]]
+
+
+def judge(df: pd.DataFrame, constraint) -> callable:
+    """``ok(rows)`` for one constraint, from the raw values of the rows."""
+
+    def ok(rows) -> bool:
+        if isinstance(constraint, sqlanon.VarianceDiversity):
+            vals = [v for v in _values(df, constraint.sensitive, rows) if v is not None]
+            var = float(np.var(np.array(vals, dtype=float))) if vals else 0.0
+            return var >= constraint.v * (1 - 1e-9)
+        counts = sorted(Counter(_values(df, constraint.sensitive, rows)).values(), reverse=True)
+        n = sum(counts)
+        if isinstance(constraint, sqlanon.DistinctLDiversity):
+            return len(counts) >= constraint.l
+        if isinstance(constraint, sqlanon.EntropyLDiversity):
+            h = -sum(c / n * math.log(c / n) for c in counts)
+            return h >= math.log(constraint.l) - 1e-9
+        return counts[0] < constraint.c * sum(counts[constraint.l - 1 :])
+
+    return ok
+
+
+def impurity_of(df: pd.DataFrame, criterion) -> callable | None:
+    """``impurity(rows, partition_rows)`` for one criterion (None for Median)."""
+
+    def bits(col, rows):
+        counts = Counter(_values(df, col, rows)).values()
+        n = sum(counts)
+        return -sum(c * math.log2(c / n) for c in counts) if n else 0.0
+
+    def sse(col, rows):
+        vals = np.array([v for v in _values(df, col, rows) if v is not None], dtype=float)
+        return float(((vals - vals.mean()) ** 2).sum()) if len(vals) else 0.0
+
+    if isinstance(criterion, sqlanon.InfoGain):
+        return lambda rows, part: sum(bits(t, rows) for t in criterion.targets)
+    if isinstance(criterion, sqlanon.Regression):
+        return lambda rows, part: sum(sse(t, rows) for t in criterion.targets)
+    if isinstance(criterion, sqlanon.Targets):
+        def normalized(rows, part):
+            total = 0.0
+            for t in criterion.classes:
+                base = bits(t, part)
+                total += bits(t, rows) / base if base > 0 else 0.0
+            for t in criterion.numeric:
+                base = sse(t, part)
+                total += sse(t, rows) / base if base > 0 else 0.0
+            return total
+        return normalized
+    return None
+
+
+# -- hypothesis: random tables, requirements and criteria ------------------------------------
+@st.composite
+def workloads(draw):
+    n = draw(st.integers(4, 36))
+    d = draw(st.integers(1, 2))
+    cols: dict[str, pd.Series] = {}
+    hierarchies = {}
+    for j in range(d):
+        if draw(st.booleans()):
+            cols[f"q{j}"] = pd.Series(draw(st.lists(st.integers(0, draw(st.integers(1, 12))), min_size=n, max_size=n)), dtype="Int64")
+        else:
+            leaves = [f"v{i}" for i in range(draw(st.integers(2, 5)))]
+            cols[f"q{j}"] = pd.Series(draw(st.lists(st.sampled_from(leaves), min_size=n, max_size=n)), dtype=object)
+            groups = draw(st.lists(st.integers(0, 1), min_size=len(leaves), max_size=len(leaves)))
+            hierarchies[f"q{j}"] = [[leaf, f"g{g}", "*"] for leaf, g in zip(leaves, groups)]
+    labels = draw(st.lists(st.sampled_from(["x", "y", "z", None]), min_size=n, max_size=n))
+    cols["label"] = pd.Series(labels, dtype=object)
+    big = draw(st.booleans())  # a large offset: the moments must stay exact / stable
+    cols["amount"] = pd.Series([v + (10**9 if big else 0) for v in draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))], dtype="Int64")
+    cols["ratio"] = pd.Series(draw(st.lists(st.sampled_from([0.5, 1.25, 2.0, 7.5, None]), min_size=n, max_size=n)), dtype="Float64")
+    cols["diag"] = pd.Series(draw(st.lists(st.sampled_from(["flu", "hiv", "cold"]), min_size=n, max_size=n)), dtype=object)
+    cols["cost"] = pd.Series(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype="Int64")
+    constraint = draw(st.sampled_from([
+        None,
+        sqlanon.DistinctLDiversity("diag", 2),
+        sqlanon.EntropyLDiversity("diag", 1.5),
+        sqlanon.RecursiveCLDiversity("diag", c=2.0, l=2),
+        sqlanon.VarianceDiversity("cost", 0.5),
+    ]))
+    criterion = draw(st.sampled_from([
+        sqlanon.Median(),
+        sqlanon.InfoGain("label"),
+        sqlanon.InfoGain("label", min_gain=0.3),
+        sqlanon.Regression("amount"),
+        sqlanon.Regression("amount", "ratio"),
+        sqlanon.Targets(classes=("label",), numeric=("amount",)),
+    ]))
+    k = draw(st.integers(1, max(1, n // 3)))
+    return pd.DataFrame(cols), [f"q{j}" for j in range(d)], k, hierarchies, constraint, criterion
+
+
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(workloads(), st.sampled_from([0, 5, 10**9]))
+def test_equals_brute_force_for_every_constraint_and_criterion(case, memory_rows):
+    df, qid, k, hierarchies, constraint, criterion = case
+    con = duckdb.connect()
+    data = load(con, df).drop(columns=["id"])
+    constraints = [constraint] if constraint else []
+    ok = judge(data, constraint) if constraint else None
+    if ok is not None and not ok(np.arange(len(data))):
+        with pytest.raises(sqlanon.InputError, match="whole table"):
+            sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=constraints, criterion=criterion)
+        return
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=constraints,
+                                criterion=criterion, memory_rows=memory_rows)
+    expected = reference_mondrian(data, qid, k, hierarchies, ok=ok, impurity=impurity_of(data, criterion),
+                                  min_gain=criterion.min_gain)
+    assert partition_of(con, release.view) == expected
+    # Every published class satisfies every constraint (checked again, independently, in SQL).
+    check = sqlanon.verify(con, release.view, qid, k, constraints=constraints)
+    assert check.ok and all(c.ok for c in check.checks)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(60, 300), st.integers(0, 2**31), st.sampled_from(["infogain", "regression", "targets", "ldiv"]))
+def test_sql_and_memory_paths_agree_on_larger_tables(n, seed, kind):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "a": rng.integers(0, 40, n), "b": rng.integers(0, 8, n), "c": rng.integers(0, 3, n),
+        "label": rng.choice(["p", "q", "r"], n), "y": rng.normal(100, 15, n).round(2), "s": rng.choice(list("ABCDE"), n),
+    })
+    con = duckdb.connect()
+    load(con, df)
+    kw = {"infogain": {"target": "label"}, "regression": {"target": "y"}, "targets": {"target": ["label", "y"]},
+          "ldiv": {"sensitive": "s", "l": 2, "target": "label"}}[kind]
+    results = []
+    for memory_rows in (0, int(rng.integers(10, n)), n):
+        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=6, memory_rows=memory_rows, replace=True, **kw)
+        results.append((partition_of(con, release.view), con.sql(f'SELECT * FROM "{release.rules}" ORDER BY region').df()))
+    for partition, rules in results[1:]:
+        assert partition == results[0][0]
+        pd.testing.assert_frame_equal(rules, results[0][1])
+
+
+# -- constraint verdicts against brute force -------------------------------------------------
+class _One:
+    def counts(self, stats, column):
+        return stats.counts[0]
+
+    def moments(self, stats, column):
+        return stats.moments[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=6), st.integers(1, 4), st.floats(0.5, 4))
+def test_diversity_verdicts_match_their_definitions(counts, l, c):
+    vec = np.array([counts])
+    stats = ClassStats(np.array([sum(counts)]), (vec,), ())
+    n = sum(counts)
+    if n == 0:
+        return  # an empty class is always acceptable
+    desc = sorted(counts, reverse=True)
+    h = -sum(x / n * math.log(x / n) for x in counts if x)
+    assert sqlanon.DistinctLDiversity("s", l).allowed(stats, _One())[0] == (sum(1 for x in counts if x) >= l)
+    assert sqlanon.EntropyLDiversity("s", l).allowed(stats, _One())[0] == (h >= math.log(l) - 1e-9)
+    assert sqlanon.RecursiveCLDiversity("s", c=c, l=l).allowed(stats, _One())[0] == (desc[0] < c * sum(desc[l - 1 :]))
+
+
+def test_variance_from_centered_moments_is_exact_with_large_offsets():
+    values = np.array([10**12 + v for v in (1, 2, 3, 4, 10)], dtype=np.int64)
+    center = int(values.mean().round())
+    t = values - center
+    moments = np.array([[len(t), t.sum(), (t * t).sum()]], dtype=np.int64)
+    assert variance(moments)[0] == pytest.approx(np.var([1, 2, 3, 4, 10]), rel=1e-12)
+    assert entropy(np.array([[2, 2, 0]]))[0] == pytest.approx(math.log(2))
+
+
+def test_float_targets_with_a_large_offset_stay_stable(con):
+    rng = np.random.default_rng(1)
+    n = 400
+    df = pd.DataFrame({"a": rng.integers(0, 50, n), "y": 1e9 + rng.normal(0, 1, n)})
+    load(con, df)
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=10, constraints=[sqlanon.VarianceDiversity("y", 0.3)])
+    per_class = con.sql(f'SELECT var_pop(y - 1e9) AS v FROM "{release.view}" GROUP BY eq_class').df()
+    assert (per_class["v"] >= 0.3 * (1 - 1e-9)).all()
+
+
+# -- workload criteria beat Median at their own game -----------------------------------------
+def conditional_entropy(con, view: str, label: str) -> float:
+    """H(C | P) in bits of ``label`` given the published equivalence classes."""
+    return con.sql(
+        f'WITH c AS (SELECT eq_class, "{label}" AS s, count(*) AS n FROM "{view}" GROUP BY ALL), '
+        "e AS (SELECT sum(n) AS tot, sum(n) * ln(sum(n)) - sum(n * ln(n)) AS nh FROM c GROUP BY eq_class) "
+        "SELECT sum(nh) / sum(tot) / ln(2) FROM e"
+    ).fetchall()[0][0]
+
+
+@pytest.mark.parametrize("k", [5, 10, 25, 50, 100, 250])
+def test_infogain_lowers_conditional_entropy_on_adult(adult, k):
+    con, hierarchies = adult
+    qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+    h = {q: hierarchies[q] for q in qid if q != "age"}
+    median = sqlanon.anonymize(con, "adult", qid=qid, k=k, hierarchies=h, view="median_anon", replace=True)
+    infogain = sqlanon.anonymize(con, "adult", qid=qid, k=k, hierarchies=h, target="salary-class",
+                                 view="infogain_anon", replace=True)
+    assert infogain.k_achieved >= k and median.k_achieved >= k
+    assert conditional_entropy(con, "infogain_anon", "salary-class") < conditional_entropy(con, "median_anon", "salary-class")
+
+
+def rmse(con, view: str, target: str) -> float:
+    return con.sql(
+        f'SELECT sqrt(avg(sq)) FROM (SELECT ("{target}" - avg("{target}") OVER (PARTITION BY eq_class)) ** 2 AS sq '
+        f'FROM "{view}")'
+    ).fetchall()[0][0]
+
+
+@pytest.mark.parametrize("target", ["r7", "r10"])
+def test_regression_lowers_rmse_on_agrawal(con, target):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from agrawal import QI_COLUMNS, generate
+
+    df = generate(20_000, seed=3)
+    con.register("gen", df)
+    con.execute("CREATE TABLE ag AS SELECT * FROM gen")
+    for k in (10, 50, 250):
+        sqlanon.anonymize(con, "ag", qid=QI_COLUMNS, k=k, view="med", replace=True)
+        sqlanon.anonymize(con, "ag", qid=QI_COLUMNS, k=k, target=target, view="lsd", replace=True)
+        assert rmse(con, "lsd", target) < rmse(con, "med", target)
+
+
+# -- validation ------------------------------------------------------------------------------
+@pytest.fixture
+def people(con):
+    con.execute(
+        "CREATE TABLE p AS SELECT i AS id, i % 60 AS age, i % 7 AS zip, ['a','b','c'][1 + i % 3] AS diag, "
+        "(i * 37) % 101 AS salary, CASE WHEN i % 2 = 0 THEN 'y' ELSE 'n' END AS label FROM range(300) t(i)"
+    )
+    return con
+
+
+@pytest.mark.parametrize("kwargs, error, text", [
+    ({"target": "age"}, sqlanon.InputError, "both a QI and a target"),
+    ({"sensitive": "zip", "l": 2}, sqlanon.InputError, "both a QI and a sensitive"),
+    ({"sensitive": "diag", "l": 2, "target": "diag"}, sqlanon.InputError, "both a target and a sensitive"),
+    ({"sensitive": "diag"}, sqlanon.InputError, "sensitive= and l= go together"),
+    ({"l": 2}, sqlanon.InputError, "sensitive= and l= go together"),
+    ({"sensitive": "diag", "l": 0.5}, sqlanon.InputError, "l must be a number >= 1"),
+    ({"target": "nope"}, sqlanon.UnknownColumnError, "'nope'"),
+    ({"sensitive": "nope", "l": 2}, sqlanon.UnknownColumnError, "'nope'"),
+    ({"target": "label", "criterion": sqlanon.InfoGain("label")}, sqlanon.InputError, "either target= or criterion="),
+    ({"criterion": sqlanon.Regression("label")}, sqlanon.UnsupportedTypeError, "'label'"),
+    ({"constraints": [sqlanon.VarianceDiversity("diag", 1.0)]}, sqlanon.UnsupportedTypeError, "'diag'"),
+    ({"constraints": [sqlanon.RecursiveCLDiversity("diag", c=0, l=2)]}, sqlanon.InputError, "c must be"),
+    ({"constraints": [sqlanon.DistinctLDiversity("diag", 0)]}, sqlanon.InputError, "integer l >= 1"),
+    ({"constraints": [sqlanon.VarianceDiversity("salary", -1.0)]}, sqlanon.InputError, "v must be"),
+    ({"constraints": ["k=5"]}, sqlanon.InputError, "constraint objects"),
+    ({"criterion": sqlanon.InfoGain("label", min_gain=-1)}, sqlanon.InputError, "min_gain"),
+    ({"sensitive": "diag", "l": 4}, sqlanon.InputError, "whole table does not satisfy entropy l-diversity"),
+    ({"constraints": [sqlanon.DistinctLDiversity("diag", 4)]}, sqlanon.InputError, "whole table does not satisfy distinct"),
+    ({"constraints": [sqlanon.VarianceDiversity("salary", 1e6)]}, sqlanon.InputError, "whole table does not satisfy variance"),
+])
+def test_bad_workloads_fail_before_any_work(people, kwargs, error, text):
+    before = people.sql("SELECT table_name FROM duckdb_tables()").fetchall()
+    with pytest.raises(error, match=text.replace("(", r"\(")):
+        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **kwargs)
+    assert people.sql("SELECT table_name FROM duckdb_tables()").fetchall() == before
+
+
+def test_keyword_shortcuts_pick_the_criterion_and_record_it(people):
+    from sqlanon import manifest
+
+    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target="label", sensitive="diag", l=2, view="v1")
+    m = manifest.read(people, "v1")
+    assert m.criterion == "infogain('label')"
+    assert m.constraints == ("k-anonymity(k=5)", "entropy l-diversity('diag', l=2)")
+    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target=["salary"], view="v2")
+    assert manifest.read(people, "v2").criterion == "regression('salary')"
+    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target=["label", "salary"], view="v3")
+    assert manifest.read(people, "v3").criterion == "targets(classes=['label'], numeric=['salary'])"
