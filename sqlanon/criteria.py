@@ -13,7 +13,9 @@
   target's impurity in the children *normalized by its impurity in the partition*, so a label
   measured in bits and a target measured in squared dollars weigh alike.
 
-All candidate QIs and cut points are scored at once (for an ordered QI every cut between two
+Each criterion gives per-target impurity *terms* of a class (additive over the children of a
+split) and a rule to *combine* the children's terms with the partition's. All candidate QIs and
+cut points are scored at once (for an ordered QI every cut between two
 distinct values; for a hierarchical one the split into the node's children). Ties — splits
 whose normalized impurities agree to 1e-12 — go to the Median choice (widest normalized range,
 most balanced cut, lower cut), and so does a partition whose best split reduces impurity by less
@@ -32,7 +34,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .constraints import Layout, entropy, squared_error
+from .constraints import Layout, squared_error
 from .stats import ClassStats
 
 if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
@@ -102,8 +104,11 @@ class Median:
     #: Try one QI at a time (a second statistics round only for partitions that need it).
     one_at_a_time: ClassVar[bool] = True
 
-    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray | None:
+    def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray | None:
         return None
+
+    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # Median has no impurity
 
     def describe(self) -> str:
         return "median"
@@ -133,9 +138,12 @@ class InfoGain:
 
     numeric_columns: ClassVar[tuple[str, ...]] = ()
 
-    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray:
-        n = children.n.astype(np.float64)
-        return sum(n * entropy(layout.counts(children, t)) for t in self.targets) / math.log(2)
+    def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        """(K, targets): ``|E| H(C|E)`` in bits of each label."""
+        return np.column_stack([weighted_entropy(layout.counts(stats, t)) for t in self.targets])
+
+    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        return children.sum(axis=1)
 
     def describe(self) -> str:
         return f"infogain({', '.join(map(repr, self.targets))})"
@@ -165,8 +173,12 @@ class Regression:
     def numeric_columns(self) -> tuple[str, ...]:
         return self.targets
 
-    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray:
-        return sum(squared_error(layout.moments(children, t)) for t in self.targets)
+    def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        """(K, targets): the squared error of each target around the class mean."""
+        return np.column_stack([squared_error(layout.moments(stats, t)) for t in self.targets])
+
+    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        return children.sum(axis=1)
 
     def describe(self) -> str:
         return f"regression({', '.join(map(repr, self.targets))})"
@@ -198,23 +210,31 @@ class Targets:
     def numeric_columns(self) -> tuple[str, ...]:
         return tuple(self.numeric)
 
-    def impurity(self, children: ClassStats, parents: ClassStats, layout: Layout) -> np.ndarray:
-        total = np.zeros(len(children), dtype=np.float64)
-        n_child, n_parent = children.n.astype(np.float64), parents.n.astype(np.float64)
-        terms = [(n_child * entropy(layout.counts(children, t)), n_parent * entropy(layout.counts(parents, t)))
-                 for t in self.classes]
-        terms += [(squared_error(layout.moments(children, t)), squared_error(layout.moments(parents, t)))
-                  for t in self.numeric]
-        for child, parent in terms:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                total += np.where(parent > 0, child / np.where(parent > 0, parent, 1), 0.0)
-        return total
+    def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        """(K, targets): ``|E| H`` in bits per label, squared error per numeric target."""
+        return np.column_stack([weighted_entropy(layout.counts(stats, t)) for t in self.classes]
+                               + [squared_error(layout.moments(stats, t)) for t in self.numeric])
+
+    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(partition > 0, children / np.where(partition > 0, partition, 1), 0.0).sum(axis=1)
 
     def describe(self) -> str:
         return f"targets(classes={list(self.classes)}, numeric={list(self.numeric)})"
 
 
 Criterion = Median | InfoGain | Regression | Targets
+
+
+def weighted_entropy(counts: np.ndarray) -> np.ndarray:
+    """``n H`` in bits of each row of a count matrix: ``(n ln n - sum_c c ln c) / ln 2``."""
+    counts = counts.astype(np.float64)
+    n = counts.sum(axis=1)
+    return (_xlogx(n) - _xlogx(counts).sum(axis=1)) / math.log(2)
+
+
+def _xlogx(x: np.ndarray) -> np.ndarray:
+    return x * np.log(np.maximum(x, 1.0))  # 0 ln 0 = 1 ln 1 = 0
 
 
 def _names(targets: tuple) -> tuple[str, ...]:

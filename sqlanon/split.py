@@ -101,15 +101,15 @@ def evaluate(
     total = groups.totals(Q)
     out = {f: np.zeros(Q, dtype=np.int64) for f in ("cut", "left", "balance", "median_cut", "median_left", "median_balance")}
     out.update(allowed=np.zeros(Q, dtype=bool), key=np.zeros(Q), gain=np.zeros(Q))
-    base = criterion.impurity(total, total, layout)  # the partition's own impurity
+    partition_terms = criterion.terms(total, layout)  # (Q, targets), None for Median
     hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
     if (~hierarchical).any():
-        _ordered(groups, ~hierarchical, total, base, constraints, criterion, layout, out)
+        _ordered(groups, ~hierarchical, total, partition_terms, constraints, criterion, layout, out)
     for j in np.unique(attr[groups.part[hierarchical]]):
         h = domains[j].qi.hierarchy
         assert h is not None
-        _hierarchical(groups, hierarchical & (attr[groups.part] == j), node, h, total, base, constraints,
-                      criterion, layout, out)
+        _hierarchical(groups, hierarchical & (attr[groups.part] == j), node, h, total, partition_terms,
+                      constraints, criterion, layout, out)
     return Evaluation(**out)
 
 
@@ -120,12 +120,16 @@ def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout
     return ok
 
 
-def _normalize(impurity: np.ndarray, base: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Impurity as a fraction of the partition's, rounded so near-ties are ties; gain per row."""
+def _score(criterion: Criterion, children: np.ndarray, partition: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A split's impurity as a fraction of its partition's, rounded so near-ties are ties (the
+    order of a floating-point sum must not decide), and the impurity it removes per row.
+
+    ``children`` are the split's summed terms, ``partition`` the partition's, both (K, targets).
+    """
+    impurity = criterion.combine(children, partition)
+    base = criterion.combine(partition, partition)
     scale = np.where(base > 0, base, 1.0)
-    key = np.round(impurity / scale / TIE) * TIE
-    gain = (base - impurity) / np.maximum(n, 1)
-    return key, gain
+    return np.round(impurity / scale / TIE) * TIE, (base - impurity) / np.maximum(n, 1)
 
 
 def _best(part: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
@@ -145,23 +149,21 @@ def _best(part: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
     return alive[first_of_run(part[alive])]
 
 
-def _ordered(groups, rows, total, base, constraints, criterion, layout, out) -> None:
+def _ordered(groups, rows, total, partition_terms, constraints, criterion, layout, out) -> None:
     part, code = groups.part, groups.code
     left = groups.cumulative()
-    parent = total.take(part)
-    right = parent - left
+    right = total.take(part) - left
     ok = rows & ~groups.is_last() & _passes(constraints, left, layout) & _passes(constraints, right, layout)
     cand = ok.nonzero()[0]
     if len(cand) == 0:
         return
     p = part[cand]
-    balance = np.abs(2 * left.n[cand] - parent.n[cand])
-    impurity = criterion.impurity(left.take(cand), parent.take(cand), layout)
-    if impurity is None:
+    balance = np.abs(2 * left.n[cand] - total.n[p])
+    if partition_terms is None:
         key, gain = np.zeros(len(cand)), np.zeros(len(cand))
     else:
-        impurity = impurity + criterion.impurity(right.take(cand), parent.take(cand), layout)
-        key, gain = _normalize(impurity, base[p], parent.n[cand])
+        children = criterion.terms(left, layout)[cand] + criterion.terms(right, layout)[cand]
+        key, gain = _score(criterion, children, partition_terms[p], total.n[p])
     best = _best(p, (key, balance, code[cand]))
     q = p[best]
     out["allowed"][q] = True
@@ -184,7 +186,7 @@ def _runs(groups: FrequencyGroups, rows: np.ndarray, node: np.ndarray, h: Hierar
     return idx, part[starts], child[starts], groups.stats.take(idx).reduce_runs(starts)
 
 
-def _hierarchical(groups, rows, node, h, total, base, constraints, criterion, layout, out) -> None:
+def _hierarchical(groups, rows, node, h, total, partition_terms, constraints, criterion, layout, out) -> None:
     _, run_part, _, stats = _runs(groups, rows, node, h)
     if len(run_part) == 0:
         return
@@ -192,16 +194,15 @@ def _hierarchical(groups, rows, node, h, total, base, constraints, criterion, la
     bad[run_part[~_passes(constraints, stats, layout)]] = True
     considered = np.zeros(len(node), dtype=bool)
     considered[run_part] = True
-    allowed = considered & ~bad
-    impurity = criterion.impurity(stats, total.take(run_part), layout)
-    q = allowed.nonzero()[0]
+    q = (considered & ~bad).nonzero()[0]
     out["allowed"][q] = True
     out["cut"][q] = out["median_cut"][q] = -1
-    if impurity is not None:
+    if partition_terms is not None:
+        terms = criterion.terms(stats, layout)
         starts = first_of_run(run_part)
-        per_pair = np.zeros(len(node))
-        per_pair[run_part[starts]] = np.add.reduceat(impurity, starts)
-        key, gain = _normalize(per_pair[q], base[q], total.n[q])
+        children = np.zeros_like(partition_terms)
+        children[run_part[starts]] = np.add.reduceat(terms, starts, axis=0)
+        key, gain = _score(criterion, children[q], partition_terms[q], total.n[q])
         out["key"][q], out["gain"][q] = key, gain
 
 
