@@ -187,13 +187,13 @@ class VarianceDiversity:
 
 
 def entropy(counts: np.ndarray) -> np.ndarray:
-    """Shannon entropy in nats of each row of a count matrix (0 for an empty row)."""
+    """Shannon entropy in nats of each row of a count matrix (0 for an empty row):
+    ``H = ln n - (1/n) sum_c c ln c``, which needs one logarithm per count and no divisions."""
     counts = counts.astype(np.float64)
-    total = counts.sum(axis=1, keepdims=True)
+    n = counts.sum(axis=1)
+    xlogx = counts * np.log(np.maximum(counts, 1.0))  # 0 ln 0 = 1 ln 1 = 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(total > 0, counts / total, 0.0)
-        terms = np.where(p > 0, p * np.log(p), 0.0)
-    return -terms.sum(axis=1)
+        return np.where(n > 0, np.log(np.maximum(n, 1.0)) - xlogx.sum(axis=1) / np.maximum(n, 1.0), 0.0)
 
 
 def variance(moments: np.ndarray) -> np.ndarray:

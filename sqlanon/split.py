@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constraints import Constraint, Layout
+from .constraints import Constraint, KAnonymity, Layout
 from .criteria import Criterion
 from .hierarchy import Hierarchy
 from .stats import ClassStats, FrequencyGroups, first_of_run
@@ -114,9 +114,17 @@ def evaluate(
 
 
 def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout) -> np.ndarray:
+    """Rows of ``stats`` that satisfy every constraint. k-anonymity (cheap) goes first; the
+    others only judge the rows still standing."""
     ok = np.ones(len(stats), dtype=bool)
-    for c in constraints:
-        ok &= c.allowed(stats, layout)
+    for c in sorted(constraints, key=lambda c: not isinstance(c, KAnonymity)):
+        alive = ok.nonzero()[0]
+        if len(alive) == 0:
+            break
+        if len(alive) == len(ok):
+            ok &= c.allowed(stats, layout)
+        else:
+            ok[alive] = c.allowed(stats.take(alive), layout)
     return ok
 
 
