@@ -31,7 +31,9 @@ from .errors import (
     VerificationError,
 )
 from .hierarchy import Hierarchy, load_hierarchy
+from .metrics import Metrics, metrics
 from .partition import Progress
+from .regions import regions
 from .verify import Verification, verify
 
 __version__ = "0.1.0"
@@ -49,6 +51,7 @@ __all__ = [
     "HierarchyError",
     "InputError",
     "KAnonymity",
+    "Metrics",
     "Median",
     "ObjectExistsError",
     "Progress",
@@ -61,5 +64,7 @@ __all__ = [
     "VerificationError",
     "anonymize",
     "load_hierarchy",
+    "metrics",
+    "regions",
     "verify",
 ]
