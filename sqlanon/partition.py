@@ -359,11 +359,13 @@ class Partitioner:
         flat += rows
         order, part, code, starts = sort_and_group(local, batch.codes.ravel()[flat])
         ordered_rows = rows[order]
+        n = np.diff(np.append(starts, len(order)))
+        if not self.stat_columns:  # Median under k-anonymity: counts are all it needs
+            return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n))
         counts, moments = group_stats(
             starts, len(order), [k[ordered_rows] for k in batch.classes], [c.size for c in self.class_stats],
             [t[ordered_rows] for t in batch.numbers], [c.exact for c in self.numeric_stats],
         )
-        n = np.diff(np.append(starts, len(order)))
         return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n, counts, moments))
 
 

@@ -167,17 +167,17 @@ def _ordered(groups, rows, total, partition_terms, constraints, criterion, layou
         return
     p = part[cand]
     balance = np.abs(2 * left.n[cand] - total.n[p])
-    if partition_terms is None:
-        key, gain = np.zeros(len(cand)), np.zeros(len(cand))
+    median = _best(p, (balance, code[cand]))
+    if partition_terms is None:  # Median: the criterion's choice is the median choice
+        best, key, gain = median, np.zeros(len(cand)), np.zeros(len(cand))
     else:
         children = criterion.terms(left, layout)[cand] + criterion.terms(right, layout)[cand]
         key, gain = _score(criterion, children, partition_terms[p], total.n[p])
-    best = _best(p, (key, balance, code[cand]))
+        best = _best(p, (key, balance, code[cand]))
     q = p[best]
     out["allowed"][q] = True
     out["cut"][q], out["left"][q], out["balance"][q] = code[cand][best], left.n[cand][best], balance[best]
     out["key"][q], out["gain"][q] = key[best], gain[best]
-    median = _best(p, (balance, code[cand]))
     out["median_cut"][p[median]] = code[cand][median]
     out["median_left"][p[median]] = left.n[cand][median]
     out["median_balance"][p[median]] = balance[median]
