@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -77,23 +77,30 @@ class KAnonymity:
         return f"k-anonymity(k={self.k})"
 
 
-@dataclass(frozen=True)
-class DistinctLDiversity:
-    """Distinct l-diversity (Machanavajjhala et al., ICDE 2006): every class holds at least
-    ``l`` distinct values of ``sensitive`` (NULL counts as a value)."""
+class _OnSensitiveValues:
+    """What the diversity models over a categorical sensitive column share: they need that
+    column's value counts (AVS groups), and a class needs at least ``l`` rows to pass."""
 
     sensitive: str
-    l: int
+    l: float
+    numeric_columns: ClassVar[tuple[str, ...]] = ()
 
     @property
     def class_columns(self) -> tuple[str, ...]:
         return (self.sensitive,)
 
-    numeric_columns = ()
-
     @property
     def min_size(self) -> int:
-        return self.l
+        return max(1, math.ceil(self.l))
+
+
+@dataclass(frozen=True)
+class DistinctLDiversity(_OnSensitiveValues):
+    """Distinct l-diversity (Machanavajjhala et al., ICDE 2006): every class holds at least
+    ``l`` distinct values of ``sensitive`` (NULL counts as a value)."""
+
+    sensitive: str
+    l: int
 
     def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
         distinct = (layout.counts(stats, self.sensitive) > 0).sum(axis=1)
@@ -104,23 +111,13 @@ class DistinctLDiversity:
 
 
 @dataclass(frozen=True)
-class EntropyLDiversity:
+class EntropyLDiversity(_OnSensitiveValues):
     """Entropy l-diversity (Machanavajjhala et al.; KDD 2006, Section 3.1): in every class E,
     ``-sum_s p(s|E) ln p(s|E) >= ln l``, i.e. the entropy of ``sensitive`` is at least that of
     ``l`` equally frequent values. ``l`` may be fractional."""
 
     sensitive: str
     l: float
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return (self.sensitive,)
-
-    numeric_columns = ()
-
-    @property
-    def min_size(self) -> int:
-        return max(1, math.ceil(self.l))
 
     def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
         h = entropy(layout.counts(stats, self.sensitive))
@@ -131,7 +128,7 @@ class EntropyLDiversity:
 
 
 @dataclass(frozen=True)
-class RecursiveCLDiversity:
+class RecursiveCLDiversity(_OnSensitiveValues):
     """Recursive (c, l)-diversity (Machanavajjhala et al.; TR 1590, Section 1.1): with
     ``x_1 >= x_2 >= ...`` the counts of the sensitive values in a class,
     ``x_1 < c (x_l + x_{l+1} + ... + x_m)``."""
@@ -139,16 +136,6 @@ class RecursiveCLDiversity:
     sensitive: str
     c: float
     l: int
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return (self.sensitive,)
-
-    numeric_columns = ()
-
-    @property
-    def min_size(self) -> int:
-        return self.l
 
     def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
         counts = -np.sort(-layout.counts(stats, self.sensitive), axis=1)  # descending
