@@ -230,6 +230,11 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                    help="ARX hierarchy CSV (or table name) for a categorical QI (repeatable)")
     p.add_argument("--view", metavar="NAME", help="name of the published view (default TABLE_anon)")
     p.add_argument("--replace", action="store_true", help="overwrite existing outputs (and --out)")
+    p.add_argument("--sensitive", action="append", default=[], metavar="COLS",
+                   help="sensitive column(s) for entropy l-diversity, with --l (comma-separated, repeatable)")
+    p.add_argument("--l", type=float, metavar="L", help="entropy l-diversity of the --sensitive columns (L >= 1)")
+    p.add_argument("--target", action="append", default=[], metavar="COLS",
+                   help="workload target(s): class labels (InfoGain) and/or numeric columns (Regression)")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
 
@@ -303,8 +308,14 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         if name not in qid:
             raise UsageError(f"--hierarchy {item!r}: {name!r} is not a QI (QIs: {', '.join(qid)})")
         hierarchies[name] = path
+    sensitive = _split(args.sensitive) if args.sensitive else list(config.sensitive if config else [])
+    l = args.l if args.l is not None else (config.l if config else None)
+    target = _split(args.target) if args.target else list(config.target if config else [])
     return ReleaseConfig(
         table=table,
+        sensitive=tuple(sensitive),
+        l=l,
+        target=tuple(target),
         qis=tuple(QIConfig(n, hierarchies.get(n)) for n in qid),
         k=k,
         database=database,
@@ -598,7 +609,7 @@ class RecordingEngine(Engine):
 def explain(
     con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
     hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
-    memory_rows: int | None = None,
+    memory_rows: int | None = None, **workload: Any,
 ) -> str:
     """Validate an :func:`sqlanon.anonymize` request and return the SQL it runs, step by step.
 
@@ -609,19 +620,23 @@ def explain(
         InputError: (and subclasses) as :func:`sqlanon.anonymize` would for the same request.
     """
     spec, entries = explain_entries(con, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
-                                    memory_rows=memory_rows)
+                                    memory_rows=memory_rows, **workload)
     return _render_explain(spec, entries)
 
 
 def explain_entries(
     con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
     hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
-    memory_rows: int | None = None,
+    memory_rows: int | None = None, **workload: Any,
 ) -> tuple[Spec, list[ExplainEntry]]:
-    """The validated request and the statements of :func:`explain`, in order."""
+    """The validated request and the statements of :func:`explain`, in order.
+
+    ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
+    :func:`sqlanon.anonymize`."""
     rec = RecordingEngine(con)
     rec.section = "1. Validate the request: catalog lookups and checks (once)"
-    spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows)
+    spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
+                   **workload)
     try:
         rec.section = "2. Snapshot of the source: it has no stable row ids (once)"
         source, rid = _working_source(rec, spec)

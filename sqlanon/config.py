@@ -20,11 +20,17 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
 
     [privacy]
     k = 50                        # required: an integer >= 1
+    sensitive = ["diagnosis"]     # optional, with l: entropy l-diversity of these columns
+    l = 3                         # optional, with sensitive: a number >= 1
+
+    [workload]
+    target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
 
 Relative paths (``database``, ``table`` when it names files, ``hierarchy``) are resolved against
 the directory of the TOML file, so a release file and its hierarchies can be moved together.
-Sections planned for later releases (``[constraints]``, ``[workload]``, ``[[sensitive]]``, and
-``privacy.l`` and friends) are recognized and rejected with a "not supported yet" error.
+Sections planned for later releases (``[constraints]`` for the other diversity models,
+``workload.selections``, ``privacy.c`` and friends) are recognized and rejected with a "not
+supported yet" error.
 
 Errors are :class:`ConfigError` (an :class:`~sqlanon.errors.InputError`) naming the file and the
 key path, e.g. ``release.toml: privacy.k: must be an integer >= 1, got "ten"`` or
@@ -55,21 +61,20 @@ from .errors import InputError, did_you_mean
 DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
+_OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows")
 _QI_KEYS = ("name", "hierarchy")
-_PRIVACY_KEYS = ("k",)
+_PRIVACY_KEYS = ("k", "sensitive", "l")
+_WORKLOAD_KEYS = ("target",)
 # Recognized so that release files written for later versions fail clearly, not as typos.
 _LATER_SECTIONS = {
     "constraints": "extra constraints",
-    "workload": "workload-aware criteria",
-    "sensitive": "sensitive attributes (l-diversity, variance diversity)",
-    "target": "a regression/classification target",
     "selections": "selection workloads",
 }
 _LATER_PRIVACY = {
-    "l": "l-diversity", "c": "recursive (c,l)-diversity", "entropy_l": "entropy l-diversity",
-    "variance": "variance diversity", "sensitive": "sensitive attributes", "t": "t-closeness",
+    "c": "recursive (c,l)-diversity", "variance": "variance diversity", "t": "t-closeness",
 }
+_LATER_WORKLOAD = {"selections": "selection workloads"}
 
 
 class ConfigError(InputError):
@@ -94,6 +99,8 @@ class ReleaseConfig:
         k: the k of k-anonymity.
         database: the DuckDB file (absolute), or None for files in, files out.
         view, replace, memory_rows: as for :func:`sqlanon.anonymize` (None = its default).
+        sensitive, l: entropy l-diversity (both or neither).
+        target: the workload's target columns.
         path: the TOML file it was read from, if any.
     """
 
@@ -104,6 +111,9 @@ class ReleaseConfig:
     view: str | None = None
     replace: bool = False
     memory_rows: int | None = None
+    sensitive: tuple[str, ...] = ()
+    l: float | None = None
+    target: tuple[str, ...] = ()
     path: str | None = field(default=None, compare=False)
 
     @property
@@ -125,6 +135,9 @@ class ReleaseConfig:
             "view": self.view,
             "replace": self.replace,
             "memory_rows": self.memory_rows,
+            # The workload only when declared, so requests without one read as before.
+            **({"sensitive": list(self.sensitive), "l": self.l} if self.sensitive or self.l is not None else {}),
+            **({"target": list(self.target)} if self.target else {}),
         }
 
 
@@ -159,8 +172,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         if key in _LATER_SECTIONS:
             raise fail(key, f"not supported yet ({_LATER_SECTIONS[key]} are planned; this version "
                             f"reads [release], [[qi]] and [privacy] k)")
-        if key not in _SECTIONS:
-            raise fail(key, "unknown section." + did_you_mean(key, _SECTIONS))
+        if key not in _SECTIONS and key not in _OPTIONAL_SECTIONS:
+            raise fail(key, "unknown section." + did_you_mean(key, [*_SECTIONS, *_OPTIONAL_SECTIONS]))
     for key, what in _SECTIONS.items():
         if key not in document:
             raise fail(key, f"missing: the release file needs {what} '{key}'")
@@ -217,8 +230,26 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     if "k" not in privacy:
         raise fail("privacy.k", "missing: every class must hold at least k rows")
     k = _integer(privacy["k"], "privacy.k", 1, fail)
+    sensitive = _names(privacy.get("sensitive", []), "privacy.sensitive", fail)
+    l = privacy.get("l")
+    if l is not None and (isinstance(l, bool) or not isinstance(l, (int, float)) or l < 1):
+        raise fail("privacy.l", f"must be a number >= 1, got {_show(l)}")
+    if bool(sensitive) != (l is not None):
+        raise fail("privacy.l" if sensitive else "privacy.sensitive", "sensitive and l go together (entropy l-diversity)")
+    workload = _table(document.get("workload", {}), "workload", fail)
+    _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
+    target = _names(workload.get("target", []), "workload.target", fail)
     return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
-                         replace=replace, memory_rows=memory_rows, path=label)
+                         replace=replace, memory_rows=memory_rows, sensitive=tuple(sensitive),
+                         l=None if l is None else float(l), target=tuple(target), path=label)
+
+
+def _names(value: Any, key: str, fail) -> list[str]:
+    """A column name or a list of them."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise fail(key, f"must be a column name or a list of them, got {_show(value)}")
+    return names
 
 
 def _table(value: Any, key: str, fail) -> dict[str, Any]:

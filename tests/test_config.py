@@ -106,13 +106,16 @@ def test_anonymize_kwargs_run_a_release(tmp_path):
         (("k = 5", "k = 2.5"), "privacy.k: must be an integer >= 1, got 2.5"),
         (("k = 5", "k = true"), "privacy.k: must be an integer >= 1, got true"),
         (("k = 5", "kk = 5"), "privacy.kk: unknown key. Did you mean 'k'?"),
-        (("k = 5", "l = 2"), "privacy.l: not supported yet"),
-        (("k = 5", "sensitive = 'disease'"), "privacy.sensitive: not supported yet"),
+        (("k = 5", "k = 5\nl = 2"), "privacy.sensitive: sensitive and l go together"),
+        (("k = 5", "k = 5\nsensitive = 'disease'"), "privacy.l: sensitive and l go together"),
+        (("k = 5", "k = 5\nc = 2"), "privacy.c: not supported yet"),
+        (("k = 5", "k = 5\nsensitive = 'd'\nl = 0.5"), "privacy.l: must be a number >= 1"),
         (("[privacy]\nk = 5", ""), "privacy: missing"),
         (("[privacy]\nk = 5", "[privacy]"), "privacy.k: missing"),
         (("[privacy]", "[privcy]"), "privcy: unknown section. Did you mean 'privacy'?"),
         (("[privacy]", "[constraints]\nl = 2\n[privacy]"), "constraints: not supported yet"),
-        (("[privacy]", "[workload]\ntarget = 'income'\n[privacy]"), "workload: not supported yet"),
+        (("[privacy]", "[workload]\nselections = ['a > 1']\n[privacy]"), "workload.selections: not supported yet"),
+        (("[privacy]", "[workload]\ntarget = 3\n[privacy]"), "workload.target: must be a column name"),
         (('table = "people"', 'tabel = "people"'), "release.tabel: unknown key. Did you mean 'table'?"),
         (('table = "people"', 'view = "v"'), "release.table: missing"),
         (('table = "people"', 'table = ""'), 'release.table: must be a non-empty string, got ""'),
@@ -159,3 +162,13 @@ def test_missing_file(tmp_path):
 
 def test_config_errors_are_input_errors():
     assert issubclass(ConfigError, sqlanon.InputError) and issubclass(ConfigError, sqlanon.SqlanonError)
+
+
+def test_workload_keys_reach_anonymize_kwargs(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\nsensitive = "s"\nl = 2\n'
+                    '[workload]\ntarget = ["y", "z"]\n')
+    kwargs = load_config(path).anonymize_kwargs()
+    assert (kwargs["sensitive"], kwargs["l"], kwargs["target"]) == (["s"], 2.0, ["y", "z"])
+    path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
+    assert {"sensitive", "l", "target"}.isdisjoint(load_config(path).anonymize_kwargs())
