@@ -103,7 +103,10 @@ class DistinctLDiversity(_OnSensitiveValues):
     l: int
 
     def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
-        distinct = (layout.counts(stats, self.sensitive) > 0).sum(axis=1)
+        counts = layout.counts(stats, self.sensitive)
+        distinct = np.zeros(len(counts), dtype=np.int64)
+        for j in range(counts.shape[1]):  # C vector additions beat a short-axis reduction
+            distinct += counts[:, j] > 0
         return (distinct >= self.l) | (stats.n == 0)
 
     def describe(self) -> str:
@@ -176,11 +179,43 @@ class VarianceDiversity:
 def entropy(counts: np.ndarray) -> np.ndarray:
     """Shannon entropy in nats of each row of a count matrix (0 for an empty row):
     ``H = ln n - (1/n) sum_c c ln c``, which needs one logarithm per count and no divisions."""
-    counts = counts.astype(np.float64)
-    n = counts.sum(axis=1)
-    xlogx = counts * np.log(np.maximum(counts, 1.0))  # 0 ln 0 = 1 ln 1 = 0
+    n, sum_xlogx = count_moments(counts)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n > 0, np.log(np.maximum(n, 1.0)) - xlogx.sum(axis=1) / np.maximum(n, 1.0), 0.0)
+        return np.where(n > 0, np.log(np.maximum(n, 1.0)) - sum_xlogx / np.maximum(n, 1.0), 0.0)
+
+
+def count_moments(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a (K, C) count matrix: ``n = sum_c c`` and ``sum_c c ln c`` (as floats).
+
+    Column by column: for the few values a class column has, numpy's reduction along a short
+    axis costs far more per row than C vector additions (and the count matrices are kept
+    column-major, so a column is contiguous). ``c ln c`` of integer counts comes from a table."""
+    n = np.zeros(len(counts))
+    acc = np.zeros(len(counts))
+    table = _xlogx_table(int(counts.max(initial=0))) if counts.dtype.kind in "iu" else None
+    for j in range(counts.shape[1]):
+        column = counts[:, j]
+        n += column
+        if table is not None:
+            acc += np.take(table, column)
+        else:
+            c = column.astype(np.float64)
+            acc += c * np.log(np.maximum(c, 1.0))  # 0 ln 0 = 1 ln 1 = 0
+    return n, acc
+
+
+_XLOGX = np.zeros(1)
+
+
+def _xlogx_table(largest: int) -> np.ndarray | None:
+    """``c ln c`` for c = 0..largest (grown on demand; None beyond 2^23 counts)."""
+    global _XLOGX
+    if largest >= 2**23:
+        return None
+    if largest >= len(_XLOGX):
+        c = np.arange(max(largest + 1, 2 * len(_XLOGX)), dtype=np.float64)
+        _XLOGX = c * np.log(np.maximum(c, 1.0))
+    return _XLOGX
 
 
 def variance(moments: np.ndarray) -> np.ndarray:

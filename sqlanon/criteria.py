@@ -34,7 +34,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .constraints import Layout, squared_error
+from .constraints import Layout, count_moments, squared_error
 from .stats import ClassStats
 
 if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
@@ -228,13 +228,8 @@ Criterion = Median | InfoGain | Regression | Targets
 
 def weighted_entropy(counts: np.ndarray) -> np.ndarray:
     """``n H`` in bits of each row of a count matrix: ``(n ln n - sum_c c ln c) / ln 2``."""
-    counts = counts.astype(np.float64)
-    n = counts.sum(axis=1)
-    return (_xlogx(n) - _xlogx(counts).sum(axis=1)) / math.log(2)
-
-
-def _xlogx(x: np.ndarray) -> np.ndarray:
-    return x * np.log(np.maximum(x, 1.0))  # 0 ln 0 = 1 ln 1 = 0
+    n, sum_xlogx = count_moments(counts)
+    return (n * np.log(np.maximum(n, 1.0)) - sum_xlogx) / math.log(2)
 
 
 def _names(targets: tuple) -> tuple[str, ...]:

@@ -173,8 +173,8 @@ def group_stats(
         return (tuple(np.zeros((0, size), np.int64) for size in sizes),
                 tuple(np.zeros((0, 3), np.int64 if e else np.float64) for e in exact))
     run_of_row = np.repeat(np.arange(groups, dtype=np.int64), run_lengths(starts, rows)) if class_codes else None
-    counts = tuple(
-        np.bincount(run_of_row * size + codes, minlength=groups * size).reshape(groups, size)
+    counts = tuple(  # column-major: constraints and criteria read one value's column at a time
+        np.asfortranarray(np.bincount(run_of_row * size + codes, minlength=groups * size).reshape(groups, size))
         for codes, size in zip(class_codes, sizes)
     )
     moments = []

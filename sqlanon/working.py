@@ -104,8 +104,8 @@ def groups_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, 
 
 def groups_from_result(res: dict[str, np.ndarray], layout: Layout) -> FrequencyGroups:
     """The fetched :func:`groups_query` result as :class:`FrequencyGroups`."""
-    counts = tuple(
-        np.column_stack([res[f"{c}_{i}"] for i in range(stat.size)]).astype(np.int64).reshape(len(res["n"]), stat.size)
+    counts = tuple(  # column-major, like the numpy path's
+        np.array([res[f"{c}_{i}"] for i in range(stat.size)], dtype=np.int64).reshape(stat.size, len(res["n"])).T
         for c, stat in zip(layout.k, layout.class_stats)
     )
     moments = tuple(
