@@ -114,8 +114,23 @@ class Median:
         return "median"
 
 
-@dataclass(frozen=True)
-class InfoGain:
+class _SummedTargets:
+    """InfoGain and Regression: targets of one kind, whose impurities simply add up."""
+
+    targets: tuple[str, ...]
+    min_gain: float
+    one_at_a_time: ClassVar[bool] = False
+
+    def __init__(self, *targets: str | Sequence[str], min_gain: float = 0.0) -> None:
+        object.__setattr__(self, "targets", _names(targets))
+        object.__setattr__(self, "min_gain", float(min_gain))
+
+    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        return children.sum(axis=1)
+
+
+@dataclass(frozen=True, init=False)
+class InfoGain(_SummedTargets):
     """InfoGain Mondrian: minimize ``sum_targets sum_children |P_i| H(C | P_i)`` (bits).
 
     Args:
@@ -126,31 +141,22 @@ class InfoGain:
 
     targets: tuple[str, ...]
     min_gain: float = 0.0
-    one_at_a_time: ClassVar[bool] = False
-
-    def __init__(self, *targets: str | Sequence[str], min_gain: float = 0.0) -> None:
-        object.__setattr__(self, "targets", _names(targets))
-        object.__setattr__(self, "min_gain", float(min_gain))
+    numeric_columns: ClassVar[tuple[str, ...]] = ()
 
     @property
     def class_columns(self) -> tuple[str, ...]:
         return self.targets
 
-    numeric_columns: ClassVar[tuple[str, ...]] = ()
-
     def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray:
         """(K, targets): ``|E| H(C|E)`` in bits of each label."""
         return np.column_stack([weighted_entropy(layout.counts(stats, t)) for t in self.targets])
-
-    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
-        return children.sum(axis=1)
 
     def describe(self) -> str:
         return f"infogain({', '.join(map(repr, self.targets))})"
 
 
-@dataclass(frozen=True)
-class Regression:
+@dataclass(frozen=True, init=False)
+class Regression(_SummedTargets):
     """LSD Mondrian: minimize ``sum_targets sum_children sum_rows (t - mean_child(t))^2``.
 
     Args:
@@ -161,12 +167,6 @@ class Regression:
 
     targets: tuple[str, ...]
     min_gain: float = 0.0
-    one_at_a_time: ClassVar[bool] = False
-
-    def __init__(self, *targets: str | Sequence[str], min_gain: float = 0.0) -> None:
-        object.__setattr__(self, "targets", _names(targets))
-        object.__setattr__(self, "min_gain", float(min_gain))
-
     class_columns: ClassVar[tuple[str, ...]] = ()
 
     @property
@@ -176,9 +176,6 @@ class Regression:
     def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray:
         """(K, targets): the squared error of each target around the class mean."""
         return np.column_stack([squared_error(layout.moments(stats, t)) for t in self.targets])
-
-    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
-        return children.sum(axis=1)
 
     def describe(self) -> str:
         return f"regression({', '.join(map(repr, self.targets))})"
