@@ -20,7 +20,8 @@ import pytest
 
 import sqlanon
 from conftest import make_people, objects
-from sqlanon import cli, engine
+from sqlanon import engine
+from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
 
 ROOT = Path(__file__).absolute().parent.parent  # the checkout, whatever is installed
@@ -396,7 +397,7 @@ def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_row
     run executes, up to the run-unique temp names."""
     con = duckdb.connect(db)
     try:
-        _, entries = cli.explain_entries(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
+        _, entries = explain_module.explain_entries(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
         shown = {_normalized(e.statement.sql(dialect="duckdb")) for e in entries if not isinstance(e.statement, str)}
         ran: list[str] = []
         real = engine.Engine.execute

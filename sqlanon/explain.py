@@ -1,0 +1,249 @@
+"""``sqlanon explain``: the SQL a release runs, step by step, without running what writes.
+
+A :class:`RecordingEngine` stands in for the engine: read-only catalog lookups run (marked
+``[ran]``), every other statement is recorded as the library's own builders produce it, the
+per-level statements for the root level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import dataclasses
+from typing import Any
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from . import manifest
+from . import sqlgen as g
+from .api import _working_source
+from .criteria import rank
+from .domain import build_domains, encode
+from .engine import Engine, Statement
+from .partition import Partitioner, Regions
+from .rules import create_rowmap, create_rules, publish
+from .spec import EQ_CLASS, Spec, _current, resolve
+from .split import Children
+from .working import batch_query, extents_query, groups_query, repartition
+
+
+class _NeedsData(Exception):
+    """A statement needs the result of a write that explain did not run."""
+
+
+@dataclasses.dataclass
+class ExplainEntry:
+    """One statement of :func:`explain`: its step, the statement (or a comment), whether
+    explain ran it (read-only), and a note."""
+
+    section: str
+    statement: Statement
+    ran: bool
+    note: str = ""
+
+
+class RecordingEngine(Engine):
+    """An :class:`~sqlanon.engine.Engine` that records what it is asked to run.
+
+    Read-only queries run for real (the catalog lookups and checks of validation, and the domain
+    reads); a query reading a temp table that was only recorded runs with that table's
+    defining query inlined as a subquery while ``live_reads`` is set, and otherwise raises
+    :class:`_NeedsData`. Everything else (CREATE, DROP, INSERT, COMMENT, transactions, uploads
+    of Python data) is recorded and not run.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(con)
+        self.entries: list[ExplainEntry] = []
+        self.section = ""
+        self.live_reads = True
+        self.placeholder = False  # uploads hold stand-in values (the real ones depend on the data)
+        self._pending: dict[str, exp.Expression | None] = {}  # recorded temp -> defining query
+
+    def show(self, statement: Statement, note: str = "") -> None:
+        """Record a statement without running it."""
+        self.entries.append(ExplainEntry(self.section, statement, False, note))
+
+    def execute(self, statement: Statement) -> Any:
+        if isinstance(statement, (exp.Query, exp.Describe)):
+            needed = {t.name for t in statement.find_all(exp.Table)} & set(self._pending)
+            if needed and (not self.live_reads or any(self._pending[n] is None for n in needed)):
+                self.show(statement, "(its result depends on the data)")
+                raise _NeedsData(statement)
+            self.entries.append(ExplainEntry(self.section, statement, True))
+            return super().execute(self._inline(statement) if needed else statement)
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and isinstance(statement.this, exp.Table):
+            name = statement.this.name
+            if name.startswith(self.prefix) and isinstance(statement.expression, exp.Query):
+                self._pending[name] = self._inline(statement.expression)
+        self.statements += 1
+        self.show(statement)
+        return None
+
+    def upload(self, purpose: str, columns: Any) -> str:
+        name = self.temp_name(purpose)
+        self._pending[name] = None
+        rows = len(next(iter(columns.values()))) if columns else 0
+        what = "rows computed by the run" if self.placeholder else f"{rows:,} rows"
+        self.show(f"-- upload from Python into temp table {name}: {what} ({', '.join(columns)})")
+        return name
+
+    def upload_placeholder(self, name: str) -> None:
+        """Mark ``name`` as a temp table filled from Python with data explain does not have."""
+        self._pending[name] = None
+
+    def cleanup(self) -> None:
+        while self._temps:
+            self.show(g.drop(self._temps.pop(), "TABLE"))
+
+    def _inline(self, query: exp.Expression) -> exp.Expression:
+        def swap(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Table) and self._pending.get(node.name) is not None and not node.db:
+                alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
+                return exp.Subquery(this=self._pending[node.name].copy(), alias=alias.copy())
+            return node
+
+        return query.copy().transform(swap)
+
+
+def explain(
+    con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
+    hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
+    memory_rows: int | None = None, **workload: Any,
+) -> str:
+    """Validate an :func:`sqlanon.anonymize` request and return the SQL it runs, step by step.
+
+    Nothing that writes is run: read-only lookups run (marked ``[ran]``); every other statement
+    is rendered from the library's own builders, the per-level ones for the root level.
+
+    Raises:
+        InputError: (and subclasses) as :func:`sqlanon.anonymize` would for the same request.
+    """
+    spec, entries = explain_entries(con, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
+                                    memory_rows=memory_rows, **workload)
+    return _render_explain(spec, entries)
+
+
+def explain_entries(
+    con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
+    hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
+    memory_rows: int | None = None, **workload: Any,
+) -> tuple[Spec, list[ExplainEntry]]:
+    """The validated request and the statements of :func:`explain`, in order.
+
+    ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
+    :func:`sqlanon.anonymize`."""
+    rec = RecordingEngine(con)
+    rec.section = "1. Validate the request: catalog lookups and checks (once)"
+    spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
+                   **workload)
+    try:
+        rec.section = "2. Snapshot of the source: it has no stable row ids (once)"
+        source, rid = _working_source(rec, spec)
+        rec.section = "3. Encode: one domain table per QI, then the working table (once)"
+        domains = build_domains(rec, spec, source)
+        work = encode(rec, spec, domains, source, g.col(rid, "b"))
+        rec.live_reads = False
+        rec.placeholder = True
+        w = spec.workload
+        partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
+        layout = partitioner.layout
+        root = partitioner.root(spec.source.rows)
+        rec.section = (f"4. Partition in SQL: repeats at every tree level while an open partition has more than "
+                       f"memory_rows={spec.memory_rows:,} rows; shown for the root level (partition 0)")
+        if spec.source.rows > spec.memory_rows:
+            rec.show(extents_query(work, root.pid, layout),
+                     "extents of the open partitions: count, min and max code of every QI")
+            # At the root every code of an ordered QI occurs, so its extents are the domain's.
+            exclude = (root.n < 2 * partitioner.min_size)[:, None] & (root.node < 0)
+            order = rank(np.zeros_like(root.lo), root.hi.copy(), root.node, domains, exclude=exclude)[0]
+            order = order[order >= 0]
+            if len(order):
+                if w.criterion.one_at_a_time:  # Median: one QI at a time, widest normalized range first
+                    asked = order[:1]
+                    note = (f"frequency groups of each partition's candidate QI; at the root "
+                            f"{spec.qis[order[0]].name!r} (widest normalized range). A further round only for "
+                            f"partitions whose candidate has no allowable split")
+                else:
+                    asked = order
+                    note = "frequency groups of every candidate QI of every partition (the criterion compares them all)"
+                rec.show(groups_query(rec, work, np.repeat(root.pid, len(asked)), asked, layout), note)
+                kids = Children(np.zeros(2, np.int64), np.array([0, 1]), np.array([0, 1]), np.full(2, -1),
+                                np.ones(2, np.int64))  # stand-ins: the cut depends on the data
+                rec.show("-- one CREATE TABLE AS per level gives every row its child's id (the last SQL level also "
+                         "orders the rows by pid, so that each in-memory batch reads only its own row groups)")
+                work = repartition(rec, work, kids, asked[:1], root.pid, np.array([1, 2]),
+                                   np.ones(2, dtype=bool), layout)
+        else:
+            rec.show(f"-- none: the source has {spec.source.rows:,} rows, at most memory_rows="
+                     f"{spec.memory_rows:,}, so it is partitioned in memory")
+        memory = None
+        if spec.memory_rows > 0:
+            rec.section = (f"5. Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
+                           "batches of about as many rows; repeats per batch (ids shown for the root)")
+            batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
+            rec.show(batch_query(work, batches, 0, 0, 0, layout), "the rows of one batch")
+            rec.show("-- numpy finishes the batch's partitions; the rows' leaves are uploaded and appended to one "
+                     "temp table (depends on the data)")
+            memory = rec.temp_name("leafchunk0")
+            rec.upload_placeholder(memory)
+        rec.section = "6. Publish in one transaction: rules, manifest, row map, view, verification (once)"
+        regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
+        own = not rec.in_transaction()
+        if own:
+            rec.execute(exp.Transaction())
+        for name, kind in spec.outputs.existing:
+            rec.execute(g.drop(name, kind.upper()))
+        region = create_rules(rec, spec, domains, regions)
+        manifest.write(rec, spec, constraints=[c.describe() for c in w.constraints], criterion=w.criterion.describe())
+        rowmap = create_rowmap(rec, spec, work, memory, regions, region)
+        publish(rec, spec, source, rid, rowmap)
+        published = [c for qi in spec.qis for c in qi.published]
+        catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
+        rec.show(g.template("class_sizes", k=g.lit(spec.k), source=g.table(spec.outputs.view, schema, catalog),
+                            columns=[g.col(c) for c in published],
+                            unplaced=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null())),
+                 "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")
+        if own:
+            rec.execute(exp.Commit())
+    except _NeedsData:
+        rec.show("-- the remaining statements depend on the data")
+    finally:
+        rec.section = "7. Clean up: drop the run's temp tables (also after errors)"
+        rec.cleanup()
+    return spec, rec.entries
+
+
+def _render_explain(spec: Spec, entries: list[ExplainEntry]) -> str:
+    qis = ", ".join(
+        f"{q.name} ({q.kind}, {q.hierarchy.n_leaves} leaves)" if q.hierarchy else f"{q.name} ({q.kind}, {q.data_type})"
+        for q in spec.qis
+    )
+    source = spec.source.path or spec.source.name
+    lines = [
+        f"-- sqlanon explain: {source!r} ({spec.source.kind}, {spec.source.rows:,} rows), k={spec.k}",
+        f"-- QIs: {qis}",
+        f"-- publishes: {spec.outputs.view} ({'table' if spec.outputs.materialize else 'view'}), "
+        f"{spec.outputs.rules}" + ("" if spec.outputs.materialize else f", {spec.outputs.assignment}")
+        + (f", {spec.outputs.hierarchies}" if spec.outputs.hierarchies else ""),
+        "-- Statements marked [ran] are read-only lookups explain ran; the others are shown, not run.",
+        "-- Temp names (__sqlanon_<run>_...) differ in every run.",
+    ]
+    section = None
+    for e in entries:
+        if e.section != section:
+            section = e.section
+            lines += ["", f"-- == {section} =="]
+        lines.append("")
+        if e.note:
+            lines.append(f"-- {e.note}")
+        if isinstance(e.statement, str):
+            lines.append(e.statement)
+            continue
+        if e.ran:
+            lines.append("-- [ran]")
+        lines.append(e.statement.sql(dialect=g.DIALECT, pretty=True) + ";")
+    return "\n".join(lines) + "\n"
+
+
