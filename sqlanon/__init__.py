@@ -18,7 +18,7 @@ from .constraints import (
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from .criteria import InfoGain, Median, Regression, Targets
+from .criteria import InfoGain, Median, Regression, Selections, Targets
 from .errors import (
     EngineError,
     HierarchyError,
@@ -44,6 +44,7 @@ __all__ = [
     "InfoGain",
     "RecursiveCLDiversity",
     "Regression",
+    "Selections",
     "Targets",
     "VarianceDiversity",
     "EngineError",

@@ -16,7 +16,7 @@ from .constraints import Constraint
 from .criteria import Criterion
 from .domain import Domain, build_domains, encode
 from .engine import Engine
-from .errors import SqlanonError, VerificationError
+from .errors import InputError, SqlanonError, VerificationError
 from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
 from .spec import EQ_CLASS, Spec, resolve
@@ -47,6 +47,7 @@ class Release:
         statements: SQL statements executed.
         verification: the independent check of the published relation.
         notes: anything the caller should know about this release.
+        selections: the workload's selection predicates (Selection Mondrian), as given.
     """
 
     view: str
@@ -66,6 +67,20 @@ class Release:
     statements: int
     verification: Verification
     notes: tuple[str, ...] = field(default=())
+    selections: tuple[str, ...] = field(default=())
+    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False, compare=False)
+
+    def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
+        """Imprecision of ``predicates`` (default: the release's selections) on the published
+        view, computed in SQL: see :func:`sqlanon.imprecision.imprecision`."""
+        chosen = self.selections if predicates is None else predicates
+        if not chosen:
+            raise InputError("this release has no selections: pass the predicates to measure")
+        if self.con is None:
+            raise InputError("this Release carries no connection: use sqlanon.imprecision(con, release, ...)")
+        from .imprecision import imprecision  # builds on this module's Release
+
+        return imprecision(self.con, self, chosen)
 
 
 def anonymize(
@@ -84,6 +99,7 @@ def anonymize(
     constraints: Sequence[Constraint] = (),
     target: str | Sequence[str] | None = None,
     criterion: Criterion | None = None,
+    selections: str | Sequence[str] | None = None,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian).
 
@@ -111,7 +127,10 @@ def anonymize(
         target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
             columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,
-            ``Regression(...)``, ``Targets(...)``), e.g. with ``min_gain``.
+            ``Regression(...)``, ``Targets(...)``, ``Selections(...)``), e.g. with ``min_gain``.
+        selections: the SQL predicates analysts will run (over the QIs; see
+            :mod:`sqlanon.selection`): Selection Mondrian (KDD 2006, Section 3.4) first splits to
+            minimize their imprecision, then continues with the criterion above in each region.
 
     Returns:
         The :class:`Release`.
@@ -133,7 +152,7 @@ def anonymize(
     engine = Engine(con)
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
-                   target=target, criterion=criterion)
+                   target=target, criterion=criterion, selections=selections)
     lap("validate")
     try:
         source, rid = _working_source(engine, spec)
@@ -173,6 +192,8 @@ def anonymize(
              f"published a snapshot table {spec.outputs.view!r} instead of a live view.",)
             if spec.outputs.materialize else ()
         ),
+        selections=spec.workload.selections,
+        con=con,
     )
 
 

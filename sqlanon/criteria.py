@@ -39,6 +39,7 @@ from .stats import ClassStats
 
 if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
     from .domain import Domain
+    from .selection import QueryBox
 
 
 def normalized_range(
@@ -103,12 +104,16 @@ class Median:
     min_gain: ClassVar[float] = 0.0
     #: Try one QI at a time (a second statistics round only for partitions that need it).
     one_at_a_time: ClassVar[bool] = True
+    levels: ClassVar[int] = 1
 
     def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray | None:
         return None
 
     def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # Median has no impurity
+
+    def weak(self, gain: np.ndarray) -> np.ndarray:
+        return np.ones(len(gain), dtype=bool)  # every split is the Median choice
 
     def describe(self) -> str:
         return "median"
@@ -120,13 +125,19 @@ class _SummedTargets:
     targets: tuple[str, ...]
     min_gain: float
     one_at_a_time: ClassVar[bool] = False
+    levels: ClassVar[int] = 1
 
     def __init__(self, *targets: str | Sequence[str], min_gain: float = 0.0) -> None:
         object.__setattr__(self, "targets", _names(targets))
         object.__setattr__(self, "min_gain", float(min_gain))
 
     def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
-        return children.sum(axis=1)
+        """(K, 1): the targets' impurities summed."""
+        return children.sum(axis=1, keepdims=True)
+
+    def weak(self, gain: np.ndarray) -> np.ndarray:
+        """Splits removing less than ``min_gain`` per row are taken the Median way."""
+        return gain[:, 0] < self.min_gain
 
 
 @dataclass(frozen=True, init=False)
@@ -198,6 +209,7 @@ class Targets:
     numeric: tuple[str, ...] = field(default=())
     min_gain: float = 0.0
     one_at_a_time: ClassVar[bool] = False
+    levels: ClassVar[int] = 1
 
     @property
     def class_columns(self) -> tuple[str, ...]:
@@ -213,14 +225,106 @@ class Targets:
                                + [squared_error(layout.moments(stats, t)) for t in self.numeric])
 
     def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        """(K, 1): the targets' impurities, each as a fraction of the partition's, summed."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(partition > 0, children / np.where(partition > 0, partition, 1), 0.0).sum(axis=1)
+            fractions = np.where(partition > 0, children / np.where(partition > 0, partition, 1), 0.0)
+        return fractions.sum(axis=1, keepdims=True)
+
+    def weak(self, gain: np.ndarray) -> np.ndarray:
+        return gain[:, 0] < self.min_gain
 
     def describe(self) -> str:
         return f"targets(classes={list(self.classes)}, numeric={list(self.numeric)})"
 
 
-Criterion = Median | InfoGain | Regression | Targets
+#: Prefix of the 0/1 statistic columns Selection Mondrian counts: row inside query region i.
+INDICATOR = "__sqlanon_query_region_"
+
+
+@dataclass(frozen=True, init=False)
+class Selections:
+    """Selection Mondrian (KDD 2006, Section 3.4): first minimize the imprecision of the
+    workload's selections, then split by the ``then`` criterion.
+
+    Each predicate is parsed into hyper-rectangles over the QIs (an OR into several: the paper's
+    decomposition into query regions ``R_1..R_m``). The imprecision of a class ``E`` for region
+    ``R`` is ``|E| - |E ∩ R|`` when ``E`` is returned for ``R`` and 0 otherwise (KDD 2006, eq. 1:
+    ``|Pr(V)| - |Pr(T)|`` summed over classes). A split is judged by the children's total
+    ``sum_R sum_E imprecision(E, R)``, where a child counts as returned when it holds a row of
+    ``R``: the published box (the bounding box of the child's rows) then overlaps ``R``. It may
+    overlap ``R`` without holding a row of it, so this is a lower bound of the published
+    imprecision, computed exactly from the class counts of one 0/1 indicator per region; the
+    published figure is measured on the view (:func:`sqlanon.imprecision.imprecision`).
+
+    Keys are lexicographic: the smallest imprecision first, ties (in particular every split
+    once none reduces imprecision — a split never increases it) by the ``then`` criterion's
+    impurity; a partition where no split reduces imprecision and ``then`` is weak (Median, or a
+    gain below its ``min_gain``) takes the Median choice. So Selection Mondrian proceeds while
+    some split reduces imprecision and then continues inside each partition with ``then``, as
+    the paper describes.
+
+    Args:
+        predicates: SQL boolean predicates over the QIs (see :mod:`sqlanon.selection`).
+        then: the criterion inside the query regions (default :class:`Median`).
+    """
+
+    predicates: tuple[str, ...]
+    then: Median | InfoGain | Regression | Targets
+    boxes: tuple[QueryBox, ...]
+    one_at_a_time: ClassVar[bool] = False
+    levels: ClassVar[int] = 2
+
+    def __init__(self, predicates: str | Sequence[str], then: Criterion | None = None,
+                 boxes: Sequence[QueryBox] = ()) -> None:
+        object.__setattr__(self, "predicates", (predicates,) if isinstance(predicates, str) else tuple(predicates))
+        object.__setattr__(self, "then", Median() if then is None else then)
+        object.__setattr__(self, "boxes", tuple(boxes))
+
+    def with_boxes(self, boxes: Sequence[QueryBox]) -> Selections:
+        """The criterion with its predicates parsed into query regions."""
+        return Selections(self.predicates, self.then, boxes)
+
+    @property
+    def min_gain(self) -> float:
+        return self.then.min_gain
+
+    @property
+    def indicators(self) -> tuple[str, ...]:
+        return tuple(f"{INDICATOR}{i}" for i in range(len(self.boxes)))
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return self.then.class_columns + self.indicators
+
+    @property
+    def numeric_columns(self) -> tuple[str, ...]:
+        return self.then.numeric_columns
+
+    def terms(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        """(K, regions + then's targets): per query region ``|E| - |E ∩ R|`` if ``E ∩ R`` is
+        non-empty, else 0; then the ``then`` criterion's terms."""
+        inside = np.column_stack([layout.counts(stats, c)[:, 1] for c in self.indicators])
+        imprecision = np.where(inside > 0, stats.n[:, None] - inside, 0).astype(np.float64)
+        inner = self.then.terms(stats, layout)
+        return imprecision if inner is None else np.column_stack((imprecision, inner))
+
+    def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        """(K, 2): total imprecision, then the ``then`` criterion's impurity (0 for Median)."""
+        r = len(self.boxes)
+        first = children[:, :r].sum(axis=1, keepdims=True)
+        if isinstance(self.then, Median):
+            return np.column_stack((first, np.zeros(len(children))))
+        return np.column_stack((first, self.then.combine(children[:, r:], partition[:, r:])))
+
+    def weak(self, gain: np.ndarray) -> np.ndarray:
+        """No imprecision removed and ``then`` weak: the Median choice."""
+        return (gain[:, 0] <= 0) & self.then.weak(gain[:, 1:])
+
+    def describe(self) -> str:
+        return f"selections({list(self.predicates)!r}, then={self.then.describe()})"
+
+
+Criterion = Median | InfoGain | Regression | Targets | Selections
 
 
 def weighted_entropy(counts: np.ndarray) -> np.ndarray:

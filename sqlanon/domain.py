@@ -146,6 +146,11 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         query = query.select(g.alias(as_code, f"q{i}"), copy=False)  # no copy: the loop grows one tree
     for j, stat in enumerate(spec.workload.class_stats):
         alias = f"k{j}"
+        box = spec.workload.indicator(stat.name)
+        if box is not None:  # Selection Mondrian: 1 if the row lies in the query region
+            inside = exp.Coalesce(this=box.predicate(lambda c: g.col(c, "b")), expressions=[exp.false()])
+            query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build("UTINYINT", dialect=g.DIALECT)), alias), copy=False)
+            continue
         table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
         on = exp.EQ(this=g.col(stat.name, "b"), expression=g.col("v", alias))
         query = query.join(exp.alias_(g.table(table), g.ident(alias), table=True), on=on, join_type="left", copy=False)

@@ -48,6 +48,7 @@ class Manifest:
     hierarchies: Mapping[str, Hierarchy]
     constraints: tuple[str, ...]
     criterion: str
+    selections: tuple[str, ...] = ()  # the workload's selection predicates (Selection Mondrian)
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -84,6 +85,7 @@ def write(engine: Engine, spec: Spec, constraints: list[str], criterion: str) ->
         "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null} for q in spec.qis],
         "constraints": constraints,
         "criterion": criterion,
+        "selections": list(spec.workload.selections),
     }
     engine.execute(exp.Comment(this=g.table(spec.outputs.rules), kind="TABLE",
                                expression=g.lit(json.dumps(document))))
@@ -124,5 +126,6 @@ def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
         hierarchies_table=document["hierarchies"], materialized=document["materialized"],
         source=document["source"], k=document["k"], qis=qis, hierarchies=hierarchies,
         constraints=tuple(document["constraints"]), criterion=document["criterion"],
+        selections=tuple(document.get("selections", ())),
     )
 

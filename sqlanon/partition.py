@@ -201,7 +201,7 @@ class Partitioner:
         """Whether each picked pair is split the Median way (Median, or a gain below min_gain)."""
         if self.criterion.one_at_a_time:
             return np.ones(len(pick), dtype=bool)
-        return ev.gain[pick] < self.criterion.min_gain
+        return self.criterion.weak(ev.gain[pick])
 
     def _pick(self, idx: np.ndarray, pos: np.ndarray, ev: Evaluation, P: int) -> np.ndarray:
         """Per partition, the pair (index into ``idx``) whose split is taken, in partition order.
@@ -213,9 +213,10 @@ class Partitioner:
         ok = ev.allowed.nonzero()[0]
         if self.criterion.one_at_a_time or len(ok) == 0:
             return ok
-        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], ev.key[ok], idx[ok]))]
+        keys = ev.key[ok].T[::-1]  # lexsort: the last key is the primary one
+        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], *keys, idx[ok]))]
         best = best[first_of_run(idx[best])]
-        weak = ev.gain[best] < self.criterion.min_gain
+        weak = self.criterion.weak(ev.gain[best])
         if weak.any():
             median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], idx[ok]))]
             median = median[first_of_run(idx[median])]

@@ -159,6 +159,7 @@ def resolve(
     constraints: Sequence[Any] = (),
     target: str | Sequence[str] | None = None,
     criterion: Any = None,
+    selections: str | Sequence[str] | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
@@ -202,7 +203,8 @@ def resolve(
         qis.append(QI(name, position, data_type, kind, nulls[name]))
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
-        constraints=constraints, target=target, criterion=criterion,
+        constraints=constraints, target=target, criterion=criterion, selections=selections,
+        qis=qis,
     )
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload)

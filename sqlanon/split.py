@@ -66,8 +66,9 @@ class Evaluation:
     the most balanced one (the Median choice, used for ties and below ``min_gain``).
 
     ``cut`` is the largest code of the left child (-1 for a hierarchy split); ``left`` its rows;
-    ``key`` the split's impurity normalized by the partition's (0 for Median); ``gain`` the
-    impurity removed per row; ``balance`` is ``|2 L - n|``.
+    ``key`` (Q, levels) the split's impurity normalized by the partition's, one column per level
+    of the criterion, compared lexicographically (0 for Median); ``gain`` (Q, levels) the
+    impurity removed per row at each level; ``balance`` is ``|2 L - n|``.
     """
 
     allowed: np.ndarray
@@ -100,7 +101,8 @@ def evaluate(
     Q = len(attr)
     total = groups.totals(Q)
     out = {f: np.zeros(Q, dtype=np.int64) for f in ("cut", "left", "balance", "median_cut", "median_left", "median_balance")}
-    out.update(allowed=np.zeros(Q, dtype=bool), key=np.zeros(Q), gain=np.zeros(Q))
+    levels = criterion.levels
+    out.update(allowed=np.zeros(Q, dtype=bool), key=np.zeros((Q, levels)), gain=np.zeros((Q, levels)))
     partition_terms = criterion.terms(total, layout)  # (Q, targets), None for Median
     hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
     if (~hierarchical).any():
@@ -130,14 +132,15 @@ def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout
 
 def _score(criterion: Criterion, children: np.ndarray, partition: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A split's impurity as a fraction of its partition's, rounded so near-ties are ties (the
-    order of a floating-point sum must not decide), and the impurity it removes per row.
+    order of a floating-point sum must not decide), and the impurity it removes per row; both
+    (K, levels), one column per level of the criterion.
 
     ``children`` are the split's summed terms, ``partition`` the partition's, both (K, targets).
     """
     impurity = criterion.combine(children, partition)
     base = criterion.combine(partition, partition)
     scale = np.where(base > 0, base, 1.0)
-    return np.round(impurity / scale / TIE) * TIE, (base - impurity) / np.maximum(n, 1)
+    return np.round(impurity / scale / TIE) * TIE, (base - impurity) / np.maximum(n, 1)[:, None]
 
 
 def _best(part: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
@@ -169,11 +172,11 @@ def _ordered(groups, rows, total, partition_terms, constraints, criterion, layou
     balance = np.abs(2 * left.n[cand] - total.n[p])
     median = _best(p, (balance, code[cand]))
     if partition_terms is None:  # Median: the criterion's choice is the median choice
-        best, key, gain = median, np.zeros(len(cand)), np.zeros(len(cand))
+        best, key, gain = median, np.zeros((len(cand), 1)), np.zeros((len(cand), 1))
     else:
         children = criterion.terms(left, layout)[cand] + criterion.terms(right, layout)[cand]
         key, gain = _score(criterion, children, partition_terms[p], total.n[p])
-        best = _best(p, (key, balance, code[cand]))
+        best = _best(p, (*key.T, balance, code[cand]))
     q = p[best]
     out["allowed"][q] = True
     out["cut"][q], out["left"][q], out["balance"][q] = code[cand][best], left.n[cand][best], balance[best]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlglot import exp
@@ -29,10 +29,14 @@ from .constraints import (
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from .criteria import Criterion, InfoGain, Median, Regression, Targets
+from .criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Selections, Targets
 from .engine import Engine
 from .errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
 from .stats import ClassStats, StatColumn
+
+if TYPE_CHECKING:  # selection parses against QIs, which spec builds from this module's result
+    from .selection import QueryBox
+    from .spec import QI
 
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
 
@@ -59,6 +63,17 @@ class Workload:
     def moments(self, stats: ClassStats, column: str) -> np.ndarray:
         return stats.moments[[c.name for c in self.numeric_stats].index(column)]
 
+    @property
+    def selections(self) -> tuple[str, ...]:
+        """The workload's selection predicates (Selection Mondrian), as given."""
+        return self.criterion.predicates if isinstance(self.criterion, Selections) else ()
+
+    def indicator(self, column: str) -> QueryBox | None:
+        """The query region a Selection Mondrian statistic column counts (None for a column)."""
+        if not isinstance(self.criterion, Selections) or not column.startswith(INDICATOR):
+            return None
+        return self.criterion.boxes[self.criterion.indicators.index(column)]
+
 
 def resolve_workload(
     engine: Engine,
@@ -73,8 +88,13 @@ def resolve_workload(
     constraints: Sequence[Constraint] = (),
     target: str | Sequence[str] | None = None,
     criterion: Criterion | None = None,
+    selections: str | Sequence[str] | None = None,
+    qis: Sequence[QI] = (),
 ) -> Workload:
     """Build and validate the constraints, the criterion and the statistic columns.
+
+    ``selections`` (with the QIs ``qis`` they are parsed against) make the criterion Selection
+    Mondrian, with the criterion ``target=``/``criterion=`` ask for inside the query regions.
 
     Raises:
         InputError: (or a subclass) naming the problem; nothing has been written.
@@ -98,14 +118,16 @@ def resolve_workload(
         raise InputError("give either target= or criterion=, not both")
     if criterion is None:
         criterion = _criterion_for(target_list, columns, classify)
-    elif not isinstance(criterion, (Median, InfoGain, Regression, Targets)):
-        raise InputError(f"criterion= takes Median(), InfoGain(...), Regression(...) or Targets(...), got {criterion!r}")
+    elif not isinstance(criterion, (Median, InfoGain, Regression, Targets, Selections)):
+        raise InputError(f"criterion= takes Median(), InfoGain(...), Regression(...), Targets(...) or "
+                         f"Selections(...), got {criterion!r}")
+    criterion = _with_selections(criterion, selections, qis)
     if criterion.min_gain < 0 or not math.isfinite(criterion.min_gain):
         raise InputError(f"min_gain must be a finite number >= 0, got {criterion.min_gain!r}")
 
     # Every referenced column exists and plays one role.
     protected = {col for c in chosen for col in c.class_columns + c.numeric_columns}
-    targets = set(criterion.class_columns) | set(criterion.numeric_columns)
+    targets = {c for c in criterion.class_columns if not c.startswith(INDICATOR)} | set(criterion.numeric_columns)
     for name in sorted(protected | targets):
         if name not in columns:
             raise UnknownColumnError(f"no column {name!r}." + did_you_mean(name, columns))
@@ -158,6 +180,32 @@ def _check_constraint(c: Constraint) -> None:
         _number("VarianceDiversity v", c.v, 0.0)
 
 
+def _with_selections(criterion: Criterion, selections: Any, qis: Sequence[QI]) -> Criterion:
+    """Selection Mondrian when selections are asked for, with every predicate parsed into
+    query regions (errors quote the offending part; nothing of the text is executed)."""
+    if selections is not None:
+        if isinstance(criterion, Selections):
+            raise InputError("give selections either as selections= or inside criterion=Selections(...), not both")
+        texts = [selections] if isinstance(selections, str) else selections
+        if not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
+            raise InputError(f"selections= takes SQL predicates (strings), got {selections!r}")
+        if not texts:
+            return criterion
+        criterion = Selections(texts, then=criterion)
+    if not isinstance(criterion, Selections):
+        return criterion
+    if not isinstance(criterion.then, (Median, InfoGain, Regression, Targets)):
+        raise InputError(f"Selections(then=...) takes Median(), InfoGain(...), Regression(...) or Targets(...), "
+                         f"got {criterion.then!r}")
+    if not criterion.predicates or not all(isinstance(t, str) for t in criterion.predicates):
+        raise InputError(f"Selections(...) takes one or more SQL predicates (strings), got {criterion.predicates!r}")
+    from .selection import SelectionQI, parse_selection
+
+    parsed_qis = [SelectionQI(q.name, q.kind, q.data_type, q.hierarchy) for q in qis]
+    boxes = [box for text in criterion.predicates for box in parse_selection(text, parsed_qis).boxes]
+    return criterion.with_boxes(boxes)
+
+
 def _criterion_for(targets: list[str], columns: dict[str, str], classify) -> Criterion:
     """target=: numeric columns are regression targets, anything else a class label."""
     if not targets:
@@ -182,8 +230,10 @@ def _stat_columns(engine, source_ref, columns, rows, constraints, criterion) -> 
     for owner in [*constraints, criterion]:
         class_names += [c for c in owner.class_columns if c not in class_names]
         numeric_names += [c for c in owner.numeric_columns if c not in numeric_names]
+    indicators = [c for c in class_names if c.startswith(INDICATOR)]  # 0/1: row inside a query region
+    class_names = [c for c in class_names if c not in indicators]
     if not class_names and not numeric_names:
-        return ()
+        return tuple(StatColumn(c, "class", size=2) for c in indicators)
     aggs: list[exp.Expression] = []
     for name in class_names:
         col = g.col(name)
@@ -205,13 +255,17 @@ def _stat_columns(engine, source_ref, columns, rows, constraints, criterion) -> 
         # Integer columns without NULLs are summed as integers when the sums cannot overflow.
         exact = integer and present == rows and spread * spread * max(rows, 1) < 2**62
         out.append(StatColumn(name, "numeric", center=center, exact=exact, nulls=present < rows))
-    return tuple(out)
+    return tuple(out[: len(class_names)] + [StatColumn(c, "class", size=2) for c in indicators]
+                 + out[len(class_names):])
 
 
 def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload) -> None:
     """Every constraint must hold for the whole table, or no partition can satisfy it."""
     counts = []
     for stat in workload.class_stats:
+        if workload.indicator(stat.name) is not None:  # no constraint reads these
+            counts.append(np.zeros((1, stat.size), dtype=np.int64))
+            continue
         rows = engine.fetch_rows(exp.select(exp.Count(this=exp.Star())).from_(source_ref).group_by(g.col(stat.name)))
         vector = np.zeros((1, stat.size), dtype=np.int64)
         vector[0, : len(rows)] = sorted((r[0] for r in rows), reverse=True)

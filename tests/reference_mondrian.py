@@ -196,8 +196,13 @@ def _splits(dom: Domain, rows: np.ndarray, node: tuple, ok) -> list[tuple]:
     return out
 
 
+def _levels(value) -> tuple[float, ...]:
+    return tuple(value) if isinstance(value, tuple) else (value,)
+
+
 def _mondrian(
-    domains: list[Domain], rows: np.ndarray, state: tuple, ok, impurity, min_gain: float, out: list[tuple]
+    domains: list[Domain], rows: np.ndarray, state: tuple, ok, impurity, min_gain: float, out: list[tuple],
+    weak=None,
 ) -> None:
     if len(rows) == 0:  # an empty hierarchy child: a partition, but never split or returned
         return
@@ -212,10 +217,12 @@ def _mondrian(
             if impurity is None:
                 options.append((r, balance, cut, i, children, 0.0, 0.0))
                 continue
-            base = impurity(rows, rows)
-            total = sum(impurity(c, rows) for c, _ in children if len(c))
-            key = round(total / (base if base > 0 else 1.0) / 1e-12) * 1e-12
-            options.append((r, balance, cut, i, children, key, (base - total) / len(rows)))
+            # Levels compared lexicographically (one level unless impurity returns a tuple).
+            base = _levels(impurity(rows, rows))
+            total = [sum(t) for t in zip(*(_levels(impurity(c, rows)) for c, _ in children if len(c)))]
+            key = tuple(round(t / (b if b > 0 else 1.0) / 1e-12) * 1e-12 for t, b in zip(total, base))
+            gain = tuple((b - t) / len(rows) for t, b in zip(total, base))
+            options.append((r, balance, cut, i, children, key, gain))
         if options and impurity is None:
             break  # Median: the first attribute (in rank order) with an allowed split
     if not options:
@@ -225,16 +232,16 @@ def _mondrian(
         best = min(options, key=lambda o: (o[1], o[2]))
     else:
         best = min(options, key=lambda o: (o[5], o[0], o[1], o[2]))
-        if best[6] < min_gain:
+        if (weak(best[6]) if weak is not None else best[6][0] < min_gain):
             best = min(options, key=lambda o: (o[0], o[1], o[2]))
     _, _, _, i, children, _, _ = best
     for child_rows, child_node in children:
-        _mondrian(domains, child_rows, state[:i] + (child_node,) + state[i + 1 :], ok, impurity, min_gain, out)
+        _mondrian(domains, child_rows, state[:i] + (child_node,) + state[i + 1 :], ok, impurity, min_gain, out, weak)
 
 
 def reference_regions(
     df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict[str, list[list[str]]] | None = None,
-    *, ok=None, impurity=None, min_gain: float = 0.0,
+    *, ok=None, impurity=None, min_gain: float = 0.0, weak=None,
 ) -> list[Region]:
     """Mondrian regions of ``df`` with their boxes, in depth-first (left to right) order.
 
@@ -246,7 +253,9 @@ def reference_regions(
     criterion: among every allowed split of every candidate attribute, the smallest total
     impurity of the children normalized by the partition's own (rounded to 1e-12), ties by rank
     position, balance, cut; a best split gaining less than ``min_gain`` per row gives way to the
-    Median choice (rank position, balance, cut).
+    Median choice (rank position, balance, cut). ``impurity`` may return a tuple of levels,
+    compared lexicographically (Selection Mondrian: imprecision, then the inner criterion);
+    ``weak(gains) -> bool`` then replaces the ``min_gain`` test.
     """
     hierarchies = hierarchies or {}
     if not isinstance(k, (int, np.integer)) or k < 1:
@@ -277,7 +286,7 @@ def reference_regions(
     def judge(rows: np.ndarray) -> bool:
         return len(rows) >= k and (ok is None or ok(rows))
 
-    _mondrian(domains, np.arange(len(df)), tuple(root_state), judge, impurity, min_gain, out)
+    _mondrian(domains, np.arange(len(df)), tuple(root_state), judge, impurity, min_gain, out, weak)
     return [Region(tuple(int(r) for r in rows), dict(zip(qid, state))) for rows, state in out]
 
 
