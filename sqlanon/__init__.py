@@ -31,6 +31,7 @@ from .errors import (
     VerificationError,
 )
 from .hierarchy import Hierarchy, load_hierarchy
+from .imprecision import Imprecision, imprecision
 from .metrics import Metrics, metrics
 from .partition import Progress
 from .regions import regions
@@ -49,6 +50,7 @@ __all__ = [
     "VarianceDiversity",
     "EngineError",
     "Hierarchy",
+    "Imprecision",
     "HierarchyError",
     "InputError",
     "KAnonymity",
@@ -64,6 +66,7 @@ __all__ = [
     "Verification",
     "VerificationError",
     "anonymize",
+    "imprecision",
     "load_hierarchy",
     "metrics",
     "regions",

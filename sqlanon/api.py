@@ -68,7 +68,6 @@ class Release:
     verification: Verification
     notes: tuple[str, ...] = field(default=())
     selections: tuple[str, ...] = field(default=())
-    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False, compare=False)
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
@@ -76,11 +75,12 @@ class Release:
         chosen = self.selections if predicates is None else predicates
         if not chosen:
             raise InputError("this release has no selections: pass the predicates to measure")
-        if self.con is None:
+        con = getattr(self, "_con", None)  # set by anonymize(); not a field, so asdict() works
+        if con is None:
             raise InputError("this Release carries no connection: use sqlanon.imprecision(con, release, ...)")
         from .imprecision import imprecision  # builds on this module's Release
 
-        return imprecision(self.con, self, chosen)
+        return imprecision(con, self, chosen)
 
 
 def anonymize(
@@ -170,7 +170,7 @@ def anonymize(
         lap("publish_verify")
     finally:
         engine.cleanup()
-    return Release(
+    release = Release(
         view=spec.outputs.view,
         rules=spec.outputs.rules,
         rowmap=None if spec.outputs.materialize else spec.outputs.assignment,
@@ -193,8 +193,9 @@ def anonymize(
             if spec.outputs.materialize else ()
         ),
         selections=spec.workload.selections,
-        con=con,
     )
+    object.__setattr__(release, "_con", con)  # for release.imprecision()
+    return release
 
 
 def _created(spec: Spec) -> list[tuple[str, str]]:

@@ -6,6 +6,8 @@
                    :mod:`sqlanon.config`); files in, files out with ``--out``
 ``verify``         :func:`sqlanon.verify`, listing the violating classes
 ``explain``        :func:`sqlanon.spec.resolve` plus the SQL each step would run
+``report``         :func:`sqlanon.report.report`: HTML, Markdown or JSON
+``apply``          :func:`sqlanon.apply.apply`: recode another table with a release's rules
 ``install-macros`` runs ``sql/macros.sql``: the checks as DuckDB table macros
 =================  ===================================================================
 
@@ -31,11 +33,13 @@ from sqlglot import exp
 from . import __version__
 from . import sqlgen as g
 from .api import Release, anonymize
+from .apply import apply
 from .config import DATA_SUFFIXES, QIConfig, ReleaseConfig, load_config
 from .engine import Engine
 from .errors import InputError, SqlanonError
 from .explain import explain
 from .partition import Progress
+from .report import FORMATS, collect, render
 from .spec import _catalog, _find_source
 from .verify import Verification, class_columns, verify
 
@@ -198,6 +202,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_explain)
 
     p = sub.add_parser(
+        "report", formatter_class=fmt, help="write a release's report: HTML, Markdown or JSON (sqlanon.report)",
+        usage="sqlanon report DB VIEW [--format html|markdown|json] [-o FILE] [options]",
+        description="Report on the release published as VIEW in DB (sqlanon.report): the requirement (k and the\n"
+                    "constraints recorded with the release) and whether it holds -- re-checked now on the view\n"
+                    "with sqlanon.verify -- the metrics (sqlanon.metrics), the distribution of equivalence-class\n"
+                    "sizes, per-QI generalization widths, imprecision per selection, and the SQL objects with\n"
+                    "their row counts. HTML is one self-contained file with the plots inline (SVG); Markdown\n"
+                    "reads in a terminal; JSON holds every number (its \"metrics\" is sqlanon.metrics(...).as_dict()).\n"
+                    "Without --target/--numeric-target/--sensitive/--select the release's own workload is used\n"
+                    "(the criterion's targets, the constrained columns, the selections it was made for).\n"
+                    "The database is opened read-only.\n\n"
+                    "Exit status: 0 the report was written and the requirement holds, 1 it was written and the\n"
+                    "requirement fails (or the database failed), 2 usage or input error.",
+        epilog="examples:\n"
+               "  sqlanon report hospital.duckdb patients_anon --format html -o report.html\n"
+               "  sqlanon report hospital.duckdb patients_anon            # Markdown on stdout\n"
+               "  sqlanon report hospital.duckdb patients_anon -o report.json --target hiv \\\n"
+               "      --select \"age > 40 AND sex = 'M'\"",
+    )
+    p.add_argument("db", metavar="DB", help="DuckDB database file holding the release")
+    p.add_argument("view", metavar="VIEW", help="the release's published view (or its rules relation)")
+    p.add_argument("--format", choices=FORMATS,
+                   help="html (one file, plots inline), markdown or json; default: from -o's suffix "
+                        "(.html/.htm, .md/.markdown, .json), else markdown")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (replaced if it exists); "
+                                                          "default: standard output")
+    p.add_argument("--target", action="append", metavar="COLS",
+                   help="class label column(s) for CM and the entropies (comma-separated, repeatable)")
+    p.add_argument("--numeric-target", action="append", metavar="COLS",
+                   help="numeric column(s) predicted by the class mean, for RMSE (comma-separated, repeatable)")
+    p.add_argument("--sensitive", action="append", metavar="COLS",
+                   help="sensitive column(s) for achieved l and variance (comma-separated, repeatable)")
+    p.add_argument("--select", action="append", metavar="PREDICATE",
+                   help="a selection (SQL over the QIs) whose imprecision is reported (repeatable)")
+    p.set_defaults(run=_report)
+
+    p = sub.add_parser(
+        "apply", formatter_class=fmt, help="recode another table with a release's rules (sqlanon.apply)",
+        usage="sqlanon apply DB VIEW TABLE [--view OUT] [--replace] [--json]",
+        description="Recode TABLE in DB with the stored rules of the release published as VIEW (sqlanon.apply),\n"
+                    "into a new table OUT laid out like the release's view: each QI replaced by its published\n"
+                    "columns, plus eq_class. TABLE (or Parquet/CSV/JSON files) needs the release's QI columns.\n"
+                    "Every row is published once, in the region whose box holds its values; a row no rule can\n"
+                    "place (say, a category missing from the hierarchy) is published fully generalized with a\n"
+                    "NULL eq_class -- never with raw values. The release is reloaded from the database by name,\n"
+                    "so it may come from an earlier session.",
+        epilog="example:\n  sqlanon apply hospital.duckdb patients_anon new_patients --view new_patients_anon",
+    )
+    p.add_argument("db", metavar="DB", help="DuckDB database file holding the release (must exist)")
+    p.add_argument("release", metavar="VIEW", help="the release's published view, whose rules are applied")
+    p.add_argument("table", metavar="TABLE", help="table or view to recode (schema.table accepted), or files")
+    p.add_argument("--view", metavar="OUT", help="name of the table to create (default TABLE_anon)")
+    p.add_argument("--replace", action="store_true", help="overwrite an existing table or view named OUT")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_apply)
+
+    p = sub.add_parser(
         "install-macros", formatter_class=fmt, help="install the SQL check macros into a database",
         description="Run sql/macros.sql on DB: DuckDB table macros that check any table, view or file without\n"
                     "Python (the same as `duckdb DB < sql/macros.sql`):\n\n"
@@ -230,6 +291,9 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--l", type=float, metavar="L", help="entropy l-diversity of the --sensitive columns (L >= 1)")
     p.add_argument("--target", action="append", default=[], metavar="COLS",
                    help="workload target(s): class labels (InfoGain) and/or numeric columns (Regression)")
+    p.add_argument("--select", action="append", default=[], metavar="PREDICATE",
+                   help="a selection analysts will run, SQL over the QIs, e.g. \"age > 40 AND sex = 'M'\" "
+                        "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
 
@@ -276,13 +340,18 @@ def _anonymize(args: argparse.Namespace) -> int:
     finally:
         con.close()
     if args.json:
-        document = dataclasses.asdict(release)
+        document = _release_document(release)
         document["in_memory"] = request.database is None  # the release itself was not kept
         document["out"] = str(out) if out is not None else None
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
         _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None)
     return 0
+
+
+def _release_document(release: Release) -> dict[str, Any]:
+    """The Release as a JSON-ready dict."""
+    return dataclasses.asdict(release)
 
 
 def _request(args: argparse.Namespace) -> ReleaseConfig:
@@ -303,14 +372,18 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         if name not in qid:
             raise UsageError(f"--hierarchy {item!r}: {name!r} is not a QI (QIs: {', '.join(qid)})")
         hierarchies[name] = path
-    sensitive = _split(args.sensitive) if args.sensitive else list(config.sensitive if config else [])
+    sensitive = _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else [])
     l = args.l if args.l is not None else (config.l if config else None)
-    target = _split(args.target) if args.target else list(config.target if config else [])
+    target = _split(args.target, "--target") if args.target else list(config.target if config else [])
+    selections = args.select if args.select else list(config.selections if config else [])
+    if not all(s.strip() for s in selections):
+        raise UsageError("--select: empty predicate")
     return ReleaseConfig(
         table=table,
         sensitive=tuple(sensitive),
         l=l,
         target=tuple(target),
+        selections=tuple(selections),
         qis=tuple(QIConfig(n, hierarchies.get(n)) for n in qid),
         k=k,
         database=database,
@@ -336,10 +409,10 @@ def _locate(db: str | None, table: str | None, config: ReleaseConfig | None) -> 
     raise UsageError("name the source: DB TABLE, FILES, or --config RELEASE.toml")
 
 
-def _split(values: Sequence[str]) -> list[str]:
+def _split(values: Sequence[str], option: str = "--qid") -> list[str]:
     names = [n.strip() for v in values for n in v.split(",")]
     if not all(names):
-        raise UsageError(f"--qid: empty column name in {','.join(values)!r}")
+        raise UsageError(f"{option}: empty column name in {','.join(values)!r}")
     return names
 
 
@@ -531,6 +604,59 @@ def _explain(args: argparse.Namespace) -> int:
     finally:
         con.close()
     sys.stdout.write(text)
+    return 0
+
+
+# -- report -----------------------------------------------------------------------------------
+#: ``--format`` implied by the suffix of ``-o``.
+REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json"}
+
+
+def _report(args: argparse.Namespace) -> int:
+    out = Path(args.output) if args.output else None
+    fmt = args.format or (REPORT_SUFFIXES.get(out.suffix.lower()) if out is not None else None) or "markdown"
+    columns = {key: _split(value, option) if value is not None else None for key, value, option in (
+        ("targets", args.target, "--target"), ("numeric_targets", args.numeric_target, "--numeric-target"),
+        ("sensitive", args.sensitive, "--sensitive"))}
+    if args.select is not None and not all(s.strip() for s in args.select):
+        raise UsageError("--select: empty predicate")
+    con = _connect(args.db, read_only=True)
+    try:
+        data = collect(con, args.view, selections=args.select, **columns)
+    finally:
+        con.close()
+    text = render(data, fmt)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        partial = out.with_name(f".{out.name}.sqlanon-partial")
+        try:
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, out)
+        finally:
+            partial.unlink(missing_ok=True)
+    if not data.holds:
+        sys.stderr.write(f"sqlanon: the requirement does not hold on {data.view} (see the report)\n")
+        return 1
+    return 0
+
+
+# -- apply ------------------------------------------------------------------------------------
+def _apply(args: argparse.Namespace) -> int:
+    con = _connect(args.db, read_only=False)
+    try:
+        result = apply(con, args.release, args.table, view=args.view, replace=args.replace)
+    finally:
+        con.close()
+    if args.json:
+        sys.stdout.write(json.dumps(dataclasses.asdict(result), indent=2, default=str) + "\n")
+        return 0
+    rows = [("published", f"{result.view} (table: {result.table} recoded with the rules {result.rules})"),
+            ("rows", f"{result.rows:,}: {result.placed:,} placed in a region, {result.unplaced:,} unplaced "
+                     f"(published fully generalized)"),
+            ("elapsed", f"{result.elapsed:.2f} s")]
+    for label, value in rows:
+        sys.stdout.write(f"{label:<9}  {value}\n")
     return 0
 
 

@@ -25,12 +25,14 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
 
     [workload]
     target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
+    selections = ["age > 40 AND sex = 'M'"]  # optional: SQL predicates on the QIs (Selection Mondrian)
 
 Relative paths (``database``, ``table`` when it names files, ``hierarchy``) are resolved against
 the directory of the TOML file, so a release file and its hierarchies can be moved together.
 Sections planned for later releases (``[constraints]`` for the other diversity models,
-``workload.selections``, ``privacy.c`` and friends) are recognized and rejected with a "not
-supported yet" error.
+``privacy.c`` and friends) are recognized and rejected with a "not supported yet" error. The
+selections are checked here only for their TOML shape; :func:`sqlanon.anonymize` parses them
+against the table's QIs before any work (:mod:`sqlanon.selection`).
 
 Errors are :class:`ConfigError` (an :class:`~sqlanon.errors.InputError`) naming the file and the
 key path, e.g. ``release.toml: privacy.k: must be an integer >= 1, got "ten"`` or
@@ -65,16 +67,17 @@ _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l")
-_WORKLOAD_KEYS = ("target",)
+_WORKLOAD_KEYS = ("target", "selections")
 # Recognized so that release files written for later versions fail clearly, not as typos.
 _LATER_SECTIONS = {
     "constraints": "extra constraints",
-    "selections": "selection workloads",
 }
+# Sections that are keys of another section, named so that the error says where they go.
+_MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target"}
 _LATER_PRIVACY = {
     "c": "recursive (c,l)-diversity", "variance": "variance diversity", "t": "t-closeness",
 }
-_LATER_WORKLOAD = {"selections": "selection workloads"}
+_LATER_WORKLOAD: dict[str, str] = {}
 
 
 class ConfigError(InputError):
@@ -101,6 +104,7 @@ class ReleaseConfig:
         view, replace, memory_rows: as for :func:`sqlanon.anonymize` (None = its default).
         sensitive, l: entropy l-diversity (both or neither).
         target: the workload's target columns.
+        selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
     """
 
@@ -114,6 +118,7 @@ class ReleaseConfig:
     sensitive: tuple[str, ...] = ()
     l: float | None = None
     target: tuple[str, ...] = ()
+    selections: tuple[str, ...] = ()
     path: str | None = field(default=None, compare=False)
 
     @property
@@ -138,6 +143,7 @@ class ReleaseConfig:
             # The workload only when declared, so requests without one read as before.
             **({"sensitive": list(self.sensitive), "l": self.l} if self.sensitive or self.l is not None else {}),
             **({"target": list(self.target)} if self.target else {}),
+            **({"selections": list(self.selections)} if self.selections else {}),
         }
 
 
@@ -169,6 +175,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         return ConfigError(f"{label}: {key}: {message}")
 
     for key in document:
+        if key in _MOVED_SECTIONS:
+            raise fail(key, f"not a section: write it as {_MOVED_SECTIONS[key]} = [...] under [workload]")
         if key in _LATER_SECTIONS:
             raise fail(key, f"not supported yet ({_LATER_SECTIONS[key]} are planned; this version "
                             f"reads [release], [[qi]] and [privacy] k)")
@@ -239,9 +247,23 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     workload = _table(document.get("workload", {}), "workload", fail)
     _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
     target = _names(workload.get("target", []), "workload.target", fail)
+    selections = _predicates(workload.get("selections", []), "workload.selections", fail)
     return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
                          replace=replace, memory_rows=memory_rows, sensitive=tuple(sensitive),
-                         l=None if l is None else float(l), target=tuple(target), path=label)
+                         l=None if l is None else float(l), target=tuple(target),
+                         selections=tuple(selections), path=label)
+
+
+def _predicates(value: Any, key: str, fail) -> list[str]:
+    """A list of SQL predicates (one string is one predicate), each a non-empty string; an entry
+    is named ``key[i]`` (from 1) in errors. Parsing them needs the table: anonymize does it."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise fail(key, f"must be a list of SQL predicates, got {_show(value)}")
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, str) or not item.strip():
+            raise fail(f"{key}[{i}]", f"must be a non-empty SQL predicate string, got {_show(item)}")
+    return items
 
 
 def _names(value: Any, key: str, fail) -> list[str]:

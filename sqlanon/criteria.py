@@ -12,6 +12,9 @@
 * :class:`Targets` — class labels and numeric targets together: the sum over targets of each
   target's impurity in the children *normalized by its impurity in the partition*, so a label
   measured in bits and a target measured in squared dollars weigh alike.
+* :class:`Selections` — Selection Mondrian (KDD 2006, Section 3.4): the split leaving the least
+  imprecision for the workload's selections first, then one of the above inside the query
+  regions (keys compared lexicographically).
 
 Each criterion gives per-target impurity *terms* of a class (additive over the children of a
 split) and a rule to *combine* the children's terms with the partition's. All candidate QIs and

@@ -46,6 +46,7 @@ from sqlglot import exp
 from . import sqlgen as g
 from .engine import Engine
 from .errors import InputError, UnknownColumnError, did_you_mean
+from .imprecision import imprecision
 from .manifest import Manifest, ManifestQI
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
 from .spec import EQ_CLASS, classify
@@ -79,6 +80,7 @@ class Metrics:
         l_distinct: smallest number of distinct values in a class, per sensitive column.
         l_entropy: smallest exp(entropy in nats) of a class, per sensitive column.
         min_variance: smallest population variance in a class, per numeric sensitive column.
+        imprecision: ``|Pr(V)| - |Pr(T)|`` per selection predicate (KDD 2006, Section 3.4).
     """
 
     view: str
@@ -101,6 +103,7 @@ class Metrics:
     l_distinct: Mapping[str, int | None] = field(default_factory=dict)
     l_entropy: Mapping[str, float | None] = field(default_factory=dict)
     min_variance: Mapping[str, float | None] = field(default_factory=dict)
+    imprecision: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
@@ -140,6 +143,7 @@ def metrics(
     targets: Sequence[str] = (),
     numeric_targets: Sequence[str] = (),
     sensitive: Sequence[str] = (),
+    selections: Sequence[str] | None = None,
 ) -> Metrics:
     """Measure a release, in SQL over its published view and rules relation.
 
@@ -150,6 +154,8 @@ def metrics(
         numeric_targets: numeric columns of the view, for RMSE.
         sensitive: sensitive columns of the view, for l-diversity (and, when numeric,
             variance diversity).
+        selections: SQL predicates over the QIs whose imprecision to measure; default the
+            release's own workload selections (none for a release without them).
 
     Returns:
         :class:`Metrics`. With N rows, S suppressed, classes E, k the release's k:
@@ -184,6 +190,10 @@ def metrics(
           et al. 2006); ``min_variance[s] = min_E Var(E, s)`` (population variance, variance
           diversity, KDD 2006), for numeric ``s`` only, ignoring NULLs; a class whose ``s`` is
           all NULL has variance 0 (it discloses one value), as in :func:`sqlanon.verify`.
+
+        * ``imprecision[p] = |Pr(V)| - |Pr(T)|``: rows of the classes whose published box
+          overlaps predicate ``p`` minus the rows satisfying it (KDD 2006, Section 3.4, eq. 1;
+          :func:`sqlanon.imprecision.imprecision`).
 
         A metric that is undefined (no rows, no class) is None.
 
@@ -251,6 +261,9 @@ def metrics(
                 g.template("metrics_moments", view=view_ref, value=g.col(c, "s"), **{"class": cls}))[0]
             min_variance[c] = _clean(var)
 
+    chosen = m.selections if selections is None else ([selections] if isinstance(selections, str) else selections)
+    measured = imprecision(con, m.view, chosen) if chosen else None
+
     return Metrics(
         view=m.view,
         qid=m.qid,
@@ -272,6 +285,7 @@ def metrics(
         l_distinct=l_distinct,
         l_entropy=l_entropy,
         min_variance=min_variance,
+        imprecision={p.text: p.imprecision for p in measured.predicates} if measured else {},
     )
 
 

@@ -23,10 +23,11 @@ from conftest import make_people, objects
 from sqlanon import engine
 from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
+from sqlanon.imprecision import imprecision as imprecision_of
 
 ROOT = Path(__file__).absolute().parent.parent  # the checkout, whatever is installed
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
-COMMANDS = ["demo", "anonymize", "verify", "explain", "install-macros"]
+COMMANDS = ["demo", "anonymize", "verify", "explain", "report", "apply", "install-macros"]
 
 
 @pytest.fixture
@@ -89,12 +90,45 @@ def test_help_of_every_command_is_complete(capsys, command):
         assert "0 the check holds, 1 it fails, 2" in out
     if command == "install-macros":
         assert "sqlanon_k_check(tbl, cols, k)" in out
+    if command == "report":
+        assert "--format {html,markdown,json}" in out and "-o FILE, --output FILE" in out
+        assert "0 the report was written and the requirement holds, 1" in out
+    if command == "apply":
+        assert "usage: sqlanon apply DB VIEW TABLE" in out and "--view OUT" in out
+    if command in ("anonymize", "explain"):
+        assert "--select PREDICATE" in out
 
 
-def test_features_not_built_yet_have_no_flags(capsys, db):
-    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--select", "x")
-    assert code == 2
-    assert_one_line_error(err, "unrecognized arguments")
+def test_select_reaches_the_library(capsys, db, tmp_path):
+    """--select (repeatable) and [workload] selections give Selection Mondrian; both land in the manifest."""
+    from sqlanon import manifest
+
+    predicates = ["age > 40 AND zip = 3", "age < 10"]
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "5",
+                       "--select", predicates[0], "--select", predicates[1], "--view", "sel")
+    assert (code, err) == (0, ""), err
+    path = tmp_path / "r.toml"
+    path.write_text(f'[release]\ndatabase = "{db}"\ntable = "people"\nview = "sel_file"\n[[qi]]\nname = "age"\n'
+                    f'[[qi]]\nname = "zip"\n[privacy]\nk = 5\n[workload]\nselections = {json.dumps(predicates)}\n')
+    assert run(capsys, "anonymize", "--config", path)[0] == 0
+    con = duckdb.connect(db, read_only=True)
+    try:
+        for view in ("sel", "sel_file"):
+            m = manifest.read(con, view)
+            assert m.selections == tuple(predicates) and m.criterion.startswith("selections(")
+        imprecision = imprecision_of(con, "sel", predicates)
+    finally:
+        con.close()
+    assert all(p.imprecision >= 0 for p in imprecision.predicates)
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "5", "--select", predicates[0])
+    assert (code, err) == (0, "")
+    before = sql_objects(db)
+    for bad, fragment in (("city = 'x0'", "city"), ("age > 1; DROP TABLE people", "DROP"), ("  ", "empty predicate")):
+        code, out, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--select", bad,
+                             "--view", "bad")
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, fragment)
+    assert sql_objects(db) == before
 
 
 def test_workload_flags_reach_the_library(capsys, db):
@@ -145,7 +179,7 @@ def test_anonymize_json_is_the_release(capsys, db):
                        "--memory-rows", "0", "--json")
     assert code == 0
     release = json.loads(out)
-    assert set(release) >= {f.name for f in sqlanon.Release.__dataclass_fields__.values()}
+    assert set(release) >= {f.name for f in sqlanon.Release.__dataclass_fields__.values()} - {"con"}
     assert (release["view"], release["rules"], release["k"], release["qid"]) == ("pub", "pub_rules", 7, ["age", "zip"])
     assert release["k_achieved"] >= 7 and release["verification"]["ok"] is True and release["out"] is None
 
@@ -442,6 +476,129 @@ def test_demo(capsys):
     assert "first rows of the published view" in out and "eq_class" in out
 
 
+# -- report -------------------------------------------------------------------------------------
+@pytest.fixture
+def released(capsys, db) -> str:
+    """``db`` with the release ``people_anon``: k = 10, entropy l-diversity of city, Regression on id."""
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", "--sensitive", "city",
+                       "--l", "1.5", "--target", "id")
+    assert (code, err) == (0, ""), err
+    return db
+
+
+def _metrics(db: str, **columns) -> dict:
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return sqlanon.metrics(con, "people_anon", **columns).as_dict()
+    finally:
+        con.close()
+
+
+def test_report_formats_and_outputs(capsys, released, tmp_path):
+    db = released
+    code, out, err = run(capsys, "report", db, "people_anon")  # Markdown on standard output
+    assert (code, err) == (0, "")
+    assert out.startswith("# sqlanon release report: `people_anon`") and "## Requirement: HOLDS" in out
+    assert "| entropy l-diversity('city', l=1.5) |" in out
+    for name, marker in (("r.html", "<!DOCTYPE html>"), ("r.md", "# sqlanon release report"), ("r.json", "{")):
+        code, out, err = run(capsys, "report", db, "people_anon", "-o", tmp_path / name)
+        assert (code, out, err) == (0, "", "")
+        assert (tmp_path / name).read_text(encoding="utf-8").startswith(marker)
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").count("<svg") == 2  # sizes, widths (no timings)
+    # JSON: the release's own workload by default, exactly sqlanon.metrics(...).as_dict()
+    document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert document["metrics"] == _metrics(db, numeric_targets=["id"], sensitive=["city"])
+    assert document["verification"]["holds"] is True and document["selections"] == []
+    code, out, _ = run(capsys, "report", db, "people_anon", "--format", "json", "--target", "city",
+                       "--numeric-target", "id,salary", "--sensitive", "city", "--select", "age > 40",
+                       "--select", "zip = 3")
+    document = json.loads(out)
+    assert code == 0 and document["metrics"] == _metrics(db, targets=["city"], numeric_targets=["id", "salary"],
+                                                         sensitive=["city"])
+    con = duckdb.connect(db, read_only=True)
+    try:
+        expected = imprecision_of(con, "people_anon", ["age > 40", "zip = 3"]).predicates
+    finally:
+        con.close()
+    assert document["selections"] == [{"predicate": p.text, "returned": p.returned, "true": p.true,
+                                       "imprecision": p.imprecision} for p in expected]
+    code, out, _ = run(capsys, "report", db, "people_anon", "--format", "markdown", "-o", tmp_path / "x.html")
+    assert code == 0 and (tmp_path / "x.html").read_text(encoding="utf-8").startswith("# sqlanon")
+
+
+def test_report_exit_status_when_the_requirement_fails(capsys, released, tmp_path):
+    db = released
+    con = duckdb.connect(db)
+    con.execute("DELETE FROM people WHERE id IN (SELECT id FROM people_anon WHERE eq_class = "
+                "(SELECT min(eq_class) FROM people_anon) LIMIT 5)")
+    con.close()
+    code, out, err = run(capsys, "report", db, "people_anon", "-o", tmp_path / "r.json")
+    assert (code, out) == (1, "")
+    assert err == "sqlanon: the requirement does not hold on people_anon (see the report)\n"
+    document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert document["verification"]["holds"] is False and document["verification"]["violating"] == 1
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["{db}", "people_anon", "--format", "pdf"], ["invalid choice: 'pdf'"]),
+    (["{db}"], ["the following arguments are required: VIEW"]),
+    (["{db}", "people"], ["'people' is not a sqlanon release"]),
+    (["{db}", "nope"], ["'nope' is not a sqlanon release"]),
+    (["missing.duckdb", "people_anon"], ["database file not found: missing.duckdb"]),
+    (["{db}", "people_anon", "--target", "age"], ["quasi-identifier 'age'"]),
+    (["{db}", "people_anon", "--sensitive", "cty"], ["no column 'cty'", "Did you mean 'city'?"]),
+    (["{db}", "people_anon", "--numeric-target", "city"], ["RMSE needs a numeric column"]),
+    (["{db}", "people_anon", "--target", "id,,city"], ["--target: empty column name"]),
+    (["{db}", "people_anon", "--select", "salary > 3"], ["salary"]),
+    (["{db}", "people_anon", "-o", "{tmp}/no/such/dir/r.html"], ["No such file or directory"]),
+])
+def test_report_usage_and_input_errors(capsys, released, tmp_path, argv, fragments):
+    code, out, err = run(capsys, "report", *[a.format(db=released, tmp=tmp_path) for a in argv])
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, *fragments)
+    assert not (tmp_path / "no").exists()
+
+
+# -- apply --------------------------------------------------------------------------------------
+def test_apply(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    con = duckdb.connect(db)
+    make_people(con, 120, "new_people")
+    con.execute("UPDATE new_people SET age = age + 1000 WHERE id < 5")  # beyond the training domain
+    con.close()
+    code, out, err = run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon")
+    assert (code, err) == (0, ""), err
+    assert re.search(r"^published\s+new_anon \(table: new_people recoded with the rules people_anon_rules\)$", out, re.M)
+    assert re.search(r"^rows\s+120: 120 placed in a region, 0 unplaced", out, re.M)
+    # the training table recoded with its own rules is the view; --json is the Applied result
+    code, out, err = run(capsys, "apply", db, "people_anon", "people")  # default name: taken by the release
+    assert code == 2
+    assert_one_line_error(err, "'people_anon' is an object of release 'people_anon'")
+    code, out, _ = run(capsys, "apply", db, "people_anon", "people", "--view", "again", "--json")
+    document = json.loads(out)
+    assert code == 0 and (document["view"], document["rows"], document["placed"]) == ("again", 500, 500)
+    con = duckdb.connect(db, read_only=True)
+    try:
+        recoded = con.sql("SELECT * FROM again ORDER BY id").df()
+        pd.testing.assert_frame_equal(recoded, con.sql("SELECT * FROM people_anon ORDER BY id").df())
+        # values beyond the training domain land in the open-ended top region: its bounds, never raw values
+        assert con.execute("SELECT max(age_max), count(eq_class) FROM new_anon WHERE id < 5").fetchone() == (89, 5)
+    finally:
+        con.close()
+    before = sql_objects(db)
+    code, _, err = run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon")
+    assert code == 2
+    assert_one_line_error(err, "new_anon")
+    for argv, fragment in ((["people_anon", "nope"], "no table or view named 'nope'"),
+                           (["people", "new_people"], "'people' is not a sqlanon release"),
+                           (["people_anon"], "the following arguments are required: TABLE")):
+        code, out, err = run(capsys, "apply", db, *argv)
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, fragment)
+    assert sql_objects(db) == before
+    assert run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon", "--replace")[0] == 0
+
+
 # -- as a program -------------------------------------------------------------------------------
 def sqlanon_process(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -458,6 +615,19 @@ def test_python_m_sqlanon(db, tmp_path):
     done = sqlanon_process("verify", db, "nope", "--qid", "age", "--k", "2", cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert_one_line_error(done.stderr, "no table or view named 'nope'")
+
+
+def test_python_m_sqlanon_report(db, tmp_path):
+    assert sqlanon_process("anonymize", db, "people", "--qid", "age,zip", "--k", "10", cwd=tmp_path).returncode == 0
+    done = sqlanon_process("report", db, "people_anon", "--format", "html", "-o", "report.html", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "HOLDS" in page and page.count("<svg") == 2
+    done = sqlanon_process("report", db, "people_anon", cwd=tmp_path)  # Markdown on a pipe
+    assert done.returncode == 0 and "## Requirement: HOLDS" in done.stdout
+    done = sqlanon_process("report", db, "people", cwd=tmp_path)
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr, "'people' is not a sqlanon release")
 
 
 def test_python_m_sqlanon_files(tmp_path):

@@ -114,7 +114,14 @@ def test_anonymize_kwargs_run_a_release(tmp_path):
         (("[privacy]\nk = 5", "[privacy]"), "privacy.k: missing"),
         (("[privacy]", "[privcy]"), "privcy: unknown section. Did you mean 'privacy'?"),
         (("[privacy]", "[constraints]\nl = 2\n[privacy]"), "constraints: not supported yet"),
-        (("[privacy]", "[workload]\nselections = ['a > 1']\n[privacy]"), "workload.selections: not supported yet"),
+        (("[privacy]", "[workload]\nselections = 3\n[privacy]"), "workload.selections: must be a list of SQL predicates, got 3"),
+        (("[privacy]", "[workload]\nselections = ['a > 1', 2]\n[privacy]"),
+         "workload.selections[2]: must be a non-empty SQL predicate string, got 2"),
+        (("[privacy]", "[workload]\nselections = ['a > 1', ' ']\n[privacy]"),
+         'workload.selections[2]: must be a non-empty SQL predicate string, got " "'),
+        (("[privacy]", "[workload]\nselection = ['a > 1']\n[privacy]"),
+         "workload.selection: unknown key. Did you mean 'selections'?"),
+        (("[privacy]", "[selections]\nx = 1\n[privacy]"), "selections: not a section: write it as workload.selections"),
         (("[privacy]", "[workload]\ntarget = 3\n[privacy]"), "workload.target: must be a column name"),
         (('table = "people"', 'tabel = "people"'), "release.tabel: unknown key. Did you mean 'table'?"),
         (('table = "people"', 'view = "v"'), "release.table: missing"),
@@ -172,3 +179,28 @@ def test_workload_keys_reach_anonymize_kwargs(tmp_path):
     assert (kwargs["sensitive"], kwargs["l"], kwargs["target"]) == (["s"], 2.0, ["y", "z"])
     path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
     assert {"sensitive", "l", "target"}.isdisjoint(load_config(path).anonymize_kwargs())
+
+
+def test_selections_reach_anonymize_kwargs(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n'
+                    '[workload]\nselections = ["a > 1 AND a < 5", "a = 7"]\n')
+    config = load_config(path)
+    assert config.selections == ("a > 1 AND a < 5", "a = 7")
+    assert config.anonymize_kwargs()["selections"] == ["a > 1 AND a < 5", "a = 7"]
+    path.write_text(path.read_text().replace('["a > 1 AND a < 5", "a = 7"]', '"a > 1"'))  # one predicate
+    assert load_config(path).anonymize_kwargs()["selections"] == ["a > 1"]
+
+
+def test_selections_from_a_release_file_run(tmp_path):
+    """The predicates are parsed by anonymize against the QIs: a bad one fails before any write."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, i % 7 AS zip FROM range(400) t(i)")
+    text = MINIMAL.replace('name = "age"', 'name = "age"\n[[qi]]\nname = "zip"') + \
+        '[workload]\nselections = ["age > 40 AND zip = 3"]\n'
+    release = sqlanon.anonymize(con, **load_config(write(tmp_path, text)).anonymize_kwargs())
+    assert release.selections == ("age > 40 AND zip = 3",) and release.k_achieved >= 5
+    bad = text.replace("zip = 3", "id = 3").replace('table = "people"', 'table = "people"\nview = "bad"')
+    with pytest.raises(sqlanon.InputError, match="id"):
+        sqlanon.anonymize(con, **load_config(write(tmp_path, bad)).anonymize_kwargs())
+    assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'bad'").fetchone()[0] == 0

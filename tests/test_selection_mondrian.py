@@ -183,3 +183,19 @@ def test_selection_mondrian_beats_median_on_c2(agrawal, k):
     selection = imprecision(qis, selections=C2_BOXES)
     assert selection < imprecision(qis)
     assert selection < imprecision(["age", "salary"])
+
+
+def test_release_reports_its_imprecision(people):
+    """``release.imprecision()`` and ``metrics()`` measure the workload's own selections."""
+    selections = ["age > 40 AND age <= 60", "zip < 53720 OR age >= 80"]
+    release = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, selections=selections)
+    measured = release.imprecision()
+    assert [p.text for p in measured.predicates] == selections
+    assert measured.predicates[0].imprecision == 0  # the region was split off exactly
+    assert sqlanon.metrics(people, release).imprecision == {p.text: p.imprecision for p in measured.predicates}
+    assert sqlanon.metrics(people, release.view, selections=["age < 30"]).imprecision == {
+        "age < 30": sqlanon.imprecision(people, release, "age < 30").total}
+    plain = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, view="plain")
+    assert sqlanon.metrics(people, plain).imprecision == {}
+    with pytest.raises(sqlanon.InputError, match="no selections"):
+        plain.imprecision()

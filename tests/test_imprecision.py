@@ -1,0 +1,329 @@
+"""sqlanon.imprecision against brute force (KDD 2006, Section 3.4, equation 6).
+
+The oracle for random tables is independent of the parser and of the SQL: a region is returned
+for a predicate iff *some point of its published box* satisfies the predicate, found by
+enumerating every point of the box (integer QIs: every integer in ``[q_min, q_max]``, plus NULL
+and everything below when ``q_min`` is NULL; hierarchical QIs: the leaves under the node) and
+evaluating the generated predicate in plain Python with SQL's three-valued logic. True rows are
+the source rows for which that evaluation is TRUE. On Adult, a pandas computation from the rules
+and the hierarchies checks per-box overlap with inner hierarchy nodes.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon import manifest
+from sqlanon.errors import InputError, UnknownTableError
+from sqlanon.hierarchy import Hierarchy
+from sqlanon.imprecision import Imprecision, imprecision
+from sqlanon.selection import IsNull, Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
+
+H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}
+HIER = Hierarchy.from_dict(H)
+H_LABELS = ["p1", "p2", "s1", "bsc", "msc", "phd", "school", "primary", "secondary", "higher", "*"]
+INT_LITS = ["-1", "0", "2", "3", "3.5", "5", "7", "9", "10"]
+LOW = -2  # below every literal: every point below it behaves like it
+INT_COLS = ("a", "b")
+
+
+# -- random predicates over (a INTEGER, b INTEGER, h hierarchical) -----------------------------------
+@st.composite
+def atoms(draw, cols=("a", "b", "h")):
+    col = draw(st.sampled_from(cols))
+    if col == "h":
+        op = draw(st.sampled_from(["=", "<>", "IN", "NOT IN", "IS NULL", "IS NOT NULL"]))
+        if op.startswith("IS"):
+            return (col, op, ())
+        k = 1 if op in ("=", "<>") else draw(st.integers(1, 3))
+        return (col, op, tuple(draw(st.sampled_from(H_LABELS)) for _ in range(k)))
+    op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">=", "BETWEEN", "NOT BETWEEN", "IN", "NOT IN",
+                               "IS NULL", "IS NOT NULL"]))
+    k = {"IS NULL": 0, "IS NOT NULL": 0, "BETWEEN": 2, "NOT BETWEEN": 2}.get(op, 1)
+    if op in ("IN", "NOT IN"):
+        k = draw(st.integers(1, 3))
+    return (col, op, tuple(draw(st.sampled_from(INT_LITS)) for _ in range(k)))
+
+
+def predicates(cols=("a", "b", "h"), max_leaves=4):
+    leaf = st.one_of(atoms(cols), st.tuples(st.just("NOT"), atoms(cols)))
+    return st.recursive(leaf, lambda sub: st.tuples(st.sampled_from(["AND", "OR"]), sub, sub), max_leaves=max_leaves)
+
+
+def render(p):
+    if p[0] in ("AND", "OR"):
+        return f"({render(p[1])} {p[0]} {render(p[2])})"
+    if p[0] == "NOT":
+        return f"NOT ({render(p[1])})"
+    col, op, vals = p
+    vals = [f"'{v}'" if col == "h" else v for v in vals]
+    if op.startswith("IS"):
+        return f"{col} {op}"
+    if op in ("IN", "NOT IN"):
+        return f"{col} {op} ({', '.join(vals)})"
+    if op.endswith("BETWEEN"):
+        return f"{col} {op} {vals[0]} AND {vals[1]}"
+    return f"{col} {op} {vals[0]}"
+
+
+def under(label):
+    """Leaves under the node labelled ``label`` of H (labels are unique in H)."""
+    node = HIER.labels.index(label)
+    return set(HIER.leaves[HIER.leaf_lo[node]: HIER.leaf_hi[node] + 1])
+
+
+def evaluate(p, row):
+    """SQL three-valued logic: True, False or None; a hierarchy label means its leaves."""
+    if p[0] in ("AND", "OR"):
+        x, y = evaluate(p[1], row), evaluate(p[2], row)
+        if p[0] == "AND":
+            return False if False in (x, y) else (None if None in (x, y) else True)
+        return True if True in (x, y) else (None if None in (x, y) else False)
+    if p[0] == "NOT":
+        v = evaluate(p[1], row)
+        return None if v is None else not v
+    col, op, vals = p
+    v = row[col]
+    if op == "IS NULL":
+        return v is None
+    if op == "IS NOT NULL":
+        return v is not None
+    if v is None:
+        return None
+    if col == "h":
+        named = set().union(*(under(x) for x in vals))
+        return (v in named) if op in ("=", "IN") else (v not in named)
+    xs = [float(x) for x in vals]
+    return {"=": lambda: v == xs[0], "<>": lambda: v != xs[0], "<": lambda: v < xs[0], "<=": lambda: v <= xs[0],
+            ">": lambda: v > xs[0], ">=": lambda: v >= xs[0], "BETWEEN": lambda: xs[0] <= v <= xs[1],
+            "NOT BETWEEN": lambda: not (xs[0] <= v <= xs[1]), "IN": lambda: v in xs,
+            "NOT IN": lambda: v not in xs}[op]()
+
+
+def box_points(region, hierarchy):
+    """Every point of a region's published box (the enumeration described in the module doc)."""
+    axes = []
+    for c in INT_COLS:
+        lo, hi = region[f"{c}_min"], region[f"{c}_max"]
+        lo = None if pd.isna(lo) else int(lo)
+        hi = None if pd.isna(hi) else int(hi)
+        points = [None] if lo is None else []
+        if hi is not None:
+            points += list(range(LOW if lo is None else lo, hi + 1))
+        axes.append(points)
+    node = int(region["h_node"])
+    axes.append(list(hierarchy.leaves[hierarchy.leaf_lo[node]: hierarchy.leaf_hi[node] + 1]))
+    return ({"a": a, "b": b, "h": h} for a, b, h in itertools.product(*axes))
+
+
+def overlapping_regions(rules: pd.DataFrame, hierarchy, p) -> pd.DataFrame:
+    hit = [any(evaluate(p, pt) is True for pt in box_points(r, hierarchy)) for _, r in rules.iterrows()]
+    return rules[np.array(hit, dtype=bool)] if len(rules) else rules
+
+
+def make_table(con, rows, name="t"):
+    con.execute(f'CREATE TABLE "{name}" (id INTEGER, a INTEGER, b INTEGER, h VARCHAR, v VARCHAR)')
+    if rows:
+        con.executemany(f'INSERT INTO "{name}" VALUES (?, ?, ?, ?, ?)', rows)
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(4, 40))
+    a = st.one_of(st.none(), st.integers(0, 9))
+    b = st.one_of(st.none(), st.integers(0, 4))
+    h = st.sampled_from([None] + list(HIER.leaves))
+    rows = [(i, draw(a), draw(b), draw(h), draw(st.sampled_from(["x", "y", None]))) for i in range(n)]
+    k = draw(st.integers(1, max(1, n // 3)))
+    return rows, k
+
+
+def release_for(con, rows, k, name="t"):
+    make_table(con, rows, name)
+    return sqlanon.anonymize(con, name, qid=["a", "b", "h"], k=k, hierarchies={"h": H})
+
+
+def release_hierarchy(con, view):
+    return manifest.read(con, view).hierarchies["h"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tables(), ps=st.lists(predicates(), min_size=1, max_size=3))
+def test_random_tables_against_enumeration(data, ps):
+    rows, k = data
+    con = duckdb.connect()
+    try:
+        release = release_for(con, rows, k)
+        texts = []
+        for p in ps:
+            try:
+                parse_selection(render(p), selection_qis_from_manifest(manifest.read(con, release.view)))
+            except SelectionError as e:
+                assert "NOT over" in str(e)
+                continue
+            texts.append(p)
+        if not texts:
+            return
+        result = imprecision(con, release, [render(p) for p in texts])
+        rules = con.execute(f'SELECT * FROM "{release.rules}"').df()
+        view = con.execute(f'SELECT eq_class FROM "{release.view}"').df()
+        h = release_hierarchy(con, release.view)
+        source = [dict(zip(("id", "a", "b", "h", "v"), r)) for r in rows]
+        for p, got in zip(texts, result.predicates):
+            hit = overlapping_regions(rules, h, p)
+            returned = int(hit["size"].sum())
+            true = sum(evaluate(p, r) is True for r in source)
+            assert (got.returned, got.true, got.imprecision) == (returned, true, returned - true), got.text
+            assert returned == int(view["eq_class"].isin(hit["region"]).sum())  # sizes match the view
+            assert got.imprecision >= 0
+        assert result.total == sum(p.imprecision for p in result.predicates)
+    finally:
+        con.close()
+
+
+def test_hand_computed(con):
+    """A one-QI table where the regions are known: a NULL shares a region with small values."""
+    values = [None, 1, 2, 5, 6, 7, 20, 21, 22, 30, 31, 32]
+    make_table(con, [(i, a, 0, "p1", "x") for i, a in enumerate(values)])
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=3)
+    boxes = con.execute(f'SELECT a_min, a_max, size FROM "{release.rules}" ORDER BY region').fetchall()
+    assert boxes == [(None, 2, 3), (5, 7, 3), (20, 22, 3), (30, 32, 3)]
+    r = imprecision(con, release, ["a < 0", "a IS NULL", "a = 6", "a > 6 AND a < 20", "a BETWEEN 3 AND 4",
+                                   "a <> 6", "a > 100", "a IS NOT NULL", "a >= 2 OR a = 6"])
+    assert [(p.returned, p.true) for p in r.predicates] == [
+        (3, 0),    # the NULL region reads as [bottom, 2]
+        (3, 1),
+        (3, 1),
+        (3, 1),    # (6, 20): only [5, 7] overlaps; 7 is true
+        (0, 0),    # falls between two regions
+        (12, 10),
+        (0, 0),
+        (12, 11),
+        (12, 10),  # [5, 7] counted once though both boxes overlap it
+    ]
+    assert r.total == 3 + 2 + 2 + 2 + 0 + 2 + 0 + 1 + 2
+    assert (r.returned, r.true) == (48, 34)
+    frame = r.to_frame()
+    assert list(frame.columns) == ["predicate", "returned", "true", "imprecision"]
+    assert frame["predicate"].tolist()[0] == "a < 0" and frame["imprecision"].sum() == r.total
+
+
+def test_adult_hierarchies_against_pandas(adult):
+    con, paths = adult
+    hier = {c: paths[c] for c in ("education", "marital-status", "workclass")}
+    release = sqlanon.anonymize(con, "adult", qid=["age", "education", "marital-status", "workclass"], k=25,
+                                hierarchies=hier)
+    m = manifest.read(con, release.view)
+    texts = [
+        "age BETWEEN 30 AND 50",
+        "education = 'Higher education' AND age > 60",
+        "\"marital-status\" IN ('spouse present', 'Never-married') OR workclass = 'Self-emp-inc'",
+        "education <> 'Bachelors' AND age < 25",
+        "age < 18 OR age >= 65",
+        "workclass NOT IN ('Government', 'Private') AND education = 'Primary School'",
+        "workclass = 'Unemployed' OR \"marital-status\" = 'spouse not present'",
+        "age = 38 AND education = 'Masters' AND \"marital-status\" = 'Divorced'",
+    ]
+    result = imprecision(con, release.view, texts)
+    rules = con.execute(f'SELECT * FROM "{release.rules}"').df()
+    source = con.execute("SELECT * FROM adult").df()
+    hs = {c: Hierarchy.from_csv(p) for c, p in hier.items()}  # no NULLs in Adult
+    for text, got in zip(texts, result.predicates):
+        sel = parse_selection(text, selection_qis_from_manifest(m))
+        hit = np.zeros(len(rules), dtype=bool)
+        true = np.zeros(len(source), dtype=bool)
+        for box in sel.boxes:
+            in_box = np.ones(len(rules), dtype=bool)
+            row_in = np.ones(len(source), dtype=bool)
+            for c in box.conditions:
+                if isinstance(c, Range):
+                    lo = c.low.value if c.low else -np.inf
+                    hi = c.high.value if c.high else np.inf
+                    assert c.low is None or c.low.closed and (c.high is None or c.high.closed)  # integers
+                    q_min = rules["age_min"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+                    q_max = rules["age_max"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+                    in_box &= (q_max >= lo) & (q_min <= hi)  # no NULL ages in Adult
+                    row_in &= source["age"].between(lo, hi).to_numpy()
+                else:
+                    assert isinstance(c, Members)
+                    h = hs[c.name]
+                    leaves_of = [set(h.leaves[h.leaf_lo[n]: h.leaf_hi[n] + 1]) for n in rules[f"{c.name}_node"]]
+                    in_box &= np.array([bool(ls & c.leaves) for ls in leaves_of])
+                    row_in &= source[c.name].isin(c.leaves).to_numpy()
+            hit |= in_box
+            true |= row_in
+        assert got.returned == int(rules.loc[hit, "size"].sum()), text
+        assert got.true == int(true.sum()), text
+        assert got.true == con.execute(f"SELECT count(*) FROM adult WHERE {sel.predicate().sql('duckdb')}").fetchone()[0]
+        assert got.imprecision >= 0 and got.true > 0, text
+
+
+def test_inner_node_equals_its_leaves(adult):
+    con, paths = adult
+    release = sqlanon.anonymize(con, "adult", qid=["age", "education"], k=50,
+                                hierarchies={"education": paths["education"]})
+    leaves = "'Bachelors', 'Masters', 'Doctorate', 'Prof-school', 'Assoc-acdm', 'Assoc-voc', 'Some-college'"
+    a, b, c, d = imprecision(con, release, ["education = 'Higher education'", f"education IN ({leaves})",
+                                            "education = 'Higher education' AND age > 60",
+                                            f"age > 60 AND education IN ({leaves})"]).predicates
+    assert (a.returned, a.true) == (b.returned, b.true) and a.true > 0
+    assert (c.returned, c.true) == (d.returned, d.true) and c.imprecision > 0
+
+
+def test_nulls_in_a_hierarchy(con):
+    rows = [(i, i % 10, i % 5, [None, "p1", "p2", "s1", "bsc", "msc"][i % 6], "x") for i in range(60)]
+    release = release_for(con, rows, 4)
+    r = imprecision(con, release, ["h IS NULL", "h IS NOT NULL", "h = '*'", "h = 'school' OR h IS NULL"])
+    rules = con.execute(f'SELECT * FROM "{release.rules}"').df()
+    h = release_hierarchy(con, release.view)
+    assert h.has_null_leaf
+    null_node = int(h.leaf_node[0])
+    with_null = rules[[h.leaf_lo[n] <= 0 <= h.leaf_hi[n] for n in rules["h_node"]]]
+    assert r.predicates[0].returned == int(with_null["size"].sum()) and r.predicates[0].true == 10
+    assert r.predicates[1].true == 50 and r.predicates[2].true == 50  # '*' means its leaves; NULL is not one of them
+    assert r.predicates[3].true == 40
+    assert r.predicates[2].returned == int(rules.loc[rules["h_node"] != null_node, "size"].sum())
+
+
+def test_trained_and_untrained_predicates_and_names(con):
+    make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(50)], name="my table")
+    release = sqlanon.anonymize(con, "my table", qid=["a", "b"], k=5, view="my view")
+    one = imprecision(con, "my view", "a > 4")
+    assert isinstance(one, Imprecision) and len(one.predicates) == 1 and one.view == "my view"
+    assert one.predicates[0].true == 25
+    assert imprecision(con, release, []).total == 0
+
+
+def test_file_source(con, tmp_path):
+    make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(40)])
+    path = str(tmp_path / "t.parquet")
+    con.execute(f"COPY t TO '{path}' (FORMAT PARQUET)")
+    release = sqlanon.anonymize(con, path, qid=["a", "b"], k=4, view="pq_anon")
+    assert release.materialized
+    r = imprecision(con, release, "a BETWEEN 2 AND 4")
+    assert r.predicates[0].true == 12 and r.predicates[0].returned >= 12
+
+
+def test_errors(con):
+    make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(30)])
+    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=3)
+    with pytest.raises(SelectionError, match="'v' is not a quasi-identifier"):
+        imprecision(con, release, ["a > 1", "v = 'x'"])
+    with pytest.raises(SelectionError, match="2 statements"):
+        imprecision(con, release, "a > 1; DROP TABLE t")
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 30
+    with pytest.raises(InputError, match="SQL strings"):
+        imprecision(con, release, [1])
+    with pytest.raises(InputError, match="not a sqlanon release"):
+        imprecision(con, "t", "a > 1")
+    con.execute("ALTER TABLE t RENAME TO t2")
+    with pytest.raises(UnknownTableError):
+        imprecision(con, release, "a > 1")

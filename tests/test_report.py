@@ -1,0 +1,332 @@
+"""The release report: its numbers against sqlanon.metrics / sqlanon.verify and brute-force pandas
+oracles, the three renderings, and the HTML rendered by headless Chromium (screenshot and DOM)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import struct
+import subprocess
+import zlib
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sqlanon
+from conftest import quote
+from sqlanon import manifest
+from sqlanon.imprecision import imprecision as imprecision_of
+from sqlanon.report import (
+    WIDTH_BUCKETS,
+    class_size_bins,
+    collect,
+    rebuild_constraints,
+    release_workload,
+    render,
+    report,
+)
+
+ADULT_QID = ["age", "sex", "education", "marital-status"]
+
+
+@pytest.fixture
+def adult_release(adult):
+    """Adult, InfoGain on salary-class with entropy 2-diversity of occupation."""
+    con, hierarchies = adult
+    release = sqlanon.anonymize(con, "adult", ADULT_QID, 20, hierarchies={q: hierarchies[q] for q in ADULT_QID[1:]},
+                                sensitive="occupation", l=2, target="salary-class")
+    return con, release
+
+
+# -- numbers --------------------------------------------------------------------------------------
+def test_json_metrics_are_exactly_metrics_as_dict(adult_release):
+    con, release = adult_release
+    document = json.loads(report(con, release, format="json"))
+    # default: the release's own workload (criterion's target, constrained sensitive column)
+    assert document["metrics"] == sqlanon.metrics(con, release, targets=["salary-class"],
+                                                  sensitive=["occupation"]).as_dict()
+    document = json.loads(report(con, release.view, format="json", targets=["race"],
+                                 sensitive=["workclass", "occupation"]))
+    assert document["metrics"] == sqlanon.metrics(con, release, targets=["race"],
+                                                  sensitive=["workclass", "occupation"]).as_dict()
+    assert document["requirement"] == {"k": 20, "constraints": ["k-anonymity(k=20)",
+                                                                "entropy l-diversity('occupation', l=2)"],
+                                       "criterion": "infogain('salary-class')"}
+    v = sqlanon.verify(con, release.view, ADULT_QID, 20, class_column="eq_class",
+                       constraints=[sqlanon.EntropyLDiversity("occupation", 2)])
+    assert document["verification"]["holds"] is True
+    assert {k: document["verification"][k] for k in ("ok", "k_achieved", "classes", "rows", "violating")} == \
+        {"ok": v.ok, "k_achieved": v.k_achieved, "classes": v.classes, "rows": v.rows, "violating": v.violating}
+    assert [c["achieved"] for c in document["verification"]["checks"]] == [c.achieved for c in v.checks]
+
+
+def test_class_sizes_and_objects_against_pandas(adult_release):
+    con, release = adult_release
+    data = collect(con, release)
+    view = con.sql(f"SELECT eq_class FROM {quote(release.view)}").df()
+    sizes = view["eq_class"].value_counts().value_counts().sort_index()
+    assert data.class_sizes == tuple((int(s), int(c)) for s, c in sizes.items())
+    bins = class_size_bins(data.class_sizes)
+    assert bins[0][0] == data.class_sizes[0][0] and bins[-1][1] == data.class_sizes[-1][0]
+    assert all(a[1] + 1 == b[0] for a, b in zip(bins, bins[1:]))  # contiguous, inclusive bounds
+    assert sum(b[2] for b in bins) == data.metrics.classes and sum(b[3] for b in bins) == len(view)
+    counts = {o.role: (o.name, o.kind, o.rows) for o in data.objects}
+    for role, name in (("rules", release.rules), ("row map", release.rowmap), ("hierarchies", release.hierarchies)):
+        assert counts[role] == (name, "table", con.execute(f"SELECT count(*) FROM {quote(name)}").fetchone()[0])
+    assert counts["published"] == (release.view, "view", len(view))
+    assert data.timings == release.timings and data.elapsed == release.elapsed
+    assert collect(con, release.view).timings is None  # by name: the manifest has no timings
+
+
+@pytest.mark.parametrize("sizes", [[(5, 3)], [(5, 1), (7, 2), (30, 1)], [(k, k % 3 + 1) for k in range(10, 200, 7)],
+                                   [(10, 5), (11, 2), (5000, 1)]])
+def test_class_size_bins_partition_the_distribution(sizes):
+    bins = class_size_bins(sizes)
+    assert 1 <= len(bins) <= 24
+    for size, count in sizes:
+        (owner,) = [b for b in bins if b[0] <= size <= b[1]]
+    assert sum(b[2] for b in bins) == sum(c for _, c in sizes)
+    assert sum(b[3] for b in bins) == sum(s * c for s, c in sizes)
+
+
+def _cell_loss_oracle(con, view: str, rules: str, qi: str, kind: str, m) -> list[Fraction]:
+    """Per row of the view, the NCP cell loss of ``qi``, exactly, in plain Python (the definition
+    in sqlanon.metrics; integer QI bounds, so the losses are fractions)."""
+    if kind == "hierarchy":
+        h = m.hierarchies[qi]
+        rows = con.execute(f"SELECT v.eq_class, r.{quote(qi + '_node')} FROM {quote(view)} v "
+                           f"LEFT JOIN {quote(rules)} r ON r.region = v.eq_class").fetchall()
+        return [Fraction(1) if cls is None else Fraction(int(h.leaf_hi[node] - h.leaf_lo[node]), h.n_leaves - 1)
+                for cls, node in rows]
+    lo_col, hi_col = quote(qi + "_min"), quote(qi + "_max")
+    bounds = [b for row in con.execute(f"SELECT {lo_col}, {hi_col} FROM {quote(rules)} WHERE size > 0").fetchall()
+              for b in row if b is not None]
+    low, high = min(bounds), max(bounds)
+    out = []
+    for cls, lo, hi in con.execute(f"SELECT eq_class, {lo_col}, {hi_col} FROM {quote(view)}").fetchall():
+        if cls is None:
+            out.append(Fraction(1))  # suppressed
+        elif hi is None:
+            out.append(Fraction(0))  # a class of NULLs only
+        else:
+            out.append(Fraction(hi - (low if lo is None else lo), high - low))
+    return out
+
+
+def _bucket(loss: Fraction) -> int:
+    return 0 if loss <= 0 else 10 if loss >= 1 else math.ceil(loss * 10)
+
+
+def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
+    """Integer QI over 0..100 (exact tenths are frequent: the bucket edges are exact), NULLs, a
+    hierarchy, and rows inserted after the release (suppressed: loss 1, and the verdict fails)."""
+    (tmp_path / "c.csv").write_text("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\n")
+    rng = np.random.default_rng(7)
+    n = 600
+    age = rng.integers(0, 101, n).astype(object)
+    age[:4] = None  # fewer than k NULLs: they share a class with small ages (age_min NULL counts as L)
+    c = rng.choice(list("abcd"), n, p=[0.45, 0.45, 0.07, 0.03])  # rare c, d: some classes keep node cd
+    con.execute("CREATE TABLE t (id INTEGER, age INTEGER, c VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, age[i], c[i]) for i in range(n)])
+    release = sqlanon.anonymize(con, "t", ["age", "c"], 9, hierarchies={"c": str(tmp_path / "c.csv")})
+    con.execute("INSERT INTO t VALUES (9999, 50, 'a'), (10000, 51, 'b')")  # no class: suppressed
+    data = collect(con, release.view)
+    m = manifest.read(con, release.view)
+    assert data.metrics.suppressed == 2
+    for qi, kind in (("age", "numeric"), ("c", "hierarchy")):
+        losses = _cell_loss_oracle(con, release.view, release.rules, qi, kind, m)
+        expected = [0] * len(WIDTH_BUCKETS)
+        for loss in losses:
+            expected[_bucket(loss)] += 1
+        assert data.widths[qi] == tuple(expected), qi
+        assert data.metrics.ncp[qi] == pytest.approx(float(sum(losses) / len(losses)), rel=1e-12)
+        assert len({_bucket(x) for x in losses}) >= 2, qi  # more than one bucket is exercised
+    ages = _cell_loss_oracle(con, release.view, release.rules, "age", "numeric", m)
+    assert Fraction(1, 5) in ages  # exactly on a bucket edge: in (0.1, 0.2], not the next
+    assert con.execute("SELECT count(*) FROM t_anon WHERE age_min IS NULL AND age_max IS NOT NULL").fetchone()[0]
+    # the suppressed rows make the release fail its own check (as sqlanon.verify --class-column eq_class)
+    assert not data.holds and data.verification.unplaced == 2
+    text = render(data, "markdown")
+    assert "## Requirement: FAILS" in text and "2 rows without a class" in text
+
+
+def test_every_constraint_is_rebuilt_and_rechecked(con):
+    con.execute("CREATE TABLE p AS SELECT i AS id, i % 50 AS age, i % 7 AS zip, 'd' || (i % 5) AS disease, "
+                "(i * 37) % 1000 AS salary FROM range(2000) t(i)")
+    constraints = [sqlanon.DistinctLDiversity("disease", 3), sqlanon.EntropyLDiversity("disease", 2.5),
+                   sqlanon.RecursiveCLDiversity("disease", 3, 2), sqlanon.VarianceDiversity("salary", 1000.0)]
+    release = sqlanon.anonymize(con, "p", ["age", "zip"], 10, constraints=constraints)
+    recorded = manifest.read(con, release.view).constraints
+    rebuilt, unchecked = rebuild_constraints(recorded)
+    assert rebuilt == constraints and unchecked == ()
+    assert release_workload(manifest.read(con, release.view)) == {
+        "targets": [], "numeric_targets": [], "sensitive": ["disease", "salary"]}
+    data = collect(con, release)
+    direct = sqlanon.verify(con, release.view, ["age", "zip"], 10, class_column="eq_class", constraints=constraints)
+    assert data.verification == direct and data.holds
+    assert data.metrics.min_variance["salary"] is not None  # numeric sensitive: variance reported
+    document = json.loads(report(con, release, format="json", numeric_targets=["id"]))
+    assert document["metrics"] == sqlanon.metrics(con, release, numeric_targets=["id"],
+                                                  sensitive=["disease", "salary"]).as_dict()
+    # a constraint this version cannot rebuild is listed, and the verdict says so
+    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'p_anon_rules'").fetchone()[0]
+    document = json.loads(comment)
+    document["constraints"].append("t-closeness('disease', t=0.2)")
+    con.execute(f"COMMENT ON TABLE p_anon_rules IS {_sql_string(json.dumps(document))}")
+    data = collect(con, release.view)
+    assert data.unchecked == ("t-closeness('disease', t=0.2)",) and not data.holds
+    assert "Requirement: NOT FULLY CHECKED" in render(data, "markdown")
+    assert "not re-checked" in render(data, "html")
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def test_failing_requirement_after_deletes(con):
+    con.execute("CREATE TABLE p AS SELECT i AS id, i % 50 AS age FROM range(500) t(i)")
+    release = sqlanon.anonymize(con, "p", ["age"], 10)
+    smallest = con.execute("SELECT eq_class FROM p_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
+    con.execute("DELETE FROM p WHERE rowid IN (SELECT rid FROM p_anon_rowmap WHERE region = ? LIMIT 3)", [smallest])
+    data = collect(con, release)
+    assert not data.holds and data.verification.violating == 1
+    html_text = render(data, "html")
+    assert '<div class="verdict bad">FAILS</div>' in html_text
+
+
+def test_renderings_show_requirement_verdict_and_escape_names(con):
+    """Names with markup and pipes come out as text, never as HTML or table syntax."""
+    con.execute('CREATE TABLE "w<b>" AS SELECT i AS "a<i>g&e", i % 3 AS "s|x", \'v\' || (i % 4) AS "lab<el>" '
+                "FROM range(300) t(i)")
+    release = sqlanon.anonymize(con, "w<b>", ["a<i>g&e"], 10, target="lab<el>")
+    html_text = report(con, release, format="html")
+    assert "<i>" not in html_text and "<b>" not in html_text.replace("<b>no</b>", "")
+    assert "a&lt;i&gt;g&amp;e" in html_text and "HOLDS" in html_text and "k-anonymity(k=10)" in html_text
+    for forbidden in ("<script", "<link", "<img", "src=", "url(", "@import"):
+        assert forbidden not in html_text.lower()
+    assert html_text.count("<svg") == 3  # class sizes, widths, timings
+    md = report(con, release, format="markdown", sensitive=["s|x"])
+    assert "## Requirement: HOLDS" in md and "| k-anonymity(k=10) |" in md
+    assert "l_distinct[s\\|x]" in md  # the pipe escaped in the table cell
+    for line in md.splitlines():
+        if line.startswith("| l_distinct"):
+            assert line.replace("\\|", "").count("|") == 4  # three cells
+    assert "Not recorded" in report(con, release.view, format="markdown")
+
+
+def test_imprecision_per_selection(adult):
+    """The release's own selections by default, any others on request: sqlanon.imprecision's figures."""
+    con, hierarchies = adult
+    own = ["age > 40 AND sex = 'Male'", "education = 'Higher education'"]
+    release = sqlanon.anonymize(con, "adult", ["age", "sex", "education"], 25,
+                                hierarchies={"education": hierarchies["education"]}, selections=own)
+    for asked in (None, ["age BETWEEN 30 AND 50", "sex = 'Female'"], ()):
+        predicates = own if asked is None else list(asked)
+        document = json.loads(report(con, release, format="json", selections=asked))
+        figures = imprecision_of(con, release.view, predicates).predicates if predicates else ()
+        assert document["selections"] == [{"predicate": p.text, "returned": p.returned, "true": p.true,
+                                           "imprecision": p.imprecision} for p in figures]
+    assert any(p.imprecision > 0 for p in imprecision_of(con, release.view, ["age BETWEEN 30 AND 50"]).predicates)
+    md = report(con, release, format="markdown")
+    assert "## Imprecision per selection" in md and "| `education = 'Higher education'` |" in md
+    page = report(con, release, format="html", selections=["age BETWEEN 30 AND 50"])
+    assert 'id="selections"' in page and page.count("<svg") == 4 and "selected +" in page
+    assert 'id="selections"' not in report(con, release, format="html", selections=())
+    with pytest.raises(sqlanon.InputError, match="race"):
+        report(con, release, selections=["race = 'White'"])  # not a QI of this release
+
+
+def test_input_errors(adult_release):
+    con, release = adult_release
+    with pytest.raises(sqlanon.InputError, match="format must be one of html, markdown, json"):
+        report(con, release, format="pdf")
+    with pytest.raises(sqlanon.InputError, match="quasi-identifier 'age'"):
+        report(con, release, targets=["age_min"])
+    with pytest.raises(sqlanon.UnknownColumnError, match="Did you mean 'occupation'"):
+        report(con, release, sensitive=["ocupation"])
+    with pytest.raises(sqlanon.InputError, match="not a sqlanon release"):
+        report(con, "adult")
+    with pytest.raises(sqlanon.InputError, match="list of predicates"):
+        report(con, release, selections="age > 3")
+
+
+# -- headless Chromium -------------------------------------------------------------------------
+def read_png(path: Path) -> np.ndarray:
+    """A tiny PNG decoder (8-bit RGB/RGBA, not interlaced): ``(height, width, channels)`` uint8."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, [], None
+    while pos < len(data):
+        (size,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + size]
+        pos += 12 + size
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+    width, height, depth, color, _, _, interlace = header
+    assert depth == 8 and color in (2, 6) and interlace == 0, header
+    ch = 3 if color == 2 else 4
+    raw = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8).reshape(height, width * ch + 1)
+    out = np.zeros((height, width * ch), np.uint8)
+    prev = np.zeros(width * ch, np.uint8)
+    for y in range(height):
+        kind, line = raw[y, 0], raw[y, 1:]
+        if kind == 0:
+            cur = line.copy()
+        elif kind == 1:  # Sub: a running sum per channel
+            cur = (np.cumsum(line.reshape(width, ch).astype(np.int64), axis=0) % 256).astype(np.uint8).ravel()
+        elif kind == 2:  # Up
+            cur = line + prev
+        else:  # Average, Paeth: sequential along the row
+            buf, up = bytearray(line.tobytes()), prev.tobytes()
+            for i in range(len(buf)):
+                a = buf[i - ch] if i >= ch else 0
+                b = up[i]
+                c = up[i - ch] if i >= ch else 0
+                if kind == 3:
+                    buf[i] = (buf[i] + ((a + b) >> 1)) & 255
+                else:
+                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                    buf[i] = (buf[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+            cur = np.frombuffer(bytes(buf), np.uint8)
+        out[y] = cur
+        prev = cur
+    return out.reshape(height, width, ch)
+
+
+def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert binary, "headless Chromium is needed (Debian: apt-get install -y chromium; .ci/run installs it)"
+    return subprocess.run(
+        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_html_renders_in_headless_chromium(adult_release, tmp_path):
+    con, release = adult_release
+    page = tmp_path / "report.html"
+    page.write_text(report(con, release, format="html"), encoding="utf-8")
+    shot = tmp_path / "report.png"
+    done = _chromium(f"--screenshot={shot}", "--window-size=1200,2400", page.as_uri(), profile=tmp_path / "p1")
+    assert shot.is_file(), done.stderr
+    pixels = read_png(shot)
+    assert pixels.shape[:2] == (2400, 1200)
+    rgb = pixels[:, :, :3].astype(np.int64)
+    assert rgb.std() > 10  # not blank
+    colours = np.unique(rgb.reshape(-1, 3) @ np.array([1 << 16, 1 << 8, 1]))
+    assert len(colours) > 50  # text, tables and plots, not a flat page
+    # the plots' bars are painted: their fill colour (#4c78a8) covers a visible area
+    bars = np.all(rgb == (0x4C, 0x78, 0xA8), axis=2)
+    assert bars.sum() > 5000
+    # the verdict badge (#1a7f37) is painted near the top
+    assert np.all(rgb[:600] == (0x1A, 0x7F, 0x37), axis=2).sum() > 500
+    done = _chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p2")
+    assert done.returncode == 0, done.stderr
+    dom = done.stdout
+    assert dom.count("<svg") == 3 and dom.count('class="bar"') >= 10
+    assert "Equivalence classes by size" in dom and "HOLDS" in dom and "adult_anon_rowmap" in dom
