@@ -35,6 +35,8 @@ from .imprecision import Imprecision, imprecision
 from .metrics import Metrics, metrics
 from .partition import Progress
 from .regions import regions
+from .report import report
+from .rewrite import rewrite
 from .verify import Verification, verify
 
 __version__ = "0.1.0"
@@ -70,5 +72,7 @@ __all__ = [
     "load_hierarchy",
     "metrics",
     "regions",
+    "report",
+    "rewrite",
     "verify",
 ]
