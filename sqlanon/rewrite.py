@@ -56,7 +56,7 @@ The output is rendered from sqlglot expressions; it is returned, never executed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import sqlglot
@@ -94,10 +94,11 @@ def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
 
     Args:
         sql: ``SELECT ... FROM <source> [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT ...]``.
-        release: a :class:`sqlanon.Release` or the name of its view (both need ``con``), or a
-            :class:`sqlanon.manifest.Manifest` (or any object with a ``manifest`` attribute).
+        release: a :class:`sqlanon.Release`, the name of a release's view (needs ``con``), or
+            a :class:`sqlanon.manifest.Manifest` (or any object with a ``manifest`` attribute).
         con: the DuckDB connection holding the release, to reload it (its QI types and
-            hierarchies); not needed for a manifest.
+            hierarchies); default: the connection a ``Release`` was made with in this session.
+            Not needed for a manifest.
 
     Returns:
         The rewritten query as SQL text (not executed).
@@ -105,8 +106,12 @@ def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
     Raises:
         RewriteError: for a query outside the supported form (see the module docstring).
 
-    >>> rewrite("SELECT count(*) FROM patients WHERE age > 40 AND zip = 53706", m)  # doctest: +SKIP
-    'SELECT COUNT(*) FROM "patients_anon" WHERE "age_max" >= 41 AND zip = 53706 AND "eq_class" IS NOT NULL'
+    >>> import duckdb, sqlanon
+    >>> con = duckdb.connect()
+    >>> _ = con.execute("CREATE TABLE patients AS SELECT i AS id, i % 90 AS age, i % 7 AS zip FROM range(1000) t(i)")
+    >>> release = sqlanon.anonymize(con, "patients", qid=["age"], k=10)
+    >>> rewrite("SELECT count(*) FROM patients WHERE age > 40 AND zip = 3", release)
+    'SELECT COUNT(*) FROM "patients_anon" WHERE "age_max" >= 41 AND zip = 3 AND NOT "eq_class" IS NULL'
     """
     m = _manifest(release, con)
     return _Rewriter(m).run(sql).sql(dialect=g.DIALECT)
@@ -117,6 +122,8 @@ def _manifest(release: Any, con: Any) -> Manifest:
         return release
     if isinstance(getattr(release, "manifest", None), Manifest):
         return release.manifest
+    if con is None:  # a Release from anonymize() in this session remembers its connection
+        con = getattr(release, "_con", None)
     if con is None:
         raise InputError("rewrite needs con= (the DuckDB connection holding the release) to reload "
                          "the release's QI types and hierarchies, or a sqlanon.manifest.Manifest")
@@ -285,7 +292,7 @@ class _Rewriter:
         for c in conjuncts:
             if c is with_qi[0]:
                 out.append(overlap)
-            elif c not in with_qi:
+            elif all(c is not w for w in with_qi):  # identity: sqlglot's == compares structure
                 out.append(c)
         out.append(exp.Not(this=exp.Is(this=self.column(EQ_CLASS), expression=exp.Null())))
         return exp.and_(*out, copy=False)

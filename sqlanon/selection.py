@@ -63,11 +63,12 @@ into SQL: the text is parsed with sqlglot, Python values are extracted, and
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Union
@@ -913,15 +914,7 @@ def _is_null(v: Any) -> bool:
     return type(v).__name__ in ("NAType", "NaTType")
 
 
+@functools.cache
 def _enum_labels(data_type: str) -> tuple[str, ...]:
-    return _enum_cache(data_type)
-
-
-_ENUMS: dict[str, tuple[str, ...]] = {}
-
-
-def _enum_cache(data_type: str) -> tuple[str, ...]:
-    if data_type not in _ENUMS:
-        dt = exp.DataType.build(data_type, dialect=g.DIALECT)
-        _ENUMS[data_type] = tuple(e.this for e in dt.expressions)
-    return _ENUMS[data_type]
+    """The labels of a DuckDB ENUM type name, in order (sqlglot reads the type; nothing runs)."""
+    return tuple(e.this for e in exp.DataType.build(data_type, dialect=g.DIALECT).expressions)

@@ -25,7 +25,7 @@ from sqlanon import manifest
 from sqlanon.errors import InputError, UnknownTableError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.imprecision import Imprecision, imprecision
-from sqlanon.selection import IsNull, Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
+from sqlanon.selection import Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
 
 H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}
 HIER = Hierarchy.from_dict(H)
