@@ -36,7 +36,8 @@ from .metrics import Metrics, metrics
 from .partition import Progress
 from .regions import regions
 from .report import report
-from .rewrite import rewrite
+from .rewrite import RewriteError, rewrite
+from .selection import SelectionError, parse_selection
 from .verify import Verification, verify
 
 __version__ = "0.1.0"
@@ -48,6 +49,8 @@ __all__ = [
     "RecursiveCLDiversity",
     "Regression",
     "Selections",
+    "SelectionError",
+    "RewriteError",
     "Targets",
     "VarianceDiversity",
     "EngineError",
@@ -71,6 +74,7 @@ __all__ = [
     "imprecision",
     "load_hierarchy",
     "metrics",
+    "parse_selection",
     "regions",
     "report",
     "rewrite",
