@@ -20,10 +20,13 @@ rules). Per QI ``q`` the point has two coordinates, ``q__lo`` and ``q__hi``:
   code 0, when the column has NULLs): an ordinal encoding in which a node is the span of its
   leaves and a leaf ``v`` is ``[code(v), code(v)]``. The node is the rules' ``q_node`` of the
   row's ``eq_class`` (so the relation needs ``eq_class`` when the release has a hierarchical
-  QI); labels are not looked up, as one label may name several nodes.
+  QI); labels are not looked up, as one label may name several nodes. A row of a table recoded
+  by :func:`sqlanon.apply` that no rule could place (``eq_class`` NULL, label the root's) is
+  fully generalized: the root's interval ``[0, leaves - 1]``.
 
 A NULL bound stays NULL (``q_min`` is NULL when the class holds NULLs of ``q``; a suppressed
-row, whose ``eq_class`` is NULL, has every coordinate NULL). Non-QI columns and ``eq_class`` are
+row of a view, whose ``eq_class`` is NULL, has every coordinate NULL; an unplaced row of an
+applied table has the fully generalized coordinates). Non-QI columns and ``eq_class`` are
 carried along unchanged, in the relation's column order, each QI's pair in place of its
 published columns.
 """
@@ -194,8 +197,16 @@ def points_query(
         lo_col, hi_col = qi_columns(qi)[0], qi_columns(qi)[-1]
         if qi.kind == "hierarchy":
             alias = f"h{i}"
-            query = query.join(hierarchy_nodes(m.hierarchies[qi.name], alias), join_type="left",
-                               on=exp.EQ(this=g.col("node", alias), expression=g.col(f"{qi.name}_node", "r")))
+            # A row without a class whose label is the root's is fully generalized (an unplaced row
+            # of a table recoded by sqlanon.apply): the root's interval. (The view's own suppressed
+            # rows have a NULL label and stay NULL.)
+            h = m.hierarchies[qi.name]
+            generalized = exp.Case().when(exp.and_(
+                exp.Is(this=g.col(EQ_CLASS, x), expression=exp.Null()),
+                exp.EQ(this=g.col(qi.name, x), expression=g.lit(h.labels[0]))), g.lit(0))
+            node = exp.Coalesce(this=g.col(f"{qi.name}_node", "r"), expressions=[generalized])
+            query = query.join(hierarchy_nodes(h, alias), join_type="left",
+                               on=exp.EQ(this=g.col("node", alias), expression=node))
             point[qi.name] = (exp.Cast(this=g.col("leaf_lo", alias), to=_BIGINT),
                               exp.Cast(this=g.col("leaf_hi", alias), to=_BIGINT))
         elif qi.kind == "ordinal":

@@ -1,0 +1,758 @@
+"""Recode another table with a release's stored rules, in SQL (KDD 2006, Section 5).
+
+LeFevre, DeWitt & Ramakrishnan (*Workload-Aware Anonymization*, KDD 2006, Sections 5.1-5.3)
+evaluate a release the way it is used: anonymize the training set, recode the test set with
+*the same* generalization, learn on the first and test on the second. :func:`apply` does the
+recoding for any table with the release's QI columns: every row gets the region whose box holds
+its QI values, and is published exactly as the release's view publishes the rows of that region.
+
+**The rules' boxes.** The rules relation (:mod:`sqlanon.rules`) stores per region and ordered QI
+``q`` the box ``q_lo < v <= q_hi`` (NULL = unbounded) and ``q_null`` (NULLs fall here), per
+hierarchical QI the node ``q_node``. Both become intervals ``(a, b]`` of integer *positions*:
+
+* ordered QI: NULL sorts before every value (as in :mod:`sqlanon.domain`), so NULL is position
+  0 and the ``m`` distinct non-NULL bounds ``q_lo``/``q_hi`` of the rules are positions
+  ``1..m`` in ascending order; ``+inf`` is ``m + 1`` and ``-1`` lies before NULL. A box is
+  ``(-1, pos(q_hi)]`` with ``q_null``, ``(pos(q_lo), pos(q_hi)]`` without (``pos(NULL q_lo) =
+  0``: every value but no NULL; ``pos(NULL q_hi) = m + 1``), and the NULL-only box
+  (``q_lo = q_hi``) is ``(-1, 0]``. A value ``v`` of *any* table lies in ``(a, b]`` iff
+  ``value(a) < v <= value(b)``, so values between or outside the training values fall in the
+  box that covers them (the boxes are open-ended at both ends of the domain);
+* hierarchical QI: leaves are coded in DFS pre-order, so node ``x`` is the leaf-code interval
+  ``(leaf_lo(x) - 1, leaf_hi(x)]`` (:mod:`sqlanon.hierarchy`).
+
+**The partition tree, reconstructed.** Mondrian's regions are the leaves of a tree of binary
+cuts and hierarchy node splits (a node's children are consecutive leaf-code intervals), so they
+form a *guillotine* tiling: every set of boxes of a subtree is separated into two non-empty
+sides by one cut ``position <= c`` on one QI. :func:`guillotine` rebuilds such a tree from the
+boxes alone (the cuts the partitioner took are not stored, and are not needed): level by level,
+vectorized over all open nodes, it sorts each node's boxes on every QI by ``a``, finds the
+valid cuts (a prefix whose largest ``b`` is at most the next box's ``a``: no box straddles the
+cut) and takes the most balanced one (most boxes on the smaller side; ties to the first QI, then
+the lower cut). The depth is about ``log2(regions)`` (14 for 7,070 regions, 18 for 76,994 on
+Agrawal data) whatever the depth of the original tree. Rules whose boxes are not a guillotine
+tiling (not produced by sqlanon, or edited) are refused.
+
+**The walk: one statement, one hash join per level.** The internal nodes (QI, cut value in the
+QI's own type, left and right child) and, as pass-through entries, the leaves (``left = right =
+region``) are a small temp table. One ``CREATE TABLE AS`` reads the table once and chains one
+inner join per tree level: level ``L`` joins the node table on ``node = cur_L`` and computes
+``cur_(L+1) = CASE WHEN v_attr IS NULL OR v_attr <= cut THEN left ELSE right END`` (the
+hierarchical ``v`` is the value's leaf code, from one join with the table's distinct values);
+the last join fetches the region's published columns. DuckDB pipelines the probes, so the table
+is scanned once and never rewritten. Cut values of QIs with the same type share one column (a
+probe fetches four or five columns), and each level tests only the QIs its nodes cut, the one
+cutting most training rows first (the ``CASE attr`` branches run in order on the rows still
+unmatched; the last needs no test). Every key the walk can reach is in the node table, so the
+inner joins drop no row; the row count is checked anyway, and a mismatch rolls back.
+
+Measured on this project's 2-core machine (Agrawal, nine integer QIs, rules from 1M training
+rows; ``benchmarks/bench_apply.py``; the machine was shared, so times vary about 2x between
+runs): a plain range join of 1M rows against the 7,070 boxes (DuckDB's inequality join) took
+296 s, and one nested ``CASE`` of the same balanced tree 10.7 s (38 s with 76,994 rules, after
+215 s to build the expression); this walk recodes 1M rows in 0.5-1.4 s (7,070 rules) and
+1.6-2.4 s (76,994), 10M rows in 3.9-8.8 s and 9.7-13.4 s, against 1.5-4.3 s to copy the
+10M-row table (``CREATE TABLE AS SELECT *``): writing the output is a third to half of the
+time. Dropped after measuring: node arrays as DuckDB lists indexed per level (1.3-2.5x
+slower), left joins (about 1.5x slower than inner ones), heap-numbered node ids computed in the
+expression (4-5x slower: each level repeats the previous levels' arithmetic), two tree levels
+per join and one node table per level (no faster); ordering the branches gained 10-15 %.
+
+**What each row gets.** Output columns: the table's columns in order, each QI replaced in place
+by its published columns (``q_min``/``q_max``, or the node label), then ``eq_class`` -- the
+release view's layout. The tree is checked against the boxes before the walk (no box overlaps
+another, each leaf's cell is exactly its box, each box's corner reaches its leaf), so the region
+a row reaches holds its values. Then:
+
+* placed in a region with rows: ``eq_class`` = the region, the QIs its published columns, as in
+  the view (on the training table itself the output equals the view);
+* placed in an *empty* region (a hierarchy node no training row fell in, kept so the rules tile
+  the domain; its stored ``q_min``/``q_max`` are NULL): ``eq_class`` = the region, hierarchical
+  QIs its node label, ordered QIs the fully generalized bounds below;
+* not placed -- a value of a hierarchical QI that is no leaf of the hierarchy (an unseen
+  category), or NULL in a hierarchical QI whose training column had no NULLs (so the hierarchy
+  has no NULL leaf); ordered QIs place every value, NULL included (NULL sorts first) and NaN
+  (sorted after every number): **fully generalized**: ``eq_class`` NULL, every hierarchical QI
+  the root's label, every ordered QI the bounds of the whole training table, ``q_min`` = the
+  smallest published ``q_min`` of the release's non-empty regions (NULL when the training column
+  had NULLs, as in the view: NULL sorts first) and ``q_max`` the largest ``q_max``.
+
+No raw QI value is ever published (every QI column comes from the rules) and no row is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from . import sqlgen as g
+from .engine import Engine
+from .errors import (
+    InputError,
+    ObjectExistsError,
+    SqlanonError,
+    UnknownColumnError,
+    UnsupportedTypeError,
+    did_you_mean,
+)
+from .hierarchy import Hierarchy, leaf_codes
+from .manifest import Manifest, ManifestQI
+from .regions import load_release
+from .spec import EQ_CLASS, Source, _catalog, _current, _find_source, classify, distinct_values
+
+_BIGINT = exp.DataType.build("BIGINT")
+_VARCHAR = exp.DataType.build("VARCHAR")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What :func:`apply` created.
+
+    Attributes:
+        view: the new table: the input's rows, recoded.
+        rules: the release's rules relation that recoded them.
+        table: the input table (or file path).
+        rows: rows of the input = rows of ``view``.
+        placed: rows given a region (``eq_class`` not NULL).
+        unplaced: rows no rule can place, published fully generalized (``eq_class`` NULL).
+        elapsed: wall-clock seconds of the call.
+        depth: levels of the reconstructed partition tree (hash joins of the walk).
+        timings: seconds per step (``validate``, ``tree``, ``walk``).
+    """
+
+    view: str
+    rules: str
+    table: str
+    rows: int
+    placed: int
+    unplaced: int
+    elapsed: float
+    depth: int = 0
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+
+def apply(
+    con: duckdb.DuckDBPyConnection,
+    release: Any,
+    table: str,
+    *,
+    view: str | None = None,
+    replace: bool = False,
+) -> Applied:
+    """Recode ``table`` with the rules of ``release`` into a new table (see the module docstring).
+
+    Args:
+        con: DuckDB connection holding the release; ``table`` is only read.
+        release: a :class:`sqlanon.Release`, or the name of a release's view (or rules
+            relation), reloaded from the database (:func:`sqlanon.manifest.read`).
+        table: a table or view with the release's QI columns (same names; numbers for numeric
+            QIs, dates or timestamps for temporal ones, the same type for text, boolean and
+            enum QIs, anything for hierarchical ones, matched to leaves by text), or the path or
+            glob of Parquet, CSV or JSON files.
+        view: name of the TABLE to create (default ``<table>_anon``), in the current schema.
+        replace: overwrite an existing table or view of that name -- never the release's own
+            objects, its source or ``table``.
+
+    Returns:
+        An :class:`Applied`.
+
+    Raises:
+        InputError: not a release, or rules that do not tile the domain as a guillotine
+            partition; ``UnknownTableError`` (with close names) / ``UnknownColumnError`` for a
+            missing table or QI column; ``UnsupportedTypeError`` for a QI column whose type
+            cannot be compared with the release's; ``ObjectExistsError`` when the output name
+            is taken or protected, or an output column would collide with a column of
+            ``table``. All before anything is written.
+
+    Example:
+        >>> import duckdb, sqlanon
+        >>> from sqlanon.apply import apply
+        >>> con = duckdb.connect()
+        >>> _ = con.execute("CREATE TABLE train AS SELECT i AS id, i % 90 AS age, i % 7 AS zip FROM range(1000) t(i)")
+        >>> _ = con.execute("CREATE TABLE test AS SELECT i AS id, i % 120 AS age, NULL::INT AS zip FROM range(500) t(i)")
+        >>> release = sqlanon.anonymize(con, "train", qid=["age", "zip"], k=10)
+        >>> applied = apply(con, release, "test")  # ages up to 119, zip NULL: all placed
+        >>> applied.view, applied.rows, applied.placed, applied.unplaced
+        ('test_anon', 500, 500, 0)
+    """
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    clock = [started]
+
+    def lap(step: str) -> None:
+        now = time.perf_counter()
+        timings[step] = round(now - clock[0], 4)
+        clock[0] = now
+
+    engine = Engine(con)
+    m = load_release(con, release)
+    objects = _catalog(engine)
+    source = _find_source(engine, objects, table, count=False)
+    layout = _layout(m, source)
+    name, existing = _output_name(engine, m, source, objects, view, replace)
+    rule_types = _rules_types(engine, m)
+    lap("validate")
+    try:
+        bounds = {q.name: _bounds_table(engine, m, i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"}
+        region, size, a, b, lo, hi = _boxes(engine, m, bounds)
+        tree = guillotine(a, b, lo, hi)
+        if not np.array_equal(tree.locate(b), np.arange(len(region))):  # each box's corner reaches it
+            raise SqlanonError("internal error: the partition tree does not reach every region")
+        nodes = _node_table(engine, m, tree, region, bounds, rule_types)
+        codes = {q.name: _leaf_code_table(engine, q, m.hierarchies[q.name], source)
+                 for q in m.qis if q.kind == "hierarchy"}
+        targets, root = _targets_table(engine, m), _root_table(engine, m)
+        lap("tree")
+        order = _branch_order(tree, size, len(m.qis))
+        query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types)
+        rows, placed = _create(engine, name, existing, query, source)
+        lap("walk")
+    finally:
+        engine.cleanup()
+    return Applied(view=name, rules=m.rules, table=source.path or source.name, rows=int(rows),
+                   placed=int(placed), unplaced=int(rows) - int(placed),
+                   elapsed=round(time.perf_counter() - started, 4), depth=tree.depth, timings=timings)
+
+
+# -- validation --------------------------------------------------------------------------------
+def _layout(m: Manifest, source: Source) -> list[tuple[str, ManifestQI | None]]:
+    """The output columns in order: ``(input column, its QI or None)``; checks QI columns,
+    their types and output column collisions."""
+    types = dict(source.columns)
+    where = source.path or source.name
+    missing = [q.name for q in m.qis if q.name not in types]
+    if missing:
+        raise UnknownColumnError(
+            f"{where!r} lacks the QI column(s) {missing} of release {m.view!r}."
+            + did_you_mean(missing[0], types))
+    for q in m.qis:
+        why = _incompatible(q, types[q.name])
+        if why:
+            raise UnsupportedTypeError(
+                f"column {q.name!r} of {where!r} has type {types[q.name]}, but QI {q.name!r} of release "
+                f"{m.view!r} has type {q.data_type} ({q.kind}): {why}")
+    qis = {q.name: q for q in m.qis}
+    layout = [(c, qis.get(c)) for c, _ in source.columns]
+    out = [p for c, q in layout for p in ((c,) if q is None else _published(q))] + [EQ_CLASS]
+    seen: dict[str, str] = {}
+    for c in out:
+        if c.lower() in seen:
+            raise ObjectExistsError(
+                f"the output would have duplicate columns {c!r} and {seen[c.lower()]!r} (names are "
+                f"case-insensitive): a column of {where!r} collides with a QI's published column or "
+                f"{EQ_CLASS!r}; rename it in a view over the table first")
+        seen[c.lower()] = c
+    return layout
+
+
+def _incompatible(q: ManifestQI, data_type: str) -> str | None:
+    """Why a column of ``data_type`` cannot be placed by the boxes of QI ``q`` (None if it can)."""
+    if q.kind == "hierarchy":
+        return None  # matched to leaves by text, like the training values
+    kind = classify(data_type)
+    if data_type.strip('"').upper() == "NULL" or q.data_type.strip('"').upper() == "NULL":
+        return None  # only NULLs on one side: they compare with anything
+    if q.kind in ("numeric", "temporal"):
+        return None if kind == q.kind else f"its boxes compare {q.kind} values"
+    # text, booleans and enums order by their own type (an enum by position, not by text)
+    return None if data_type == q.data_type else "ordered text, boolean and enum QIs need the same type"
+
+
+def _published(q: ManifestQI) -> tuple[str, ...]:
+    return (q.name,) if q.kind == "hierarchy" else (f"{q.name}_min", f"{q.name}_max")
+
+
+def _output_name(
+    engine: Engine, m: Manifest, source: Source, objects: list, view: str | None, replace: bool
+) -> tuple[str, list[tuple[str, str]]]:
+    """The output table's name and the objects ``replace`` drops (current schema,
+    case-insensitive, as DuckDB resolves unqualified names)."""
+    name = view if view is not None else f"{source.name}_anon"
+    if not isinstance(name, str) or not name:
+        raise InputError(f"view must be a non-empty string, got {name!r}")
+    protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source) if n}
+    current = _current(engine)
+    if name.lower() in protected:
+        raise ObjectExistsError(
+            f"{name!r} is an object of release {m.view!r} (or its source); it is never replaced: "
+            "choose another view= name")
+    if source.path is None and (source.catalog, source.schema) == current and name.lower() == source.name.lower():
+        raise ObjectExistsError(f"output {name!r} would overwrite the input {source.name!r}; choose another view=")
+    existing = [(o[2], o[3]) for o in objects if (o[0], o[1]) == current and o[2].lower() == name.lower()]
+    if existing and not replace:
+        found, kind = existing[0]
+        raise ObjectExistsError(
+            f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or choose another view= name")
+    return name, existing
+
+
+def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
+    """The rules relation's column types; refuses a rules relation that lacks columns."""
+    rows = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(g.table(m.rules))))
+    types = {r[0]: r[1] for r in rows}
+    parts = {"hierarchy": ("", "_node")}
+    ordered = ("_min", "_max", "_lo", "_hi", "_null")
+    needed = ["region", "size"] + [q.name + p for q in m.qis for p in parts.get(q.kind, ordered)]
+    missing = [c for c in needed if c not in types]
+    if missing:
+        raise InputError(f"the rules relation {m.rules!r} lacks the column(s) {missing}: not a sqlanon rules relation")
+    return types
+
+
+# -- the boxes ---------------------------------------------------------------------------------
+def _bounds_table(engine: Engine, m: Manifest, i: int, q: ManifestQI) -> str:
+    """Temp ``(v, r)``: the distinct non-NULL bounds ``q_lo``/``q_hi`` of the rules, ranked from 1
+    in the database's own order (so positions and SQL comparisons agree)."""
+    name = engine.temp_name(f"bounds{i}")
+    rules = g.table(m.rules)
+    values = exp.union(exp.select(g.alias(g.col(f"{q.name}_lo"), "v")).from_(rules.copy()),
+                       exp.select(g.alias(g.col(f"{q.name}_hi"), "v")).from_(rules.copy()), distinct=True)
+    rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))]))
+    query = (exp.select(g.col("v"), g.alias(rank, "r"))
+             .from_(exp.Subquery(this=values, alias=exp.TableAlias(this=g.ident("u"))))
+             .where(exp.Not(this=exp.Is(this=g.col("v"), expression=exp.Null()))))
+    engine.execute(g.create_table_as(name, query))
+    return name
+
+
+def _boxes(engine: Engine, m: Manifest, bounds: Mapping[str, str]) -> tuple[np.ndarray, ...]:
+    """Region ids, their sizes, the boxes as position intervals ``(a, b]`` and the domain
+    ``(lo, hi]`` (see the module docstring)."""
+    r = "r"
+    query = exp.select(g.alias(g.col("region", r), "region"), g.alias(g.col("size", r), "size")).from_(
+        exp.alias_(g.table(m.rules), g.ident(r), table=True))
+    sizes: dict[str, int] = {}
+    for i, q in enumerate(m.qis):
+        if q.kind == "hierarchy":
+            query = query.select(g.alias(g.col(f"{q.name}_node", r), f"n{i}"), copy=False)
+            continue
+        sizes[q.name] = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(bounds[q.name]))))
+        for side in ("lo", "hi"):
+            alias = f"{side}{i}"
+            query = query.join(
+                exp.alias_(g.table(bounds[q.name]), g.ident(alias), table=True), join_type="left",
+                on=exp.EQ(this=g.col("v", alias), expression=g.col(f"{q.name}_{side}", r)), copy=False,
+            ).select(g.alias(g.col("r", alias), f"{side}{i}"), copy=False)
+        empty = exp.Coalesce(this=exp.EQ(this=g.col(f"{q.name}_lo", r), expression=g.col(f"{q.name}_hi", r)),
+                             expressions=[exp.false()])
+        null = exp.Coalesce(this=g.col(f"{q.name}_null", r), expressions=[exp.false()])
+        query = query.select(g.alias(null, f"null{i}"), g.alias(empty, f"empty{i}"), copy=False)
+    got = engine.fetch(query.order_by(g.col("region", r)))
+    region = np.asarray(got["region"])
+    if len(region) == 0:
+        raise InputError(f"the rules relation {m.rules!r} is empty")
+    if region.dtype.kind not in "iu" or region.min() < 0 or len(np.unique(region)) != len(region):
+        raise InputError(f"the rules relation {m.rules!r} has duplicate, negative or non-integer region numbers: "
+                         "not a sqlanon rules relation")
+    n, d = len(region), len(m.qis)
+    a, b = np.empty((n, d), np.int64), np.empty((n, d), np.int64)
+    dom_lo, dom_hi = np.full(d, -1, np.int64), np.empty(d, np.int64)
+    for i, q in enumerate(m.qis):
+        if q.kind == "hierarchy":
+            h = m.hierarchies[q.name]
+            node = np.asarray(got[f"n{i}"], dtype=np.float64)
+            if np.isnan(node).any() or node.min() < 0 or node.max() >= h.n_nodes:
+                raise InputError(f"the rules relation {m.rules!r} names nodes that hierarchy {q.name!r} does not have")
+            node = node.astype(np.int64)
+            a[:, i], b[:, i] = h.leaf_lo[node].astype(np.int64) - 1, h.leaf_hi[node]
+            dom_hi[i] = h.n_leaves - 1
+            continue
+        top = dom_hi[i] = sizes[q.name] + 1  # +inf
+        lo = np.asarray(got[f"lo{i}"], dtype=np.float64)
+        hi = np.asarray(got[f"hi{i}"], dtype=np.float64)
+        null = np.asarray(got[f"null{i}"], dtype=bool)
+        empty = np.asarray(got[f"empty{i}"], dtype=bool)
+        a[:, i] = np.where(empty | null, -1, np.nan_to_num(lo, nan=0.0))
+        b[:, i] = np.where(empty, 0, np.nan_to_num(hi, nan=float(top)))
+    if (a >= b).any():
+        raise InputError(f"the rules relation {m.rules!r} has an empty box: not a sqlanon rules relation")
+    size = np.nan_to_num(np.asarray(got["size"], dtype=np.float64))
+    return region.astype(np.int64), size, a, b, dom_lo, dom_hi
+
+
+# -- the partition tree ------------------------------------------------------------------------
+_GAP = ("the rules' boxes do not cover the domain (a region is missing or was edited): not a sqlanon "
+        "rules relation")
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A binary tree of cuts whose leaves are the boxes.
+
+    Internal node ``j`` (key ``-(j + 1)``; the root is ``-1``) sends a point ``p`` to ``left[j]``
+    when ``p[attr[j]] <= cut[j]``, else to ``right[j]``; a child ``>= 0`` is a leaf: the index of
+    its box. ``level[j]`` is node ``j``'s distance from the root, ``depth`` the number of internal
+    nodes on the longest root-to-leaf path. A single box is a tree with no internal node
+    (``root = 0``, ``depth = 0``).
+    """
+
+    attr: np.ndarray
+    cut: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    level: np.ndarray
+    root: int
+    depth: int
+
+    def weights(self, leaf_weight: np.ndarray) -> np.ndarray:
+        """Per internal node, the sum of ``leaf_weight`` over the boxes below it."""
+        w = np.zeros(len(self.attr))
+        for level in range(self.depth - 1, -1, -1):  # deeper levels first
+            js = np.nonzero(self.level == level)[0]
+            for child in (self.left[js], self.right[js]):
+                w[js] += np.where(child >= 0, leaf_weight[np.maximum(child, 0)], w[np.maximum(-child - 1, 0)])
+        return w
+
+    def locate(self, points: np.ndarray) -> np.ndarray:
+        """The leaf (box index) of each point, by walking the tree in numpy (for tests)."""
+        cur = np.full(len(points), self.root, dtype=np.int64)
+        for _ in range(self.depth):
+            inner = cur < 0
+            j = -cur[inner] - 1
+            go_left = points[inner, self.attr[j]] <= self.cut[j]
+            cur[inner] = np.where(go_left, self.left[j], self.right[j])
+        return cur
+
+
+def guillotine(a: np.ndarray, b: np.ndarray, lo: np.ndarray | None = None, hi: np.ndarray | None = None) -> Tree:
+    """Rebuild a balanced tree of cuts over disjoint boxes ``(a, b]`` that tile a guillotine
+    partition (``a``, ``b``: int64 arrays ``(boxes, dims)``).
+
+    All open nodes of a level are handled together. Each dimension keeps the order of the live
+    boxes sorted by (node, a, b); a cut after the first ``t`` boxes of a node is valid when
+    ``max(b[:t]) <= a[t]`` (no box straddles it). The cut taken maximizes the smaller side's box
+    count (ties: first dimension, then lower cut); children are stable partitions of each
+    dimension's order, so nothing is sorted again. O(levels x dims x boxes).
+
+    With the domain ``(lo, hi]`` (int64 arrays ``(dims,)``) the boxes must also *cover* it: each
+    tree node's cell is its parent's cut at the cut value, and every leaf's box must equal its
+    cell (disjoint boxes whose cells are their boxes tile the domain).
+
+    Raises:
+        InputError: when some set of boxes has no valid cut (the boxes overlap or do not form a
+            guillotine partition), or a box is smaller than its cell (a gap in the domain).
+    """
+    n, d = a.shape
+    if lo is None or hi is None:
+        lo, hi = a.min(axis=0), b.max(axis=0)
+    if n == 1:
+        if not (np.array_equal(a[0], lo) and np.array_equal(b[0], hi)):
+            raise InputError(_GAP)
+        z = np.zeros(0, np.int64)
+        return Tree(z, z, z, z, z, root=0, depth=0)
+    cell_lo, cell_hi = np.asarray(lo, np.int64)[None, :].copy(), np.asarray(hi, np.int64)[None, :].copy()
+    shift = int(min(a.min(), b.min()))
+    span = int(max(a.max(), b.max())) - shift + 1
+    attr_l, cut_l, left_l, right_l = [], [], [], []
+    group = np.zeros(n, np.int64)  # per box: index of its open node
+    keys = np.array([-1], np.int64)  # per open node: its internal node key
+    starts, sizes = np.array([0]), np.array([n])
+    a_cols = [np.ascontiguousarray(a[:, j]) for j in range(d)]  # gathers from contiguous columns
+    b_cols = [np.ascontiguousarray(b[:, j]) for j in range(d)]
+    orders = [np.lexsort((b_cols[j], a_cols[j])) for j in range(d)]
+    next_key = -2
+    depth = 0
+    while len(keys):
+        depth += 1
+        live = len(orders[0])
+        nodes = len(keys)
+        best_bal = np.full(nodes, -1, np.int64)
+        best_attr = np.zeros(nodes, np.int64)
+        best_cut = np.zeros(nodes, np.int64)
+        # every order is sorted by node first, so the node of each position is the same for all
+        gs = group[orders[0]]
+        offset = gs * span
+        pos = np.arange(live) - starts[gs]
+        same = gs[1:] == gs[:-1]
+        rank = np.minimum(pos + 1, sizes[gs] - pos - 1) * (live + 1) + (live - pos)  # balance, then lower cut
+        for j in range(d):
+            o = orders[j]
+            aj, bj = a_cols[j][o], b_cols[j][o]
+            cummax = np.maximum.accumulate(bj - shift + offset) - offset + shift  # per node
+            valid = np.zeros(live, bool)
+            valid[:-1] = same & (cummax[:-1] <= aj[1:])
+            top = np.maximum.reduceat(np.where(valid, rank, -1), starts)
+            bal, at = top // (live + 1), live - top % (live + 1)
+            better = (top >= 0) & (bal > best_bal)  # strictly: ties keep the earlier dimension
+            best_bal[better] = bal[better]
+            best_attr[better] = j
+            best_cut[better] = cummax[(starts + at)[better]]
+        if (best_bal < 0).any():
+            raise InputError("the rules' boxes do not form a guillotine partition of the domain (they overlap or "
+                             "leave gaps that no cut separates): not a sqlanon rules relation")
+        boxes = orders[0]
+        gb = group[boxes]
+        go_left = np.zeros(n, bool)
+        go_left[boxes] = b[boxes, best_attr[gb]] <= best_cut[gb]
+        n_left = np.bincount(gb, weights=go_left[boxes], minlength=nodes).astype(np.int64)
+        # children in order (node, side): their sizes, and which are leaves (one box)
+        child_size = np.stack([n_left, sizes - n_left], axis=1).ravel()
+        inner = child_size > 1
+        child_key = np.zeros(2 * nodes, np.int64)
+        child_key[inner] = next_key - np.arange(int(inner.sum()))
+        next_key -= int(inner.sum())
+        side = (~go_left).astype(np.int64)
+        slot = 2 * gb + side[boxes]  # per live box (in orders[0]'s order): its child
+        leaf_child = np.zeros(n, bool)
+        leaf_child[boxes] = child_size[slot] == 1
+        child_box = np.zeros(2 * nodes, np.int64)
+        child_box[slot[leaf_child[boxes]]] = boxes[leaf_child[boxes]]
+        child = np.where(inner, child_key, child_box)
+        # the children's cells: the parent's, cut at the cut value on the cut's dimension
+        child_lo, child_hi = np.repeat(cell_lo, 2, axis=0), np.repeat(cell_hi, 2, axis=0)
+        idx = np.arange(nodes)
+        child_hi[2 * idx, best_attr] = best_cut
+        child_lo[2 * idx + 1, best_attr] = best_cut
+        leaf = ~inner
+        lone = child_box[leaf]
+        if not (np.array_equal(a[lone], child_lo[leaf]) and np.array_equal(b[lone], child_hi[leaf])):
+            raise InputError(_GAP)
+        cell_lo, cell_hi = child_lo[inner], child_hi[inner]
+        attr_l.append(best_attr)
+        cut_l.append(best_cut)
+        left_l.append(child[0::2])
+        right_l.append(child[1::2])
+        # stable partition of every dimension's order: each node's lefts, then its rights
+        seg = starts[gs]
+        new_orders = []
+        for o in orders:
+            left_here = go_left[o]
+            before = np.cumsum(left_here) - left_here
+            lb = before - before[seg]  # lefts before this position, within its node
+            new = np.where(left_here, seg + lb, seg + n_left[gs] + (pos - lb))
+            moved = np.empty_like(o)
+            moved[new] = o
+            new_orders.append(moved[~leaf_child[moved]])
+        orders = new_orders
+        new_group = np.cumsum(inner) - 1  # dense index of each inner child
+        group[boxes] = new_group[slot]
+        keys = child_key[inner]
+        sizes = child_size[inner]
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    attr, cut = np.concatenate(attr_l), np.concatenate(cut_l)
+    left, right = np.concatenate(left_l), np.concatenate(right_l)
+    # keys were handed out level by level in node order, so node j of the concatenation is -(j+1)
+    level = np.repeat(np.arange(depth), [len(x) for x in attr_l])
+    return Tree(attr, cut, left, right, level, root=-1, depth=depth)
+
+
+# -- temp tables for the walk ------------------------------------------------------------------
+def _cut_groups(m: Manifest, rule_types: Mapping[str, str]) -> dict[int, str]:
+    """The cut column of each QI: QIs of one type share one (fewer columns per probe)."""
+    types: dict[str, str] = {}
+    out = {}
+    for i, q in enumerate(m.qis):
+        t = "BIGINT" if q.kind == "hierarchy" else rule_types[f"{q.name}_hi"]
+        out[i] = types.setdefault(t, f"c{len(types)}")
+    return out
+
+
+def _node_table(
+    engine: Engine, m: Manifest, tree: Tree, region: np.ndarray, bounds: Mapping[str, str],
+    rule_types: Mapping[str, str],
+) -> str:
+    """Temp ``(node, attr, l, r, c0, c1, ...)``: internal nodes (negative keys) with the cut
+    value in its QI's type, and leaves (key = region) as pass-through entries (``l = r``)."""
+    internal = len(tree.attr)
+
+    def ref(child: np.ndarray) -> np.ndarray:
+        return np.where(child >= 0, region[np.maximum(child, 0)], child)
+
+    upload = engine.upload("tree", {
+        "node": np.concatenate([-np.arange(1, internal + 1, dtype=np.int64), region]),
+        "attr": np.concatenate([tree.attr, np.full(len(region), -1)]).astype(np.int64),
+        "cut": np.concatenate([tree.cut, np.zeros(len(region), np.int64)]).astype(np.int64),
+        "l": np.concatenate([ref(tree.left), region]).astype(np.int64),
+        "r": np.concatenate([ref(tree.right), region]).astype(np.int64),
+    })
+    u = "u"
+    groups = _cut_groups(m, rule_types)
+    query = exp.select(
+        g.col("node", u), g.alias(exp.Cast(this=g.col("attr", u), to=exp.DataType.build("SMALLINT")), "attr"),
+        g.col("l", u), g.col("r", u)).from_(exp.alias_(g.table(upload), g.ident(u), table=True))
+    cases: dict[str, exp.Case] = {}
+    for i, q in enumerate(m.qis):
+        if q.kind == "hierarchy":
+            value: exp.Expression = g.col("cut", u)
+        else:
+            alias = f"b{i}"
+            on = exp.and_(exp.EQ(this=g.col("r", alias), expression=g.col("cut", u)),
+                          exp.EQ(this=g.col("attr", u), expression=g.lit(i)))
+            query = query.join(exp.alias_(g.table(bounds[q.name]), g.ident(alias), table=True),
+                               on=on, join_type="left", copy=False)
+            value = g.col("v", alias)  # cut position 0 (the NULL point) has no bound: NULL
+        column = groups[i]
+        cases[column] = cases.get(column, exp.Case(this=g.col("attr", u))).when(g.lit(i), value)
+    for column, case in cases.items():
+        query = query.select(g.alias(case, column), copy=False)
+    name = engine.temp_name("nodes")
+    engine.execute(g.create_table_as(name, query))
+    engine.drop_temp(upload)
+    return name
+
+
+def _leaf_code_table(engine: Engine, q: ManifestQI, h: Hierarchy, source: Source) -> str:
+    """Temp ``(t, code)``: the leaf code of each distinct non-NULL value of the input's column
+    that is a leaf, matched as anonymize matches (:func:`sqlanon.hierarchy.leaf_codes`)."""
+    types = dict(source.columns)
+    rows = distinct_values(engine, q.name, source.ref, classify(types[q.name]) == "numeric")
+    codes = leaf_codes(h, rows["v"], rows["t"]) if len(rows["t"]) else np.zeros(0, np.int32)
+    known = codes >= 0
+    return engine.upload(f"leaves_{q.name}", {"t": np.asarray(rows["t"], dtype=object)[known],
+                                               "code": codes[known].astype(np.int64)})
+
+
+def _targets_table(engine: Engine, m: Manifest) -> str:
+    """Temp ``(region, size, p0, p1, ...)``: each region's published columns (``min<i>``,
+    ``max<i>`` per ordered QI, ``p<i>`` the label per hierarchical QI)."""
+    r = "r"
+    query = exp.select(g.col("region", r), g.col("size", r)).from_(exp.alias_(g.table(m.rules), g.ident(r), table=True))
+    for i, q in enumerate(m.qis):
+        parts = (((q.name, f"p{i}"),) if q.kind == "hierarchy"
+                 else ((f"{q.name}_min", f"min{i}"), (f"{q.name}_max", f"max{i}")))
+        query = query.select(*[g.alias(g.col(c, r), a) for c, a in parts], copy=False)
+    name = engine.temp_name("targets")
+    engine.execute(g.create_table_as(name, query))
+    return name
+
+
+def _root_table(engine: Engine, m: Manifest) -> str | None:
+    """Temp, one row: the fully generalized bounds ``gmin<i>``, ``gmax<i>`` of every ordered QI:
+    the bounds of the whole training table, i.e. the smallest ``q_min`` of the non-empty regions
+    (NULL if any is NULL: NULL sorts first) and the largest ``q_max``. None without ordered QIs."""
+    query = exp.select().from_(g.table(m.rules)).where(exp.GT(this=g.col("size"), expression=g.lit(0)))
+    ordered = [(i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"]
+    if not ordered:
+        return None
+    for i, q in ordered:
+        lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(f"{q.name}_min"), expression=exp.Null())),
+                                 exp.Null()).else_(exp.Min(this=g.col(f"{q.name}_min")))
+        query = query.select(g.alias(lowest, f"gmin{i}"), g.alias(exp.Max(this=g.col(f"{q.name}_max")), f"gmax{i}"),
+                             copy=False)
+    name = engine.temp_name("root")
+    engine.execute(g.create_table_as(name, query))
+    return name
+
+
+def _branch_order(tree: Tree, size: np.ndarray, d: int) -> list[list[int]]:
+    """Per tree level, the QIs its nodes cut, most training rows first: DuckDB evaluates the
+    ``CASE attr WHEN ...`` branches in order on the rows still unmatched, so this order makes
+    most rows take the first branch."""
+    weight = tree.weights(size) + 1e-9  # empty regions still count as used
+    out = []
+    for level in range(tree.depth):
+        at = tree.level == level
+        per_qi = np.bincount(tree.attr[at], weights=weight[at], minlength=d)
+        out.append([int(i) for i in np.argsort(-per_qi, kind="stable") if per_qi[i] > 0])
+    return out
+
+
+# -- the statement -----------------------------------------------------------------------------
+def _walk_query(
+    engine: Engine, m: Manifest, source: Source, layout: list[tuple[str, ManifestQI | None]], tree: Tree,
+    region: np.ndarray, order: list[list[int]], nodes: str, codes: Mapping[str, str], targets: str,
+    root: str | None, rule_types: Mapping[str, str],
+) -> exp.Select:
+    """``SELECT`` of the recoded table: leaf codes, one join per tree level, the region's columns."""
+    x, w, t, f = "x", "w", "t", "f"
+    tmp = engine.prefix  # run-unique: internal column names cannot collide with the input's
+    inner = exp.select(*[g.alias(g.col(c, x), c) for c, _ in source.columns]).from_(
+        exp.alias_(source.ref, g.ident(x), table=True))
+    value: dict[int, exp.Expression] = {}
+    known: list[exp.Expression] = []  # hierarchical values that are leaves
+    for i, q in enumerate(m.qis):
+        if q.kind != "hierarchy":
+            value[i] = g.col(q.name, w)
+            continue
+        alias = f"k{i}"
+        on = exp.EQ(this=exp.Cast(this=g.col(q.name, x), to=_VARCHAR),
+                    expression=exp.Cast(this=g.col("t", alias), to=_VARCHAR))
+        inner = inner.join(exp.alias_(g.table(codes[q.name]), g.ident(alias), table=True), on=on,
+                           join_type="left", copy=False)
+        null_code = int(m.hierarchies[q.name].code_of([None])[0])  # -1: no NULL leaf
+        code = exp.Case().when(exp.Is(this=g.col(q.name, x), expression=exp.Null()),
+                               g.lit(null_code) if null_code >= 0 else exp.Null()).else_(g.col("code", alias))
+        inner = inner.select(g.alias(exp.Cast(this=code, to=_BIGINT), f"{tmp}code{i}"), copy=False)
+        value[i] = g.col(f"{tmp}code{i}", w)
+        known.append(exp.Not(this=exp.Is(this=value[i].copy(), expression=exp.Null())))
+
+    # One inner join per level: every key the walk can reach is in the node table (checked by
+    # counting the rows written), and inner joins probe faster than left joins here.
+    query = exp.select().from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=g.ident(w))))
+    groups = _cut_groups(m, rule_types)
+    cur: exp.Expression = g.lit(int(tree.root) if tree.root < 0 else int(region[tree.root]))
+    for level in range(tree.depth):
+        n = f"n{level}"
+        query = query.join(exp.alias_(g.table(nodes), g.ident(n), table=True), join_type="inner",
+                           on=exp.EQ(this=g.col("node", n), expression=cur), copy=False)
+        tests = []
+        for i in order[level]:
+            below: exp.Expression = exp.LTE(this=value[i].copy(), expression=g.col(groups[i], n))
+            if m.qis[i].kind != "hierarchy":  # NULL sorts first: always on the low side
+                below = exp.or_(exp.Is(this=value[i].copy(), expression=exp.Null()), below)
+            tests.append((i, below))
+        # The last QI of the level needs no attr check: the other entries reaching it are
+        # pass-through leaves, whose two children are the leaf itself.
+        test = tests[-1][1]
+        if len(tests) > 1:
+            test = exp.Case(this=g.col("attr", n), ifs=[exp.If(this=g.lit(i), true=t) for i, t in tests[:-1]],
+                            default=test)
+        cur = exp.Case().when(test, g.col("l", n)).else_(g.col("r", n))
+    query = query.join(exp.alias_(g.table(targets), g.ident(t), table=True), join_type="left",
+                       on=exp.EQ(this=g.col("region", t), expression=cur), copy=False)
+    if root is not None:
+        query = query.join(exp.alias_(g.table(root), g.ident(f), table=True), join_type="cross", copy=False)
+
+    # The published columns: the region's, or fully generalized (see the module docstring).
+    placed = exp.and_(exp.Not(this=exp.Is(this=g.col("region", t), expression=exp.Null())), *known)
+    with_rows = exp.and_(placed.copy(), exp.GT(this=g.col("size", t), expression=g.lit(0)))
+    select: list[exp.Expression] = []
+    for column, q in layout:
+        if q is None:
+            select.append(g.alias(g.col(column, w), column))
+            continue
+        i = m.qis.index(q)
+        if q.kind == "hierarchy":
+            label = exp.Cast(this=g.lit(m.hierarchies[q.name].labels[0]), to=_VARCHAR)
+            select.append(g.alias(exp.Case().when(placed.copy(), g.col(f"p{i}", t)).else_(label), q.name))
+            continue
+        for part in ("min", "max"):
+            select.append(g.alias(exp.Case().when(with_rows.copy(), g.col(f"{part}{i}", t))
+                                  .else_(g.col(f"g{part}{i}", f)), f"{q.name}_{part}"))
+    select.append(g.alias(exp.Case().when(placed, g.col("region", t)), EQ_CLASS))
+    return query.select(*select, copy=False)
+
+
+def _create(
+    engine: Engine, name: str, existing: list[tuple[str, str]], query: exp.Select, source: Source
+) -> tuple[int, int]:
+    """``CREATE TABLE name AS query`` in one transaction (the caller's, if one is open) that
+    first drops what ``replace`` overwrites; returns ``(rows, placed)``. A row count that differs
+    from the input's rolls everything back."""
+    own = not engine.in_transaction()
+    if own:
+        engine.execute(exp.Transaction())
+    try:
+        for found, kind in existing:
+            engine.execute(g.drop(found, kind.upper()))
+        engine.execute(g.create_table_as(name, query, temporary=False))
+        rows, placed = engine.fetch_rows(
+            exp.select(exp.Count(this=exp.Star()), exp.Count(this=g.col(EQ_CLASS))).from_(g.table(name)))[0]
+        expected = engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref))
+        if rows != expected:
+            raise SqlanonError(f"internal error: {rows} rows recoded for {expected} input rows; nothing was created")
+    except BaseException:
+        if own:
+            engine.execute(exp.Rollback())
+        else:
+            engine.execute(g.drop(name, "TABLE"))
+        raise
+    if own:
+        engine.execute(exp.Commit())
+    return int(rows), int(placed)

@@ -1,0 +1,411 @@
+"""sqlanon.apply: recoding other tables with a release's stored rules.
+
+* On the training table the output equals the release's view (every column, every row,
+  ``eq_class`` included): random tables (integers, floats, dates, timestamps, text, a hierarchy,
+  NULLs; several k) and Adult with hierarchies.
+* On new rows -- inside and outside the training domain, between training values, NULLs, unseen
+  categories, leaves no training row had -- every row is checked against a brute-force oracle
+  that tests the rules' boxes in plain Python: the one region whose box holds the row, or the
+  documented fully generalized output; row count preserved, no raw value.
+* The partition tree against brute force on random guillotine tilings; refusals of boxes that
+  overlap, are not a guillotine partition, or leave a gap.
+* Reloading by view name (also from a reopened database file), files as input, ``regions`` on an
+  applied table, and every error before anything is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import objects, temp_objects
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon.apply import Applied, apply, guillotine
+from sqlanon.hierarchy import Hierarchy
+
+J = {"*": {"P": {"P1": ["a", "b"], "P2": ["c"]}, "Q": ["d", "e", "f"]}}
+ORDERED = ["i", "f", "d", "ts", "s"]
+QID = ORDERED + ["j"]
+TEXT = ["kiwi", "apple", "fig", "pear", "Plum", "date"]
+
+
+# -- data ---------------------------------------------------------------------------------------
+def _frame(rng: np.random.Generator, n: int, nulls: dict[str, bool], start: int = 0, new: bool = False) -> pd.DataFrame:
+    """Training rows, or (``new``) rows reaching beyond the training domain: values between and
+    outside the training values, NULLs anywhere, unseen categories and text."""
+    def maybe_null(values: np.ndarray, column: str) -> np.ndarray:
+        p = 0.1 if new else (0.15 if nulls[column] else 0.0)
+        out = values.astype(object)
+        out[rng.random(n) < p] = None
+        return out
+
+    spread = 2 if new else 1
+    i = rng.integers(-20 * spread, 40 * spread, n).astype(float)
+    if new:  # between training integers too: the new column is DOUBLE
+        i = i + rng.choice([0.0, 0.5], n)
+    f = np.round(rng.normal(0, 10 * spread, n), 2)
+    days = rng.integers(-30 * spread, 400 * spread, n)
+    ms = rng.integers(0, 10**9 * spread, n)
+    words = TEXT + (["0", "zz", "fig2", "Apple", ""] if new else [])
+    leaves = list("abcdef") + (["zz", "P", "*"] if new else [])
+    return pd.DataFrame({
+        "id": np.arange(start, start + n),
+        "i": maybe_null(i, "i"),
+        "f": maybe_null(f, "f"),
+        "d": maybe_null(np.array([dt.date(2021, 1, 1) + dt.timedelta(days=int(x)) for x in days]), "d"),
+        "ts": maybe_null(np.array([dt.datetime(2021, 6, 1) + dt.timedelta(milliseconds=int(x)) for x in ms]), "ts"),
+        "s": maybe_null(rng.choice(words, n), "s"),
+        "j": maybe_null(rng.choice(leaves, n), "j"),
+        "y": rng.choice(["yes", "no"], n),
+    })
+
+
+def _load(con, name: str, frame: pd.DataFrame, i_type: str = "INTEGER") -> None:
+    con.register("frame", frame)
+    con.execute(f'CREATE TABLE "{name}" AS SELECT id::BIGINT AS id, i::{i_type} AS i, f::DOUBLE AS f, d::DATE AS d, '
+                "ts::TIMESTAMP AS ts, s::VARCHAR AS s, j::VARCHAR AS j, y FROM frame")
+    con.unregister("frame")
+
+
+def _release(con, n: int, seed: int, k: int, **kwargs) -> sqlanon.Release:
+    rng = np.random.default_rng(seed)
+    nulls = {c: bool(rng.random() < 0.5) for c in QID}
+    _load(con, "t", _frame(rng, n, nulls))
+    return sqlanon.anonymize(con, "t", qid=QID, k=min(k, n), hierarchies={"j": J}, **kwargs)
+
+
+# -- the oracle ---------------------------------------------------------------------------------
+def _rows(con, sql: str) -> list[dict]:
+    cur = con.execute(sql)
+    names = [c[0] for c in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def _count(con, sql: str) -> int:
+    return con.execute(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]
+
+
+def _contains(rule: dict, q: str, v) -> bool:
+    if v is None:
+        return bool(rule[f"{q}_null"])
+    lo, hi = rule[f"{q}_lo"], rule[f"{q}_hi"]
+    return (lo is None or v > lo) and (hi is None or v <= hi)
+
+
+def _expected(con, view: str, training: str, relation: str) -> list[tuple]:
+    """The recoded rows of ``relation`` (ordered by id) from the rules' boxes, in plain Python."""
+    rules = _rows(con, f'SELECT * FROM "{view}_rules"')
+    train = _rows(con, f'SELECT * FROM "{training}"')
+    h = Hierarchy.from_dict(J)
+    if any(r["j"] is None for r in train):
+        h = h.with_null_leaf()
+    full = {}
+    for q in ORDERED:
+        present = [r[q] for r in train if r[q] is not None]
+        full[q] = (None if len(present) < len(train) else min(present), max(present))
+    out = []
+    for row in _rows(con, f'SELECT * FROM "{relation}" ORDER BY id'):
+        code = int(h.code_of([row["j"]])[0])
+        hits = [r for r in rules if all(_contains(r, q, row[q]) for q in ORDERED)
+                and code >= 0 and h.leaf_lo[r["j_node"]] <= code <= h.leaf_hi[r["j_node"]]]
+        assert len(hits) == (1 if code >= 0 else 0), (row, hits)  # the boxes tile the domain
+        rule = hits[0] if hits else None
+        bounds = {q: (rule[f"{q}_min"], rule[f"{q}_max"]) if rule and rule["size"] > 0 else full[q] for q in ORDERED}
+        out.append((row["id"], *[v for q in ORDERED for v in bounds[q]],
+                    rule["j"] if rule else "*", row["y"], rule["region"] if rule else None))
+    return out
+
+
+def _same_as_view(con, view: str, applied: str) -> None:
+    assert con.execute(f'DESCRIBE "{view}"').fetchall() == con.execute(f'DESCRIBE "{applied}"').fetchall()
+    for a, b in ((view, applied), (applied, view)):
+        assert _count(con, f'SELECT * FROM "{a}" EXCEPT ALL SELECT * FROM "{b}"') == 0
+    assert _count(con, f'SELECT * FROM "{applied}"') == _count(con, f'SELECT * FROM "{view}"')
+
+
+def _check_new_rows(con, release, seed: int, m: int = 150) -> Applied:
+    rng = np.random.default_rng(seed + 1)
+    _load(con, "new", _frame(rng, m, {}, start=10_000, new=True), i_type="DOUBLE")
+    applied = apply(con, release, "new")
+    assert (applied.view, applied.rules, applied.table, applied.rows) == ("new_anon", release.rules, "new", m)
+    got = con.execute("SELECT * FROM new_anon ORDER BY id").fetchall()
+    expected = _expected(con, release.view, "t", "new")
+    assert got == expected
+    assert applied.unplaced == sum(r[-1] is None for r in expected) and applied.placed == m - applied.unplaced
+    # nothing raw: published bounds are rules' bounds or the full ones, labels node labels
+    raw = con.execute("SELECT i FROM new WHERE i <> floor(i)").fetchall()
+    assert raw and _count(con, "SELECT * FROM new_anon WHERE i_min <> floor(i_min) OR i_max <> floor(i_max)") == 0
+    assert _count(con, "SELECT * FROM new_anon WHERE j = 'zz'") == 0
+    return applied
+
+
+# -- tests --------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.generate])  # no shrinking: each example runs a release
+@given(st.integers(10, 120), st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 3, 5, 10]))
+def test_random_tables(n, seed, k):
+    con = duckdb.connect()
+    try:
+        release = _release(con, n, seed, k)
+        applied = apply(con, release, "t", view="again")
+        assert (applied.rows, applied.placed, applied.unplaced) == (n, n, 0)
+        _same_as_view(con, release.view, "again")
+        assert con.execute("SELECT * FROM again ORDER BY id").fetchall() == _expected(con, release.view, "t", "t")
+        _check_new_rows(con, release, seed)
+        assert temp_objects(con) == []
+    finally:
+        con.close()
+
+
+def test_workload_release_with_empty_regions(con):
+    # InfoGain leaves empty hierarchy regions; a leaf no training row has falls in one
+    release = _release(con, 300, 11, 4, target="y")
+    assert release.regions > release.partitions  # empty regions exist
+    _same_as_view(con, release.view, apply(con, release, "t", view="again").view)
+    applied = _check_new_rows(con, release, 11, m=400)
+    assert applied.unplaced > 0
+    empty = con.execute("SELECT count(*) FROM new_anon a JOIN t_anon_rules r ON r.region = a.eq_class "
+                        "WHERE r.size = 0").fetchall()[0][0]
+    assert empty > 0
+
+
+def test_adult_with_hierarchies(adult):
+    con, hierarchies = adult
+    qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=10, target="salary-class",
+                                hierarchies={c: hierarchies[c] for c in qid if c != "age"})
+    applied = apply(con, release, "adult", view="adult_again")
+    assert (applied.rows, applied.placed, applied.unplaced) == (30_162, 30_162, 0) and applied.depth > 0
+    _same_as_view(con, "adult_anon", "adult_again")
+    # a test table: unseen categories, NULLs, ages out of range, another column order
+    con.execute("""CREATE TABLE adult_test AS SELECT "salary-class", occupation, age, sex, race, "marital-status",
+                   education, "native-country", workclass, rowid AS rid FROM adult""")
+    con.execute("UPDATE adult_test SET occupation = 'Astronaut' WHERE rid % 50 = 0")
+    con.execute("UPDATE adult_test SET education = NULL WHERE rid % 70 = 1")
+    con.execute("UPDATE adult_test SET age = NULL WHERE rid % 30 = 2")
+    con.execute("UPDATE adult_test SET age = age + 100 WHERE rid % 40 = 3")
+    test = apply(con, "adult_anon", "adult_test")
+    assert test.rows == 30_162 and test.unplaced == con.execute(
+        "SELECT count(*) FROM adult_test WHERE occupation = 'Astronaut' OR education IS NULL").fetchall()[0][0]
+    columns = [r[0] for r in con.execute("DESCRIBE adult_test_anon").fetchall()]
+    assert columns[:4] == ["salary-class", "occupation", "age_min", "age_max"] and columns[-2:] == ["rid", "eq_class"]
+    # placed rows: the region of the training row with the same QI values (same region, same columns)
+    same = con.execute("""
+        SELECT count(*), count(*) FILTER (WHERE a.eq_class IS DISTINCT FROM m.region)
+        FROM adult_test_anon a JOIN adult_test t ON t.rid = a.rid JOIN adult o ON o.rowid = a.rid
+        JOIN adult_anon_rowmap m ON m.rid = a.rid
+        WHERE a.eq_class IS NOT NULL AND t.age = o.age""").fetchall()[0]
+    assert same[0] > 25_000 and same[1] == 0
+    # unplaced rows: fully generalized
+    full = con.execute("""SELECT DISTINCT age_min, age_max, sex, race, "marital-status", education, "native-country",
+                          workclass, occupation FROM adult_test_anon WHERE eq_class IS NULL""").fetchall()
+    assert full == [(17, 90, "*", "*", "*", "*", "*", "*", "*")]
+    # ages beyond the training domain fall in the regions open at the top
+    beyond = con.execute("SELECT count(*), count(*) FILTER (WHERE r.age_hi IS NOT NULL) FROM adult_test_anon a "
+                         "JOIN adult_test t ON t.rid = a.rid JOIN adult_anon_rules r ON r.region = a.eq_class "
+                         "WHERE t.age > 100").fetchall()[0]
+    assert beyond[0] > 500 and beyond[1] == 0
+
+
+def test_nulls_in_a_hierarchy_without_a_null_leaf(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, i % 50 AS a, ['a', 'b', 'c', 'd', 'e', 'f'][1 + i % 6] AS j "
+                "FROM range(120) r(i)")
+    release = sqlanon.anonymize(con, "t", qid=["a", "j"], k=5, hierarchies={"j": J})
+    con.execute("CREATE TABLE u AS SELECT * FROM t")
+    con.execute("INSERT INTO u VALUES (1000, NULL, NULL), (1001, 7, NULL), (1002, NULL, 'a'), (1003, 99, 'zz')")
+    applied = apply(con, release, "u")
+    assert (applied.rows, applied.unplaced) == (124, 3)
+    rows = con.execute("SELECT id, a_min, a_max, j, eq_class FROM u_anon WHERE id >= 1000 ORDER BY id").fetchall()
+    assert rows[0] == (1000, 0, 49, "*", None) and rows[1] == (1001, 0, 49, "*", None)
+    assert rows[3] == (1003, 0, 49, "*", None)
+    # NULL in an ordered QI sorts first: the region holding the smallest values
+    first = con.execute("SELECT eq_class FROM t_anon WHERE id = 0").fetchall()[0][0]  # a = 0, j = 'a'
+    assert rows[2][4] == first
+
+
+def test_nan_and_infinities_sort_last(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, (i % 40) * 0.5 - 3 AS f FROM range(200) r(i)")
+    release = sqlanon.anonymize(con, "t", qid=["f"], k=10)
+    con.execute("CREATE TABLE u AS SELECT * FROM (VALUES (1, 'NaN'::DOUBLE), (2, 'inf'::DOUBLE), (3, '-inf'::DOUBLE), "
+                "(4, 1e300), (5, 0.25)) v(id, f)")
+    apply(con, release, "u")
+    got = dict(con.execute("SELECT id, eq_class FROM u_anon").fetchall())
+    top = con.execute("SELECT region FROM t_anon_rules WHERE f_hi IS NULL").fetchall()  # open at the top
+    bottom = con.execute("SELECT region FROM t_anon_rules WHERE f_lo IS NULL").fetchall()
+    assert len(top) == len(bottom) == 1
+    assert got[1] == got[2] == got[4] == top[0][0] and got[3] == bottom[0][0]
+    box = con.execute("SELECT f_lo, f_hi FROM t_anon_rules WHERE region = ?", [got[5]]).fetchall()[0]
+    assert box[0] < 0.25 <= box[1]
+
+
+def test_reload_by_name_from_a_reopened_file(tmp_path):
+    path = str(tmp_path / "db.duckdb")
+    con = duckdb.connect(path)
+    release = _release(con, 80, 5, 3)
+    con.close()
+    con = duckdb.connect(path)
+    try:
+        for name in ("t_anon", "t_anon_rules"):
+            applied = apply(con, name, "t", view="again", replace=True)
+            assert applied.rules == release.rules and applied.view == "again"
+            _same_as_view(con, "t_anon", "again")
+    finally:
+        con.close()
+
+
+def test_files_and_other_relations(con, tmp_path):
+    release = _release(con, 90, 9, 3)
+    _load(con, "new", _frame(np.random.default_rng(3), 60, {}, start=500, new=True), i_type="DOUBLE")
+    apply(con, release, "new", view="from_table")
+    parquet = str(tmp_path / "fresh.parquet")
+    con.execute(f"COPY new TO '{parquet}' (FORMAT parquet)")
+    applied = apply(con, release, parquet)
+    assert applied.view == "fresh_anon" and applied.table == parquet and applied.rows == 60
+    assert con.execute("SELECT * FROM fresh_anon EXCEPT ALL SELECT * FROM from_table").fetchall() == []
+    con.execute("CREATE VIEW new_view AS SELECT * FROM new")
+    applied = apply(con, release, "new_view")
+    assert _count(con, "SELECT * FROM new_view_anon EXCEPT ALL SELECT * FROM from_table") == 0
+    # inside the caller's transaction: gone on rollback
+    con.execute("BEGIN")
+    apply(con, release, "new", view="tx")
+    con.execute("ROLLBACK")
+    assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tx'").fetchall()[0][0]
+
+
+def test_regions_of_an_applied_table(con):
+    release = _release(con, 100, 21, 3)
+    apply(con, release, "t", view="again")
+    view_points = sqlanon.regions(con, release, as_frame=True).sort_values("id", ignore_index=True)
+    again_points = sqlanon.regions(con, release, table="again", as_frame=True).sort_values("id", ignore_index=True)
+    pd.testing.assert_frame_equal(view_points, again_points)
+    _check_new_rows(con, release, 21)
+    points = sqlanon.regions(con, release, table="new_anon", as_frame=True)
+    unplaced = points[points["eq_class"].isna()]
+    assert len(unplaced) > 0 and len(points) == 150
+    h = Hierarchy.from_dict(J)
+    leaves = h.n_leaves + (con.execute("SELECT count(*) FROM t WHERE j IS NULL").fetchall()[0][0] > 0)
+    assert (unplaced["j__lo"] == 0).all() and (unplaced["j__hi"] == leaves - 1).all()
+    top = con.execute("SELECT max(f) FROM t").fetchall()[0][0]
+    assert (unplaced["f__hi"] == top).all()
+    placed = points[points["eq_class"].notna()]
+    assert placed["j__lo"].notna().all() and (placed["j__lo"] <= placed["j__hi"]).all()
+
+
+def test_errors_before_any_write(con):
+    release = _release(con, 60, 1, 3)
+    con.execute("CREATE TABLE other AS SELECT id, i, f, d, ts, s, j, y, 1 AS i_max FROM t")
+    con.execute("CREATE TABLE taken AS SELECT 1 AS x")
+    con.execute("CREATE TABLE no_s AS SELECT * EXCLUDE (s) FROM t")
+    con.execute("CREATE TABLE text_i AS SELECT * REPLACE (i::VARCHAR AS i) FROM t")
+    con.execute("CREATE TABLE int_s AS SELECT * REPLACE (length(s) AS s) FROM t")
+    con.execute("CREATE TABLE text_d AS SELECT * REPLACE (d::VARCHAR AS d) FROM t")
+    con.execute("CREATE TABLE clash AS SELECT *, 0 AS EQ_CLASS FROM t")
+    before = objects(con)
+    cases = [
+        (dict(table="tt"), sqlanon.UnknownTableError, "Did you mean 't'"),
+        (dict(table="no_s"), sqlanon.UnknownColumnError, r"lacks the QI column\(s\) \['s'\]"),
+        (dict(table="text_i"), sqlanon.UnsupportedTypeError, "'i' of 'text_i' has type VARCHAR"),
+        (dict(table="int_s"), sqlanon.UnsupportedTypeError, "same type"),
+        (dict(table="text_d"), sqlanon.UnsupportedTypeError, "temporal"),
+        (dict(table="other"), sqlanon.ObjectExistsError, "duplicate columns 'i_max'"),
+        (dict(table="clash"), sqlanon.ObjectExistsError, "duplicate columns"),
+        (dict(table="t"), sqlanon.ObjectExistsError, "object of release"),  # default name: the release's view
+        (dict(table="t", view="T_ANON_RULES", replace=True), sqlanon.ObjectExistsError, "object of release"),
+        (dict(table="t", view="t_anon_rowmap", replace=True), sqlanon.ObjectExistsError, "object of release"),
+        (dict(table="t", view="t", replace=True), sqlanon.ObjectExistsError, "object of release"),
+        (dict(table="no_s", view="no_s", replace=True), sqlanon.UnknownColumnError, "lacks"),
+        (dict(table="t", view="taken"), sqlanon.ObjectExistsError, "replace=True"),
+        (dict(table="t", view=""), sqlanon.InputError, "non-empty"),
+        (dict(table=""), sqlanon.InputError, "non-empty"),
+    ]
+    for kwargs, error, match in cases:
+        with pytest.raises(error, match=match):
+            apply(con, release, **kwargs)
+    with pytest.raises(sqlanon.InputError, match="not a sqlanon release"):
+        apply(con, "t", "t", view="x")
+    with pytest.raises(sqlanon.InputError, match="release must be"):
+        apply(con, 42, "t", view="x")
+    con.execute("CREATE TABLE same AS SELECT * FROM t")
+    with pytest.raises(sqlanon.ObjectExistsError, match="overwrite the input"):
+        apply(con, release, "same", view="SAME", replace=True)
+    assert objects(con) == before | {("memory", "main", "same", "table")} and temp_objects(con) == []
+    # replace=True replaces a table or a view that is not the release's
+    assert apply(con, release, "t", view="taken", replace=True).rows == 60
+    _same_as_view(con, "t_anon", "taken")
+
+
+def test_edited_rules_are_refused(con):
+    release = _release(con, 80, 2, 3)
+    con.execute("CREATE TABLE saved AS SELECT * FROM t_anon_rules")
+    con.execute("DELETE FROM t_anon_rules WHERE region = (SELECT max(region) FROM t_anon_rules)")
+    with pytest.raises(sqlanon.InputError, match="do not cover the domain|guillotine"):
+        apply(con, release, "t", view="x")
+    con.execute("DELETE FROM t_anon_rules")
+    con.execute("INSERT INTO t_anon_rules SELECT * FROM saved")
+    con.execute("UPDATE t_anon_rules SET region = region + 1 WHERE region = 0")  # now two regions 1
+    with pytest.raises(sqlanon.InputError, match="number"):
+        apply(con, release, "t", view="x")
+    con.execute("ALTER TABLE t_anon_rules DROP COLUMN f_null")
+    with pytest.raises(sqlanon.InputError, match="f_null"):
+        apply(con, release, "t", view="x")
+    assert temp_objects(con) == [] and _count(con, "SELECT * FROM duckdb_tables() WHERE table_name = 'x'") == 0
+
+
+# -- the partition tree -------------------------------------------------------------------------
+def _tiling(rng: np.random.Generator, d: int, cuts: int, top: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """A random guillotine tiling of ``(-1, top]^d``: repeatedly cut a random box in two."""
+    boxes = [(np.full(d, -1), np.full(d, top))]
+    for _ in range(cuts):
+        a, b = boxes.pop(int(rng.integers(len(boxes))))
+        j = int(rng.integers(d))
+        if b[j] - a[j] < 2:
+            boxes.append((a, b))
+            continue
+        c = int(rng.integers(a[j] + 1, b[j]))
+        upper, lower = b.copy(), a.copy()
+        upper[j], lower[j] = c, c
+        boxes += [(a, upper), (lower, b)]
+    order = rng.permutation(len(boxes))
+    return np.array([boxes[i][0] for i in order]), np.array([boxes[i][1] for i in order])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 120), st.integers(0, 2**32 - 1))
+def test_guillotine_against_brute_force(d, cuts, seed):
+    rng = np.random.default_rng(seed)
+    a, b = _tiling(rng, d, cuts)
+    lo, hi = np.full(d, -1), np.full(d, 40)
+    tree = guillotine(a, b, lo, hi)
+    points = rng.integers(0, 41, size=(300, d))
+    inside = ((a[None] < points[:, None]) & (points[:, None] <= b[None])).all(axis=2)
+    assert (inside.sum(axis=1) == 1).all()
+    assert np.array_equal(tree.locate(points), inside.argmax(axis=1))
+    leaves = np.concatenate([tree.left[tree.left >= 0], tree.right[tree.right >= 0]]) if len(a) > 1 else [0]
+    assert sorted(leaves) == list(range(len(a)))
+    assert tree.depth >= np.ceil(np.log2(len(a)))
+    if len(a) > 1:  # a missing box is a gap
+        k = int(rng.integers(len(a)))
+        with pytest.raises(sqlanon.InputError, match="cover|guillotine"):
+            guillotine(np.delete(a, k, 0), np.delete(b, k, 0), lo, hi)
+
+
+def test_guillotine_refusals_and_balance():
+    # a pinwheel tiles the square but no cut separates it
+    a = np.array([[0, 0], [2, 0], [1, 2], [0, 1], [1, 1]])
+    b = np.array([[2, 1], [3, 2], [3, 3], [1, 3], [2, 2]])
+    with pytest.raises(sqlanon.InputError, match="guillotine"):
+        guillotine(a, b, np.array([0, 0]), np.array([3, 3]))
+    with pytest.raises(sqlanon.InputError, match="guillotine"):  # overlapping
+        guillotine(np.array([[0], [1]]), np.array([[2], [3]]))
+    # a regular grid of 2^4 x 2^4 cells: the balanced tree has depth 8
+    edges = np.arange(-1, 16)
+    cells = [(x, y) for x in range(16) for y in range(16)]
+    a = np.array([[edges[x], edges[y]] for x, y in cells])
+    tree = guillotine(a, a + 1, np.array([-1, -1]), np.array([15, 15]))
+    assert tree.depth == 8
