@@ -315,6 +315,7 @@ def _demo(args: argparse.Namespace) -> int:
         _write_summary(out, release)
         out.write("\nfirst rows of the published view:\n")
         out.write(str(con.sql(_render(exp.select("*").from_(g.table(release.view)).limit(5)))))
+        out.write("\n" + render(collect(con, release, targets=["salary-class"]), "markdown"))
     finally:
         con.close()
     return 0

@@ -474,6 +474,7 @@ def test_demo(capsys):
     assert "UCI Adult (bundled, 30,162 rows)" in out
     assert re.search(r"^k\s+20 required, \d+ achieved", out, re.M)
     assert "first rows of the published view" in out and "eq_class" in out
+    assert "HOLDS" in out and "cm[salary-class]" in out  # the release's report, in Markdown
 
 
 # -- report -------------------------------------------------------------------------------------
