@@ -11,6 +11,7 @@ True
 from __future__ import annotations
 
 from .api import Release, anonymize
+from .apply import Applied, apply
 from .constraints import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -43,6 +44,7 @@ from .verify import Verification, verify
 __version__ = "0.1.0"
 
 __all__ = [
+    "Applied",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "InfoGain",
@@ -71,6 +73,7 @@ __all__ = [
     "Verification",
     "VerificationError",
     "anonymize",
+    "apply",
     "imprecision",
     "load_hierarchy",
     "metrics",
