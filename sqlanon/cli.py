@@ -34,6 +34,7 @@ from . import __version__
 from . import sqlgen as g
 from .api import Release, anonymize
 from .apply import apply
+from .constraints import EntropyLDiversity
 from .config import DATA_SUFFIXES, QIConfig, ReleaseConfig, load_config
 from .engine import Engine
 from .errors import InputError, SqlanonError
@@ -166,14 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "verify", formatter_class=fmt, help="check k-anonymity of a table or view (sqlanon.verify)",
-        usage="sqlanon verify DB RELATION --qid COLS --k N [--class-column COL] [--json]\n"
-              "       sqlanon verify FILES --qid COLS --k N [--class-column COL] [--json]",
+        usage="sqlanon verify DB RELATION --qid COLS --k N [--sensitive COLS --l L] [--class-column COL] [--json]\n"
+              "       sqlanon verify FILES --qid COLS --k N [--sensitive COLS --l L] [--class-column COL] [--json]",
         description="Check that every equivalence class of RELATION over the QIs holds at least N rows, with\n"
                     "one SQL query (sqlanon.verify). A QI published as a range may be named by its base\n"
                     "name: age stands for age_min, age_max. NULLs group together. Violating classes are\n"
-                    f"listed, smallest first (at most {MAX_LISTED}). The database is opened read-only.\n\n"
-                    "Exit status: 0 the check holds, 1 it fails, 2 usage or input error.",
-        epilog="example:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10",
+                    f"listed, smallest first (at most {MAX_LISTED}). With --sensitive and --l, every class\n"
+                    "must also be entropy l-diverse in each sensitive column (one more query per column).\n"
+                    "The database is opened read-only.\n\n"
+                    "Exit status: 0 every check holds, 1 one fails, 2 usage or input error.",
+        epilog="examples:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10\n"
+               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis",
     )
     p.add_argument("db", metavar="DB", help="DuckDB database file, or FILES (Parquet/CSV/JSON) without DB")
     p.add_argument("relation", nargs="?", metavar="RELATION", help="table or view to check")
@@ -182,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, required=True, metavar="N", help="the required smallest class size")
     p.add_argument("--class-column", metavar="COL",
                    help="a column every row must have (eq_class of a release); NULLs fail the check")
+    p.add_argument("--sensitive", action="append", metavar="COLS",
+                   help="sensitive columns, comma-separated: with --l, entropy l-diversity of each")
+    p.add_argument("--l", type=float, metavar="L", help="every class's sensitive entropy is at least ln L")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_verify)
 
@@ -535,19 +542,30 @@ def _verify(args: argparse.Namespace) -> int:
         database, relation = None, args.db
     else:
         database, relation = args.db, args.relation
+    sensitive = _split(args.sensitive or [])
+    if bool(sensitive) != (args.l is not None):
+        raise UsageError("--sensitive and --l go together (entropy l-diversity)")
+    if args.l is not None and not args.l >= 1:
+        raise UsageError(f"--l must be a number >= 1, got {args.l:g}")
+    constraints = [EntropyLDiversity(c, args.l) for c in sensitive]
     con = _connect(database, read_only=True)
     try:
-        result = verify(con, relation, qid, args.k, class_column=args.class_column)
+        result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
         listed = violating_classes(con, relation, qid, args.k) if result.violating else []
     finally:
         con.close()
+    holds = result.ok and all(c.ok for c in result.checks)
     if args.json:
-        document = {"relation": relation, **dataclasses.asdict(result),
+        document = {"relation": relation, "holds": holds, **dataclasses.asdict(result),
                     "violating_classes": [{"size": n, "values": values} for n, values in listed]}
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
         _write_verification(sys.stdout, relation, result, listed)
-    return 0 if result.ok else 1
+        for c in result.checks:
+            verdict = "ok" if c.ok else "FAILED"
+            sys.stdout.write(f"{verdict}: {c.constraint}: worst class {c.achieved:.4g}"
+                             + (f", {c.violating:,} violating classes" if c.violating else "") + "\n")
+    return 0 if holds else 1
 
 
 def violating_classes(

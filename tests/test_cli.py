@@ -642,3 +642,29 @@ def test_python_m_sqlanon_files(tmp_path):
     assert json.loads(done.stdout)["out"] == "out.parquet"
     assert sorted(os.listdir(tmp_path)) == ["in.csv", "out.parquet"]
     assert sqlanon.verify(duckdb.connect(), str(tmp_path / "out.parquet"), ["age", "city"], 8).ok
+
+
+def test_verify_entropy_l_diversity(capsys, db):
+    """``--sensitive/--l``: exit 0 when every class is l-diverse, 1 naming the check when not;
+    the verdict agrees with the Python ``verify``."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", "--sensitive", "city",
+               "--l", "1.5")[0] == 0
+    args = ["verify", db, "people_anon", "--qid", "age,zip", "--k", "10", "--sensitive", "city"]
+    code, out, err = run(capsys, *args, "--l", "1.5")
+    assert (code, err) == (0, "")
+    assert "ok: entropy l-diversity('city', l=1.5)" in out
+    con = duckdb.connect(db, read_only=True)
+    try:
+        strict = sqlanon.verify(con, "people_anon", ["age", "zip"], 10,
+                                constraints=[sqlanon.EntropyLDiversity("city", 50)]).checks[0]
+    finally:
+        con.close()
+    code, out, _ = run(capsys, *args, "--l", "50")
+    assert code == 1 and not strict.ok
+    assert f"FAILED: entropy l-diversity('city', l=50): worst class {strict.achieved:.4g}, {strict.violating:,} violating classes" in out
+    code, out, _ = run(capsys, *args, "--l", "50", "--json")
+    assert code == 1 and json.loads(out)["holds"] is False
+    for extra, fragment in [(["--l", "2"], "go together"), (["--sensitive", "city", "--l", "0.5"], "--l must be")]:
+        code, _, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *extra)
+        assert code == 2
+        assert_one_line_error(err, fragment)
