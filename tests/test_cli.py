@@ -87,7 +87,7 @@ def test_help_of_every_command_is_complete(capsys, command):
     if command in ("anonymize", "explain"):
         assert "--config" in out and "RELEASE.toml" in out
     if command == "verify":
-        assert "0 the check holds, 1 it fails, 2" in out
+        assert "0 every check holds, 1 one fails, 2" in out
     if command == "install-macros":
         assert "sqlanon_k_check(tbl, cols, k)" in out
     if command == "report":
