@@ -72,8 +72,8 @@ from .selection import (
     MAX_BOXES,
     SelectionError,
     SelectionQI,
-    _intersect,
     _Parser,
+    box_intersection,
     _quote,
     _unparen,
     selection_qis_from_manifest,
@@ -378,14 +378,8 @@ def _conjuncts(node: exp.Expression):
 def _product(left: list[_Term], right: list[_Term], node: exp.Expression) -> list[_Term]:
     out: list[_Term] = []
     for (a, pa), (b, pb) in ((x, y) for x in left for y in right):
-        box = dict(a)
-        for name, c in b.items():
-            if name in box:
-                c = _intersect(box[name], c)
-                if c is None:
-                    break
-            box[name] = c
-        else:
+        box = box_intersection(a, b)
+        if box is not None:
             out.append((box, pa + pb))
             _capped(out, node)
     return out

@@ -852,17 +852,23 @@ def _box_subset(a: _Box, b: _Box) -> bool:
     return all(name in a and _subset(a[name], c) for name, c in b.items())
 
 
+def box_intersection(a: _Box, b: _Box) -> _Box | None:
+    """The AND of two boxes: conditions on the same QI intersected; None when it is empty."""
+    box = dict(a)
+    for name, c in b.items():
+        if name in box:
+            c = _intersect(box[name], c)
+            if c is None:
+                return None
+        box[name] = c
+    return box
+
+
 def _product(left: list[_Box], right: list[_Box], node: exp.Expression) -> list[_Box]:
     out: list[_Box] = []
     for x, y in itertools.product(left, right):
-        box = dict(x)
-        for name, c in y.items():
-            if name in box:
-                c = _intersect(box[name], c)
-                if c is None:
-                    break
-            box[name] = c
-        else:
+        box = box_intersection(x, y)
+        if box is not None:
             out.append(box)
             _capped(out, node)
     return out
