@@ -81,7 +81,7 @@ def test_minimal_release_file_uses_the_library_defaults(tmp_path):
 def test_paths_resolve_against_the_file_not_the_working_directory(tmp_path, monkeypatch):
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "city.csv").write_text(HIERARCHY)
-    path = write(tmp_path / "conf", MINIMAL.replace('"people"', '"in/*.parquet"').replace(
+    write(tmp_path / "conf", MINIMAL.replace('"people"', '"in/*.parquet"').replace(
         'name = "age"', 'name = "age"\n\n[[qi]]\nname = "city"\nhierarchy = "city.csv"'))
     monkeypatch.chdir(tmp_path)
     config = load_config(Path("conf") / "release.toml")

@@ -21,7 +21,7 @@ from sqlanon.hierarchy import Hierarchy
 from sqlanon.selection import SelectionQI, parse_selection
 from tests.reference_mondrian import reference_mondrian
 from tests.test_api import load, partition_of
-from tests.test_workload import _values, impurity_of, judge, workloads
+from tests.test_workload import _values, impurity_of, workloads
 
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal}
 
