@@ -21,6 +21,8 @@ reused; its own file, so a concurrent ``bench_core.py`` run is not disturbed):
 * ratios   apply / scan and apply / copy;
 * check    apply on the training table itself reproduces the release's view (EXCEPT ALL both
            ways is empty), once per k;
+* cleanup  recoded tables are dropped after they are measured (the file keeps the inputs and
+           the releases);
 * compare  (``--compare``, smallest N and the fewest rules only) the plans this module's docstring
            measures against: a plain range join of the table against the rules' boxes (DuckDB
            picks an inequality join) and one nested ``CASE`` expression of the same tree.
@@ -204,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
             anonymize_s = time.perf_counter() - start
             check = apply(con, release, TRAIN, view=f"{view}_again", replace=True)
             identical = same_as_view(con, view, check.view)
+            con.execute(g.drop(check.view, "TABLE").sql(dialect=g.DIALECT))  # keep the file small
             for n in args.rows:
                 print(f"# apply k={k} to N={n:,} ...", file=sys.stderr, flush=True)
                 best, applied = float("inf"), None
@@ -212,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
                     applied = apply(con, view, fresh_name(n), view=f"{fresh_name(n)}_k{k}", replace=True)
                     best = min(best, time.perf_counter() - started)
                 assert applied is not None and applied.rows == n
+                con.execute(g.drop(applied.view, "TABLE").sql(dialect=g.DIALECT))
                 rec = {"k": k, "rules": release.regions, "classes": release.partitions, "depth": applied.depth,
                        "train_rows": args.train_rows, "anonymize_s": round(anonymize_s, 2), "n": n,
                        "scan_s": round(scans[n], 4), "copy_s": round(copies[n], 3), "apply_s": round(best, 3),

@@ -47,16 +47,17 @@ unmatched; the last needs no test). Every key the walk can reach is in the node 
 inner joins drop no row; the row count is checked anyway, and a mismatch rolls back.
 
 Measured on this project's 2-core machine (Agrawal, nine integer QIs, rules from 1M training
-rows; ``benchmarks/bench_apply.py``; the machine was shared, so times vary about 2x between
-runs): a plain range join of 1M rows against the 7,070 boxes (DuckDB's inequality join) took
-296 s, and one nested ``CASE`` of the same balanced tree 10.7 s (38 s with 76,994 rules, after
-215 s to build the expression); this walk recodes 1M rows in 0.5-1.4 s (7,070 rules) and
-1.6-2.4 s (76,994), 10M rows in 3.9-8.8 s and 9.7-13.4 s, against 1.5-4.3 s to copy the
-10M-row table (``CREATE TABLE AS SELECT *``): writing the output is a third to half of the
-time. Dropped after measuring: node arrays as DuckDB lists indexed per level (1.3-2.5x
-slower), left joins (about 1.5x slower than inner ones), heap-numbered node ids computed in the
-expression (4-5x slower: each level repeats the previous levels' arithmetic), two tree levels
-per join and one node table per level (no faster); ordering the branches gained 10-15 %.
+rows; ``benchmarks/bench_apply.py``, best of 3, quiet machine): ``apply`` recodes a fresh
+1M-row table in 0.45 s with 7,070 rules (tree depth 14) and 0.95 s with 76,994 (depth 18), a
+10M-row table in 3.4 s and 4.5 s, against 1.4 s to copy that table (``CREATE TABLE AS SELECT
+*``); writing the 22-column output is about half of it. On the same 1M rows and 7,070 rules a
+plain range join against the boxes (DuckDB's inequality join) took 143 s, and one nested
+``CASE`` of the same balanced tree 1.9 s (38 s with 76,994 rules on a loaded machine, after 215
+s to build the expression). Dropped after measuring: node arrays as DuckDB lists indexed per
+level (1.3-2.5x slower), left joins (about 1.5x slower than inner ones), heap-numbered node ids
+computed in the expression (4-5x slower: each level repeats the previous levels' arithmetic),
+two tree levels per join and one node table per level (no faster); ordering the branches
+gained 10-15 %.
 
 **What each row gets.** Output columns: the table's columns in order, each QI replaced in place
 by its published columns (``q_min``/``q_max``, or the node label), then ``eq_class`` -- the
