@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
-import html
 import json
 import math
 import re
@@ -36,6 +35,7 @@ from .errors import InputError
 from .imprecision import imprecision
 from .manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
+from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
 from .spec import EQ_CLASS
 from .verify import Verification, verify
@@ -376,20 +376,6 @@ def class_size_bins(sizes: Sequence[tuple[int, int]], max_bins: int = MAX_BINS) 
 
 
 # -- shared text -------------------------------------------------------------------------------
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
-            return f"{value:.4g}"
-        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
-    return str(value)
-
-
 def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
     """``(requirement, achieved, holds)`` rows: k-anonymity, each constraint, each unchecked one."""
     v = r.verification
@@ -400,7 +386,7 @@ def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
         (f"k-anonymity(k={r.k})", achieved, v.violating == 0 and v.classes > 0 and not v.unplaced)]
     for c in v.checks:
         what = "violating classes" if c.constraint.startswith("recursive") else "worst class"
-        rows.append((c.constraint, f"{what} {_fmt(c.achieved)}" + (f"; {c.violating:,} classes fail" if not c.ok else ""),
+        rows.append((c.constraint, f"{what} {number(c.achieved)}" + (f"; {c.violating:,} classes fail" if not c.ok else ""),
                      c.ok))
     rows += [(text, "not re-checked: not a constraint this version can rebuild", None) for text in r.unchecked]
     return rows
@@ -450,9 +436,9 @@ def _metric_rows(m: Metrics) -> list[tuple[str, str, str]]:
         if key in ("view", "qid"):
             continue
         if isinstance(value, dict):
-            rows += [(f"{key}[{column}]", _fmt(v), _MEANING.get(key, "")) for column, v in value.items()]
+            rows += [(f"{key}[{column}]", number(v), _MEANING.get(key, "")) for column, v in value.items()]
         else:
-            rows.append((key, _fmt(value), _MEANING.get(key, "")))
+            rows.append((key, number(value), _MEANING.get(key, "")))
     return rows
 
 
@@ -470,7 +456,7 @@ def _size_summary(r: ReleaseReport) -> str:
     if not r.class_sizes:
         return "no classes"
     return (f"{r.metrics.classes:,} classes; k = {r.k}; smallest {r.class_sizes[0][0]:,}, median "
-            f"{_median_size(r.class_sizes):,}, mean {_fmt(r.metrics.avg_class_size)}, largest {r.class_sizes[-1][0]:,}")
+            f"{_median_size(r.class_sizes):,}, mean {number(r.metrics.avg_class_size)}, largest {r.class_sizes[-1][0]:,}")
 
 
 def _bin_label(lo: int, hi: int) -> str:
@@ -502,7 +488,7 @@ def render_markdown(r: ReleaseReport) -> str:
            + ", ".join(f"`{n}` ({kind_})" for n, kind_, _ in r.qis) + f". Generated {r.generated}.", "",
            f"## Requirement: {_verdict(r)}", ""]
     out += _md_table(["requirement", "achieved", "holds"],
-                     [(req, ach, "not checked" if ok is None else _fmt(ok)) for req, ach, ok in _requirements(r)])
+                     [(req, ach, "not checked" if ok is None else number(ok)) for req, ach, ok in _requirements(r)])
     out += [f"Criterion: {_criterion(r.criterion, lambda t: f'`{t}`')}. Re-checked now on the published view "
             "with `sqlanon.verify`.", "",
             "## Metrics", ""]
@@ -518,23 +504,23 @@ def render_markdown(r: ReleaseReport) -> str:
             "Rows by normalized width of their QI value (NCP cell loss: 0 exact, 1 the whole domain); "
             "NCP is the mean.", ""]
     out += _md_table(["QI", "kind", "NCP", *WIDTH_BUCKETS],
-                     [(q, kind_, _fmt(m.ncp.get(q)), *(_fmt(x) for x in r.widths[q])) for q, kind_, _ in r.qis])
+                     [(q, kind_, number(m.ncp.get(q)), *(number(x) for x in r.widths[q])) for q, kind_, _ in r.qis])
     if r.selections:
         out += ["## Imprecision per selection", ""]
         out += ["Rows returned by the published regions that overlap the selection, rows it selects in the "
                 "source, and the difference (KDD 2006, Section 3.4).", ""]
         out += _md_table(["selection", "returned", "true", "imprecision"],
-                         [(f"`{p}`", _fmt(ret), _fmt(t), _fmt(i)) for p, ret, t, i in r.selections])
+                         [(f"`{p}`", number(ret), number(t), number(i)) for p, ret, t, i in r.selections])
     out += ["## Timings", ""]
     if r.timings is None:
         out += ["Not recorded: the report was made from the view's name; timings are known only to the "
                 "`Release` object that `anonymize` returned.", ""]
     else:
-        out += _md_table(["step", "seconds"], [*((s, _fmt(t)) for s, t in r.timings.items()),
-                                               ("total (elapsed)", _fmt(r.elapsed))])
-        out += [f"{_fmt(r.statements)} SQL statements.", ""]
+        out += _md_table(["step", "seconds"], [*((s, number(t)) for s, t in r.timings.items()),
+                                               ("total (elapsed)", number(r.elapsed))])
+        out += [f"{number(r.statements)} SQL statements.", ""]
     out += ["## SQL objects", ""]
-    out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, _fmt(o.rows)) for o in r.objects])
+    out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
     return "\n".join(out)
 
 
@@ -551,92 +537,15 @@ border-radius:6px;font-weight:700;color:#fff;margin:4px 0 10px}.ok{background:#1
 .part{background:#9a6700}.cols{display:flex;gap:28px;flex-wrap:wrap;align-items:flex-start}
 svg{display:block;margin:6px 0}svg text{font:12px system-ui,sans-serif;fill:#1f2328}
 """
-_BLUE = "#4c78a8"
-_ORANGE = "#e45756"
 #: Column headers for :data:`WIDTH_BUCKETS` (the HTML table is narrow).
 _SHORT_BUCKETS = ("0",) + tuple(f"≤{(i + 1) / 10:g}" for i in range(10))
 
 
-def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f'<td class="n">{_esc(c)}</td>' if i in numeric else f"<td>{c}</td>"
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' if i in numeric else f"<td>{c}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _ticks(top: float, count: int = 5) -> list[float]:
-    """Round tick values from 0 to at least ``top``."""
-    if top <= 0:
-        return [0.0, 1.0]
-    raw = top / count
-    step = 10 ** math.floor(math.log10(raw))
-    step *= next(f for f in (1, 2, 2.5, 5, 10) if f * step >= raw)
-    return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
-
-
-def _svg_columns(labels: Sequence[str], values: Sequence[float], title: str, *, y_label: str) -> str:
-    """A vertical bar chart (the class-size histogram)."""
-    w, h, left, bottom, top_pad = 1000, 300, 64, 64, 28
-    ticks = _ticks(max(values) if values else 0)
-    scale = (h - bottom - top_pad) / ticks[-1]
-    slot = (w - left - 10) / max(len(values), 1)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-             f'role="img" aria-label="{_esc(title)}"><title>{_esc(title)}</title>']
-    for t in ticks:
-        y = h - bottom - t * scale
-        parts.append(f'<line x1="{left}" x2="{w - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d0d7de"/>'
-                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(int(t) if t == int(t) else t)}</text>')
-    rotate = len(labels) > 12
-    for i, (label, value) in enumerate(zip(labels, values)):
-        x = left + i * slot
-        bh = value * scale
-        parts.append(f'<rect class="bar" x="{x + slot * 0.1:.1f}" y="{h - bottom - bh:.1f}" width="{slot * 0.8:.1f}" '
-                     f'height="{bh:.1f}" fill="{_BLUE}"><title>{_esc(label)}: {_fmt(value)}</title></rect>')
-        cx, cy = x + slot / 2, h - bottom + 14
-        anchor = f'text-anchor="end" transform="rotate(-40 {cx:.1f} {cy:.1f})"' if rotate else 'text-anchor="middle"'
-        parts.append(f'<text x="{cx:.1f}" y="{cy:.1f}" {anchor}>{_esc(label)}</text>')
-    parts.append(f'<text x="14" y="{(h - bottom) / 2:.0f}" transform="rotate(-90 14 {(h - bottom) / 2:.0f})" '
-                 f'text-anchor="middle">{_esc(y_label)}</text></svg>')
-    return "".join(parts)
-
-
-def _svg_rows(labels: Sequence[str], segments: Sequence[Sequence[float]], captions: Sequence[str], title: str,
-              colours: Sequence[str] = (_BLUE,), *, labels_above: bool = False) -> str:
-    """A horizontal bar chart, each bar a stack of segments (timings; selections: the rows a
-    selection returns, split into the rows it selects and the imprecision). Long labels (SQL
-    predicates) go above their bar, short ones (step names) to its left."""
-    label_w, bar_w = (0, 700) if labels_above else (200, 600)
-    row_h, bar_y = (44, 18) if labels_above else (26, 4)
-    h = row_h * len(segments) + 6
-    top = max((sum(row) for row in segments), default=0)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 300}" height="{h}" role="img" '
-             f'aria-label="{_esc(title)}"><title>{_esc(title)}</title>']
-    for i, (label, row, caption) in enumerate(zip(labels, segments, captions)):
-        y = 3 + i * row_h
-        limit = 150 if labels_above else 30
-        shown = label if len(label) <= limit else label[:limit - 1] + "…"
-        where = f'x="0" y="{y + 12}"' if labels_above else f'x="{label_w - 8}" y="{y + 17}" text-anchor="end"'
-        parts.append(f'<text {where}>{_esc(shown)}<title>{_esc(label)}</title></text>')
-        x = float(label_w)
-        for j, (value, colour) in enumerate(zip(row, colours)):
-            length = bar_w * value / top if top > 0 else 0.0
-            if j == 0 or length > 0:  # the first segment at least a hairline, so an empty bar shows
-                parts.append(f'<rect class="bar" x="{x:.1f}" y="{y + bar_y}" width="{max(length, 1):.1f}" '
-                             f'height="18" fill="{colour}"><title>{_esc(caption)}</title></rect>')
-            x += length
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + bar_y + 13}">{_esc(caption)}</text>')
-    return "".join(parts) + "</svg>"
-
-
-def _shade(bucket: int) -> str:
-    """White-ish for exact values to dark blue for the whole domain."""
-    t = bucket / 10
-    r, gr, b = (round(a + (z - a) * t) for a, z in ((232, 8), (240, 48), (250, 107)))
-    return f"rgb({r},{gr},{b})"
 
 
 def _svg_widths(r: ReleaseReport) -> str:
@@ -646,7 +555,7 @@ def _svg_widths(r: ReleaseReport) -> str:
     h = row_h * len(r.qis) + 70
     title = "Rows by normalized generalization width, per QI"
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
-             f'aria-label="{_esc(title)}"><title>{_esc(title)}</title>',
+             f'aria-label="{esc(title)}"><title>{esc(title)}</title>',
              f'<text x="{label_w}" y="14">share of rows by width (0 = exact value, 1 = whole domain)</text>'
              f'<text x="{label_w + bar_w + gap}" y="14">NCP (mean width)</text>']
     for i, (q, kind, _) in enumerate(r.qis):
@@ -655,27 +564,27 @@ def _svg_widths(r: ReleaseReport) -> str:
         total = sum(rows) or 1
         x = float(label_w)
         name = q if len(q) <= 20 else q[:19] + "…"
-        parts.append(f'<text x="{label_w - 8}" y="{y + 19}" text-anchor="end">{_esc(name)}</text>')
+        parts.append(f'<text x="{label_w - 8}" y="{y + 19}" text-anchor="end">{esc(name)}</text>')
         for b, n in enumerate(rows):
             seg = bar_w * n / total
             if n:
                 parts.append(f'<rect class="bar" x="{x:.2f}" y="{y + 4}" width="{seg:.2f}" height="{row_h - 8}" '
-                             f'fill="{_shade(b)}"><title>{_esc(q)}: {n:,} rows with width {WIDTH_BUCKETS[b]}'
+                             f'fill="{shade(b)}"><title>{esc(q)}: {n:,} rows with width {WIDTH_BUCKETS[b]}'
                              f'</title></rect>')
             x += seg
         ncp = r.metrics.ncp.get(q) or 0.0
         nx = label_w + bar_w + gap
         parts.append(f'<rect x="{nx}" y="{y + 4}" width="{ncp_w}" height="{row_h - 8}" fill="#eff1f3"/>'
                      f'<rect class="bar" x="{nx}" y="{y + 4}" width="{ncp_w * min(ncp, 1):.1f}" height="{row_h - 8}" '
-                     f'fill="{_BLUE}"><title>NCP {_esc(q)}: {_fmt(ncp)}</title></rect>'
-                     f'<text x="{nx + ncp_w + 6}" y="{y + 19}">{_fmt(r.metrics.ncp.get(q))}</text>')
+                     f'fill="{BLUE}"><title>NCP {esc(q)}: {number(ncp)}</title></rect>'
+                     f'<text x="{nx + ncp_w + 6}" y="{y + 19}">{number(r.metrics.ncp.get(q))}</text>')
     # the colour scale: one cell per bucket, the bucket bounds beneath
     legend_y = 24 + len(r.qis) * row_h + 10
     cell = bar_w / len(WIDTH_BUCKETS)
     parts.append(f'<text x="{label_w - 8}" y="{legend_y + 12}" text-anchor="end">width</text>')
     for b in range(len(WIDTH_BUCKETS)):
         lx = label_w + b * cell
-        parts.append(f'<rect x="{lx:.1f}" y="{legend_y}" width="{cell:.1f}" height="14" fill="{_shade(b)}"/>')
+        parts.append(f'<rect x="{lx:.1f}" y="{legend_y}" width="{cell:.1f}" height="14" fill="{shade(b)}"/>')
         mark = "0" if b == 0 else f"{b / 10:g}"
         parts.append(f'<text x="{lx + (cell / 2 if b == 0 else cell):.1f}" y="{legend_y + 30}" '
                      f'text-anchor="middle">{mark}</text>')
@@ -688,60 +597,60 @@ def render_html(r: ReleaseReport) -> str:
     kind = "snapshot table" if r.materialized else "view"
     verdict = _verdict(r)
     css = {"HOLDS": "ok", "FAILS": "bad"}.get(verdict, "part")
-    req_rows = [(f"<code>{_esc(req)}</code>", _esc(ach), "not re-checked" if ok is None else ("yes" if ok else "<b>no</b>"))
+    req_rows = [(f"<code>{esc(req)}</code>", esc(ach), "not re-checked" if ok is None else ("yes" if ok else "<b>no</b>"))
                 for req, ach, ok in _requirements(r)]
     s = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
          f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-         f"<title>sqlanon report: {_esc(r.view)}</title><style>{_CSS}</style></head><body><main>",
-         f"<h1>sqlanon release report: <code>{_esc(r.view)}</code></h1>",
-         f'<p class="sub">Source <code>{_esc(r.source)}</code>, published as a {kind}; QIs: '
-         + ", ".join(f"<code>{_esc(n)}</code> ({_esc(k)})" for n, k, _ in r.qis)
-         + f". Generated {_esc(r.generated)}.</p>",
+         f"<title>sqlanon report: {esc(r.view)}</title><style>{_CSS}</style></head><body><main>",
+         f"<h1>sqlanon release report: <code>{esc(r.view)}</code></h1>",
+         f'<p class="sub">Source <code>{esc(r.source)}</code>, published as a {kind}; QIs: '
+         + ", ".join(f"<code>{esc(n)}</code> ({esc(k)})" for n, k, _ in r.qis)
+         + f". Generated {esc(r.generated)}.</p>",
          f'<section id="requirement"><h2>Requirement</h2><div class="verdict {css}">{verdict}</div>',
          _html_table(["requirement", "achieved", "holds"], req_rows),
-         f"<p>Criterion: {_criterion(r.criterion, lambda t: f'<code>{_esc(t)}</code>')}. Re-checked now on the "
+         f"<p>Criterion: {_criterion(r.criterion, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
          f"published view with "
          f"<code>sqlanon.verify</code> (independent SQL over the view only).</p></section>",
          '<section id="metrics"><h2>Metrics</h2>',
          _html_table(["metric", "value", "meaning"],
-                     [(f"<code>{_esc(k)}</code>", v, _esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
+                     [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
          "</section>", '<section id="class-sizes"><h2>Equivalence-class sizes</h2>',
-         f"<p>{_esc(_size_summary(r))}.</p>"]
+         f"<p>{esc(_size_summary(r))}.</p>"]
     bins = class_size_bins(r.class_sizes)
     if bins:
-        s.append(_svg_columns([_bin_label(lo, hi) for lo, hi, _, _ in bins], [c for _, _, c, _ in bins],
+        s.append(svg_columns([_bin_label(lo, hi) for lo, hi, _, _ in bins], [c for _, _, c, _ in bins],
                               "Equivalence classes by size", y_label="classes"))
     s += ["</section>", '<section id="generalization"><h2>Generalization per QI</h2>',
           "<p>Each row's QI value is published as a range or a hierarchy node; its normalized width is the NCP "
           "cell loss (0 the exact value, 1 the whole domain; suppressed rows count 1). NCP is the mean over the rows.</p>",
           _svg_widths(r),
           _html_table(["QI", "kind", "NCP", *_SHORT_BUCKETS],
-                      [(f"<code>{_esc(q)}</code>", _esc(k), _fmt(m.ncp.get(q)), *(_fmt(x) for x in r.widths[q]))
+                      [(f"<code>{esc(q)}</code>", esc(k), number(m.ncp.get(q)), *(number(x) for x in r.widths[q]))
                        for q, k, _ in r.qis], numeric=tuple(range(2, 3 + len(WIDTH_BUCKETS)))),
           "</section>"]
     if r.selections:
         s += ['<section id="selections"><h2>Imprecision per selection</h2>',
               "<p>Imprecision = rows returned by the published regions that overlap the selection minus the rows "
               "it selects in the source (KDD 2006, Section 3.4).</p>",
-              _svg_rows([p for p, *_ in r.selections], [(t, i) for _, _, t, i in r.selections],
+              svg_rows([p for p, *_ in r.selections], [(t, i) for _, _, t, i in r.selections],
                         [f"{t:,} selected + {i:,} extra" + (f" ({i / t:.1%})" if t else "") for _, _, t, i in r.selections],
-                        "Rows returned per selection: selected and imprecision", (_BLUE, _ORANGE), labels_above=True),
+                        "Rows returned per selection: selected and imprecision", (BLUE, ORANGE), labels_above=True),
               '<p><span style="color:#4c78a8">&#9632;</span> rows the selection selects in the source &nbsp; '
               '<span style="color:#e45756">&#9632;</span> imprecision: further rows of the overlapping regions</p>',
               _html_table(["selection", "returned", "true", "imprecision"],
-                          [(f"<code>{_esc(p)}</code>", _fmt(ret), _fmt(t), _fmt(i)) for p, ret, t, i in r.selections],
+                          [(f"<code>{esc(p)}</code>", number(ret), number(t), number(i)) for p, ret, t, i in r.selections],
                           numeric=(1, 2, 3)), "</section>"]
     s.append('<section id="timings"><h2>Timings</h2>')
     if r.timings is None:
         s.append("<p>Not recorded: the report was made from the view's name; timings are known only to the "
                  "<code>Release</code> object that <code>anonymize</code> returned.</p>")
     else:
-        s += [_svg_rows(list(r.timings), [(t,) for t in r.timings.values()], [f"{_fmt(t)} s" for t in r.timings.values()],
+        s += [svg_rows(list(r.timings), [(t,) for t in r.timings.values()], [f"{number(t)} s" for t in r.timings.values()],
                         "Seconds per step"),
-              f"<p>Total {_fmt(r.elapsed)} s, {_fmt(r.statements)} SQL statements.</p>"]
+              f"<p>Total {number(r.elapsed)} s, {number(r.statements)} SQL statements.</p>"]
     s += ["</section>", '<section id="objects"><h2>SQL objects</h2>',
           _html_table(["role", "name", "kind", "rows"],
-                      [(_esc(o.role), f"<code>{_esc(o.name)}</code>", _esc(o.kind), _fmt(o.rows)) for o in r.objects],
+                      [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],
                       numeric=(3,)),
           "</section></main></body></html>\n"]
     return "".join(s)
