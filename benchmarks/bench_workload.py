@@ -16,14 +16,17 @@ generated once by ``agrawal.write_duckdb`` and shared with ``bench_core.py``):
 * ``median+var``, ``regression+var``: variance diversity of ``salary`` (v = 1e8, a standard
   deviation of 10,000), salary leaving the QIs.
 
-Prints per run the wall time of ``anonymize()``, its ratio to ``median`` in the same run, the
-peak RSS of the child, the number of classes and the quality measure the criterion optimizes
-(H(C2 | P) in bits for the label, RMSE of R7 for the target).
+Prints per run the wall time of ``anonymize()``, its ratio to ``median`` in the same run, where
+the time went (``sql``: the SQL-pushed levels; ``memory``: the in-memory finish; the rest is
+encoding, publishing and verifying), the peak RSS of the child, the number of classes and the
+quality measure the criterion optimizes (H(C2 | P) in bits for the label, RMSE of R7 for the
+target).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -85,9 +88,11 @@ def child(db: str, run: str, k: int, memory_limit: str | None) -> dict[str, Any]
     rmse = con.execute(
         "SELECT sqrt(avg(sq)) FROM (SELECT (r7 - avg(r7) OVER (PARTITION BY eq_class)) ** 2 AS sq FROM bench_anon)"
     ).fetchall()[0][0]
+    # A fingerprint of the recoding, to compare runs of different versions (same data, same rules).
+    rules = hashlib.md5(repr(con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall()).encode()).hexdigest()
     con.close()
     return {"s": seconds, "partitions": release.partitions, "k_achieved": release.k_achieved,
-            "h_c2_bits": entropy, "rmse_r7": rmse, "timings": dict(release.timings)}
+            "h_c2_bits": entropy, "rmse_r7": rmse, "timings": dict(release.timings), "rules_md5": rules}
 
 
 def run_child(db: Path, run: str, k: int, memory_limit: str | None) -> dict[str, Any]:
@@ -138,14 +143,17 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps({"n": n, "run": run, **results[run]}, default=str), flush=True)
         base = results.get("median", {}).get("s")
         for run, r in results.items():
-            table.append((n, run, r.get("s"), (r.get("s") / base) if base and r.get("s") else None, r.get("rss_mib"),
+            timings = r.get("timings") or {}
+            table.append((n, run, r.get("s"), (r.get("s") / base) if base and r.get("s") else None,
+                          timings.get("partition_sql"), timings.get("partition_memory"), r.get("rss_mib"),
                           r.get("partitions"), r.get("h_c2_bits"), r.get("rmse_r7"), r.get("error")))
-    print(f"\n{'N':>11} {'run':>15} {'seconds':>8} {'/median':>8} {'MiB':>6} {'classes':>8} {'H(C2|P)':>8} {'RMSE r7':>9}")
-    for n, run, s, ratio, rss, parts, h, rmse, err in table:
+    print(f"\n{'N':>11} {'run':>15} {'seconds':>8} {'/median':>8} {'sql':>6} {'memory':>7} {'MiB':>6} {'classes':>8} "
+          f"{'H(C2|P)':>8} {'RMSE r7':>9}")
+    for n, run, s, ratio, sql, memory, rss, parts, h, rmse, err in table:
         def fmt(v, f):
             return "-" if v is None else format(v, f)
-        print(f"{n:>11,} {run:>15} {fmt(s, '8.2f')} {fmt(ratio, '8.2f')} {fmt(rss, '6.0f')} {fmt(parts, '8,')} "
-              f"{fmt(h, '8.4f')} {fmt(rmse, '9.0f')}" + (f"  {err}" if err else ""))
+        print(f"{n:>11,} {run:>15} {fmt(s, '8.2f')} {fmt(ratio, '8.2f')} {fmt(sql, '6.1f')} {fmt(memory, '7.1f')} "
+              f"{fmt(rss, '6.0f')} {fmt(parts, '8,')} {fmt(h, '8.4f')} {fmt(rmse, '9.0f')}" + (f"  {err}" if err else ""))
 
 
 if __name__ == "__main__":

@@ -58,7 +58,9 @@ class ClassStats:
     moments: tuple[np.ndarray, ...] = ()
 
     def take(self, idx: np.ndarray) -> ClassStats:
-        return ClassStats(self.n[idx], tuple(c[idx] for c in self.counts), tuple(m[idx] for m in self.moments))
+        """The classes ``idx`` (columns left out, ``None``, stay out: see :class:`Running`)."""
+        return ClassStats(self.n[idx], tuple(None if c is None else c[idx] for c in self.counts),
+                          tuple(None if m is None else m[idx] for m in self.moments))
 
     def __sub__(self, other: ClassStats) -> ClassStats:
         return ClassStats(
@@ -154,6 +156,85 @@ class FrequencyGroups:
         return last
 
 
+class Running:
+    """Left-child statistics of chosen cuts: ``FrequencyGroups.cumulative()`` read only where it
+    is needed, and only for the columns asked for.
+
+    Each column's running sums over all groups are computed once, when first asked for, and
+    each partition's offset is subtracted only where a cut is read — the same arithmetic as
+    :meth:`ClassStats.cumulative`, element by element, so the same floating-point values. (Only
+    the count column of the moments is summed in integers: its sums are whole numbers, exact
+    either way, and integer running sums are several times cheaper.) Columns not asked for are
+    ``None`` in the returned :class:`ClassStats`: constraints and criteria read only the columns
+    they declare.
+    """
+
+    def __init__(self, groups: FrequencyGroups) -> None:
+        self.groups = groups
+        self.starts = first_of_run(groups.part)
+        self.run = np.repeat(np.arange(len(self.starts)), run_lengths(self.starts, len(groups.part)))
+        self._sums: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _column(self, kind: str, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Running sums over all groups and, per run (partition), the sums before it."""
+        key = (kind, j)
+        if key not in self._sums:
+            s = self.groups.stats
+            a = s.n if kind == "n" else s.counts[j] if kind == "c" else s.moments[j]
+            if a.ndim == 2:  # column by column, into a column-major array (each column contiguous)
+                total = np.empty(a.shape, dtype=a.dtype, order="F")
+                for col in range(a.shape[1]):
+                    if a.dtype.kind == "f" and col == 0:  # the count column of the moments
+                        counts = a[:, 0].astype(np.int64)
+                        # without NULLs it is the rows' count, whose running sums are known
+                        total[:, 0] = self._column("n")[0] if np.array_equal(counts, s.n) else np.cumsum(counts)
+                    else:
+                        np.cumsum(a[:, col], out=total[:, col])
+            else:
+                total = np.cumsum(a)
+            self._sums[key] = (total, total[self.starts] - a[self.starts])
+        return self._sums[key]
+
+    def moment(self, j: int, column: int, at: np.ndarray) -> np.ndarray:
+        """One column (0: n, 1: sum, 2: sum of squares) of numeric column ``j``'s left moments."""
+        total, before = self._column("m", j)
+        return total[:, column][at] - before[:, column][self.run[at]]
+
+    def n(self, at: np.ndarray | slice = slice(None)) -> np.ndarray:
+        total, before = self._column("n")
+        return total[at] - before[self.run[at]]
+
+    def left(self, at: np.ndarray, counts: set[int] | None = None, moments: set[int] | None = None) -> ClassStats:
+        """Statistics of the rows up to groups ``at`` in their partitions; only the class columns
+        ``counts`` and numeric columns ``moments`` (positions; None: all)."""
+        run = self.run[at]
+        s = self.groups.stats
+
+        def read(kind: str, j: int) -> np.ndarray:
+            total, before = self._column(kind, j)
+            # Column-major: gather through the transpose, so the result stays column-major and
+            # each column is one contiguous gather.
+            return (np.take(total.T, at, axis=1) - np.take(before.T, run, axis=1)).T
+
+        return ClassStats(
+            self.n(at),
+            tuple(read("c", j) if counts is None or j in counts else None for j in range(len(s.counts))),
+            tuple(read("m", j) if moments is None or j in moments else None for j in range(len(s.moments))),
+        )
+
+    @staticmethod
+    def right(total: ClassStats, pair: np.ndarray, left: ClassStats) -> ClassStats:
+        """The rest of each cut's partition: ``total[pair] - left``, for the columns ``left`` has."""
+        def rest(t: np.ndarray, a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else (np.take(t.T, pair, axis=1) - a.T).T  # column-major, like ``left``
+
+        return ClassStats(
+            total.n[pair] - left.n,
+            tuple(rest(t, c) for t, c in zip(total.counts, left.counts)),
+            tuple(rest(t, m) for t, m in zip(total.moments, left.moments)),
+        )
+
+
 def _zeros_like(stats: ClassStats, k: int) -> ClassStats:
     return ClassStats(
         np.zeros(k, dtype=stats.n.dtype),
@@ -173,8 +254,8 @@ def group_stats(
         return (tuple(np.zeros((0, size), np.int64) for size in sizes),
                 tuple(np.zeros((0, 3), np.int64 if e else np.float64) for e in exact))
     run_of_row = np.repeat(np.arange(groups, dtype=np.int64), run_lengths(starts, rows)) if class_codes else None
-    counts = tuple(  # column-major: constraints and criteria read one value's column at a time
-        np.asfortranarray(np.bincount(run_of_row * size + codes, minlength=groups * size).reshape(groups, size))
+    counts = tuple(  # column-major (value-major bins): constraints and criteria read one value's column at a time
+        np.bincount(codes * groups + run_of_row, minlength=groups * size).reshape(size, groups).T
         for codes, size in zip(class_codes, sizes)
     )
     moments = []
@@ -184,9 +265,14 @@ def group_stats(
             m = np.column_stack((run_lengths(starts, rows), np.add.reduceat(v, starts), np.add.reduceat(v * v, starts)))
         else:
             present = ~np.isnan(values)
-            v = np.where(present, values, 0.0)
-            m = np.column_stack((np.add.reduceat(present.astype(np.float64), starts),
-                                 np.add.reduceat(v, starts), np.add.reduceat(v * v, starts)))
+            if present.all():  # no NULL: the counts are the run lengths (the same whole numbers)
+                v, n = values, run_lengths(starts, rows).astype(np.float64)
+            else:
+                v, n = np.where(present, values, 0.0), np.add.reduceat(present.astype(np.float64), starts)
+            m = np.empty((groups, 3))
+            m[:, 0] = n
+            np.add.reduceat(v, starts, out=m[:, 1])
+            np.add.reduceat(v * v, starts, out=m[:, 2])
         moments.append(m)
     return counts, tuple(moments)
 
