@@ -191,6 +191,33 @@ def sort_by_pair(part: np.ndarray, value: np.ndarray) -> np.ndarray:
     return key & ((1 << bits_row) - 1)
 
 
+def _children_join(
+    engine: Engine, kids: Children, chosen: np.ndarray, parent_pids: np.ndarray, child_pids: np.ndarray,
+    live: np.ndarray, layout: Layout, extra: dict[str, np.ndarray] | None = None,
+) -> tuple[str, exp.Expression, list[exp.Expression]]:
+    """Upload the level's splits (``s``: parent pid, attribute, child's code interval, child pid,
+    and ``extra`` columns) and return the table, the condition joining a working-table row
+    ``w`` to its child, and the working table's columns with ``pid`` replaced by the child's."""
+    splits = engine.upload(
+        f"splits{engine.statements}",
+        {
+            "pid": parent_pids[kids.parent[live]],
+            "a": chosen[kids.parent[live]],
+            "lo": kids.lo[live],
+            "hi": kids.hi[live],
+            "child": child_pids[live],
+            **(extra or {}),
+        },
+    )
+    value = attr_value(g.col("a", "s"), layout.q, "w")
+    on = exp.and_(
+        exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "s")),
+        exp.Between(this=value, low=g.col("lo", "s"), high=g.col("hi", "s")),
+    )
+    new_pid = exp.Coalesce(this=g.col("child", "s"), expressions=[g.col("pid", "w")])
+    return splits, on, [g.alias(new_pid, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried]
+
+
 def repartition(
     engine: Engine, work: str, kids: Children, chosen: np.ndarray, parent_pids: np.ndarray,
     child_pids: np.ndarray, live: np.ndarray, layout: Layout, cluster: bool = False,
@@ -200,23 +227,7 @@ def repartition(
     With ``cluster``, rows are stored ordered by partition id, so that each in-memory batch's
     fetch reads only its own row groups (zone maps) instead of the whole table.
     """
-    splits = engine.upload(
-        f"splits{engine.statements}",
-        {
-            "pid": parent_pids[kids.parent[live]],
-            "a": chosen[kids.parent[live]],
-            "lo": kids.lo[live],
-            "hi": kids.hi[live],
-            "child": child_pids[live],
-        },
-    )
-    value = attr_value(g.col("a", "s"), layout.q, "w")
-    on = exp.and_(
-        exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "s")),
-        exp.Between(this=value, low=g.col("lo", "s"), high=g.col("hi", "s")),
-    )
-    new_pid = exp.Coalesce(this=g.col("child", "s"), expressions=[g.col("pid", "w")])
-    select = [g.alias(new_pid, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried]
+    splits, on, select = _children_join(engine, kids, chosen, parent_pids, child_pids, live, layout)
     query = (
         exp.select(*select)
         .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
@@ -255,24 +266,8 @@ def advance(
         return rewrite(engine, work, kids, chosen, parent_pids, child_pids, live, layout), finished
     if finished is None and not keep:  # the last SQL level: one rewrite, as the whole table
         return None, rewrite(engine, work, kids, chosen, parent_pids, child_pids, live, layout, cluster=True)
-    splits = engine.upload(
-        f"splits{engine.statements}",
-        {
-            "pid": parent_pids[kids.parent[live]],
-            "a": chosen[kids.parent[live]],
-            "lo": kids.lo[live],
-            "hi": kids.hi[live],
-            "child": child_pids[live],
-            "stay": stay[live],
-        },
-    )
-    value = attr_value(g.col("a", "s"), layout.q, "w")
-    on = exp.and_(
-        exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "s")),
-        exp.Between(this=value, low=g.col("lo", "s"), high=g.col("hi", "s")),
-    )
-    new_pid = exp.Coalesce(this=g.col("child", "s"), expressions=[g.col("pid", "w")])
-    select = [g.alias(new_pid, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried]
+    splits, on, select = _children_join(engine, kids, chosen, parent_pids, child_pids, live, layout,
+                                        {"stay": stay[live]})
     source = exp.alias_(g.table(work), g.ident("w"), table=True)
     pairs = exp.alias_(g.table(splits), g.ident("s"), table=True)
     query = (
