@@ -48,7 +48,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
 
 import sqlanon  # noqa: E402
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
-from bench_core import machine  # noqa: E402
+from machine import machine  # noqa: E402
 from sqlanon import sqlgen as g  # noqa: E402
 from sqlanon.apply import _boxes, _bounds_table, apply, guillotine  # noqa: E402
 from sqlanon.engine import Engine  # noqa: E402

@@ -29,7 +29,6 @@ import argparse
 import importlib.metadata
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE), str(ROOT / "tests")]
 
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
+from machine import machine  # noqa: E402
 
 TABLE = "agrawal"
 ANONYPY_SENSITIVE = "c2"  # anonypy requires one; c2 (2 classes) keeps its output small
@@ -175,23 +175,6 @@ def scan_seconds(db: Path, repeats: int = 3) -> float:
         con.close()
 
 
-def machine() -> dict[str, Any]:
-    def version(pkg: str) -> str | None:
-        try:
-            return importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
-                .splitlines() if line.startswith("model name")), platform.processor())  # fmt: skip
-    return {
-        "nproc": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(), "cpu": cpu,
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "python": platform.python_version(), "duckdb": duckdb.__version__,
-        "numpy": np.__version__, "pandas": version("pandas"), "anonypy": version("anonypy"),
-    }  # fmt: skip
-
-
 def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a is not None and b else None
 
@@ -268,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    info = machine()
+    info = machine("anonypy")
     print(json.dumps({"machine": info}), flush=True)
     records = []
     for n in args.rows:

@@ -58,10 +58,8 @@ average, so the comparison table shows ``LM / |QI|`` (= GCP) next to them.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -77,9 +75,10 @@ from sqlglot import exp
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(HERE)]
 
 import sqlanon  # noqa: E402
+from machine import machine  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 from sqlanon import sqlgen as g  # noqa: E402
 from sqlanon.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
@@ -308,23 +307,6 @@ def run_baselines(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold,
 
 
 # -- report -----------------------------------------------------------------------------------------
-def machine() -> dict[str, Any]:
-    def version(pkg: str) -> str | None:
-        try:
-            return importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
-                .splitlines() if line.startswith("model name")), platform.processor())  # fmt: skip
-    return {
-        "nproc": len(os.sched_getaffinity(0)), "cpu": cpu,
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "python": platform.python_version(), "duckdb": duckdb.__version__, "numpy": np.__version__,
-        "pandas": version("pandas"), "scikit-learn": version("scikit-learn"),
-    }  # fmt: skip
-
-
 def _mean_sd(values: Sequence[float], digits: int = 3, sd: bool = False) -> str:
     mean = statistics.fmean(values)
     if sd and len(values) > 1:
@@ -426,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     use = args.use_folds if args.use_folds is not None else (2 if args.quick else args.folds)
     models = classifiers(args.seed, args.jobs)
 
-    info = machine()
+    info = machine("scikit-learn")
     print(f"machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; Python {info['python']}, "
           f"DuckDB {info['duckdb']}, numpy {info['numpy']}, pandas {info['pandas']}, "
           f"scikit-learn {info['scikit-learn']}")
