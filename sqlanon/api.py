@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from .constraints import Constraint
 from .criteria import Criterion
 from .domain import Domain, build_domains, encode
 from .engine import Engine
+from .laps import Laps
 from .errors import InputError, SqlanonError, VerificationError
 from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
@@ -140,14 +140,7 @@ def anonymize(
         VerificationError: if the published relation fails the independent check (it is
             dropped and any replaced objects are restored).
     """
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-    clock = [started]
-
-    def lap(step: str) -> None:
-        now = time.perf_counter()
-        timings[step] = round(now - clock[0], 4)
-        clock[0] = now
+    lap = Laps()
 
     engine = Engine(con)
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
@@ -183,8 +176,8 @@ def anonymize(
         partitions=int((regions.boxes.n > 0).sum()),
         regions=len(regions.boxes),
         rows=verification.rows,
-        elapsed=round(time.perf_counter() - started, 4),
-        timings=timings,
+        elapsed=lap.elapsed,
+        timings=lap.timings,
         statements=engine.statements,
         verification=verification,
         notes=(

@@ -83,7 +83,6 @@ No raw QI value is ever published (every QI column comes from the rules) and no 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +93,7 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .engine import Engine
+from .laps import Laps
 from .errors import (
     InputError,
     ObjectExistsError,
@@ -183,14 +183,7 @@ def apply(
         >>> applied.view, applied.rows, applied.placed, applied.unplaced
         ('test_anon', 500, 500, 0)
     """
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-    clock = [started]
-
-    def lap(step: str) -> None:
-        now = time.perf_counter()
-        timings[step] = round(now - clock[0], 4)
-        clock[0] = now
+    lap = Laps()
 
     engine = Engine(con)
     m = load_release(con, release)
@@ -219,7 +212,7 @@ def apply(
         engine.cleanup()
     return Applied(view=name, rules=m.rules, table=source.path or source.name, rows=int(rows),
                    placed=int(placed), unplaced=int(rows) - int(placed),
-                   elapsed=round(time.perf_counter() - started, 4), depth=tree.depth, timings=timings)
+                   elapsed=lap.elapsed, depth=tree.depth, timings=lap.timings)
 
 
 # -- validation --------------------------------------------------------------------------------
