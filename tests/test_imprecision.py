@@ -26,6 +26,7 @@ from sqlanon.errors import InputError, UnknownTableError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.imprecision import Imprecision, imprecision
 from sqlanon.selection import Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
+from tests import sql_logic
 
 H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}
 HIER = Hierarchy.from_dict(H)
@@ -81,23 +82,12 @@ def under(label):
 
 
 def evaluate(p, row):
-    """SQL three-valued logic: True, False or None; a hierarchy label means its leaves."""
-    if p[0] in ("AND", "OR"):
-        x, y = evaluate(p[1], row), evaluate(p[2], row)
-        if p[0] == "AND":
-            return False if False in (x, y) else (None if None in (x, y) else True)
-        return True if True in (x, y) else (None if None in (x, y) else False)
-    if p[0] == "NOT":
-        v = evaluate(p[1], row)
-        return None if v is None else not v
-    col, op, vals = p
-    v = row[col]
-    if op == "IS NULL":
-        return v is None
-    if op == "IS NOT NULL":
-        return v is not None
-    if v is None:
-        return None
+    """SQL three-valued logic: True, False or None (see tests/sql_logic.py)."""
+    return sql_logic.evaluate(p, row, _compare)
+
+
+def _compare(col, op, vals, v):
+    """One comparison on a non-NULL value."""
     if col == "h":
         named = set().union(*(under(x) for x in vals))
         return (v in named) if op in ("=", "IN") else (v not in named)

@@ -32,6 +32,7 @@ from sqlanon.selection import (
     selection_qis_from_manifest,
     selection_qis_from_spec,
 )
+from tests import sql_logic
 
 EDU = Hierarchy.from_dict({"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]},
                                  "higher": ["bsc", "msc", "phd"]}})
@@ -394,23 +395,12 @@ def _edu_leaves(label):
 
 
 def evaluate(p, row):
-    """SQL three-valued logic in plain Python: True, False or None (unknown)."""
-    if p[0] in ("AND", "OR"):
-        a, b = evaluate(p[1], row), evaluate(p[2], row)
-        if p[0] == "AND":
-            return False if False in (a, b) else (None if None in (a, b) else True)
-        return True if True in (a, b) else (None if None in (a, b) else False)
-    if p[0] == "NOT":
-        v = evaluate(p[1], row)
-        return None if v is None else not v
-    col, op, vals = p
-    v = row[col]
-    if op == "IS NULL":
-        return v is None
-    if op == "IS NOT NULL":
-        return v is not None
-    if v is None:
-        return None
+    """SQL three-valued logic in plain Python: True, False or None (see tests/sql_logic.py)."""
+    return sql_logic.evaluate(p, row, _compare)
+
+
+def _compare(col, op, vals, v):
+    """One comparison on a non-NULL value."""
     if col == "edu":  # a label stands for the leaves under it
         named = set().union(*(_edu_leaves(t.strip("'")) for t in vals))
         return (v in named) if op in ("=", "IN") else (v not in named)

@@ -1,0 +1,32 @@
+"""SQL's three-valued logic in plain Python, for the oracles of the selection tests.
+
+A predicate is a tree: ``("AND", p, q)``, ``("OR", p, q)``, ``("NOT", p)`` or a comparison
+``(column, op, values)``. :func:`evaluate` gives True, False or None (unknown) the way SQL
+would; the caller's ``compare(column, op, values, value)`` judges a comparison on a non-NULL
+value, so each test keeps its own literal and hierarchy semantics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def evaluate(p: tuple, row: Mapping[str, Any], compare: Callable[[str, str, Any, Any], bool]) -> bool | None:
+    if p[0] in ("AND", "OR"):
+        x, y = evaluate(p[1], row, compare), evaluate(p[2], row, compare)
+        if p[0] == "AND":
+            return False if False in (x, y) else (None if None in (x, y) else True)
+        return True if True in (x, y) else (None if None in (x, y) else False)
+    if p[0] == "NOT":
+        v = evaluate(p[1], row, compare)
+        return None if v is None else not v
+    col, op, vals = p
+    v = row[col]
+    if op == "IS NULL":
+        return v is None
+    if op == "IS NOT NULL":
+        return v is not None
+    if v is None:
+        return None
+    return compare(col, op, vals, v)
