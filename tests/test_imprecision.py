@@ -60,25 +60,12 @@ def predicates(cols=("a", "b", "h"), max_leaves=4):
 
 
 def render(p):
-    if p[0] in ("AND", "OR"):
-        return f"({render(p[1])} {p[0]} {render(p[2])})"
-    if p[0] == "NOT":
-        return f"NOT ({render(p[1])})"
-    col, op, vals = p
-    vals = [f"'{v}'" if col == "h" else v for v in vals]
-    if op.startswith("IS"):
-        return f"{col} {op}"
-    if op in ("IN", "NOT IN"):
-        return f"{col} {op} ({', '.join(vals)})"
-    if op.endswith("BETWEEN"):
-        return f"{col} {op} {vals[0]} AND {vals[1]}"
-    return f"{col} {op} {vals[0]}"
+    return sql_logic.render(p, literal=lambda col, v: f"'{v}'" if col == "h" else str(v))
 
 
 def under(label):
-    """Leaves under the node labelled ``label`` of H (labels are unique in H)."""
-    node = HIER.labels.index(label)
-    return set(HIER.leaves[HIER.leaf_lo[node]: HIER.leaf_hi[node] + 1])
+    """Leaves under the node labelled ``label`` of H."""
+    return sql_logic.leaves_under(HIER, label)
 
 
 def evaluate(p, row):

@@ -372,26 +372,11 @@ def predicates(inner_nodes):
 
 
 def render(p, flip):
-    if p[0] in ("AND", "OR"):
-        return f"({render(p[1], flip)} {p[0]} {render(p[2], flip)})"
-    if p[0] == "NOT":
-        return f"NOT ({render(p[1], flip)})"
-    col, op, vals = p
-    if op.startswith("IS"):
-        return f"{col} {op}"
-    if op in ("IN", "NOT IN"):
-        return f"{col} {op} ({', '.join(vals)})"
-    if op.endswith("BETWEEN"):
-        return f"{col} {op} {vals[0]} AND {vals[1]}"
-    if flip and op in ("<", "<=", ">", ">="):  # literal on the left
-        mirrored = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
-        return f"{vals[0]} {mirrored} {col}"
-    return f"{col} {op} {vals[0]}"
+    return sql_logic.render(p, flip)
 
 
 def _edu_leaves(label):
-    node = EDU.labels.index(label)
-    return set(EDU.leaves[EDU.leaf_lo[node]: EDU.leaf_hi[node] + 1])
+    return sql_logic.leaves_under(EDU, label)
 
 
 def evaluate(p, row):
