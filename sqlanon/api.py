@@ -153,7 +153,8 @@ def anonymize(
         work = encode(engine, spec, domains, source, g.col(rid, "b"))
         lap("encode")
         w = spec.workload
-        partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns)
+        partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
+                                  threads=engine.threads())
         work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
         lap("partition_sql")
         memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)

@@ -103,6 +103,10 @@ class Engine:
         if name in self._temps:
             self._temps.remove(name)
 
+    def threads(self) -> int:
+        """The connection's DuckDB ``threads`` setting: how many cores this run may use."""
+        return max(1, int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
+
     def cleanup(self) -> None:
         """Drop every temp object of this run; safe to call twice and after errors."""
         while self._temps:

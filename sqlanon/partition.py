@@ -34,6 +34,7 @@ from .constraints import Constraint
 from .criteria import Criterion, rank
 from .domain import Domain
 from .engine import Engine
+from .parallel import run_all
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from .stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats
 from .working import (
@@ -118,6 +119,7 @@ class Partitioner:
         criterion: Criterion,
         progress: Callable[[Progress], None] | None = None,
         stat_columns: Sequence[StatColumn] = (),
+        threads: int = 1,
     ) -> None:
         self.domains = tuple(domains)
         self.stat_columns = tuple(stat_columns)
@@ -133,6 +135,7 @@ class Partitioner:
         self.started = time.perf_counter()
         self.rows_finished = 0
         self.levels = 0
+        self.threads = threads  # for the in-memory levels' independent pieces (see parallel)
 
     @property
     def d(self) -> int:
@@ -195,7 +198,8 @@ class Partitioner:
                 break
             attr = order[idx, pos]
             groups = groups_for(idx, attr)
-            ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self)
+            ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self,
+                          self.threads)
             pick = self._pick(idx, pos, ev, P)
             kids = children(
                 pick, np.where(self._median(ev, pick), ev.median_cut[pick], ev.cut[pick]),
@@ -331,14 +335,17 @@ class Partitioner:
 
             def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
                 nonlocal asked
-                out = []
                 cuts = np.flatnonzero(np.diff(idx) <= 0) + 1  # a new layer where idx stops increasing
-                for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(idx)]))):
-                    rows, ordered_rows, groups = self._layer(batch, seg_of_row, len(seg), idx[lo:hi], attr[lo:hi], M)
+                bounds = list(zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(idx)])).tolist()))
+                # Each layer's groups are computed alone, so the layers may run on several threads.
+                done = run_all(lambda b: self._layer(batch, seg_of_row, len(seg), idx[b[0]:b[1]], attr[b[0]:b[1]], M),
+                               bounds, self.threads)
+                out = []
+                for (lo, hi), (rows, ordered_rows, groups) in zip(bounds, done):
                     layers.append((asked + lo, asked + hi, rows, ordered_rows))
                     out.append(FrequencyGroups(groups.part + lo, groups.code, groups.stats))
                 asked += len(idx)
-                return _concat_groups(out)
+                return _concat_groups(out, self.threads)
 
             split, chosen, kids, pair = self.decide(seg, cmin, cmax, groups_for, self._settled(batch, seg, seg_of_row))
             arranged = np.arange(M, dtype=np.int64)
@@ -357,7 +364,7 @@ class Partitioner:
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
             nxt = arranged[~finished]  # one gather per level: compacts and reorders
-            batch, row = batch.take(nxt), np.take(row, nxt)
+            batch, row = batch.take(nxt, self.threads), np.take(row, nxt)
             seg = children.take((children.n > 0).nonzero()[0])
             self._report("memory", len(seg))
         if not out_row:
@@ -424,24 +431,27 @@ class Batch:
     def rows(self) -> int:
         return self.codes.shape[1]
 
-    def take(self, idx: np.ndarray) -> Batch:
-        return Batch(np.take(self.codes, idx, axis=1), [np.take(k, idx) for k in self.classes],
-                     [np.take(t, idx) for t in self.numbers])
+    def take(self, idx: np.ndarray, threads: int = 1) -> Batch:
+        """The rows ``idx``, in that order (one gather per column, on up to ``threads`` threads)."""
+        codes = np.empty((len(self.codes), len(idx)), dtype=self.codes.dtype)
+        gathers = [(c, out) for c, out in zip(self.codes, codes)] + [(c, None) for c in (*self.classes, *self.numbers)]
+        taken = run_all(lambda g: np.take(g[0], idx, out=g[1]), gathers, threads)[len(codes):]
+        return Batch(codes, taken[:len(self.classes)], taken[len(self.classes):])
 
     def copy(self) -> Batch:
         return Batch(np.ascontiguousarray(self.codes, dtype=np.int32), list(self.classes), list(self.numbers))
 
 
-def _concat_groups(parts: list[FrequencyGroups]) -> FrequencyGroups:
+def _concat_groups(parts: list[FrequencyGroups], threads: int = 1) -> FrequencyGroups:
+    """The layers' groups as one, each array concatenated on its own thread."""
     if len(parts) == 1:
         return parts[0]
     stats = [p.stats for p in parts]
-    return FrequencyGroups(
-        np.concatenate([p.part for p in parts]), np.concatenate([p.code for p in parts]),
-        ClassStats(np.concatenate([s.n for s in stats]),
-                   tuple(np.concatenate(c) for c in zip(*[s.counts for s in stats])),
-                   tuple(np.concatenate(m) for m in zip(*[s.moments for s in stats]))),
-    )
+    columns = [[p.part for p in parts], [p.code for p in parts], [s.n for s in stats],
+               *map(list, zip(*[s.counts for s in stats])), *map(list, zip(*[s.moments for s in stats]))]
+    part, code, n, *rest = run_all(np.concatenate, columns, threads)
+    k = len(stats[0].counts)
+    return FrequencyGroups(part, code, ClassStats(n, tuple(rest[:k]), tuple(rest[k:])))
 
 
 _SORT_RUN = 65536

@@ -23,6 +23,7 @@ import numpy as np
 from .constraints import Constraint, KAnonymity, Layout
 from .criteria import Criterion, InfoGain, Regression, Targets
 from .hierarchy import Hierarchy
+from .parallel import run_all
 from .stats import ClassStats, FrequencyGroups, Running, first_of_run
 
 if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
@@ -90,8 +91,10 @@ def evaluate(
     constraints: Sequence[Constraint],
     criterion: Criterion,
     layout: Layout,
+    threads: int = 1,
 ) -> Evaluation:
-    """Best allowable split of each (partition, QI) pair.
+    """Best allowable split of each (partition, QI) pair (on up to ``threads`` threads; the
+    result does not depend on how many).
 
     Args:
         attr: (Q,) the QI of each pair.
@@ -106,7 +109,7 @@ def evaluate(
     partition_terms = criterion.terms(total, layout)  # (Q, targets), None for Median
     hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
     if (~hierarchical).any():
-        _ordered(groups, ~hierarchical, total, partition_terms, constraints, criterion, layout, out)
+        _ordered(groups, ~hierarchical, total, partition_terms, constraints, criterion, layout, out, threads)
     for j in np.unique(attr[groups.part[hierarchical]]):
         h = domains[j].qi.hierarchy
         assert h is not None
@@ -160,8 +163,8 @@ def _best(part: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
     return alive[first_of_run(part[alive])]
 
 
-def _ordered(groups, rows, total, partition_terms, constraints, criterion, layout, out) -> None:
-    part, code = groups.part, groups.code
+def _ordered(groups, rows, total, partition_terms, constraints, criterion, layout, out, threads=1) -> None:
+    part = groups.part
     running = Running(groups)
     # Every constraint declares the fewest rows a non-empty class may have, and both children of
     # an ordered cut are non-empty (the last group's "cut" leaves an empty right child, which this
@@ -179,6 +182,30 @@ def _ordered(groups, rows, total, partition_terms, constraints, criterion, layou
     tied = None if partition_terms is None else settled(criterion, total, layout)
     balanced = np.ones(len(total), dtype=bool) if partition_terms is None else (
         tied if tied is not None else np.zeros(len(total), dtype=bool))
+    # From here on every pair is judged on its own cuts alone, so runs of pairs can be searched
+    # on several threads; the running sums they share are computed first, once.
+    scored = _positions(layout, total, [criterion]) if partition_terms is not None else (set(), set())
+    running.prepare(judged[0] | scored[0], judged[1] | scored[1], threads)
+    run_all(lambda c: _ordered_cuts(c, groups, n_left, running, total, balanced, judged, partition_terms,
+                                    constraints, criterion, layout, out),
+            _split_runs(cand, part, threads), threads)
+
+
+def _split_runs(cand: np.ndarray, part: np.ndarray, pieces: int, least: int = 65536) -> list[np.ndarray]:
+    """``cand`` (sorted) cut into up to ``pieces`` slices of about equal length, never inside a
+    pair's run; slices shorter than ``least`` are not worth a thread."""
+    pieces = max(1, min(pieces, len(cand) // least))
+    if pieces == 1:
+        return [cand]
+    p = part[cand]
+    at = np.searchsorted(p, p[np.arange(1, pieces) * len(cand) // pieces])  # back to a run's start
+    return [c for c in np.split(cand, np.unique(at)) if len(c)]
+
+
+def _ordered_cuts(cand, groups, n_left, running, total, balanced, judged, partition_terms, constraints,
+                  criterion, layout, out) -> None:
+    """The best allowable cut of the pairs of the candidate groups ``cand`` (whole runs), into ``out``."""
+    part, code = groups.part, groups.code
     lazy = balanced[part[cand]]
     if lazy.any():
         m = _most_balanced(cand[lazy], part, n_left, total, running, judged, constraints, layout)

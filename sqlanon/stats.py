@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .parallel import run_all
+
 
 @dataclass(frozen=True)
 class StatColumn:
@@ -177,23 +179,35 @@ class Running:
 
     def _column(self, kind: str, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Running sums over all groups and, per run (partition), the sums before it."""
-        key = (kind, j)
-        if key not in self._sums:
-            s = self.groups.stats
-            a = s.n if kind == "n" else s.counts[j] if kind == "c" else s.moments[j]
-            if a.ndim == 2:  # column by column, into a column-major array (each column contiguous)
-                total = np.empty(a.shape, dtype=a.dtype, order="F")
-                for col in range(a.shape[1]):
-                    if a.dtype.kind == "f" and col == 0:  # the count column of the moments
-                        counts = a[:, 0].astype(np.int64)
-                        # without NULLs it is the rows' count, whose running sums are known
-                        total[:, 0] = self._column("n")[0] if np.array_equal(counts, s.n) else np.cumsum(counts)
-                    else:
-                        np.cumsum(a[:, col], out=total[:, col])
+        if (kind, j) not in self._sums:
+            self.prepare(**{"counts" if kind == "c" else "moments": {j}} if kind != "n" else {})
+        return self._sums[(kind, j)]
+
+    def prepare(self, counts: set[int] = frozenset(), moments: set[int] = frozenset(), threads: int = 1) -> None:
+        """Compute the running sums of the row counts and of these class and numeric columns
+        (positions), column by column on up to ``threads`` threads (each column's sums are
+        sequential, so the same whatever the threads), into column-major arrays."""
+        s = self.groups.stats
+        if ("n", 0) not in self._sums:
+            total = np.cumsum(s.n)
+            self._sums[("n", 0)] = (total, total[self.starts] - s.n[self.starts])
+        wanted = [("c", j, s.counts[j]) for j in sorted(counts)] + [("m", j, s.moments[j]) for j in sorted(moments)]
+        wanted = [w for w in wanted if (w[0], w[1]) not in self._sums]
+        totals = [np.empty(a.shape, dtype=a.dtype, order="F") for _, _, a in wanted]
+
+        def fill(task: tuple[int, int]) -> None:
+            (_, _, a), col = wanted[task[0]], task[1]
+            out = totals[task[0]][:, col]
+            if a.dtype.kind == "f" and col == 0:  # the count column of the moments
+                counts = a[:, 0].astype(np.int64)
+                # without NULLs it is the rows' count, whose running sums are known
+                out[:] = self._sums[("n", 0)][0] if np.array_equal(counts, s.n) else np.cumsum(counts)
             else:
-                total = np.cumsum(a)
-            self._sums[key] = (total, total[self.starts] - a[self.starts])
-        return self._sums[key]
+                np.cumsum(a[:, col], out=out)
+
+        run_all(fill, [(i, col) for i, (_, _, a) in enumerate(wanted) for col in range(a.shape[1])], threads)
+        for (kind, j, a), total in zip(wanted, totals):
+            self._sums[(kind, j)] = (total, total[self.starts] - a[self.starts])
 
     def moment(self, j: int, column: int, at: np.ndarray) -> np.ndarray:
         """One column (0: n, 1: sum, 2: sum of squares) of numeric column ``j``'s left moments."""
