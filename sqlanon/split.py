@@ -234,7 +234,7 @@ def _ordered_cuts(cand, groups, n_left, running, total, balanced, judged, partit
     # allowable it is the best allowable one. Only the pairs whose best is not have all their
     # cuts judged and ranked again (k-anonymity alone needs no judging: the size filter above
     # is exactly its verdict).
-    best, key, gain = _criterion_best(cand, part, code, total, partition_terms, criterion, running, layout)
+    best, key, gain = _criterion_best(cand, part, code, total, partition_terms, criterion, running, layout, n_left)
     if not all(isinstance(c, KAnonymity) for c in constraints):
         g = cand[best]
         left = running.left(g, *judged)
@@ -247,7 +247,7 @@ def _ordered_cuts(cand, groups, n_left, running, total, balanced, judged, partit
             left = running.left(again, *judged)
             right = Running.right(total, part[again], left)
             again = again[_passes(constraints, left, layout) & _passes(constraints, right, layout)]
-            best2, key2, gain2 = _criterion_best(again, part, code, total, partition_terms, criterion, running, layout)
+            best2, key2, gain2 = _criterion_best(again, part, code, total, partition_terms, criterion, running, layout, n_left)
             keep = ~rejected
             g = np.concatenate((g[keep], again[best2]))
             key, gain = np.concatenate((key[keep], key2)), np.concatenate((gain[keep], gain2))
@@ -260,12 +260,13 @@ def _ordered_cuts(cand, groups, n_left, running, total, balanced, judged, partit
     _record(out, q, code[best_groups], nl, np.abs(2 * nl - total.n[q]), key, gain)
 
 
-def _criterion_best(cand, part, code, total, partition_terms, criterion, running, layout):
+def _criterion_best(cand, part, code, total, partition_terms, criterion, running, layout, n_left):
     """Per pair (``cand`` sorted), the candidate the criterion ranks first — the smallest key,
-    then balance, then code — as an index into ``cand``, with its key and gain."""
+    then balance, then code — as an index into ``cand``, with its key and gain. ``n_left``: the
+    running row counts of all groups."""
     rows = np.arange(len(cand))
     if isinstance(criterion, Regression):
-        rows = _near_least_squares(criterion, layout, running, cand, part, total, partition_terms)
+        rows = _near_least_squares(criterion, layout, running, cand, part, total, partition_terms, n_left)
     g = cand[rows]
     scored = _positions(layout, total, [criterion])
     left = running.left(g, *scored)
@@ -351,7 +352,7 @@ def _ranges(first: np.ndarray, stop: np.ndarray) -> np.ndarray:
     return np.repeat(first - (np.cumsum(n) - n), n) + np.arange(n.sum())
 
 
-def _near_least_squares(criterion, layout, running, cand, part, total, partition_terms) -> np.ndarray:
+def _near_least_squares(criterion, layout, running, cand, part, total, partition_terms, n_all) -> np.ndarray:
     """The cuts (indices into ``cand``, sorted) whose Regression key may equal their pair's
     best: the others are left out before the squared errors are computed and scored.
 
@@ -377,7 +378,9 @@ def _near_least_squares(criterion, layout, running, cand, part, total, partition
     for t in criterion.targets:
         j = layout.moments(probe, t)
         whole = total.moments[j]
-        n_left, s1_left = running.moment(j, 0, cand), running.moment(j, 1, cand)
+        # without NULLs the target's count is the rows' count: the same running sums
+        n_left = n_all[cand] if running.counts_are_rows(j) else running.moment(j, 0, cand)
+        s1_left = running.moment(j, 1, cand)
         # the same arithmetic as Running.right
         for n, s1 in ((n_left, s1_left), (whole[:, 0][p] - n_left, whole[:, 1][p] - s1_left)):
             n = np.asarray(n, dtype=np.float64)

@@ -176,6 +176,7 @@ class Running:
         self.starts = first_of_run(groups.part)
         self.run = np.repeat(np.arange(len(self.starts)), run_lengths(self.starts, len(groups.part)))
         self._sums: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._rows_counted: set[int] = set()  # numeric columns whose count column is ``n``
 
     def _column(self, kind: str, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Running sums over all groups and, per run (partition), the sums before it."""
@@ -201,13 +202,23 @@ class Running:
             if a.dtype.kind == "f" and col == 0:  # the count column of the moments
                 counts = a[:, 0].astype(np.int64)
                 # without NULLs it is the rows' count, whose running sums are known
-                out[:] = self._sums[("n", 0)][0] if np.array_equal(counts, s.n) else np.cumsum(counts)
+                if np.array_equal(counts, s.n):
+                    out[:] = self._sums[("n", 0)][0]
+                    self._rows_counted.add(wanted[task[0]][1])
+                else:
+                    out[:] = np.cumsum(counts)
             else:
                 np.cumsum(a[:, col], out=out)
 
         run_all(fill, [(i, col) for i, (_, _, a) in enumerate(wanted) for col in range(a.shape[1])], threads)
         for (kind, j, a), total in zip(wanted, totals):
             self._sums[(kind, j)] = (total, total[self.starts] - a[self.starts])
+
+    def counts_are_rows(self, j: int) -> bool:
+        """Whether numeric column ``j``'s count column equals the rows' count (no NULLs among
+        the groups, float moments), so its running sums are :meth:`n`'s."""
+        self._column("m", j)
+        return j in self._rows_counted
 
     def moment(self, j: int, column: int, at: np.ndarray) -> np.ndarray:
         """One column (0: n, 1: sum, 2: sum of squares) of numeric column ``j``'s left moments."""
