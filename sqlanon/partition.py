@@ -418,13 +418,7 @@ class Partitioner:
         by (partition, code) and the groups read off the runs. Both give the same groups: the
         same counts and integer sums; floating-point sums are added in a different order.
         """
-        if len(idx) == S:
-            rows, local = np.arange(M, dtype=np.int64), seg_of_row
-        else:
-            selected = np.zeros(S, dtype=bool)
-            selected[idx] = True
-            rows = selected[seg_of_row].nonzero()[0]
-            local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
+        rows, local = _rows_of(seg_of_row, S, idx, M)
         flat = attr[local]  # each row's QI, then its flat index in the codes (in place: these
         flat *= M  # arrays are as long as the batch, so temporaries are costly)
         flat += rows
@@ -492,13 +486,20 @@ class Partitioner:
                  arranged: np.ndarray, M: int) -> None:
         """Sort the rows of partitions ``which`` by (partition, code of ``attr``) into their
         places in ``arranged`` — what the sorting path of :meth:`_layer` would have given."""
-        selected = np.zeros(S, dtype=bool)
-        selected[which] = True
-        rows = selected[seg_of_row].nonzero()[0]
-        local = (np.cumsum(selected) - 1)[seg_of_row[rows]]
+        rows, local = _rows_of(seg_of_row, S, which, M)
         flat = attr[which][local] * M + rows
         order = sort_and_group(local, batch.codes.ravel()[flat])[0]
         arranged[rows] = rows[order]
+
+
+def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
+    """The batch rows of partitions ``idx`` (sorted) and each row's position in ``idx``."""
+    if len(idx) == S:
+        return np.arange(M, dtype=np.int64), seg_of_row
+    selected = np.zeros(S, dtype=bool)
+    selected[idx] = True
+    rows = selected[seg_of_row].nonzero()[0]
+    return rows, (np.cumsum(selected) - 1)[seg_of_row[rows]]
 
 
 #: Counting path of the frequency groups while the bins are at most this many per row.
