@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlglot import exp
 
+from . import kernels
 from . import sqlgen as g
 from .constraints import Constraint
 from .criteria import Criterion, rank
@@ -432,9 +433,7 @@ class Partitioner:
         if not self.stat_columns:  # Median under k-anonymity: counts are all it needs
             return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n))
         counts, moments = group_stats(
-            starts, len(order), [k[ordered_rows] for k in batch.classes], [c.size for c in self.class_stats],
-            [t[ordered_rows] for t in batch.numbers], [c.exact for c in self.numeric_stats],
-        )
+            ordered_rows, starts, batch.classes, [c.size for c in self.class_stats], batch.numbers)
         return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n, counts, moments))
 
     def _counted(self, batch: Batch, rows: np.ndarray, local: np.ndarray, values: np.ndarray, lo: np.ndarray,
@@ -442,10 +441,7 @@ class Partitioner:
         """The groups of :meth:`_layer` counted into bins: pair ``i`` owns bins
         ``offset[i] .. offset[i] + width[i] - 1``, one per code from ``lo[i]``."""
         offset = np.cumsum(width) - width
-        b = offset[local]
-        b += values
-        b -= lo[local]
-        per_bin = np.bincount(b, minlength=int(width.sum()))
+        b, per_bin = kernels.bins_of_rows(local, values, offset - lo, int(width.sum()))
         present = np.flatnonzero(per_bin)
         part = np.searchsorted(offset, present, side="right") - 1
         code = (present - offset[part] + lo[part]).astype(np.int32)
@@ -457,30 +453,9 @@ class Partitioner:
         group_of_bin[present] = np.arange(G)
         g = group_of_bin[b]  # each row's group
         # class counts column-major (value-major bins), like group_stats
-        counts = tuple(np.bincount(k[rows] * G + g, minlength=G * c.size).reshape(c.size, G).T
-                       for k, c in zip(batch.classes, self.class_stats))
-        moments = []
-        for values_t, column in zip(batch.numbers, self.numeric_stats):
-            v = values_t[rows]
-            if column.exact:  # NOT NULL integers: exact int64 sums
-                m = np.zeros((G, 3), dtype=np.int64)
-                m[:, 0] = n
-                s1, s2 = np.zeros(G, np.int64), np.zeros(G, np.int64)
-                np.add.at(s1, g, v)
-                np.add.at(s2, g, v * v)
-                m[:, 1], m[:, 2] = s1, s2
-            else:
-                present_v = ~np.isnan(v)
-                m = np.empty((G, 3))
-                if present_v.all():
-                    m[:, 0] = n
-                else:
-                    v = np.where(present_v, v, 0.0)
-                    m[:, 0] = np.bincount(g, weights=present_v.astype(np.float64), minlength=G)
-                m[:, 1] = np.bincount(g, weights=v, minlength=G)
-                m[:, 2] = np.bincount(g, weights=v * v, minlength=G)
-            moments.append(m)
-        return FrequencyGroups(part, code, ClassStats(n, counts, tuple(moments)))
+        counts = tuple(kernels.counts_of_groups(k, rows, g, G, c.size).T for k, c in zip(batch.classes, self.class_stats))
+        moments = tuple(kernels.moments_of_groups(v, rows, g, G) for v in batch.numbers)
+        return FrequencyGroups(part, code, ClassStats(n, counts, moments))
 
     def _arrange(self, batch: Batch, seg_of_row: np.ndarray, S: int, which: np.ndarray, attr: np.ndarray,
                  arranged: np.ndarray, M: int) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 from .constraints import Constraint, KAnonymity, Layout
 from .criteria import Criterion, InfoGain, Regression, Targets
 from .hierarchy import Hierarchy
+from . import kernels
 from .parallel import run_all
 from .stats import ClassStats, FrequencyGroups, Running, first_of_run
 
@@ -372,28 +373,23 @@ def _near_least_squares(criterion, layout, running, cand, part, total, partition
     """
     p = part[cand]
     g = np.zeros(len(cand))
-    keep = np.zeros(len(cand), dtype=bool)
+    empty = np.zeros(len(cand), dtype=bool)  # a side without a target value: always kept
     T = np.zeros(len(total))  # per pair
     probe = ClassStats(total.n[:0], (), tuple(range(len(total.moments))))
+    n_total, n_before = running.sums("n")
     for t in criterion.targets:
         j = layout.moments(probe, t)
         whole = total.moments[j]
+        m_total, m_before = running.sums("m", j)
         # without NULLs the target's count is the rows' count: the same running sums
-        n_left = n_all[cand] if running.counts_are_rows(j) else running.moment(j, 0, cand)
-        s1_left = running.moment(j, 1, cand)
-        # the same arithmetic as Running.right
-        for n, s1 in ((n_left, s1_left), (whole[:, 0][p] - n_left, whole[:, 1][p] - s1_left)):
-            n = np.asarray(n, dtype=np.float64)
-            x = np.square(s1, dtype=np.float64)  # in floating point, like the squared errors
-            x /= np.maximum(n, 1.0)
-            keep |= n <= 0
-            g += x
+        counted = (n_total, n_before) if running.counts_are_rows(j) else (m_total[:, 0], m_before[:, 0])
+        # one fused pass (kernels.add_split_gain), the arithmetic of Running.left and .right
+        kernels.add_split_gain(g, empty, cand, p, running.run, *counted, m_total[:, 1], m_before[:, 1],
+                               whole[:, 0], whole[:, 1])
         T += np.abs(whole[:, 2].astype(np.float64))
     starts = first_of_run(p)
-    top = np.maximum.reduceat(g, starts)
     lengths = np.diff(np.append(starts, len(p)))
-    at_top = (g == np.repeat(top, lengths)).nonzero()[0]
-    ref = at_top[first_of_run(p[at_top])]  # one cut per pair, in pair order like starts
+    ref = kernels.first_max_of_runs(g, starts)  # one cut per pair, in pair order like starts
     q = p[ref]
     scored = _positions(layout, total, [criterion])
     left = running.left(cand[ref], *scored)
@@ -403,7 +399,7 @@ def _near_least_squares(criterion, layout, running, cand, part, total, partition
     base = criterion.combine(partition_terms[q], partition_terms[q])[:, 0]
     w = max(1e-9, 8 * TIE) * np.maximum(base, 1.0)
     threshold = np.repeat(T[q] - reference - w - 3e-12 * T[q], lengths)
-    keep |= g * (1 + 1e-12) >= threshold
+    keep = empty | (g * (1 + 1e-12) >= threshold)
     keep[ref] = True
     return keep.nonzero()[0]
 

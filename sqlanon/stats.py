@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels
 from .parallel import run_all
 
 
@@ -178,8 +179,9 @@ class Running:
         self._sums: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._rows_counted: set[int] = set()  # numeric columns whose count column is ``n``
 
-    def _column(self, kind: str, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Running sums over all groups and, per run (partition), the sums before it."""
+    def sums(self, kind: str, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Running sums over all groups of the row counts (``"n"``), class column ``j``
+        (``"c"``) or numeric column ``j`` (``"m"``), and per run (partition) the sums before it."""
         if (kind, j) not in self._sums:
             self.prepare(**{"counts" if kind == "c" else "moments": {j}} if kind != "n" else {})
         return self._sums[(kind, j)]
@@ -217,16 +219,16 @@ class Running:
     def counts_are_rows(self, j: int) -> bool:
         """Whether numeric column ``j``'s count column equals the rows' count (no NULLs among
         the groups, float moments), so its running sums are :meth:`n`'s."""
-        self._column("m", j)
+        self.sums("m", j)
         return j in self._rows_counted
 
     def moment(self, j: int, column: int, at: np.ndarray) -> np.ndarray:
         """One column (0: n, 1: sum, 2: sum of squares) of numeric column ``j``'s left moments."""
-        total, before = self._column("m", j)
+        total, before = self.sums("m", j)
         return total[:, column][at] - before[:, column][self.run[at]]
 
     def n(self, at: np.ndarray | slice = slice(None)) -> np.ndarray:
-        total, before = self._column("n")
+        total, before = self.sums("n")
         return total[at] - before[self.run[at]]
 
     def left(self, at: np.ndarray, counts: set[int] | None = None, moments: set[int] | None = None) -> ClassStats:
@@ -236,7 +238,7 @@ class Running:
         s = self.groups.stats
 
         def read(kind: str, j: int) -> np.ndarray:
-            total, before = self._column(kind, j)
+            total, before = self.sums(kind, j)
             # Column-major: gather through the transpose, so the result stays column-major and
             # each column is one contiguous gather.
             return (np.take(total.T, at, axis=1) - np.take(before.T, run, axis=1)).T
@@ -269,37 +271,18 @@ def _zeros_like(stats: ClassStats, k: int) -> ClassStats:
 
 
 def group_stats(
-    starts: np.ndarray, rows: int, class_codes: Sequence[np.ndarray], sizes: Sequence[int],
-    numeric: Sequence[np.ndarray], exact: Sequence[bool],
+    order: np.ndarray, starts: np.ndarray, class_codes: Sequence[np.ndarray], sizes: Sequence[int],
+    numeric: Sequence[np.ndarray],
 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """Per-group class counts and moments of rows sorted by group (groups start at ``starts``):
-    the numpy twin of the SQL aggregates. Numeric values are already centered; NaN is NULL."""
-    groups = len(starts)
-    if groups == 0:
-        return (tuple(np.zeros((0, size), np.int64) for size in sizes),
-                tuple(np.zeros((0, 3), np.int64 if e else np.float64) for e in exact))
-    run_of_row = np.repeat(np.arange(groups, dtype=np.int64), run_lengths(starts, rows)) if class_codes else None
+    """Per-group class counts and moments of the rows ``order`` (sorted by group; groups start at
+    ``starts``): the numpy twin of the SQL aggregates, one fused pass per column
+    (:mod:`sqlanon.kernels`). Numeric values are already centered; integer columns (int64) are
+summed exactly, float columns skip NaN (NULL)."""
     counts = tuple(  # column-major (value-major bins): constraints and criteria read one value's column at a time
-        np.bincount(codes * groups + run_of_row, minlength=groups * size).reshape(size, groups).T
-        for codes, size in zip(class_codes, sizes)
+        kernels.counts_of_runs(codes, order, starts, size).T for codes, size in zip(class_codes, sizes)
     )
-    moments = []
-    for values, is_exact in zip(numeric, exact):
-        if is_exact:  # NOT NULL integers: exact int64 sums
-            v = values.astype(np.int64)
-            m = np.column_stack((run_lengths(starts, rows), np.add.reduceat(v, starts), np.add.reduceat(v * v, starts)))
-        else:
-            present = ~np.isnan(values)
-            if present.all():  # no NULL: the counts are the run lengths (the same whole numbers)
-                v, n = values, run_lengths(starts, rows).astype(np.float64)
-            else:
-                v, n = np.where(present, values, 0.0), np.add.reduceat(present.astype(np.float64), starts)
-            m = np.empty((groups, 3))
-            m[:, 0] = n
-            np.add.reduceat(v, starts, out=m[:, 1])
-            np.add.reduceat(v * v, starts, out=m[:, 2])
-        moments.append(m)
-    return counts, tuple(moments)
+    moments = tuple(kernels.moments_of_runs(values, order, starts) for values in numeric)
+    return counts, moments
 
 
 def first_of_run(keys: np.ndarray) -> np.ndarray:
