@@ -36,6 +36,7 @@ from .criteria import Criterion, rank
 from .domain import Domain
 from .engine import Engine
 from .parallel import run_all
+from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from .stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats
 from .working import (
@@ -287,6 +288,8 @@ class Partitioner:
         """
         layout = self.layout
         finished: str | None = None  # rows that left the SQL levels (see working.advance)
+        kin: Kin | None = None  # the open partitions' parents' splits, and ...
+        before: Level | None = None  # ... the groups the last level computed (see siblings)
         while True:
             big = open_.n > memory_rows
             if not big.any():
@@ -301,14 +304,26 @@ class Partitioner:
                 counts = {j: value_counts_from_result(stats, layout, j, at) for j in layout.labels}
                 settled_parts = self._settled_from(parts.n, counts)
 
-            def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
-                return groups_from_result(engine.fetch(groups_query(engine, work, parts.pid[idx], attr, layout)), layout)
+            def compute(pid: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
+                return groups_from_result(engine.fetch(groups_query(engine, work, pid, attr, layout)), layout)
 
+            computed: list[Level] = []
+
+            def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
+                if self.criterion.one_at_a_time:  # one QI per partition: little to share with siblings
+                    return compute(parts.pid[idx], attr)
+                groups, level = groups_with_siblings(parts.pid[idx], attr, self.d, kin, before, here, compute)
+                computed.append(level)
+                return groups
+
+            here = np.sort(parts.pid)
             split, chosen, kids, _ = self.decide(parts, cmin, cmax, groups_for, settled_parts)
+            before = merge_levels(computed, self.d)
             done = (~split).nonzero()[0]
             self.leaves.add(parts.take(done), cmin[done], cmax[done], in_sql=True)
             self.rows_finished += int(parts.n[done].sum())
             children = self.children_boxes(parts, chosen, kids)
+            kin = Kin.of(parts.pid, chosen, kids, children.pid)
             live = children.n > 0
             open_ = Boxes.concat([rest, children.take(live.nonzero()[0])])
             if live.any() or finished is not None:

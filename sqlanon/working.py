@@ -94,8 +94,9 @@ def groups_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, 
     Class columns become one ``count(*) FILTER (WHERE k = code)`` per code but the first (the
     AVC/AVS groups, pivoted): every row has exactly one code, so the first code's count is
     ``n`` minus the others' — exactly, and one aggregate fewer per class column (half of a
-    binary label's). Numeric columns give ``count``, ``sum`` and ``sum of squares`` of their
-    centered values, summed as integers (cast back to BIGINT) when exact.
+    binary label's). Numeric columns give ``count`` (only if the column has NULLs; else it is
+    ``n``), ``sum`` and ``sum of squares`` of their centered values, summed as integers (cast
+    back to BIGINT) when exact.
     """
     aggs: list[exp.Expression] = [g.alias(exp.Count(this=exp.Star()), "n")]
     for c, stat in zip(layout.k, layout.class_stats):
@@ -107,7 +108,9 @@ def groups_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, 
                 exp.Coalesce(this=exp.Sum(this=square), expressions=[g.lit(0)])]
         if stat.exact:
             sums = [exp.Cast(this=s, to=exp.DataType.build("BIGINT")) for s in sums]
-        aggs += [g.alias(exp.Count(this=g.col(c, "w")), f"{c}_n"), g.alias(sums[0], f"{c}_s1"), g.alias(sums[1], f"{c}_s2")]
+        if stat.nulls:  # without NULLs the count is n (one aggregate fewer)
+            aggs.append(g.alias(exp.Count(this=g.col(c, "w")), f"{c}_n"))
+        aggs += [g.alias(sums[0], f"{c}_s1"), g.alias(sums[1], f"{c}_s2")]
     many = len(pids) > 256
     pairs = candidates(engine, pids, attr) if many else None
     branches = []
@@ -166,7 +169,7 @@ def groups_from_result(res: dict[str, np.ndarray], layout: Layout) -> FrequencyG
             m[:, 0] -= m[:, i]
         counts.append(m)
     moments = tuple(
-        np.column_stack([res[f"{c}_n"][order], res[f"{c}_s1"][order], res[f"{c}_s2"][order]])
+        np.column_stack([res[f"{c}_n"][order] if stat.nulls else n, res[f"{c}_s1"][order], res[f"{c}_s2"][order]])
         .astype(np.int64 if stat.exact else np.float64)
         for c, stat in zip(layout.t, layout.numeric_stats)
     )
