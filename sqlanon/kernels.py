@@ -49,14 +49,15 @@ def moments_of_runs(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -
 
 
 @njit(nogil=True, cache=True)
-def moments_of_groups(values: np.ndarray, rows: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
-    """``[n, sum, sum of squares]`` of ``values[rows[i]]`` per ``group[i]`` (NaN is NULL), in
-    row order — the binned twin of :func:`moments_of_runs`."""
+def moments_of_groups(values: np.ndarray, rows: np.ndarray, bins: np.ndarray, group_of_bin: np.ndarray,
+                      groups: int) -> np.ndarray:
+    """``[n, sum, sum of squares]`` of ``values[rows[i]]`` per group ``group_of_bin[bins[i]]``
+    (NaN is NULL), in row order — the binned twin of :func:`moments_of_runs`."""
     out = np.zeros((groups, 3), dtype=values.dtype)
     for i in range(len(rows)):
         v = values[rows[i]]
         if v == v:
-            g = group[i]
+            g = group_of_bin[bins[i]]
             out[g, 0] += 1
             out[g, 1] += v
             out[g, 2] += v * v
@@ -78,11 +79,22 @@ def counts_of_runs(codes: np.ndarray, order: np.ndarray, starts: np.ndarray, siz
 
 
 @njit(nogil=True, cache=True)
-def counts_of_groups(codes: np.ndarray, rows: np.ndarray, group: np.ndarray, groups: int, size: int) -> np.ndarray:
-    """Rows per value code of ``codes[rows[i]]`` per ``group[i]``, as a (size, groups) array."""
+def counts_of_groups(codes: np.ndarray, rows: np.ndarray, bins: np.ndarray, group_of_bin: np.ndarray, groups: int,
+                     size: int) -> np.ndarray:
+    """Rows per value code of ``codes[rows[i]]`` per group ``group_of_bin[bins[i]]``, as a
+    (size, groups) array."""
     out = np.zeros((size, groups), dtype=np.int64)
     for i in range(len(rows)):
-        out[codes[rows[i]], group[i]] += 1
+        out[codes[rows[i]], group_of_bin[bins[i]]] += 1
+    return out
+
+
+@njit(nogil=True, cache=True)
+def codes_of_pairs(codes: np.ndarray, attr: np.ndarray, local: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``codes[attr[local[i]], rows[i]]``: each row's code on its pair's QI (``codes`` is (d, M))."""
+    out = np.empty(len(rows), dtype=codes.dtype)
+    for i in range(len(rows)):
+        out[i] = codes[attr[local[i]], rows[i]]
     return out
 
 

@@ -435,10 +435,7 @@ class Partitioner:
         same counts and integer sums; floating-point sums are added in a different order.
         """
         rows, local = _rows_of(seg_of_row, S, idx, M)
-        flat = attr[local]  # each row's QI, then its flat index in the codes (in place: these
-        flat *= M  # arrays are as long as the batch, so temporaries are costly)
-        flat += rows
-        values = batch.codes.ravel()[flat]
+        values = kernels.codes_of_pairs(batch.codes, attr, local, rows)
         width = hi - lo + 1
         if self.counting and int(width.sum()) <= _BINS_PER_ROW * len(rows):
             return rows, None, self._counted(batch, rows, local, values, lo, width)
@@ -466,10 +463,10 @@ class Partitioner:
         G = len(present)
         group_of_bin = np.zeros(len(per_bin), dtype=np.int64)
         group_of_bin[present] = np.arange(G)
-        g = group_of_bin[b]  # each row's group
         # class counts column-major (value-major bins), like group_stats
-        counts = tuple(kernels.counts_of_groups(k, rows, g, G, c.size).T for k, c in zip(batch.classes, self.class_stats))
-        moments = tuple(kernels.moments_of_groups(v, rows, g, G) for v in batch.numbers)
+        counts = tuple(kernels.counts_of_groups(k, rows, b, group_of_bin, G, c.size).T
+                       for k, c in zip(batch.classes, self.class_stats))
+        moments = tuple(kernels.moments_of_groups(v, rows, b, group_of_bin, G) for v in batch.numbers)
         return FrequencyGroups(part, code, ClassStats(n, counts, moments))
 
     def _arrange(self, batch: Batch, seg_of_row: np.ndarray, S: int, which: np.ndarray, attr: np.ndarray,
@@ -477,8 +474,7 @@ class Partitioner:
         """Sort the rows of partitions ``which`` by (partition, code of ``attr``) into their
         places in ``arranged`` — what the sorting path of :meth:`_layer` would have given."""
         rows, local = _rows_of(seg_of_row, S, which, M)
-        flat = attr[which][local] * M + rows
-        order = sort_and_group(local, batch.codes.ravel()[flat])[0]
+        order = sort_and_group(local, kernels.codes_of_pairs(batch.codes, attr[which], local, rows))[0]
         arranged[rows] = rows[order]
 
 

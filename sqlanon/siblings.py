@@ -202,9 +202,10 @@ def _concat(parts: list[FrequencyGroups]) -> FrequencyGroups:
 def _assemble(pieces: list[tuple[np.ndarray, FrequencyGroups]], Q: int) -> FrequencyGroups:
     """Pieces of groups (``part`` = position in the piece's pair indices, sorted) as one set of
     groups with ``part`` = pair index, sorted by pair: each group scattered to its place."""
-    pieces = [(i, g) for i, g in pieces if len(i)]
-    if len(pieces) == 1 and np.array_equal(pieces[0][0], np.arange(Q)):
-        return pieces[0][1]
+    nonempty = [(i, g) for i, g in pieces if len(i)]
+    if len(nonempty) <= 1 and all(np.array_equal(i, np.arange(Q)) for i, _ in nonempty):
+        return (nonempty or pieces)[0][1]  # already in pair order (or no pair at all)
+    pieces = nonempty
     sizes = np.zeros(Q, dtype=np.int64)
     per_piece = [np.bincount(g.part, minlength=len(i)) for i, g in pieces]
     for (i, _), c in zip(pieces, per_piece):
