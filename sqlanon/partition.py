@@ -366,7 +366,7 @@ class Partitioner:
                     layers.append((asked + lo, asked + hi, rows, ordered_rows))
                     out.append(FrequencyGroups(groups.part + lo, groups.code, groups.stats))
                 asked += len(idx)
-                return _concat_groups(out, self.threads)
+                return FrequencyGroups.concat(out, self.threads)
 
             split, chosen, kids, pair = self.decide(seg, cmin, cmax, groups_for, self._settled(batch, seg, seg_of_row))
             arranged = np.arange(M, dtype=np.int64)
@@ -515,18 +515,6 @@ class Batch:
 
     def copy(self) -> Batch:
         return Batch(np.ascontiguousarray(self.codes, dtype=np.int32), list(self.classes), list(self.numbers))
-
-
-def _concat_groups(parts: list[FrequencyGroups], threads: int = 1) -> FrequencyGroups:
-    """The layers' groups as one, each array concatenated on its own thread."""
-    if len(parts) == 1:
-        return parts[0]
-    stats = [p.stats for p in parts]
-    columns = [[p.part for p in parts], [p.code for p in parts], [s.n for s in stats],
-               *map(list, zip(*[s.counts for s in stats])), *map(list, zip(*[s.moments for s in stats]))]
-    part, code, n, *rest = run_all(np.concatenate, columns, threads)
-    k = len(stats[0].counts)
-    return FrequencyGroups(part, code, ClassStats(n, tuple(rest[:k]), tuple(rest[k:])))
 
 
 _SORT_RUN = 65536

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .split import Children
-from .stats import ClassStats, FrequencyGroups
+from .stats import ClassStats, FrequencyGroups, ranges
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Level:
             first = np.searchsorted(key, (at << 32) | lo)
             stop = np.searchsorted(key, (at << 32) | hi, side="right")
         lengths = stop - first
-        return _take(self.groups, _ranges(first, lengths), np.repeat(np.arange(len(at)), lengths))
+        return _take(self.groups, ranges(first, stop), np.repeat(np.arange(len(at)), lengths))
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def groups_with_siblings(
         return groups, Level.of(d, pid, attr, groups)
     # keep the extra siblings' groups for the next level too
     extra = now.pairs(np.arange(len(direct), len(comp_pid)))
-    both = _concat([groups, _shift(extra, Q)])
+    both = FrequencyGroups.concat([groups, _shift(extra, Q)])
     return groups, Level.of(d, np.concatenate((pid, extra_key // d)), np.concatenate((attr, extra_key % d)), both)
 
 
@@ -159,7 +159,7 @@ def merge_levels(levels: list[Level], d: int) -> Level | None:
     if len(levels) == 1:
         return levels[0]
     offset = np.cumsum([0] + [len(lv.key) for lv in levels])
-    groups = _concat([_shift(lv.groups, int(o)) for lv, o in zip(levels, offset[:-1])])
+    groups = FrequencyGroups.concat([_shift(lv.groups, int(o)) for lv, o in zip(levels, offset[:-1])])
     key = np.empty(int(offset[-1]), dtype=np.int64)
     for lv, o in zip(levels, offset[:-1]):
         key[o + lv.pair] = lv.key  # each level's keys in its pairs' order
@@ -189,16 +189,6 @@ def _shift(groups: FrequencyGroups, by: int) -> FrequencyGroups:
     return FrequencyGroups(groups.part + by, groups.code, groups.stats)
 
 
-def _concat(parts: list[FrequencyGroups]) -> FrequencyGroups:
-    stats = [p.stats for p in parts]
-    return FrequencyGroups(
-        np.concatenate([p.part for p in parts]), np.concatenate([p.code for p in parts]),
-        ClassStats(np.concatenate([s.n for s in stats]),
-                   tuple(np.concatenate(c) for c in zip(*[s.counts for s in stats])),
-                   tuple(np.concatenate(m) for m in zip(*[s.moments for s in stats]))),
-    )
-
-
 def _assemble(pieces: list[tuple[np.ndarray, FrequencyGroups]], Q: int) -> FrequencyGroups:
     """Pieces of groups (``part`` = position in the piece's pair indices, sorted) as one set of
     groups with ``part`` = pair index, sorted by pair: each group scattered to its place."""
@@ -223,11 +213,3 @@ def _assemble(pieces: list[tuple[np.ndarray, FrequencyGroups]], Q: int) -> Frequ
                         (g.code, g.stats.n, *g.stats.counts, *g.stats.moments)):
             a[at] = b
     return out
-
-
-def _ranges(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The integers ``first[i] .. first[i] + lengths[i] - 1``, concatenated."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)

@@ -25,7 +25,7 @@ from .criteria import Criterion, InfoGain, Regression, Targets
 from .hierarchy import Hierarchy
 from . import kernels
 from .parallel import run_all
-from .stats import ClassStats, FrequencyGroups, Running, first_of_run
+from .stats import ClassStats, FrequencyGroups, Running, first_of_run, ranges
 
 if TYPE_CHECKING:  # domain builds on spec, which builds on the criteria
     from .domain import Domain
@@ -323,7 +323,7 @@ def _most_balanced(idx, part, n_left, total, running, judged, constraints, layou
     while open_.any():
         r = open_.nonzero()[0]
         new_lo, new_hi = np.maximum(starts[r], cross[r] - width), np.minimum(ends[r], cross[r] + width)
-        fresh = np.concatenate((_ranges(new_lo, lo[r]), _ranges(hi[r], new_hi)))
+        fresh = np.concatenate((ranges(new_lo, lo[r]), ranges(hi[r], new_hi)))
         lo[r], hi[r] = new_lo, new_hi
         if len(fresh):
             g = idx[fresh]
@@ -343,14 +343,6 @@ def _most_balanced(idx, part, n_left, total, running, judged, constraints, layou
         width *= 4
     found = best[best >= 0]
     return idx[found]
-
-
-def _ranges(first: np.ndarray, stop: np.ndarray) -> np.ndarray:
-    """The integers of the ranges ``[first[i], stop[i])``, concatenated."""
-    n = np.maximum(stop - first, 0)
-    if n.sum() == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.repeat(first - (np.cumsum(n) - n), n) + np.arange(n.sum())
 
 
 def _near_least_squares(criterion, layout, running, cand, part, total, partition_terms, n_all) -> np.ndarray:

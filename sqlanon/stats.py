@@ -135,6 +135,19 @@ class FrequencyGroups:
         counts = np.diff(np.append(starts, len(part)))
         return cls(part[starts].astype(np.int64), code[starts].astype(np.int32), ClassStats(counts.astype(np.int64)))
 
+    @classmethod
+    def concat(cls, parts: Sequence[FrequencyGroups], threads: int = 1) -> FrequencyGroups:
+        """The groups of ``parts`` one after another (``part`` as given), each array
+        concatenated on its own thread."""
+        if len(parts) == 1:
+            return parts[0]
+        stats = [p.stats for p in parts]
+        columns = [[p.part for p in parts], [p.code for p in parts], [s.n for s in stats],
+                   *map(list, zip(*[s.counts for s in stats])), *map(list, zip(*[s.moments for s in stats]))]
+        part, code, n, *rest = run_all(np.concatenate, columns, threads)
+        k = len(stats[0].counts)
+        return cls(part, code, ClassStats(n, tuple(rest[:k]), tuple(rest[k:])))
+
     def totals(self, parts: int) -> ClassStats:
         """Statistics per partition (zeros for partitions without rows)."""
         starts = first_of_run(self.part)
@@ -295,3 +308,12 @@ def first_of_run(keys: np.ndarray) -> np.ndarray:
 def run_lengths(starts: np.ndarray, total: int) -> np.ndarray:
     """Lengths of the runs starting at ``starts`` in an array of length ``total``."""
     return np.diff(np.append(starts, total))
+
+
+def ranges(first: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """The integers of the ranges ``[first[i], stop[i])``, concatenated."""
+    n = np.maximum(stop - first, 0)
+    total = int(n.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.repeat(first - (np.cumsum(n) - n), n) + np.arange(total)
