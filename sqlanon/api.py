@@ -14,12 +14,12 @@ from . import sqlgen as g
 from .constraints import Constraint
 from .criteria import Criterion
 from .domain import Domain, build_domains, encode
-from .engine import Engine
+from .engine import Engine, serialized
 from .laps import Laps
-from .errors import InputError, SqlanonError, VerificationError
+from .errors import EngineError, InputError, ObjectExistsError, SqlanonError, VerificationError
 from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
-from .spec import EQ_CLASS, Spec, resolve
+from .spec import Spec, free_name, resolve
 from .verify import Verification, verify
 
 
@@ -35,8 +35,12 @@ class Release:
         rowmap: the row map the view joins on (None when materialized).
         hierarchies: the table keeping the hierarchies of hierarchical QIs (None if there are
             none); with the JSON comment on ``rules`` it lets the release reload by name.
-        materialized: True when the source had no stable row id (a view over files, say), so a
-            snapshot table was published instead of a live view.
+        materialized: True when the source had no key (no declared PRIMARY KEY / UNIQUE key and
+            no ``key=``), so a snapshot table was published instead of a live view: it does not
+            follow later changes of the source.
+        key: the columns the live view finds each source row by (None for a snapshot).
+        class_column: the published column holding the equivalence class (``eq_class``, or a
+            derived name when the source has a column of that name).
         table, qid, k: the request.
         k_achieved: the smallest equivalence class, as verified on the published relation.
         partitions: number of equivalence classes (non-empty regions).
@@ -55,6 +59,8 @@ class Release:
     rowmap: str | None
     hierarchies: str | None
     materialized: bool
+    key: tuple[str, ...] | None
+    class_column: str
     table: str
     qid: tuple[str, ...]
     k: int
@@ -83,6 +89,7 @@ class Release:
         return imprecision(con, self, chosen)
 
 
+@serialized
 def anonymize(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -100,6 +107,8 @@ def anonymize(
     target: str | Sequence[str] | None = None,
     criterion: Criterion | None = None,
     selections: str | Sequence[str] | None = None,
+    key: str | Sequence[str] | None = None,
+    class_column: str | None = None,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian).
 
@@ -114,7 +123,9 @@ def anonymize(
             QIs without one are ordered domains (numbers, dates, timestamps, text, booleans).
         view: name of the published view (default ``<table>_anon``); the rules are
             ``<view>_rules`` and the row map ``<view>_rowmap``.
-        replace: overwrite existing objects of those names.
+        replace: replace an earlier sqlanon release of the same name (its view, rules, row map
+            and hierarchies, as its manifest lists them). Never any other object: a table that
+            merely has one of those names, or anything the source reads, is refused.
         memory_rows: partitions of at most this many rows are finished in memory (numpy), in
             batches of about this many rows; larger ones are split in SQL. 0 keeps everything in
             SQL. The result does not depend on it.
@@ -131,6 +142,12 @@ def anonymize(
         selections: the SQL predicates analysts will run (over the QIs; see
             :mod:`sqlanon.selection`): Selection Mondrian (KDD 2006, Section 3.4) first splits to
             minimize their imprecision, then continues with the criterion above in each region.
+        key: the column(s) that identify a source row (unique, never NULL). Default: the
+            table's declared PRIMARY KEY, else a declared UNIQUE key. With a key the release is
+            a live view over the source that stays fail-closed while the source changes (see
+            :mod:`sqlanon.view`); without one it is a snapshot table.
+        class_column: name of the equivalence-class column (default ``eq_class``, or
+            ``eq_class_1``, ... if the source has a column of that name).
 
     Returns:
         The :class:`Release`.
@@ -145,7 +162,8 @@ def anonymize(
     engine = Engine(con)
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
-                   target=target, criterion=criterion, selections=selections)
+                   target=target, criterion=criterion, selections=selections, key=key,
+                   class_column=class_column)
     lap("validate")
     try:
         source, rid = _working_source(engine, spec)
@@ -170,6 +188,8 @@ def anonymize(
         rowmap=None if spec.outputs.materialize else spec.outputs.assignment,
         hierarchies=spec.outputs.hierarchies,
         materialized=spec.outputs.materialize,
+        key=spec.key.columns if spec.key else None,
+        class_column=spec.outputs.class_column,
         table=spec.source.name,
         qid=tuple(q.name for q in spec.qis),
         k=spec.k,
@@ -182,8 +202,9 @@ def anonymize(
         statements=engine.statements,
         verification=verification,
         notes=(
-            (f"{spec.source.path or spec.source.name!r} is a {spec.source.kind} without stable row ids: "
-             f"published a snapshot table {spec.outputs.view!r} instead of a live view.",)
+            (f"{spec.source.path or spec.source.name!r} has no key (no declared PRIMARY KEY or UNIQUE key, "
+             f"no key=): published a snapshot table {spec.outputs.view!r} that does not follow later "
+             f"changes of the source. Pass key= (or declare a key) for a live view.",)
             if spec.outputs.materialize else ()
         ),
         selections=spec.workload.selections,
@@ -200,13 +221,14 @@ def _created(spec: Spec) -> list[tuple[str, str]]:
 
 
 def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
-    """The relation the run reads and its row-id column: the table itself (``rowid``), or a
-    temp snapshot with a generated id for sources without one, read once so that the
-    partitioning and the published table see the same rows."""
-    if spec.source.has_rowid:
-        return spec.source.ref, "rowid"
+    """The relation the run reads and its row-id column: the source itself when its key is one
+    integer column (the key is the row id), else a temp snapshot numbered by a generated id,
+    read once so that the partitioning and the publication see the same rows. (DuckDB's own
+    ``rowid`` is no identity: CHECKPOINT renumbers it after deletes.)"""
+    if spec.key is not None and spec.key.direct:
+        return spec.source.ref, spec.key.columns[0]
     name = engine.temp_name("snapshot")
-    rid = "__sqlanon_rid"
+    rid = free_name("__sqlanon_rid", spec.source.column_names)
     numbered = exp.select(
         g.alias(exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1)), rid), exp.Star()
     ).from_(spec.source.ref)
@@ -218,7 +240,12 @@ def _publish_verified(
     engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: Regions, work: str,
     memory: str | None, source: exp.Table, rid: str,
 ) -> Verification:
-    """Create rules, row map and view in one transaction, verify, and roll back on failure."""
+    """Create rules, row map and view in one transaction, verify, and roll back on failure.
+
+    Publication is atomic: when another run publishes the same names at the same time, the
+    database refuses one of the two transactions (a write-write conflict) and that run rolls
+    back and raises :class:`ObjectExistsError`; exactly one release stands.
+    """
     own_transaction = not engine.in_transaction()  # else publish inside the caller's
     if own_transaction:
         engine.execute(exp.Transaction())
@@ -226,12 +253,11 @@ def _publish_verified(
         for name, kind in spec.outputs.existing:  # replace=True: inside the transaction, so a failure restores them
             engine.execute(g.drop(name, kind.upper()))
         region = create_rules(engine, spec, domains, regions)
-        manifest.write(engine, spec, constraints=[c.describe() for c in spec.workload.constraints],
-                       criterion=spec.workload.criterion.describe())
+        manifest.write(engine, spec)
         rowmap = create_rowmap(engine, spec, work, memory, regions, region)
         publish(engine, spec, source, rid, rowmap)
-        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k, class_column=EQ_CLASS,
-                        constraints=spec.workload.constraints)
+        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k,
+                        class_column=spec.outputs.class_column, constraints=spec.workload.constraints)
         problems = []
         if result.violating:
             problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
@@ -246,7 +272,9 @@ def _publish_verified(
                 f"the published relation {spec.outputs.view!r} failed verification: "
                 + "; ".join(problems) + ". Nothing was published."
             )
-    except BaseException:
+        if own_transaction:
+            engine.execute(exp.Commit())
+    except BaseException as e:
         try:
             if own_transaction:
                 engine.execute(exp.Rollback())
@@ -255,7 +283,10 @@ def _publish_verified(
                     engine.execute(g.drop(name, kind))
         except SqlanonError:
             pass
+        if isinstance(e, EngineError) and "conflict" in str(e).lower():
+            raise ObjectExistsError(
+                f"another run published {spec.outputs.view!r} (or one of its objects) at the same time; "
+                f"this run was rolled back and left nothing behind"
+            ) from e
         raise
-    if own_transaction:
-        engine.execute(exp.Commit())
     return result

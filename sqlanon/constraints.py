@@ -12,6 +12,7 @@ equivalence class of the published data, so every constraint accepts it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -248,3 +249,22 @@ def variance(moments: np.ndarray) -> np.ndarray:
 def squared_error(moments: np.ndarray) -> np.ndarray:
     """Sum of squared deviations from the class mean, ``S2 - S1^2 / n`` (0 when n = 0)."""
     return variance(moments) * moments[:, 0].astype(np.float64)
+
+
+#: The constraints a manifest can record, by class name.
+RECORDABLE: dict[str, type] = {c.__name__: c for c in (KAnonymity, DistinctLDiversity, EntropyLDiversity,
+                                                        RecursiveCLDiversity, VarianceDiversity)}
+
+
+def to_record(c: Constraint) -> dict[str, object]:
+    """A constraint as a JSON-ready dict (exact parameters), for the release manifest."""
+    return {"type": type(c).__name__, **dataclasses.asdict(c)}  # type: ignore[call-overload]
+
+
+def from_record(record: dict[str, object]) -> Constraint:
+    """The inverse of :func:`to_record`; raises ValueError for a record it does not know."""
+    fields = dict(record)
+    kind = RECORDABLE.get(str(fields.pop("type", "")))
+    if kind is None:
+        raise ValueError(f"unknown constraint record {record!r}")
+    return kind(**fields)

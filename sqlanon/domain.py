@@ -121,15 +121,15 @@ def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
 def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression) -> str:
     """Create the working table: one row per source row (see :mod:`sqlanon.working`).
 
-    ``rid``, ``pid``, ``qhash`` (a fingerprint of the row's QI values, so the published view can
-    refuse rows whose QIs changed after the release), the QI codes ``q0..``, the codes of the
+    ``rid``, ``pid``, ``qhash`` (a fingerprint of the row's QI and constraint columns, so the
+    published view can refuse rows that changed after the release), the QI codes ``q0..``, the codes of the
     class columns ``k0..`` and the centered numeric columns ``t0..`` (integers when exact).
     """
     name = engine.temp_name("work")
     select = [
         g.alias(rid, "rid"),
         g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid"),
-        g.alias(qi_hash(spec, "b"), "qhash"),
+        g.alias(g.row_hash(spec.guarded_columns, "b"), "qhash"),
     ]
     query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
     for i, d in enumerate(domains):
@@ -171,7 +171,3 @@ def code_type(size: int) -> str:
     every SQL level, so its width is what a level costs."""
     return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "INTEGER"
 
-
-def qi_hash(spec: Spec, alias: str) -> exp.Expression:
-    """``hash(qi_1, ..., qi_d)`` over the source's QI columns."""
-    return exp.Anonymous(this="hash", expressions=[g.col(q.name, alias) for q in spec.qis])

@@ -8,9 +8,14 @@ connection, so that another engine (PostgreSQL, Spark SQL) needs only another ad
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import threading
 import uuid
-from collections.abc import Mapping
-from typing import Any
+import weakref
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
 import duckdb
 import numpy as np
@@ -128,3 +133,37 @@ def _plain(col: np.ndarray) -> np.ndarray:
         out[col.mask] = None
         return out
     return col
+
+
+# -- one caller per connection -----------------------------------------------------------------
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def connection_lock(con: Any) -> AbstractContextManager[Any]:
+    """The lock of one connection. A DuckDB connection has one result set at a time, so two
+    threads sharing it would read each other's results; sqlanon's entry points take this lock
+    and run one after the other on a connection (re-entrant: an entry point may call another).
+    Different connections (cursors) run in parallel; publication is atomic across them."""
+    try:
+        with _LOCKS_GUARD:
+            lock = _LOCKS.get(con)
+            if lock is None:
+                lock = _LOCKS[con] = threading.RLock()
+        return lock
+    except TypeError:  # not a connection at all: the entry point's own check says so
+        return contextlib.nullcontext()
+
+
+def serialized(function: F) -> F:
+    """Decorate a public entry point whose first argument is the connection: see
+    :func:`connection_lock`."""
+
+    @functools.wraps(function)
+    def wrapper(con: Any, *args: Any, **kwargs: Any) -> Any:
+        with connection_lock(con):
+            return function(con, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -45,7 +45,7 @@ import pandas as pd
 from sqlglot import exp
 
 from . import sqlgen as g
-from .engine import Engine
+from .engine import Engine, serialized
 from .errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
 from .regions import load_release
@@ -110,6 +110,7 @@ class Imprecision:
             columns=["predicate", "returned", "true", "imprecision"])
 
 
+@serialized
 def imprecision(con: duckdb.DuckDBPyConnection, release: Any, predicates: str | Sequence[str]) -> Imprecision:
     """Imprecision ``|Pr(V)| - |Pr(T)|`` of each predicate over a release, computed in SQL.
 
@@ -150,7 +151,7 @@ def imprecision(con: duckdb.DuckDBPyConnection, release: Any, predicates: str | 
 def returned_query(m: Manifest, selections: Sequence[Selection]) -> exp.Select:
     """``SELECT sum(size) FILTER (WHERE <overlap_i>) ...`` over the rules: ``|Pr_i(V)|``."""
     aggregates = [
-        g.alias(exp.Filter(this=exp.Sum(this=g.col("size")),
+        g.alias(exp.Filter(this=exp.Sum(this=g.col(m.size_column)),
                            expression=exp.Where(this=overlap_predicate(s, g.col, rules_node_overlap))), f"r{i}")
         for i, s in enumerate(selections)
     ]

@@ -20,7 +20,9 @@ from . import sqlgen as g
 from .engine import Engine
 from .errors import InputError
 from .hierarchy import Hierarchy
-from .spec import Spec
+from .constraints import Constraint, from_record, to_record
+from .spec import EQ_CLASS, Spec
+from .view import LiveView, PublishedQI
 
 FORMAT = 1
 
@@ -49,13 +51,38 @@ class Manifest:
     constraints: tuple[str, ...]
     criterion: str
     selections: tuple[str, ...] = ()  # the workload's selection predicates (Selection Mondrian)
+    key: tuple[str, ...] | None = None  # the live view's key (None: a snapshot table)
+    key_declared: bool = True
+    guarded: tuple[str, ...] = ()  # the columns the row map's hash covers
+    constraint_objects: tuple[Constraint, ...] = ()  # exact, when the manifest records them
+    class_column: str = EQ_CLASS
+    region_column: str = "region"
+    size_column: str = "size"
+    source_relation: tuple[str, str, str] | None = None  # (catalog, schema, name) of a catalog source
+    source_columns: tuple[str, ...] = ()
 
     @property
     def qid(self) -> tuple[str, ...]:
         return tuple(q.name for q in self.qis)
 
+    def published_qis(self) -> tuple[PublishedQI, ...]:
+        """The QIs as the view publishes them (with each hierarchy's root label)."""
+        return tuple(PublishedQI(q.name, q.kind != "hierarchy",
+                                 self.hierarchies[q.name].labels[0] if q.kind == "hierarchy" else None)
+                     for q in self.qis)
 
-def write(engine: Engine, spec: Spec, constraints: list[str], criterion: str) -> None:
+    def live_view(self) -> LiveView | None:
+        """What the live view was built from (None for a snapshot or an older manifest)."""
+        if self.key is None or self.rowmap is None or self.source_relation is None:
+            return None
+        catalog, schema, name = self.source_relation
+        return LiveView(g.table(name, schema, catalog), self.source_columns, self.published_qis(), self.key,
+                        self.key_declared,
+                        self.guarded, self.k, self.constraint_objects, self.rowmap, self.rules,
+                        self.region_column, self.size_column, self.class_column)
+
+
+def write(engine: Engine, spec: Spec) -> None:
     """Store the manifest of a release being published (inside its transaction)."""
     table = spec.outputs.hierarchies
     if table:
@@ -83,9 +110,17 @@ def write(engine: Engine, spec: Spec, constraints: list[str], criterion: str) ->
         "materialized": spec.outputs.materialize,
         "k": spec.k,
         "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null} for q in spec.qis],
-        "constraints": constraints,
-        "criterion": criterion,
+        "constraints": [c.describe() for c in spec.workload.constraints],
+        "constraint_records": [to_record(c) for c in spec.workload.constraints],
+        "criterion": spec.workload.criterion.describe(),
         "selections": list(spec.workload.selections),
+        "key": list(spec.key.columns) if spec.key else None,
+        "key_declared": spec.key.declared if spec.key else None,
+        "guarded": list(spec.guarded_columns),
+        "source_relation": [spec.source.catalog, spec.source.schema, spec.source.name],
+        "source_columns": list(spec.source.column_names),
+        "columns": {"class": spec.outputs.class_column, "region": spec.outputs.region_column,
+                    "size": spec.outputs.size_column},
     }
     engine.execute(exp.Comment(this=g.table(spec.outputs.rules), kind="TABLE",
                                expression=g.lit(json.dumps(document))))
@@ -108,6 +143,7 @@ def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
             f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest"
         )
     qis = tuple(ManifestQI(q["name"], q["kind"], q["type"], q["has_null"]) for q in document["qid"])
+    columns = document.get("columns") or {}
     hierarchies: dict[str, Hierarchy] = {}
     if document["hierarchies"]:
         rows = engine.fetch_rows(
@@ -127,5 +163,13 @@ def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
         source=document["source"], k=document["k"], qis=qis, hierarchies=hierarchies,
         constraints=tuple(document["constraints"]), criterion=document["criterion"],
         selections=tuple(document.get("selections", ())),
+        key=tuple(document["key"]) if document.get("key") else None,
+        key_declared=bool(document.get("key_declared", True)),
+        guarded=tuple(document.get("guarded", ())),
+        constraint_objects=tuple(from_record(r) for r in document.get("constraint_records", ())),
+        class_column=columns.get("class", EQ_CLASS), region_column=columns.get("region", "region"),
+        size_column=columns.get("size", "size"),
+        source_relation=tuple(document["source_relation"]) if document.get("source_relation") else None,
+        source_columns=tuple(document.get("source_columns", ())),
     )
 

@@ -44,12 +44,12 @@ import pandas as pd
 from sqlglot import exp
 
 from . import sqlgen as g
-from .engine import Engine
+from .engine import Engine, serialized
 from .errors import InputError, UnknownColumnError, did_you_mean
 from .imprecision import imprecision
 from .manifest import Manifest, ManifestQI
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
-from .spec import EQ_CLASS, classify
+from .spec import classify
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _LN2 = math.log(2.0)
@@ -136,6 +136,7 @@ class Metrics:
         return pd.DataFrame({"value": pd.Series(values, index=names, dtype=object)})
 
 
+@serialized
 def metrics(
     con: duckdb.DuckDBPyConnection,
     release: Any,
@@ -212,7 +213,7 @@ def metrics(
     for t in numeric_targets:
         if classify(types[t]) != "numeric":
             raise InputError(f"numeric target {t!r} has type {types[t]}; RMSE needs a numeric column")
-    cls = g.col(EQ_CLASS, "s")  # the templates alias the view as s
+    cls = g.col(m.class_column, "s")  # the templates alias the view as s
 
     total, suppressed, classes, smallest, squares = engine.fetch_rows(
         g.template("metrics_classes", view=view_ref, **{"class": cls}))[0]
@@ -312,8 +313,8 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
         if name in qi_names:
             raise InputError(f"{label}: {name!r} is (a published column of) the quasi-identifier "
                              f"{qi_names[name]!r}; name a non-QI column of the view")
-        if name == EQ_CLASS:
-            raise InputError(f"{label}: {EQ_CLASS!r} is the equivalence class id, not a data column")
+        if name == m.class_column:
+            raise InputError(f"{label}: {m.class_column!r} is the equivalence class id, not a data column")
         if name not in types:
             raise UnknownColumnError(f"the view {m.view!r} has no column {name!r}."
                                      + did_you_mean(name, types))
@@ -324,15 +325,15 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
 def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
     """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring)."""
     rules = g.table(m.rules)
-    non_empty = exp.GT(this=g.col("size"), expression=g.lit(0))
-    sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(g.col(EQ_CLASS), "region"))
+    non_empty = exp.GT(this=g.col(m.size_column), expression=g.lit(0))
+    sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(g.col(m.class_column), "region"))
              .from_(view_ref.copy())
-             .where(exp.Not(this=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null())))
-             .group_by(g.col(EQ_CLASS)))
+             .where(exp.Not(this=exp.Is(this=g.col(m.class_column), expression=exp.Null())))
+             .group_by(g.col(m.class_column)))
     query = (exp.select()
              .from_(derived(sizes, "c"))
              .join(exp.alias_(rules.copy(), g.ident("r"), table=True),
-                   on=exp.EQ(this=g.col("region", "r"), expression=g.col("region", "c"))))
+                   on=exp.EQ(this=g.col(m.region_column, "r"), expression=g.col("region", "c"))))
     losses: list[exp.Expression] = []
     for i, qi in enumerate(m.qis):
         if qi.kind == "hierarchy":

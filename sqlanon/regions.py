@@ -43,7 +43,7 @@ from sqlglot import exp
 
 from . import manifest
 from . import sqlgen as g
-from .engine import Engine
+from .engine import Engine, serialized
 from .errors import (
     EngineError,
     InputError,
@@ -54,12 +54,12 @@ from .errors import (
 )
 from .hierarchy import Hierarchy
 from .manifest import Manifest, ManifestQI
-from .spec import EQ_CLASS
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _BIGINT = exp.DataType.build("BIGINT")
 
 
+@serialized
 def regions(
     con: duckdb.DuckDBPyConnection,
     release: Any,
@@ -155,7 +155,7 @@ def published_bounds(m: Manifest, qi: ManifestQI) -> exp.Union:
 
     def side(column: str) -> exp.Select:
         return (exp.select(g.alias(g.col(column), "v")).from_(rules.copy())
-                .where(exp.GT(this=g.col("size"), expression=g.lit(0))))
+                .where(exp.GT(this=g.col(m.size_column), expression=g.lit(0))))
 
     return exp.union(side(f"{qi.name}_min"), side(f"{qi.name}_max"), distinct=True)
 
@@ -178,10 +178,10 @@ def points_query(
     names = [c for c, _ in columns]
     available = set(names)
     hierarchical = [q for q in m.qis if q.kind == "hierarchy"]
-    needed = [c for q in m.qis for c in qi_columns(q)] + ([EQ_CLASS] if hierarchical else [])
+    needed = [c for q in m.qis for c in qi_columns(q)] + ([m.class_column] if hierarchical else [])
     missing = [c for c in needed if c not in available]
     if missing:
-        why = f" ({EQ_CLASS!r} locates the node of hierarchical QIs)" if EQ_CLASS in missing else ""
+        why = f" ({m.class_column!r} locates the node of hierarchical QIs)" if m.class_column in missing else ""
         raise UnknownColumnError(
             f"the relation lacks the published column(s) {missing} of release {m.view!r}{why}."
             + did_you_mean(missing[0], names))
@@ -191,18 +191,18 @@ def points_query(
     if hierarchical:
         query = query.join(
             exp.alias_(g.table(m.rules), g.ident("r"), table=True),
-            on=exp.EQ(this=g.col("region", "r"), expression=g.col(EQ_CLASS, x)), join_type="left")
+            on=exp.EQ(this=g.col(m.region_column, "r"), expression=g.col(m.class_column, x)), join_type="left")
     point: dict[str, tuple[exp.Expression, exp.Expression]] = {}
     for i, qi in enumerate(m.qis):
         lo_col, hi_col = qi_columns(qi)[0], qi_columns(qi)[-1]
         if qi.kind == "hierarchy":
             alias = f"h{i}"
-            # A row without a class whose label is the root's is fully generalized (an unplaced row
-            # of a table recoded by sqlanon.apply): the root's interval. (The view's own suppressed
-            # rows have a NULL label and stay NULL.)
+            # A row without a class whose label is the root's is fully generalized (a suppressed
+            # row of the view, an unplaced row of a table recoded by sqlanon.apply): the root's
+            # interval.
             h = m.hierarchies[qi.name]
             generalized = exp.Case().when(exp.and_(
-                exp.Is(this=g.col(EQ_CLASS, x), expression=exp.Null()),
+                exp.Is(this=g.col(m.class_column, x), expression=exp.Null()),
                 exp.EQ(this=g.col(qi.name, x), expression=g.lit(h.labels[0]))), g.lit(0))
             node = exp.Coalesce(this=g.col(f"{qi.name}_node", "r"), expressions=[generalized])
             query = query.join(hierarchy_nodes(h, alias), join_type="left",

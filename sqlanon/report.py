@@ -30,14 +30,13 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .constraints import Constraint, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity
-from .engine import Engine
+from .engine import Engine, serialized
 from .errors import InputError
 from .imprecision import imprecision
 from .manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
-from .spec import EQ_CLASS
 from .verify import Verification, verify
 
 FORMATS = ("html", "markdown", "json")
@@ -133,6 +132,7 @@ class ReleaseReport:
         }
 
 
+@serialized
 def report(
     con: duckdb.DuckDBPyConnection,
     release: Any,
@@ -202,7 +202,8 @@ def collect(
         numeric_targets=workload["numeric_targets"] if numeric_targets is None else numeric_targets,
         sensitive=workload["sensitive"] if sensitive is None else sensitive,
     )
-    checked = verify(con, m.view, m.qid, m.k, class_column=EQ_CLASS, constraints=rebuilt)
+    checked = verify(con, m.view, m.qid, m.k, class_column=m.class_column,
+                     constraints=list(m.constraint_objects) or rebuilt)
     view_ref, _ = resolve_relation(engine, m.view)
     timings = getattr(release, "timings", None)
     return ReleaseReport(
@@ -210,7 +211,7 @@ def collect(
         qis=tuple((q.name, q.kind, q.data_type) for q in m.qis),
         k=m.k, constraints=m.constraints, criterion=m.criterion,
         verification=checked, unchecked=unchecked, metrics=figures,
-        class_sizes=_class_sizes(engine, view_ref),
+        class_sizes=_class_sizes(engine, view_ref, m.class_column),
         widths=_widths(engine, m, view_ref, figures.suppressed),
         selections=imprecise,
         timings=None if timings is None else dict(timings),
@@ -290,11 +291,11 @@ def release_workload(m: Manifest) -> dict[str, list[str]]:
 
 
 # -- queries -----------------------------------------------------------------------------------
-def _class_sizes(engine: Engine, view_ref: exp.Table) -> tuple[tuple[int, int], ...]:
+def _class_sizes(engine: Engine, view_ref: exp.Table, class_column: str) -> tuple[tuple[int, int], ...]:
     """``(size, classes)`` per distinct class size: at most ~sqrt(2N) rows come back."""
     sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n")).from_(view_ref.copy())
-             .where(exp.Not(this=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null())))
-             .group_by(g.col(EQ_CLASS)))
+             .where(exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null())))
+             .group_by(g.col(class_column)))
     query = (exp.select(g.col("n"), exp.Count(this=exp.Star())).from_(derived(sizes, "c"))
              .group_by(g.col("n")).order_by(g.col("n")))
     return tuple((int(n), int(c)) for n, c in engine.fetch_rows(query))

@@ -78,7 +78,6 @@ from .selection import (
     _unparen,
     selection_qis_from_manifest,
 )
-from .spec import EQ_CLASS
 
 _CLAUSES = {"expressions", "from_", "where", "group", "order", "limit", "offset", "distinct", "having", "qualify"}
 
@@ -294,7 +293,7 @@ class _Rewriter:
                 out.append(overlap)
             elif all(c is not w for w in with_qi):  # identity: sqlglot's == compares structure
                 out.append(c)
-        out.append(exp.Not(this=exp.Is(this=self.column(EQ_CLASS), expression=exp.Null())))
+        out.append(exp.Not(this=exp.Is(this=self.column(self.m.class_column), expression=exp.Null())))
         return exp.and_(*out, copy=False)
 
     def terms(self, node: exp.Expression) -> list[_Term]:
@@ -354,9 +353,9 @@ class _Rewriter:
         shared = any(h.labels[n] in labels for n in range(h.n_nodes) if n not in inside)
         column = self.column(qi.name)
         if shared:
-            regions = (exp.select(g.col("region")).from_(g.table(self.m.rules))
+            regions = (exp.select(g.col(self.m.region_column)).from_(g.table(self.m.rules))
                        .where(exp.In(this=g.col(f"{qi.name}_node"), expressions=[g.lit(n) for n in sorted(inside)])))
-            return exp.In(this=self.column(EQ_CLASS), query=exp.Subquery(this=regions))
+            return exp.In(this=self.column(self.m.class_column), query=exp.Subquery(this=regions))
         parts: list[exp.Expression] = []
         texts = sorted(label for label in labels if label is not None)
         if texts:

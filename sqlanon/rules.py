@@ -4,8 +4,9 @@ Rules relation ``<view>_rules`` — one row per region (leaf of the partition tr
 Section 2.2: each root-to-leaf path is a rule), regions numbered by their box so the numbering
 does not depend on how the partition was computed:
 
-* ``region`` (the ``eq_class`` of the view) and ``size`` (rows in it; 0 for a hierarchy node no
-  row falls into, kept so the rules cover the domain);
+* ``region`` (the class column of the view) and ``size`` (rows in it; 0 for a hierarchy node no
+  row falls into, kept so the rules cover the domain) -- named ``region_1``/``size_1``, ... when
+  a hierarchical QI is called ``region`` or ``size`` (the manifest records the names);
 * per ordered QI ``q``: published ``q_min``/``q_max`` (the smallest and largest value of the
   region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs) and the
   region's box in the domain: ``q_lo`` < value <= ``q_hi`` (NULL = unbounded) plus ``q_null``
@@ -13,10 +14,11 @@ does not depend on how the partition was computed:
 * per hierarchical QI ``q``: published ``q`` (the node label) and ``q_node`` (node id in the
   hierarchy's DFS pre-order).
 
-Row map ``<view>_rowmap``: ``(rid, region, qhash)`` for each source row. The view joins the
-source to it on ``rowid`` *and* on the hash of the row's current QI values: a row inserted or
-updated after the release matches nothing and is published with every QI column NULL (fully
-suppressed) — never with its raw values.
+Row map ``<view>_rowmap`` (only for a source with a key): ``(key0.., region, rhash)`` for each
+source row: its key, its region, and the hash of its QI and constraint columns at release time.
+The live view (:mod:`sqlanon.view`) joins the source to it on the key *and* the hash, and
+enforces the requirement at query time. A source without a key is published as a snapshot
+table of the rows the run read.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ import numpy as np
 from sqlglot import exp
 
 from . import sqlgen as g
-from .domain import Domain, qi_hash
+from .domain import Domain
 from .engine import Engine
 from .partition import Boxes, Regions
-from .spec import EQ_CLASS, Spec
+from .spec import Spec
+from .view import LiveView, PublishedQI, live_view, rowmap_key
 
 
 def number_regions(boxes: Boxes) -> np.ndarray:
@@ -40,7 +43,8 @@ def number_regions(boxes: Boxes) -> np.ndarray:
 
 def rules_columns(spec: Spec) -> list[str]:
     """Every column of the rules relation, in order."""
-    return ["region", "size"] + [c for qi in spec.qis for c in qi.published + qi.box_columns]
+    out = spec.outputs
+    return [out.region_column, out.size_column] + [c for qi in spec.qis for c in qi.published + qi.box_columns]
 
 
 def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> np.ndarray:
@@ -70,7 +74,8 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
 
     # Codes -> values through the domain tables, so published values keep their source types.
     # (copy=False: the loop grows one tree; copying it at every step is quadratic.)
-    query = exp.select(g.col("region", "r"), g.col("size", "r")).from_(
+    query = exp.select(g.alias(g.col("region", "r"), spec.outputs.region_column),
+                       g.alias(g.col("size", "r"), spec.outputs.size_column)).from_(
         exp.alias_(g.table(codes), g.ident("r"), table=True)
     )
     for i, d in enumerate(domains):
@@ -93,7 +98,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
         query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"), copy=False)
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
         exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident("x")))
-    ).order_by(g.col("region"))
+    ).order_by(g.col(spec.outputs.region_column))
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     engine.drop_temp(codes)
     return region
@@ -102,7 +107,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
 def create_rowmap(
     engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
 ) -> str:
-    """The row map ``(rid, region, qhash)``: persistent for a live view, temp for a snapshot.
+    """A temp table ``(rid, region, qhash)``: each row's region by the run's row id.
 
     Rows finished in SQL carry their leaf in the working table; rows finished in memory come
     from ``memory_assignment``. Both only join the small leaf -> region table.
@@ -122,18 +127,44 @@ def create_rowmap(
             .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
         )
         query = exp.union(query, in_memory, distinct=False)
-    if spec.outputs.materialize:
-        name = engine.temp_name("rowmap")
-        engine.execute(g.create_table_as(name, query))
-    else:
-        name = spec.outputs.assignment
-        engine.execute(g.create_table_as(name, query, temporary=False))
+    name = engine.temp_name("rowmap")
+    engine.execute(g.create_table_as(name, query))
     engine.drop_temp(mapping)
     return name
 
 
+def live_plan(spec: Spec) -> LiveView:
+    """What the live view of this release is built from."""
+    assert spec.key is not None
+    qis = tuple(PublishedQI(q.name, q.ordered, None if q.ordered else q.hierarchy.labels[0])  # type: ignore[union-attr]
+                for q in spec.qis)
+    out = spec.outputs
+    return LiveView(spec.source.ref, spec.source.column_names, qis, spec.key.columns, spec.key.declared,
+                    spec.guarded_columns, spec.k, spec.workload.constraints, out.assignment, out.rules,
+                    out.region_column, out.size_column, out.class_column)
+
+
 def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
-    """Create the anonymized view (or, for sources without row ids, table)."""
+    """Create the anonymized relation: for a keyed source the persistent row map
+    ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.view`); else a
+    snapshot table of the rows the run read."""
+    out = spec.outputs
+    if spec.key is None:
+        _publish_snapshot(engine, spec, source, rid, rowmap)
+        return
+    x = exp.alias_(g.table(rowmap), g.ident("x"), table=True)
+    if spec.key.direct:  # the run's row id is the key itself
+        query = exp.select(g.alias(g.col("rid", "x"), rowmap_key(0))).from_(x)
+    else:  # the run read a snapshot numbered by ``rid``: look its key up there
+        query = exp.select(*[g.alias(g.col(c, "b"), rowmap_key(i)) for i, c in enumerate(spec.key.columns)]).from_(x).join(
+            exp.alias_(source, g.ident("b"), table=True), on=exp.EQ(this=g.col(rid, "b"), expression=g.col("rid", "x")))
+    query = query.select(g.col("region", "x"), g.alias(g.col("qhash", "x"), "rhash"), copy=False)
+    engine.execute(g.create_table_as(out.assignment, query, temporary=False))
+    engine.execute(g.create_view(out.view, live_view(live_plan(spec))))
+
+
+def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
+    """The snapshot table: the rows the run read, each with its region's published columns."""
     qis = {q.name: q for q in spec.qis}
     select: list[exp.Expression] = []
     for name in spec.source.column_names:
@@ -141,21 +172,16 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str
             select += [g.alias(g.col(p, "r"), p) for p in qis[name].published]
         else:
             select.append(g.alias(g.col(name, "b"), name))
-    select.append(g.alias(g.col("region", "r"), EQ_CLASS))
-    on = exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b"))
-    if not spec.outputs.materialize:  # a live view: refuse rows whose QIs changed since
-        on = exp.and_(on, exp.EQ(this=g.col("qhash", "a"), expression=qi_hash(spec, "b")))
+    select.append(g.alias(g.col("region", "a"), spec.outputs.class_column))
     query = (
         exp.select(*select)
         .from_(exp.alias_(source, g.ident("b"), table=True))
-        .join(exp.alias_(g.table(rowmap), g.ident("a"), table=True), on=on, join_type="left")
+        .join(exp.alias_(g.table(rowmap), g.ident("a"), table=True),
+              on=exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b")), join_type="left")
         .join(
             exp.alias_(g.table(spec.outputs.rules), g.ident("r"), table=True),
-            on=exp.EQ(this=g.col("region", "r"), expression=g.col("region", "a")),
+            on=exp.EQ(this=g.col(spec.outputs.region_column, "r"), expression=g.col("region", "a")),
             join_type="left",
         )
     )
-    if spec.outputs.materialize:
-        engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))
-    else:
-        engine.execute(g.create_view(spec.outputs.view, query))
+    engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))

@@ -7,13 +7,15 @@ the output names (refusing to overwrite unless ``replace=True``).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from . import sqlgen as g
@@ -74,6 +76,7 @@ class Source:
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
     rows: int
     path: str | None = None  # for files: the path or glob
+    keys: tuple[tuple[str, ...], ...] = ()  # declared PRIMARY KEY / UNIQUE column sets, PK first
 
     @property
     def ref(self) -> exp.Table:
@@ -83,13 +86,27 @@ class Source:
         return g.table(self.name, self.schema, self.catalog)
 
     @property
-    def has_rowid(self) -> bool:
-        """Only base tables have a stable row identity (``rowid``) a live view can join on."""
-        return self.kind == "table"
-
-    @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c for c, _ in self.columns)
+
+
+#: Key types whose values serve directly as the run's BIGINT row id (no snapshot needed).
+_DIRECT_KEY_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
+
+
+@dataclass(frozen=True)
+class RowIdentity:
+    """How a live view finds each source row again: the key columns it joins on.
+
+    A database's own row numbers are no identity: DuckDB renumbers ``rowid`` on CHECKPOINT after
+    deletes, so a view joined on it publishes unchanged rows as unplaced and new rows inside old
+    classes. Only a key survives changes to the table. ``declared``: the database enforces it
+    (PRIMARY KEY or UNIQUE), so the view need not guard against duplicate key values.
+    """
+
+    columns: tuple[str, ...]
+    declared: bool
+    direct: bool  # one integer column: it is the run's row id itself
 
 
 @dataclass(frozen=True)
@@ -121,14 +138,18 @@ class QI:
 
 @dataclass(frozen=True)
 class Outputs:
-    """Names of the objects a release creates in the connection's current schema."""
+    """Names of the objects a release creates in the connection's current schema, and the names
+    of its own columns (derived so that they never collide with the user's columns)."""
 
     view: str
     rules: str
     assignment: str
-    materialize: bool  # publish a table (the source has no stable row id) instead of a view
+    materialize: bool  # publish a snapshot table (no key to find rows again) instead of a view
     hierarchies: str | None = None  # where the hierarchies of hierarchical QIs are kept
     existing: tuple[tuple[str, str], ...] = ()  # (name, kind) of objects replace=True overwrites
+    class_column: str = "eq_class"  # the view's equivalence-class column
+    region_column: str = "region"  # the rules' region id
+    size_column: str = "size"  # the rules' region size
 
 
 @dataclass(frozen=True)
@@ -142,6 +163,16 @@ class Spec:
     memory_rows: int
     replace: bool
     workload: Workload
+    key: RowIdentity | None = None  # None: published as a snapshot table
+
+    @property
+    def guarded_columns(self) -> tuple[str, ...]:
+        """The columns whose change after the release unplaces a row in the live view: the QIs
+        and every column a constraint judges (a changed sensitive value could break l)."""
+        names = [q.name for q in self.qis]
+        for c in self.workload.constraints:
+            names += [x for x in (*c.class_columns, *c.numeric_columns) if x not in names]
+        return tuple(names)
 
 
 def resolve(
@@ -160,12 +191,16 @@ def resolve(
     target: str | Sequence[str] | None = None,
     criterion: Any = None,
     selections: str | Sequence[str] | None = None,
+    key: str | Sequence[str] | None = None,
+    class_column: str | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
     Raises:
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
+    if not isinstance(replace, bool):
+        raise InputError(f"replace must be True or False, got {replace!r}")
     objects = _catalog(engine)
     source = _find_source(engine, objects, table)
     qid = _check_qid(qid, source)
@@ -206,8 +241,10 @@ def resolve(
         constraints=constraints, target=target, criterion=criterion, selections=selections,
         qis=qis,
     )
-    outputs = _outputs(engine, objects, source, tuple(qis), view, replace)
-    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload)
+    identity = _row_identity(engine, source, key)
+    outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
+                       hierarchies)
+    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -238,7 +275,7 @@ def _find_source(engine: Engine, objects: list, table: str, count: bool = True) 
         raise UnknownTableError(
             f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
         )
-    catalog, schema, name, kind, _ = matches[0]
+    catalog, schema, name, kind = matches[0][:4]
     columns = tuple(
         (c, t)
         for c, t in engine.fetch_rows(
@@ -247,7 +284,11 @@ def _find_source(engine: Engine, objects: list, table: str, count: bool = True) 
     )
     ref = g.table(name, schema, catalog)
     rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
-    return Source(catalog, schema, name, kind, columns, rows)
+    keys: tuple[tuple[str, ...], ...] = ()
+    if kind == "table":
+        keys = tuple(tuple(cols) for _, cols in engine.fetch_rows(
+            g.template("catalog_keys", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name))))
+    return Source(catalog, schema, name, kind, columns, rows, keys=keys)
 
 
 def _is_file(table: str) -> bool:
@@ -334,46 +375,176 @@ def types_of(source: Source) -> dict[str, str]:
     return dict(source.columns)
 
 
+def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | None) -> RowIdentity | None:
+    """The key a live view joins the source on: ``key=`` (checked: unique and never NULL now;
+    the view also guards against duplicates added later unless the database enforces the key),
+    else the table's declared PRIMARY KEY or a UNIQUE key without NULLs; None when there is
+    none (the release is then a snapshot table)."""
+    types = dict(source.columns)
+    if key is not None:
+        columns = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (list, tuple)) else None
+        if not columns or not all(isinstance(c, str) and c for c in columns):
+            raise InputError(f"key must be a column name or a list of column names, got {key!r}")
+        if len(set(columns)) != len(columns):
+            raise InputError(f"key lists a column twice: {list(columns)}")
+        for c in columns:
+            if c not in types:
+                raise UnknownColumnError(f"key column {c!r} is not a column of {source.name!r}."
+                                         + did_you_mean(c, source.column_names))
+        if source.kind == "file":
+            raise InputError(f"key= needs a table or view: files ({source.path!r}) are published as a snapshot "
+                             "table; load them into a table with a key for a live view")
+        nulls, duplicates = _key_violations(engine, source, columns)
+        if nulls or duplicates:
+            raise InputError(
+                f"key {list(columns)} does not identify the rows of {source.name!r}: "
+                f"{nulls} row(s) with a NULL key, {duplicates} key value(s) held by several rows"
+            )
+        declared = any(set(k) == set(columns) for k in source.keys)
+    else:
+        usable = [k for k in source.keys if _key_violations(engine, source, k)[0] == 0]
+        if not usable:
+            return None
+        columns, declared = usable[0], True
+    direct = len(columns) == 1 and types[columns[0]].upper() in _DIRECT_KEY_TYPES
+    return RowIdentity(columns, declared, direct)
+
+
+def _key_violations(engine: Engine, source: Source, columns: Sequence[str]) -> tuple[int, int]:
+    """Rows with a NULL in a key column, and key values held by more than one row."""
+    any_null = exp.or_(*[exp.Is(this=g.col(c), expression=exp.Null()) for c in columns])
+    nulls = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref).where(any_null)) or 0)
+    repeated = (exp.select(g.lit(1)).from_(source.ref).where(exp.Not(this=exp.paren(any_null)))
+                .group_by(*[g.col(c) for c in columns]).having(exp.GT(this=exp.Count(this=exp.Star()), expression=g.lit(1))))
+    duplicates = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(
+        exp.Subquery(this=repeated, alias=exp.TableAlias(this=g.ident("d"))))) or 0)
+    return nulls, duplicates
+
+
+def free_name(base: str, taken: Iterable[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (case-insensitively,
+    as DuckDB compares names), so an internal column never collides with a user's."""
+    used = {t.lower() for t in taken}
+    name, i = base, 0
+    while name.lower() in used:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
 def _outputs(
-    engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool
+    engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool,
+    materialize: bool, class_column: str | None, hierarchies: Mapping[str, Any],
 ) -> Outputs:
     """Output names, checked like DuckDB resolves them: unqualified names in the current schema,
-    compared case-insensitively."""
+    compared case-insensitively. ``replace`` only ever replaces the objects of an earlier
+    sqlanon release of the same name (as its manifest lists them), never another object, and
+    never one the source reads."""
     view = view if view is not None else f"{source.name}_anon"
     if not isinstance(view, str) or not view:
         raise InputError(f"view must be a non-empty string, got {view!r}")
-    hierarchies = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
-    names = [view, f"{view}_rules"] + ([f"{view}_rowmap"] if source.has_rowid else []) + ([hierarchies] if hierarchies else [])
+    hierarchies_table = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
+    names = [view, f"{view}_rules"] + ([] if materialize else [f"{view}_rowmap"]) + (
+        [hierarchies_table] if hierarchies_table else [])
     current = _current(engine)
-    here = {o[2].lower(): (o[2], o[3]) for o in objects if (o[0], o[1]) == current}
+    here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
+    owned = _release_objects(here, view)
+    reads = _reads(objects, source, current)
     existing = []
-    for name in names:
+    # The new release's names, then what else the release it replaces owns (its row map, say).
+    for name in names + sorted(o for o in owned - {n.lower() for n in names} if o in here):
         if (source.catalog, source.schema) == current and name.lower() == source.name.lower():
             raise ObjectExistsError(f"output {name!r} would overwrite the source {source.name!r}; choose another view=")
-        if name.lower() in here:
-            found, kind = here[name.lower()]
-            if not replace:
-                raise ObjectExistsError(
-                    f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or "
-                    f"choose another view= name"
-                )
-            existing.append((found, kind))
+        if name.lower() not in here:
+            continue
+        found, kind = here[name.lower()][2], here[name.lower()][3]
+        if not replace:
+            raise ObjectExistsError(
+                f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or "
+                f"choose another view= name"
+            )
+        if found.lower() not in owned:
+            raise ObjectExistsError(
+                f"a {kind} named {found!r} already exists and is not an object of a sqlanon release named "
+                f"{view!r}: replace=True only replaces a release's own objects; choose another view= name"
+            )
+        if found.lower() in reads:
+            raise ObjectExistsError(
+                f"the source {source.name!r} reads {found!r}, which replace=True would drop; choose another view= name"
+            )
+        if any(isinstance(h, str) and h.lower() == found.lower() for h in hierarchies.values()):
+            raise ObjectExistsError(
+                f"a hierarchy is read from {found!r}, which replace=True would drop; choose another view= name"
+            )
+        existing.append((found, kind))
     if existing and engine.in_transaction():
         raise InputError(
             "replace=True inside an open transaction: if the new release failed its check, the one it "
             "replaces could not be restored. Commit or roll back first, or choose another view= name."
         )
-    _unique_columns(source, qis)
-    return Outputs(view, names[1], f"{view}_rowmap", materialize=not source.has_rowid, hierarchies=hierarchies,
-                   existing=tuple(existing))
+    rules_names, view_names = _column_names(source, qis)
+    outputs = Outputs(view, names[1], f"{view}_rowmap", materialize=materialize, hierarchies=hierarchies_table,
+                      existing=tuple(existing), class_column=_class_column(class_column, view_names),
+                      region_column=free_name("region", rules_names), size_column=free_name("size", rules_names))
+    return outputs
 
 
-def _unique_columns(source: Source, qis: tuple[QI, ...]) -> None:
-    """The view's and the rules' columns must be distinct (DuckDB compares them case-insensitively)."""
+def _release_objects(here: Mapping[str, tuple], view: str) -> set[str]:
+    """Lower-cased names of the objects of the sqlanon release named ``view`` in the current
+    schema, as its manifest (the comment on its rules relation) lists them; empty if none."""
+    rules = here.get(f"{view}_rules".lower())
+    try:
+        document = json.loads(rules[5]) if rules and rules[5] else None
+    except (TypeError, ValueError):
+        document = None
+    if not isinstance(document, dict) or "sqlanon" not in document or str(document.get("view", "")).lower() != view.lower():
+        return set()
+    return {str(document[k]).lower() for k in ("view", "rules", "rowmap", "hierarchies") if document.get(k)}
+
+
+def _reads(objects: list, source: Source, current: tuple[str, str]) -> set[str]:
+    """Lower-cased names of every relation the source reads, through views (by name: a view's SQL
+    is parsed, and a name in any schema counts, to err on the safe side)."""
+    views = {o[2].lower(): o[6] for o in objects if o[3] == "view" and o[6]}
+    out: set[str] = set()
+    todo = [source.name.lower()] if source.kind == "view" else []
+    while todo:
+        name = todo.pop()
+        try:
+            tree = sqlglot.parse_one(views.get(name) or "", read=g.DIALECT)
+        except sqlglot.errors.ParseError:
+            continue
+        for t in tree.find_all(exp.Table) if tree is not None else ():
+            found = t.name.lower()
+            if found and found not in out:
+                out.add(found)
+                if found in views:
+                    todo.append(found)
+    return out
+
+
+def _class_column(chosen: str | None, view_columns: Sequence[str]) -> str:
+    """The view's class column: ``class_column=`` if free, else ``eq_class`` (or ``eq_class_1``,
+    ... when the source has a column of that name)."""
+    if chosen is None:
+        return free_name(EQ_CLASS, view_columns)
+    if not isinstance(chosen, str) or not chosen:
+        raise InputError(f"class_column must be a non-empty string, got {chosen!r}")
+    if chosen.lower() in {c.lower() for c in view_columns}:
+        raise ObjectExistsError(f"class_column={chosen!r} collides with a column of the anonymized view; choose another")
+    return chosen
+
+
+def _column_names(source: Source, qis: tuple[QI, ...]) -> tuple[list[str], list[str]]:
+    """The QI columns of the rules relation and the columns of the view (without the class
+    column), checked distinct (DuckDB compares names case-insensitively). A user column named
+    like a QI's published column (``age_min`` beside a QI ``age``) is refused; internal names
+    (the class column, the rules' region id and size) are derived around them instead."""
     qi_names = {q.name for q in qis}
-    view_cols = [c for c in source.column_names if c not in qi_names] + [p for q in qis for p in q.published]
-    rules_cols = ["region", "size"] + [c for q in qis for c in q.published + q.box_columns]
-    for what, cols in (("anonymized view", view_cols + [EQ_CLASS]), ("rules relation", rules_cols)):
+    view_cols = [p for c in source.column_names for p in (
+        next(q for q in qis if q.name == c).published if c in qi_names else (c,))]
+    rules_cols = [c for q in qis for c in q.published + q.box_columns]
+    for what, cols in (("anonymized view", view_cols), ("rules relation", rules_cols)):
         seen: dict[str, str] = {}
         for c in cols:
             if c.lower() in seen:
@@ -383,6 +554,7 @@ def _unique_columns(source: Source, qis: tuple[QI, ...]) -> None:
                     f"rename one in a view over the source first"
                 )
             seen[c.lower()] = c
+    return rules_cols, view_cols
 
 
 def _current(engine: Engine) -> tuple[str, str]:

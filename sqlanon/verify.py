@@ -24,9 +24,12 @@ from .constraints import (
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from .engine import Engine
+from . import manifest
+from .engine import Engine, serialized
 from .errors import InputError, UnknownColumnError, did_you_mean
+from .manifest import Manifest
 from .spec import _catalog, _find_source
+from .view import root_bounds, status
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,15 @@ class Verification:
         rows: rows in the relation.
         violating: classes smaller than ``k``.
         columns: the columns that define the classes.
-        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named).
+        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named). For
+            a sqlanon release these are its *suppressed* rows: they do not form a class, and
+            ``ok`` requires instead that each is fully generalized (``leaked`` counts those that
+            are not). For any other relation they fail the check.
         checks: one :class:`Check` per further constraint verified.
+        suppressed: for a live release view, ``(reason, rows, classes)`` per reason its rows are
+            suppressed now: new, changed or duplicate-key rows, classes below k, classes that
+            violate a constraint (the view enforces the requirement when it is read).
+        leaked: suppressed rows of a release whose QI columns are not fully generalized.
     """
 
     ok: bool
@@ -54,6 +64,8 @@ class Verification:
     columns: tuple[str, ...]
     unplaced: int = 0
     checks: tuple[Check, ...] = ()
+    suppressed: tuple[tuple[str, int, int], ...] = ()
+    leaked: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,7 @@ def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]
     return tuple(out)
 
 
+@serialized
 def verify(
     con: duckdb.DuckDBPyConnection,
     relation: str,
@@ -115,46 +128,103 @@ def verify(
         raise InputError(f"k must be a positive integer, got {k!r}")
     if isinstance(qid, str) or not qid:
         raise InputError("qid must be a non-empty list of column names")
+    for c in constraints:
+        if not isinstance(c, (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity)):
+            raise InputError(
+                f"constraints must be DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, "
+                f"VarianceDiversity or KAnonymity objects, got {c!r}"
+            )
     engine = Engine(con)
     source = _find_source(engine, _catalog(engine), relation, count=False)
     columns = class_columns(source.column_names, qid)
     if class_column is not None and class_column not in source.column_names:
         raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
+    release = _release(con, relation, source) if class_column is not None else None
+    checked: exp.Expression = source.ref
+    suppressed_rows = leaked = 0
+    reasons: tuple[tuple[str, int, int], ...] = ()
+    if release is not None:  # suppressed rows are no class: check them against the root instead
+        assert class_column is not None
+        placed = exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null()))
+        checked = exp.Subquery(this=exp.select(exp.Star()).from_(source.ref).where(placed))
+        suppressed_rows, leaked = _suppressed(engine, source.ref, class_column, release)
+        live = release.live_view()
+        if live is not None and suppressed_rows:
+            reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(live)))
     unplaced_if = (
-        exp.Is(this=g.col(class_column), expression=exp.Null()) if class_column else exp.false()
+        exp.Is(this=g.col(class_column), expression=exp.Null()) if class_column and release is None else exp.false()
     )
     query = g.template(
-        "class_sizes", k=g.lit(k), source=source.ref, columns=[g.col(c) for c in columns], unplaced=unplaced_if
+        "class_sizes", k=g.lit(k), source=checked, columns=[g.col(c) for c in columns], unplaced=unplaced_if
     )
     classes, smallest, total, violating, unplaced = engine.fetch_rows(query)[0]
-    checks = tuple(_check(engine, source, columns, c) for c in constraints if not isinstance(c, KAnonymity))
+    checks = tuple(_check(engine, source, checked, columns, c) for c in constraints if not isinstance(c, KAnonymity))
+    unplaced = int(unplaced or 0) + suppressed_rows
     return Verification(
-        ok=int(violating or 0) == 0 and int(classes or 0) > 0 and not unplaced and all(c.ok for c in checks),
+        ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
+            and (release is not None or not unplaced) and all(c.ok for c in checks)),
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
-        rows=int(total or 0),
+        rows=int(total or 0) + suppressed_rows,
         violating=int(violating or 0),
         columns=columns,
-        unplaced=int(unplaced or 0),
+        unplaced=unplaced,
         checks=checks,
+        suppressed=reasons,
+        leaked=leaked,
     )
 
 
-def _check(engine: Engine, source, columns: tuple[str, ...], c: Constraint) -> Check:
-    """Verify one diversity constraint on every class of the relation, in SQL."""
+def _release(con: duckdb.DuckDBPyConnection, relation: str, source) -> Manifest | None:
+    """The manifest of the sqlanon release whose published relation ``relation`` is, if any."""
+    try:
+        m = manifest.read(con, relation)
+    except InputError:
+        return None
+    return m if m.view.lower() == source.name.lower() else None
+
+
+def _suppressed(engine: Engine, relation: exp.Table, class_column: str, m: Manifest) -> tuple[int, int]:
+    """Suppressed rows of a release (class column NULL), and how many of them are not fully
+    generalized: a QI column that differs from the root (hierarchy root label; the bounds of
+    the whole release for ordered QIs, :func:`sqlanon.view.root_bounds`)."""
+    qis = m.published_qis()
+    differs: list[exp.Expression] = []
+    for q in qis:
+        for p in q.published:
+            root = g.col(p, "z") if q.ordered else g.lit(q.root_label)
+            differs.append(exp.NullSafeNEQ(this=g.col(p, "s"), expression=root))
+    leaked = exp.Sum(this=exp.Case().when(exp.or_(*differs), g.lit(1)).else_(g.lit(0)))
+    query = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(leaked, "leaked"))
+             .from_(exp.alias_(relation.copy(), g.ident("s"), table=True))
+             .where(exp.Is(this=g.col(class_column, "s"), expression=exp.Null())))
+    root = root_bounds(qis, m.rules, m.size_column)
+    if root is not None:
+        query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
+    n, bad = engine.fetch_rows(query)[0]
+    return int(n or 0), int(bad or 0)
+
+
+def _check(engine: Engine, source, checked: exp.Expression, columns: tuple[str, ...], c: Constraint) -> Check:
+    """Verify one diversity constraint on every class of the relation (``checked``: its rows
+    that form classes), in SQL."""
     column = (c.class_columns + c.numeric_columns)[0]
     if column not in source.column_names:
         raise UnknownColumnError(f"no column {column!r} to check {c.describe()}." + did_you_mean(column, source.column_names))
-    common = {"source": source.ref, "columns": [g.col(x) for x in columns], "sensitive": g.col(column)}
+    common = {"source": checked, "columns": [g.col(x) for x in columns], "sensitive": g.col(column)}
     if isinstance(c, VarianceDiversity):
-        _, low, bad = engine.fetch_rows(g.template("check_variance", v=g.lit(float(c.v) * (1 - TOLERANCE)), **common))[0]
+        classes, low, bad = engine.fetch_rows(g.template("check_variance", v=g.lit(float(c.v) * (1 - TOLERANCE)), **common))[0]
+        if not classes:  # every row suppressed: no class to violate anything
+            return Check(c.describe(), True, math.nan, 0)
         return Check(c.describe(), not bad, float(low or 0.0), int(bad or 0))
     l = c.l if isinstance(c, RecursiveCLDiversity) else 1
     factor = float(c.c) if isinstance(c, RecursiveCLDiversity) else 1.0
-    _, distinct, entropy, recursive_bad = engine.fetch_rows(
+    classes, distinct, entropy, recursive_bad = engine.fetch_rows(
         g.template("check_sensitive", c=g.lit(factor), l=g.lit(int(l)), **common)
     )[0]
+    if not classes:
+        return Check(c.describe(), True, math.nan, 0)
     if isinstance(c, DistinctLDiversity):
         return Check(c.describe(), int(distinct or 0) >= c.l, float(distinct or 0), _count_below(engine, common, c))
     if isinstance(c, EntropyLDiversity):
