@@ -65,11 +65,13 @@ def objects(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str, str, str]]:
     return {tuple(r) for r in rows}
 
 
-def make_people(con: duckdb.DuckDBPyConnection, n: int = 200, name: str = "people") -> str:
-    """Create ``name``: ``id`` (0..n-1, unique), ``age`` (i % 90), ``zip`` (i % 7),
-    ``city`` ('x0'..'x4'), ``salary`` (i * 10.5). Returns the table name."""
+def make_people(con: duckdb.DuckDBPyConnection, n: int = 200, name: str = "people", key: bool = True) -> str:
+    """Create ``name``: ``id`` (0..n-1, the PRIMARY KEY unless ``key=False``), ``age`` (i % 90),
+    ``zip`` (i % 7), ``city`` ('x0'..'x4'), ``salary`` (i * 10.5). Returns the table name."""
+    pk = " PRIMARY KEY" if key else ""
+    con.execute(f"CREATE TABLE {quote(name)} (id BIGINT{pk}, age INTEGER, zip INTEGER, city VARCHAR, salary DECIMAL(22, 1))")
     con.execute(
-        f"CREATE TABLE {quote(name)} AS SELECT i::BIGINT AS id, (i % 90)::INTEGER AS age, "
+        f"INSERT INTO {quote(name)} SELECT i::BIGINT AS id, (i % 90)::INTEGER AS age, "
         f"(i % 7)::INTEGER AS zip, 'x' || (i % 5) AS city, i * 10.5 AS salary FROM range({int(n)}) t(i)"
     )
     return name
