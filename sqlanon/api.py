@@ -229,9 +229,11 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
         return spec.source.ref, spec.key.columns[0]
     name = engine.temp_name("snapshot")
     rid = free_name("__sqlanon_rid", spec.source.column_names)
-    numbered = exp.select(
-        g.alias(exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1)), rid), exp.Star()
-    ).from_(spec.source.ref)
+    # A table's rowid numbers the rows in scan order, which Mondrian's split of equal values
+    # between two children follows; a view (or a table with a column called rowid) is numbered.
+    own_rowid = spec.source.kind == "table" and "rowid" not in {c.lower() for c in spec.source.column_names}
+    number = exp.column("rowid") if own_rowid else exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
+    numbered = exp.select(g.alias(number, rid), exp.Star()).from_(spec.source.ref)
     engine.execute(g.create_table_as(name, numbered))
     return g.table(name), rid
 

@@ -272,8 +272,9 @@ def test_adult_numeric_age_partition_is_minimal(adult):
 def test_release_reports_what_it_did(con):
     load(con, pd.DataFrame({"age": np.arange(100) % 37, "zip": np.arange(100) % 5}))
     seen = []
-    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=7, memory_rows=20, progress=seen.append)
+    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=7, memory_rows=20, progress=seen.append, key="id")
     assert (release.view, release.rules, release.rowmap) == ("t_anon", "t_anon_rules", "t_anon_rowmap")
+    assert release.key == ("id",) and release.class_column == "eq_class"
     assert release.k_achieved >= 7 and release.k == 7 and release.rows == 100
     assert release.elapsed > 0 and set(release.timings) >= {"validate", "encode", "publish_verify"}
     assert [p.phase for p in seen][:1] == ["sql"] and seen[-1].open_partitions == 0
