@@ -15,10 +15,14 @@ def test_release_reloads_by_name_with_identical_hierarchies(con):
         "DATE '2000-01-01' + (i % 300)::INTEGER AS seen FROM range(600) t(i)"
     )
     rows = [["fr", "Europe", "*"], ["gr", "Europe", "*"], ["cn", "Asia", "*"], ["jp", "Asia", "*"]]
-    release = sqlanon.anonymize(con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows}, view="pv")
+    # CTAS declares no key: key="id" makes the release a live view with a row map.
+    release = sqlanon.anonymize(
+        con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows}, view="pv", key="id"
+    )
     m = manifest.read(con, "pv")
     assert (m.view, m.rules, m.rowmap, m.hierarchies_table) == ("pv", "pv_rules", "pv_rowmap", "pv_hierarchies")
     assert m.qid == ("age", "nat", "seen") and m.k == 12 and m.source == "p" and not m.materialized
+    assert m.key == ("id",) and m.key_declared is False
     assert [q.kind for q in m.qis] == ["numeric", "hierarchy", "temporal"]
     assert [q.has_null for q in m.qis] == [False, True, False]
     assert m.constraints == ("k-anonymity(k=12)",) and m.criterion == "median"

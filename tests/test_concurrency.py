@@ -1,0 +1,65 @@
+"""Concurrency: threads sharing one connection run one after the other; two runs publishing the
+same name at the same time leave exactly one release and one ObjectExistsError."""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import pytest
+
+import sqlanon
+from conftest import make_people
+
+
+def _run_all(targets) -> list[object]:
+    results: list[object] = [None] * len(targets)
+    barrier = threading.Barrier(len(targets))
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = targets[i]()
+        except Exception as e:  # collected: the test asserts on them
+            results[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(targets))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_threads_sharing_a_connection_are_serialized():
+    con = duckdb.connect()
+    make_people(con, 3000)
+    results = _run_all([
+        lambda: sqlanon.anonymize(con, "people", ["age", "zip"], k=10, view="a"),
+        lambda: sqlanon.anonymize(con, "people", ["age"], k=20, view="b"),
+        lambda: sqlanon.verify(con, "people", ["age"], 1),
+    ])
+    assert all(not isinstance(r, Exception) for r in results), results
+    assert results[0].verification.ok and results[1].verification.ok and results[2].ok
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_racing_publications_of_one_name(tmp_path, replace):
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    make_people(con, 3000)
+    if replace:
+        sqlanon.anonymize(con, "people", ["age"], k=5, view="pub")
+    cursors = [con.cursor(), con.cursor()]
+    results = _run_all([
+        lambda c=c, k=k: sqlanon.anonymize(c, "people", ["age", "zip"], k=k, view="pub", replace=replace)
+        for c, k in zip(cursors, (10, 11))
+    ])
+    won = [r for r in results if isinstance(r, sqlanon.Release)]
+    lost = [r for r in results if not isinstance(r, sqlanon.Release)]
+    assert len(won) == 1 and len(lost) == 1, results
+    assert isinstance(lost[0], sqlanon.ObjectExistsError), repr(lost[0])
+    check = sqlanon.verify(con, "pub", ["age", "zip"], won[0].k, class_column="eq_class")
+    assert check.ok and check.rows == 3000
+    assert sqlanon.manifest.read(con, "pub").k == won[0].k
+    left = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__sqlanon%'").fetchall()[0][0]
+    assert left == 0
