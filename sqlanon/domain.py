@@ -100,10 +100,10 @@ def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
     (a gap of 1 when there is one value), so a partition mixing NULL and values has a range.
     Text and booleans are measured by rank, where NULL is simply rank 0.
     """
+    if qi.kind == "ordinal":  # ranked by code, which already counts NULL as rank 0
+        return np.arange(len(values) + int(qi.has_null), dtype=np.float64)
     if not qi.has_null:
         return values
-    if qi.kind == "ordinal":
-        return np.concatenate(([0.0], values + 1.0))
     m = len(values)
     gap = (values[-1] - values[0]) / (m - 1) if m > 1 else 1.0
     return np.concatenate(([values[0] - gap if m else 0.0], values))

@@ -306,3 +306,16 @@ def test_files_are_read_in_place_and_published_as_a_table(con, tmp_path, suffix)
     kinds = dict(con.sql("SELECT table_name, 'table' FROM duckdb_tables()").fetchall())
     assert kinds.get("file_anon") == "table"
     assert partition_of(con, "file_anon") == partition_of(con, from_table.view)
+
+
+def test_text_qi_with_nulls_is_ranked_once():
+    """A text QI with NULLs is measured by its codes, NULL being rank 0: its normalized range was
+    computed on doubly shifted ranks, which chose the wrong QI to split (found by hypothesis)."""
+    q0 = [1, 0, 1, 0, 0, 0, 0, 1] + [0] * 12 + [3, 3, 1]
+    q1 = ["v0", "v0", None, "v0", "v0", "v0", "v0", None] + ["v0"] * 8 + ["v1", "v0", "v0", "v0", "v0", "v3", "v2"]
+    df = pd.DataFrame({"q0": pd.Series(q0, dtype="Int64"), "q1": pd.Series(q1, dtype=object),
+                       "q2": pd.Series([-1.5] * 23, dtype="Float64"), "payload": [f"p{i}" for i in range(23)]})
+    con = duckdb.connect()
+    data = load(con, df)
+    release = sqlanon.anonymize(con, "t", qid=["q0", "q1", "q2"], k=2, memory_rows=0)
+    assert partition_of(con, release.view) == reference_mondrian(data.drop(columns=["id"]), ["q0", "q1", "q2"], 2, {})

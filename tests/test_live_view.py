@@ -253,3 +253,48 @@ def test_random_dml_never_breaks_the_requirement(ops, constraint):
                            constraints=kwargs.get("constraints", [EntropyLDiversity("disease", 1.5)] if l else []))
     assert check.ok and check.leaked == 0
     assert sum(n for _, n, _ in check.suppressed) == check.unplaced
+
+
+# -- ordinary column names -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["region", "size"])
+def test_hierarchical_qi_named_like_a_rules_column(name):
+    con = duckdb.connect()
+    con.execute(f'CREATE TABLE t (id INTEGER PRIMARY KEY, "{name}" VARCHAR, age INTEGER)')
+    con.execute(f"INSERT INTO t SELECT i, ['north', 'south', 'east', 'west'][i % 4 + 1], i % 40 FROM range(400) r(i)")
+    tree = {"*": {"ns": ["north", "south"], "ew": ["east", "west"]}}
+    release = sqlanon.anonymize(con, "t", [name, "age"], k=10, hierarchies={name: tree})
+    assert release.verification.ok and release.rows == 400
+    m = sqlanon.manifest.read(con, release.view)
+    assert name not in (m.region_column, m.size_column)
+    rules = [r[0] for r in con.execute(f"DESCRIBE {release.rules}").fetchall()]
+    assert rules[:2] == [m.region_column, m.size_column] and name in rules
+    # every consumer of the rules reads the recorded names
+    figures = sqlanon.metrics(con, release)
+    assert figures.classes == release.partitions and figures.suppressed == 0
+    assert len(sqlanon.regions(con, release, as_frame=True)) == 400
+    assert "class" in sqlanon.report(con, release, format="markdown")
+    applied = sqlanon.apply(con, release, "t", view="t_again")
+    assert applied.rows == 400
+
+
+@pytest.mark.parametrize("column", ["region", "size", "eq_class"])
+def test_source_columns_named_like_internal_ones(column):
+    con = duckdb.connect()
+    con.execute(f'CREATE TABLE t (id INTEGER PRIMARY KEY, age INTEGER, "{column}" VARCHAR)')
+    con.execute("INSERT INTO t SELECT i, i % 50, 'v' || i FROM range(300) r(i)")
+    release = sqlanon.anonymize(con, "t", ["age"], k=5)
+    assert release.verification.ok
+    view = con.sql(f"SELECT * FROM {release.view}").df()
+    assert (view[column] == ["v" + str(i) for i in view.id]).all()  # the user's column, unchanged
+    assert view[release.class_column].notna().all()
+
+
+def test_class_column_can_be_chosen():
+    con = duckdb.connect()
+    _people(con, 300)
+    release = sqlanon.anonymize(con, "people", QID, k=5, class_column="grp")
+    assert release.class_column == "grp"
+    assert sqlanon.verify(con, release.view, QID, 5, class_column="grp").ok
+    assert sqlanon.metrics(con, release).classes == release.partitions
+    with pytest.raises(sqlanon.ObjectExistsError, match="class_column"):
+        sqlanon.anonymize(con, "people", QID, k=5, view="other", class_column="disease")

@@ -22,15 +22,16 @@ JOBS = {"*": {"medical": ["nurse", "doctor"], "office": ["clerk", "cashier"]}}
 H3 = math.log2(3) - 2 / 3  # H(1/3, 2/3) in bits
 
 
-def _hand(con) -> sqlanon.Release:
+def _hand(con, key: str | None = None) -> sqlanon.Release:
     """Six rows, k=3: the job hierarchy splits first (tie on normalized range, QI position),
     giving {0,1,2} = (medical, age 1..3) and {3,4,5} = (office, age 10..12); neither splits
-    further (a child would hold fewer than 3 rows)."""
+    further (a child would hold fewer than 3 rows). With ``key`` the release is a live view."""
     con.execute("CREATE TABLE hand(id INT, job VARCHAR, age INT, y VARCHAR, t DOUBLE, s VARCHAR)")
     con.execute("INSERT INTO hand VALUES (0,'nurse',1,'a',10,'flu'), (1,'doctor',2,'a',20,'flu'), "
                 "(2,'nurse',3,'b',30,'cold'), (3,'clerk',10,'b',1,'hiv'), (4,'cashier',11,'b',2,'flu'), "
                 "(5,'clerk',12,'b',3,'cold')")
-    release = sqlanon.anonymize(con, "hand", qid=["job", "age"], k=3, hierarchies={"job": JOBS})
+    release = sqlanon.anonymize(con, "hand", qid=["job", "age"], k=3, hierarchies={"job": JOBS}, key=key)
+    assert release.materialized is (key is None)
     rows = con.execute("SELECT id, job, age_min, age_max, eq_class FROM hand_anon ORDER BY id").fetchall()
     assert [r[1:4] for r in rows] == [("medical", 1, 3)] * 3 + [("office", 10, 12)] * 3  # the premise
     return release
@@ -60,11 +61,12 @@ def test_hand_computed(con):
 
 
 def test_hand_computed_with_suppressed_rows(con):
-    release = _hand(con)
-    # inserted after the release: no class, every QI NULL in the view
+    release = _hand(con, key="id")  # a live view: it follows the inserts below
+    # inserted after the release: no class, every QI fully generalized in the view (the
+    # hierarchy's root, the smallest age_min and largest age_max of the rules)
     con.execute("INSERT INTO hand VALUES (6,'nurse',5,'a',100,'flu'), (7,'clerk',11,'b',4,'hiv')")
-    assert con.execute("SELECT count(*) FROM hand_anon WHERE eq_class IS NULL AND job IS NULL "
-                       "AND age_min IS NULL").fetchall()[0][0] == 2
+    assert con.execute("SELECT id, job, age_min, age_max FROM hand_anon WHERE eq_class IS NULL "
+                       "ORDER BY id").fetchall() == [(6, "*", 1, 12), (7, "*", 1, 12)]
     got = metrics(con, release, targets=["y"], numeric_targets=["t"], sensitive=["s", "t"])
     assert (got.rows, got.suppressed, got.classes, got.k_achieved) == (8, 2, 2, 3)
     assert got.avg_class_size == 3.0 and got.c_avg == 1.0
@@ -107,9 +109,10 @@ def test_rmse_is_stable_under_a_large_offset(con):
     # e = i/1024 is exact in binary, and so is 1e9 + e: any loss would come from the computation
     con.execute("CREATE TABLE big AS SELECT i AS id, i % 13 AS q, (i * 7 % 8) / 1024.0 AS e, "
                 "1e9 + (i * 7 % 8) / 1024.0 AS t FROM range(200) r(i)")
-    sqlanon.anonymize(con, "big", qid=["q"], k=10)
+    sqlanon.anonymize(con, "big", qid=["q"], k=10, key="id")  # a live view: the two inserts are suppressed
     con.execute("INSERT INTO big VALUES (900, 1, 3 / 1024.0, 1e9 + 3 / 1024.0), (901, 1, 0.0, 1e9)")
     df = con.execute("SELECT eq_class, e FROM big_anon").df()
+    assert len(df) == 202 and df["eq_class"].isna().sum() == 2
     group = df["eq_class"].fillna(-1)
     residual = df["e"] - df.groupby(group)["e"].transform("mean")
     expected = math.sqrt((residual ** 2).mean())
@@ -333,11 +336,14 @@ def test_random_tables_against_pandas(data):
     rows, k, extra = data
     con = duckdb.connect()
     try:
-        con.execute("CREATE TABLE r(a INTEGER, d DATE, s VARCHAR, j VARCHAR, y VARCHAR, t DOUBLE, z INTEGER)")
-        con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?)", [list(r) for r in rows])
+        # a declared key: the release is a live view, which shows the rows inserted after it
+        con.execute("CREATE TABLE r(id INTEGER PRIMARY KEY, a INTEGER, d DATE, s VARCHAR, j VARCHAR, y VARCHAR, "
+                    "t DOUBLE, z INTEGER)")
+        con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [[i, *r] for i, r in enumerate(rows)])
         release = sqlanon.anonymize(con, "r", qid=["a", "d", "s", "j"], k=k, hierarchies={"j": J})
-        for a, j in extra:  # suppressed: inserted after the release
-            con.execute("INSERT INTO r VALUES (?, DATE '2000-01-05', 'cat', ?, 'no', 1.5, 2)", [a, j])
+        assert not release.materialized and release.key == ("id",)
+        for i, (a, j) in enumerate(extra, len(rows)):  # suppressed: inserted after the release
+            con.execute("INSERT INTO r VALUES (?, ?, DATE '2000-01-05', 'cat', ?, 'no', 1.5, 2)", [i, a, j])
         got = metrics(con, release, targets=["y", "z"], numeric_targets=["t", "z"], sensitive=["y", "z", "t"])
         view = con.execute("SELECT * FROM r_anon").df()
         rules = con.execute("SELECT * FROM r_anon_rules").df().set_index("region")

@@ -35,7 +35,8 @@ def _make(con, n: int = 60, seed: int = 7, k: int = 3) -> sqlanon.Release:
     con.register("frame", frame)
     con.execute("CREATE TABLE t AS SELECT id, a::INTEGER AS a, d::DATE AS d, ts::TIMESTAMP AS ts, s, j, y FROM frame")
     con.unregister("frame")
-    return sqlanon.anonymize(con, "t", qid=QID, k=k, hierarchies={"j": J})
+    # key="id" (CTAS declares none): a live view, with a row map, that follows the source
+    return sqlanon.anonymize(con, "t", qid=QID, k=k, hierarchies={"j": J}, key="id")
 
 
 def _brute(con, view: str = "t_anon", relation: str | None = None) -> pd.DataFrame:
@@ -61,7 +62,8 @@ def _brute(con, view: str = "t_anon", relation: str | None = None) -> pd.DataFra
             return float(below) if v in bounds else below - 0.5
 
         out[f"s__{side}"] = rel[f"s_{part}"].map(rank).astype("float64")
-    node = rel["eq_class"].map(lambda c: rules.at[int(c), "j_node"] if pd.notna(c) else None)
+    # a row without a class (a suppressed row of the view) is fully generalized: the root, node 0
+    node = rel["eq_class"].map(lambda c: rules.at[int(c), "j_node"] if pd.notna(c) else 0)
     out["j__lo"] = node.map(lambda x: h.leaf_lo[int(x)] if pd.notna(x) else None).astype("Int64")
     out["j__hi"] = node.map(lambda x: h.leaf_hi[int(x)] if pd.notna(x) else None).astype("Int64")
     # the published label is the node's label (the node comes from eq_class, not the label)
@@ -105,10 +107,20 @@ def test_points_against_brute_force(con):
         "DOUBLE", "BIGINT", "DOUBLE", "DOUBLE", "BIGINT"]
     # fractional seconds are kept
     assert (frame["ts__lo"] % 1 != 0).any()
-    # suppressed rows (inserted later): every coordinate NULL; the view follows the source
+    # suppressed rows (inserted later; the live view follows the source): fully generalized, so
+    # every coordinate is the whole release's -- per ordered QI the smallest lower corner (NULL
+    # when a class holds NULLs: NULL sorts first) and the largest upper one, the hierarchy's
+    # root interval [0, leaves - 1]
+    assert not release.materialized
     con.execute("INSERT INTO t VALUES (1000, 5, DATE '2021-02-01', TIMESTAMP '2021-07-01 10:00:00', 'fig', 'a', 'no')")
     row = con.execute("SELECT * FROM pts WHERE id = 1000").df()
-    assert row.drop(columns=["id", "y"]).isna().all(axis=None)
+    assert len(row) == 1 and pd.isna(row.at[0, "eq_class"]) and row.at[0, "y"] == "no"
+    leaves = Hierarchy.from_dict(J).with_null_leaf().n_leaves if (expected["j__lo"] == 0).any() else len("abcdef")
+    for q in ("a", "d", "ts", "s"):
+        lo = np.nan if expected[f"{q}__lo"].isna().any() else expected[f"{q}__lo"].min()
+        assert np.array_equal([row.at[0, f"{q}__lo"], row.at[0, f"{q}__hi"]],
+                              [lo, expected[f"{q}__hi"].max()], equal_nan=True), q
+    assert (row.at[0, "j__lo"], row.at[0, "j__hi"]) == (0, leaves - 1)
     _same(con.execute("SELECT * FROM pts").df(), _brute(con))
 
 
