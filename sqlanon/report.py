@@ -80,6 +80,7 @@ class ReleaseReport:
         timings, elapsed, statements: from the Release object (None when given a view name).
         objects: the release's SQL objects with their row counts.
         generated: when the report was made (UTC, ISO 8601).
+        key: the columns a live view finds source rows by (None: a snapshot table).
     """
 
     view: str
@@ -100,6 +101,7 @@ class ReleaseReport:
     statements: int | None
     objects: tuple[SqlObject, ...]
     generated: str
+    key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
 
     @property
     def holds(self) -> bool:
@@ -113,6 +115,7 @@ class ReleaseReport:
             "sqlanon_report": 1,
             "generated": self.generated,
             "release": {"view": self.view, "source": self.source, "materialized": self.materialized,
+                        "key": None if self.key is None else list(self.key), "publication": publication(self),
                         "qid": [{"name": n, "kind": kind, "type": t} for n, kind, t in self.qis]},
             "requirement": {"k": self.k, "constraints": list(self.constraints), "criterion": self.criterion},
             "verification": {"holds": self.holds, **asdict(v), "unchecked": list(self.unchecked)},
@@ -207,7 +210,7 @@ def collect(
     view_ref, _ = resolve_relation(engine, m.view)
     timings = getattr(release, "timings", None)
     return ReleaseReport(
-        view=m.view, source=m.source, materialized=m.materialized,
+        view=m.view, source=m.source, materialized=m.materialized, key=m.key,
         qis=tuple((q.name, q.kind, q.data_type) for q in m.qis),
         k=m.k, constraints=m.constraints, criterion=m.criterion,
         verification=checked, unchecked=unchecked, metrics=figures,
@@ -480,6 +483,22 @@ def _text_bar(value: float, top: float, width: int = 40) -> str:
     return "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]
 
 
+def publication(r: ReleaseReport) -> str:
+    """What kind of relation the release is, and what it does when the source changes."""
+    if r.materialized:
+        return ("a snapshot table of the source as it was (the source had no key): it does not follow "
+                "later changes of the source")
+    return (f"a live view over the source, rows found by the key ({', '.join(r.key or ())}); it enforces the "
+            "requirement each time it is read: new or changed rows, and classes that no longer qualify, "
+            "are suppressed (fully generalized, class NULL)")
+
+
+def suppression_lines(r: ReleaseReport) -> list[str]:
+    """One line per reason rows of the view are suppressed now."""
+    return [f"{rows} row(s) in {classes} class(es): {reason}" if classes else f"{rows} row(s): {reason}"
+            for reason, rows, classes in r.verification.suppressed]
+
+
 def render_markdown(r: ReleaseReport) -> str:
     """The report as Markdown; plots as text bar charts in code blocks."""
     m = r.metrics
@@ -491,8 +510,10 @@ def render_markdown(r: ReleaseReport) -> str:
     out += _md_table(["requirement", "achieved", "holds"],
                      [(req, ach, "not checked" if ok is None else number(ok)) for req, ach, ok in _requirements(r)])
     out += [f"Criterion: {_criterion(r.criterion, lambda t: f'`{t}`')}. Re-checked now on the published view "
-            "with `sqlanon.verify`.", "",
-            "## Metrics", ""]
+            "with `sqlanon.verify`.", "", f"Published as {publication(r)}.", ""]
+    if r.verification.suppressed:
+        out += ["Suppressed now:", ""] + [f"* {line}" for line in suppression_lines(r)] + [""]
+    out += ["## Metrics", ""]
     out += _md_table(["metric", "value", "meaning"], _metric_rows(m))
     out += ["## Equivalence-class sizes", "", _size_summary(r) + ".", ""]
     bins = class_size_bins(r.class_sizes)
@@ -611,7 +632,11 @@ def render_html(r: ReleaseReport) -> str:
          _html_table(["requirement", "achieved", "holds"], req_rows),
          f"<p>Criterion: {_criterion(r.criterion, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
          f"published view with "
-         f"<code>sqlanon.verify</code> (independent SQL over the view only).</p></section>",
+         f"<code>sqlanon.verify</code> (independent SQL over the view only).</p>",
+         f"<p>Published as {esc(publication(r))}.</p>",
+         ("<p>Suppressed now:</p><ul>" + "".join(f"<li>{esc(x)}</li>" for x in suppression_lines(r)) + "</ul>"
+          if r.verification.suppressed else ""),
+         "</section>",
          '<section id="metrics"><h2>Metrics</h2>',
          _html_table(["metric", "value", "meaning"],
                      [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
