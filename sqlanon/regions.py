@@ -21,12 +21,12 @@ rules). Per QI ``q`` the point has two coordinates, ``q__lo`` and ``q__hi``:
   leaves and a leaf ``v`` is ``[code(v), code(v)]``. The node is the rules' ``q_node`` of the
   row's ``eq_class`` (so the relation needs ``eq_class`` when the release has a hierarchical
   QI); labels are not looked up, as one label may name several nodes. A row of a table recoded
-  by :func:`sqlanon.apply` that no rule could place (``eq_class`` NULL, label the root's) is
-  fully generalized: the root's interval ``[0, leaves - 1]``.
+  by :func:`sqlanon.apply` that no rule could place, or a suppressed row of a live view
+  (``eq_class`` NULL, label the root's), is fully generalized: the root's interval
+  ``[0, leaves - 1]``.
 
-A NULL bound stays NULL (``q_min`` is NULL when the class holds NULLs of ``q``; a suppressed
-row of a view, whose ``eq_class`` is NULL, has every coordinate NULL; an unplaced row of an
-applied table has the fully generalized coordinates). Non-QI columns and ``eq_class`` are
+A NULL bound stays NULL (``q_min`` is NULL when the class holds NULLs of ``q``); a suppressed
+row of a view and an unplaced row of an applied table have the fully generalized coordinates. Non-QI columns and ``eq_class`` are
 carried along unchanged, in the relation's column order, each QI's pair in place of its
 published columns.
 """

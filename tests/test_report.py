@@ -28,17 +28,37 @@ from sqlanon.report import (
     render,
     report,
 )
+from sqlanon.view import CHANGED
 
 ADULT_QID = ["age", "sex", "education", "marital-status"]
 
 
+def _adult_release(adult, key: bool):
+    """Adult, InfoGain on salary-class with entropy 2-diversity of occupation. Adult has no key:
+    without one the release is a snapshot table; with ``key`` an ``id`` numbering Adult's rows is
+    added and passed as ``key=``, and the release is a live view with a row map."""
+    con, hierarchies = adult
+    if key:
+        con.execute("ALTER TABLE adult RENAME TO adult_unkeyed")
+        con.execute("CREATE TABLE adult AS SELECT row_number() OVER (ORDER BY rowid) - 1 AS id, * FROM adult_unkeyed")
+        con.execute("DROP TABLE adult_unkeyed")
+    release = sqlanon.anonymize(con, "adult", ADULT_QID, 20, hierarchies={q: hierarchies[q] for q in ADULT_QID[1:]},
+                                sensitive="occupation", l=2, target="salary-class", key="id" if key else None)
+    assert release.materialized is not key and release.key == (("id",) if key else None)
+    return con, release
+
+
 @pytest.fixture
 def adult_release(adult):
-    """Adult, InfoGain on salary-class with entropy 2-diversity of occupation."""
-    con, hierarchies = adult
-    release = sqlanon.anonymize(con, "adult", ADULT_QID, 20, hierarchies={q: hierarchies[q] for q in ADULT_QID[1:]},
-                                sensitive="occupation", l=2, target="salary-class")
-    return con, release
+    """The snapshot release: its metrics are bit-for-bit reproducible (over a live view DuckDB's
+    parallel aggregation may sum floats in another order from one read to the next)."""
+    return _adult_release(adult, key=False)
+
+
+@pytest.fixture
+def adult_live_release(adult):
+    """The live-view release (a view and a row map)."""
+    return _adult_release(adult, key=True)
 
 
 # -- numbers --------------------------------------------------------------------------------------
@@ -63,8 +83,8 @@ def test_json_metrics_are_exactly_metrics_as_dict(adult_release):
     assert [c["achieved"] for c in document["verification"]["checks"]] == [c.achieved for c in v.checks]
 
 
-def test_class_sizes_and_objects_against_pandas(adult_release):
-    con, release = adult_release
+def test_class_sizes_and_objects_against_pandas(adult_live_release):
+    con, release = adult_live_release
     data = collect(con, release)
     view = con.sql(f"SELECT eq_class FROM {quote(release.view)}").df()
     sizes = view["eq_class"].value_counts().value_counts().sort_index()
@@ -122,7 +142,8 @@ def _bucket(loss: Fraction) -> int:
 
 def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
     """Integer QI over 0..100 (exact tenths are frequent: the bucket edges are exact), NULLs, a
-    hierarchy, and rows inserted after the release (suppressed: loss 1, and the verdict fails)."""
+    hierarchy, and rows inserted after the release (suppressed: loss 1; fully generalized, so the
+    live view still meets its requirement and the report lists them)."""
     (tmp_path / "c.csv").write_text("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\n")
     rng = np.random.default_rng(7)
     n = 600
@@ -131,7 +152,8 @@ def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
     c = rng.choice(list("abcd"), n, p=[0.45, 0.45, 0.07, 0.03])  # rare c, d: some classes keep node cd
     con.execute("CREATE TABLE t (id INTEGER, age INTEGER, c VARCHAR)")
     con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, age[i], c[i]) for i in range(n)])
-    release = sqlanon.anonymize(con, "t", ["age", "c"], 9, hierarchies={"c": str(tmp_path / "c.csv")})
+    # key="id": a live view, which shows the rows inserted after the release (suppressed)
+    release = sqlanon.anonymize(con, "t", ["age", "c"], 9, hierarchies={"c": str(tmp_path / "c.csv")}, key="id")
     con.execute("INSERT INTO t VALUES (9999, 50, 'a'), (10000, 51, 'b')")  # no class: suppressed
     data = collect(con, release.view)
     m = manifest.read(con, release.view)
@@ -146,11 +168,21 @@ def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
         assert len({_bucket(x) for x in losses}) >= 2, qi  # more than one bucket is exercised
     ages = _cell_loss_oracle(con, release.view, release.rules, "age", "numeric", m)
     assert Fraction(1, 5) in ages  # exactly on a bucket edge: in (0.1, 0.2], not the next
-    assert con.execute("SELECT count(*) FROM t_anon WHERE age_min IS NULL AND age_max IS NOT NULL").fetchone()[0]
-    # the suppressed rows make the release fail its own check (as sqlanon.verify --class-column eq_class)
-    assert not data.holds and data.verification.unplaced == 2
+    assert con.execute("SELECT count(*) FROM t_anon WHERE age_min IS NULL AND age_max IS NOT NULL "
+                       "AND eq_class IS NOT NULL").fetchone()[0]
+    # the suppressed rows are fully generalized: the root, and the release's bounds (age_min NULL: a
+    # class holds NULLs, and NULL sorts first)
+    top = con.execute("SELECT max(age_max) FROM t_anon_rules WHERE size > 0").fetchone()[0]
+    assert con.execute("SELECT id, age_min, age_max, c FROM t_anon WHERE eq_class IS NULL ORDER BY id").fetchall() == [
+        (9999, None, top, "*"), (10000, None, top, "*")]
+    # so the release still meets its requirement (as sqlanon.verify --class-column eq_class): the
+    # suppressed rows form no class, none leaks, and the report says why they are suppressed
+    v = data.verification
+    assert data.holds and v.unplaced == 2 and v.leaked == 0 and v.violating == 0
+    assert v.suppressed == ((CHANGED, 2, 0),)
+    assert v == sqlanon.verify(con, release.view, ["age", "c"], 9, class_column="eq_class")
     text = render(data, "markdown")
-    assert "## Requirement: FAILS" in text and "2 rows without a class" in text
+    assert "## Requirement: HOLDS" in text and f"2 row(s): {CHANGED}" in text
 
 
 def test_every_constraint_is_rebuilt_and_rechecked(con):
@@ -187,12 +219,38 @@ def _sql_string(text: str) -> str:
 
 
 def test_failing_requirement_after_deletes(con):
+    """A live view follows deletes and suppresses a class that falls below k (the requirement
+    holds); a snapshot table whose own rows are deleted fails it, and the report says FAILS."""
     con.execute("CREATE TABLE p AS SELECT i AS id, i % 50 AS age FROM range(500) t(i)")
-    release = sqlanon.anonymize(con, "p", ["age"], 10)
+    release = sqlanon.anonymize(con, "p", ["age"], 10, key="id")  # a live view: it follows the deletes
     smallest = con.execute("SELECT eq_class FROM p_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
-    con.execute("DELETE FROM p WHERE rowid IN (SELECT rid FROM p_anon_rowmap WHERE region = ? LIMIT 3)", [smallest])
+    members = [r[0] for r in con.execute("SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0",
+                                         [smallest]).fetchall()]
+    assert len(members) == 10
+    con.execute("DELETE FROM p WHERE id IN (SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0 LIMIT 3)",
+                [smallest])
+    # the class's 7 remaining rows are suppressed as a whole, fully generalized
+    low, high = con.execute("SELECT min(age_min), max(age_max) FROM p_anon_rules WHERE size > 0").fetchone()
+    assert sorted(con.execute("SELECT id, age_min, age_max FROM p_anon WHERE eq_class IS NULL").fetchall()) == [
+        (i, low, high) for i in members[3:]]
     data = collect(con, release)
-    assert not data.holds and data.verification.violating == 1
+    v = data.verification
+    assert data.holds and v.violating == 0 and v.leaked == 0 and v.unplaced == 7 and v.rows == 497
+    assert v.suppressed == (("class below k=10", 7, 1),)
+    html_text = render(data, "html")
+    assert '<div class="verdict ok">HOLDS</div>' in html_text and "7 row(s) in 1 class(es): class below k=10" in html_text
+    # a snapshot (no key) does not follow the source; deleting from the published table itself
+    # breaks its smallest class, and the re-check fails
+    con.execute("CREATE TABLE q AS SELECT i AS id, i % 50 AS age FROM range(500) t(i)")
+    release = sqlanon.anonymize(con, "q", ["age"], 10)
+    assert release.materialized and release.rowmap is None
+    con.execute("DELETE FROM q WHERE id < 100")
+    assert con.execute("SELECT count(*) FROM q_anon").fetchone()[0] == 500
+    smallest = con.execute("SELECT eq_class FROM q_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
+    con.execute("DELETE FROM q_anon WHERE id IN (SELECT id FROM q_anon WHERE eq_class = ? ORDER BY id LIMIT 3)",
+                [smallest])
+    data = collect(con, release)
+    assert not data.holds and data.verification.violating == 1 and data.verification.suppressed == ()
     html_text = render(data, "html")
     assert '<div class="verdict bad">FAILS</div>' in html_text
 
@@ -307,8 +365,8 @@ def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
          f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_html_renders_in_headless_chromium(adult_release, tmp_path):
-    con, release = adult_release
+def test_html_renders_in_headless_chromium(adult_live_release, tmp_path):
+    con, release = adult_live_release
     page = tmp_path / "report.html"
     page.write_text(report(con, release, format="html"), encoding="utf-8")
     shot = tmp_path / "report.png"
