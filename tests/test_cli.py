@@ -252,10 +252,10 @@ def test_release_file_errors_name_the_key(capsys, db, tmp_path):
     code, _, err = run(capsys, "anonymize", "--config", path)
     assert code == 2
     assert_one_line_error(err, f'{path}: privacy.k: must be an integer >= 1, got "ten"')
-    path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\nc = 2\n')
+    path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\nt = 0.2\n')
     code, _, err = run(capsys, "explain", "--config", path)
     assert code == 2
-    assert_one_line_error(err, "privacy.c: not supported yet")
+    assert_one_line_error(err, "privacy.t: not supported yet")
 
 
 @pytest.mark.parametrize("source, out", [("people.parquet", "anon.parquet"), ("people.csv", "anon.csv"),
