@@ -79,11 +79,25 @@ a row reaches holds its values. Then:
   had NULLs, as in the view: NULL sorts first) and ``q_max`` the largest ``q_max``.
 
 No raw QI value is ever published (every QI column comes from the rules) and no row is dropped.
+
+**What it guarantees, and what it does not.** The rules make the *training* table k-anonymous;
+new rows recoded with them are not: a region that held k training rows may receive one new row
+(a k = 10 release applied to 6,344 new rows gave 3,536 classes, all below 10). So :class:`Applied`
+reports the output's classes (rows grouped by ``eq_class``, NULL left out), the smallest one
+(``k_achieved``) and how many are below the release's k (``below_k``), and :func:`apply` warns
+with a :class:`~sqlanon.errors.PrivacyWarning` when some are. ``enforce=True`` suppresses every
+class below k -- and every class breaking one of the release's diversity constraints, read back
+from its manifest (:func:`sqlanon.constraints.parse_constraint`) -- as a whole, in the same
+transaction: its rows are published like unplaced rows (``eq_class`` NULL, every QI fully
+generalized as above). Afterwards every class of the output holds at least k rows and meets the
+release's constraints; the suppressed rows are one fully generalized group, as everywhere in
+sqlanon.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,9 +108,11 @@ from sqlglot import exp
 from . import sqlgen as g
 from .engine import Engine
 from .laps import Laps
+from .constraints import Constraint, KAnonymity, parse_constraint
 from .errors import (
     InputError,
     ObjectExistsError,
+    PrivacyWarning,
     SqlanonError,
     UnknownColumnError,
     UnsupportedTypeError,
@@ -107,6 +123,7 @@ from .manifest import Manifest, ManifestQI
 from .regions import load_release
 from .tiling import Tree, guillotine
 from .spec import EQ_CLASS, Source, _catalog, _current, _find_source, classify, distinct_values
+from .violations import BAD, SIZE, per_class_query
 
 _BIGINT = exp.DataType.build("BIGINT")
 _VARCHAR = exp.DataType.build("VARCHAR")
@@ -121,11 +138,23 @@ class Applied:
         rules: the release's rules relation that recoded them.
         table: the input table (or file path).
         rows: rows of the input = rows of ``view``.
-        placed: rows given a region (``eq_class`` not NULL).
+        placed: rows the rules placed in a region (their ``eq_class`` is the region's, unless
+            ``enforce`` suppressed their class).
         unplaced: rows no rule can place, published fully generalized (``eq_class`` NULL).
         elapsed: wall-clock seconds of the call.
         depth: levels of the reconstructed partition tree (hash joins of the walk).
         timings: seconds per step (``validate``, ``tree``, ``walk``).
+        k: the release's k.
+        classes: equivalence classes of the output: its rows grouped by ``eq_class``, the
+            suppressed and unplaced rows (``eq_class`` NULL) left out.
+        k_achieved: rows in the smallest of those classes (0 when there are none). Recoding does
+            not preserve k: this may be far below ``k`` unless ``enforce`` was asked for.
+        below_k: classes of the output with fewer than ``k`` rows (0 after ``enforce``).
+        enforced: the constraints ``enforce`` applied (``describe()`` texts: k-anonymity and the
+            release's diversity constraints); empty without ``enforce``.
+        suppressed_classes: classes ``enforce`` suppressed (below k, or breaking a constraint).
+        suppressed_rows: rows of those classes, published fully generalized with ``eq_class``
+            NULL.
     """
 
     view: str
@@ -137,6 +166,13 @@ class Applied:
     elapsed: float
     depth: int = 0
     timings: Mapping[str, float] = field(default_factory=dict)
+    k: int = 0
+    classes: int = 0
+    k_achieved: int = 0
+    below_k: int = 0
+    enforced: tuple[str, ...] = ()
+    suppressed_classes: int = 0
+    suppressed_rows: int = 0
 
 
 def apply(
@@ -146,6 +182,7 @@ def apply(
     *,
     view: str | None = None,
     replace: bool = False,
+    enforce: bool = False,
 ) -> Applied:
     """Recode ``table`` with the rules of ``release`` into a new table (see the module docstring).
 
@@ -160,9 +197,17 @@ def apply(
         view: name of the TABLE to create (default ``<table>_anon``), in the current schema.
         replace: overwrite an existing table or view of that name -- never the release's own
             objects, its source or ``table``.
+        enforce: suppress, as a whole, every class of the output with fewer than the release's
+            k rows or breaking one of the release's diversity constraints (``table`` then needs
+            the constrained sensitive columns): its rows are published fully generalized with
+            ``eq_class`` NULL, so every remaining class meets the release's requirement.
 
     Returns:
-        An :class:`Applied`.
+        An :class:`Applied`: with the output's classes, smallest class and classes below k.
+
+    Warns:
+        PrivacyWarning: some class of the output has fewer than the release's k rows (never
+            after ``enforce``).
 
     Raises:
         InputError: not a release, or rules that do not tile the domain as a guillotine
@@ -170,7 +215,8 @@ def apply(
             missing table or QI column; ``UnsupportedTypeError`` for a QI column whose type
             cannot be compared with the release's; ``ObjectExistsError`` when the output name
             is taken or protected, or an output column would collide with a column of
-            ``table``. All before anything is written.
+            ``table``; with ``enforce``, a constraint of the manifest this version cannot read
+            back, or a constrained column ``table`` lacks. All before anything is written.
 
     Example:
         >>> import duckdb, sqlanon
@@ -192,6 +238,9 @@ def apply(
     layout = _layout(m, source)
     name, existing = _output_name(engine, m, source, objects, view, replace)
     rule_types = _rules_types(engine, m)
+    if not isinstance(enforce, bool):
+        raise InputError(f"enforce must be True or False, got {enforce!r}")
+    enforced = _enforced_constraints(m, source) if enforce else ()
     lap("validate")
     try:
         bounds = {q.name: _bounds_table(engine, m, i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"}
@@ -206,13 +255,99 @@ def apply(
         lap("tree")
         order = _branch_order(tree, size, len(m.qis))
         query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types)
-        rows, placed = _create(engine, name, existing, query, source)
+        suppress = (lambda: _suppress(engine, m, name, enforced, root)) if enforced else None
+        rows, placed, (suppressed_classes, suppressed_rows) = _create(engine, name, existing, query, source, suppress)
         lap("walk")
+        classes, k_achieved, below_k = _class_sizes(engine, name, m.k)
+        lap("classes")
     finally:
         engine.cleanup()
-    return Applied(view=name, rules=m.rules, table=source.path or source.name, rows=int(rows),
-                   placed=int(placed), unplaced=int(rows) - int(placed),
-                   elapsed=lap.elapsed, depth=tree.depth, timings=lap.timings)
+    applied = Applied(view=name, rules=m.rules, table=source.path or source.name, rows=int(rows),
+                      placed=int(placed), unplaced=int(rows) - int(placed),
+                      elapsed=lap.elapsed, depth=tree.depth, timings=lap.timings, k=m.k, classes=classes,
+                      k_achieved=k_achieved, below_k=below_k, enforced=tuple(c.describe() for c in enforced),
+                      suppressed_classes=suppressed_classes, suppressed_rows=suppressed_rows)
+    if below_k:
+        warnings.warn(PrivacyWarning(
+            f"the recoded rows are not {m.k}-anonymous: {below_k:,} of {classes:,} classes of {name!r} hold fewer "
+            f"than {m.k} rows, the release's k (smallest {k_achieved:,}); a release's rules do not make new rows "
+            f"k-anonymous. Pass enforce=True to suppress those classes."), stacklevel=2)
+    return applied
+
+
+# -- what apply guarantees ---------------------------------------------------------------------
+def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]:
+    """k-anonymity with the release's k and the release's other constraints, read back from the
+    manifest's texts; refuses texts this version cannot read back exactly, and constrained
+    columns the input lacks."""
+    out: list[Constraint] = [KAnonymity(m.k)]
+    for text in m.constraints:
+        try:
+            c = parse_constraint(text)
+        except ValueError:
+            raise InputError(f"cannot enforce the constraint {text!r} of release {m.view!r}: this version cannot "
+                             f"read it back") from None
+        if isinstance(c, KAnonymity):
+            continue  # the release's k, already first
+        for column in c.class_columns + c.numeric_columns:
+            if column not in source.column_names:
+                where = source.path or source.name
+                raise UnknownColumnError(
+                    f"{where!r} has no column {column!r}, which release {m.view!r} constrains ({text}): enforcing "
+                    f"the release's requirement needs it." + did_you_mean(column, source.column_names))
+        out.append(c)
+    return tuple(out)
+
+
+def _suppress(
+    engine: Engine, m: Manifest, name: str, constraints: Sequence[Constraint], root: str | None,
+) -> tuple[int, int]:
+    """Suppress every class of the new table ``name`` that breaks a constraint: its rows get
+    ``eq_class`` NULL and every QI fully generalized (the hierarchy's root label; the bounds of
+    the whole training table from ``root``), as unplaced rows are. Returns ``(classes, rows)``."""
+    placed = exp.Not(this=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null()))
+    failing = [exp.select(g.col(EQ_CLASS)).from_(exp.Subquery(
+        this=per_class_query(g.table(name), [EQ_CLASS], c, where=placed), alias=exp.TableAlias(this=g.ident("c"))))
+        .where(g.col(BAD)) for c in constraints]
+    union = failing[0]
+    for more in failing[1:]:
+        union = exp.union(union, more, distinct=True)
+    bad = engine.temp_name("suppressed")
+    engine.execute(g.create_table_as(bad, union))
+    classes = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(bad))))
+    if not classes:
+        return 0, 0
+    f = "f"
+    generalized: list[exp.Expression] = []
+    for i, q in enumerate(m.qis):
+        if q.kind == "hierarchy":
+            label = exp.Cast(this=g.lit(m.hierarchies[q.name].labels[0]), to=_VARCHAR)
+            generalized.append(exp.EQ(this=g.col(q.name), expression=label))
+            continue
+        for part in ("min", "max"):
+            generalized.append(exp.EQ(this=g.col(f"{q.name}_{part}"), expression=g.col(f"g{part}{i}", f)))
+    generalized.append(exp.EQ(this=g.col(EQ_CLASS), expression=exp.Null()))
+    update = exp.Update(
+        this=g.table(name), expressions=generalized,
+        from_=exp.From(this=exp.alias_(g.table(root), g.ident(f), table=True)) if root is not None else None,
+        where=exp.Where(this=exp.In(this=g.col(EQ_CLASS), query=exp.Subquery(
+            this=exp.select(g.col(EQ_CLASS)).from_(g.table(bad))))),
+    )
+    rows = engine.fetch_rows(update)
+    return classes, int(rows[0][0]) if rows else 0
+
+
+def _class_sizes(engine: Engine, name: str, k: int) -> tuple[int, int, int]:
+    """``(classes, smallest, below k)`` of the new table: its rows grouped by ``eq_class``,
+    NULL (unplaced or suppressed) left out."""
+    placed = exp.Not(this=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null()))
+    per = exp.Subquery(this=per_class_query(g.table(name), [EQ_CLASS], KAnonymity(k), where=placed),
+                       alias=exp.TableAlias(this=g.ident("c")))
+    classes, smallest, below = engine.fetch_rows(exp.select(
+        exp.Count(this=exp.Star()), exp.Min(this=g.col(SIZE)),
+        exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=g.col(BAD))),
+    ).from_(per))[0]
+    return int(classes or 0), int(smallest or 0), int(below or 0)
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -559,11 +694,13 @@ def _walk_query(
 
 
 def _create(
-    engine: Engine, name: str, existing: list[tuple[str, str]], query: exp.Select, source: Source
-) -> tuple[int, int]:
+    engine: Engine, name: str, existing: list[tuple[str, str]], query: exp.Select, source: Source,
+    suppress: Callable[[], tuple[int, int]] | None = None,
+) -> tuple[int, int, tuple[int, int]]:
     """``CREATE TABLE name AS query`` in one transaction (the caller's, if one is open) that
-    first drops what ``replace`` overwrites; returns ``(rows, placed)``. A row count that differs
-    from the input's rolls everything back."""
+    first drops what ``replace`` overwrites, then runs ``suppress`` (enforce); returns ``(rows,
+    placed, (suppressed classes, suppressed rows))``. A row count that differs from the input's
+    rolls everything back."""
     own = not engine.in_transaction()
     if own:
         engine.execute(exp.Transaction())
@@ -576,6 +713,7 @@ def _create(
         expected = engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref))
         if rows != expected:
             raise SqlanonError(f"internal error: {rows} rows recoded for {expected} input rows; nothing was created")
+        suppressed = suppress() if suppress is not None else (0, 0)
     except BaseException:
         if own:
             engine.execute(exp.Rollback())
@@ -584,4 +722,4 @@ def _create(
         raise
     if own:
         engine.execute(exp.Commit())
-    return int(rows), int(placed)
+    return int(rows), int(placed), suppressed
