@@ -37,7 +37,7 @@ class ExplainEntry:
     """One statement of :func:`explain`: its step, the statement (or a comment), whether
     explain ran it (read-only), and a note."""
 
-    section: str
+    section: str  # the step's title; :func:`explain` numbers the steps that have statements
     statement: Statement
     ran: bool
     note: str = ""
@@ -135,13 +135,13 @@ def explain_entries(
     ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
     :func:`sqlanon.anonymize`."""
     rec = RecordingEngine(con)
-    rec.section = "1. Validate the request: catalog lookups and checks (once)"
+    rec.section = "Validate the request: catalog lookups and checks (once)"
     spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
                    **workload)
     try:
-        rec.section = "2. Snapshot of the source: it has no stable row ids (once)"
+        rec.section = "Snapshot of the source: it has no stable row ids (once)"
         source, rid = _working_source(rec, spec)
-        rec.section = "3. Encode: one domain table per QI, then the working table (once)"
+        rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
         work = encode(rec, spec, domains, source, g.col(rid, "b"))
         rec.live_reads = False
@@ -150,7 +150,7 @@ def explain_entries(
         partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
         layout = partitioner.layout
         root = partitioner.root(spec.source.rows)
-        rec.section = (f"4. Partition in SQL: repeats at every tree level while an open partition has more than "
+        rec.section = (f"Partition in SQL: repeats at every tree level while an open partition has more than "
                        f"memory_rows={spec.memory_rows:,} rows; shown for the root level (partition 0)")
         if spec.source.rows > spec.memory_rows:
             rec.show(extents_query(work, root.pid, layout),
@@ -180,7 +180,7 @@ def explain_entries(
                      f"{spec.memory_rows:,}, so it is partitioned in memory")
         memory = None
         if spec.memory_rows > 0:
-            rec.section = (f"5. Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
+            rec.section = (f"Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
                            "batches of about as many rows; repeats per batch (ids shown for the root)")
             batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
             rec.show(batch_query(work, batches, 0, 0, 0, layout), "the rows of one batch")
@@ -188,7 +188,7 @@ def explain_entries(
                      "temp table (depends on the data)")
             memory = rec.temp_name("leafchunk0")
             rec.upload_placeholder(memory)
-        rec.section = "6. Publish in one transaction: rules, manifest, row map, view, verification (once)"
+        rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
         regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         own = not rec.in_transaction()
         if own:
@@ -210,7 +210,7 @@ def explain_entries(
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
     finally:
-        rec.section = "7. Clean up: drop the run's temp tables (also after errors)"
+        rec.section = "Clean up: drop the run's temp tables (also after errors)"
         rec.cleanup()
     return spec, rec.entries
 
@@ -231,10 +231,12 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry]) -> str:
         "-- Temp names (__sqlanon_<run>_...) differ in every run.",
     ]
     section = None
+    number = 0
     for e in entries:
-        if e.section != section:
+        if e.section != section:  # steps without statements (no snapshot needed, say) leave no gap
             section = e.section
-            lines += ["", f"-- == {section} =="]
+            number += 1
+            lines += ["", f"-- == {number}. {section} =="]
         lines.append("")
         if e.note:
             lines.append(f"-- {e.note}")

@@ -391,10 +391,10 @@ def test_explain_runs_nothing_that_writes(capsys, db, tmp_path):
                          "--hierarchy", f"city={tmp_path / 'city.csv'}", "--memory-rows", "100")
     assert (code, err) == (0, "")
     assert sql_objects(db) == before
-    for heading in ("1. Validate the request", "3. Encode", "4. Partition in SQL: repeats at every tree level",
-                    "5. Finish in memory", "6. Publish in one transaction", "7. Clean up"):
+    for heading in ("1. Validate the request", "2. Encode", "3. Partition in SQL: repeats at every tree level",
+                    "4. Finish in memory", "5. Publish in one transaction", "6. Clean up"):
         assert f"-- == {heading}" in out
-    assert "2. Snapshot" not in out  # a base table needs none
+    assert "Snapshot" not in out  # a base table needs none
     assert "-- [ran]" in out and 'CREATE VIEW "people_anon" AS' in out and "COMMIT;" in out
     assert 'CREATE TABLE "people_anon_hierarchies"' in out and "city (hierarchy, 5 leaves)" in out
     assert "at the root 'age' (widest normalized range)" in out
@@ -668,3 +668,33 @@ def test_verify_entropy_l_diversity(capsys, db):
         code, _, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *extra)
         assert code == 2
         assert_one_line_error(err, fragment)
+
+
+# -- explain: steps numbered without gaps ------------------------------------------------------------
+def _headings(out: str) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"^-- == (\d+)\. ", out, re.M)]
+
+
+@pytest.mark.parametrize("extra", [
+    [],
+    ["--memory-rows", "0"],
+    ["--memory-rows", "100", "--qid", "city", "--hierarchy", "city={tmp}/city.csv"],
+    ["--target", "salary", "--select", "age > 40"],
+    ["--sensitive", "city", "--l", "2", "--memory-rows", "50"],
+    ["FILES"],
+])
+def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
+    if extra == ["FILES"]:
+        con = duckdb.connect()
+        make_people(con, 100)
+        con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+        con.close()
+        source = [tmp_path / "p.parquet"]
+        extra = []
+    else:
+        source = [db, "people"]
+    code, out, err = run(capsys, "explain", *source, "--qid", "age,zip", "--k", "10",
+                         *[e.format(tmp=tmp_path) for e in extra])
+    assert (code, err) == (0, ""), err
+    numbers = _headings(out)
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
