@@ -12,7 +12,10 @@
 =================  ===================================================================
 
 Exit status: 0 on success, 1 when a check fails (or the database fails), 2 for usage and input
-errors. Errors are one line on stderr (``sqlanon: error: ...``), never a traceback.
+errors. Errors are one line on stderr (``sqlanon: error: ...``), never a traceback, in the
+command line's words: the library's messages name its keyword arguments (``pass replace=True``),
+which :func:`cli_words` turns into the flags (``pass --replace``). A standard output closed early
+(``sqlanon ... | head -1``) is not an error: the command finishes quietly with its own status.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +39,7 @@ from . import sqlgen as g
 from .api import Release, anonymize
 from .apply import apply
 from .constraints import EntropyLDiversity
-from .config import DATA_SUFFIXES, QIConfig, ReleaseConfig, load_config
+from .config import DATA_SUFFIXES, ConfigError, QIConfig, ReleaseConfig, load_config
 from .engine import Engine
 from .errors import InputError, SqlanonError
 from .explain import explain
@@ -55,6 +59,18 @@ OUT_FORMATS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     ".jsonl": ("JSON", ()),
     ".ndjson": ("JSON", ()),
 }
+#: The flags of the API's keyword arguments, for :func:`cli_words` (``constraints=`` has no
+#: flag of its own: --diversity and --variance build the constraints).
+FLAGS = {
+    "replace": "--replace", "view": "--view", "memory_rows": "--memory-rows", "class_column": "--class-column",
+    "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
+    "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
+    "enforce": "--enforce",
+}
+# keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
+_KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
+# bare multi-word identifiers, unambiguous without '=': "memory_rows must be ..."
+_BARE = re.compile(r"(?<![\w.'\"-])(?P<key>memory_rows|class_column)\b(?!=)")
 #: The QIs of ``sqlanon demo``: age is numeric, the others use the bundled ARX hierarchies.
 DEMO_QID = ("age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation")
 
@@ -89,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name (default ``sys.argv[1:]``).
     """
     parser = build_parser()
+    stdout = sys.stdout
+    sys.stdout = guard = _ClosedPipeGuard(stdout)  # type: ignore[assignment]
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         if not getattr(args, "run", None):
@@ -106,12 +124,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\nsqlanon: interrupted\n")
         return 130
+    finally:
+        guard.flush()  # now, so that a reader gone early cannot fail the interpreter's exit
+        sys.stdout = stdout
+
+
+class _ClosedPipeGuard:
+    """Standard output that tolerates its reader going away (``sqlanon ... | head -1``).
+
+    The first ``BrokenPipeError`` marks the stream closed: later writes are dropped, and the
+    real descriptor is pointed at ``os.devnull`` so that Python's own flush at exit does not
+    report it either (the recipe of the ``signal`` module's documentation). The command itself
+    carries on -- its database work is done or committed either way -- and returns its status.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._close()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._close()
+            except (AttributeError, ValueError):  # a stream without flush, or already closed
+                pass
+
+    def isatty(self) -> bool:
+        return _isatty(self.stream)
+
+    def _close(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (AttributeError, OSError, ValueError):  # no real descriptor (a test's stream)
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, ... of the real stream
+        return getattr(self.stream, name)
+
+
+def cli_words(message: str) -> str:
+    """A library message in the command line's words: its keyword arguments become flags.
+
+    >>> cli_words("a view named 'x' already exists; pass replace=True to overwrite it or choose another view= name")
+    "a view named 'x' already exists; pass --replace to overwrite it or choose another --view name"
+    >>> cli_words("sensitive= and l= go together; memory_rows must be at least 0; k=501 is larger")
+    '--sensitive and --l go together; --memory-rows must be at least 0; --k 501 is larger'
+    >>> cli_words("the whole table does not satisfy entropy l-diversity('s', l=9)")
+    "the whole table does not satisfy entropy l-diversity('s', l=9)"
+    """
+    def keyword(m: re.Match[str]) -> str:
+        flag = FLAGS[m.group("key")]
+        after = m.group("next")
+        return flag + (" " + after if after and after not in ",;:.)]" else after)
+
+    return _BARE.sub(lambda m: FLAGS[m.group("key")], _KEYWORD.sub(keyword, message))
 
 
 def _error(e: BaseException, status: int) -> int:
     message = str(e).split("\n-- while running:", 1)[0]  # EngineError: the SQL is not for the terminal
     if isinstance(e, OSError) and e.filename is not None:
         message = f"{e.strerror or e}: {e.filename}"
+    if isinstance(e, InputError) and not isinstance(e, ConfigError):  # a release file's errors name its keys
+        message = cli_words(message)
     line = " ".join(part.strip() for part in message.splitlines() if part.strip())
     sys.stderr.write(f"sqlanon: error: {line or type(e).__name__}\n")
     return status

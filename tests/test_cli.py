@@ -149,7 +149,7 @@ def test_workload_flags_reach_the_library(capsys, db):
     assert m.criterion == "regression('id')"
     code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--sensitive", "city")
     assert code == 2
-    assert_one_line_error(err, "sensitive= and l= go together")
+    assert_one_line_error(err, "--sensitive and --l go together")
     code, out, err = run(capsys, "explain", db, "people", "--qid", "age", "--k", "5", "--target", "city",
                          "--memory-rows", "0")
     assert code == 0 and "FILTER" in out  # the class counts of the target are in the stats statement
@@ -698,3 +698,63 @@ def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
     assert (code, err) == (0, ""), err
     numbers = _headings(out)
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+
+
+# -- messages in the command line's words ---------------------------------------------------------------
+def test_library_errors_speak_in_flags(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")[0] == 0
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")
+    assert code == 2
+    assert_one_line_error(err, "'people_anon' already exists; pass --replace to overwrite it or choose another --view name")
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--view", "v", "--memory-rows", "-1")
+    assert code == 2
+    assert_one_line_error(err, "--memory-rows must be at least 0")
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "501", "--view", "v")
+    assert code == 2
+    assert_one_line_error(err, "--k 501 is larger than the table")
+    code, _, err = run(capsys, "apply", db, "people_anon", "people", "--view", "people_anon_rules")
+    assert code == 2
+    assert_one_line_error(err, "choose another --view name")
+    code, _, err = run(capsys, "apply", db, "people_anon", "people", "--view", "people")
+    assert code == 2
+    assert_one_line_error(err, "never replaced: choose another --view name")
+    # a constraint's own description keeps its keywords
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--view", "v",
+                       "--sensitive", "city", "--l", "50")
+    assert code == 2
+    assert_one_line_error(err, "does not satisfy entropy l-diversity('city', l=50)")
+    assert "--l" not in err
+
+
+# -- closed pipes ---------------------------------------------------------------------------------------
+class _ClosedPipe(io.StringIO):
+    """A standard output whose reader has gone (``| head -1``)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stdout_is_not_an_error(capsys, db, monkeypatch):
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["explain", db, "people", "--qid", "age,zip", "--k", "10"]) == 0
+    assert main(["anonymize", db, "people", "--qid", "age", "--k", "10", "--json"]) == 0
+    assert main(["verify", db, "people_anon", "--qid", "age", "--k", "10"]) == 0
+    assert main(["verify", db, "people_anon", "--qid", "age", "--k", "1000"]) == 1  # its own status
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().err == ""
+    assert sql_objects(db) >= {("h", "main", "people_anon", "view")}  # the work was done
+
+
+def test_python_m_sqlanon_into_a_closed_pipe(db, tmp_path):
+    """``sqlanon explain ... | head -1``: the reader is gone before sqlanon writes; exit 0, and
+    nothing on stderr (no traceback, no 'Exception ignored' at exit)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "sqlanon", "explain", db, "people", "--qid", "age,zip",
+                                "--k", "10"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader goes away at once
+    stderr = process.stderr.read().decode()
+    assert (process.wait(timeout=120), stderr) == (0, "")
