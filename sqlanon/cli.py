@@ -45,7 +45,7 @@ from .errors import InputError, SqlanonError
 from .explain import explain
 from .partition import Progress
 from .report import FORMATS, collect, render
-from .spec import _catalog, _find_source
+from .spec import _catalog, _find_source, resolve
 from .verify import Verification, class_columns, verify
 
 #: Violating classes listed by ``sqlanon verify`` (the rest are counted).
@@ -247,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     _request_options(p)
     p.add_argument("--out", metavar="FILE",
                    help="also write the published relation to FILE (.parquet, .csv, .tsv, .json, .jsonl, "
-                        ".ndjson); required for FILES without DB")
+                        ".ndjson; .gz for text), checked before any work; required for FILES without DB. "
+                        "If writing fails, the release is undone: the database is left as it was")
     p.add_argument("--json", action="store_true", help="print the Release as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     p.set_defaults(run=_anonymize)
@@ -420,18 +421,20 @@ def _anonymize(args: argparse.Namespace) -> int:
     request = _request(args)
     out = Path(args.out) if args.out else None
     if out is not None:
-        _out_format(out)
-        if out.exists() and not request.replace:
-            raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
+        _check_out(out, request.replace)
     if request.database is None and out is None:
         raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
                          "(or name a database: sqlanon anonymize DB FILES ...)")
     con = _connect(request.database, read_only=False)
     try:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            release = anonymize(con, progress=progress, **request.anonymize_kwargs())
-        if out is not None:
-            _export(con, release.view, out)
+            kwargs = request.anonymize_kwargs()
+            if out is not None and request.database is not None:
+                release = _publish_and_export(con, kwargs, out, progress)
+            else:
+                release = anonymize(con, progress=progress, **kwargs)
+                if out is not None:  # in memory: nothing outlives the command, whatever happens
+                    _export(con, release.view, out)
     finally:
         con.close()
     if args.json:
@@ -442,6 +445,92 @@ def _anonymize(args: argparse.Namespace) -> int:
     else:
         _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None)
     return 0
+
+
+def _check_out(out: Path, replace: bool) -> None:
+    """Everything about ``--out`` that can be checked before the work: a known format, an
+    existing writable directory, and no file in the way unless ``--replace``."""
+    folder = out.parent
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory; name a file in it")
+    _out_format(out)
+    if out.exists() and not replace:
+        raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
+    if not folder.is_dir():
+        raise UsageError(f"--out {out}: no such directory: {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: the directory {folder} is not writable")
+
+
+def _publish_and_export(
+    con: duckdb.DuckDBPyConnection, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
+) -> Release:
+    """Publish the release in the database and write it to ``out``, both or neither.
+
+    ``_check_out`` has ruled out the failures it can foresee; this handles the rest (the COPY
+    itself failing). Without objects to replace, the release is published as usual -- in its
+    own short transaction -- and, if the COPY fails, exactly the objects this command created
+    (the catalog before and after) are dropped again. Dropping the new release would not bring
+    back one that ``--replace`` overwrote, so then the whole run happens in one transaction,
+    rolled back on failure. That is kept to this case because a transaction around the run also
+    keeps every working table of the partitioning until it ends (about twice the memory for a
+    large table partitioned in SQL).
+    """
+    engine = Engine(con)
+    existing: tuple[tuple[str, str], ...] = ()
+    if kwargs["replace"]:
+        try:  # validates the request as anonymize will, and names what --replace overwrites
+            existing = tuple(resolve(engine, **kwargs).outputs.existing)
+        finally:
+            engine.cleanup()
+    if not existing:
+        before = _persistent_objects(engine)
+        release = anonymize(con, progress=progress, **kwargs)
+        try:
+            _export(con, release.view, out)
+        except BaseException:
+            _drop_new_objects(engine, before)
+            raise
+        return release
+    engine.execute(exp.Transaction())
+    try:
+        for name, kind in existing:
+            engine.execute(g.drop(name, kind.upper()))
+        release = anonymize(con, progress=progress, **{**kwargs, "replace": False})  # dropped above
+        partial = _copy(con, release.view, out)
+        try:
+            engine.execute(exp.Commit())
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+    except BaseException:
+        try:
+            engine.execute(exp.Rollback())
+        except SqlanonError:
+            pass  # the transaction already ended (a failed COMMIT): nothing left to undo
+        raise
+    _finish(partial, out)
+    return release
+
+
+def _persistent_objects(engine: Engine) -> set[tuple[str, str, str, str]]:
+    """The database's tables and views (not temporary): ``(catalog, schema, name, kind)``."""
+    return {tuple(row[:4]) for row in engine.fetch_rows(g.template("catalog_objects")) if not row[4]}
+
+
+def _drop_new_objects(engine: Engine, before: set[tuple[str, str, str, str]]) -> None:
+    """Drop, in one transaction, the tables and views that were not there ``before``."""
+    created = sorted(_persistent_objects(engine) - before, key=lambda o: o[3] != "view")  # views first
+    if not created:
+        return
+    engine.execute(exp.Transaction())
+    try:
+        for catalog, schema, name, kind in created:
+            engine.execute(exp.Drop(tables=[g.table(name, schema, catalog)], kind=kind.upper(), exists=True))
+    except BaseException:
+        engine.execute(exp.Rollback())
+        raise
+    engine.execute(exp.Commit())
 
 
 def _release_document(release: Release) -> dict[str, Any]:
@@ -542,6 +631,11 @@ def _out_format(out: Path) -> list[tuple[str, Any]]:
 
 def _export(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> None:
     """``COPY relation TO out``, written to a temporary file first so a failure leaves nothing."""
+    _finish(_copy(con, relation, out), out)
+
+
+def _copy(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> Path:
+    """``COPY relation`` to a hidden file next to ``out`` (removed if the COPY fails); returns it."""
     params = [
         exp.CopyParameter(this=exp.var(key), expression=exp.var(value) if key == "FORMAT" else g.lit(value))
         for key, value in _out_format(out)
@@ -551,6 +645,15 @@ def _export(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> None:
                          files=[g.lit(str(partial))], params=params)
     try:
         con.execute(_render(statement))
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return partial
+
+
+def _finish(partial: Path, out: Path) -> None:
+    """Move the written file into place (atomically, in the same directory)."""
+    try:
         os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)

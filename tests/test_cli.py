@@ -758,3 +758,70 @@ def test_python_m_sqlanon_into_a_closed_pipe(db, tmp_path):
     process.stdout.close()  # the reader goes away at once
     stderr = process.stderr.read().decode()
     assert (process.wait(timeout=120), stderr) == (0, "")
+
+
+# -- --out: checked before the work, undone after a late failure ------------------------------------------
+def test_out_is_checked_before_any_work(capsys, db, tmp_path, monkeypatch):
+    before = sql_objects(db)
+    for out, fragment in ((tmp_path / "no" / "such" / "x.parquet", "no such directory"),
+                          (tmp_path, "is a directory"),
+                          (tmp_path / "x.xlsx", "unknown format")):
+        code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", out)
+        assert (code, text) == (2, "")
+        assert_one_line_error(err, fragment)
+        assert sql_objects(db) == before  # nothing published
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == tmp_path / "ro" else
+                        real_access(path, mode))
+    (tmp_path / "ro").mkdir()
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", tmp_path / "ro" / "x.csv")
+    assert code == 2
+    assert_one_line_error(err, "is not writable")
+    assert sql_objects(db) == before and not (tmp_path / "no").exists()
+
+
+def _view_rows(db: str, view: str) -> list:
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return con.execute(f'SELECT * FROM "{view}" ORDER BY id').fetchall()
+    finally:
+        con.close()
+
+
+def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monkeypatch):
+    """The COPY itself fails after the release was published: the new release is dropped again,
+    and a release --replace was overwriting is back, unchanged."""
+    from sqlanon import cli
+
+    out = tmp_path / "pub.parquet"
+    monkeypatch.setitem(cli.OUT_FORMATS, ".parquet", ("PARQUET", (("COMPRESSION", "bogus"),)))
+    before = sql_objects(db)
+    code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", out)
+    assert (code, text) == (1, "")
+    assert_one_line_error(err, "compression")
+    assert sql_objects(db) == before and sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
+    # over an existing release, with --replace
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "20")[0] == 0
+    published, rows = sql_objects(db), _view_rows(db, "people_anon")
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--replace", "--out", out)
+    assert code == 1
+    assert_one_line_error(err, "compression")
+    assert sql_objects(db) == published and _view_rows(db, "people_anon") == rows
+    assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert sqlanon.manifest.read(con, "people_anon").k == 20
+    finally:
+        con.close()
+    # and when the COPY works, --replace with --out replaces the release and writes the file
+    monkeypatch.undo()
+    code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--replace", "--out", out,
+                          "--json")
+    assert (code, err) == (0, "") and json.loads(text)["k"] == 5
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0] == 500
+        assert sqlanon.manifest.read(con, "people_anon").k == 5
+    finally:
+        con.close()
+    assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb", "pub.parquet"]
