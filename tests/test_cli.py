@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -568,7 +569,7 @@ def test_apply(capsys, db):
     con.execute("UPDATE new_people SET age = age + 1000 WHERE id < 5")  # beyond the training domain
     con.close()
     code, out, err = run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon")
-    assert (code, err) == (0, ""), err
+    assert code == 0 and err.startswith("sqlanon: warning: the recoded rows are not 10-anonymous: "), err
     assert re.search(r"^published\s+new_anon \(table: new_people recoded with the rules people_anon_rules\)$", out, re.M)
     assert re.search(r"^rows\s+120: 120 placed in a region, 0 unplaced", out, re.M)
     # the training table recoded with its own rules is the view; --json is the Applied result
@@ -825,3 +826,42 @@ def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monke
     finally:
         con.close()
     assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb", "pub.parquet"]
+
+
+# -- apply: what it guarantees ------------------------------------------------------------------------
+def test_apply_reports_k_and_enforces_it(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", "--sensitive", "city",
+               "--l", "2")[0] == 0
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE fresh AS SELECT i AS id, (i * 37) % 90 AS age, (i * i) % 7 AS zip, 'x' || (i % 4) AS city, "
+                "i * 1.5 AS salary FROM range(150) t(i)")
+    con.close()
+    code, out, err = run(capsys, "apply", db, "people_anon", "fresh", "--view", "plain")
+    assert code == 0
+    assert re.fullmatch(r"sqlanon: warning: the recoded rows are not 10-anonymous: \d+ of \d+ classes of 'plain' "
+                        r"hold fewer than 10 rows, the release's k \(smallest \d+\); a release's rules do not make "
+                        r"new rows k-anonymous\. Pass --enforce to suppress those classes\.\n", err), err
+    sizes = [n for n, in duckdb.connect(db, read_only=True).execute(
+        "SELECT count(*) FROM plain GROUP BY eq_class").fetchall()]
+    below = sum(n < 10 for n in sizes)
+    assert re.search(rf"^classes\s+{len(sizes)}, {below} below the release's k=10$", out, re.M), out
+    assert re.search(rf"^k\s+10 required by the release, {min(sizes)} achieved \(smallest class\); not enforced", out,
+                     re.M)
+    code, out, err = run(capsys, "apply", db, "people_anon", "fresh", "--view", "kept", "--enforce", "--json")
+    assert (code, err) == (0, "")
+    applied = json.loads(out)
+    assert applied["enforced"] == ["k-anonymity(k=10)", "entropy l-diversity('city', l=2)"]
+    assert applied["below_k"] == 0 and applied["suppressed_classes"] >= below and applied["k"] == 10
+    con = duckdb.connect(db, read_only=True)
+    try:
+        kept = con.execute("SELECT count(*) FROM kept WHERE eq_class IS NOT NULL GROUP BY eq_class").fetchall()
+        assert min(n for n, in kept) == applied["k_achieved"] >= 10 and len(kept) == applied["classes"]
+        assert con.execute("SELECT count(*) FROM kept WHERE eq_class IS NULL").fetchone()[0] == applied["suppressed_rows"]
+        con.execute("CREATE TEMP VIEW kept_rows AS SELECT * FROM kept WHERE eq_class IS NOT NULL")
+        assert sqlanon.verify(con, "kept_rows", ["age", "zip"], 10, class_column="eq_class",
+                              constraints=[sqlanon.EntropyLDiversity("city", 2)]).ok
+    finally:
+        con.close()
+    code, out, _ = run(capsys, "apply", db, "people_anon", "fresh", "--view", "kept2", "--enforce")
+    assert code == 0 and re.search(r"^suppressed\s+\d+ classes, \d+ rows \(published fully generalized\): enforced "
+                                   r"k-anonymity\(k=10\); entropy l-diversity\('city', l=2\)$", out, re.M), out
