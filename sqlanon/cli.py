@@ -35,19 +35,32 @@ from typing import Any, TextIO
 import duckdb
 from sqlglot import exp
 
-from . import __version__
+from . import __version__, manifest
 from . import sqlgen as g
 from .api import Release, anonymize
 from .apply import Applied, apply
-from .constraints import EntropyLDiversity
-from .config import DATA_SUFFIXES, ConfigError, QIConfig, ReleaseConfig, load_config
+from .config import (
+    CRITERIA,
+    DATA_SUFFIXES,
+    DIVERSITIES,
+    KEY_PATHS,
+    SCHEMA,
+    ConfigError,
+    QIConfig,
+    ReleaseConfig,
+    check_request,
+    load_config,
+    privacy_constraints,
+)
+from .constraints import Constraint, KAnonymity
 from .engine import Engine
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .partition import Progress
 from .report import FORMATS, collect, render
-from .spec import _catalog, _find_source, resolve
-from .verify import Verification, class_columns, verify
+from .spec import resolve
+from .verify import Verification, verify
+from .violations import Violations, violations
 
 #: Violating classes listed by ``sqlanon verify`` (the rest are counted).
 MAX_LISTED = 20
@@ -241,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                "  sqlanon anonymize hospital.duckdb patients --qid age,nation --k 50 \\\n"
                "      --hierarchy nation=nation.csv --view patients_public --replace\n"
                "  sqlanon anonymize patients.parquet --qid age,zip --k 10 --out public.parquet\n"
-               "  sqlanon anonymize --config release.toml --k 20",
+               "  sqlanon anonymize hospital.duckdb patients --qid age,zip --k 20 --sensitive diagnosis \\\n"
+               "      --l 3 --diversity recursive --c 2 --variance cost=1e6 --target hiv --criterion infogain\n"
+               "  sqlanon anonymize --config release.toml --k 20\n\n" + _release_file_help(),
     )
     p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file (must exist), or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view (schema.table accepted), or files")
@@ -256,17 +271,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "verify", formatter_class=fmt, help="check k-anonymity of a table or view (sqlanon.verify)",
-        usage="sqlanon verify DB RELATION --qid COLS --k N [--sensitive COLS --l L] [--class-column COL] [--json]\n"
-              "       sqlanon verify FILES --qid COLS --k N [--sensitive COLS --l L] [--class-column COL] [--json]",
+        usage="sqlanon verify DB RELATION --qid COLS --k N [constraints] [--class-column COL] [--json]\n"
+              "       sqlanon verify FILES --qid COLS --k N [constraints] [--class-column COL] [--json]\n"
+              "constraints: [--sensitive COLS --l L [--diversity entropy|distinct|recursive] [--c C]]\n"
+              "             [--variance COL=V ...]",
         description="Check that every equivalence class of RELATION over the QIs holds at least N rows, with\n"
                     "one SQL query (sqlanon.verify). A QI published as a range may be named by its base\n"
-                    "name: age stands for age_min, age_max. NULLs group together. Violating classes are\n"
-                    f"listed, smallest first (at most {MAX_LISTED}). With --sensitive and --l, every class\n"
-                    "must also be entropy l-diverse in each sensitive column (one more query per column).\n"
-                    "The database is opened read-only.\n\n"
+                    "name: age stands for age_min, age_max. NULLs group together. With --sensitive and --l\n"
+                    "every class must also be l-diverse in each sensitive column (entropy l-diversity unless\n"
+                    "--diversity says otherwise), with --variance COL=V its variance of COL at least V.\n"
+                    "Each check is reported on its own line -- ok or FAILED, with the achieved value of the\n"
+                    f"worst class -- and each failed one lists its violating classes, worst first (at most\n"
+                    f"{MAX_LISTED}; all are counted). The database is opened read-only.\n\n"
                     "Exit status: 0 every check holds, 1 one fails, 2 usage or input error.",
         epilog="examples:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10\n"
-               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis",
+               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis\n"
+               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip --k 10 --sensitive diagnosis --l 2 \\\n"
+               "      --diversity distinct --variance cost=1e6 --json",
     )
     p.add_argument("db", metavar="DB", help="DuckDB database file, or FILES (Parquet/CSV/JSON) without DB")
     p.add_argument("relation", nargs="?", metavar="RELATION", help="table or view to check")
@@ -275,10 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, required=True, metavar="N", help="the required smallest class size")
     p.add_argument("--class-column", metavar="COL",
                    help="a column every row must have (eq_class of a release); NULLs fail the check")
-    p.add_argument("--sensitive", action="append", metavar="COLS",
-                   help="sensitive columns, comma-separated: with --l, entropy l-diversity of each")
-    p.add_argument("--l", type=float, metavar="L", help="every class's sensitive entropy is at least ln L")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _privacy_options(p)
+    p.add_argument("--json", action="store_true",
+                   help="print the result as JSON: the Verification, the failed checks and each one's violating "
+                        "classes")
     p.set_defaults(run=_verify)
 
     p = sub.add_parser(
@@ -290,7 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "the SQL each step runs, in DuckDB's dialect, without running anything that writes\n"
                     "(the database is opened read-only). Statements marked [ran] are the read-only lookups\n"
                     "explain itself ran; per-level statements are shown for the root level; values that\n"
-                    "depend on the data are said to.",
+                    "depend on the data are said to. The steps are numbered in the order they run; a step\n"
+                    "the request does not need (a snapshot of a table with row ids, say) is left out.",
+        epilog=_release_file_help(),
     )
     p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file, or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view")
@@ -392,16 +415,47 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                    help="ARX hierarchy CSV (or table name) for a categorical QI (repeatable)")
     p.add_argument("--view", metavar="NAME", help="name of the published view (default TABLE_anon)")
     p.add_argument("--replace", action="store_true", help="overwrite existing outputs (and --out)")
-    p.add_argument("--sensitive", action="append", default=[], metavar="COLS",
-                   help="sensitive column(s) for entropy l-diversity, with --l (comma-separated, repeatable)")
-    p.add_argument("--l", type=float, metavar="L", help="entropy l-diversity of the --sensitive columns (L >= 1)")
+    _privacy_options(p)
     p.add_argument("--target", action="append", default=[], metavar="COLS",
-                   help="workload target(s): class labels (InfoGain) and/or numeric columns (Regression)")
+                   help="workload target(s): class labels (InfoGain) and/or numeric columns (Regression); "
+                        "without --criterion their types choose, so an integer-coded label means Regression")
+    p.add_argument("--criterion", choices=CRITERIA,
+                   help="the split criterion: median (no --target), infogain (the --target columns are class "
+                        "labels, whatever their type), regression (numeric --target columns) or selection "
+                        "(Selection Mondrian: needs --select; inside the query regions the --target columns "
+                        "choose). With --select, median/infogain/regression are the criterion inside the query "
+                        "regions. Default: from the --target columns' types, median without them")
     p.add_argument("--select", action="append", default=[], metavar="PREDICATE",
                    help="a selection analysts will run, SQL over the QIs, e.g. \"age > 40 AND sex = 'M'\" "
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+
+
+def _privacy_options(p: argparse.ArgumentParser) -> None:
+    """The constraints besides k, shared by anonymize, explain and verify."""
+    p.add_argument("--sensitive", action="append", default=[], metavar="COLS",
+                   help="sensitive column(s) for l-diversity, with --l (comma-separated, repeatable)")
+    p.add_argument("--l", type=float, metavar="L",
+                   help="l-diversity of each --sensitive column: L >= 1 (an integer for distinct and recursive)")
+    p.add_argument("--diversity", choices=DIVERSITIES,
+                   help="which l-diversity: entropy (default: every class's entropy >= ln L), distinct (at least "
+                        "L distinct values) or recursive (recursive (c,L)-diversity, with --c)")
+    p.add_argument("--c", type=float, metavar="C",
+                   help="with --diversity recursive: in every class the most frequent value occurs fewer than "
+                        "C times as often as the L-th most frequent and rarer ones together (C > 0)")
+    p.add_argument("--variance", action="append", default=[], metavar="COL=V",
+                   help="variance diversity: every class's variance of the numeric column COL is at least V "
+                        "(repeatable)")
+
+
+def _release_file_help() -> str:
+    """The release-file schema, section by section (from :data:`sqlanon.config.SCHEMA`)."""
+    lines = ["release file (--config RELEASE.toml; flags override its values; see sqlanon.config):"]
+    lines += [f"  {section:<11}{', '.join(keys)}" for section, keys in SCHEMA]
+    lines.append("  e.g. [privacy] k = 10, sensitive = [\"diagnosis\"], l = 3, diversity = \"recursive\", c = 2,")
+    lines.append("       variance = { cost = 1e6 }; [workload] target = [\"hiv\"], criterion = \"infogain\"")
+    return "\n".join(lines)
 
 
 # -- demo -------------------------------------------------------------------------------------
@@ -446,15 +500,19 @@ def _anonymize(args: argparse.Namespace) -> int:
                 release = anonymize(con, progress=progress, **kwargs)
                 if out is not None:  # in memory: nothing outlives the command, whatever happens
                     _export(con, release.view, out)
+        recorded = manifest.read(con, release.rules)  # the criterion and constraints the library chose
     finally:
         con.close()
     if args.json:
         document = _release_document(release)
+        document["criterion"] = recorded.criterion
+        document["constraints"] = list(recorded.constraints)
         document["in_memory"] = request.database is None  # the release itself was not kept
         document["out"] = str(out) if out is not None else None
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None)
+        _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None,
+                       criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
 
 
@@ -567,17 +625,20 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         if name not in qid:
             raise UsageError(f"--hierarchy {item!r}: {name!r} is not a QI (QIs: {', '.join(qid)})")
         hierarchies[name] = path
-    sensitive = _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else [])
-    l = args.l if args.l is not None else (config.l if config else None)
+    privacy = _privacy(args, config)
     target = _split(args.target, "--target") if args.target else list(config.target if config else [])
     selections = args.select if args.select else list(config.selections if config else [])
     if not all(s.strip() for s in selections):
         raise UsageError("--select: empty predicate")
+    criterion = args.criterion if args.criterion is not None else (config.criterion if config else None)
+    given = {"target": bool(args.target), "selections": bool(args.select), "criterion": args.criterion is not None}
+    check_request(lambda key, message: UsageError(message), _spelling(args, config, given),
+                  **privacy, criterion=criterion, target=target, selections=selections)
     return ReleaseConfig(
         table=table,
-        sensitive=tuple(sensitive),
-        l=l,
+        **{key: tuple(value) if isinstance(value, list) else value for key, value in privacy.items()},
         target=tuple(target),
+        criterion=criterion,
         selections=tuple(selections),
         qis=tuple(QIConfig(n, hierarchies.get(n)) for n in qid),
         k=k,
@@ -587,6 +648,51 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         memory_rows=args.memory_rows if args.memory_rows is not None else (config.memory_rows if config else None),
         path=config.path if config else None,
     )
+
+
+def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str, Any]:
+    """The constraint settings (``sensitive``, ``l``, ``diversity``, ``c``, ``variance``): each
+    flag overrides the release file's key; checked one by one here, together by
+    :func:`sqlanon.config.check_request`."""
+    if args.l is not None and not args.l >= 1:
+        raise UsageError(f"--l must be a number >= 1, got {args.l:g}")
+    if args.c is not None and not args.c > 0:
+        raise UsageError(f"--c must be a number > 0, got {args.c:g}")
+    variance = []
+    for item in args.variance:
+        column, sep, value = item.rpartition("=")
+        try:
+            v = float(value)
+        except ValueError:
+            v = float("nan")
+        if not sep or not column or not v >= 0 or v == float("inf"):
+            raise UsageError(f"--variance takes COL=V with V a number >= 0, got {item!r}")
+        variance.append((column, v))
+
+    def pick(flag: Any, key: str, empty: Any = None) -> Any:
+        return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
+
+    return {
+        "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
+        "l": pick(args.l, "l"),
+        "diversity": pick(args.diversity, "diversity"),
+        "c": pick(args.c, "c"),
+        "variance": variance or list(config.variance if config else []),
+    }
+
+
+def _spelling(args: argparse.Namespace, config: ReleaseConfig | None, given: dict[str, bool] | None = None):
+    """How a usage error names a request key: its flag, or its release-file key when the value
+    came from the file (the flags override the file, so a contradiction may mix both)."""
+    flags = {"sensitive": "--sensitive", "l": "--l", "diversity": "--diversity", "c": "--c",
+             "variance": "--variance", "target": "--target", "criterion": "--criterion", "selections": "--select"}
+    from_flags = {"sensitive": bool(args.sensitive), "l": args.l is not None, "diversity": args.diversity is not None,
+                  "c": args.c is not None, "variance": bool(args.variance), **(given or {})}
+
+    def spell(key: str) -> str:
+        return flags[key] if config is None or from_flags.get(key) else KEY_PATHS[key]
+
+    return spell
 
 
 def _locate(db: str | None, table: str | None, config: ReleaseConfig | None) -> tuple[str | None, str]:
@@ -670,7 +776,10 @@ def _finish(partial: Path, out: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def _write_summary(stream: TextIO, release: Release, *, out_file: Path | None = None, in_memory: bool = False) -> None:
+def _write_summary(
+    stream: TextIO, release: Release, *, out_file: Path | None = None, in_memory: bool = False,
+    criterion: str | None = None, constraints: Sequence[str] = (),
+) -> None:
     """The release as aligned ``label  value`` lines."""
     kind = "snapshot table" if release.materialized else "view"
     where = ", in memory, not kept" if in_memory else ""
@@ -689,8 +798,13 @@ def _write_summary(stream: TextIO, release: Release, *, out_file: Path | None = 
         ("rows", f"{release.rows:,}"),
         ("classes", f"{release.partitions:,} ({release.regions:,} rules)"),
         ("k", f"{release.k} required, {release.k_achieved:,} achieved (smallest class, verified)"),
-        ("elapsed", f"{release.elapsed:.2f} s"),
     ]
+    others = [c for c in constraints if not c.startswith("k-anonymity(")]
+    if others:
+        rows.append(("constraints", "; ".join(others) + " (verified)"))
+    if criterion is not None:
+        rows.append(("criterion", criterion))
+    rows.append(("elapsed", f"{release.elapsed:.2f} s"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         stream.write(f"{label:<{width}}  {value}\n")
@@ -743,58 +857,77 @@ def _verify(args: argparse.Namespace) -> int:
         database, relation = None, args.db
     else:
         database, relation = args.db, args.relation
-    sensitive = _split(args.sensitive or [])
-    if bool(sensitive) != (args.l is not None):
-        raise UsageError("--sensitive and --l go together (entropy l-diversity)")
-    if args.l is not None and not args.l >= 1:
-        raise UsageError(f"--l must be a number >= 1, got {args.l:g}")
-    constraints = [EntropyLDiversity(c, args.l) for c in sensitive]
+    privacy = _privacy(args, None)
+    check_request(lambda key, message: UsageError(message), _spelling(args, None), **privacy,
+                  criterion=None, target=(), selections=())
+    constraints: list[Constraint] = privacy_constraints(**privacy)
     con = _connect(database, read_only=True)
     try:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
-        listed = violating_classes(con, relation, qid, args.k) if result.violating else []
+        # Per check, the worst class's value and the violating classes, worst first.
+        k_classes = violations(con, relation, qid, KAnonymity(args.k), MAX_LISTED) if result.violating else None
+        details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
     finally:
         con.close()
-    holds = result.ok and all(c.ok for c in result.checks)
+    k_holds = not result.violating and not result.unplaced and result.classes > 0
+    failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
+        check.constraint for check in result.checks if not check.ok]
     if args.json:
-        document = {"relation": relation, "holds": holds, **dataclasses.asdict(result),
-                    "violating_classes": [{"size": n, "values": values} for n, values in listed]}
+        document = {"relation": relation, "holds": not failed, "failed": failed, **dataclasses.asdict(result),
+                    "violating_classes": _listed(k_classes)}
+        document["checks"] = [
+            {**dataclasses.asdict(check), "measure": detail.measure, "worst": detail.worst,
+             "violating_classes": _listed(detail) if not check.ok else []}
+            for check, detail in zip(result.checks, details)
+        ]
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        _write_verification(sys.stdout, relation, result, listed)
-        for c in result.checks:
-            verdict = "ok" if c.ok else "FAILED"
-            sys.stdout.write(f"{verdict}: {c.constraint}: worst class {c.achieved:.4g}"
-                             + (f", {c.violating:,} violating classes" if c.violating else "") + "\n")
-    return 0 if holds else 1
+        _write_verification(sys.stdout, relation, result, k_classes)
+        for check, detail in zip(result.checks, details):
+            _write_check(sys.stdout, check.ok, detail)
+        if constraints:
+            checks = 1 + len(constraints)
+            sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if not failed else
+                             f"FAILED: {relation}: {len(failed)} of {checks} checks fail: {'; '.join(failed)}\n")
+    return 0 if not failed else 1
 
 
-def violating_classes(
-    con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], k: int, limit: int = MAX_LISTED
-) -> list[tuple[int, dict[str, Any]]]:
-    """The smallest classes below ``k``: ``(size, {column: value})``, in one grouped query."""
-    engine = Engine(con)
-    source = _find_source(engine, _catalog(engine), relation, count=False)
-    columns = class_columns(source.column_names, qid)
-    size = exp.Count(this=exp.Star())
-    size_alias = "__sqlanon_size"
-    query = (
-        exp.select(*[g.col(c) for c in columns], g.alias(size, size_alias))
-        .from_(source.ref)
-        .group_by(*[g.col(c) for c in columns])
-        .having(exp.LT(this=size.copy(), expression=g.lit(k)))
-        .order_by(g.col(size_alias), *[exp.Ordered(this=g.col(c), nulls_first=True) for c in columns])
-        .limit(limit)
-    )
-    return [(int(row[-1]), dict(zip(columns, row[:-1]))) for row in engine.fetch_rows(query)]
+def _listed(found: Violations | None) -> list[dict[str, Any]]:
+    """Violating classes for JSON: ``size``, ``values`` (the class columns) and, for a
+    constraint, ``value`` (its measure)."""
+    if found is None:
+        return []
+    k = found.measure == "rows"
+    return [{"size": c.size, **({} if k else {"value": c.value}), "values": dict(c.key)} for c in found.classes]
 
 
-def _write_verification(out: TextIO, relation: str, r: Verification, listed: list[tuple[int, dict[str, Any]]]) -> None:
+def _write_check(out: TextIO, ok: bool, found: Violations) -> None:
+    """One constraint's verdict with its achieved (worst) value, then its violating classes."""
+    worst = "no classes" if found.worst is None else f"worst class {found.worst:.4g} ({found.measure})"
+    tail = f", {found.violating:,} violating classes" if found.violating else ""
+    out.write(f"{'ok' if ok else 'FAILED'}: {found.constraint}: {worst}{tail}\n")
+    if not ok and found.classes:
+        _write_classes(out, f"violating classes of {found.constraint}", found, [found.measure, "size"],
+                       lambda c: [f"{c.value:.4g}", f"{c.size:,}"])
+
+
+def _write_classes(out: TextIO, title: str, found: Violations, first: list[str], cells) -> None:
+    """``title (shown, order):`` and the listed classes as an aligned table."""
+    listed = found.classes
+    order = "smallest first" if found.measure == "rows" else "worst first"
+    shown = f"{len(listed)} of {found.violating:,}, {order}" if found.violating > len(listed) else order
+    out.write(f"{title} ({shown}):\n")
+    header = [*first, *listed[0].key]
+    rows = [[*cells(c), *("NULL" if v is None else str(v) for v in c.key.values())] for c in listed]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        out.write("  " + "  ".join(c.rjust(w) if i < len(first) else c.ljust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
+
+
+def _write_verification(out: TextIO, relation: str, r: Verification, listed: Violations | None) -> None:
+    """The k-anonymity verdict (the other checks have lines of their own)."""
     over = ", ".join(r.columns)
-    if r.ok:
-        out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
-                  f"smallest {r.k_achieved:,}, {r.rows:,} rows\n")
-        return
     problems = []
     if r.violating:
         problems.append(f"{r.violating:,} of {r.classes:,} classes have fewer than {r.k} rows (smallest {r.k_achieved:,})")
@@ -802,16 +935,13 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: lis
         problems.append(f"{r.unplaced:,} rows have no equivalence class")
     if not r.classes:
         problems.append("it has no rows")
+    if not problems:
+        out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
+                  f"smallest {r.k_achieved:,}, {r.rows:,} rows\n")
+        return
     out.write(f"FAILED: {relation} is not {r.k}-anonymous over {over}: {'; '.join(problems)}; {r.rows:,} rows\n")
-    if listed:
-        shown = f"{len(listed)} of {r.violating:,}, smallest first" if r.violating > len(listed) else "smallest first"
-        out.write(f"violating classes ({shown}):\n")
-        header = ["size", *listed[0][1]]
-        cells = [[f"{n:,}", *("NULL" if v is None else str(v) for v in values.values())] for n, values in listed]
-        widths = [max(len(row[i]) for row in [header, *cells]) for i in range(len(header))]
-        for row in [header, *cells]:
-            out.write("  " + "  ".join(c.rjust(w) if i == 0 else c.ljust(w)
-                                       for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
+    if listed is not None and listed.classes:
+        _write_classes(out, "violating classes", listed, ["size"], lambda c: [f"{c.size:,}"])
 
 
 # -- explain ----------------------------------------------------------------------------------

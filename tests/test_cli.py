@@ -662,7 +662,8 @@ def test_verify_entropy_l_diversity(capsys, db):
         con.close()
     code, out, _ = run(capsys, *args, "--l", "50")
     assert code == 1 and not strict.ok
-    assert f"FAILED: entropy l-diversity('city', l=50): worst class {strict.achieved:.4g}, {strict.violating:,} violating classes" in out
+    assert (f"FAILED: entropy l-diversity('city', l=50): worst class {strict.achieved:.4g} (l = e^entropy), "
+            f"{strict.violating:,} violating classes") in out
     code, out, _ = run(capsys, *args, "--l", "50", "--json")
     assert code == 1 and json.loads(out)["holds"] is False
     for extra, fragment in [(["--l", "2"], "go together"), (["--sensitive", "city", "--l", "0.5"], "--l must be")]:
@@ -671,34 +672,213 @@ def test_verify_entropy_l_diversity(capsys, db):
         assert_one_line_error(err, fragment)
 
 
-# -- explain: steps numbered without gaps ------------------------------------------------------------
-def _headings(out: str) -> list[int]:
-    return [int(m.group(1)) for m in re.finditer(r"^-- == (\d+)\. ", out, re.M)]
-
-
-@pytest.mark.parametrize("extra", [
-    [],
-    ["--memory-rows", "0"],
-    ["--memory-rows", "100", "--qid", "city", "--hierarchy", "city={tmp}/city.csv"],
-    ["--target", "salary", "--select", "age > 40"],
-    ["--sensitive", "city", "--l", "2", "--memory-rows", "50"],
-    ["FILES"],
-])
-def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
-    if extra == ["FILES"]:
-        con = duckdb.connect()
-        make_people(con, 100)
-        con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+# -- verify: which check failed -------------------------------------------------------------------
+def _entropy_per_class(db: str) -> "pd.Series":
+    """exp(entropy of city) per class of people_anon, by hand."""
+    con = duckdb.connect(db, read_only=True)
+    try:
+        frame = con.sql("SELECT age_min, age_max, zip_min, zip_max, city FROM people_anon").df()
+    finally:
         con.close()
-        source = [tmp_path / "p.parquet"]
-        extra = []
-    else:
-        source = [db, "people"]
-    code, out, err = run(capsys, "explain", *source, "--qid", "age,zip", "--k", "10",
-                         *[e.format(tmp=tmp_path) for e in extra])
-    assert (code, err) == (0, ""), err
-    numbers = _headings(out)
-    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+    def l_of(cities):
+        p = cities.value_counts(normalize=True).to_numpy()
+        return float(np.exp(-(p * np.log(p)).sum()))
+    return frame.groupby(["age_min", "age_max", "zip_min", "zip_max"])["city"].apply(l_of)
+
+
+def test_verify_says_which_check_failed(capsys, db):
+    """k holds, entropy l-diversity does not: the k line says ok, the constraint's line says
+    FAILED with its achieved value, and its violating classes are listed worst first, in text
+    and in JSON (checked against a count by hand)."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    per_class = _entropy_per_class(db)
+    l = float(np.sort(per_class.to_numpy())[3]) + 1e-6  # a few classes below l
+    failing = per_class[per_class < l].sort_values(kind="stable")
+    args = ["verify", db, "people_anon", "--qid", "age,zip", "--k", "10", "--sensitive", "city", "--l", f"{l!r}"]
+    code, out, err = run(capsys, *args)
+    assert (code, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("ok: people_anon is 10-anonymous over age_min, age_max, zip_min, zip_max: ")
+    assert "not 10-anonymous" not in out and ": ;" not in out
+    name = f"entropy l-diversity('city', l={l!r})"
+    assert lines[1] == f"FAILED: {name}: worst class {failing.iloc[0]:.4g} (l = e^entropy), {len(failing)} violating classes"
+    assert lines[2] == f"violating classes of {name} (worst first):"
+    assert lines[3].split() == ["l", "=", "e^entropy", "size", "age_min", "age_max", "zip_min", "zip_max"]
+    listed = [line.split() for line in lines[4:4 + len(failing)]]
+    assert [float(row[0]) for row in listed] == pytest.approx(failing.round(3).tolist(), abs=1e-3)
+    assert {tuple(int(v) for v in row[2:]) for row in listed} == set(failing.index)
+    assert lines[-1] == f"FAILED: people_anon: 1 of 2 checks fail: {name}"
+    code, out, _ = run(capsys, *args, "--json")
+    document = json.loads(out)
+    assert code == 1 and document["holds"] is False and document["failed"] == [name]
+    assert document["violating_classes"] == []  # k holds
+    (check,) = document["checks"]
+    assert (check["constraint"], check["ok"], check["violating"], check["measure"]) == (name, False, len(failing),
+                                                                                      "l = e^entropy")
+    assert check["worst"] == pytest.approx(failing.iloc[0])
+    assert [c["value"] for c in check["violating_classes"]] == pytest.approx(failing.tolist())
+    assert {tuple(c["values"].values()) for c in check["violating_classes"]} == set(failing.index)
+    # both fail: each is named, k's classes are listed too
+    code, out, _ = run(capsys, *args[:-4], "--k", "17", "--sensitive", "city", "--l", f"{l!r}")
+    assert code == 1 and out.startswith("FAILED: people_anon is not 17-anonymous over")
+    assert out.splitlines()[-1] == f"FAILED: people_anon: 2 of 2 checks fail: k-anonymity(k=17); {name}"
+
+
+@pytest.mark.parametrize("flags, constraint", [
+    (["--sensitive", "city", "--l", "4", "--diversity", "distinct"], sqlanon.DistinctLDiversity("city", 4)),
+    (["--sensitive", "city", "--l", "5", "--diversity", "distinct"], sqlanon.DistinctLDiversity("city", 5)),
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "0.6"],
+     sqlanon.RecursiveCLDiversity("city", 0.6, 2)),
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "3"],
+     sqlanon.RecursiveCLDiversity("city", 3.0, 2)),
+    (["--variance", "salary=500000"], sqlanon.VarianceDiversity("salary", 500000.0)),
+    (["--variance", "salary=5e6"], sqlanon.VarianceDiversity("salary", 5e6)),
+])
+def test_verify_reaches_every_constraint(capsys, db, flags, constraint):
+    """--diversity distinct|entropy|recursive --c and --variance COL=V check what the Python
+    verify checks with the same constraint objects."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    con = duckdb.connect(db, read_only=True)
+    try:
+        expected = sqlanon.verify(con, "people_anon", ["age", "zip"], 10, constraints=[constraint]).checks[0]
+    finally:
+        con.close()
+    code, out, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *flags, "--json")
+    assert (code, err) == (0 if expected.ok else 1, "")
+    (check,) = json.loads(out)["checks"]
+    assert (check["constraint"], check["ok"], check["violating"]) == (constraint.describe(), expected.ok,
+                                                                      expected.violating)
+    assert len(check["violating_classes"]) == min(20, expected.violating)
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive"], "--diversity recursive needs --c"),
+    (["--sensitive", "city", "--l", "2", "--c", "2"], "--c is the c of recursive (c,l)-diversity"),
+    (["--sensitive", "city", "--l", "1.5", "--diversity", "distinct"], "--l must be an integer for distinct"),
+    (["--diversity", "distinct"], "--diversity distinct needs --sensitive and --l"),
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "0"], "--c must be a number > 0"),
+    (["--variance", "salary"], "--variance takes COL=V"),
+    (["--variance", "salary=-1"], "--variance takes COL=V"),
+    (["--diversity", "entropie"], "invalid choice: 'entropie'"),
+])
+def test_constraint_flag_errors(capsys, db, flags, fragment):
+    for command in (["verify", db, "people"], ["anonymize", db, "people"], ["explain", db, "people"]):
+        before = sql_objects(db)
+        code, out, err = run(capsys, *command, "--qid", "age,zip", "--k", "10", *flags)
+        assert (code, out) == (2, ""), command
+        assert_one_line_error(err, fragment)
+        assert sql_objects(db) == before
+
+
+def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
+    """Each constraint kind from flags and from a release file lands in the manifest, and the
+    summary prints the constraints and the criterion."""
+    from sqlanon import manifest
+
+    cases = [
+        (["--sensitive", "city", "--l", "3", "--diversity", "distinct"], "distinct l-diversity('city', l=3)",
+         'sensitive = "city"\nl = 3\ndiversity = "distinct"\n'),
+        (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "3"],
+         "recursive (c,l)-diversity('city', c=3, l=2)", 'sensitive = "city"\nl = 2\ndiversity = "recursive"\nc = 3\n'),
+        (["--sensitive", "city", "--l", "2.5", "--diversity", "entropy"], "entropy l-diversity('city', l=2.5)",
+         'sensitive = "city"\nl = 2.5\n'),
+        (["--variance", "salary=1000"], "variance diversity('salary', v=1000)", "variance = { salary = 1000 }\n"),
+    ]
+    for i, (flags, described, toml) in enumerate(cases):
+        code, out, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", *flags,
+                             "--view", f"flags{i}")
+        assert (code, err) == (0, ""), err
+        assert re.search(rf"^constraints\s+{re.escape(described)} \(verified\)$", out, re.M), out
+        assert re.search(r"^criterion\s+median$", out, re.M)
+        path = tmp_path / f"r{i}.toml"
+        path.write_text(f'[release]\ndatabase = "{db}"\ntable = "people"\nview = "file{i}"\n[[qi]]\nname = "age"\n'
+                        f'[[qi]]\nname = "zip"\n[privacy]\nk = 10\n{toml}')
+        code, out, err = run(capsys, "anonymize", "--config", path, "--json")
+        assert (code, err) == (0, ""), err
+        assert json.loads(out)["constraints"] == ["k-anonymity(k=10)", described]
+        con = duckdb.connect(db, read_only=True)
+        try:
+            for view in (f"flags{i}", f"file{i}"):
+                assert manifest.read(con, view).constraints == ("k-anonymity(k=10)", described)
+        finally:
+            con.close()
+
+
+# -- the criterion ---------------------------------------------------------------------------------
+@pytest.fixture
+def labelled(db) -> str:
+    """``db`` with ``patients``: QIs age and zip, an integer-coded class label ``y`` (1/2), a
+    text label ``ward``."""
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE patients AS SELECT i AS id, i % 90 AS age, i % 7 AS zip, 1 + (i * 7 % 11 > 5)::INT AS y, "
+                "'w' || (i % 3) AS ward FROM range(600) t(i)")
+    con.close()
+    return db
+
+
+def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
+    """An integer-coded label runs Regression when the types choose; --criterion infogain (or
+    criterion = "infogain" in the release file) runs InfoGain; the summary says which."""
+    from sqlanon import manifest
+
+    db = labelled
+    base = ["anonymize", db, "patients", "--qid", "age,zip", "--k", "10"]
+    runs = {
+        "auto": (["--target", "y"], "regression('y')"),
+        "infogain": (["--target", "y", "--criterion", "infogain"], "infogain('y')"),
+        "regression": (["--target", "y", "--criterion", "regression"], "regression('y')"),
+        "median": (["--criterion", "median"], "median"),
+        "selection": (["--criterion", "selection", "--select", "age > 40", "--target", "y"],
+                      "selections(['age > 40'], then=regression('y'))"),
+        "sel_infogain": (["--criterion", "infogain", "--select", "age > 40", "--target", "y"],
+                         "selections(['age > 40'], then=infogain('y'))"),
+    }
+    for view, (flags, described) in runs.items():
+        code, out, err = run(capsys, *base, *flags, "--view", view)
+        assert (code, err) == (0, ""), err
+        assert re.search(rf"^criterion\s+{re.escape(described)}$", out, re.M), out
+    path = tmp_path / "r.toml"
+    path.write_text(f'[release]\ndatabase = "{db}"\ntable = "patients"\nview = "from_file"\n[[qi]]\nname = "age"\n'
+                    '[[qi]]\nname = "zip"\n[privacy]\nk = 10\n[workload]\ntarget = "y"\ncriterion = "infogain"\n')
+    code, out, _ = run(capsys, "anonymize", "--config", path, "--json")
+    assert code == 0 and json.loads(out)["criterion"] == "infogain('y')"
+    con = duckdb.connect(db, read_only=True)
+    try:
+        for view, (_, described) in runs.items():
+            assert manifest.read(con, view).criterion == described
+        assert manifest.read(con, "from_file").criterion == "infogain('y')"
+    finally:
+        con.close()
+    # the flag overrides the file's criterion
+    code, out, _ = run(capsys, "anonymize", "--config", path, "--criterion", "regression", "--view", "over", "--json")
+    assert code == 0 and json.loads(out)["criterion"] == "regression('y')"
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--criterion", "median", "--target", "y"], "--criterion median takes no --target"),
+    (["--criterion", "infogain"], "--criterion infogain needs --target columns"),
+    (["--criterion", "regression"], "--criterion regression needs --target columns"),
+    (["--criterion", "selection"], "--criterion selection needs --select"),
+    (["--criterion", "selection", "--target", "y"], "--criterion selection needs --select"),
+    (["--criterion", "regression", "--target", "ward"], "'ward' has type VARCHAR"),
+    (["--criterion", "info", "--target", "y"], "invalid choice: 'info'"),
+])
+def test_criterion_contradictions_are_usage_errors(capsys, labelled, flags, fragment):
+    for command in ("anonymize", "explain"):
+        before = sql_objects(labelled)
+        code, out, err = run(capsys, command, labelled, "patients", "--qid", "age,zip", "--k", "10", *flags)
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, fragment)
+        assert sql_objects(labelled) == before
+
+
+def test_contradictions_between_file_and_flags_name_both(capsys, labelled, tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text(f'[release]\ndatabase = "{labelled}"\ntable = "patients"\n[[qi]]\nname = "age"\n'
+                    '[privacy]\nk = 10\n[workload]\ncriterion = "median"\n')
+    code, _, err = run(capsys, "anonymize", "--config", path, "--target", "y")
+    assert code == 2
+    assert_one_line_error(err, "workload.criterion median takes no --target")
 
 
 # -- messages in the command line's words ---------------------------------------------------------------
@@ -727,7 +907,51 @@ def test_library_errors_speak_in_flags(capsys, db):
     assert "--l" not in err
 
 
-# -- closed pipes ---------------------------------------------------------------------------------------
+# -- help, explain, closed pipes -----------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["anonymize", "explain"])
+def test_release_file_help_lists_every_section_and_key(capsys, command):
+    from sqlanon.config import SCHEMA
+
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    for section, keys in SCHEMA:
+        line = next((line for line in out.splitlines() if line.strip().startswith(section + " ")), None)
+        assert line is not None, (section, out)
+        assert [k.strip() for k in line.strip()[len(section):].split(",")] == list(keys)
+    assert "[workload]" in out and "criterion" in out
+    for flag in ("--criterion", "--diversity", "--c C", "--variance COL=V"):
+        assert flag in out
+
+
+def _headings(out: str) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"^-- == (\d+)\. ", out, re.M)]
+
+
+@pytest.mark.parametrize("extra", [
+    [],
+    ["--memory-rows", "0"],
+    ["--memory-rows", "100", "--qid", "city", "--hierarchy", "city={tmp}/city.csv"],
+    ["--target", "salary", "--select", "age > 40"],
+    ["--sensitive", "city", "--l", "2", "--diversity", "distinct", "--variance", "salary=10", "--memory-rows", "50"],
+    ["FILES"],
+])
+def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
+    if extra == ["FILES"]:
+        con = duckdb.connect()
+        make_people(con, 100)
+        con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+        con.close()
+        source = [tmp_path / "p.parquet"]
+        extra = []
+    else:
+        source = [db, "people"]
+    code, out, err = run(capsys, "explain", *source, "--qid", "age,zip", "--k", "10",
+                         *[e.format(tmp=tmp_path) for e in extra])
+    assert (code, err) == (0, ""), err
+    numbers = _headings(out)
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+
+
 class _ClosedPipe(io.StringIO):
     """A standard output whose reader has gone (``| head -1``)."""
 
