@@ -79,11 +79,25 @@ a row reaches holds its values. Then:
   had NULLs, as in the view: NULL sorts first) and ``q_max`` the largest ``q_max``.
 
 No raw QI value is ever published (every QI column comes from the rules) and no row is dropped.
+
+**What it guarantees, and what it does not.** The rules make the *training* table k-anonymous;
+new rows recoded with them are not: a region that held k training rows may receive one new row
+(a k = 10 release applied to 6,344 new rows gave 3,536 classes, all below 10). So :class:`Applied`
+reports the output's classes (rows grouped by ``eq_class``, NULL left out), the smallest one
+(``k_achieved``) and how many are below the release's k (``below_k``), and :func:`apply` warns
+with a :class:`~sqlanon.errors.PrivacyWarning` when some are. ``enforce=True`` suppresses every
+class below k -- and every class breaking one of the release's diversity constraints, read back
+from its manifest (:func:`sqlanon.constraints.parse_constraint`) -- as a whole, in the same
+transaction: its rows are published like unplaced rows (``eq_class`` NULL, every QI fully
+generalized as above). Afterwards every class of the output holds at least k rows and meets the
+release's constraints; the suppressed rows are one fully generalized group, as everywhere in
+sqlanon.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,11 +106,13 @@ import numpy as np
 from sqlglot import exp
 
 from . import sqlgen as g
-from .engine import Engine
+from .engine import Engine, serialized
 from .laps import Laps
+from .constraints import Constraint, KAnonymity, parse_constraint
 from .errors import (
     InputError,
     ObjectExistsError,
+    PrivacyWarning,
     SqlanonError,
     UnknownColumnError,
     UnsupportedTypeError,
@@ -106,7 +122,8 @@ from .hierarchy import Hierarchy, leaf_codes
 from .manifest import Manifest, ManifestQI
 from .regions import load_release
 from .tiling import Tree, guillotine
-from .spec import EQ_CLASS, Source, _catalog, _current, _find_source, classify, distinct_values
+from .spec import Source, _catalog, _current, _find_source, classify, distinct_values
+from .violations import BAD, SIZE, per_class_query
 
 _BIGINT = exp.DataType.build("BIGINT")
 _VARCHAR = exp.DataType.build("VARCHAR")
@@ -121,11 +138,23 @@ class Applied:
         rules: the release's rules relation that recoded them.
         table: the input table (or file path).
         rows: rows of the input = rows of ``view``.
-        placed: rows given a region (``eq_class`` not NULL).
+        placed: rows the rules placed in a region (their ``eq_class`` is the region's, unless
+            ``enforce`` suppressed their class).
         unplaced: rows no rule can place, published fully generalized (``eq_class`` NULL).
         elapsed: wall-clock seconds of the call.
         depth: levels of the reconstructed partition tree (hash joins of the walk).
         timings: seconds per step (``validate``, ``tree``, ``walk``).
+        k: the release's k.
+        classes: equivalence classes of the output: its rows grouped by ``eq_class``, the
+            suppressed and unplaced rows (``eq_class`` NULL) left out.
+        k_achieved: rows in the smallest of those classes (0 when there are none). Recoding does
+            not preserve k: this may be far below ``k`` unless ``enforce`` was asked for.
+        below_k: classes of the output with fewer than ``k`` rows (0 after ``enforce``).
+        enforced: the constraints ``enforce`` applied (``describe()`` texts: k-anonymity and the
+            release's diversity constraints); empty without ``enforce``.
+        suppressed_classes: classes ``enforce`` suppressed (below k, or breaking a constraint).
+        suppressed_rows: rows of those classes, published fully generalized with ``eq_class``
+            NULL.
     """
 
     view: str
@@ -137,8 +166,16 @@ class Applied:
     elapsed: float
     depth: int = 0
     timings: Mapping[str, float] = field(default_factory=dict)
+    k: int = 0
+    classes: int = 0
+    k_achieved: int = 0
+    below_k: int = 0
+    enforced: tuple[str, ...] = ()
+    suppressed_classes: int = 0
+    suppressed_rows: int = 0
 
 
+@serialized
 def apply(
     con: duckdb.DuckDBPyConnection,
     release: Any,
@@ -146,6 +183,7 @@ def apply(
     *,
     view: str | None = None,
     replace: bool = False,
+    enforce: bool = False,
 ) -> Applied:
     """Recode ``table`` with the rules of ``release`` into a new table (see the module docstring).
 
@@ -160,9 +198,17 @@ def apply(
         view: name of the TABLE to create (default ``<table>_anon``), in the current schema.
         replace: overwrite an existing table or view of that name -- never the release's own
             objects, its source or ``table``.
+        enforce: suppress, as a whole, every class of the output with fewer than the release's
+            k rows or breaking one of the release's diversity constraints (``table`` then needs
+            the constrained sensitive columns): its rows are published fully generalized with
+            ``eq_class`` NULL, so every remaining class meets the release's requirement.
 
     Returns:
-        An :class:`Applied`.
+        An :class:`Applied`: with the output's classes, smallest class and classes below k.
+
+    Warns:
+        PrivacyWarning: some class of the output has fewer than the release's k rows (never
+            after ``enforce``).
 
     Raises:
         InputError: not a release, or rules that do not tile the domain as a guillotine
@@ -170,7 +216,8 @@ def apply(
             missing table or QI column; ``UnsupportedTypeError`` for a QI column whose type
             cannot be compared with the release's; ``ObjectExistsError`` when the output name
             is taken or protected, or an output column would collide with a column of
-            ``table``. All before anything is written.
+            ``table``; with ``enforce``, a constraint of the manifest this version cannot read
+            back, or a constrained column ``table`` lacks. All before anything is written.
 
     Example:
         >>> import duckdb, sqlanon
@@ -192,6 +239,9 @@ def apply(
     layout = _layout(m, source)
     name, existing = _output_name(engine, m, source, objects, view, replace)
     rule_types = _rules_types(engine, m)
+    if not isinstance(enforce, bool):
+        raise InputError(f"enforce must be True or False, got {enforce!r}")
+    enforced = _enforced_constraints(m, source) if enforce else ()
     lap("validate")
     try:
         bounds = {q.name: _bounds_table(engine, m, i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"}
@@ -206,13 +256,102 @@ def apply(
         lap("tree")
         order = _branch_order(tree, size, len(m.qis))
         query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types)
-        rows, placed = _create(engine, name, existing, query, source)
+        suppress = (lambda: _suppress(engine, m, name, enforced, root)) if enforced else None
+        rows, placed, (suppressed_classes, suppressed_rows) = _create(engine, name, existing, query, source, m.class_column, suppress)
         lap("walk")
+        classes, k_achieved, below_k = _class_sizes(engine, name, m.k, m.class_column)
+        lap("classes")
     finally:
         engine.cleanup()
-    return Applied(view=name, rules=m.rules, table=source.path or source.name, rows=int(rows),
-                   placed=int(placed), unplaced=int(rows) - int(placed),
-                   elapsed=lap.elapsed, depth=tree.depth, timings=lap.timings)
+    applied = Applied(view=name, rules=m.rules, table=source.path or source.name, rows=int(rows),
+                      placed=int(placed), unplaced=int(rows) - int(placed),
+                      elapsed=lap.elapsed, depth=tree.depth, timings=lap.timings, k=m.k, classes=classes,
+                      k_achieved=k_achieved, below_k=below_k, enforced=tuple(c.describe() for c in enforced),
+                      suppressed_classes=suppressed_classes, suppressed_rows=suppressed_rows)
+    if below_k:
+        warnings.warn(PrivacyWarning(
+            f"the recoded rows are not {m.k}-anonymous: {below_k:,} of {classes:,} classes of {name!r} hold fewer "
+            f"than {m.k} rows, the release's k (smallest {k_achieved:,}); a release's rules do not make new rows "
+            f"k-anonymous. Pass enforce=True to suppress those classes."), stacklevel=2)
+    return applied
+
+
+# -- what apply guarantees ---------------------------------------------------------------------
+def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]:
+    """k-anonymity with the release's k and the release's other constraints, read back from the
+    manifest's texts; refuses texts this version cannot read back exactly, and constrained
+    columns the input lacks."""
+    out: list[Constraint] = [KAnonymity(m.k)]
+    # The manifest's exact records; a release made before they existed has only the texts.
+    recorded = m.constraint_objects or [None] * len(m.constraints)
+    for text, c in zip(m.constraints, recorded):
+        try:
+            c = c if c is not None else parse_constraint(text)
+        except ValueError:
+            raise InputError(f"cannot enforce the constraint {text!r} of release {m.view!r}: this version cannot "
+                             f"read it back") from None
+        if isinstance(c, KAnonymity):
+            continue  # the release's k, already first
+        for column in c.class_columns + c.numeric_columns:
+            if column not in source.column_names:
+                where = source.path or source.name
+                raise UnknownColumnError(
+                    f"{where!r} has no column {column!r}, which release {m.view!r} constrains ({text}): enforcing "
+                    f"the release's requirement needs it." + did_you_mean(column, source.column_names))
+        out.append(c)
+    return tuple(out)
+
+
+def _suppress(
+    engine: Engine, m: Manifest, name: str, constraints: Sequence[Constraint], root: str | None,
+) -> tuple[int, int]:
+    """Suppress every class of the new table ``name`` that breaks a constraint: its rows get
+    ``eq_class`` NULL and every QI fully generalized (the hierarchy's root label; the bounds of
+    the whole training table from ``root``), as unplaced rows are. Returns ``(classes, rows)``."""
+    cls = m.class_column
+    placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
+    failing = [exp.select(g.col(cls)).from_(exp.Subquery(
+        this=per_class_query(g.table(name), [cls], c, where=placed), alias=exp.TableAlias(this=g.ident("c"))))
+        .where(g.col(BAD)) for c in constraints]
+    union = failing[0]
+    for more in failing[1:]:
+        union = exp.union(union, more, distinct=True)
+    bad = engine.temp_name("suppressed")
+    engine.execute(g.create_table_as(bad, union))
+    classes = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(bad))))
+    if not classes:
+        return 0, 0
+    f = "f"
+    generalized: list[exp.Expression] = []
+    for i, q in enumerate(m.qis):
+        if q.kind == "hierarchy":
+            label = exp.Cast(this=g.lit(m.hierarchies[q.name].labels[0]), to=_VARCHAR)
+            generalized.append(exp.EQ(this=g.col(q.name), expression=label))
+            continue
+        for part in ("min", "max"):
+            generalized.append(exp.EQ(this=g.col(f"{q.name}_{part}"), expression=g.col(f"g{part}{i}", f)))
+    generalized.append(exp.EQ(this=g.col(cls), expression=exp.Null()))
+    update = exp.Update(
+        this=g.table(name), expressions=generalized,
+        from_=exp.From(this=exp.alias_(g.table(root), g.ident(f), table=True)) if root is not None else None,
+        where=exp.Where(this=exp.In(this=g.col(cls), query=exp.Subquery(
+            this=exp.select(g.col(cls)).from_(g.table(bad))))),
+    )
+    rows = engine.fetch_rows(update)
+    return classes, int(rows[0][0]) if rows else 0
+
+
+def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int, int]:
+    """``(classes, smallest, below k)`` of the new table: its rows grouped by the class column
+    ``cls``, NULL (unplaced or suppressed) left out."""
+    placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
+    per = exp.Subquery(this=per_class_query(g.table(name), [cls], KAnonymity(k), where=placed),
+                       alias=exp.TableAlias(this=g.ident("c")))
+    classes, smallest, below = engine.fetch_rows(exp.select(
+        exp.Count(this=exp.Star()), exp.Min(this=g.col(SIZE)),
+        exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=g.col(BAD))),
+    ).from_(per))[0]
+    return int(classes or 0), int(smallest or 0), int(below or 0)
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -234,14 +373,14 @@ def _layout(m: Manifest, source: Source) -> list[tuple[str, ManifestQI | None]]:
                 f"{m.view!r} has type {q.data_type} ({q.kind}): {why}")
     qis = {q.name: q for q in m.qis}
     layout = [(c, qis.get(c)) for c, _ in source.columns]
-    out = [p for c, q in layout for p in ((c,) if q is None else _published(q))] + [EQ_CLASS]
+    out = [p for c, q in layout for p in ((c,) if q is None else _published(q))] + [m.class_column]
     seen: dict[str, str] = {}
     for c in out:
         if c.lower() in seen:
             raise ObjectExistsError(
                 f"the output would have duplicate columns {c!r} and {seen[c.lower()]!r} (names are "
                 f"case-insensitive): a column of {where!r} collides with a QI's published column or "
-                f"{EQ_CLASS!r}; rename it in a view over the table first")
+                f"{m.class_column!r}; rename it in a view over the table first")
         seen[c.lower()] = c
     return layout
 
@@ -293,7 +432,7 @@ def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
     types = {r[0]: r[1] for r in rows}
     parts = {"hierarchy": ("", "_node")}
     ordered = ("_min", "_max", "_lo", "_hi", "_null")
-    needed = ["region", "size"] + [q.name + p for q in m.qis for p in parts.get(q.kind, ordered)]
+    needed = [m.region_column, m.size_column] + [q.name + p for q in m.qis for p in parts.get(q.kind, ordered)]
     missing = [c for c in needed if c not in types]
     if missing:
         raise InputError(f"the rules relation {m.rules!r} lacks the column(s) {missing}: not a sqlanon rules relation")
@@ -320,7 +459,7 @@ def _boxes(engine: Engine, m: Manifest, bounds: Mapping[str, str]) -> tuple[np.n
     """Region ids, their sizes, the boxes as position intervals ``(a, b]`` and the domain
     ``(lo, hi]`` (see the module docstring)."""
     r = "r"
-    query = exp.select(g.alias(g.col("region", r), "region"), g.alias(g.col("size", r), "size")).from_(
+    query = exp.select(g.alias(g.col(m.region_column, r), "region"), g.alias(g.col(m.size_column, r), "size")).from_(
         exp.alias_(g.table(m.rules), g.ident(r), table=True))
     sizes: dict[str, int] = {}
     for i, q in enumerate(m.qis):
@@ -338,7 +477,7 @@ def _boxes(engine: Engine, m: Manifest, bounds: Mapping[str, str]) -> tuple[np.n
                              expressions=[exp.false()])
         null = exp.Coalesce(this=g.col(f"{q.name}_null", r), expressions=[exp.false()])
         query = query.select(g.alias(null, f"null{i}"), g.alias(empty, f"empty{i}"), copy=False)
-    got = engine.fetch(query.order_by(g.col("region", r)))
+    got = engine.fetch(query.order_by(g.col(m.region_column, r)))
     region = np.asarray(got["region"])
     if len(region) == 0:
         raise InputError(f"the rules relation {m.rules!r} is empty")
@@ -441,7 +580,8 @@ def _targets_table(engine: Engine, m: Manifest) -> str:
     """Temp ``(region, size, p0, p1, ...)``: each region's published columns (``min<i>``,
     ``max<i>`` per ordered QI, ``p<i>`` the label per hierarchical QI)."""
     r = "r"
-    query = exp.select(g.col("region", r), g.col("size", r)).from_(exp.alias_(g.table(m.rules), g.ident(r), table=True))
+    query = exp.select(g.alias(g.col(m.region_column, r), "region"), g.alias(g.col(m.size_column, r), "size")).from_(
+        exp.alias_(g.table(m.rules), g.ident(r), table=True))
     for i, q in enumerate(m.qis):
         parts = (((q.name, f"p{i}"),) if q.kind == "hierarchy"
                  else ((f"{q.name}_min", f"min{i}"), (f"{q.name}_max", f"max{i}")))
@@ -455,7 +595,7 @@ def _root_table(engine: Engine, m: Manifest) -> str | None:
     """Temp, one row: the fully generalized bounds ``gmin<i>``, ``gmax<i>`` of every ordered QI:
     the bounds of the whole training table, i.e. the smallest ``q_min`` of the non-empty regions
     (NULL if any is NULL: NULL sorts first) and the largest ``q_max``. None without ordered QIs."""
-    query = exp.select().from_(g.table(m.rules)).where(exp.GT(this=g.col("size"), expression=g.lit(0)))
+    query = exp.select().from_(g.table(m.rules)).where(exp.GT(this=g.col(m.size_column), expression=g.lit(0)))
     ordered = [(i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"]
     if not ordered:
         return None
@@ -554,16 +694,18 @@ def _walk_query(
         for part in ("min", "max"):
             select.append(g.alias(exp.Case().when(with_rows.copy(), g.col(f"{part}{i}", t))
                                   .else_(g.col(f"g{part}{i}", f)), f"{q.name}_{part}"))
-    select.append(g.alias(exp.Case().when(placed, g.col("region", t)), EQ_CLASS))
+    select.append(g.alias(exp.Case().when(placed, g.col("region", t)), m.class_column))
     return query.select(*select, copy=False)
 
 
 def _create(
-    engine: Engine, name: str, existing: list[tuple[str, str]], query: exp.Select, source: Source
-) -> tuple[int, int]:
+    engine: Engine, name: str, existing: list[tuple[str, str]], query: exp.Select, source: Source,
+    class_column: str, suppress: Callable[[], tuple[int, int]] | None = None,
+) -> tuple[int, int, tuple[int, int]]:
     """``CREATE TABLE name AS query`` in one transaction (the caller's, if one is open) that
-    first drops what ``replace`` overwrites; returns ``(rows, placed)``. A row count that differs
-    from the input's rolls everything back."""
+    first drops what ``replace`` overwrites, then runs ``suppress`` (enforce); returns ``(rows,
+    placed, (suppressed classes, suppressed rows))``. A row count that differs from the input's
+    rolls everything back."""
     own = not engine.in_transaction()
     if own:
         engine.execute(exp.Transaction())
@@ -572,10 +714,11 @@ def _create(
             engine.execute(g.drop(found, kind.upper()))
         engine.execute(g.create_table_as(name, query, temporary=False))
         rows, placed = engine.fetch_rows(
-            exp.select(exp.Count(this=exp.Star()), exp.Count(this=g.col(EQ_CLASS))).from_(g.table(name)))[0]
+            exp.select(exp.Count(this=exp.Star()), exp.Count(this=g.col(class_column))).from_(g.table(name)))[0]
         expected = engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref))
         if rows != expected:
             raise SqlanonError(f"internal error: {rows} rows recoded for {expected} input rows; nothing was created")
+        suppressed = suppress() if suppress is not None else (0, 0)
     except BaseException:
         if own:
             engine.execute(exp.Rollback())
@@ -584,4 +727,4 @@ def _create(
         raise
     if own:
         engine.execute(exp.Commit())
-    return int(rows), int(placed)
+    return int(rows), int(placed), suppressed

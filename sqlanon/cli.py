@@ -12,7 +12,10 @@
 =================  ===================================================================
 
 Exit status: 0 on success, 1 when a check fails (or the database fails), 2 for usage and input
-errors. Errors are one line on stderr (``sqlanon: error: ...``), never a traceback.
+errors. Errors are one line on stderr (``sqlanon: error: ...``), never a traceback, in the
+command line's words: the library's messages name its keyword arguments (``pass replace=True``),
+which :func:`cli_words` turns into the flags (``pass --replace``). A standard output closed early
+(``sqlanon ... | head -1``) is not an error: the command finishes quietly with its own status.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,19 +35,32 @@ from typing import Any, TextIO
 import duckdb
 from sqlglot import exp
 
-from . import __version__
+from . import __version__, manifest
 from . import sqlgen as g
 from .api import Release, anonymize
-from .apply import apply
-from .constraints import EntropyLDiversity
-from .config import DATA_SUFFIXES, QIConfig, ReleaseConfig, load_config
+from .apply import Applied, apply
+from .config import (
+    CRITERIA,
+    DATA_SUFFIXES,
+    DIVERSITIES,
+    KEY_PATHS,
+    SCHEMA,
+    ConfigError,
+    QIConfig,
+    ReleaseConfig,
+    check_request,
+    load_config,
+    privacy_constraints,
+)
+from .constraints import Constraint, KAnonymity
 from .engine import Engine
-from .errors import InputError, SqlanonError
+from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .partition import Progress
 from .report import FORMATS, collect, render
-from .spec import _catalog, _find_source
-from .verify import Verification, class_columns, verify
+from .spec import resolve
+from .verify import Verification, verify
+from .violations import Violations, violations
 
 #: Violating classes listed by ``sqlanon verify`` (the rest are counted).
 MAX_LISTED = 20
@@ -55,6 +73,18 @@ OUT_FORMATS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     ".jsonl": ("JSON", ()),
     ".ndjson": ("JSON", ()),
 }
+#: The flags of the API's keyword arguments, for :func:`cli_words` (``constraints=`` has no
+#: flag of its own: --diversity and --variance build the constraints).
+FLAGS = {
+    "replace": "--replace", "view": "--view", "memory_rows": "--memory-rows", "class_column": "--class-column",
+    "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
+    "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
+    "enforce": "--enforce", "key": "--key",
+}
+# keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
+_KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
+# bare multi-word identifiers, unambiguous without '=': "memory_rows must be ..."
+_BARE = re.compile(r"(?<![\w.'\"-])(?P<key>memory_rows|class_column)\b(?!=)")
 #: The QIs of ``sqlanon demo``: age is numeric, the others use the bundled ARX hierarchies.
 DEMO_QID = ("age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation")
 
@@ -89,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name (default ``sys.argv[1:]``).
     """
     parser = build_parser()
+    stdout = sys.stdout
+    sys.stdout = guard = _ClosedPipeGuard(stdout)  # type: ignore[assignment]
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         if not getattr(args, "run", None):
@@ -106,12 +138,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\nsqlanon: interrupted\n")
         return 130
+    finally:
+        guard.flush()  # now, so that a reader gone early cannot fail the interpreter's exit
+        sys.stdout = stdout
+
+
+class _ClosedPipeGuard:
+    """Standard output that tolerates its reader going away (``sqlanon ... | head -1``).
+
+    The first ``BrokenPipeError`` marks the stream closed: later writes are dropped, and the
+    real descriptor is pointed at ``os.devnull`` so that Python's own flush at exit does not
+    report it either (the recipe of the ``signal`` module's documentation). The command itself
+    carries on -- its database work is done or committed either way -- and returns its status.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._close()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._close()
+            except (AttributeError, ValueError):  # a stream without flush, or already closed
+                pass
+
+    def isatty(self) -> bool:
+        return _isatty(self.stream)
+
+    def _close(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (AttributeError, OSError, ValueError):  # no real descriptor (a test's stream)
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, ... of the real stream
+        return getattr(self.stream, name)
+
+
+def cli_words(message: str) -> str:
+    """A library message in the command line's words: its keyword arguments become flags.
+
+    >>> cli_words("a view named 'x' already exists; pass replace=True to overwrite it or choose another view= name")
+    "a view named 'x' already exists; pass --replace to overwrite it or choose another --view name"
+    >>> cli_words("sensitive= and l= go together; memory_rows must be at least 0; k=501 is larger")
+    '--sensitive and --l go together; --memory-rows must be at least 0; --k 501 is larger'
+    >>> cli_words("the whole table does not satisfy entropy l-diversity('s', l=9)")
+    "the whole table does not satisfy entropy l-diversity('s', l=9)"
+    """
+    def keyword(m: re.Match[str]) -> str:
+        flag = FLAGS[m.group("key")]
+        after = m.group("next")
+        return flag + (" " + after if after and after not in ",;:.)]" else after)
+
+    return _BARE.sub(lambda m: FLAGS[m.group("key")], _KEYWORD.sub(keyword, message))
 
 
 def _error(e: BaseException, status: int) -> int:
     message = str(e).split("\n-- while running:", 1)[0]  # EngineError: the SQL is not for the terminal
     if isinstance(e, OSError) and e.filename is not None:
         message = f"{e.strerror or e}: {e.filename}"
+    if isinstance(e, InputError) and not isinstance(e, ConfigError):  # a release file's errors name its keys
+        message = cli_words(message)
     line = " ".join(part.strip() for part in message.splitlines() if part.strip())
     sys.stderr.write(f"sqlanon: error: {line or type(e).__name__}\n")
     return status
@@ -153,31 +254,40 @@ def build_parser() -> argparse.ArgumentParser:
                "  sqlanon anonymize hospital.duckdb patients --qid age,nation --k 50 \\\n"
                "      --hierarchy nation=nation.csv --view patients_public --replace\n"
                "  sqlanon anonymize patients.parquet --qid age,zip --k 10 --out public.parquet\n"
-               "  sqlanon anonymize --config release.toml --k 20",
+               "  sqlanon anonymize hospital.duckdb patients --qid age,zip --k 20 --sensitive diagnosis \\\n"
+               "      --l 3 --diversity recursive --c 2 --variance cost=1e6 --target hiv --criterion infogain\n"
+               "  sqlanon anonymize --config release.toml --k 20\n\n" + _release_file_help(),
     )
     p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file (must exist), or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view (schema.table accepted), or files")
     _request_options(p)
     p.add_argument("--out", metavar="FILE",
                    help="also write the published relation to FILE (.parquet, .csv, .tsv, .json, .jsonl, "
-                        ".ndjson); required for FILES without DB")
+                        ".ndjson; .gz for text), checked before any work; required for FILES without DB. "
+                        "If writing fails, the release is undone: the database is left as it was")
     p.add_argument("--json", action="store_true", help="print the Release as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     p.set_defaults(run=_anonymize)
 
     p = sub.add_parser(
         "verify", formatter_class=fmt, help="check k-anonymity of a table or view (sqlanon.verify)",
-        usage="sqlanon verify DB RELATION --qid COLS --k N [--sensitive COLS --l L] [--class-column COL] [--json]\n"
-              "       sqlanon verify FILES --qid COLS --k N [--sensitive COLS --l L] [--class-column COL] [--json]",
+        usage="sqlanon verify DB RELATION --qid COLS --k N [constraints] [--class-column COL] [--json]\n"
+              "       sqlanon verify FILES --qid COLS --k N [constraints] [--class-column COL] [--json]\n"
+              "constraints: [--sensitive COLS --l L [--diversity entropy|distinct|recursive] [--c C]]\n"
+              "             [--variance COL=V ...]",
         description="Check that every equivalence class of RELATION over the QIs holds at least N rows, with\n"
                     "one SQL query (sqlanon.verify). A QI published as a range may be named by its base\n"
-                    "name: age stands for age_min, age_max. NULLs group together. Violating classes are\n"
-                    f"listed, smallest first (at most {MAX_LISTED}). With --sensitive and --l, every class\n"
-                    "must also be entropy l-diverse in each sensitive column (one more query per column).\n"
-                    "The database is opened read-only.\n\n"
+                    "name: age stands for age_min, age_max. NULLs group together. With --sensitive and --l\n"
+                    "every class must also be l-diverse in each sensitive column (entropy l-diversity unless\n"
+                    "--diversity says otherwise), with --variance COL=V its variance of COL at least V.\n"
+                    "Each check is reported on its own line -- ok or FAILED, with the achieved value of the\n"
+                    f"worst class -- and each failed one lists its violating classes, worst first (at most\n"
+                    f"{MAX_LISTED}; all are counted). The database is opened read-only.\n\n"
                     "Exit status: 0 every check holds, 1 one fails, 2 usage or input error.",
         epilog="examples:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10\n"
-               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis",
+               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis\n"
+               "  sqlanon verify hospital.duckdb patients_anon --qid age,zip --k 10 --sensitive diagnosis --l 2 \\\n"
+               "      --diversity distinct --variance cost=1e6 --json",
     )
     p.add_argument("db", metavar="DB", help="DuckDB database file, or FILES (Parquet/CSV/JSON) without DB")
     p.add_argument("relation", nargs="?", metavar="RELATION", help="table or view to check")
@@ -186,10 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, required=True, metavar="N", help="the required smallest class size")
     p.add_argument("--class-column", metavar="COL",
                    help="a column every row must have (eq_class of a release); NULLs fail the check")
-    p.add_argument("--sensitive", action="append", metavar="COLS",
-                   help="sensitive columns, comma-separated: with --l, entropy l-diversity of each")
-    p.add_argument("--l", type=float, metavar="L", help="every class's sensitive entropy is at least ln L")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _privacy_options(p)
+    p.add_argument("--json", action="store_true",
+                   help="print the result as JSON: the Verification, the failed checks and each one's violating "
+                        "classes")
     p.set_defaults(run=_verify)
 
     p = sub.add_parser(
@@ -201,7 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "the SQL each step runs, in DuckDB's dialect, without running anything that writes\n"
                     "(the database is opened read-only). Statements marked [ran] are the read-only lookups\n"
                     "explain itself ran; per-level statements are shown for the root level; values that\n"
-                    "depend on the data are said to.",
+                    "depend on the data are said to. The steps are numbered in the order they run; a step\n"
+                    "the request does not need (a snapshot of a table with row ids, say) is left out.",
+        epilog=_release_file_help(),
     )
     p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file, or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view")
@@ -247,22 +359,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "apply", formatter_class=fmt, help="recode another table with a release's rules (sqlanon.apply)",
-        usage="sqlanon apply DB VIEW TABLE [--view OUT] [--replace] [--json]",
+        usage="sqlanon apply DB VIEW TABLE [--view OUT] [--replace] [--enforce] [--json]",
         description="Recode TABLE in DB with the stored rules of the release published as VIEW (sqlanon.apply),\n"
                     "into a new table OUT laid out like the release's view: each QI replaced by its published\n"
                     "columns, plus eq_class. TABLE (or Parquet/CSV/JSON files) needs the release's QI columns.\n"
                     "Every row is published once, in the region whose box holds its values; a row no rule can\n"
                     "place (say, a category missing from the hierarchy) is published fully generalized with a\n"
                     "NULL eq_class -- never with raw values. The release is reloaded from the database by name,\n"
-                    "so it may come from an earlier session.",
-        epilog="example:\n  sqlanon apply hospital.duckdb patients_anon new_patients --view new_patients_anon",
+                    "so it may come from an earlier session.\n\n"
+                    "Recoding new rows with a release's rules does not make them k-anonymous: a region that\n"
+                    "held k training rows may receive a single new row. apply reports the output's classes\n"
+                    "(rows grouped by eq_class), the smallest and how many are below the release's k, with a\n"
+                    "warning on stderr when some are. --enforce suppresses those classes as a whole -- and\n"
+                    "the classes breaking the release's diversity constraints, if it has any -- publishing\n"
+                    "their rows fully generalized with a NULL eq_class, so every class left meets the\n"
+                    "release's requirement.",
+        epilog="example:\n  sqlanon apply hospital.duckdb patients_anon new_patients --view new_patients_anon --enforce",
     )
     p.add_argument("db", metavar="DB", help="DuckDB database file holding the release (must exist)")
     p.add_argument("release", metavar="VIEW", help="the release's published view, whose rules are applied")
     p.add_argument("table", metavar="TABLE", help="table or view to recode (schema.table accepted), or files")
     p.add_argument("--view", metavar="OUT", help="name of the table to create (default TABLE_anon)")
     p.add_argument("--replace", action="store_true", help="overwrite an existing table or view named OUT")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--enforce", action="store_true",
+                   help="suppress every class below the release's k (or breaking its diversity constraints): "
+                        "its rows are published fully generalized, eq_class NULL")
+    p.add_argument("--json", action="store_true", help="print the result (sqlanon.Applied) as JSON")
     p.set_defaults(run=_apply)
 
     p = sub.add_parser(
@@ -292,17 +414,55 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hierarchy", action="append", default=[], metavar="COL=PATH",
                    help="ARX hierarchy CSV (or table name) for a categorical QI (repeatable)")
     p.add_argument("--view", metavar="NAME", help="name of the published view (default TABLE_anon)")
-    p.add_argument("--replace", action="store_true", help="overwrite existing outputs (and --out)")
-    p.add_argument("--sensitive", action="append", default=[], metavar="COLS",
-                   help="sensitive column(s) for entropy l-diversity, with --l (comma-separated, repeatable)")
-    p.add_argument("--l", type=float, metavar="L", help="entropy l-diversity of the --sensitive columns (L >= 1)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace an earlier sqlanon release of that name (never any other object), and --out")
+    p.add_argument("--key", metavar="COLS",
+                   help="column(s) identifying a source row, comma-separated: the release is a live view that "
+                        "stays fail-closed while the table changes (default: the table's declared primary or "
+                        "unique key; without one a snapshot table is published)")
+    p.add_argument("--class-column", metavar="NAME",
+                   help="name of the equivalence-class column (default eq_class, or eq_class_1 ... if taken)")
+    _privacy_options(p)
     p.add_argument("--target", action="append", default=[], metavar="COLS",
-                   help="workload target(s): class labels (InfoGain) and/or numeric columns (Regression)")
+                   help="workload target(s): class labels (InfoGain) and/or numeric columns (Regression); "
+                        "without --criterion their types choose, so an integer-coded label means Regression")
+    p.add_argument("--criterion", choices=CRITERIA,
+                   help="the split criterion: median (no --target), infogain (the --target columns are class "
+                        "labels, whatever their type), regression (numeric --target columns) or selection "
+                        "(Selection Mondrian: needs --select; inside the query regions the --target columns "
+                        "choose). With --select, median/infogain/regression are the criterion inside the query "
+                        "regions. Default: from the --target columns' types, median without them")
     p.add_argument("--select", action="append", default=[], metavar="PREDICATE",
                    help="a selection analysts will run, SQL over the QIs, e.g. \"age > 40 AND sex = 'M'\" "
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+
+
+def _privacy_options(p: argparse.ArgumentParser) -> None:
+    """The constraints besides k, shared by anonymize, explain and verify."""
+    p.add_argument("--sensitive", action="append", default=[], metavar="COLS",
+                   help="sensitive column(s) for l-diversity, with --l (comma-separated, repeatable)")
+    p.add_argument("--l", type=float, metavar="L",
+                   help="l-diversity of each --sensitive column: L >= 1 (an integer for distinct and recursive)")
+    p.add_argument("--diversity", choices=DIVERSITIES,
+                   help="which l-diversity: entropy (default: every class's entropy >= ln L), distinct (at least "
+                        "L distinct values) or recursive (recursive (c,L)-diversity, with --c)")
+    p.add_argument("--c", type=float, metavar="C",
+                   help="with --diversity recursive: in every class the most frequent value occurs fewer than "
+                        "C times as often as the L-th most frequent and rarer ones together (C > 0)")
+    p.add_argument("--variance", action="append", default=[], metavar="COL=V",
+                   help="variance diversity: every class's variance of the numeric column COL is at least V "
+                        "(repeatable)")
+
+
+def _release_file_help() -> str:
+    """The release-file schema, section by section (from :data:`sqlanon.config.SCHEMA`)."""
+    lines = ["release file (--config RELEASE.toml; flags override its values; see sqlanon.config):"]
+    lines += [f"  {section:<11}{', '.join(keys)}" for section, keys in SCHEMA]
+    lines.append("  e.g. [privacy] k = 10, sensitive = [\"diagnosis\"], l = 3, diversity = \"recursive\", c = 2,")
+    lines.append("       variance = { cost = 1e6 }; [workload] target = [\"hiv\"], criterion = \"infogain\"")
+    return "\n".join(lines)
 
 
 # -- demo -------------------------------------------------------------------------------------
@@ -333,28 +493,120 @@ def _anonymize(args: argparse.Namespace) -> int:
     request = _request(args)
     out = Path(args.out) if args.out else None
     if out is not None:
-        _out_format(out)
-        if out.exists() and not request.replace:
-            raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
+        _check_out(out, request.replace)
     if request.database is None and out is None:
         raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
                          "(or name a database: sqlanon anonymize DB FILES ...)")
     con = _connect(request.database, read_only=False)
     try:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            release = anonymize(con, progress=progress, **request.anonymize_kwargs())
-        if out is not None:
-            _export(con, release.view, out)
+            kwargs = request.anonymize_kwargs()
+            if out is not None and request.database is not None:
+                release = _publish_and_export(con, kwargs, out, progress)
+            else:
+                release = anonymize(con, progress=progress, **kwargs)
+                if out is not None:  # in memory: nothing outlives the command, whatever happens
+                    _export(con, release.view, out)
+        recorded = manifest.read(con, release.rules)  # the criterion and constraints the library chose
     finally:
         con.close()
     if args.json:
         document = _release_document(release)
+        document["criterion"] = recorded.criterion
+        document["constraints"] = list(recorded.constraints)
         document["in_memory"] = request.database is None  # the release itself was not kept
         document["out"] = str(out) if out is not None else None
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None)
+        _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None,
+                       criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
+
+
+def _check_out(out: Path, replace: bool) -> None:
+    """Everything about ``--out`` that can be checked before the work: a known format, an
+    existing writable directory, and no file in the way unless ``--replace``."""
+    folder = out.parent
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory; name a file in it")
+    _out_format(out)
+    if out.exists() and not replace:
+        raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
+    if not folder.is_dir():
+        raise UsageError(f"--out {out}: no such directory: {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: the directory {folder} is not writable")
+
+
+def _publish_and_export(
+    con: duckdb.DuckDBPyConnection, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
+) -> Release:
+    """Publish the release in the database and write it to ``out``, both or neither.
+
+    ``_check_out`` has ruled out the failures it can foresee; this handles the rest (the COPY
+    itself failing). Without objects to replace, the release is published as usual -- in its
+    own short transaction -- and, if the COPY fails, exactly the objects this command created
+    (the catalog before and after) are dropped again. Dropping the new release would not bring
+    back one that ``--replace`` overwrote, so then the whole run happens in one transaction,
+    rolled back on failure. That is kept to this case because a transaction around the run also
+    keeps every working table of the partitioning until it ends (about twice the memory for a
+    large table partitioned in SQL).
+    """
+    engine = Engine(con)
+    existing: tuple[tuple[str, str], ...] = ()
+    if kwargs["replace"]:
+        try:  # validates the request as anonymize will, and names what --replace overwrites
+            existing = tuple(resolve(engine, **kwargs).outputs.existing)
+        finally:
+            engine.cleanup()
+    if not existing:
+        before = _persistent_objects(engine)
+        release = anonymize(con, progress=progress, **kwargs)
+        try:
+            _export(con, release.view, out)
+        except BaseException:
+            _drop_new_objects(engine, before)
+            raise
+        return release
+    engine.execute(exp.Transaction())
+    try:
+        for name, kind in existing:
+            engine.execute(g.drop(name, kind.upper()))
+        release = anonymize(con, progress=progress, **{**kwargs, "replace": False})  # dropped above
+        partial = _copy(con, release.view, out)
+        try:
+            engine.execute(exp.Commit())
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+    except BaseException:
+        try:
+            engine.execute(exp.Rollback())
+        except SqlanonError:
+            pass  # the transaction already ended (a failed COMMIT): nothing left to undo
+        raise
+    _finish(partial, out)
+    return release
+
+
+def _persistent_objects(engine: Engine) -> set[tuple[str, str, str, str]]:
+    """The database's tables and views (not temporary): ``(catalog, schema, name, kind)``."""
+    return {tuple(row[:4]) for row in engine.fetch_rows(g.template("catalog_objects")) if not row[4]}
+
+
+def _drop_new_objects(engine: Engine, before: set[tuple[str, str, str, str]]) -> None:
+    """Drop, in one transaction, the tables and views that were not there ``before``."""
+    created = sorted(_persistent_objects(engine) - before, key=lambda o: o[3] != "view")  # views first
+    if not created:
+        return
+    engine.execute(exp.Transaction())
+    try:
+        for catalog, schema, name, kind in created:
+            engine.execute(exp.Drop(tables=[g.table(name, schema, catalog)], kind=kind.upper(), exists=True))
+    except BaseException:
+        engine.execute(exp.Rollback())
+        raise
+    engine.execute(exp.Commit())
 
 
 def _release_document(release: Release) -> dict[str, Any]:
@@ -380,17 +632,20 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         if name not in qid:
             raise UsageError(f"--hierarchy {item!r}: {name!r} is not a QI (QIs: {', '.join(qid)})")
         hierarchies[name] = path
-    sensitive = _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else [])
-    l = args.l if args.l is not None else (config.l if config else None)
+    privacy = _privacy(args, config)
     target = _split(args.target, "--target") if args.target else list(config.target if config else [])
     selections = args.select if args.select else list(config.selections if config else [])
     if not all(s.strip() for s in selections):
         raise UsageError("--select: empty predicate")
+    criterion = args.criterion if args.criterion is not None else (config.criterion if config else None)
+    given = {"target": bool(args.target), "selections": bool(args.select), "criterion": args.criterion is not None}
+    check_request(lambda key, message: UsageError(message), _spelling(args, config, given),
+                  **privacy, criterion=criterion, target=target, selections=selections)
     return ReleaseConfig(
         table=table,
-        sensitive=tuple(sensitive),
-        l=l,
+        **{key: tuple(value) if isinstance(value, list) else value for key, value in privacy.items()},
         target=tuple(target),
+        criterion=criterion,
         selections=tuple(selections),
         qis=tuple(QIConfig(n, hierarchies.get(n)) for n in qid),
         k=k,
@@ -399,7 +654,54 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         replace=args.replace or (config.replace if config else False),
         memory_rows=args.memory_rows if args.memory_rows is not None else (config.memory_rows if config else None),
         path=config.path if config else None,
+        key=tuple(_split([args.key], "--key")) if args.key else (config.key if config else None),
+        class_column=args.class_column if args.class_column is not None else (config.class_column if config else None),
     )
+
+
+def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str, Any]:
+    """The constraint settings (``sensitive``, ``l``, ``diversity``, ``c``, ``variance``): each
+    flag overrides the release file's key; checked one by one here, together by
+    :func:`sqlanon.config.check_request`."""
+    if args.l is not None and not args.l >= 1:
+        raise UsageError(f"--l must be a number >= 1, got {args.l:g}")
+    if args.c is not None and not args.c > 0:
+        raise UsageError(f"--c must be a number > 0, got {args.c:g}")
+    variance = []
+    for item in args.variance:
+        column, sep, value = item.rpartition("=")
+        try:
+            v = float(value)
+        except ValueError:
+            v = float("nan")
+        if not sep or not column or not v >= 0 or v == float("inf"):
+            raise UsageError(f"--variance takes COL=V with V a number >= 0, got {item!r}")
+        variance.append((column, v))
+
+    def pick(flag: Any, key: str, empty: Any = None) -> Any:
+        return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
+
+    return {
+        "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
+        "l": pick(args.l, "l"),
+        "diversity": pick(args.diversity, "diversity"),
+        "c": pick(args.c, "c"),
+        "variance": variance or list(config.variance if config else []),
+    }
+
+
+def _spelling(args: argparse.Namespace, config: ReleaseConfig | None, given: dict[str, bool] | None = None):
+    """How a usage error names a request key: its flag, or its release-file key when the value
+    came from the file (the flags override the file, so a contradiction may mix both)."""
+    flags = {"sensitive": "--sensitive", "l": "--l", "diversity": "--diversity", "c": "--c",
+             "variance": "--variance", "target": "--target", "criterion": "--criterion", "selections": "--select"}
+    from_flags = {"sensitive": bool(args.sensitive), "l": args.l is not None, "diversity": args.diversity is not None,
+                  "c": args.c is not None, "variance": bool(args.variance), **(given or {})}
+
+    def spell(key: str) -> str:
+        return flags[key] if config is None or from_flags.get(key) else KEY_PATHS[key]
+
+    return spell
 
 
 def _locate(db: str | None, table: str | None, config: ReleaseConfig | None) -> tuple[str | None, str]:
@@ -455,6 +757,11 @@ def _out_format(out: Path) -> list[tuple[str, Any]]:
 
 def _export(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> None:
     """``COPY relation TO out``, written to a temporary file first so a failure leaves nothing."""
+    _finish(_copy(con, relation, out), out)
+
+
+def _copy(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> Path:
+    """``COPY relation`` to a hidden file next to ``out`` (removed if the COPY fails); returns it."""
     params = [
         exp.CopyParameter(this=exp.var(key), expression=exp.var(value) if key == "FORMAT" else g.lit(value))
         for key, value in _out_format(out)
@@ -464,14 +771,27 @@ def _export(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> None:
                          files=[g.lit(str(partial))], params=params)
     try:
         con.execute(_render(statement))
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return partial
+
+
+def _finish(partial: Path, out: Path) -> None:
+    """Move the written file into place (atomically, in the same directory)."""
+    try:
         os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)
 
 
-def _write_summary(stream: TextIO, release: Release, *, out_file: Path | None = None, in_memory: bool = False) -> None:
+def _write_summary(
+    stream: TextIO, release: Release, *, out_file: Path | None = None, in_memory: bool = False,
+    criterion: str | None = None, constraints: Sequence[str] = (),
+) -> None:
     """The release as aligned ``label  value`` lines."""
-    kind = "snapshot table" if release.materialized else "view"
+    kind = ("snapshot table" if release.materialized
+            else f"live view by key {', '.join(release.key or ())}")
     where = ", in memory, not kept" if in_memory else ""
     rows = [
         ("published", f"{release.view} ({kind} of {release.table}{where})"),
@@ -488,8 +808,13 @@ def _write_summary(stream: TextIO, release: Release, *, out_file: Path | None = 
         ("rows", f"{release.rows:,}"),
         ("classes", f"{release.partitions:,} ({release.regions:,} rules)"),
         ("k", f"{release.k} required, {release.k_achieved:,} achieved (smallest class, verified)"),
-        ("elapsed", f"{release.elapsed:.2f} s"),
     ]
+    others = [c for c in constraints if not c.startswith("k-anonymity(")]
+    if others:
+        rows.append(("constraints", "; ".join(others) + " (verified)"))
+    if criterion is not None:
+        rows.append(("criterion", criterion))
+    rows.append(("elapsed", f"{release.elapsed:.2f} s"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         stream.write(f"{label:<{width}}  {value}\n")
@@ -542,58 +867,77 @@ def _verify(args: argparse.Namespace) -> int:
         database, relation = None, args.db
     else:
         database, relation = args.db, args.relation
-    sensitive = _split(args.sensitive or [])
-    if bool(sensitive) != (args.l is not None):
-        raise UsageError("--sensitive and --l go together (entropy l-diversity)")
-    if args.l is not None and not args.l >= 1:
-        raise UsageError(f"--l must be a number >= 1, got {args.l:g}")
-    constraints = [EntropyLDiversity(c, args.l) for c in sensitive]
+    privacy = _privacy(args, None)
+    check_request(lambda key, message: UsageError(message), _spelling(args, None), **privacy,
+                  criterion=None, target=(), selections=())
+    constraints: list[Constraint] = privacy_constraints(**privacy)
     con = _connect(database, read_only=True)
     try:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
-        listed = violating_classes(con, relation, qid, args.k) if result.violating else []
+        # Per check, the worst class's value and the violating classes, worst first.
+        k_classes = violations(con, relation, qid, KAnonymity(args.k), MAX_LISTED) if result.violating else None
+        details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
     finally:
         con.close()
-    holds = result.ok and all(c.ok for c in result.checks)
+    k_holds = not result.violating and not result.unplaced and result.classes > 0
+    failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
+        check.constraint for check in result.checks if not check.ok]
     if args.json:
-        document = {"relation": relation, "holds": holds, **dataclasses.asdict(result),
-                    "violating_classes": [{"size": n, "values": values} for n, values in listed]}
+        document = {"relation": relation, "holds": not failed, "failed": failed, **dataclasses.asdict(result),
+                    "violating_classes": _listed(k_classes)}
+        document["checks"] = [
+            {**dataclasses.asdict(check), "measure": detail.measure, "worst": detail.worst,
+             "violating_classes": _listed(detail) if not check.ok else []}
+            for check, detail in zip(result.checks, details)
+        ]
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        _write_verification(sys.stdout, relation, result, listed)
-        for c in result.checks:
-            verdict = "ok" if c.ok else "FAILED"
-            sys.stdout.write(f"{verdict}: {c.constraint}: worst class {c.achieved:.4g}"
-                             + (f", {c.violating:,} violating classes" if c.violating else "") + "\n")
-    return 0 if holds else 1
+        _write_verification(sys.stdout, relation, result, k_classes)
+        for check, detail in zip(result.checks, details):
+            _write_check(sys.stdout, check.ok, detail)
+        if constraints:
+            checks = 1 + len(constraints)
+            sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if not failed else
+                             f"FAILED: {relation}: {len(failed)} of {checks} checks fail: {'; '.join(failed)}\n")
+    return 0 if not failed else 1
 
 
-def violating_classes(
-    con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], k: int, limit: int = MAX_LISTED
-) -> list[tuple[int, dict[str, Any]]]:
-    """The smallest classes below ``k``: ``(size, {column: value})``, in one grouped query."""
-    engine = Engine(con)
-    source = _find_source(engine, _catalog(engine), relation, count=False)
-    columns = class_columns(source.column_names, qid)
-    size = exp.Count(this=exp.Star())
-    size_alias = "__sqlanon_size"
-    query = (
-        exp.select(*[g.col(c) for c in columns], g.alias(size, size_alias))
-        .from_(source.ref)
-        .group_by(*[g.col(c) for c in columns])
-        .having(exp.LT(this=size.copy(), expression=g.lit(k)))
-        .order_by(g.col(size_alias), *[exp.Ordered(this=g.col(c), nulls_first=True) for c in columns])
-        .limit(limit)
-    )
-    return [(int(row[-1]), dict(zip(columns, row[:-1]))) for row in engine.fetch_rows(query)]
+def _listed(found: Violations | None) -> list[dict[str, Any]]:
+    """Violating classes for JSON: ``size``, ``values`` (the class columns) and, for a
+    constraint, ``value`` (its measure)."""
+    if found is None:
+        return []
+    k = found.measure == "rows"
+    return [{"size": c.size, **({} if k else {"value": c.value}), "values": dict(c.key)} for c in found.classes]
 
 
-def _write_verification(out: TextIO, relation: str, r: Verification, listed: list[tuple[int, dict[str, Any]]]) -> None:
+def _write_check(out: TextIO, ok: bool, found: Violations) -> None:
+    """One constraint's verdict with its achieved (worst) value, then its violating classes."""
+    worst = "no classes" if found.worst is None else f"worst class {found.worst:.4g} ({found.measure})"
+    tail = f", {found.violating:,} violating classes" if found.violating else ""
+    out.write(f"{'ok' if ok else 'FAILED'}: {found.constraint}: {worst}{tail}\n")
+    if not ok and found.classes:
+        _write_classes(out, f"violating classes of {found.constraint}", found, [found.measure, "size"],
+                       lambda c: [f"{c.value:.4g}", f"{c.size:,}"])
+
+
+def _write_classes(out: TextIO, title: str, found: Violations, first: list[str], cells) -> None:
+    """``title (shown, order):`` and the listed classes as an aligned table."""
+    listed = found.classes
+    order = "smallest first" if found.measure == "rows" else "worst first"
+    shown = f"{len(listed)} of {found.violating:,}, {order}" if found.violating > len(listed) else order
+    out.write(f"{title} ({shown}):\n")
+    header = [*first, *listed[0].key]
+    rows = [[*cells(c), *("NULL" if v is None else str(v) for v in c.key.values())] for c in listed]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        out.write("  " + "  ".join(c.rjust(w) if i < len(first) else c.ljust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
+
+
+def _write_verification(out: TextIO, relation: str, r: Verification, listed: Violations | None) -> None:
+    """The k-anonymity verdict (the other checks have lines of their own)."""
     over = ", ".join(r.columns)
-    if r.ok:
-        out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
-                  f"smallest {r.k_achieved:,}, {r.rows:,} rows\n")
-        return
     problems = []
     if r.violating:
         problems.append(f"{r.violating:,} of {r.classes:,} classes have fewer than {r.k} rows (smallest {r.k_achieved:,})")
@@ -601,16 +945,13 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: lis
         problems.append(f"{r.unplaced:,} rows have no equivalence class")
     if not r.classes:
         problems.append("it has no rows")
+    if not problems:
+        out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
+                  f"smallest {r.k_achieved:,}, {r.rows:,} rows\n")
+        return
     out.write(f"FAILED: {relation} is not {r.k}-anonymous over {over}: {'; '.join(problems)}; {r.rows:,} rows\n")
-    if listed:
-        shown = f"{len(listed)} of {r.violating:,}, smallest first" if r.violating > len(listed) else "smallest first"
-        out.write(f"violating classes ({shown}):\n")
-        header = ["size", *listed[0][1]]
-        cells = [[f"{n:,}", *("NULL" if v is None else str(v) for v in values.values())] for n, values in listed]
-        widths = [max(len(row[i]) for row in [header, *cells]) for i in range(len(header))]
-        for row in [header, *cells]:
-            out.write("  " + "  ".join(c.rjust(w) if i == 0 else c.ljust(w)
-                                       for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
+    if listed is not None and listed.classes:
+        _write_classes(out, "violating classes", listed, ["size"], lambda c: [f"{c.size:,}"])
 
 
 # -- explain ----------------------------------------------------------------------------------
@@ -664,19 +1005,38 @@ def _report(args: argparse.Namespace) -> int:
 def _apply(args: argparse.Namespace) -> int:
     con = _connect(args.db, read_only=False)
     try:
-        result = apply(con, args.release, args.table, view=args.view, replace=args.replace)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PrivacyWarning)  # reported below, in the CLI's words
+            result = apply(con, args.release, args.table, view=args.view, replace=args.replace, enforce=args.enforce)
     finally:
         con.close()
+    for warning in caught:
+        if issubclass(warning.category, PrivacyWarning):
+            sys.stderr.write(f"sqlanon: warning: {cli_words(str(warning.message))}\n")
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if args.json:
         sys.stdout.write(json.dumps(dataclasses.asdict(result), indent=2, default=str) + "\n")
         return 0
+    _write_applied(sys.stdout, result)
+    return 0
+
+
+def _write_applied(out: TextIO, result: Applied) -> None:
+    """The Applied result as aligned ``label  value`` lines."""
     rows = [("published", f"{result.view} (table: {result.table} recoded with the rules {result.rules})"),
             ("rows", f"{result.rows:,}: {result.placed:,} placed in a region, {result.unplaced:,} unplaced "
-                     f"(published fully generalized)"),
-            ("elapsed", f"{result.elapsed:.2f} s")]
+                     f"(published fully generalized)")]
+    if result.enforced:
+        rows.append(("suppressed", f"{result.suppressed_classes:,} classes, {result.suppressed_rows:,} rows (published "
+                                   f"fully generalized): enforced {'; '.join(result.enforced)}"))
+    rows.append(("classes", f"{result.classes:,}, {result.below_k:,} below the release's k={result.k}"))
+    rows.append(("k", f"{result.k} required by the release, {result.k_achieved:,} achieved (smallest class)"
+                 + ("" if result.enforced or not result.below_k else "; not enforced (--enforce)")))
+    rows.append(("elapsed", f"{result.elapsed:.2f} s"))
+    width = max(len(label) for label, _ in rows)
     for label, value in rows:
-        sys.stdout.write(f"{label:<9}  {value}\n")
-    return 0
+        out.write(f"{label:<{width}}  {value}\n")
 
 
 # -- install-macros ---------------------------------------------------------------------------

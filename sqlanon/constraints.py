@@ -12,8 +12,10 @@ equivalence class of the published data, so every constraint accepts it.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -139,7 +141,7 @@ class EntropyLDiversity(_OnSensitiveValues):
         return (h >= math.log(self.l) - TOLERANCE) | (stats.n == 0)
 
     def describe(self) -> str:
-        return f"entropy l-diversity({self.sensitive!r}, l={self.l:g})"
+        return f"entropy l-diversity({self.sensitive!r}, l={_number(self.l)})"
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ class RecursiveCLDiversity(_OnSensitiveValues):
         return (counts[:, 0] < self.c * tail) | (stats.n == 0)
 
     def describe(self) -> str:
-        return f"recursive (c,l)-diversity({self.sensitive!r}, c={self.c:g}, l={self.l})"
+        return f"recursive (c,l)-diversity({self.sensitive!r}, c={_number(self.c)}, l={self.l})"
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,63 @@ class VarianceDiversity:
         return (var >= self.v * (1 - TOLERANCE)) | (stats.n == 0)
 
     def describe(self) -> str:
-        return f"variance diversity({self.sensitive!r}, v={self.v:g})"
+        return f"variance diversity({self.sensitive!r}, v={_number(self.v)})"
+
+
+def _number(x: float) -> str:
+    """A threshold as ``describe()`` writes it: short (``1.5``, ``50``) when that reads back as
+    the same float, else every digit -- release manifests store these texts, and
+    :func:`parse_constraint` must get the exact threshold back."""
+    short = f"{x:g}"
+    return short if float(short) == float(x) else repr(float(x))
+
+
+#: ``describe()`` texts of the constraints over a sensitive column: kind -> parameters pattern.
+_DESCRIBED = {
+    "distinct l-diversity": (DistinctLDiversity, r"l=(?P<l>\d+)"),
+    "entropy l-diversity": (EntropyLDiversity, r"l=(?P<l>[^,()\s]+)"),
+    "recursive (c,l)-diversity": (RecursiveCLDiversity, r"c=(?P<c>[^,()\s]+), l=(?P<l>\d+)"),
+    "variance diversity": (VarianceDiversity, r"v=(?P<v>[^,()\s]+)"),
+}
+
+
+def parse_constraint(text: str) -> Constraint:
+    """The constraint whose :meth:`describe` is ``text`` (as release manifests store them).
+
+    Only an exact round trip is accepted -- the parsed object must describe itself as ``text``
+    -- so a text this version cannot read back faithfully raises instead of being guessed.
+
+    Raises:
+        ValueError: ``text`` is not the description of a sqlanon constraint.
+
+    >>> parse_constraint("entropy l-diversity('diagnosis', l=1.5)")
+    EntropyLDiversity(sensitive='diagnosis', l=1.5)
+    >>> parse_constraint("k-anonymity(k=10)")
+    KAnonymity(k=10)
+    """
+    found: Constraint | None = None
+    k = re.fullmatch(r"k-anonymity\(k=(\d+)\)", text)
+    if k:
+        found = KAnonymity(int(k.group(1)))
+    for kind, (cls, params) in _DESCRIBED.items():
+        match = re.fullmatch(re.escape(kind) + r"\((?P<column>.+), " + params + r"\)", text)
+        if found is not None or not match:
+            continue
+        try:
+            column = ast.literal_eval(match.group("column"))  # describe() writes the name's repr
+        except (ValueError, SyntaxError):
+            break
+        if not isinstance(column, str):
+            break
+        try:
+            values = {key: (int(v) if key == "l" and cls is not EntropyLDiversity else float(v))
+                      for key, v in match.groupdict().items() if key != "column"}
+        except ValueError:
+            break
+        found = cls(column, **values)
+    if found is None or found.describe() != text:
+        raise ValueError(f"not the description of a sqlanon constraint: {text!r}")
+    return found
 
 
 def entropy(counts: np.ndarray) -> np.ndarray:

@@ -51,6 +51,15 @@ class VerificationError(SqlanonError):
     """The published view failed its independent privacy check (it has been dropped)."""
 
 
+class PrivacyWarning(UserWarning):
+    """Something was published that does not meet the privacy requirement one might assume.
+
+    Raised through :func:`warnings.warn`, never as an exception: e.g. :func:`sqlanon.apply`
+    recoding new rows with a release's rules, which does not make them k-anonymous. Filter it
+    with ``warnings.simplefilter("error", sqlanon.PrivacyWarning)`` to make it fatal.
+    """
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """A ``did you mean ...?`` hint followed by the available names, for error messages."""
     options = sorted(choices)

@@ -20,10 +20,10 @@ from . import sqlgen as g
 from .api import _working_source
 from .criteria import rank
 from .domain import build_domains, encode
-from .engine import Engine, Statement
+from .engine import Engine, Statement, serialized
 from .partition import Partitioner, Regions
 from .rules import create_rowmap, create_rules, publish
-from .spec import EQ_CLASS, Spec, _current, resolve
+from .spec import Spec, _current, resolve
 from .split import Children
 from .working import batch_query, extents_query, groups_query, repartition
 
@@ -37,7 +37,7 @@ class ExplainEntry:
     """One statement of :func:`explain`: its step, the statement (or a comment), whether
     explain ran it (read-only), and a note."""
 
-    section: str
+    section: str  # the step's title; :func:`explain` numbers the steps that have statements
     statement: Statement
     ran: bool
     note: str = ""
@@ -107,6 +107,7 @@ class RecordingEngine(Engine):
         return query.copy().transform(swap)
 
 
+@serialized
 def explain(
     con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
     hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
@@ -135,13 +136,13 @@ def explain_entries(
     ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
     :func:`sqlanon.anonymize`."""
     rec = RecordingEngine(con)
-    rec.section = "1. Validate the request: catalog lookups and checks (once)"
+    rec.section = "Validate the request: catalog lookups and checks (once)"
     spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
                    **workload)
     try:
-        rec.section = "2. Snapshot of the source: it has no stable row ids (once)"
+        rec.section = "Snapshot of the source: it has no stable row ids (once)"
         source, rid = _working_source(rec, spec)
-        rec.section = "3. Encode: one domain table per QI, then the working table (once)"
+        rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
         work = encode(rec, spec, domains, source, g.col(rid, "b"))
         rec.live_reads = False
@@ -150,7 +151,7 @@ def explain_entries(
         partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
         layout = partitioner.layout
         root = partitioner.root(spec.source.rows)
-        rec.section = (f"4. Partition in SQL: repeats at every tree level while an open partition has more than "
+        rec.section = (f"Partition in SQL: repeats at every tree level while an open partition has more than "
                        f"memory_rows={spec.memory_rows:,} rows; shown for the root level (partition 0)")
         if spec.source.rows > spec.memory_rows:
             rec.show(extents_query(work, root.pid, layout),
@@ -180,7 +181,7 @@ def explain_entries(
                      f"{spec.memory_rows:,}, so it is partitioned in memory")
         memory = None
         if spec.memory_rows > 0:
-            rec.section = (f"5. Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
+            rec.section = (f"Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
                            "batches of about as many rows; repeats per batch (ids shown for the root)")
             batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
             rec.show(batch_query(work, batches, 0, 0, 0, layout), "the rows of one batch")
@@ -188,7 +189,7 @@ def explain_entries(
                      "temp table (depends on the data)")
             memory = rec.temp_name("leafchunk0")
             rec.upload_placeholder(memory)
-        rec.section = "6. Publish in one transaction: rules, manifest, row map, view, verification (once)"
+        rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
         regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         own = not rec.in_transaction()
         if own:
@@ -196,21 +197,21 @@ def explain_entries(
         for name, kind in spec.outputs.existing:
             rec.execute(g.drop(name, kind.upper()))
         region = create_rules(rec, spec, domains, regions)
-        manifest.write(rec, spec, constraints=[c.describe() for c in w.constraints], criterion=w.criterion.describe())
+        manifest.write(rec, spec)
         rowmap = create_rowmap(rec, spec, work, memory, regions, region)
         publish(rec, spec, source, rid, rowmap)
         published = [c for qi in spec.qis for c in qi.published]
         catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
         rec.show(g.template("class_sizes", k=g.lit(spec.k), source=g.table(spec.outputs.view, schema, catalog),
                             columns=[g.col(c) for c in published],
-                            unplaced=exp.Is(this=g.col(EQ_CLASS), expression=exp.Null())),
+                            unplaced=exp.Is(this=g.col(spec.outputs.class_column), expression=exp.Null())),
                  "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")
         if own:
             rec.execute(exp.Commit())
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
     finally:
-        rec.section = "7. Clean up: drop the run's temp tables (also after errors)"
+        rec.section = "Clean up: drop the run's temp tables (also after errors)"
         rec.cleanup()
     return spec, rec.entries
 
@@ -231,10 +232,12 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry]) -> str:
         "-- Temp names (__sqlanon_<run>_...) differ in every run.",
     ]
     section = None
+    number = 0
     for e in entries:
-        if e.section != section:
+        if e.section != section:  # steps without statements (no snapshot needed, say) leave no gap
             section = e.section
-            lines += ["", f"-- == {section} =="]
+            number += 1
+            lines += ["", f"-- == {number}. {section} =="]
         lines.append("")
         if e.note:
             lines.append(f"-- {e.note}")

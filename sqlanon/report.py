@@ -250,9 +250,9 @@ def rebuild_constraints(recorded: Sequence[str]) -> tuple[list[Constraint], tupl
     """The diversity constraints recorded in a manifest (``describe()`` strings) as objects to
     verify, and the ones that could not be rebuilt. k-anonymity is checked separately.
 
-    Parameters are recorded as ``describe()`` prints them: entropy ``l``, ``c`` and ``v`` with
-    six significant digits (``:g``), so a release made with a longer fraction is re-checked
-    against the rounded value."""
+    Parameters are recorded as ``describe()`` prints them: exactly (short when six significant
+    digits give the same float, every digit otherwise); releases made before that recorded six
+    significant digits, and are re-checked against the rounded value."""
     out: list[Constraint] = []
     unchecked: list[str] = []
     for text in recorded:

@@ -11,11 +11,18 @@
   overlap, are not a guillotine partition, or leave a gap.
 * Reloading by view name (also from a reopened database file), files as input, ``regions`` on an
   applied table, and every error before anything is written.
+* What it guarantees: the output's classes, smallest class and classes below the release's k
+  against a brute-force count (with a ``PrivacyWarning`` exactly when some class is below k);
+  ``enforce=True`` against a brute-force oracle on random releases with and without diversity
+  constraints: exactly the classes below k or breaking a constraint are suppressed, fully
+  generalized, and every class left holds at least k rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
+import warnings
 
 import duckdb
 import numpy as np
@@ -132,12 +139,20 @@ def _same_as_view(con, view: str, applied: str) -> None:
 def _check_new_rows(con, release, seed: int, m: int = 150) -> Applied:
     rng = np.random.default_rng(seed + 1)
     _load(con, "new", _frame(rng, m, {}, start=10_000, new=True), i_type="DOUBLE")
-    applied = apply(con, release, "new")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        applied = apply(con, release, "new")
     assert (applied.view, applied.rules, applied.table, applied.rows) == ("new_anon", release.rules, "new", m)
     got = con.execute("SELECT * FROM new_anon ORDER BY id").fetchall()
     expected = _expected(con, release.view, "t", "new")
     assert got == expected
     assert applied.unplaced == sum(r[-1] is None for r in expected) and applied.placed == m - applied.unplaced
+    # the classes it reports, counted by hand: rows per eq_class, NULL left out
+    sizes = pd.Series([r[-1] for r in expected if r[-1] is not None], dtype=object).value_counts()
+    assert (applied.k, applied.classes) == (release.k, len(sizes))
+    assert applied.k_achieved == (int(sizes.min()) if len(sizes) else 0)
+    assert applied.below_k == int((sizes < release.k).sum())
+    assert [w.category for w in caught] == ([sqlanon.PrivacyWarning] if applied.below_k else [])
     # nothing raw: published bounds are rules' bounds or the full ones, labels node labels
     raw = con.execute("SELECT i FROM new WHERE i <> floor(i)").fetchall()
     assert raw and _count(con, "SELECT * FROM new_anon WHERE i_min <> floor(i_min) OR i_max <> floor(i_max)") == 0
@@ -175,6 +190,7 @@ def test_workload_release_with_empty_regions(con):
     assert empty > 0
 
 
+@pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
 def test_adult_with_hierarchies(adult):
     con, hierarchies = adult
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
@@ -229,6 +245,7 @@ def test_nulls_in_a_hierarchy_without_a_null_leaf(con):
     assert rows[2][4] == first
 
 
+@pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
 def test_nan_and_infinities_sort_last(con):
     con.execute("CREATE TABLE t AS SELECT i AS id, (i % 40) * 0.5 - 3 AS f FROM range(200) r(i)")
     release = sqlanon.anonymize(con, "t", qid=["f"], k=10)
@@ -259,6 +276,7 @@ def test_reload_by_name_from_a_reopened_file(tmp_path):
         con.close()
 
 
+@pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
 def test_files_and_other_relations(con, tmp_path):
     release = _release(con, 90, 9, 3)
     _load(con, "new", _frame(np.random.default_rng(3), 60, {}, start=500, new=True), i_type="DOUBLE")
@@ -295,6 +313,146 @@ def test_regions_of_an_applied_table(con):
     assert (unplaced["f__hi"] == top).all()
     placed = points[points["eq_class"].notna()]
     assert placed["j__lo"].notna().all() and (placed["j__lo"] <= placed["j__hi"]).all()
+
+
+# -- what apply guarantees ------------------------------------------------------------------------
+def _generalized(con, rules: str) -> tuple:
+    """The fully generalized published QI values, from the rules in plain Python: the smallest
+    ``q_min`` of the non-empty regions (NULL when one is NULL: the training column had NULLs,
+    which sort first), their largest ``q_max``, the hierarchy's root label."""
+    rows = [r for r in _rows(con, f'SELECT * FROM "{rules}"') if r["size"] > 0]
+    out = []
+    for q in ORDERED:
+        lows = [r[f"{q}_min"] for r in rows]
+        highs = [r[f"{q}_max"] for r in rows if r[f"{q}_max"] is not None]
+        out += [None if None in lows else min(lows), max(highs) if highs else None]
+    return (*out, "*")
+
+
+def _fails(frame: pd.DataFrame, constraint) -> bool:
+    """Whether the rows of one class break ``constraint``, by hand (NULL is a sensitive value;
+    variance leaves NULLs out)."""
+    if isinstance(constraint, sqlanon.VarianceDiversity):
+        values = frame[constraint.sensitive].dropna().astype(float).to_numpy()
+        variance = float(values.var()) if len(values) else 0.0
+        return variance < constraint.v * (1 - 1e-9)
+    counts = frame[constraint.sensitive].fillna("<NULL>").value_counts().to_numpy()
+    if isinstance(constraint, sqlanon.DistinctLDiversity):
+        return len(counts) < constraint.l
+    if isinstance(constraint, sqlanon.EntropyLDiversity):
+        p = counts / counts.sum()
+        return float(-(p * np.log(p)).sum()) < math.log(constraint.l) - 1e-9
+    counts = np.sort(counts)[::-1]
+    return not counts[0] < constraint.c * counts[constraint.l - 1:].sum()
+
+
+CONSTRAINTS = [
+    [],
+    [sqlanon.EntropyLDiversity("y", 1.5)],
+    [sqlanon.DistinctLDiversity("y", 2), sqlanon.VarianceDiversity("id", 20.0)],
+    [sqlanon.RecursiveCLDiversity("y", 3.0, 2)],
+]
+
+
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.generate])  # no shrinking: each example runs a release
+@given(st.integers(40, 160), st.integers(0, 2**32 - 1), st.sampled_from([2, 3, 5, 10]),
+       st.sampled_from(range(len(CONSTRAINTS))), st.integers(20, 300))
+def test_enforce_against_brute_force(n, seed, k, which, m):
+    """enforce=True suppresses exactly the classes of the plain recoding that are below k or
+    break one of the release's constraints -- each as a whole, published fully generalized --
+    and leaves the other rows as they were; every class left holds at least k rows."""
+    constraints = CONSTRAINTS[which]
+    con = duckdb.connect()
+    try:
+        try:
+            release = _release(con, n, seed, k, constraints=constraints)
+        except sqlanon.InputError:  # the whole random table cannot meet the constraint
+            return
+        rng = np.random.default_rng(seed + 7)
+        _load(con, "new", _frame(rng, m, {}, start=10_000, new=True), i_type="DOUBLE")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sqlanon.PrivacyWarning)
+            plain = apply(con, release, "new", view="plain")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sqlanon.PrivacyWarning)  # never warns once enforced
+            enforced = apply(con, release, "new", view="enforced", enforce=True)
+        before = con.execute("SELECT * FROM plain ORDER BY id").df()
+        after = con.execute("SELECT * FROM enforced ORDER BY id").df()
+        qi_columns = [c for q in ORDERED for c in (f"{q}_min", f"{q}_max")] + ["j"]
+        # the oracle: the plain recoding's classes that fail k or a constraint
+        bad = {region for region, rows in before[before["eq_class"].notna()].groupby("eq_class")
+               if len(rows) < release.k or any(_fails(rows, c) for c in constraints)}
+        suppressed = before["eq_class"].isin(bad)
+        generalized = _generalized(con, release.rules)
+        assert after["eq_class"][suppressed].isna().all()
+        ids = {int(i) for i in before["id"][suppressed]}
+        plain_rows = _rows(con, "SELECT * FROM plain ORDER BY id")
+        for row, was in zip(_rows(con, "SELECT * FROM enforced ORDER BY id"), plain_rows, strict=True):
+            if row["id"] in ids:  # fully generalized, everything else as it was
+                assert tuple(row[c] for c in qi_columns) == generalized and row["eq_class"] is None
+                assert {c: v for c, v in row.items() if c not in qi_columns + ["eq_class"]} == \
+                    {c: v for c, v in was.items() if c not in qi_columns + ["eq_class"]}
+            else:
+                assert row == was
+        # what it reports
+        sizes = after["eq_class"].dropna().value_counts()
+        assert (enforced.suppressed_classes, enforced.suppressed_rows) == (len(bad), int(suppressed.sum()))
+        assert enforced.enforced == tuple(c.describe() for c in [sqlanon.KAnonymity(release.k), *constraints])
+        assert (enforced.placed, enforced.unplaced) == (plain.placed, plain.unplaced)
+        assert (enforced.classes, enforced.below_k) == (len(sizes), 0)
+        assert enforced.k_achieved == (int(sizes.min()) if len(sizes) else 0)
+        assert enforced.k_achieved >= release.k or enforced.classes == 0
+        # and the independent check agrees: the rows with a class are k-anonymous and diverse
+        if enforced.classes:
+            con.execute("CREATE VIEW kept AS SELECT * FROM enforced WHERE eq_class IS NOT NULL")
+            check = sqlanon.verify(con, "kept", QID, release.k, class_column="eq_class", constraints=constraints)
+            assert check.ok, check
+        assert temp_objects(con) == []
+    finally:
+        con.close()
+
+
+def test_applied_reports_k_and_warns(con):
+    """Recoding new rows does not keep k: Applied says so, with a PrivacyWarning; the training
+    table recoded with its own rules keeps it and does not warn."""
+    con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, i % 7 AS zip FROM range(2000) t(i)")
+    con.execute("CREATE TABLE fresh AS SELECT i AS id, (i * 37) % 90 AS age, (i * i) % 7 AS zip FROM range(1500) t(i)")
+    release = sqlanon.anonymize(con, "people", ["age", "zip"], k=10)
+    with pytest.warns(sqlanon.PrivacyWarning, match=r"not 10-anonymous: \d+ of \d+ classes .* enforce=True"):
+        applied = apply(con, release, "fresh")
+    sizes = con.execute("SELECT count(*) FROM fresh_anon GROUP BY eq_class").fetchall()
+    assert (applied.k, applied.classes, applied.k_achieved) == (10, len(sizes), min(s for s, in sizes))
+    assert applied.below_k == sum(s < 10 for s, in sizes) > 0 and applied.enforced == ()
+    assert issubclass(sqlanon.PrivacyWarning, UserWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = apply(con, release, "people", view="again")
+    assert (again.k_achieved, again.below_k, again.classes) == (release.k_achieved, 0, release.partitions)
+    enforced = apply(con, release, "fresh", view="fresh_enforced", enforce=True)
+    assert enforced.suppressed_classes == applied.below_k and enforced.k_achieved >= 10 and enforced.classes > 0
+    assert enforced.suppressed_rows == sum(s for s, in sizes if s < 10)
+    assert con.execute("SELECT DISTINCT age_min, age_max, zip_min, zip_max FROM fresh_enforced "
+                       "WHERE eq_class IS NULL").fetchall() == [(0, 89, 0, 6)]
+
+
+def test_enforce_needs_readable_constraints_and_their_columns(con):
+    con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, 'c' || (i % 3) AS dx FROM range(300) t(i)")
+    release = sqlanon.anonymize(con, "people", ["age"], k=5, sensitive="dx", l=2)
+    con.execute("CREATE TABLE no_dx AS SELECT id, age FROM people")
+    before = objects(con)
+    with pytest.raises(sqlanon.UnknownColumnError, match="no column 'dx'.*entropy l-diversity"):
+        apply(con, release, "no_dx", enforce=True)
+    assert apply(con, release, "no_dx", view="loose").rows == 300  # without enforce the column is not needed
+    con.execute("DROP TABLE loose")
+    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'people_anon_rules'").fetchone()[0]
+    edited = comment.replace("entropy l-diversity('dx', l=2)", "t-closeness('dx', t=0.2)")
+    con.execute("COMMENT ON TABLE people_anon_rules IS " + "'" + edited.replace("'", "''") + "'")
+    with pytest.raises(sqlanon.InputError, match="cannot enforce the constraint \"t-closeness"):
+        apply(con, release, "people", view="x", enforce=True)
+    with pytest.raises(sqlanon.InputError, match="enforce must be True or False"):
+        apply(con, release, "people", view="x", enforce="yes")
+    assert objects(con) == before and temp_objects(con) == []
 
 
 def test_errors_before_any_write(con):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -149,7 +150,7 @@ def test_workload_flags_reach_the_library(capsys, db):
     assert m.criterion == "regression('id')"
     code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--sensitive", "city")
     assert code == 2
-    assert_one_line_error(err, "sensitive= and l= go together")
+    assert_one_line_error(err, "--sensitive and --l go together")
     code, out, err = run(capsys, "explain", db, "people", "--qid", "age", "--k", "5", "--target", "city",
                          "--memory-rows", "0")
     assert code == 0 and "FILTER" in out  # the class counts of the target are in the stats statement
@@ -252,10 +253,10 @@ def test_release_file_errors_name_the_key(capsys, db, tmp_path):
     code, _, err = run(capsys, "anonymize", "--config", path)
     assert code == 2
     assert_one_line_error(err, f'{path}: privacy.k: must be an integer >= 1, got "ten"')
-    path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\nc = 2\n')
+    path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\nt = 0.2\n')
     code, _, err = run(capsys, "explain", "--config", path)
     assert code == 2
-    assert_one_line_error(err, "privacy.c: not supported yet")
+    assert_one_line_error(err, "privacy.t: not supported yet")
 
 
 @pytest.mark.parametrize("source, out", [("people.parquet", "anon.parquet"), ("people.csv", "anon.csv"),
@@ -391,10 +392,10 @@ def test_explain_runs_nothing_that_writes(capsys, db, tmp_path):
                          "--hierarchy", f"city={tmp_path / 'city.csv'}", "--memory-rows", "100")
     assert (code, err) == (0, "")
     assert sql_objects(db) == before
-    for heading in ("1. Validate the request", "3. Encode", "4. Partition in SQL: repeats at every tree level",
-                    "5. Finish in memory", "6. Publish in one transaction", "7. Clean up"):
+    for heading in ("1. Validate the request", "2. Encode", "3. Partition in SQL: repeats at every tree level",
+                    "4. Finish in memory", "5. Publish in one transaction", "6. Clean up"):
         assert f"-- == {heading}" in out
-    assert "2. Snapshot" not in out  # a base table needs none
+    assert "Snapshot" not in out  # a base table needs none
     assert "-- [ran]" in out and 'CREATE VIEW "people_anon" AS' in out and "COMMIT;" in out
     assert 'CREATE TABLE "people_anon_hierarchies"' in out and "city (hierarchy, 5 leaves)" in out
     assert "at the root 'age' (widest normalized range)" in out
@@ -568,7 +569,7 @@ def test_apply(capsys, db):
     con.execute("UPDATE new_people SET age = age + 1000 WHERE id < 5")  # beyond the training domain
     con.close()
     code, out, err = run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon")
-    assert (code, err) == (0, ""), err
+    assert code == 0 and err.startswith("sqlanon: warning: the recoded rows are not 10-anonymous: "), err
     assert re.search(r"^published\s+new_anon \(table: new_people recoded with the rules people_anon_rules\)$", out, re.M)
     assert re.search(r"^rows\s+120: 120 placed in a region, 0 unplaced", out, re.M)
     # the training table recoded with its own rules is the view; --json is the Applied result
@@ -661,10 +662,430 @@ def test_verify_entropy_l_diversity(capsys, db):
         con.close()
     code, out, _ = run(capsys, *args, "--l", "50")
     assert code == 1 and not strict.ok
-    assert f"FAILED: entropy l-diversity('city', l=50): worst class {strict.achieved:.4g}, {strict.violating:,} violating classes" in out
+    assert (f"FAILED: entropy l-diversity('city', l=50): worst class {strict.achieved:.4g} (l = e^entropy), "
+            f"{strict.violating:,} violating classes") in out
     code, out, _ = run(capsys, *args, "--l", "50", "--json")
     assert code == 1 and json.loads(out)["holds"] is False
     for extra, fragment in [(["--l", "2"], "go together"), (["--sensitive", "city", "--l", "0.5"], "--l must be")]:
         code, _, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *extra)
         assert code == 2
         assert_one_line_error(err, fragment)
+
+
+# -- verify: which check failed -------------------------------------------------------------------
+def _entropy_per_class(db: str) -> "pd.Series":
+    """exp(entropy of city) per class of people_anon, by hand."""
+    con = duckdb.connect(db, read_only=True)
+    try:
+        frame = con.sql("SELECT age_min, age_max, zip_min, zip_max, city FROM people_anon").df()
+    finally:
+        con.close()
+    def l_of(cities):
+        p = cities.value_counts(normalize=True).to_numpy()
+        return float(np.exp(-(p * np.log(p)).sum()))
+    return frame.groupby(["age_min", "age_max", "zip_min", "zip_max"])["city"].apply(l_of)
+
+
+def test_verify_says_which_check_failed(capsys, db):
+    """k holds, entropy l-diversity does not: the k line says ok, the constraint's line says
+    FAILED with its achieved value, and its violating classes are listed worst first, in text
+    and in JSON (checked against a count by hand)."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    per_class = _entropy_per_class(db)
+    l = float(np.sort(per_class.to_numpy())[3]) + 1e-6  # a few classes below l
+    failing = per_class[per_class < l].sort_values(kind="stable")
+    args = ["verify", db, "people_anon", "--qid", "age,zip", "--k", "10", "--sensitive", "city", "--l", f"{l!r}"]
+    code, out, err = run(capsys, *args)
+    assert (code, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("ok: people_anon is 10-anonymous over age_min, age_max, zip_min, zip_max: ")
+    assert "not 10-anonymous" not in out and ": ;" not in out
+    name = f"entropy l-diversity('city', l={l!r})"
+    assert lines[1] == f"FAILED: {name}: worst class {failing.iloc[0]:.4g} (l = e^entropy), {len(failing)} violating classes"
+    assert lines[2] == f"violating classes of {name} (worst first):"
+    assert lines[3].split() == ["l", "=", "e^entropy", "size", "age_min", "age_max", "zip_min", "zip_max"]
+    listed = [line.split() for line in lines[4:4 + len(failing)]]
+    assert [float(row[0]) for row in listed] == pytest.approx(failing.round(3).tolist(), abs=1e-3)
+    assert {tuple(int(v) for v in row[2:]) for row in listed} == set(failing.index)
+    assert lines[-1] == f"FAILED: people_anon: 1 of 2 checks fail: {name}"
+    code, out, _ = run(capsys, *args, "--json")
+    document = json.loads(out)
+    assert code == 1 and document["holds"] is False and document["failed"] == [name]
+    assert document["violating_classes"] == []  # k holds
+    (check,) = document["checks"]
+    assert (check["constraint"], check["ok"], check["violating"], check["measure"]) == (name, False, len(failing),
+                                                                                      "l = e^entropy")
+    assert check["worst"] == pytest.approx(failing.iloc[0])
+    assert [c["value"] for c in check["violating_classes"]] == pytest.approx(failing.tolist())
+    assert {tuple(c["values"].values()) for c in check["violating_classes"]} == set(failing.index)
+    # both fail: each is named, k's classes are listed too
+    code, out, _ = run(capsys, *args[:-4], "--k", "17", "--sensitive", "city", "--l", f"{l!r}")
+    assert code == 1 and out.startswith("FAILED: people_anon is not 17-anonymous over")
+    assert out.splitlines()[-1] == f"FAILED: people_anon: 2 of 2 checks fail: k-anonymity(k=17); {name}"
+
+
+@pytest.mark.parametrize("flags, constraint", [
+    (["--sensitive", "city", "--l", "4", "--diversity", "distinct"], sqlanon.DistinctLDiversity("city", 4)),
+    (["--sensitive", "city", "--l", "5", "--diversity", "distinct"], sqlanon.DistinctLDiversity("city", 5)),
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "0.6"],
+     sqlanon.RecursiveCLDiversity("city", 0.6, 2)),
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "3"],
+     sqlanon.RecursiveCLDiversity("city", 3.0, 2)),
+    (["--variance", "salary=500000"], sqlanon.VarianceDiversity("salary", 500000.0)),
+    (["--variance", "salary=5e6"], sqlanon.VarianceDiversity("salary", 5e6)),
+])
+def test_verify_reaches_every_constraint(capsys, db, flags, constraint):
+    """--diversity distinct|entropy|recursive --c and --variance COL=V check what the Python
+    verify checks with the same constraint objects."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    con = duckdb.connect(db, read_only=True)
+    try:
+        expected = sqlanon.verify(con, "people_anon", ["age", "zip"], 10, constraints=[constraint]).checks[0]
+    finally:
+        con.close()
+    code, out, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *flags, "--json")
+    assert (code, err) == (0 if expected.ok else 1, "")
+    (check,) = json.loads(out)["checks"]
+    assert (check["constraint"], check["ok"], check["violating"]) == (constraint.describe(), expected.ok,
+                                                                      expected.violating)
+    assert len(check["violating_classes"]) == min(20, expected.violating)
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive"], "--diversity recursive needs --c"),
+    (["--sensitive", "city", "--l", "2", "--c", "2"], "--c is the c of recursive (c,l)-diversity"),
+    (["--sensitive", "city", "--l", "1.5", "--diversity", "distinct"], "--l must be an integer for distinct"),
+    (["--diversity", "distinct"], "--diversity distinct needs --sensitive and --l"),
+    (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "0"], "--c must be a number > 0"),
+    (["--variance", "salary"], "--variance takes COL=V"),
+    (["--variance", "salary=-1"], "--variance takes COL=V"),
+    (["--diversity", "entropie"], "invalid choice: 'entropie'"),
+])
+def test_constraint_flag_errors(capsys, db, flags, fragment):
+    for command in (["verify", db, "people"], ["anonymize", db, "people"], ["explain", db, "people"]):
+        before = sql_objects(db)
+        code, out, err = run(capsys, *command, "--qid", "age,zip", "--k", "10", *flags)
+        assert (code, out) == (2, ""), command
+        assert_one_line_error(err, fragment)
+        assert sql_objects(db) == before
+
+
+def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
+    """Each constraint kind from flags and from a release file lands in the manifest, and the
+    summary prints the constraints and the criterion."""
+    from sqlanon import manifest
+
+    cases = [
+        (["--sensitive", "city", "--l", "3", "--diversity", "distinct"], "distinct l-diversity('city', l=3)",
+         'sensitive = "city"\nl = 3\ndiversity = "distinct"\n'),
+        (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "3"],
+         "recursive (c,l)-diversity('city', c=3, l=2)", 'sensitive = "city"\nl = 2\ndiversity = "recursive"\nc = 3\n'),
+        (["--sensitive", "city", "--l", "2.5", "--diversity", "entropy"], "entropy l-diversity('city', l=2.5)",
+         'sensitive = "city"\nl = 2.5\n'),
+        (["--variance", "salary=1000"], "variance diversity('salary', v=1000)", "variance = { salary = 1000 }\n"),
+    ]
+    for i, (flags, described, toml) in enumerate(cases):
+        code, out, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", *flags,
+                             "--view", f"flags{i}")
+        assert (code, err) == (0, ""), err
+        assert re.search(rf"^constraints\s+{re.escape(described)} \(verified\)$", out, re.M), out
+        assert re.search(r"^criterion\s+median$", out, re.M)
+        path = tmp_path / f"r{i}.toml"
+        path.write_text(f'[release]\ndatabase = "{db}"\ntable = "people"\nview = "file{i}"\n[[qi]]\nname = "age"\n'
+                        f'[[qi]]\nname = "zip"\n[privacy]\nk = 10\n{toml}')
+        code, out, err = run(capsys, "anonymize", "--config", path, "--json")
+        assert (code, err) == (0, ""), err
+        assert json.loads(out)["constraints"] == ["k-anonymity(k=10)", described]
+        con = duckdb.connect(db, read_only=True)
+        try:
+            for view in (f"flags{i}", f"file{i}"):
+                assert manifest.read(con, view).constraints == ("k-anonymity(k=10)", described)
+        finally:
+            con.close()
+
+
+# -- the criterion ---------------------------------------------------------------------------------
+@pytest.fixture
+def labelled(db) -> str:
+    """``db`` with ``patients``: QIs age and zip, an integer-coded class label ``y`` (1/2), a
+    text label ``ward``."""
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE patients AS SELECT i AS id, i % 90 AS age, i % 7 AS zip, 1 + (i * 7 % 11 > 5)::INT AS y, "
+                "'w' || (i % 3) AS ward FROM range(600) t(i)")
+    con.close()
+    return db
+
+
+def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
+    """An integer-coded label runs Regression when the types choose; --criterion infogain (or
+    criterion = "infogain" in the release file) runs InfoGain; the summary says which."""
+    from sqlanon import manifest
+
+    db = labelled
+    base = ["anonymize", db, "patients", "--qid", "age,zip", "--k", "10"]
+    runs = {
+        "auto": (["--target", "y"], "regression('y')"),
+        "infogain": (["--target", "y", "--criterion", "infogain"], "infogain('y')"),
+        "regression": (["--target", "y", "--criterion", "regression"], "regression('y')"),
+        "median": (["--criterion", "median"], "median"),
+        "selection": (["--criterion", "selection", "--select", "age > 40", "--target", "y"],
+                      "selections(['age > 40'], then=regression('y'))"),
+        "sel_infogain": (["--criterion", "infogain", "--select", "age > 40", "--target", "y"],
+                         "selections(['age > 40'], then=infogain('y'))"),
+    }
+    for view, (flags, described) in runs.items():
+        code, out, err = run(capsys, *base, *flags, "--view", view)
+        assert (code, err) == (0, ""), err
+        assert re.search(rf"^criterion\s+{re.escape(described)}$", out, re.M), out
+    path = tmp_path / "r.toml"
+    path.write_text(f'[release]\ndatabase = "{db}"\ntable = "patients"\nview = "from_file"\n[[qi]]\nname = "age"\n'
+                    '[[qi]]\nname = "zip"\n[privacy]\nk = 10\n[workload]\ntarget = "y"\ncriterion = "infogain"\n')
+    code, out, _ = run(capsys, "anonymize", "--config", path, "--json")
+    assert code == 0 and json.loads(out)["criterion"] == "infogain('y')"
+    con = duckdb.connect(db, read_only=True)
+    try:
+        for view, (_, described) in runs.items():
+            assert manifest.read(con, view).criterion == described
+        assert manifest.read(con, "from_file").criterion == "infogain('y')"
+    finally:
+        con.close()
+    # the flag overrides the file's criterion
+    code, out, _ = run(capsys, "anonymize", "--config", path, "--criterion", "regression", "--view", "over", "--json")
+    assert code == 0 and json.loads(out)["criterion"] == "regression('y')"
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--criterion", "median", "--target", "y"], "--criterion median takes no --target"),
+    (["--criterion", "infogain"], "--criterion infogain needs --target columns"),
+    (["--criterion", "regression"], "--criterion regression needs --target columns"),
+    (["--criterion", "selection"], "--criterion selection needs --select"),
+    (["--criterion", "selection", "--target", "y"], "--criterion selection needs --select"),
+    (["--criterion", "regression", "--target", "ward"], "'ward' has type VARCHAR"),
+    (["--criterion", "info", "--target", "y"], "invalid choice: 'info'"),
+])
+def test_criterion_contradictions_are_usage_errors(capsys, labelled, flags, fragment):
+    for command in ("anonymize", "explain"):
+        before = sql_objects(labelled)
+        code, out, err = run(capsys, command, labelled, "patients", "--qid", "age,zip", "--k", "10", *flags)
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, fragment)
+        assert sql_objects(labelled) == before
+
+
+def test_contradictions_between_file_and_flags_name_both(capsys, labelled, tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text(f'[release]\ndatabase = "{labelled}"\ntable = "patients"\n[[qi]]\nname = "age"\n'
+                    '[privacy]\nk = 10\n[workload]\ncriterion = "median"\n')
+    code, _, err = run(capsys, "anonymize", "--config", path, "--target", "y")
+    assert code == 2
+    assert_one_line_error(err, "workload.criterion median takes no --target")
+
+
+# -- messages in the command line's words ---------------------------------------------------------------
+def test_library_errors_speak_in_flags(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")[0] == 0
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")
+    assert code == 2
+    assert_one_line_error(err, "'people_anon' already exists; pass --replace to overwrite it or choose another --view name")
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--view", "v", "--memory-rows", "-1")
+    assert code == 2
+    assert_one_line_error(err, "--memory-rows must be at least 0")
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "501", "--view", "v")
+    assert code == 2
+    assert_one_line_error(err, "--k 501 is larger than the table")
+    code, _, err = run(capsys, "apply", db, "people_anon", "people", "--view", "people_anon_rules")
+    assert code == 2
+    assert_one_line_error(err, "choose another --view name")
+    code, _, err = run(capsys, "apply", db, "people_anon", "people", "--view", "people")
+    assert code == 2
+    assert_one_line_error(err, "never replaced: choose another --view name")
+    # a constraint's own description keeps its keywords
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--view", "v",
+                       "--sensitive", "city", "--l", "50")
+    assert code == 2
+    assert_one_line_error(err, "does not satisfy entropy l-diversity('city', l=50)")
+    assert "--l" not in err
+
+
+# -- help, explain, closed pipes -----------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["anonymize", "explain"])
+def test_release_file_help_lists_every_section_and_key(capsys, command):
+    from sqlanon.config import SCHEMA
+
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    for section, keys in SCHEMA:
+        line = next((line for line in out.splitlines() if line.strip().startswith(section + " ")), None)
+        assert line is not None, (section, out)
+        assert [k.strip() for k in line.strip()[len(section):].split(",")] == list(keys)
+    assert "[workload]" in out and "criterion" in out
+    for flag in ("--criterion", "--diversity", "--c C", "--variance COL=V"):
+        assert flag in out
+
+
+def _headings(out: str) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"^-- == (\d+)\. ", out, re.M)]
+
+
+@pytest.mark.parametrize("extra", [
+    [],
+    ["--memory-rows", "0"],
+    ["--memory-rows", "100", "--qid", "city", "--hierarchy", "city={tmp}/city.csv"],
+    ["--target", "salary", "--select", "age > 40"],
+    ["--sensitive", "city", "--l", "2", "--diversity", "distinct", "--variance", "salary=10", "--memory-rows", "50"],
+    ["FILES"],
+])
+def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
+    if extra == ["FILES"]:
+        con = duckdb.connect()
+        make_people(con, 100)
+        con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+        con.close()
+        source = [tmp_path / "p.parquet"]
+        extra = []
+    else:
+        source = [db, "people"]
+    code, out, err = run(capsys, "explain", *source, "--qid", "age,zip", "--k", "10",
+                         *[e.format(tmp=tmp_path) for e in extra])
+    assert (code, err) == (0, ""), err
+    numbers = _headings(out)
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+
+
+class _ClosedPipe(io.StringIO):
+    """A standard output whose reader has gone (``| head -1``)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stdout_is_not_an_error(capsys, db, monkeypatch):
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["explain", db, "people", "--qid", "age,zip", "--k", "10"]) == 0
+    assert main(["anonymize", db, "people", "--qid", "age", "--k", "10", "--json"]) == 0
+    assert main(["verify", db, "people_anon", "--qid", "age", "--k", "10"]) == 0
+    assert main(["verify", db, "people_anon", "--qid", "age", "--k", "1000"]) == 1  # its own status
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().err == ""
+    assert sql_objects(db) >= {("h", "main", "people_anon", "view")}  # the work was done
+
+
+def test_python_m_sqlanon_into_a_closed_pipe(db, tmp_path):
+    """``sqlanon explain ... | head -1``: the reader is gone before sqlanon writes; exit 0, and
+    nothing on stderr (no traceback, no 'Exception ignored' at exit)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "sqlanon", "explain", db, "people", "--qid", "age,zip",
+                                "--k", "10"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader goes away at once
+    stderr = process.stderr.read().decode()
+    assert (process.wait(timeout=120), stderr) == (0, "")
+
+
+# -- --out: checked before the work, undone after a late failure ------------------------------------------
+def test_out_is_checked_before_any_work(capsys, db, tmp_path, monkeypatch):
+    before = sql_objects(db)
+    for out, fragment in ((tmp_path / "no" / "such" / "x.parquet", "no such directory"),
+                          (tmp_path, "is a directory"),
+                          (tmp_path / "x.xlsx", "unknown format")):
+        code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", out)
+        assert (code, text) == (2, "")
+        assert_one_line_error(err, fragment)
+        assert sql_objects(db) == before  # nothing published
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == tmp_path / "ro" else
+                        real_access(path, mode))
+    (tmp_path / "ro").mkdir()
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", tmp_path / "ro" / "x.csv")
+    assert code == 2
+    assert_one_line_error(err, "is not writable")
+    assert sql_objects(db) == before and not (tmp_path / "no").exists()
+
+
+def _view_rows(db: str, view: str) -> list:
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return con.execute(f'SELECT * FROM "{view}" ORDER BY id').fetchall()
+    finally:
+        con.close()
+
+
+def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monkeypatch):
+    """The COPY itself fails after the release was published: the new release is dropped again,
+    and a release --replace was overwriting is back, unchanged."""
+    from sqlanon import cli
+
+    out = tmp_path / "pub.parquet"
+    monkeypatch.setitem(cli.OUT_FORMATS, ".parquet", ("PARQUET", (("COMPRESSION", "bogus"),)))
+    before = sql_objects(db)
+    code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", out)
+    assert (code, text) == (1, "")
+    assert_one_line_error(err, "compression")
+    assert sql_objects(db) == before and sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
+    # over an existing release, with --replace
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "20")[0] == 0
+    published, rows = sql_objects(db), _view_rows(db, "people_anon")
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--replace", "--out", out)
+    assert code == 1
+    assert_one_line_error(err, "compression")
+    assert sql_objects(db) == published and _view_rows(db, "people_anon") == rows
+    assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert sqlanon.manifest.read(con, "people_anon").k == 20
+    finally:
+        con.close()
+    # and when the COPY works, --replace with --out replaces the release and writes the file
+    monkeypatch.undo()
+    code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--replace", "--out", out,
+                          "--json")
+    assert (code, err) == (0, "") and json.loads(text)["k"] == 5
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0] == 500
+        assert sqlanon.manifest.read(con, "people_anon").k == 5
+    finally:
+        con.close()
+    assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb", "pub.parquet"]
+
+
+# -- apply: what it guarantees ------------------------------------------------------------------------
+def test_apply_reports_k_and_enforces_it(capsys, db):
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", "--sensitive", "city",
+               "--l", "2")[0] == 0
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE fresh AS SELECT i AS id, (i * 37) % 90 AS age, (i * i) % 7 AS zip, 'x' || (i % 4) AS city, "
+                "i * 1.5 AS salary FROM range(150) t(i)")
+    con.close()
+    code, out, err = run(capsys, "apply", db, "people_anon", "fresh", "--view", "plain")
+    assert code == 0
+    assert re.fullmatch(r"sqlanon: warning: the recoded rows are not 10-anonymous: \d+ of \d+ classes of 'plain' "
+                        r"hold fewer than 10 rows, the release's k \(smallest \d+\); a release's rules do not make "
+                        r"new rows k-anonymous\. Pass --enforce to suppress those classes\.\n", err), err
+    sizes = [n for n, in duckdb.connect(db, read_only=True).execute(
+        "SELECT count(*) FROM plain GROUP BY eq_class").fetchall()]
+    below = sum(n < 10 for n in sizes)
+    assert re.search(rf"^classes\s+{len(sizes)}, {below} below the release's k=10$", out, re.M), out
+    assert re.search(rf"^k\s+10 required by the release, {min(sizes)} achieved \(smallest class\); not enforced", out,
+                     re.M)
+    code, out, err = run(capsys, "apply", db, "people_anon", "fresh", "--view", "kept", "--enforce", "--json")
+    assert (code, err) == (0, "")
+    applied = json.loads(out)
+    assert applied["enforced"] == ["k-anonymity(k=10)", "entropy l-diversity('city', l=2)"]
+    assert applied["below_k"] == 0 and applied["suppressed_classes"] >= below and applied["k"] == 10
+    con = duckdb.connect(db, read_only=True)
+    try:
+        kept = con.execute("SELECT count(*) FROM kept WHERE eq_class IS NOT NULL GROUP BY eq_class").fetchall()
+        assert min(n for n, in kept) == applied["k_achieved"] >= 10 and len(kept) == applied["classes"]
+        assert con.execute("SELECT count(*) FROM kept WHERE eq_class IS NULL").fetchone()[0] == applied["suppressed_rows"]
+        con.execute("CREATE TEMP VIEW kept_rows AS SELECT * FROM kept WHERE eq_class IS NOT NULL")
+        assert sqlanon.verify(con, "kept_rows", ["age", "zip"], 10, class_column="eq_class",
+                              constraints=[sqlanon.EntropyLDiversity("city", 2)]).ok
+    finally:
+        con.close()
+    code, out, _ = run(capsys, "apply", db, "people_anon", "fresh", "--view", "kept2", "--enforce")
+    assert code == 0 and re.search(r"^suppressed\s+\d+ classes, \d+ rows \(published fully generalized\): enforced "
+                                   r"k-anonymity\(k=10\); entropy l-diversity\('city', l=2\)$", out, re.M), out

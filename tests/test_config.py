@@ -108,12 +108,34 @@ def test_anonymize_kwargs_run_a_release(tmp_path):
         (("k = 5", "kk = 5"), "privacy.kk: unknown key. Did you mean 'k'?"),
         (("k = 5", "k = 5\nl = 2"), "privacy.sensitive: sensitive and l go together"),
         (("k = 5", "k = 5\nsensitive = 'disease'"), "privacy.l: sensitive and l go together"),
-        (("k = 5", "k = 5\nc = 2"), "privacy.c: not supported yet"),
+        (("k = 5", "k = 5\nt = 0.2"), "privacy.t: not supported yet"),
+        (("k = 5", "k = 5\nc = 2"), "privacy.c: c is the c of recursive (c,l)-diversity: it needs diversity recursive"),
+        (("k = 5", "k = 5\nsensitive = 'd'\nl = 2\nc = 0\ndiversity = 'recursive'"),
+         "privacy.c: must be a number > 0, got 0"),
+        (("k = 5", "k = 5\nsensitive = 'd'\nl = 2\ndiversity = 'recursive'"),
+         "privacy.c: diversity recursive needs c (recursive (c,l)-diversity)"),
+        (("k = 5", "k = 5\nsensitive = 'd'\nl = 1.5\ndiversity = 'distinct'"),
+         "privacy.l: l must be an integer for distinct l-diversity, got 1.5"),
+        (("k = 5", "k = 5\ndiversity = 'distinct'"), "privacy.diversity: diversity distinct needs sensitive and l"),
+        (("k = 5", "k = 5\nsensitive = 'd'\nl = 2\ndiversity = 'entropie'"),
+         'privacy.diversity: must be one of entropy, distinct, recursive, got "entropie". Did you mean \'entropy\'?'),
+        (("k = 5", "k = 5\nvariance = 3"), "privacy.variance: must be a table of column = smallest variance"),
+        (("k = 5", "k = 5\nvariance = { salary = -1 }"), "privacy.variance.salary: must be a number >= 0, got -1"),
+        (("[privacy]", "[workload]\ncriterion = 'info'\ntarget = 'y'\n[privacy]"),
+         'workload.criterion: must be one of median, infogain, regression, selection, got "info". Did you mean '
+         "'infogain'?"),
+        (("[privacy]", "[workload]\ncriterion = 'median'\ntarget = 'y'\n[privacy]"),
+         "workload.criterion: criterion median takes no target"),
+        (("[privacy]", "[workload]\ncriterion = 'infogain'\n[privacy]"),
+         "workload.criterion: criterion infogain needs target columns"),
+        (("[privacy]", "[workload]\ncriterion = 'selection'\ntarget = 'y'\n[privacy]"),
+         "workload.criterion: criterion selection needs selections"),
+        (("[privacy]", "[criterion]\nx = 1\n[privacy]"), "criterion: not a section: write it as workload.criterion"),
         (("k = 5", "k = 5\nsensitive = 'd'\nl = 0.5"), "privacy.l: must be a number >= 1"),
         (("[privacy]\nk = 5", ""), "privacy: missing"),
         (("[privacy]\nk = 5", "[privacy]"), "privacy.k: missing"),
         (("[privacy]", "[privcy]"), "privcy: unknown section. Did you mean 'privacy'?"),
-        (("[privacy]", "[constraints]\nl = 2\n[privacy]"), "constraints: not supported yet"),
+        (("[privacy]", "[constraints]\nl = 2\n[privacy]"), "constraints: not a section: constraints are keys of [privacy]"),
         (("[privacy]", "[workload]\nselections = 3\n[privacy]"), "workload.selections: must be a list of SQL predicates, got 3"),
         (("[privacy]", "[workload]\nselections = ['a > 1', 2]\n[privacy]"),
          "workload.selections[2]: must be a non-empty SQL predicate string, got 2"),
@@ -204,3 +226,33 @@ def test_selections_from_a_release_file_run(tmp_path):
     with pytest.raises(sqlanon.InputError, match="id"):
         sqlanon.anonymize(con, **load_config(write(tmp_path, bad)).anonymize_kwargs())
     assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'bad'").fetchone()[0] == 0
+
+
+def test_every_constraint_and_criterion_reaches_anonymize_kwargs(tmp_path):
+    """The l-diversity variants, variance diversity and a named criterion become the API's
+    objects: entropy through sensitive=/l=, the others through constraints= and criterion=."""
+    path = tmp_path / "r.toml"
+    head = '[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n'
+    cases = [
+        ('sensitive = ["s", "u"]\nl = 3\ndiversity = "distinct"\n',
+         {"constraints": [sqlanon.DistinctLDiversity("s", 3), sqlanon.DistinctLDiversity("u", 3)]}),
+        ('sensitive = "s"\nl = 2\ndiversity = "recursive"\nc = 1.5\n',
+         {"constraints": [sqlanon.RecursiveCLDiversity("s", 1.5, 2)]}),
+        ('sensitive = "s"\nl = 2.5\ndiversity = "entropy"\nvariance = { x = 4, "odd name" = 0.5 }\n',
+         {"sensitive": ["s"], "l": 2.5,
+          "constraints": [sqlanon.VarianceDiversity("x", 4.0), sqlanon.VarianceDiversity("odd name", 0.5)]}),
+        ('[workload]\ntarget = "y"\ncriterion = "infogain"\n', {"criterion": sqlanon.InfoGain("y")}),
+        ('[workload]\ntarget = ["y", "z"]\ncriterion = "regression"\n', {"criterion": sqlanon.Regression("y", "z")}),
+        ('[workload]\ncriterion = "median"\nselections = "a > 1"\n',
+         {"criterion": sqlanon.Median(), "selections": ["a > 1"]}),
+        ('[workload]\ntarget = "y"\ncriterion = "selection"\nselections = "a > 1"\n',
+         {"target": ["y"], "selections": ["a > 1"]}),
+    ]
+    base = {"table": "t", "qid": ["a"], "k": 5, "hierarchies": None, "view": None, "replace": False,
+            "memory_rows": None}
+    for text, expected in cases:
+        path.write_text(head + text)
+        config = load_config(path)
+        assert config.anonymize_kwargs() == {**base, **expected}, text
+    path.write_text(head + 'sensitive = "s"\nl = 2\ndiversity = "recursive"\nc = 3\nvariance = { x = 1 }\n')
+    assert load_config(path).constraints == [sqlanon.RecursiveCLDiversity("s", 3.0, 2), sqlanon.VarianceDiversity("x", 1.0)]

@@ -1,0 +1,100 @@
+"""sqlanon.violations: the classes that break each constraint, worst first; and the constraint
+texts of release manifests read back exactly (``parse_constraint``).
+
+* On random tables, every constraint kind: the count and the worst value agree with
+  :func:`sqlanon.verify`, and the listed classes with a brute-force computation per class.
+* ``describe()`` texts round-trip through ``parse_constraint``, thresholds to the last digit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon.constraints import parse_constraint
+from sqlanon.violations import violations
+
+
+def _measure(rows: pd.DataFrame, c) -> tuple[float, bool]:
+    """(the constraint's measure, fails) of one class, by hand."""
+    if isinstance(c, sqlanon.KAnonymity):
+        return float(len(rows)), len(rows) < c.k
+    if isinstance(c, sqlanon.VarianceDiversity):
+        values = rows[c.sensitive].dropna().to_numpy(dtype=float)
+        variance = float(values.var()) if len(values) else 0.0
+        return variance, variance < c.v * (1 - 1e-9)
+    counts = np.sort(rows[c.sensitive].fillna("<NULL>").value_counts().to_numpy())[::-1]
+    if isinstance(c, sqlanon.DistinctLDiversity):
+        return float(len(counts)), len(counts) < c.l
+    if isinstance(c, sqlanon.EntropyLDiversity):
+        p = counts / counts.sum()
+        h = float(-(p * np.log(p)).sum())
+        return math.exp(h), h < math.log(c.l) - 1e-9
+    tail = counts[c.l - 1:].sum()
+    return (math.inf if tail == 0 else counts[0] / tail), not counts[0] < c.c * tail
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(st.integers(1, 300), st.integers(0, 2**32 - 1))
+def test_violations_against_verify_and_brute_force(n, seed):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "a": rng.integers(0, 4, n),
+        "b": rng.choice(["x", "y", None], n),
+        "s": rng.choice(["p", "q", "r", None], n, p=[0.55, 0.25, 0.1, 0.1]),
+        "v": np.where(rng.random(n) < 0.1, np.nan, rng.normal(0, 3, n).round(1)),
+    })
+    constraints = [
+        sqlanon.KAnonymity(int(rng.integers(1, 25))),
+        sqlanon.DistinctLDiversity("s", int(rng.integers(1, 5))),
+        sqlanon.EntropyLDiversity("s", float(rng.uniform(1, 3.5))),
+        sqlanon.RecursiveCLDiversity("s", float(rng.uniform(0.3, 4)), int(rng.integers(1, 4))),
+        sqlanon.VarianceDiversity("v", float(rng.uniform(0, 12))),
+    ]
+    con = duckdb.connect()
+    try:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT a, b, s, v FROM frame")
+        groups = [rows for _, rows in frame.groupby(["a", "b"], dropna=False)]
+        for c in constraints:
+            found = violations(con, "t", ["a", "b"], c, limit=7)
+            check = sqlanon.verify(con, "t", ["a", "b"], c.k if isinstance(c, sqlanon.KAnonymity) else 1,
+                                   constraints=[] if isinstance(c, sqlanon.KAnonymity) else [c])
+            violating = check.violating if isinstance(c, sqlanon.KAnonymity) else check.checks[0].violating
+            per_class = [(_measure(rows, c), rows) for rows in groups]
+            bad = [m for (m, fails), _ in per_class if fails]
+            assert found.violating == violating == len(bad), c
+            worst = (max if isinstance(c, sqlanon.RecursiveCLDiversity) else min)(m for (m, _), _ in per_class)
+            assert found.worst == pytest.approx(worst), c
+            assert found.constraint == c.describe() and len(found.classes) == min(7, len(bad))
+            ordered = sorted(bad, reverse=isinstance(c, sqlanon.RecursiveCLDiversity))
+            assert [v.value for v in found.classes] == pytest.approx(ordered[:7]), c
+            for v in found.classes:
+                rows = frame[(frame["a"] == v.key["a"]) & (frame["b"].isna() if v.key["b"] is None
+                                                           else frame["b"] == v.key["b"])]
+                assert len(rows) == v.size and _measure(rows, c) == (pytest.approx(v.value), True)
+    finally:
+        con.close()
+
+
+def test_describe_round_trips_exactly():
+    for c in [sqlanon.KAnonymity(10), sqlanon.DistinctLDiversity("it's, (odd)", 3),
+              sqlanon.EntropyLDiversity("dx", 1.5), sqlanon.EntropyLDiversity("dx", 50),
+              sqlanon.EntropyLDiversity("dx", 1.23456789012), sqlanon.RecursiveCLDiversity("dx", 0.1 + 0.2, 2),
+              sqlanon.VarianceDiversity("cost", 1e6), sqlanon.VarianceDiversity("a=1, l=2", 1 / 3)]:
+        back = parse_constraint(c.describe())
+        assert back == c and type(back) is type(c)
+    # short texts stay short (release manifests and reports show them)
+    assert sqlanon.EntropyLDiversity("dx", 50).describe() == "entropy l-diversity('dx', l=50)"
+    assert sqlanon.EntropyLDiversity("dx", 1.23456789012).describe() == "entropy l-diversity('dx', l=1.23456789012)"
+    for text in ["entropy l-diversity(dx, l=2)", "t-closeness('dx', t=0.2)", "distinct l-diversity('dx', l=2.5)",
+                 "k-anonymity(k=ten)", "entropy l-diversity('dx', l=2) "]:
+        with pytest.raises(ValueError, match="not the description"):
+            parse_constraint(text)
