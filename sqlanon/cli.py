@@ -790,11 +790,11 @@ def _write_summary(
     criterion: str | None = None, constraints: Sequence[str] = (),
 ) -> None:
     """The release as aligned ``label  value`` lines."""
-    kind = ("snapshot table" if release.materialized
-            else f"live view by key {', '.join(release.key or ())}")
+    kind = (f"snapshot table of {release.table}" if release.materialized
+            else f"live view of {release.table}, key {', '.join(release.key or ())}")
     where = ", in memory, not kept" if in_memory else ""
     rows = [
-        ("published", f"{release.view} ({kind} of {release.table}{where})"),
+        ("published", f"{release.view} ({kind}{where})"),
         ("rules", release.rules),
     ]
     if release.rowmap:

@@ -166,10 +166,18 @@ def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
         key=tuple(document["key"]) if document.get("key") else None,
         key_declared=bool(document.get("key_declared", True)),
         guarded=tuple(document.get("guarded", ())),
-        constraint_objects=tuple(from_record(r) for r in document.get("constraint_records", ())),
+        constraint_objects=_constraints(document.get("constraint_records", ())),
         class_column=columns.get("class", EQ_CLASS), region_column=columns.get("region", "region"),
         size_column=columns.get("size", "size"),
         source_relation=tuple(document["source_relation"]) if document.get("source_relation") else None,
         source_columns=tuple(document.get("source_columns", ())),
     )
 
+
+def _constraints(records: list) -> tuple[Constraint, ...]:
+    """The recorded constraints as objects; () when one is not known to this version (callers
+    then fall back to the ``describe()`` texts and say what they cannot check)."""
+    try:
+        return tuple(from_record(r) for r in records)
+    except (TypeError, ValueError):
+        return ()
