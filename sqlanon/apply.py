@@ -123,7 +123,7 @@ from .manifest import Manifest, ManifestQI
 from .regions import load_release
 from .tiling import Tree, guillotine
 from .spec import Source, _catalog, _current, _find_source, classify, distinct_values
-from .violations import BAD, SIZE, per_class_query
+from .class_checks import BAD, SIZE, per_class_query
 
 _BIGINT = exp.DataType.build("BIGINT")
 _VARCHAR = exp.DataType.build("VARCHAR")

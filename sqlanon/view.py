@@ -26,22 +26,14 @@ hold at query time, not only when it was published. Each time the view is read:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from . import sqlgen as g
-from .constraints import (
-    TOLERANCE,
-    Constraint,
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    VarianceDiversity,
-)
+from .class_checks import BAD, per_class_query
+from .constraints import Constraint, KAnonymity
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"
@@ -119,64 +111,19 @@ def _matched(v: LiveView) -> exp.Select:
             .join(_from(v.rowmap, "a"), on=on, join_type="left"))
 
 
-def _tests(v: LiveView) -> tuple[list[tuple[str, exp.Expression]], dict[str, exp.Select]]:
-    """The requirement as named SQL tests over one row per region: ``(reason, passes)`` pairs,
-    and the per-region CTEs they read (``classes`` first, then one per constraint on value
-    counts)."""
-    r = v.region_alias
-    placed = exp.Not(this=exp.Is(this=g.col(r), expression=exp.Null()))
-    aggregates: list[exp.Expression] = [g.alias(g.col(r), "region"), g.alias(exp.Count(this=exp.Star()), "n")]
-    tests: list[tuple[str, exp.Expression]] = [
-        (f"class below k={v.k}", exp.GTE(this=g.col("n", "c"), expression=g.lit(v.k)))]
-    ctes: dict[str, exp.Select] = {}
-    for j, con in enumerate(v.constraints):
-        if isinstance(con, KAnonymity):
-            continue
-        reason = f"violates {con.describe()}"
-        if isinstance(con, VarianceDiversity):
-            var = exp.func("var_pop", exp.Cast(this=g.col(con.sensitive), to=exp.DataType.build("DOUBLE")))
-            aggregates.append(g.alias(var, f"v{j}"))
-            low = exp.Coalesce(this=g.col(f"v{j}", "c"), expressions=[g.lit(0.0)])
-            tests.append((reason, exp.GTE(this=low, expression=g.lit(float(con.v) * (1 - TOLERANCE)))))
-            continue
-        s = con.sensitive  # type: ignore[attr-defined]
-        if isinstance(con, DistinctLDiversity):  # NULL counts as a value
-            has_null = exp.Max(this=exp.Case().when(exp.Is(this=g.col(s), expression=exp.Null()), g.lit(1)).else_(g.lit(0)))
-            aggregates.append(g.alias(exp.Add(this=exp.Count(this=exp.Distinct(expressions=[g.col(s)])),
-                                              expression=has_null), f"d{j}"))
-            tests.append((reason, exp.GTE(this=g.col(f"d{j}", "c"), expression=g.lit(int(con.l)))))
-            continue
-        counts = exp.select(g.alias(g.col(r), "region"), g.alias(exp.Count(this=exp.Star()), "n")).from_(
-            g.table("matched")).where(placed.copy()).group_by(g.col(r), g.col(s))
-        rank = exp.Window(this=exp.RowNumber(), partition_by=[g.col("region")],
-                          order=exp.Order(expressions=[exp.Ordered(this=g.col("n"), desc=True)]))
-        ranked = exp.select(g.col("region"), g.col("n"), g.alias(rank, "r")).from_(_sub(counts, "x"))
-        n = g.col("n")
-        l_rank = int(con.l) if isinstance(con, RecursiveCLDiversity) else 1
-        tail = exp.Coalesce(this=exp.Filter(this=exp.Sum(this=n.copy()), expression=exp.Where(
-            this=exp.GTE(this=g.col("r"), expression=g.lit(l_rank)))), expressions=[g.lit(0)])
-        entropy = exp.Sub(this=exp.Ln(this=exp.Sum(this=n.copy())), expression=exp.Div(
-            this=exp.Sum(this=exp.Mul(this=n.copy(), expression=exp.Ln(this=n.copy()))), expression=exp.Sum(this=n.copy())))
-        ctes[f"s{j}"] = exp.select(g.col("region"), g.alias(entropy, "h"), g.alias(exp.Max(this=n.copy()), "top"),
-                                   g.alias(tail, "tail")).from_(_sub(ranked, "y")).group_by(g.col("region"))
-        if isinstance(con, EntropyLDiversity):
-            tests.append((reason, exp.GTE(this=g.col("h", f"s{j}"), expression=g.lit(math.log(con.l) - TOLERANCE))))
-        elif isinstance(con, RecursiveCLDiversity):
-            tests.append((reason, exp.LT(this=g.col("top", f"s{j}"), expression=exp.Mul(
-                this=g.lit(float(con.c)), expression=g.col("tail", f"s{j}")))))
-        else:
-            raise TypeError(f"the live view cannot check {con!r}")
-    return tests, {"classes": exp.select(*aggregates).from_(g.table("matched")).where(placed).group_by(g.col(r)), **ctes}
+def _judged(v: LiveView) -> list[tuple[str, str, exp.Select]]:
+    """The requirement as ``(reason, cte name, per-class query)``: k first, then every constraint
+    of the release, each judging every region of the matched rows
+    (:func:`sqlanon.class_checks.per_class_query`: one row per region, ``BAD`` when it fails)."""
+    placed = exp.Not(this=exp.Is(this=g.col(v.region_alias), expression=exp.Null()))
+    requirement = [KAnonymity(v.k), *[c for c in v.constraints if not isinstance(c, KAnonymity)]]
+    return [(f"class below k={v.k}" if isinstance(c, KAnonymity) else f"violates {c.describe()}", f"c{j}",
+             per_class_query(g.table("matched"), [v.region_alias], c, where=placed))
+            for j, c in enumerate(requirement)]
 
 
-def _judged(v: LiveView, tests: list[tuple[str, exp.Expression]], ctes: dict[str, exp.Select]) -> exp.Select:
-    """``classes c`` joined to each constraint's per-region CTE."""
-    query = exp.select().from_(_from("classes", "c"))
-    for name in ctes:
-        if name != "classes":
-            query = query.join(_from(name, name), on=exp.EQ(this=g.col("region", name), expression=g.col("region", "c")),
-                               join_type="left")
-    return query
+def _failed(name: str) -> exp.Expression:
+    return exp.Coalesce(this=g.col(BAD, name), expressions=[exp.false()])
 
 
 def _with(query: exp.Select, ctes: list[tuple[str, exp.Expression]]) -> exp.Select:
@@ -187,9 +134,12 @@ def _with(query: exp.Select, ctes: list[tuple[str, exp.Expression]]) -> exp.Sele
 
 def live_view(v: LiveView) -> exp.Select:
     """The view's query (module docstring)."""
-    tests, ctes = _tests(v)
-    live = _judged(v, tests, ctes).select(g.alias(g.col("region", "c"), "region")).where(
-        exp.and_(*[t for _, t in tests]))
+    judged = _judged(v)
+    r = v.region_alias
+    live = exp.select(g.alias(g.col(r, judged[0][1]), "region")).from_(_from(judged[0][1], judged[0][1]))
+    for _, name, _ in judged[1:]:  # every region appears in every judgement (same grouping)
+        live = live.join(_from(name, name), on=exp.EQ(this=g.col(r, name), expression=g.col(r, judged[0][1])))
+    live = live.where(exp.and_(*[exp.Not(this=_failed(name)) for _, name, _ in judged]))
     region = g.col("region", "l")
     suppressed = exp.Is(this=region.copy(), expression=exp.Null())
     published: dict[str, list[exp.Expression]] = {}
@@ -204,10 +154,10 @@ def live_view(v: LiveView) -> exp.Select:
     query = (
         exp.select(*select, g.alias(region, v.class_column))
         .from_(_from("matched", "m"))
-        .join(_from("live", "l"), on=exp.EQ(this=region.copy(), expression=g.col(v.region_alias, "m")), join_type="left")
+        .join(_from("live", "l"), on=exp.EQ(this=region.copy(), expression=g.col(r, "m")), join_type="left")
         .join(_from(v.rules, "r"), on=exp.EQ(this=g.col(v.region_column, "r"), expression=region.copy()), join_type="left")
     )
-    with_ = [("matched", _matched(v)), *ctes.items(), ("live", live)]
+    with_ = [("matched", _matched(v)), *[(name, q) for _, name, q in judged], ("live", live)]
     root = root_bounds(v.qis, v.rules, v.size_column)
     if root is not None:
         query = query.join(_from("root", "z"), join_type="cross")
@@ -232,20 +182,16 @@ def root_bounds(qis: Sequence[PublishedQI], rules: str, size_column: str) -> exp
 def status(v: LiveView) -> exp.Select:
     """``(reason, rows, classes)``: the view's suppressed rows by the first reason that applies
     (:data:`CHANGED`, then k, then each constraint in order)."""
-    tests, ctes = _tests(v)
-    reason = exp.Case().when(exp.Is(this=g.col(v.region_alias, "m"), expression=exp.Null()), g.lit(CHANGED))
-    for why, passes in tests:
-        reason = reason.when(exp.Not(this=exp.paren(passes)), g.lit(why))
-    rows = exp.select(g.alias(g.col(v.region_alias, "m"), "region"), g.alias(reason, "reason")).from_(_from("matched", "m"))
-    rows = rows.join(_from("classes", "c"), on=exp.EQ(this=g.col("region", "c"), expression=g.col(v.region_alias, "m")),
-                     join_type="left")
-    for name in ctes:
-        if name != "classes":
-            rows = rows.join(_from(name, name), on=exp.EQ(this=g.col("region", name), expression=g.col(v.region_alias, "m")),
-                             join_type="left")
+    judged = _judged(v)
+    r = v.region_alias
+    reason = exp.Case().when(exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
+    for why, name, _ in judged:
+        reason = reason.when(_failed(name), g.lit(why))
+    rows = exp.select(g.alias(g.col(r, "m"), "region"), g.alias(reason, "reason")).from_(_from("matched", "m"))
+    for _, name, _ in judged:
+        rows = rows.join(_from(name, name), on=exp.EQ(this=g.col(r, name), expression=g.col(r, "m")), join_type="left")
     query = (exp.select(g.col("reason"), g.alias(exp.Count(this=exp.Star()), "rows"),
                         g.alias(exp.Count(this=exp.Distinct(expressions=[g.col("region")])), "classes"))
              .from_(_sub(rows, "x")).where(exp.Not(this=exp.Is(this=g.col("reason"), expression=exp.Null())))
              .group_by(g.col("reason")).order_by(g.col("reason")))
-    return _with(query, [("matched", _matched(v)), *ctes.items()])
-
+    return _with(query, [("matched", _matched(v)), *[(name, q) for _, name, q in judged]])
