@@ -18,9 +18,31 @@ import pandas as pd
 from sqlglot import exp
 
 from . import sqlgen as g
-from .errors import EngineError
+from .errors import EngineError, InputError
 
 Statement = exp.Expression | str
+
+#: The connection types sqlanon accepts, and how error messages name them.
+CONNECTION_TYPES: tuple[type, ...] = (duckdb.DuckDBPyConnection,)
+_ACCEPTED = "a duckdb.DuckDBPyConnection (duckdb.connect(...))"
+
+
+def check_connection(con: Any) -> duckdb.DuckDBPyConnection:
+    """``con`` if it is a connection sqlanon can use, else an :class:`InputError` naming the
+    accepted types.
+
+    Every public entry point builds an :class:`Engine` first, so checking here refuses a wrong
+    ``con`` before anything is read or written (instead of an ``AttributeError`` from deep inside
+    a run). The check is by type: duck-typed stand-ins would fail later, mid-run.
+    """
+    if not isinstance(con, CONNECTION_TYPES):
+        raise InputError(f"con must be {_ACCEPTED}, got {type(con).__name__} {_short(con)}")
+    return con
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class Engine:
@@ -28,12 +50,15 @@ class Engine:
 
     Args:
         con: an open DuckDB connection; sqlanon never closes it.
+
+    Raises:
+        InputError: ``con`` is not a supported connection (see :func:`check_connection`).
     """
 
     dialect = "duckdb"
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
+        self.con = check_connection(con)
         self.prefix = f"__sqlanon_{uuid.uuid4().hex[:10]}_"
         self._temps: list[str] = []
         self.statements = 0

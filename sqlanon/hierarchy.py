@@ -348,7 +348,12 @@ def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
     Raises:
         HierarchyError: for any other type, a missing file, a name that is neither a file nor
             a table, or a malformed hierarchy.
+        InputError: ``con`` is neither None nor a DuckDB connection.
     """
+    if con is not None:
+        from .engine import check_connection  # the engine needs duckdb; this module does not
+
+        check_connection(con)
     if isinstance(source, Hierarchy):
         return source
     if isinstance(source, Path):

@@ -64,6 +64,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from . import sqlgen as g
+from .engine import check_connection
 from .errors import InputError
 from .imprecision import condition_overlap
 from .manifest import Manifest
@@ -118,6 +119,8 @@ def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
 
 
 def _manifest(release: Any, con: Any) -> Manifest:
+    if con is not None:  # optional here, but a wrong one is refused even when it is not needed
+        check_connection(con)
     if isinstance(release, Manifest):
         return release
     if isinstance(getattr(release, "manifest", None), Manifest):
