@@ -19,7 +19,7 @@ from .laps import Laps
 from .errors import InputError, SqlanonError, VerificationError
 from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
-from .spec import EQ_CLASS, Spec, resolve
+from .spec import EQ_CLASS, Spec, check_callable, resolve
 from .verify import Verification, verify
 
 
@@ -143,6 +143,7 @@ def anonymize(
     lap = Laps()
 
     engine = Engine(con)
+    check_callable("progress", progress)  # first called only after a level of partitioning
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections)

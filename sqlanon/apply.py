@@ -106,7 +106,7 @@ from .hierarchy import Hierarchy, leaf_codes
 from .manifest import Manifest, ManifestQI
 from .regions import load_release
 from .tiling import Tree, guillotine
-from .spec import EQ_CLASS, Source, _catalog, _current, _find_source, classify, distinct_values
+from .spec import EQ_CLASS, Source, _catalog, _current, _find_source, check_bool, classify, distinct_values
 
 _BIGINT = exp.DataType.build("BIGINT")
 _VARCHAR = exp.DataType.build("VARCHAR")
@@ -186,6 +186,7 @@ def apply(
     lap = Laps()
 
     engine = Engine(con)
+    replace = check_bool("replace", replace)
     m = load_release(con, release)
     objects = _catalog(engine)
     source = _find_source(engine, objects, table, count=False)

@@ -35,7 +35,7 @@ executed); they need not be the selections the release was trained on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,9 @@ def imprecision(con: duckdb.DuckDBPyConnection, release: Any, predicates: str | 
         SelectionError: a predicate that is not a union of boxes over the QIs (before any query).
         InputError: not a release; ``UnknownTableError`` if the source is gone.
     """
+    if isinstance(predicates, (bytes, Mapping)) or not isinstance(predicates, (str, Iterable)):
+        raise InputError(f"predicates must be an SQL string or a list of them, got {type(predicates).__name__} "
+                         f"{predicates!r}")
     m = load_release(con, release)
     texts = [predicates] if isinstance(predicates, str) else list(predicates)
     for t in texts:

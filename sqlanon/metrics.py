@@ -300,6 +300,8 @@ def _clean(value: Any) -> float | None:
 def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping[str, str]) -> list[str]:
     if isinstance(names, str):
         raise InputError(f"{label} must be a list of column names, got the string {names!r}; use [{names!r}]")
+    if isinstance(names, (bytes, Mapping)) or not isinstance(names, Iterable):
+        raise InputError(f"{label} must be a list of column names, got {type(names).__name__} {names!r}")
     names = list(names)
     qi_names = {q.name: q.name for q in m.qis} | {c: q.name for q in m.qis for c in qi_columns(q)}
     seen: set[str] = set()

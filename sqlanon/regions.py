@@ -54,7 +54,7 @@ from .errors import (
 )
 from .hierarchy import Hierarchy
 from .manifest import Manifest, ManifestQI
-from .spec import EQ_CLASS
+from .spec import EQ_CLASS, check_bool
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _BIGINT = exp.DataType.build("BIGINT")
@@ -95,6 +95,7 @@ def regions(
             the relation read, or an output column collides with a carried column.
     """
     engine = Engine(con)
+    replace = check_bool("replace", replace)
     m = load_release(con, release)
     ref, columns = resolve_relation(engine, table if table is not None else m.view)
     query, _ = points_query(m, ref, columns, own_view=table is None)

@@ -21,7 +21,7 @@ import datetime as _dt
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -190,6 +190,8 @@ def collect(
     """Compute everything a report shows, in SQL (arguments as for :func:`report`)."""
     if isinstance(selections, str):
         raise InputError(f"selections must be a list of predicates, got the string {selections!r}")
+    if selections is not None and (isinstance(selections, (bytes, Mapping)) or not isinstance(selections, Iterable)):
+        raise InputError(f"selections must be a list of predicates, got {type(selections).__name__} {selections!r}")
     engine = Engine(con)
     m = load_release(con, release)
     # selections first: a predicate that does not parse fails before the heavier queries

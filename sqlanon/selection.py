@@ -67,7 +67,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -372,6 +372,8 @@ def parse_expression(text: str) -> exp.Expression:
 
 def selection_from_expression(node: exp.Expression, qis: Sequence[SelectionQI], text: str | None = None) -> Selection:
     """:func:`parse_selection` for an already parsed expression."""
+    if isinstance(qis, (str, bytes, Mapping)) or not isinstance(qis, Iterable):
+        raise InputError(f"qis must be a list of SelectionQI objects, got {type(qis).__name__} {qis!r}")
     parser = _Parser(tuple(qis))
     text = node.sql(dialect=g.DIALECT) if text is None else text
     boxes = parser.dnf(node)
@@ -382,6 +384,9 @@ class _Parser:
     def __init__(self, qis: tuple[SelectionQI, ...]) -> None:
         if not qis:
             raise InputError("a selection needs at least one QI")
+        bad = [q for q in qis if not isinstance(q, SelectionQI)]
+        if bad:
+            raise InputError(f"the QIs of a selection must be SelectionQI objects, got {bad[0]!r}")
         self.qis = qis
         self.by_name = {q.name: q for q in qis}
 

@@ -7,9 +7,10 @@ the output names (refusing to overwrite unless ``replace=True``).
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -166,18 +167,23 @@ def resolve(
     Raises:
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
+    qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
+    k = check_int("k", k, minimum=1)
+    replace = check_bool("replace", replace)
     objects = _catalog(engine)
     source = _find_source(engine, objects, table)
     qid = _check_qid(qid, source)
-    k = _check_int("k", k, minimum=1)
     if k > source.rows:
         raise InputError(
             f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
             f"partition can hold k of them."
         )
     memory_rows = (
-        DEFAULT_MEMORY_ROWS if memory_rows is None else _check_int("memory_rows", memory_rows, 0)
+        DEFAULT_MEMORY_ROWS if memory_rows is None else check_int("memory_rows", memory_rows, 0)
     )
+    if hierarchies is not None and not isinstance(hierarchies, Mapping):
+        raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
+                             f"{_shown(hierarchies)}")
     hierarchies = dict(hierarchies or {})
     unknown = sorted(set(hierarchies) - set(qid))
     if unknown:
@@ -265,9 +271,18 @@ def _file_source(engine: Engine, path: str, count: bool) -> Source:
     return Source("", "", stem, "file", columns, rows, path)
 
 
-def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
+def check_qid(qid: Any) -> list[str]:
+    """The QI list as a list of distinct column names, or an :class:`InputError`.
+
+    Any ordered iterable of strings is accepted (a list, a tuple, a pandas Index); a string, a
+    mapping or a set is not: a string would be read as one-letter columns, and the QI order
+    matters (it orders the regions and ties between QIs), which a set does not keep.
+    """
     if isinstance(qid, str):
         raise InputError(f"qid must be a list of column names, got the string {qid!r}; use [{qid!r}]")
+    if isinstance(qid, (bytes, Mapping, set, frozenset)) or not isinstance(qid, Iterable):
+        raise InputError(f"qid must be a list of column names (e.g. ['age', 'zip']), got "
+                         f"{type(qid).__name__} {_shown(qid)}")
     qid = list(qid)
     if not qid:
         raise InputError("qid is empty: name at least one quasi-identifier column")
@@ -278,6 +293,12 @@ def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
         if name in seen:
             raise InputError(f"QI {name!r} is listed twice in qid")
         seen.add(name)
+    return qid
+
+
+def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
+    qid = check_qid(qid)
+    for name in qid:
         if name not in source.column_names:
             raise UnknownColumnError(
                 f"table {source.name!r} has no column {name!r}." + did_you_mean(name, source.column_names)
@@ -285,12 +306,51 @@ def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
     return qid
 
 
-def _check_int(label: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{label} must be an integer, got {value!r}")
-    if value < minimum:
+def check_int(label: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as a Python ``int``, or an :class:`InputError` naming ``label``.
+
+    Python and numpy integers are accepted (``k=df["k"].max()`` is an ``np.int64``); the result
+    is a Python int, so it can go into JSON (the manifest) and SQL literals. Booleans are refused
+    although Python counts them as integers (``k=True`` is a mistake, not 1), and so are floats,
+    even integral ones: a count given as ``10.0`` is usually a computed value that only happens
+    to be whole.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{label} must be an integer, got {_shown(value)}")
+    if minimum is not None and value < minimum:
         raise InputError(f"{label} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def check_number(label: str, value: Any, minimum: float) -> float:
+    """``value`` as a finite Python ``float`` >= ``minimum`` (Python or numpy ints and floats,
+    never booleans), or an :class:`InputError` naming ``label``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value < minimum:
+        raise InputError(f"{label} must be a number >= {minimum:g}, got {_shown(value)}")
+    return float(value)
+
+
+def check_bool(label: str, value: Any) -> bool:
+    """``value`` as a Python ``bool``: a flag such as ``replace=`` given as ``"no"`` or ``1`` would
+    otherwise be truthy and overwrite objects."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{label} must be True or False, got {_shown(value)}")
+    return bool(value)
+
+
+def check_callable(label: str, value: Any) -> Callable[..., Any] | None:
+    """``value`` if it is None or callable (a callback such as ``progress=``); checked up front, as
+    the first call would only come after the first level of the partitioning."""
+    if value is not None and not callable(value):
+        raise InputError(f"{label} must be a function (or None), got {type(value).__name__} {_shown(value)}")
     return value
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 
 def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, bool]:

@@ -26,7 +26,8 @@ from .constraints import (
 )
 from .engine import Engine
 from .errors import InputError, UnknownColumnError, did_you_mean
-from .spec import _catalog, _find_source
+from .spec import Source, _catalog, _find_source, check_int, check_qid
+from .workload import check_constraints
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,37 @@ def verify(
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``), so
     fully suppressed rows form one class and count like any other.
+
+    Raises:
+        InputError: before any query, for a ``con`` that is not a DuckDB connection, a ``k`` that
+            is not a positive integer (numpy integers are fine), a malformed ``qid``, or
+            ``constraints`` that are not sqlanon constraint objects; ``UnknownTableError`` /
+            ``UnknownColumnError`` for a missing relation or column.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    if isinstance(qid, str) or not qid:
-        raise InputError("qid must be a non-empty list of column names")
-    engine = Engine(con)
+    engine = Engine(con)  # checks con first
+    try:
+        k = check_int("k", k, minimum=1)
+    except InputError:
+        raise InputError(f"k must be a positive integer, got {k!r}") from None
+    qid = check_qid(qid)
+    constraints = check_constraints(constraints)
+    if class_column is not None and (not isinstance(class_column, str) or not class_column):
+        raise InputError(f"class_column must be a column name (or None), got {class_column!r}")
     source = _find_source(engine, _catalog(engine), relation, count=False)
+    return verify_source(engine, source, qid, k, class_column=class_column, constraints=constraints)
+
+
+def verify_source(
+    engine: Engine,
+    source: Source,
+    qid: Sequence[str],
+    k: int,
+    *,
+    class_column: str | None = None,
+    constraints: Sequence[Constraint] = (),
+) -> Verification:
+    """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
+    are used), with the arguments already checked."""
     columns = class_columns(source.column_names, qid)
     if class_column is not None and class_column not in source.column_names:
         raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))

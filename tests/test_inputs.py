@@ -115,3 +115,110 @@ def test_the_entry_points_work_with_a_connection(con, released, entry):
 def test_the_connection_is_checked_before_anything_else(con, people):
     with pytest.raises(InputError, match="^con must be"):
         sqlanon.anonymize(None, "no such table", qid=None, k=0)
+
+
+# -- 2. qid --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("qid", [None, 5, 1.5, object(), {"age": 1}, {"age"}, b"age"],
+                         ids=["None", "int", "float", "object", "dict", "set", "bytes"])
+def test_qid_that_is_not_a_list_of_names(con, people, qid):
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=qid, k=5)
+    assert msg.startswith("qid must be a list of column names")
+    msg = refused(con, InputError, sqlanon.verify, con, "people", qid, 5)
+    assert msg.startswith("qid must be a list of column names")
+
+
+@pytest.mark.parametrize("qid", [("age", "zip"), np.array(["age", "zip"]), iter(["age", "zip"])],
+                         ids=["tuple", "ndarray", "iterator"])
+def test_qid_as_any_ordered_sequence(con, people, qid):
+    release = sqlanon.anonymize(con, "people", qid=qid, k=5)
+    assert release.qid == ("age", "zip")
+
+
+# -- 3. progress ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("progress", [5, "print", object()])
+def test_progress_that_is_not_callable(con, people, monkeypatch, progress):
+    def never(*args, **kwargs):
+        raise AssertionError("partitioning started")
+
+    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_sql", never)
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, progress=progress)
+    assert msg.startswith("progress must be a function")
+
+
+# -- 4. constraints --------------------------------------------------------------------------------
+@pytest.mark.parametrize("constraints", [["x"], [5], [None], "x", 5, {"l": 2}], ids=str)
+def test_verify_constraints_that_are_not_constraint_objects(con, released, constraints):
+    msg = refused(con, InputError, sqlanon.verify, con, released.view, ["age", "zip"], 5, constraints=constraints)
+    assert "constraint objects" in msg
+    for name in ("DistinctLDiversity", "EntropyLDiversity", "RecursiveCLDiversity", "VarianceDiversity"):
+        assert name in msg
+
+
+@pytest.mark.parametrize("constraints", [5, "x", [None]], ids=str)
+def test_anonymize_constraints_that_are_not_constraint_objects(con, people, constraints):
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, constraints=constraints)
+    assert "constraint objects" in msg and "DistinctLDiversity" in msg
+
+
+def test_verify_checks_constraint_parameters(con, released):
+    msg = refused(con, InputError, sqlanon.verify, con, released.view, ["age", "zip"], 5,
+                  constraints=[sqlanon.DistinctLDiversity("city", 0)])
+    assert "integer l >= 1" in msg
+
+
+# -- 9. numpy integers ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [np.int64(10), np.int32(10), np.uint8(10)], ids=repr)
+def test_numpy_integers_are_integers(con, people, k):
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=k, memory_rows=np.int64(50),
+                                constraints=[sqlanon.DistinctLDiversity("city", np.int64(2)),
+                                             sqlanon.KAnonymity(np.int16(10))])
+    assert release.k == 10 and type(release.k) is int
+    assert release.verification.ok and release.k_achieved >= 10
+    m = manifest.read(con, release.view)  # the manifest is JSON: numpy values would not serialize
+    assert m.k == 10 and "distinct l-diversity('city', l=2)" in m.constraints
+    assert sqlanon.verify(con, release.view, ["age", "zip"], np.int64(10)).ok
+
+
+@pytest.mark.parametrize("k", [np.float64(10), 10.0, True, np.bool_(True)], ids=repr)
+def test_numpy_floats_and_booleans_are_not(con, people, k):
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=k)
+    assert msg.startswith("k must be an integer")
+    msg = refused(con, InputError, sqlanon.verify, con, "people", ["age"], k)
+    assert msg.startswith("k must be a positive integer")
+
+
+@pytest.mark.parametrize("l", [np.int64(2), np.float32(1.5)], ids=repr)
+def test_numpy_numbers_for_l(con, people, l):
+    release = sqlanon.anonymize(con, "people", qid=["age"], k=5, sensitive="city", l=l)
+    assert release.verification.ok
+
+
+@pytest.mark.parametrize("replace", ["yes", 1, None])
+def test_replace_must_be_a_bool(con, released, replace):
+    for call in (lambda: sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=replace),
+                 lambda: sqlanon.apply(con, released, "people", replace=replace),
+                 lambda: sqlanon.regions(con, released, name="pts", replace=replace)):
+        assert refused(con, InputError, call).startswith("replace must be True or False")
+
+
+# -- other parameters: never a TypeError or AttributeError ---------------------------------------------------
+OTHER = {
+    "anonymize sensitive=5": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5, sensitive=5, l=2),
+    "anonymize target=object": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5, target=object()),
+    "metrics targets=5": lambda con: sqlanon.metrics(con, "people_anon", targets=5),
+    "metrics sensitive=object": lambda con: sqlanon.metrics(con, "people_anon", sensitive=object()),
+    "metrics selections=5": lambda con: sqlanon.metrics(con, "people_anon", selections=5),
+    "report selections=5": lambda con: sqlanon.report(con, "people_anon", selections=5),
+    "report numeric_targets=5": lambda con: sqlanon.report(con, "people_anon", numeric_targets=5),
+    "imprecision predicates=None": lambda con: sqlanon.imprecision(con, "people_anon", None),
+    "imprecision predicates=5": lambda con: sqlanon.imprecision(con, "people_anon", 5),
+    "parse_selection qis=None": lambda con: parse_selection("age > 1", None),
+    "parse_selection qis=[5]": lambda con: parse_selection("age > 1", [5]),
+    "verify class_column=5": lambda con: sqlanon.verify(con, "people_anon", ["age"], 5, class_column=5),
+    "verify qid=bytes": lambda con: sqlanon.verify(con, "people_anon", b"age", 5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER))
+def test_other_malformed_parameters_are_input_errors(con, released, case):
+    refused(con, InputError, OTHER[case], con)
