@@ -166,6 +166,72 @@ def test_verify_checks_constraint_parameters(con, released):
     assert "integer l >= 1" in msg
 
 
+# -- 5. hierarchies -----------------------------------------------------------------------------------
+def test_cyclic_hierarchy_dict_is_refused_naming_the_cycle(con, people):
+    inner: dict = {"x0": None, "x1": None}
+    inner["back"] = inner
+    with deadline(5):
+        msg = refused(con, HierarchyError, sqlanon.anonymize, con, "people", qid=["city"], k=5,
+                      hierarchies={"city": {"*": {"x0-1": inner, "x2-4": ["x2", "x3", "x4"]}}})
+    assert "cyclic" in msg and "the dict at * > x0-1 > back is the dict at * > x0-1 again" in msg
+
+
+def test_hierarchy_dict_containing_itself_at_the_top(con):
+    top: dict = {"a": None}
+    top["self"] = top
+    with deadline(5), pytest.raises(HierarchyError, match="cyclic.*\\* > self"):
+        Hierarchy.from_dict(top)
+
+
+def test_hierarchy_dict_shared_by_two_parents_is_refused_at_once(con):
+    # 2**60 paths if expanded: refused when the shared dict is met the second time
+    shared: dict = {"leaf": None}
+    for i in range(60):
+        shared = {f"l{i}": shared, f"r{i}": shared}
+    with deadline(5), pytest.raises(HierarchyError, match="also the children of"):
+        load_hierarchy(shared)
+
+
+def test_list_shared_by_two_parents(con):
+    leaves = ["a", "b"]
+    with pytest.raises(HierarchyError, match="list object is also the children of \\* > p"):
+        load_hierarchy({"*": {"p": leaves, "q": leaves}})
+
+
+def test_hierarchy_deeper_than_the_bound(con):
+    chain = None
+    for i in range(20_000):
+        chain = {f"n{i}": chain}
+    with deadline(5), pytest.raises(HierarchyError, match="more than 1000 levels"):
+        load_hierarchy(chain)
+    chain = None
+    for i in range(1001):  # exactly MAX_HEIGHT levels below the root
+        chain = {f"n{i}": chain}
+    assert load_hierarchy(chain).height == 1000
+
+
+def test_hierarchy_row_that_never_ends(con):
+    def endless():
+        for i in itertools.count():
+            assert i < 5000, "the row was read on and on"
+            yield f"c{i}"
+
+    with pytest.raises(HierarchyError, match="row 1 has more than 1001 cells"):
+        Hierarchy.from_rows([endless()])
+
+
+@pytest.mark.parametrize("row", [5, None, "x0*"], ids=str)
+def test_hierarchy_row_that_is_not_a_list(row):
+    with pytest.raises(HierarchyError, match="row 2 must be a list of labels"):
+        Hierarchy.from_rows([["x0", "*"], row])
+
+
+@pytest.mark.parametrize("hierarchies", [5, ["city"], "city"], ids=str)
+def test_hierarchies_that_is_not_a_dict(con, people, hierarchies):
+    msg = refused(con, HierarchyError, sqlanon.anonymize, con, "people", qid=["city"], k=5, hierarchies=hierarchies)
+    assert msg.startswith("hierarchies must be a dict")
+
+
 # -- 9. numpy integers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [np.int64(10), np.int32(10), np.uint8(10)], ids=repr)
 def test_numpy_integers_are_integers(con, people, k):
