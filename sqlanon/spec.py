@@ -207,6 +207,7 @@ def resolve(
                 f"or any type with a hierarchy."
             )
         qis.append(QI(name, position, data_type, kind, nulls[name]))
+    _check_finite(engine, source, qis)
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
         constraints=constraints, target=target, criterion=criterion, selections=selections,
@@ -351,6 +352,52 @@ def _shown(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
+
+#: Float QI types: the only ones whose values can be infinite or NaN.
+_FLOAT = re.compile(r"^(FLOAT|REAL|DOUBLE|FLOAT4|FLOAT8)$")
+
+
+def _check_finite(engine: Engine, source: Source, qis: Sequence[QI]) -> None:
+    """Refuse ordered float QIs holding inf, -inf or NaN, or spanning a range that overflows.
+
+    Numeric QIs are measured by their range (the normalized range picks the QI to split, see
+    :func:`sqlanon.criteria.normalized_range`): an infinite value makes every range that holds
+    it infinite and the column's whole range ``inf``, NaN (which DuckDB sorts above ``inf``)
+    makes it undefined, and so does a finite range beyond the largest DOUBLE. Ranks would
+    still work, but widths compared across QIs would not, silently: refuse instead. One
+    aggregate over the float QIs; DECIMAL and integer types cannot hold these values.
+    """
+    floats = [q for q in qis if q.kind == "numeric" and _FLOAT.match(q.data_type.upper())]
+    if not floats:
+        return
+    aggregates: list[exp.Expression] = []
+    for q in floats:
+        value = exp.Cast(this=g.col(q.name), to=exp.DataType.build("DOUBLE"))
+        finite = exp.Anonymous(this="isfinite", expressions=[value.copy()])
+        aggregates += [
+            exp.Filter(this=exp.Count(this=exp.Star()),
+                       expression=exp.Where(this=exp.Anonymous(this="isinf", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Count(this=exp.Star()),
+                       expression=exp.Where(this=exp.Anonymous(this="isnan", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Min(this=value.copy()), expression=exp.Where(this=finite.copy())),
+            exp.Filter(this=exp.Max(this=value.copy()), expression=exp.Where(this=finite)),
+        ]
+    row = engine.fetch_rows(exp.select(*aggregates).from_(source.ref))[0]
+    for i, q in enumerate(floats):
+        infinite, nan, low, high = row[4 * i: 4 * i + 4]
+        if infinite or nan:
+            parts = [f"{infinite} infinite (inf or -inf)"] * bool(infinite) + [f"{nan} NaN"] * bool(nan)
+            raise InputError(
+                f"QI {q.name!r} ({q.data_type}) has {int(infinite) + int(nan)} row(s) that are not finite numbers: "
+                f"{' and '.join(parts)}. A numeric QI is generalized to ranges, and these make ranges "
+                f"infinite or undefined. Filter them out (a view over {source.name!r} WHERE isfinite({q.name})) "
+                f"or replace them (e.g. by NULL) first.")
+        # 2x: a column with NULLs also measures a gap below its smallest value (domain.ordered_positions)
+        if low is not None and not math.isfinite(2.0 * (float(high) - float(low))):
+            raise InputError(
+                f"QI {q.name!r} ({q.data_type}) spans from {low!r} to {high!r}: its range overflows a DOUBLE, "
+                f"so sqlanon cannot measure it. Rescale the column (e.g. divide it in a view over "
+                f"{source.name!r}) or filter the extreme rows first.")
 
 
 def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, bool]:

@@ -232,6 +232,45 @@ def test_hierarchies_that_is_not_a_dict(con, people, hierarchies):
     assert msg.startswith("hierarchies must be a dict")
 
 
+# -- 7. inf, NaN and overflowing floats in QIs --------------------------------------------------------------
+@pytest.mark.parametrize(("bad", "rows", "fragment"), [
+    ("'inf'", 3, "3 infinite (inf or -inf)"),
+    ("'-inf'", 3, "3 infinite (inf or -inf)"),
+    ("'nan'", 3, "3 NaN"),
+    ("CASE WHEN i = 0 THEN 'inf' WHEN i = 1 THEN '-inf' ELSE 'nan' END", 3, "2 infinite (inf or -inf) and 1 NaN"),
+])
+@pytest.mark.parametrize("float_type", ["DOUBLE", "FLOAT"])
+def test_non_finite_float_qi_is_refused(con, monkeypatch, bad, rows, fragment, float_type):
+    con.execute(f"CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 3 THEN ({bad})::{float_type} "
+                f"ELSE (i % 50)::{float_type} END AS x, i % 7 AS z FROM range(200) t(i)")
+    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
+    msg = refused(con, InputError, sqlanon.anonymize, con, "t", qid=["z", "x"], k=5)
+    assert msg.startswith(f"QI 'x' ({float_type}) has {rows} row(s) that are not finite numbers: {fragment}.")
+    assert "isfinite(x)" in msg
+
+
+def test_float_qi_whose_range_overflows_is_refused(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i = 0 THEN -1.7e308 WHEN i = 1 THEN 1.7e308 "
+                "ELSE i::DOUBLE END AS x FROM range(100) t(i)")
+    msg = refused(con, InputError, sqlanon.anonymize, con, "t", qid=["x"], k=5)
+    assert "QI 'x' (DOUBLE) spans from -1.7e+308 to 1.7e+308" in msg and "overflows" in msg
+
+
+def test_finite_floats_nulls_and_other_types_pass(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i % 10 = 0 THEN NULL ELSE (i / 7)::DOUBLE END AS x, "
+                "(i % 13)::REAL AS r, (i / 3)::DECIMAL(10, 2) AS d, i % 9 AS n FROM range(300) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["x", "r", "d", "n"], k=5)
+    assert release.verification.ok
+
+
+def test_non_finite_values_of_a_hierarchical_float_qi_are_leaves(con):
+    """A hierarchy matches values as text: 'inf' is a leaf like any other (no range is measured)."""
+    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'inf'::DOUBLE ELSE 1.0 END AS x "
+                "FROM range(20) t(i)")
+    release = sqlanon.anonymize(con, "t", qid=["x"], k=5, hierarchies={"x": {"*": ["inf", "1"]}})
+    assert release.partitions == 2
+
+
 # -- 9. numpy integers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [np.int64(10), np.int32(10), np.uint8(10)], ids=repr)
 def test_numpy_integers_are_integers(con, people, k):
