@@ -136,7 +136,8 @@ def anonymize(
         The :class:`Release`.
 
     Raises:
-        InputError: (and subclasses) for a bad request, before anything is written.
+        InputError: (and subclasses) for a bad request, before anything is written; among them
+            :class:`~sqlanon.ReadOnlyError` when the current database is read-only.
         VerificationError: if the published relation fails the independent check (it is
             dropped and any replaced objects are restored).
     """
@@ -144,6 +145,7 @@ def anonymize(
 
     engine = Engine(con)
     check_callable("progress", progress)  # first called only after a level of partitioning
+    engine.check_writable("the release (its view, rules relation and row map)")
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections)

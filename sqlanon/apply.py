@@ -170,7 +170,8 @@ def apply(
             missing table or QI column; ``UnsupportedTypeError`` for a QI column whose type
             cannot be compared with the release's; ``ObjectExistsError`` when the output name
             is taken or protected, or an output column would collide with a column of
-            ``table``. All before anything is written.
+            ``table``; ``ReadOnlyError`` when the current database is read-only. All before
+            anything is written.
 
     Example:
         >>> import duckdb, sqlanon
@@ -186,6 +187,7 @@ def apply(
     lap = Laps()
 
     engine = Engine(con)
+    engine.check_writable("the recoded table")
     replace = check_bool("replace", replace)
     m = load_release(con, release)
     objects = _catalog(engine)

@@ -18,7 +18,7 @@ import pandas as pd
 from sqlglot import exp
 
 from . import sqlgen as g
-from .errors import EngineError, InputError
+from .errors import EngineError, InputError, ReadOnlyError
 
 Statement = exp.Expression | str
 
@@ -102,6 +102,33 @@ class Engine:
         """
         probe = exp.select(exp.func("txid_current"))
         return self.scalar(probe) == self.scalar(probe)
+
+    def check_writable(self, what: str) -> None:
+        """Refuse, before any work, when the connection's current database is read-only.
+
+        sqlanon creates its persistent objects (a release, an applied table) unqualified, so in
+        the current database and schema. Temp tables still work on a read-only database
+        (``duckdb.connect(path, read_only=True)``), so without this check a run would only fail
+        when it publishes, after all the partitioning. ``what`` names what would be written.
+
+        Raises:
+            ReadOnlyError: naming the database, its file and the schema the objects would go to.
+        """
+        where = exp.EQ(this=g.col("database_name"), expression=exp.func("current_database"))
+        cursor = self.execute(exp.select(exp.Star(), exp.func("current_schema"))
+                              .from_(exp.Table(this=exp.Anonymous(this="duckdb_databases"))).where(where))
+        names = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+        if not rows or "readonly" not in names:  # an engine version without the column cannot tell
+            return
+        row = dict(zip(names, rows[0]))
+        if row["readonly"]:
+            name, schema = row["database_name"], rows[0][-1]
+            path = f" ({row['path']})" if row.get("path") else ""
+            raise ReadOnlyError(
+                f"database {name!r}{path} is read-only (opened with read_only=True), and {what} would be "
+                f"written to it, in schema {name}.{schema}. Nothing was done: open the database without "
+                f"read_only=True to write there.")
 
     # -- temp objects -------------------------------------------------------------------------
     def temp_name(self, purpose: str) -> str:

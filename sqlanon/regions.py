@@ -283,6 +283,7 @@ def _half_ranks(m: Manifest, qi: ManifestQI, other: exp.Table | None) -> exp.Sel
 def _create_view(engine: Engine, m: Manifest, name: str, query: exp.Select, replace: bool, relation: str) -> None:
     if not isinstance(name, str) or not name:
         raise InputError(f"name must be a non-empty string, got {name!r}")
+    engine.check_writable(f"the view {name!r}")
     protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source, relation) if n}
     if name.lower() in protected:
         raise ObjectExistsError(f"{name!r} is an object of release {m.view!r} (or its source, or the "

@@ -271,6 +271,50 @@ def test_non_finite_values_of_a_hierarchical_float_qi_are_leaves(con):
     assert release.partitions == 2
 
 
+# -- 8. read-only databases ------------------------------------------------------------------------------
+@pytest.fixture
+def read_only(tmp_path):
+    """A database file with ``people`` and a release of it, opened read-only."""
+    path = str(tmp_path / "ro.duckdb")
+    writer = duckdb.connect(path)
+    make_people(writer, 200)
+    sqlanon.anonymize(writer, "people", qid=["age", "zip"], k=5)
+    writer.close()
+    con = duckdb.connect(path, read_only=True)
+    yield con, path
+    con.close()
+
+
+def test_anonymize_on_a_read_only_database_is_refused_up_front(read_only, monkeypatch):
+    con, path = read_only
+    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
+    before = objects(con)
+    with pytest.raises(InputError) as info:
+        sqlanon.anonymize(con, "people", qid=["age"], k=5, view="second")
+    assert type(info.value).__name__ == "ReadOnlyError"
+    msg = str(info.value)
+    assert msg.startswith(f"database 'ro' ({path}) is read-only (opened with read_only=True)")
+    assert "the release (its view, rules relation and row map) would be written to it, in schema ro.main" in msg
+    assert objects(con) == before and temp_objects(con) == []
+
+
+def test_apply_and_regions_on_a_read_only_database_are_refused(read_only):
+    con, _ = read_only
+    msg = refused(con, InputError, sqlanon.apply, con, "people_anon", "people", view="recoded")
+    assert "read-only" in msg and "the recoded table" in msg
+    msg = refused(con, InputError, sqlanon.regions, con, "people_anon", name="points")
+    assert "read-only" in msg and "'points'" in msg
+
+
+def test_reading_a_release_on_a_read_only_database_works(read_only):
+    con, _ = read_only
+    assert sqlanon.verify(con, "people_anon", ["age", "zip"], 5).ok
+    assert sqlanon.metrics(con, "people_anon").k == 5
+    assert json.loads(sqlanon.report(con, "people_anon", format="json"))["requirement"]["k"] == 5
+    assert len(sqlanon.regions(con, "people_anon", as_frame=True)) == 200
+    assert sqlanon.imprecision(con, "people_anon", "age > 3").predicates[0].true > 0
+
+
 # -- 9. numpy integers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [np.int64(10), np.int32(10), np.uint8(10)], ids=repr)
 def test_numpy_integers_are_integers(con, people, k):
