@@ -75,9 +75,12 @@ from .selection import (
     SelectionQI,
     _Parser,
     box_intersection,
+    chain_operands,
+    check_depth,
     _quote,
     _unparen,
     selection_qis_from_manifest,
+    too_deep,
 )
 from .spec import EQ_CLASS
 
@@ -149,6 +152,10 @@ class _Rewriter:
             parsed = [e for e in sqlglot.parse(sql, read=g.DIALECT) if e is not None]
         except (ParseError, TokenError) as e:
             raise RewriteError(f"cannot parse {sql!r}: {str(e).strip().splitlines()[0]}") from None
+        except RecursionError:  # the parser recurses per level: too deep for the interpreter's stack
+            raise too_deep(RewriteError, "query", sql) from None
+        for statement in parsed:  # before anything walks it recursively
+            check_depth(statement, RewriteError, "query", sql)
         if len(parsed) != 1:
             raise RewriteError(f"expected one SELECT statement, got {len(parsed)}: "
                                + "; ".join(_quote(e) for e in parsed))
@@ -306,10 +313,12 @@ class _Rewriter:
             return [({}, (node,))]
         bare = _unparen(node)
         if isinstance(bare, (exp.And, exp.Or)):
-            left, right = self.terms(bare.this), self.terms(bare.expression)
-            if isinstance(bare, exp.Or):
-                return _capped(left + right, bare)
-            return _product(left, right, bare)
+            operands = iter(chain_operands(bare))  # a long chain is walked in a loop, not recursively
+            terms = self.terms(next(operands))
+            for operand in operands:
+                more = self.terms(operand)
+                terms = _capped(terms + more, bare) if isinstance(bare, exp.Or) else _product(terms, more, bare)
+            return terms
         if isinstance(bare, exp.Not):
             child = _unparen(bare.this)
             if isinstance(child, (exp.And, exp.Or)):
@@ -370,12 +379,16 @@ class _Rewriter:
 
 
 def _conjuncts(node: exp.Expression):
-    bare = _unparen(node)
-    if isinstance(bare, exp.And):
-        yield from _conjuncts(bare.this)
-        yield from _conjuncts(bare.expression)
-    else:
-        yield node
+    """The top-level AND operands of a predicate, through parentheses, left to right (in a loop:
+    a chain of thousands of ANDs is flat, not deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        bare = _unparen(current)
+        if isinstance(bare, exp.And):
+            stack += [bare.expression, bare.this]
+        else:
+            yield current
 
 
 def _product(left: list[_Term], right: list[_Term], node: exp.Expression) -> list[_Term]:

@@ -232,6 +232,59 @@ def test_hierarchies_that_is_not_a_dict(con, people, hierarchies):
     assert msg.startswith("hierarchies must be a dict")
 
 
+# -- 6. deeply nested selections -------------------------------------------------------------------------
+QIS = [SelectionQI("age", "numeric", "INTEGER"), SelectionQI("zip", "numeric", "INTEGER")]
+DEEP = {
+    "parentheses": "(" * 5000 + "age > 1" + ")" * 5000,
+    "NOTs": "NOT " * 5000 + "age > 1",
+    "cast": "age > " + "CAST(" * 2000 + "1" + " AS INTEGER)" * 2000,
+    "minus": "age > " + "- " * 3000 + "1",
+    "parentheses_40": "(" * 40 + "age > 1" + ")" * 40,
+}
+
+
+@pytest.mark.parametrize("how", sorted(DEEP))
+def test_deeply_nested_selection_is_refused(con, released, how):
+    text = DEEP[how]
+    for call in (lambda: parse_selection(text, QIS),
+                 lambda: sqlanon.imprecision(con, released.view, text),
+                 lambda: sqlanon.metrics(con, released.view, selections=[text]),
+                 lambda: sqlanon.report(con, released.view, selections=[text]),
+                 lambda: sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, selections=[text], view="v2"),
+                 lambda: sqlanon.rewrite(f"SELECT count(*) FROM people WHERE {text}", released, con=con)):
+        msg = refused(con, SelectionError, call)
+        assert "too deeply nested" in msg and "at most 32 levels" in msg
+
+
+def test_deeply_nested_query_outside_where_is_refused(con, released):
+    sql = "SELECT " + "(" * 5000 + "id" + ")" * 5000 + " FROM people"
+    with pytest.raises(sqlanon.RewriteError, match="too deeply nested"):
+        sqlanon.rewrite(sql, released, con=con)
+
+
+def test_nesting_within_the_bound_is_fine(con, released):
+    assert len(parse_selection("(" * 25 + "age > 1" + ")" * 25, QIS).boxes) == 1
+    assert len(parse_selection("NOT " * 25 + "age > 1", QIS).boxes) == 1  # odd: age <= 1
+
+
+def test_long_chains_are_flat_not_deep(con, released):
+    """5000 operands of one AND are one level: parsed and walked in a loop (a long OR chain
+    meets the limit on boxes, below)."""
+    text = " AND ".join(["age > 1", "zip < 5"] * 2500)
+    assert len(parse_selection(text, QIS).boxes) == 1
+    sql = sqlanon.rewrite(f"SELECT count(*) FROM people WHERE {text} AND id >= 0", released, con=con)
+    assert con.execute(sql).fetchone()[0] > 0
+    assert sqlanon.imprecision(con, released.view, text).predicates[0].true > 0
+    passthrough = " AND ".join(["id >= 0"] * 5000)
+    assert "id >= 0" in sqlanon.rewrite(f"SELECT count(*) FROM people WHERE {passthrough}", released, con=con)
+
+
+def test_too_many_boxes_is_still_the_box_error(con, released):
+    text = " OR ".join(f"age = {i}" for i in range(5000))
+    with pytest.raises(SelectionError, match="more than 256 boxes"):
+        parse_selection(text, QIS)
+
+
 # -- 7. inf, NaN and overflowing floats in QIs --------------------------------------------------------------
 @pytest.mark.parametrize(("bad", "rows", "fragment"), [
     ("'inf'", 3, "3 infinite (inf or -inf)"),
