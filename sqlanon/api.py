@@ -19,7 +19,7 @@ from .laps import Laps
 from .errors import InputError, SqlanonError, VerificationError
 from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
-from .spec import EQ_CLASS, Spec, check_callable, resolve
+from .spec import EQ_CLASS, Spec, _current, check_callable, resolve
 from .verify import Verification, verify
 
 
@@ -192,6 +192,9 @@ def anonymize(
         selections=spec.workload.selections,
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
+    # where the objects were created (unqualified, so in the current schema): reloading this
+    # Release reads there, even after the session's schema changed
+    object.__setattr__(release, "_location", _current(engine))
     return release
 
 

@@ -292,7 +292,7 @@ def _output_name(
 
 def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
     """The rules relation's column types; refuses a rules relation that lacks columns."""
-    rows = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(g.table(m.rules))))
+    rows = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(m.ref(m.rules))))
     types = {r[0]: r[1] for r in rows}
     parts = {"hierarchy": ("", "_node")}
     ordered = ("_min", "_max", "_lo", "_hi", "_null")
@@ -308,7 +308,7 @@ def _bounds_table(engine: Engine, m: Manifest, i: int, q: ManifestQI) -> str:
     """Temp ``(v, r)``: the distinct non-NULL bounds ``q_lo``/``q_hi`` of the rules, ranked from 1
     in the database's own order (so positions and SQL comparisons agree)."""
     name = engine.temp_name(f"bounds{i}")
-    rules = g.table(m.rules)
+    rules = m.ref(m.rules)
     values = exp.union(exp.select(g.alias(g.col(f"{q.name}_lo"), "v")).from_(rules.copy()),
                        exp.select(g.alias(g.col(f"{q.name}_hi"), "v")).from_(rules.copy()), distinct=True)
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))]))
@@ -324,7 +324,7 @@ def _boxes(engine: Engine, m: Manifest, bounds: Mapping[str, str]) -> tuple[np.n
     ``(lo, hi]`` (see the module docstring)."""
     r = "r"
     query = exp.select(g.alias(g.col("region", r), "region"), g.alias(g.col("size", r), "size")).from_(
-        exp.alias_(g.table(m.rules), g.ident(r), table=True))
+        exp.alias_(m.ref(m.rules), g.ident(r), table=True))
     sizes: dict[str, int] = {}
     for i, q in enumerate(m.qis):
         if q.kind == "hierarchy":
@@ -444,7 +444,7 @@ def _targets_table(engine: Engine, m: Manifest) -> str:
     """Temp ``(region, size, p0, p1, ...)``: each region's published columns (``min<i>``,
     ``max<i>`` per ordered QI, ``p<i>`` the label per hierarchical QI)."""
     r = "r"
-    query = exp.select(g.col("region", r), g.col("size", r)).from_(exp.alias_(g.table(m.rules), g.ident(r), table=True))
+    query = exp.select(g.col("region", r), g.col("size", r)).from_(exp.alias_(m.ref(m.rules), g.ident(r), table=True))
     for i, q in enumerate(m.qis):
         parts = (((q.name, f"p{i}"),) if q.kind == "hierarchy"
                  else ((f"{q.name}_min", f"min{i}"), (f"{q.name}_max", f"max{i}")))
@@ -458,7 +458,7 @@ def _root_table(engine: Engine, m: Manifest) -> str | None:
     """Temp, one row: the fully generalized bounds ``gmin<i>``, ``gmax<i>`` of every ordered QI:
     the bounds of the whole training table, i.e. the smallest ``q_min`` of the non-empty regions
     (NULL if any is NULL: NULL sorts first) and the largest ``q_max``. None without ordered QIs."""
-    query = exp.select().from_(g.table(m.rules)).where(exp.GT(this=g.col("size"), expression=g.lit(0)))
+    query = exp.select().from_(m.ref(m.rules)).where(exp.GT(this=g.col("size"), expression=g.lit(0)))
     ordered = [(i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"]
     if not ordered:
         return None

@@ -157,7 +157,7 @@ def returned_query(m: Manifest, selections: Sequence[Selection]) -> exp.Select:
                            expression=exp.Where(this=overlap_predicate(s, g.col, rules_node_overlap))), f"r{i}")
         for i, s in enumerate(selections)
     ]
-    return exp.select(*aggregates).from_(g.table(m.rules))
+    return exp.select(*aggregates).from_(m.ref(m.rules))
 
 
 def true_query(engine: Engine, m: Manifest, selections: Sequence[Selection]) -> exp.Select:
@@ -175,7 +175,13 @@ def source_ref(engine: Engine, m: Manifest) -> exp.Table:
     still have the QI columns."""
     from .spec import _catalog, _find_source  # the source lookup anonymize() used
 
-    source = _find_source(engine, _catalog(engine), m.source, count=False)
+    objects = _catalog(engine)
+    # The manifest names the source without its schema. A release made in a schema (SET schema)
+    # from a source there sits next to it, so a source of that name in the release's schema is
+    # taken first: another schema's release of the same name, from its own source, must not read
+    # this one's. Otherwise the lookup anonymize() used (current schema, temp, unique elsewhere).
+    beside = [o for o in objects if (o[0], o[1]) == (m.catalog, m.schema) and o[2] == m.source]
+    source = _find_source(engine, beside or objects, m.source, count=False)
     missing = [q.name for q in m.qis if q.name not in source.column_names]
     if missing:
         raise UnknownColumnError(

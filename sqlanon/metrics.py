@@ -204,7 +204,7 @@ def metrics(
     """
     engine = Engine(con)
     m = load_release(con, release)
-    view_ref, columns = resolve_relation(engine, m.view)
+    view_ref, columns = resolve_relation(engine, m.ref(m.view))
     types = dict(columns)
     targets = _check_columns("targets", targets, m, types)
     numeric_targets = _check_columns("numeric_targets", numeric_targets, m, types)
@@ -262,7 +262,7 @@ def metrics(
             min_variance[c] = _clean(var)
 
     chosen = m.selections if selections is None else ([selections] if isinstance(selections, str) else selections)
-    measured = imprecision(con, m.view, chosen) if chosen else None
+    measured = imprecision(con, m, chosen) if chosen else None  # m: not read again by name
 
     return Metrics(
         view=m.view,
@@ -325,7 +325,7 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
 # -- NCP ---------------------------------------------------------------------------------------
 def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
     """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring)."""
-    rules = g.table(m.rules)
+    rules = m.ref(m.rules)
     non_empty = exp.GT(this=g.col("size"), expression=g.lit(0))
     sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(g.col(EQ_CLASS), "region"))
              .from_(view_ref.copy())

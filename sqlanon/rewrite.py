@@ -201,8 +201,8 @@ class _Rewriter:
         # alias, so qualified references still bind; new columns are qualified the same way
         qualified = any(c.table for c in query.find_all(exp.Column))
         self.alias = table.alias or (table.name if qualified else None)
-        view = exp.alias_(g.table(self.m.view), g.ident(self.alias), table=True) if self.alias \
-            else g.table(self.m.view)
+        view = exp.alias_(self.m.user_ref(self.m.view), g.ident(self.alias), table=True) if self.alias \
+            else self.m.user_ref(self.m.view)
         source.set("this", view)
 
     # -- QI references -------------------------------------------------------------------------
@@ -366,7 +366,7 @@ class _Rewriter:
         shared = any(h.labels[n] in labels for n in range(h.n_nodes) if n not in inside)
         column = self.column(qi.name)
         if shared:
-            regions = (exp.select(g.col("region")).from_(g.table(self.m.rules))
+            regions = (exp.select(g.col("region")).from_(self.m.user_ref(self.m.rules))
                        .where(exp.In(this=g.col(f"{qi.name}_node"), expressions=[g.lit(n) for n in sorted(inside)])))
             return exp.In(this=self.column(EQ_CLASS), query=exp.Subquery(this=regions))
         parts: list[exp.Expression] = []

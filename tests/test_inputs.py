@@ -424,3 +424,114 @@ OTHER = {
 @pytest.mark.parametrize("case", sorted(OTHER))
 def test_other_malformed_parameters_are_input_errors(con, released, case):
     refused(con, InputError, OTHER[case], con)
+
+
+# -- 10. a release by name, in its schema -----------------------------------------------------------------------
+@pytest.fixture
+def two_schemas(con):
+    """Schemas s1 and s2, each with a table ``src`` and a release ``anon`` of it (k=5 in s1,
+    k=20 in s2), made while the schema was the current one; the session is back in ``main``."""
+    con.execute("CREATE SCHEMA s1; CREATE SCHEMA s2")
+    releases = {}
+    for schema, k, marker in (("s1", 5, 1), ("s2", 20, 2)):
+        con.execute(f"CREATE TABLE {schema}.src AS SELECT i AS id, i % 90 AS age, i % 7 AS zip, "
+                    f"'x' || (i % 5) AS city, {marker} AS marker FROM range(400) t(i)")
+        con.execute(f"SET schema = '{schema}'")
+        releases[schema] = sqlanon.anonymize(con, "src", qid=["age", "zip", "city"], k=k, view="anon",
+                                             hierarchies={"city": CITY}, selections=["age > 30"])
+    con.execute("RESET schema")
+    return releases
+
+
+@pytest.mark.parametrize(("schema", "k"), [("s1", 5), ("s2", 20)])
+def test_same_release_name_in_two_schemas(con, two_schemas, schema, k):
+    name = f"{schema}.anon"
+    for given in (name, f"memory.{schema}.anon", f"{schema}.anon_rules", two_schemas[schema]):
+        m = manifest.read(con, given) if isinstance(given, str) else load_release(con, given)
+        assert (m.k, m.catalog, m.schema) == (k, "memory", schema)
+    rules = con.execute(f"SELECT count(*) FROM {schema}.anon_rules").fetchone()[0]
+    metrics = sqlanon.metrics(con, name)
+    assert (metrics.k, metrics.classes) == (k, con.execute(f"SELECT count(*) FROM {schema}.anon_rules WHERE size > 0").fetchone()[0])
+    assert metrics.k_achieved >= k
+    report = json.loads(sqlanon.report(con, name, format="json"))
+    assert report["requirement"]["k"] == k and report["verification"]["ok"]
+    assert {o["role"]: o["rows"] for o in report["objects"]}["rules"] == rules
+    applied = sqlanon.apply(con, name, f"{schema}.src", view=f"recoded_{schema}")
+    assert applied.placed == 400
+    assert con.execute(f"SELECT count(DISTINCT eq_class) FROM recoded_{schema}").fetchone()[0] == metrics.classes
+    points = sqlanon.regions(con, name, as_frame=True)
+    assert len(points) == 400 and points["eq_class"].nunique() == metrics.classes
+    result = sqlanon.imprecision(con, name, "age > 40").predicates[0]
+    expected = con.execute(f"SELECT sum(size) FROM {schema}.anon_rules WHERE age_max >= 41").fetchone()[0]
+    true = con.execute(f"SELECT count(*) FROM {schema}.src WHERE age > 40").fetchone()[0]
+    assert (result.returned, result.true) == (expected, true)
+    sql = sqlanon.rewrite("SELECT count(*) FROM src WHERE age > 40", name, con=con)
+    assert f'"{schema}"."anon"' in sql and con.execute(sql).fetchone()[0] == expected
+
+
+def test_a_release_reloads_where_it_was_made_after_the_schema_changed(con, two_schemas):
+    con.execute("SET schema = 's2'")
+    assert sqlanon.metrics(con, two_schemas["s1"]).k == 5  # the Release object remembers s1
+    assert sqlanon.metrics(con, "anon").k == 20  # the name means s2.anon here
+    assert sqlanon.rewrite("SELECT count(*) FROM src", "anon", con=con) == 'SELECT COUNT(*) FROM "anon"'
+
+
+def test_an_unqualified_name_follows_the_search_path(con, two_schemas):
+    with pytest.raises(InputError, match="'anon' is not a sqlanon release"):
+        sqlanon.metrics(con, "anon")  # in main, no anon: the other schemas are not on the path
+    con.execute("SET search_path = 's2,s1'")
+    assert sqlanon.metrics(con, "anon").k == 20
+    con.execute("SET search_path = 's1,s2'")
+    assert sqlanon.metrics(con, "anon").k == 5
+
+
+def test_the_first_object_on_the_path_is_the_one_read(con, two_schemas):
+    """Like DuckDB, the lookup stops at the first schema holding the name: a view named like the
+    rules there is not a release, and s2's release behind it is not read instead."""
+    con.execute("CREATE SCHEMA s0")
+    con.execute("CREATE VIEW s0.anon_rules AS SELECT * FROM s1.anon_rules")
+    con.execute("SET search_path = 's0,s2'")
+    with pytest.raises(InputError, match=r"not a sqlanon release.*found view memory\.s0\.anon_rules"):
+        manifest.read(con, "anon")
+    assert manifest.read(con, "s2.anon").k == 20
+
+
+def test_release_made_from_a_qualified_source_with_a_dotted_view_name(con, two_schemas):
+    release = sqlanon.anonymize(con, "s1.src", qid=["age"], k=7, view="s1.other")
+    assert manifest.read(con, release.view).k == 7  # today the whole name: main."s1.other"
+    assert sqlanon.metrics(con, release).k == 7
+    assert manifest.read(con, "s1.anon").k == 5 and manifest.read(con, "memory.s1.anon").k == 5
+
+
+@pytest.mark.parametrize("setup", [
+    [],
+    ["SET schema = 's1'"],
+    ["SET search_path = 's2,s1'"],
+    ["CREATE TEMP TABLE t AS SELECT 9 AS marker"],
+    ["SET schema = 's1'", "DROP TABLE s1.t"],
+    ["USE other"],
+    ["USE other", "DROP TABLE other.main.t", "USE other.x"],
+    ["SET search_path = 'other.x,s2'"],
+    ["SET search_path = '\"s1\",main'"],
+    ["CREATE TEMP TABLE t AS SELECT 9 AS marker", "SET schema = 's2'"],
+    ["USE other.x", "SET search_path = 'memory.s1'"],
+])
+def test_name_resolution_agrees_with_duckdb(con, setup):
+    from sqlanon import catalog
+    from sqlanon.engine import Engine
+
+    con.execute("ATTACH ':memory:' AS other")
+    con.execute("CREATE SCHEMA s1; CREATE SCHEMA s2; CREATE SCHEMA other.x")
+    for marker, where in enumerate(["main", "s1", "s2", "other.main", "other.x"]):
+        con.execute(f"CREATE TABLE {where}.t AS SELECT {marker} AS marker")
+    for statement in setup:
+        con.execute(statement)
+    names = {0: ("memory", "main"), 1: ("memory", "s1"), 2: ("memory", "s2"), 3: ("other", "main"),
+             4: ("other", "x"), 9: ("temp", "main")}
+    for name in ("t", "s2.t", "x.t", "main.t", "other.t", "memory.t", "other.x.t", "memory.s1.t"):
+        try:
+            marker = con.execute(f"SELECT marker FROM {name}").fetchone()[0]
+        except duckdb.CatalogException:
+            marker = None
+        hit = catalog.find(Engine(con), name)
+        assert (hit and (hit.catalog, hit.schema)) == names.get(marker), name
