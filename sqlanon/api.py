@@ -19,7 +19,7 @@ from .laps import Laps
 from .errors import EngineError, InputError, ObjectExistsError, SqlanonError, VerificationError
 from .partition import Partitioner, Progress, Regions, finish_in_memory
 from .rules import create_rowmap, create_rules, publish
-from .spec import Spec, free_name, resolve
+from .spec import Spec, _current, check_callable, free_name, resolve
 from .verify import Verification, verify
 
 
@@ -153,13 +153,16 @@ def anonymize(
         The :class:`Release`.
 
     Raises:
-        InputError: (and subclasses) for a bad request, before anything is written.
+        InputError: (and subclasses) for a bad request, before anything is written; among them
+            :class:`~sqlanon.ReadOnlyError` when the current database is read-only.
         VerificationError: if the published relation fails the independent check (it is
             dropped and any replaced objects are restored).
     """
     lap = Laps()
 
     engine = Engine(con)
+    check_callable("progress", progress)  # first called only after a level of partitioning
+    engine.check_writable("the release (its view, rules relation and row map)")
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections, key=key,
@@ -210,6 +213,9 @@ def anonymize(
         selections=spec.workload.selections,
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
+    # where the objects were created (unqualified, so in the current schema): reloading this
+    # Release reads there, even after the session's schema changed
+    object.__setattr__(release, "_location", _current(engine))
     return release
 
 

@@ -122,7 +122,7 @@ from .hierarchy import Hierarchy, leaf_codes
 from .manifest import Manifest, ManifestQI
 from .regions import load_release
 from .tiling import Tree, guillotine
-from .spec import Source, _catalog, _current, _find_source, classify, distinct_values
+from .spec import Source, _catalog, _current, _find_source, check_bool, classify, distinct_values
 from .class_checks import BAD, SIZE, per_class_query
 
 _BIGINT = exp.DataType.build("BIGINT")
@@ -217,7 +217,8 @@ def apply(
             cannot be compared with the release's; ``ObjectExistsError`` when the output name
             is taken or protected, or an output column would collide with a column of
             ``table``; with ``enforce``, a constraint of the manifest this version cannot read
-            back, or a constrained column ``table`` lacks. All before anything is written.
+            back, or a constrained column ``table`` lacks; ``ReadOnlyError`` when the current
+            database is read-only. All before anything is written.
 
     Example:
         >>> import duckdb, sqlanon
@@ -233,6 +234,8 @@ def apply(
     lap = Laps()
 
     engine = Engine(con)
+    engine.check_writable("the recoded table")
+    replace = check_bool("replace", replace)
     m = load_release(con, release)
     objects = _catalog(engine)
     source = _find_source(engine, objects, table, count=False)
@@ -428,7 +431,7 @@ def _output_name(
 
 def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
     """The rules relation's column types; refuses a rules relation that lacks columns."""
-    rows = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(g.table(m.rules))))
+    rows = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(m.ref(m.rules))))
     types = {r[0]: r[1] for r in rows}
     parts = {"hierarchy": ("", "_node")}
     ordered = ("_min", "_max", "_lo", "_hi", "_null")
@@ -444,7 +447,7 @@ def _bounds_table(engine: Engine, m: Manifest, i: int, q: ManifestQI) -> str:
     """Temp ``(v, r)``: the distinct non-NULL bounds ``q_lo``/``q_hi`` of the rules, ranked from 1
     in the database's own order (so positions and SQL comparisons agree)."""
     name = engine.temp_name(f"bounds{i}")
-    rules = g.table(m.rules)
+    rules = m.ref(m.rules)
     values = exp.union(exp.select(g.alias(g.col(f"{q.name}_lo"), "v")).from_(rules.copy()),
                        exp.select(g.alias(g.col(f"{q.name}_hi"), "v")).from_(rules.copy()), distinct=True)
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))]))
@@ -460,7 +463,7 @@ def _boxes(engine: Engine, m: Manifest, bounds: Mapping[str, str]) -> tuple[np.n
     ``(lo, hi]`` (see the module docstring)."""
     r = "r"
     query = exp.select(g.alias(g.col(m.region_column, r), "region"), g.alias(g.col(m.size_column, r), "size")).from_(
-        exp.alias_(g.table(m.rules), g.ident(r), table=True))
+        exp.alias_(m.ref(m.rules), g.ident(r), table=True))
     sizes: dict[str, int] = {}
     for i, q in enumerate(m.qis):
         if q.kind == "hierarchy":
@@ -581,7 +584,7 @@ def _targets_table(engine: Engine, m: Manifest) -> str:
     ``max<i>`` per ordered QI, ``p<i>`` the label per hierarchical QI)."""
     r = "r"
     query = exp.select(g.alias(g.col(m.region_column, r), "region"), g.alias(g.col(m.size_column, r), "size")).from_(
-        exp.alias_(g.table(m.rules), g.ident(r), table=True))
+        exp.alias_(m.ref(m.rules), g.ident(r), table=True))
     for i, q in enumerate(m.qis):
         parts = (((q.name, f"p{i}"),) if q.kind == "hierarchy"
                  else ((f"{q.name}_min", f"min{i}"), (f"{q.name}_max", f"max{i}")))
@@ -595,7 +598,7 @@ def _root_table(engine: Engine, m: Manifest) -> str | None:
     """Temp, one row: the fully generalized bounds ``gmin<i>``, ``gmax<i>`` of every ordered QI:
     the bounds of the whole training table, i.e. the smallest ``q_min`` of the non-empty regions
     (NULL if any is NULL: NULL sorts first) and the largest ``q_max``. None without ordered QIs."""
-    query = exp.select().from_(g.table(m.rules)).where(exp.GT(this=g.col(m.size_column), expression=g.lit(0)))
+    query = exp.select().from_(m.ref(m.rules)).where(exp.GT(this=g.col(m.size_column), expression=g.lit(0)))
     ordered = [(i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"]
     if not ordered:
         return None

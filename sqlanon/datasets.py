@@ -10,7 +10,7 @@ import duckdb
 from sqlglot import exp
 
 from . import sqlgen as g
-from .engine import Engine
+from .engine import Engine, check_connection
 from .errors import InputError, ObjectExistsError
 from .hierarchy import Hierarchy
 
@@ -34,6 +34,7 @@ def adult_hierarchies() -> dict[str, Path]:
 def load_adult(con: duckdb.DuckDBPyConnection, table: str = "adult", *, replace: bool = False) -> dict[str, Path]:
     """Create ``table`` with the 30,162 rows of UCI Adult (ARX's cleaned copy) and return the
     hierarchies, ready for ``anonymize(con, table, qid=[...], hierarchies=...)``."""
+    check_connection(con)  # it runs the statement itself, without an Engine
     reader = exp.Anonymous(
         this="read_csv",
         expressions=[

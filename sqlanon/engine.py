@@ -23,9 +23,31 @@ import pandas as pd
 from sqlglot import exp
 
 from . import sqlgen as g
-from .errors import EngineError
+from .errors import EngineError, InputError, ReadOnlyError
 
 Statement = exp.Expression | str
+
+#: The connection types sqlanon accepts, and how error messages name them.
+CONNECTION_TYPES: tuple[type, ...] = (duckdb.DuckDBPyConnection,)
+_ACCEPTED = "a duckdb.DuckDBPyConnection (duckdb.connect(...))"
+
+
+def check_connection(con: Any) -> duckdb.DuckDBPyConnection:
+    """``con`` if it is a connection sqlanon can use, else an :class:`InputError` naming the
+    accepted types.
+
+    Every public entry point builds an :class:`Engine` first, so checking here refuses a wrong
+    ``con`` before anything is read or written (instead of an ``AttributeError`` from deep inside
+    a run). The check is by type: duck-typed stand-ins would fail later, mid-run.
+    """
+    if not isinstance(con, CONNECTION_TYPES):
+        raise InputError(f"con must be {_ACCEPTED}, got {type(con).__name__} {_short(con)}")
+    return con
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class Engine:
@@ -33,12 +55,15 @@ class Engine:
 
     Args:
         con: an open DuckDB connection; sqlanon never closes it.
+
+    Raises:
+        InputError: ``con`` is not a supported connection (see :func:`check_connection`).
     """
 
     dialect = "duckdb"
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
+        self.con = check_connection(con)
         self.prefix = f"__sqlanon_{uuid.uuid4().hex[:10]}_"
         self._temps: list[str] = []
         self.statements = 0
@@ -82,6 +107,33 @@ class Engine:
         """
         probe = exp.select(exp.func("txid_current"))
         return self.scalar(probe) == self.scalar(probe)
+
+    def check_writable(self, what: str) -> None:
+        """Refuse, before any work, when the connection's current database is read-only.
+
+        sqlanon creates its persistent objects (a release, an applied table) unqualified, so in
+        the current database and schema. Temp tables still work on a read-only database
+        (``duckdb.connect(path, read_only=True)``), so without this check a run would only fail
+        when it publishes, after all the partitioning. ``what`` names what would be written.
+
+        Raises:
+            ReadOnlyError: naming the database, its file and the schema the objects would go to.
+        """
+        where = exp.EQ(this=g.col("database_name"), expression=exp.func("current_database"))
+        cursor = self.execute(exp.select(exp.Star(), exp.func("current_schema"))
+                              .from_(exp.Table(this=exp.Anonymous(this="duckdb_databases"))).where(where))
+        names = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+        if not rows or "readonly" not in names:  # an engine version without the column cannot tell
+            return
+        row = dict(zip(names, rows[0]))
+        if row["readonly"]:
+            name, schema = row["database_name"], rows[0][-1]
+            path = f" ({row['path']})" if row.get("path") else ""
+            raise ReadOnlyError(
+                f"database {name!r}{path} is read-only (opened with read_only=True), and {what} would be "
+                f"written to it, in schema {name}.{schema}. Nothing was done: open the database without "
+                f"read_only=True to write there.")
 
     # -- temp objects -------------------------------------------------------------------------
     def temp_name(self, purpose: str) -> str:

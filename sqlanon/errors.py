@@ -39,6 +39,10 @@ class ObjectExistsError(InputError):
     """An output name collides with an existing table, view or column."""
 
 
+class ReadOnlyError(InputError):
+    """The database the request would write to (a release, an applied table) is read-only."""
+
+
 class EngineError(SqlanonError):
     """The database rejected a statement; the message carries the SQL that failed."""
 

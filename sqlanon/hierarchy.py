@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +23,11 @@ import numpy as np
 from sqlanon.errors import HierarchyError
 
 _Trie = dict  # label -> _Trie of its children; a leaf maps to {}
+
+#: Most levels below the root a hierarchy may have. Real ones have a handful; the bound keeps
+#: malformed input (a chain nested thousands deep, an endless row iterator) from running away:
+#: loading validates every path prefix, which costs depth squared.
+MAX_HEIGHT = 1000
 
 
 def _is_null(v: Any) -> bool:
@@ -41,9 +47,28 @@ def _fmt(path: Sequence[str | None]) -> str:
     return " > ".join(map(str, path))
 
 
+def _repeated(where: str, path: tuple[Any, ...], first: tuple[Any, ...], sub: Any) -> str:
+    """The error for a dict or list met twice in a nested-dict hierarchy (paths leaf first)."""
+    kind = "dict" if isinstance(sub, Mapping) else type(sub).__name__
+    if path[len(path) - len(first):] == first:  # ``first`` is an ancestor: a cycle
+        cycle = _fmt(first[::-1] + path[: len(path) - len(first)][::-1])
+        return (f"{where}: the hierarchy is cyclic: the {kind} at {cycle} is the {kind} at "
+                f"{_fmt(first[::-1])} again, so it contains itself")
+    return (f"{where}: this {kind} object is also the children of {_fmt(first[::-1])}; "
+            f"a node has one parent, so its leaves would be listed twice (use a copy for a "
+            f"different subtree)")
+
+
 def _row_path(n: int, row: Sequence[Any]) -> tuple[str, ...]:
     """Row ``n`` (1-based) as validated, stripped labels from the root down to the leaf."""
-    cells = list(row)
+    if isinstance(row, (str, bytes, Mapping)) or not isinstance(row, Iterable):
+        # a string would be read as one label per character
+        raise HierarchyError(f"hierarchy row {n} must be a list of labels (leaf first), got "
+                             f"{type(row).__name__} {row!r}")
+    cells = list(itertools.islice(row, MAX_HEIGHT + 2))  # an endless iterator stops here
+    if len(cells) > MAX_HEIGHT + 1:
+        raise HierarchyError(f"hierarchy row {n} has more than {MAX_HEIGHT + 1} cells: at most "
+                             f"{MAX_HEIGHT} levels below the root are supported")
     while cells and _is_null(cells[-1]):
         cells.pop()
     if not cells:
@@ -175,10 +200,20 @@ class Hierarchy:
         A single top-level key is the root; several top-level keys get an implicit root ``"*"``.
         Each value is a mapping (the children), a list or tuple of leaf values, or ``None`` (a
         leaf), e.g. ``{"*": {"Europe": ["French", "Greek"], "Asia": {"East": ["Chinese"]}}}``.
+
+        Raises:
+            HierarchyError: naming the node: a cycle (a dict inside itself), a dict or list used
+                as the children of two nodes, a node without children, more than
+                :data:`MAX_HEIGHT` levels, or what :meth:`from_rows` refuses.
         """
         if not isinstance(tree, Mapping) or not tree:
             raise HierarchyError("empty hierarchy: the dict has no keys")
         rows: list[tuple[Any, ...]] = []
+        # A dict or list object may appear only once in the tree. A dict inside itself (a cycle)
+        # would be expanded forever; one shared by two parents (a DAG) would list its leaves
+        # twice, and a chain of shared dicts expands exponentially before that is noticed.
+        # ``seen``: id of every container met -> its path; the objects stay alive in ``tree``.
+        seen: dict[int, tuple[Any, ...]] = {}
         stack = [(k, v, ()) for k, v in reversed(({"*": tree} if len(tree) > 1 else tree).items())]
         while stack:
             label, sub, above = stack.pop()
@@ -198,6 +233,13 @@ class Hierarchy:
                                      f"None, not {type(sub).__name__}")
             if not items:
                 raise HierarchyError(f"{where} has no children; use None to mark a leaf")
+            first = seen.setdefault(id(sub), path)
+            if first is not path:
+                raise HierarchyError(_repeated(where, path, first, sub))
+            if len(path) > MAX_HEIGHT:
+                raise HierarchyError(
+                    f"the children of hierarchy node {_fmt(path[:-4:-1])} > ... > {label} would be more "
+                    f"than {MAX_HEIGHT} levels below the root: at most {MAX_HEIGHT} are supported")
             stack.extend((k, v, path) for k, v in reversed(items))
         return cls.from_rows(rows)
 
@@ -348,7 +390,12 @@ def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
     Raises:
         HierarchyError: for any other type, a missing file, a name that is neither a file nor
             a table, or a malformed hierarchy.
+        InputError: ``con`` is neither None nor a DuckDB connection.
     """
+    if con is not None:
+        from .engine import check_connection  # the engine needs duckdb; this module does not
+
+        check_connection(con)
     if isinstance(source, Hierarchy):
         return source
     if isinstance(source, Path):

@@ -35,7 +35,7 @@ executed); they need not be the selections the release was trained on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +128,9 @@ def imprecision(con: duckdb.DuckDBPyConnection, release: Any, predicates: str | 
         SelectionError: a predicate that is not a union of boxes over the QIs (before any query).
         InputError: not a release; ``UnknownTableError`` if the source is gone.
     """
+    if isinstance(predicates, (bytes, Mapping)) or not isinstance(predicates, (str, Iterable)):
+        raise InputError(f"predicates must be an SQL string or a list of them, got {type(predicates).__name__} "
+                         f"{predicates!r}")
     m = load_release(con, release)
     texts = [predicates] if isinstance(predicates, str) else list(predicates)
     for t in texts:
@@ -155,7 +158,7 @@ def returned_query(m: Manifest, selections: Sequence[Selection]) -> exp.Select:
                            expression=exp.Where(this=overlap_predicate(s, g.col, rules_node_overlap))), f"r{i}")
         for i, s in enumerate(selections)
     ]
-    return exp.select(*aggregates).from_(g.table(m.rules))
+    return exp.select(*aggregates).from_(m.ref(m.rules))
 
 
 def true_query(engine: Engine, m: Manifest, selections: Sequence[Selection]) -> exp.Select:
@@ -173,7 +176,13 @@ def source_ref(engine: Engine, m: Manifest) -> exp.Table:
     still have the QI columns."""
     from .spec import _catalog, _find_source  # the source lookup anonymize() used
 
-    source = _find_source(engine, _catalog(engine), m.source, count=False)
+    objects = _catalog(engine)
+    # The manifest names the source without its schema. A release made in a schema (SET schema)
+    # from a source there sits next to it, so a source of that name in the release's schema is
+    # taken first: another schema's release of the same name, from its own source, must not read
+    # this one's. Otherwise the lookup anonymize() used (current schema, temp, unique elsewhere).
+    beside = [o for o in objects if (o[0], o[1]) == (m.catalog, m.schema) and o[2] == m.source]
+    source = _find_source(engine, beside or objects, m.source, count=False)
     missing = [q.name for q in m.qis if q.name not in source.column_names]
     if missing:
         raise UnknownColumnError(

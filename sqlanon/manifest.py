@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
+from . import catalog
 from . import sqlgen as g
 from .engine import Engine
 from .errors import InputError
@@ -60,6 +61,12 @@ class Manifest:
     size_column: str = "size"
     source_relation: tuple[str, str, str] | None = None  # (catalog, schema, name) of a catalog source
     source_columns: tuple[str, ...] = ()
+    # Where the release's objects are: the catalog and schema its rules relation was found in
+    # (None for a manifest not read from a database), and whether their unqualified names find
+    # them there (for the connection, when read), so SQL given back to the user may use them.
+    catalog: str | None = None
+    schema: str | None = None
+    bare: bool = True
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -71,6 +78,18 @@ class Manifest:
                                  self.hierarchies[q.name].labels[0] if q.kind == "hierarchy" else None)
                      for q in self.qis)
 
+    def ref(self, name: str) -> exp.Table:
+        """A reference to one of the release's objects (``m.view``, ``m.rules``, ...), qualified
+        with its catalog and schema: two schemas may hold releases of the same name, and an
+        unqualified name would bind whichever comes first on the search path."""
+        return g.table(name, self.schema, self.catalog)
+
+    def user_ref(self, name: str) -> exp.Table:
+        """:meth:`ref` for SQL given back to the user: unqualified when the name finds the
+        release's object anyway (the common case reads like the user's own SQL)."""
+        return g.table(name) if self.bare else self.ref(name)
+
+
     def live_view(self) -> LiveView | None:
         """What the live view was built from (None for a snapshot or an older manifest)."""
         if self.key is None or self.rowmap is None or self.source_relation is None:
@@ -78,7 +97,7 @@ class Manifest:
         catalog, schema, name = self.source_relation
         return LiveView(g.table(name, schema, catalog), self.source_columns, self.published_qis(), self.key,
                         self.key_declared,
-                        self.guarded, self.k, self.constraint_objects, self.rowmap, self.rules,
+                        self.guarded, self.k, self.constraint_objects, self.ref(self.rowmap), self.ref(self.rules),
                         self.region_column, self.size_column, self.class_column)
 
 
@@ -126,29 +145,57 @@ def write(engine: Engine, spec: Spec) -> None:
                                expression=g.lit(json.dumps(document))))
 
 
-def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
-    """Reload the manifest of the release whose view (or rules relation) is named ``view``."""
+def read(con: duckdb.DuckDBPyConnection, view: str, *, location: tuple[str, str] | None = None) -> Manifest:
+    """Reload the manifest of the release whose view (or rules relation) is named ``view``.
+
+    ``view`` is resolved as DuckDB resolves a name (:mod:`sqlanon.catalog`): ``schema.view`` (or
+    ``catalog.schema.view``) in that schema, an unqualified name along the search path, so
+    exactly one rules relation is read, never another schema's release of the same name.
+    ``location``: ``(catalog, schema)`` to look in instead (where a :class:`~sqlanon.Release`
+    was created). The objects named in the manifest are read in the schema the rules relation
+    is in (:meth:`Manifest.ref`).
+
+    Raises:
+        InputError: ``view`` names no release (or a view, not its rules relation, shadows it).
+    """
     engine = Engine(con)
-    rules = view if view.endswith("_rules") else f"{view}_rules"
-    found = engine.fetch_rows(
-        exp.select(g.col("comment")).from_(exp.Table(this=exp.Anonymous(this="duckdb_tables")))
-        .where(exp.EQ(this=exp.Lower(this=g.col("table_name")), expression=g.lit(rules.lower())))
-    )
+    if not isinstance(view, str) or not view:
+        raise InputError(f"release must be the name of a release's view, got {view!r}")
+    suffix = "" if view.endswith("_rules") else "_rules"
+    rules = view + suffix
+    if location is not None:
+        found = next((o for o in catalog.objects(engine) if (o.catalog, o.schema) == tuple(location)
+                      and o.name.lower() == rules.lower()), None)
+    else:
+        found = catalog.find(engine, view, suffix)
+    comment = None
+    if found is not None and found.kind == "table":
+        comment = engine.scalar(
+            exp.select(g.col("comment")).from_(exp.Table(this=exp.Anonymous(this="duckdb_tables")))
+            .where(exp.and_(*[exp.EQ(this=g.col(c), expression=g.lit(v)) for c, v in (
+                ("database_name", found.catalog), ("schema_name", found.schema), ("table_name", found.name))])))
     try:
-        document = json.loads(found[0][0]) if found else None
+        document = json.loads(comment) if comment else None
     except (TypeError, json.JSONDecodeError):
         document = None
-    if not document or document.get("sqlanon") != FORMAT:
+    if not isinstance(document, dict) or document.get("sqlanon") != FORMAT:
+        where = f" (found {found.kind} {found.catalog}.{found.schema}.{found.name})" if found else ""
         raise InputError(
-            f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest"
+            f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest{where}"
         )
+    assert found is not None
+    visible, path = catalog.objects(engine), catalog.search_path(engine)
+    here = (found.catalog, found.schema)
+    bare = all((hit := catalog.first(visible, path, document[key])) is not None and (hit.catalog, hit.schema) == here
+               for key in ("view", "rules"))
     qis = tuple(ManifestQI(q["name"], q["kind"], q["type"], q["has_null"]) for q in document["qid"])
     columns = document.get("columns") or {}
     hierarchies: dict[str, Hierarchy] = {}
     if document["hierarchies"]:
         rows = engine.fetch_rows(
             exp.select(g.col("qi"), g.col("leaf"), g.col("label"))
-            .from_(g.table(document["hierarchies"])).order_by(g.col("qi"), g.col("leaf"), g.col("level"))
+            .from_(g.table(document["hierarchies"], found.schema, found.catalog))
+            .order_by(g.col("qi"), g.col("leaf"), g.col("level"))
         )
         paths: dict[str, dict[int, list[str]]] = {}
         for qi, leaf, label in rows:
@@ -171,6 +218,7 @@ def read(con: duckdb.DuckDBPyConnection, view: str) -> Manifest:
         size_column=columns.get("size", "size"),
         source_relation=tuple(document["source_relation"]) if document.get("source_relation") else None,
         source_columns=tuple(document.get("source_columns", ())),
+        catalog=found.catalog, schema=found.schema, bare=bare,
     )
 
 

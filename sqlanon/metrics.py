@@ -205,7 +205,7 @@ def metrics(
     """
     engine = Engine(con)
     m = load_release(con, release)
-    view_ref, columns = resolve_relation(engine, m.view)
+    view_ref, columns = resolve_relation(engine, m.ref(m.view))
     types = dict(columns)
     targets = _check_columns("targets", targets, m, types)
     numeric_targets = _check_columns("numeric_targets", numeric_targets, m, types)
@@ -263,7 +263,7 @@ def metrics(
             min_variance[c] = _clean(var)
 
     chosen = m.selections if selections is None else ([selections] if isinstance(selections, str) else selections)
-    measured = imprecision(con, m.view, chosen) if chosen else None
+    measured = imprecision(con, m, chosen) if chosen else None  # m: not read again by name
 
     return Metrics(
         view=m.view,
@@ -301,6 +301,8 @@ def _clean(value: Any) -> float | None:
 def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping[str, str]) -> list[str]:
     if isinstance(names, str):
         raise InputError(f"{label} must be a list of column names, got the string {names!r}; use [{names!r}]")
+    if isinstance(names, (bytes, Mapping)) or not isinstance(names, Iterable):
+        raise InputError(f"{label} must be a list of column names, got {type(names).__name__} {names!r}")
     names = list(names)
     qi_names = {q.name: q.name for q in m.qis} | {c: q.name for q in m.qis for c in qi_columns(q)}
     seen: set[str] = set()
@@ -324,7 +326,7 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
 # -- NCP ---------------------------------------------------------------------------------------
 def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
     """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring)."""
-    rules = g.table(m.rules)
+    rules = m.ref(m.rules)
     non_empty = exp.GT(this=g.col(m.size_column), expression=g.lit(0))
     sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(g.col(m.class_column), "region"))
              .from_(view_ref.copy())

@@ -43,7 +43,7 @@ from sqlglot import exp
 
 from . import manifest
 from . import sqlgen as g
-from .engine import Engine, serialized
+from .engine import Engine, check_connection, serialized
 from .errors import (
     EngineError,
     InputError,
@@ -54,6 +54,7 @@ from .errors import (
 )
 from .hierarchy import Hierarchy
 from .manifest import Manifest, ManifestQI
+from .spec import check_bool
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _BIGINT = exp.DataType.build("BIGINT")
@@ -95,8 +96,9 @@ def regions(
             the relation read, or an output column collides with a carried column.
     """
     engine = Engine(con)
+    replace = check_bool("replace", replace)
     m = load_release(con, release)
-    ref, columns = resolve_relation(engine, table if table is not None else m.view)
+    ref, columns = resolve_relation(engine, table if table is not None else m.ref(m.view))
     query, _ = points_query(m, ref, columns, own_view=table is None)
     if name is not None:
         _create_view(engine, m, name, query, replace, relation=table if table is not None else m.view)
@@ -110,21 +112,30 @@ def regions(
 
 # -- shared with sqlanon.metrics ---------------------------------------------------------------
 def load_release(con: duckdb.DuckDBPyConnection, release: Any) -> Manifest:
-    """The manifest of a :class:`~sqlanon.Release` or of a release named by its view."""
+    """The manifest of a :class:`~sqlanon.Release` (read where it was created), of a release
+    named by its view, or a :class:`~sqlanon.manifest.Manifest` as it is (already read: reading
+    it again by name could find another schema's release of the same name)."""
+    check_connection(con)
+    if isinstance(release, Manifest):
+        return release
     view = getattr(release, "view", release)
     if not isinstance(view, str) or not view:
         raise InputError(f"release must be a sqlanon.Release or the name of a release's view, got {release!r}")
-    return manifest.read(con, view)
+    return manifest.read(con, view, location=getattr(release, "_location", None))
 
 
-def resolve_relation(engine: Engine, name: str) -> tuple[exp.Table, list[tuple[str, str]]]:
+def resolve_relation(engine: Engine, name: str | exp.Table) -> tuple[exp.Table, list[tuple[str, str]]]:
     """A table or view by name (the whole name first, then ``schema.table`` /
-    ``catalog.schema.table``) and its ``(column, type)`` list."""
-    if not isinstance(name, str) or not name:
+    ``catalog.schema.table``), or by a reference such as :meth:`Manifest.ref` gives, and its
+    ``(column, type)`` list."""
+    if isinstance(name, exp.Table):
+        candidates = [[name.name, name.db, name.catalog]]
+        name = ".".join(p for p in (name.catalog, name.db, name.name) if p)  # for the error message
+    elif not isinstance(name, str) or not name:
         raise InputError(f"table must be a non-empty string, got {name!r}")
-    candidates = [[name]] + ([name.split(".")] if 1 <= name.count(".") <= 2 else [])
+    else:
+        candidates = [[name]] + ([name.split(".")[::-1]] if 1 <= name.count(".") <= 2 else [])
     for parts in candidates:
-        parts = parts[::-1]
         ref = g.table(parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None)
         sql = engine.render(exp.Describe(this=exp.select("*").from_(ref)))
         try:
@@ -151,7 +162,7 @@ def hierarchy_nodes(h: Hierarchy, alias: str) -> exp.Values:
 def published_bounds(m: Manifest, qi: ManifestQI) -> exp.Union:
     """The distinct bound values (``q_min`` and ``q_max``) of the release's non-empty regions,
     as one column ``v`` (NULL included; callers drop it)."""
-    rules = g.table(m.rules)
+    rules = m.ref(m.rules)
 
     def side(column: str) -> exp.Select:
         return (exp.select(g.alias(g.col(column), "v")).from_(rules.copy())
@@ -190,7 +201,7 @@ def points_query(
     query = exp.select().from_(exp.alias_(ref.copy(), g.ident(x), table=True))
     if hierarchical:
         query = query.join(
-            exp.alias_(g.table(m.rules), g.ident("r"), table=True),
+            exp.alias_(m.ref(m.rules), g.ident("r"), table=True),
             on=exp.EQ(this=g.col(m.region_column, "r"), expression=g.col(m.class_column, x)), join_type="left")
     point: dict[str, tuple[exp.Expression, exp.Expression]] = {}
     for i, qi in enumerate(m.qis):
@@ -282,6 +293,7 @@ def _half_ranks(m: Manifest, qi: ManifestQI, other: exp.Table | None) -> exp.Sel
 def _create_view(engine: Engine, m: Manifest, name: str, query: exp.Select, replace: bool, relation: str) -> None:
     if not isinstance(name, str) or not name:
         raise InputError(f"name must be a non-empty string, got {name!r}")
+    engine.check_writable(f"the view {name!r}")
     protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source, relation) if n}
     if name.lower() in protected:
         raise ObjectExistsError(f"{name!r} is an object of release {m.view!r} (or its source, or the "

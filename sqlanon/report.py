@@ -21,7 +21,7 @@ import datetime as _dt
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -37,7 +37,8 @@ from .manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
-from .verify import Verification, verify
+from .spec import Source
+from .verify import Verification, verify_source
 
 FORMATS = ("html", "markdown", "json")
 #: Buckets of normalized generalization width (NCP cell loss): exactly 0, then tenths.
@@ -193,21 +194,24 @@ def collect(
     """Compute everything a report shows, in SQL (arguments as for :func:`report`)."""
     if isinstance(selections, str):
         raise InputError(f"selections must be a list of predicates, got the string {selections!r}")
+    if selections is not None and (isinstance(selections, (bytes, Mapping)) or not isinstance(selections, Iterable)):
+        raise InputError(f"selections must be a list of predicates, got {type(selections).__name__} {selections!r}")
     engine = Engine(con)
     m = load_release(con, release)
     # selections first: a predicate that does not parse fails before the heavier queries
-    imprecise = _imprecision(con, m.view, m.selections if selections is None else selections)
+    imprecise = _imprecision(con, m, m.selections if selections is None else selections)
     rebuilt, unchecked = rebuild_constraints(m.constraints)
     workload = release_workload(m)
     figures = metrics(
-        con, m.view,
+        con, m,  # the manifest as read: by name again, another schema's release could answer
         targets=workload["targets"] if targets is None else targets,
         numeric_targets=workload["numeric_targets"] if numeric_targets is None else numeric_targets,
         sensitive=workload["sensitive"] if sensitive is None else sensitive,
     )
-    checked = verify(con, m.view, m.qid, m.k, class_column=m.class_column,
-                     constraints=list(m.constraint_objects) or rebuilt)
-    view_ref, _ = resolve_relation(engine, m.view)
+    view_ref, columns = resolve_relation(engine, m.ref(m.view))
+    published = Source(m.catalog or "", m.schema or "", m.view, "view", tuple(columns), -1)
+    checked = verify_source(engine, published, m.qid, m.k, class_column=m.class_column,
+                            constraints=list(m.constraint_objects) or rebuilt)
     timings = getattr(release, "timings", None)
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
@@ -341,18 +345,18 @@ def _objects(engine: Engine, m: Manifest, view_rows: int) -> tuple[SqlObject, ..
     out = [SqlObject("published", m.view, "table" if m.materialized else "view", view_rows)]
     for role, name in (("rules", m.rules), ("row map", m.rowmap), ("hierarchies", m.hierarchies_table)):
         if name:
-            ref, _ = resolve_relation(engine, name)
+            ref, _ = resolve_relation(engine, m.ref(name))
             out.append(SqlObject(role, name, "table", int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref)))))
     return tuple(out)
 
 
-def _imprecision(con: duckdb.DuckDBPyConnection, view: str, predicates: Sequence[str]) -> tuple[tuple[str, int, int, int], ...]:
+def _imprecision(con: duckdb.DuckDBPyConnection, m: Manifest, predicates: Sequence[str]) -> tuple[tuple[str, int, int, int], ...]:
     """Per selection ``(predicate, |Pr(V)|, |Pr(T)|, imprecision)`` from
     :func:`sqlanon.imprecision.imprecision` (KDD 2006, Section 3.4: the rows of the published
     regions that overlap the predicate, the rows it selects in the source, the difference)."""
     if not predicates:
         return ()
-    result = imprecision(con, view, list(predicates))
+    result = imprecision(con, m, list(predicates))
     return tuple((p.text, p.returned, p.true, p.imprecision) for p in result.predicates)
 
 

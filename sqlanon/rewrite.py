@@ -64,6 +64,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from . import sqlgen as g
+from .engine import check_connection
 from .errors import InputError
 from .imprecision import condition_overlap
 from .manifest import Manifest
@@ -74,9 +75,12 @@ from .selection import (
     SelectionQI,
     _Parser,
     box_intersection,
+    chain_operands,
+    check_depth,
     _quote,
     _unparen,
     selection_qis_from_manifest,
+    too_deep,
 )
 
 _CLAUSES = {"expressions", "from_", "where", "group", "order", "limit", "offset", "distinct", "having", "qualify"}
@@ -117,6 +121,8 @@ def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
 
 
 def _manifest(release: Any, con: Any) -> Manifest:
+    if con is not None:  # optional here, but a wrong one is refused even when it is not needed
+        check_connection(con)
     if isinstance(release, Manifest):
         return release
     if isinstance(getattr(release, "manifest", None), Manifest):
@@ -145,6 +151,10 @@ class _Rewriter:
             parsed = [e for e in sqlglot.parse(sql, read=g.DIALECT) if e is not None]
         except (ParseError, TokenError) as e:
             raise RewriteError(f"cannot parse {sql!r}: {str(e).strip().splitlines()[0]}") from None
+        except RecursionError:  # the parser recurses per level: too deep for the interpreter's stack
+            raise too_deep(RewriteError, "query", sql) from None
+        for statement in parsed:  # before anything walks it recursively
+            check_depth(statement, RewriteError, "query", sql)
         if len(parsed) != 1:
             raise RewriteError(f"expected one SELECT statement, got {len(parsed)}: "
                                + "; ".join(_quote(e) for e in parsed))
@@ -190,8 +200,8 @@ class _Rewriter:
         # alias, so qualified references still bind; new columns are qualified the same way
         qualified = any(c.table for c in query.find_all(exp.Column))
         self.alias = table.alias or (table.name if qualified else None)
-        view = exp.alias_(g.table(self.m.view), g.ident(self.alias), table=True) if self.alias \
-            else g.table(self.m.view)
+        view = exp.alias_(self.m.user_ref(self.m.view), g.ident(self.alias), table=True) if self.alias \
+            else self.m.user_ref(self.m.view)
         source.set("this", view)
 
     # -- QI references -------------------------------------------------------------------------
@@ -302,10 +312,12 @@ class _Rewriter:
             return [({}, (node,))]
         bare = _unparen(node)
         if isinstance(bare, (exp.And, exp.Or)):
-            left, right = self.terms(bare.this), self.terms(bare.expression)
-            if isinstance(bare, exp.Or):
-                return _capped(left + right, bare)
-            return _product(left, right, bare)
+            operands = iter(chain_operands(bare))  # a long chain is walked in a loop, not recursively
+            terms = self.terms(next(operands))
+            for operand in operands:
+                more = self.terms(operand)
+                terms = _capped(terms + more, bare) if isinstance(bare, exp.Or) else _product(terms, more, bare)
+            return terms
         if isinstance(bare, exp.Not):
             child = _unparen(bare.this)
             if isinstance(child, (exp.And, exp.Or)):
@@ -353,7 +365,7 @@ class _Rewriter:
         shared = any(h.labels[n] in labels for n in range(h.n_nodes) if n not in inside)
         column = self.column(qi.name)
         if shared:
-            regions = (exp.select(g.col(self.m.region_column)).from_(g.table(self.m.rules))
+            regions = (exp.select(g.col(self.m.region_column)).from_(self.m.user_ref(self.m.rules))
                        .where(exp.In(this=g.col(f"{qi.name}_node"), expressions=[g.lit(n) for n in sorted(inside)])))
             return exp.In(this=self.column(self.m.class_column), query=exp.Subquery(this=regions))
         parts: list[exp.Expression] = []
@@ -366,12 +378,16 @@ class _Rewriter:
 
 
 def _conjuncts(node: exp.Expression):
-    bare = _unparen(node)
-    if isinstance(bare, exp.And):
-        yield from _conjuncts(bare.this)
-        yield from _conjuncts(bare.expression)
-    else:
-        yield node
+    """The top-level AND operands of a predicate, through parentheses, left to right (in a loop:
+    a chain of thousands of ANDs is flat, not deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        bare = _unparen(current)
+        if isinstance(bare, exp.And):
+            stack += [bare.expression, bare.this]
+        else:
+            yield current
 
 
 def _product(left: list[_Term], right: list[_Term], node: exp.Expression) -> list[_Term]:

@@ -67,7 +67,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -84,6 +84,12 @@ from .hierarchy import Hierarchy
 
 #: Largest number of boxes (hyper-rectangles) one selection may decompose into.
 MAX_BOXES = 256
+#: Deepest nesting of a selection (or of a query :func:`sqlanon.rewrite` reads): parentheses,
+#: NOT, casts, function calls, each operand of an operator are one level each, a chain of one
+#: operator (``a AND b AND c``) is one level. sqlglot's parser and the walks over the parsed
+#: tree recurse once per level (the parser some 25 Python frames per parenthesis), so a predicate
+#: nested thousands deep would end in a RecursionError; real ones nest a few levels.
+MAX_DEPTH = 32
 
 _INTEGER = re.compile(r"^U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)$")
 _FLOAT32 = re.compile(r"^(FLOAT|REAL|FLOAT4)$")
@@ -359,6 +365,8 @@ def parse_expression(text: str) -> exp.Expression:
         parsed = [e for e in sqlglot.parse(text, read=g.DIALECT) if e is not None]
     except (ParseError, TokenError) as e:
         raise SelectionError(f"cannot parse selection {text!r}: {_first_line(e)}") from None
+    except RecursionError:  # the parser recurses per level: too deep for the interpreter's stack
+        raise too_deep(SelectionError, "selection", text) from None
     if len(parsed) != 1:
         shown = "; ".join(_quote(e) for e in parsed)
         raise SelectionError(
@@ -372,6 +380,9 @@ def parse_expression(text: str) -> exp.Expression:
 
 def selection_from_expression(node: exp.Expression, qis: Sequence[SelectionQI], text: str | None = None) -> Selection:
     """:func:`parse_selection` for an already parsed expression."""
+    if isinstance(qis, (str, bytes, Mapping)) or not isinstance(qis, Iterable):
+        raise InputError(f"qis must be a list of SelectionQI objects, got {type(qis).__name__} {qis!r}")
+    check_depth(node, SelectionError, "selection", text)  # before anything walks it recursively
     parser = _Parser(tuple(qis))
     text = node.sql(dialect=g.DIALECT) if text is None else text
     boxes = parser.dnf(node)
@@ -382,6 +393,9 @@ class _Parser:
     def __init__(self, qis: tuple[SelectionQI, ...]) -> None:
         if not qis:
             raise InputError("a selection needs at least one QI")
+        bad = [q for q in qis if not isinstance(q, SelectionQI)]
+        if bad:
+            raise InputError(f"the QIs of a selection must be SelectionQI objects, got {bad[0]!r}")
         self.qis = qis
         self.by_name = {q.name: q for q in qis}
 
@@ -393,10 +407,12 @@ class _Parser:
                 raise SelectionError(
                     f"NOT over {'AND' if isinstance(node, exp.And) else 'OR'} is not supported: "
                     f"{_quote(negated)}; flip the comparisons inside instead")
-            left, right = self.dnf(node.this), self.dnf(node.expression)
-            if isinstance(node, exp.Or):
-                return _capped(left + right, node)
-            return _product(left, right, node)
+            operands = iter(chain_operands(node))  # a long chain is walked in a loop, not recursively
+            boxes = self.dnf(next(operands))
+            for operand in operands:
+                more = self.dnf(operand)
+                boxes = _capped(boxes + more, node) if isinstance(node, exp.Or) else _product(boxes, more, node)
+            return boxes
         if isinstance(node, exp.Not):
             return self.dnf(node.this, None if negated is not None else node)
         return [dict(b) for b in self.atom(node, negated is not None, negated or node)]
@@ -893,6 +909,49 @@ def _simplify(boxes: list[_Box], qis: tuple[SelectionQI, ...]) -> tuple[QueryBox
             kept.append(box)
     order = {q.name: i for i, q in enumerate(qis)}
     return tuple(QueryBox(tuple(sorted(b.values(), key=lambda c: order[c.name]))) for b in kept)
+
+
+# -- nesting ---------------------------------------------------------------------------------
+def chain_operands(node: exp.Expression) -> list[exp.Expression]:
+    """The operands of a chain of one binary operator, left to right (``a AND b AND c`` parses
+    as ``(a AND b) AND c``; a parenthesized operand is one operand), collected in a loop."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is type(node):
+            stack += [n.expression, n.this]  # popped left first
+        else:
+            out.append(n)
+    return out
+
+
+def nesting_depth(node: exp.Expression) -> int:
+    """Levels of ``node``'s tree as :data:`MAX_DEPTH` counts them, computed in a loop."""
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        n, depth = stack.pop()
+        deepest = max(deepest, depth)
+        for child in n.iter_expressions():
+            chained = isinstance(n, exp.Binary) and type(child) is type(n)  # one more link of a chain
+            stack.append((child, depth if chained else depth + 1))
+    return deepest
+
+
+def check_depth(node: exp.Expression, error: type[SelectionError], what: str, text: str | None = None) -> None:
+    """Refuse a parsed ``node`` nested more than :data:`MAX_DEPTH` levels deep."""
+    if nesting_depth(node) > MAX_DEPTH:
+        raise too_deep(error, what, text if text is not None else node.sql(dialect=g.DIALECT))
+
+
+def too_deep(error: type[SelectionError], what: str, text: str) -> SelectionError:
+    """The error for a ``what`` (selection, query) nested too deeply to read."""
+    shown = text if len(text) <= 120 else text[:117] + "..."
+    return error(
+        f"the {what} is too deeply nested: at most {MAX_DEPTH} levels of parentheses, NOT, casts, "
+        f"function calls and operators are supported ({len(text)} characters: {shown!r}); "
+        f"write it flatter, e.g. without redundant parentheses or double negations")
 
 
 # -- small helpers ---------------------------------------------------------------------------

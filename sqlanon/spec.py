@@ -8,9 +8,10 @@ the output names (refusing to overwrite unless ``replace=True``).
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -199,20 +200,23 @@ def resolve(
     Raises:
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
-    if not isinstance(replace, bool):
-        raise InputError(f"replace must be True or False, got {replace!r}")
+    qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
+    k = check_int("k", k, minimum=1)
+    replace = check_bool("replace", replace)
     objects = _catalog(engine)
     source = _find_source(engine, objects, table)
     qid = _check_qid(qid, source)
-    k = _check_int("k", k, minimum=1)
     if k > source.rows:
         raise InputError(
             f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
             f"partition can hold k of them."
         )
     memory_rows = (
-        DEFAULT_MEMORY_ROWS if memory_rows is None else _check_int("memory_rows", memory_rows, 0)
+        DEFAULT_MEMORY_ROWS if memory_rows is None else check_int("memory_rows", memory_rows, 0)
     )
+    if hierarchies is not None and not isinstance(hierarchies, Mapping):
+        raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
+                             f"{_shown(hierarchies)}")
     hierarchies = dict(hierarchies or {})
     unknown = sorted(set(hierarchies) - set(qid))
     if unknown:
@@ -236,6 +240,7 @@ def resolve(
                 f"or any type with a hierarchy."
             )
         qis.append(QI(name, position, data_type, kind, nulls[name]))
+    _check_finite(engine, source, qis)
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
         constraints=constraints, target=target, criterion=criterion, selections=selections,
@@ -306,9 +311,18 @@ def _file_source(engine: Engine, path: str, count: bool) -> Source:
     return Source("", "", stem, "file", columns, rows, path)
 
 
-def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
+def check_qid(qid: Any) -> list[str]:
+    """The QI list as a list of distinct column names, or an :class:`InputError`.
+
+    Any ordered iterable of strings is accepted (a list, a tuple, a pandas Index); a string, a
+    mapping or a set is not: a string would be read as one-letter columns, and the QI order
+    matters (it orders the regions and ties between QIs), which a set does not keep.
+    """
     if isinstance(qid, str):
         raise InputError(f"qid must be a list of column names, got the string {qid!r}; use [{qid!r}]")
+    if isinstance(qid, (bytes, Mapping, set, frozenset)) or not isinstance(qid, Iterable):
+        raise InputError(f"qid must be a list of column names (e.g. ['age', 'zip']), got "
+                         f"{type(qid).__name__} {_shown(qid)}")
     qid = list(qid)
     if not qid:
         raise InputError("qid is empty: name at least one quasi-identifier column")
@@ -319,6 +333,12 @@ def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
         if name in seen:
             raise InputError(f"QI {name!r} is listed twice in qid")
         seen.add(name)
+    return qid
+
+
+def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
+    qid = check_qid(qid)
+    for name in qid:
         if name not in source.column_names:
             raise UnknownColumnError(
                 f"table {source.name!r} has no column {name!r}." + did_you_mean(name, source.column_names)
@@ -326,12 +346,97 @@ def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
     return qid
 
 
-def _check_int(label: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{label} must be an integer, got {value!r}")
-    if value < minimum:
+def check_int(label: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as a Python ``int``, or an :class:`InputError` naming ``label``.
+
+    Python and numpy integers are accepted (``k=df["k"].max()`` is an ``np.int64``); the result
+    is a Python int, so it can go into JSON (the manifest) and SQL literals. Booleans are refused
+    although Python counts them as integers (``k=True`` is a mistake, not 1), and so are floats,
+    even integral ones: a count given as ``10.0`` is usually a computed value that only happens
+    to be whole.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{label} must be an integer, got {_shown(value)}")
+    if minimum is not None and value < minimum:
         raise InputError(f"{label} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def check_number(label: str, value: Any, minimum: float) -> float:
+    """``value`` as a finite Python ``float`` >= ``minimum`` (Python or numpy ints and floats,
+    never booleans), or an :class:`InputError` naming ``label``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value < minimum:
+        raise InputError(f"{label} must be a number >= {minimum:g}, got {_shown(value)}")
+    return float(value)
+
+
+def check_bool(label: str, value: Any) -> bool:
+    """``value`` as a Python ``bool``: a flag such as ``replace=`` given as ``"no"`` or ``1`` would
+    otherwise be truthy and overwrite objects."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{label} must be True or False, got {_shown(value)}")
+    return bool(value)
+
+
+def check_callable(label: str, value: Any) -> Callable[..., Any] | None:
+    """``value`` if it is None or callable (a callback such as ``progress=``); checked up front, as
+    the first call would only come after the first level of the partitioning."""
+    if value is not None and not callable(value):
+        raise InputError(f"{label} must be a function (or None), got {type(value).__name__} {_shown(value)}")
     return value
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: Float QI types: the only ones whose values can be infinite or NaN.
+_FLOAT = re.compile(r"^(FLOAT|REAL|DOUBLE|FLOAT4|FLOAT8)$")
+
+
+def _check_finite(engine: Engine, source: Source, qis: Sequence[QI]) -> None:
+    """Refuse ordered float QIs holding inf, -inf or NaN, or spanning a range that overflows.
+
+    Numeric QIs are measured by their range (the normalized range picks the QI to split, see
+    :func:`sqlanon.criteria.normalized_range`): an infinite value makes every range that holds
+    it infinite and the column's whole range ``inf``, NaN (which DuckDB sorts above ``inf``)
+    makes it undefined, and so does a finite range beyond the largest DOUBLE. Ranks would
+    still work, but widths compared across QIs would not, silently: refuse instead. One
+    aggregate over the float QIs; DECIMAL and integer types cannot hold these values.
+    """
+    floats = [q for q in qis if q.kind == "numeric" and _FLOAT.match(q.data_type.upper())]
+    if not floats:
+        return
+    aggregates: list[exp.Expression] = []
+    for q in floats:
+        value = exp.Cast(this=g.col(q.name), to=exp.DataType.build("DOUBLE"))
+        finite = exp.Anonymous(this="isfinite", expressions=[value.copy()])
+        aggregates += [
+            exp.Filter(this=exp.Count(this=exp.Star()),
+                       expression=exp.Where(this=exp.Anonymous(this="isinf", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Count(this=exp.Star()),
+                       expression=exp.Where(this=exp.Anonymous(this="isnan", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Min(this=value.copy()), expression=exp.Where(this=finite.copy())),
+            exp.Filter(this=exp.Max(this=value.copy()), expression=exp.Where(this=finite)),
+        ]
+    row = engine.fetch_rows(exp.select(*aggregates).from_(source.ref))[0]
+    for i, q in enumerate(floats):
+        infinite, nan, low, high = row[4 * i: 4 * i + 4]
+        if infinite or nan:
+            parts = [f"{infinite} infinite (inf or -inf)"] * bool(infinite) + [f"{nan} NaN"] * bool(nan)
+            raise InputError(
+                f"QI {q.name!r} ({q.data_type}) has {int(infinite) + int(nan)} row(s) that are not finite numbers: "
+                f"{' and '.join(parts)}. A numeric QI is generalized to ranges, and these make ranges "
+                f"infinite or undefined. Filter them out (a view over {source.name!r} WHERE isfinite({q.name})) "
+                f"or replace them (e.g. by NULL) first.")
+        # 2x: a column with NULLs also measures a gap below its smallest value (domain.ordered_positions)
+        if low is not None and not math.isfinite(2.0 * (float(high) - float(low))):
+            raise InputError(
+                f"QI {q.name!r} ({q.data_type}) spans from {low!r} to {high!r}: its range overflows a DOUBLE, "
+                f"so sqlanon cannot measure it. Rescale the column (e.g. divide it in a view over "
+                f"{source.name!r}) or filter the extreme rows first.")
 
 
 def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, bool]:

@@ -28,8 +28,9 @@ from . import manifest
 from .engine import Engine, serialized
 from .errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
-from .spec import _catalog, _find_source
+from .spec import Source, _catalog, _find_source, check_int, check_qid
 from .view import root_bounds, status
+from .workload import check_constraints
 
 
 @dataclass(frozen=True)
@@ -123,23 +124,41 @@ def verify(
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``), so
     fully suppressed rows form one class and count like any other.
+
+    Raises:
+        InputError: before any query, for a ``con`` that is not a DuckDB connection, a ``k`` that
+            is not a positive integer (numpy integers are fine), a malformed ``qid``, or
+            ``constraints`` that are not sqlanon constraint objects; ``UnknownTableError`` /
+            ``UnknownColumnError`` for a missing relation or column.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    if isinstance(qid, str) or not qid:
-        raise InputError("qid must be a non-empty list of column names")
-    for c in constraints:
-        if not isinstance(c, (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity)):
-            raise InputError(
-                f"constraints must be DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, "
-                f"VarianceDiversity or KAnonymity objects, got {c!r}"
-            )
-    engine = Engine(con)
+    engine = Engine(con)  # checks con first
+    try:
+        k = check_int("k", k, minimum=1)
+    except InputError:
+        raise InputError(f"k must be a positive integer, got {k!r}") from None
+    qid = check_qid(qid)
+    constraints = check_constraints(constraints)
+    if class_column is not None and (not isinstance(class_column, str) or not class_column):
+        raise InputError(f"class_column must be a column name (or None), got {class_column!r}")
     source = _find_source(engine, _catalog(engine), relation, count=False)
+    return verify_source(engine, source, qid, k, class_column=class_column, constraints=constraints)
+
+
+def verify_source(
+    engine: Engine,
+    source: Source,
+    qid: Sequence[str],
+    k: int,
+    *,
+    class_column: str | None = None,
+    constraints: Sequence[Constraint] = (),
+) -> Verification:
+    """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
+    are used), with the arguments already checked."""
     columns = class_columns(source.column_names, qid)
     if class_column is not None and class_column not in source.column_names:
         raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
-    release = _release(con, relation, source) if class_column is not None else None
+    release = _release(engine, source) if class_column is not None else None
     checked: exp.Expression = source.ref
     suppressed_rows = leaked = 0
     reasons: tuple[tuple[str, int, int], ...] = ()
@@ -176,10 +195,13 @@ def verify(
     )
 
 
-def _release(con: duckdb.DuckDBPyConnection, relation: str, source) -> Manifest | None:
-    """The manifest of the sqlanon release whose published relation ``relation`` is, if any."""
+def _release(engine: Engine, source: Source) -> Manifest | None:
+    """The manifest of the sqlanon release whose published relation ``source`` is, if any (its
+    rules relation is in the same schema)."""
+    if source.kind == "file":
+        return None
     try:
-        m = manifest.read(con, relation)
+        m = manifest.read(engine.con, source.name, location=(source.catalog, source.schema))
     except InputError:
         return None
     return m if m.view.lower() == source.name.lower() else None
@@ -199,7 +221,7 @@ def _suppressed(engine: Engine, relation: exp.Table, class_column: str, m: Manif
     query = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(leaked, "leaked"))
              .from_(exp.alias_(relation.copy(), g.ident("s"), table=True))
              .where(exp.Is(this=g.col(class_column, "s"), expression=exp.Null())))
-    root = root_bounds(qis, m.rules, m.size_column)
+    root = root_bounds(qis, m.ref(m.rules), m.size_column)
     if root is not None:
         query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
     n, bad = engine.fetch_rows(query)[0]

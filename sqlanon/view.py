@@ -66,8 +66,8 @@ class LiveView:
     guarded: tuple[str, ...]
     k: int
     constraints: tuple[Constraint, ...]
-    rowmap: str
-    rules: str
+    rowmap: str | exp.Table  # a name in the current schema, or a qualified reference
+    rules: str | exp.Table
     region_column: str
     size_column: str
     class_column: str
@@ -87,8 +87,12 @@ def rowmap_key(i: int) -> str:
     return f"key{i}"
 
 
-def _from(name: str, alias: str) -> exp.Expression:
-    return exp.alias_(g.table(name), g.ident(alias), table=True)
+def _ref(name: str | exp.Table) -> exp.Table:
+    return name.copy() if isinstance(name, exp.Table) else g.table(name)
+
+
+def _from(name: str | exp.Table, alias: str) -> exp.Expression:
+    return exp.alias_(_ref(name), g.ident(alias), table=True)
 
 
 def _sub(query: exp.Expression, alias: str) -> exp.Subquery:
@@ -165,12 +169,12 @@ def live_view(v: LiveView) -> exp.Select:
     return _with(query, with_)
 
 
-def root_bounds(qis: Sequence[PublishedQI], rules: str, size_column: str) -> exp.Select | None:
+def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
     """One row: the fully generalized bounds of every ordered QI (None without ordered QIs)."""
     ordered = [q for q in qis if q.ordered]
     if not ordered:
         return None
-    query = exp.select().from_(g.table(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
+    query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
     for q in ordered:
         low, high = q.published
         lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(

@@ -12,8 +12,9 @@ partition can meet fails with a clear error instead of a useless release.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:  # selection parses against QIs, which spec builds from this m
     from .spec import QI
 
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+
+#: The constraint classes ``constraints=`` accepts (k-anonymity with ``k`` applies anyway).
+CONSTRAINT_TYPES = (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity)
 
 
 @dataclass(frozen=True)
@@ -109,11 +113,7 @@ def resolve_workload(
                          "by default; pass constraints=[...] for the other variants)")
     for s in sensitive_list:
         chosen.append(EntropyLDiversity(s, _number("l", l, minimum=1.0)))
-    for c in constraints:
-        if not isinstance(c, (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity)):
-            raise InputError(f"constraints= takes sqlanon constraint objects, got {c!r}")
-        _check_constraint(c)
-        chosen.append(c)
+    chosen += check_constraints(constraints)
     if criterion is not None and target_list:
         raise InputError("give either target= or criterion=, not both")
     if criterion is None:
@@ -153,6 +153,8 @@ def resolve_workload(
 def _column_list(label: str, value: Any) -> list[str]:
     if value is None:
         return []
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, (str, Iterable)):
+        raise InputError(f"{label}= takes a column name or a list of them, got {value!r}")
     values = [value] if isinstance(value, str) else list(value)
     if not all(isinstance(v, str) for v in values):
         raise InputError(f"{label}= takes a column name or a list of them, got {value!r}")
@@ -160,24 +162,70 @@ def _column_list(label: str, value: Any) -> list[str]:
 
 
 def _number(label: str, value: Any, minimum: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
-        raise InputError(f"{label} must be a number >= {minimum:g}, got {value!r}")
-    return float(value)
+    from .spec import check_number  # spec imports this module
+
+    return check_number(label, value, minimum)
 
 
-def _check_constraint(c: Constraint) -> None:
-    if isinstance(c, KAnonymity) and (isinstance(c.k, bool) or not isinstance(c.k, int) or c.k < 1):
-        raise InputError(f"KAnonymity(k) needs an integer k >= 1, got {c.k!r}")
-    if isinstance(c, (DistinctLDiversity, RecursiveCLDiversity)) and (
-        isinstance(c.l, bool) or not isinstance(c.l, int) or c.l < 1
-    ):
-        raise InputError(f"{type(c).__name__} needs an integer l >= 1, got {c.l!r}")
+def check_constraints(constraints: Any) -> list[Constraint]:
+    """``constraints=`` as a list of checked constraint objects, or an :class:`InputError` naming
+    the accepted types (for :func:`sqlanon.anonymize` and :func:`sqlanon.verify` alike).
+
+    None means none; a single constraint object is taken as a list of one. Numpy numbers in a
+    constraint (``DistinctLDiversity("d", np.int64(3))``) become Python numbers, as the
+    constraint's text goes into the manifest.
+    """
+    if constraints is None:
+        return []
+    if isinstance(constraints, CONSTRAINT_TYPES):
+        constraints = [constraints]
+    accepted = ", ".join(t.__name__ for t in CONSTRAINT_TYPES)
+    if isinstance(constraints, (str, bytes, Mapping)) or not isinstance(constraints, Iterable):
+        raise InputError(f"constraints= takes a list of sqlanon constraint objects ({accepted}), got "
+                         f"{type(constraints).__name__} {constraints!r}")
+    out = []
+    for c in constraints:
+        if not isinstance(c, CONSTRAINT_TYPES):
+            raise InputError(f"constraints= takes sqlanon constraint objects ({accepted}), got "
+                             f"{type(c).__name__} {c!r}")
+        out.append(_check_constraint(c))
+    return out
+
+
+def _check_constraint(c: Constraint) -> Constraint:
+    """The constraint with its parameters checked, numpy numbers made Python numbers."""
+    if isinstance(c, KAnonymity):
+        return dataclasses.replace(c, k=_count(c, "k"))
+    if not isinstance(c.sensitive, str) or not c.sensitive:
+        raise InputError(f"{type(c).__name__} needs the sensitive column's name, got {c.sensitive!r}")
+    if isinstance(c, (DistinctLDiversity, RecursiveCLDiversity)):
+        c = dataclasses.replace(c, l=_count(c, "l"))
     if isinstance(c, EntropyLDiversity):
         _number("EntropyLDiversity l", c.l, 1.0)
+        c = dataclasses.replace(c, l=_plain(c.l))
     if isinstance(c, RecursiveCLDiversity):
         _number("RecursiveCLDiversity c", c.c, 1e-300)
+        c = dataclasses.replace(c, c=_plain(c.c))
     if isinstance(c, VarianceDiversity):
         _number("VarianceDiversity v", c.v, 0.0)
+        c = dataclasses.replace(c, v=_plain(c.v))
+    return c
+
+
+def _count(c: Constraint, name: str) -> int:
+    """An integer parameter (>= 1) of a constraint, as a Python int."""
+    from .spec import check_int  # spec imports this module
+
+    value = getattr(c, name)
+    try:
+        return check_int(name, value, 1)
+    except InputError:
+        raise InputError(f"{type(c).__name__} needs an integer {name} >= 1, got {value!r}") from None
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (its text is ``3``, not ``np.int64(3)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _with_selections(criterion: Criterion, selections: Any, qis: Sequence[QI]) -> Criterion:
