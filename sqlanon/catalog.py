@@ -35,7 +35,7 @@ class Found:
 
 def objects(engine: Engine) -> list[Found]:
     """Every table and view the connection can see (temp ones included)."""
-    return [Found(c, s, n, k) for c, s, n, k, _ in engine.fetch_rows(g.template("catalog_objects"))]
+    return [Found(c, s, n, k) for c, s, n, k, *_ in engine.fetch_rows(g.template("catalog_objects"))]
 
 
 def search_path(engine: Engine) -> list[tuple[str, str]]:

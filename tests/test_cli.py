@@ -1093,3 +1093,22 @@ def test_apply_reports_k_and_enforces_it(capsys, db):
     code, out, _ = run(capsys, "apply", db, "people_anon", "fresh", "--view", "kept2", "--enforce")
     assert code == 0 and re.search(r"^suppressed\s+\d+ classes, \d+ rows \(published fully generalized\): enforced "
                                    r"k-anonymity\(k=10\); entropy l-diversity\('city', l=2\)$", out, re.M), out
+
+
+def test_key_and_class_column_flags(capsys, db):
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE plain AS SELECT * FROM people")  # no declared key
+    con.close()
+    code, out, err = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10",
+                         "--key", "id", "--class-column", "grp")
+    assert (code, err) == (0, ""), err
+    assert re.search(r"^published\s+plain_anon \(live view of plain, key id\)$", out, re.M)
+    con = duckdb.connect(db)
+    try:
+        columns = [r[0] for r in con.execute("DESCRIBE plain_anon").fetchall()]
+        assert columns[-1] == "grp"
+        assert sqlanon.verify(con, "plain_anon", ["age", "zip"], 10, class_column="grp").ok
+    finally:
+        con.close()
+    code, out, err = run(capsys, "anonymize", db, "plain", "--qid", "age", "--k", "10", "--key", "zip", "--view", "x")
+    assert code == 2 and "does not identify" in err

@@ -256,3 +256,16 @@ def test_every_constraint_and_criterion_reaches_anonymize_kwargs(tmp_path):
         assert config.anonymize_kwargs() == {**base, **expected}, text
     path.write_text(head + 'sensitive = "s"\nl = 2\ndiversity = "recursive"\nc = 3\nvariance = { x = 1 }\n')
     assert load_config(path).constraints == [sqlanon.RecursiveCLDiversity("s", 3.0, 2), sqlanon.VarianceDiversity("x", 1.0)]
+
+
+def test_key_and_class_column_in_a_release_file(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('[release]\ntable = "t"\nkey = ["id", "part"]\nclass_column = "grp"\n'
+                    '[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
+    config = load_config(path)
+    assert config.key == ("id", "part") and config.class_column == "grp"
+    kwargs = config.anonymize_kwargs()
+    assert kwargs["key"] == ["id", "part"] and kwargs["class_column"] == "grp"
+    path.write_text('[release]\ntable = "t"\nkey = []\n[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
+    with pytest.raises(sqlanon.InputError, match="release.key"):
+        load_config(path)
