@@ -13,7 +13,6 @@ partition can meet fails with a clear error instead of a useless release.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -122,8 +121,7 @@ def resolve_workload(
         raise InputError(f"criterion= takes Median(), InfoGain(...), Regression(...), Targets(...) or "
                          f"Selections(...), got {criterion!r}")
     criterion = _with_selections(criterion, selections, qis)
-    if criterion.min_gain < 0 or not math.isfinite(criterion.min_gain):
-        raise InputError(f"min_gain must be a finite number >= 0, got {criterion.min_gain!r}")
+    _number("min_gain", criterion.min_gain, 0.0)  # a dataclass field: anything may be in it
 
     # Every referenced column exists and plays one role.
     protected = {col for c in chosen for col in c.class_columns + c.numeric_columns}

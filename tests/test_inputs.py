@@ -418,6 +418,11 @@ OTHER = {
     "parse_selection qis=[5]": lambda con: parse_selection("age > 1", [5]),
     "verify class_column=5": lambda con: sqlanon.verify(con, "people_anon", ["age"], 5, class_column=5),
     "verify qid=bytes": lambda con: sqlanon.verify(con, "people_anon", b"age", 5),
+    "anonymize min_gain='x'": lambda con: sqlanon.anonymize(
+        con, "people", qid=["age"], k=5, criterion=sqlanon.Targets(classes=["city"], min_gain="x")),
+    "anonymize min_gain=None": lambda con: sqlanon.anonymize(
+        con, "people", qid=["age"], k=5, criterion=sqlanon.Selections(["age > 3"], then=sqlanon.Targets(
+            classes=["city"], min_gain=None))),
 }
 
 
