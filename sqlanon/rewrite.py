@@ -75,8 +75,8 @@ from .selection import (
     SelectionQI,
     _Parser,
     box_intersection,
-    chain_operands,
     check_depth,
+    fold_chain,
     _quote,
     _unparen,
     selection_qis_from_manifest,
@@ -312,12 +312,7 @@ class _Rewriter:
             return [({}, (node,))]
         bare = _unparen(node)
         if isinstance(bare, (exp.And, exp.Or)):
-            operands = iter(chain_operands(bare))  # a long chain is walked in a loop, not recursively
-            terms = self.terms(next(operands))
-            for operand in operands:
-                more = self.terms(operand)
-                terms = _capped(terms + more, bare) if isinstance(bare, exp.Or) else _product(terms, more, bare)
-            return terms
+            return fold_chain(bare, self.terms, _capped, _product)
         if isinstance(bare, exp.Not):
             child = _unparen(bare.this)
             if isinstance(child, (exp.And, exp.Or)):

@@ -407,12 +407,7 @@ class _Parser:
                 raise SelectionError(
                     f"NOT over {'AND' if isinstance(node, exp.And) else 'OR'} is not supported: "
                     f"{_quote(negated)}; flip the comparisons inside instead")
-            operands = iter(chain_operands(node))  # a long chain is walked in a loop, not recursively
-            boxes = self.dnf(next(operands))
-            for operand in operands:
-                more = self.dnf(operand)
-                boxes = _capped(boxes + more, node) if isinstance(node, exp.Or) else _product(boxes, more, node)
-            return boxes
+            return fold_chain(node, self.dnf, _capped, _product)
         if isinstance(node, exp.Not):
             return self.dnf(node.this, None if negated is not None else node)
         return [dict(b) for b in self.atom(node, negated is not None, negated or node)]
@@ -924,6 +919,18 @@ def chain_operands(node: exp.Expression) -> list[exp.Expression]:
         else:
             out.append(n)
     return out
+
+
+def fold_chain(node: exp.Expression, part, capped, product) -> list:
+    """The DNF of an AND/OR chain from the DNF of each operand (``part``): an OR concatenates
+    the operands' terms (``capped`` bounds their number), an AND takes their ``product``. A long
+    chain is walked in a loop, not recursively."""
+    operands = iter(chain_operands(node))
+    terms = part(next(operands))
+    for operand in operands:
+        more = part(operand)
+        terms = capped(terms + more, node) if isinstance(node, exp.Or) else product(terms, more, node)
+    return terms
 
 
 def nesting_depth(node: exp.Expression) -> int:
