@@ -116,14 +116,17 @@ def verify(
         qid: the quasi-identifiers; a QI published as a range may be named by its base name
             (``age`` stands for ``age_min`` and ``age_max``).
         k: the requirement.
-        class_column: optionally, a column that every row must have (``eq_class`` of a
-            release); rows where it is NULL are counted as ``unplaced`` and fail the check.
+        class_column: optionally, the class column (``eq_class`` of a release). Rows where it
+            is NULL are counted as ``unplaced``: for a sqlanon release (its manifest names the
+            relation) they are its suppressed rows, which form no class and must each be fully
+            generalized; for any other relation they fail the check.
         constraints: further constraints to check per class (``DistinctLDiversity``,
             ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``), each with
             its own SQL statement over the relation.
 
-    Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``), so
-    fully suppressed rows form one class and count like any other.
+    Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``); without
+    a release's class column, rows with identical published values form one class like any
+    other.
 
     Raises:
         InputError: before any query, for a ``con`` that is not a DuckDB connection, a ``k`` that

@@ -34,6 +34,7 @@ from sqlglot import exp
 from . import sqlgen as g
 from .class_checks import BAD, per_class_query
 from .constraints import Constraint, KAnonymity
+from .spec import free_name
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"
@@ -75,11 +76,7 @@ class LiveView:
     @property
     def region_alias(self) -> str:
         """The matched rows' region column: a name none of the source's columns has."""
-        taken = {c.lower() for c in self.columns}
-        name = "__sqlanon_region"
-        while name.lower() in taken:
-            name += "_"
-        return name
+        return free_name("__sqlanon_region", self.columns)
 
 
 def rowmap_key(i: int) -> str:

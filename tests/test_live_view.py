@@ -260,7 +260,7 @@ def test_random_dml_never_breaks_the_requirement(ops, constraint):
 def test_hierarchical_qi_named_like_a_rules_column(name):
     con = duckdb.connect()
     con.execute(f'CREATE TABLE t (id INTEGER PRIMARY KEY, "{name}" VARCHAR, age INTEGER)')
-    con.execute(f"INSERT INTO t SELECT i, ['north', 'south', 'east', 'west'][i % 4 + 1], i % 40 FROM range(400) r(i)")
+    con.execute("INSERT INTO t SELECT i, ['north', 'south', 'east', 'west'][i % 4 + 1], i % 40 FROM range(400) r(i)")
     tree = {"*": {"ns": ["north", "south"], "ew": ["east", "west"]}}
     release = sqlanon.anonymize(con, "t", [name, "age"], k=10, hierarchies={name: tree})
     assert release.verification.ok and release.rows == 400
