@@ -16,7 +16,7 @@ reused; its own file, so a concurrent ``bench_core.py`` run is not disturbed):
            scan-equivalent;
 * copy     ``CREATE TABLE ... AS SELECT * FROM fresh`` (a persistent table, committed, then
            dropped): the cost of writing N rows, which any recoding into a table pays;
-* apply    ``sqlanon.apply.apply(con, f"train_k{k}", fresh, view=..., replace=True)`` -- wall time
+* apply    ``sqlanon.release.apply.apply(con, f"train_k{k}", fresh, view=..., replace=True)`` -- wall time
            (best of ``--repeat``), the tree depth, rows placed, its own ``timings``;
 * ratios   apply / scan and apply / copy;
 * check    apply on the training table itself reproduces the release's view (EXCEPT ALL both
@@ -49,10 +49,10 @@ sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
 import sqlanon  # noqa: E402
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
 from machine import machine  # noqa: E402
-from sqlanon import sqlgen as g  # noqa: E402
-from sqlanon.apply import _boxes, _bounds_table, apply, guillotine  # noqa: E402
-from sqlanon.engine import Engine  # noqa: E402
-from sqlanon.regions import load_release  # noqa: E402
+from sqlanon.engine import sqlgen as g  # noqa: E402
+from sqlanon.release.apply import _boxes, _bounds_table, apply, guillotine  # noqa: E402
+from sqlanon.engine.base import Engine  # noqa: E402
+from sqlanon.release.regions import load_release  # noqa: E402
 
 TRAIN = "agrawal"
 

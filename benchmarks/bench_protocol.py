@@ -11,7 +11,7 @@ The protocol, for every data set, fold, k and criterion (Median or InfoGain Mond
    ``adult.test.data``; CMC: stratified 10-fold cross-validation);
 2. ``sqlanon.anonymize`` chooses the recoding from the training set only (``target=`` the class
    label for InfoGain, ``criterion=sqlanon.Median()`` for Median);
-3. ``sqlanon.apply.apply`` recodes the test set with the same stored rules;
+3. ``sqlanon.release.apply.apply`` recodes the test set with the same stored rules;
 4. both are turned into points by ``sqlanon.regions`` ("learning from regions", Section 5.2:
    per QI the region's lower and upper bound; a hierarchical QI as its node's leaf-code
    interval in the hierarchy's DFS order), the classifiers are trained on the training points
@@ -80,8 +80,8 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import sqlanon  # noqa: E402
 from machine import machine  # noqa: E402
 from sqlanon import datasets  # noqa: E402
-from sqlanon import sqlgen as g  # noqa: E402
-from sqlanon.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
+from sqlanon.engine import sqlgen as g  # noqa: E402
+from sqlanon.model.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
 
 try:
     from sklearn.ensemble import RandomForestClassifier
@@ -243,7 +243,7 @@ def region_majority(train: pd.DataFrame, test: pd.DataFrame, target: str) -> tup
 # -- one release ------------------------------------------------------------------------------------
 def apply_function() -> Callable[..., Any]:
     try:
-        from sqlanon.apply import apply
+        from sqlanon.release.apply import apply
     except ImportError as e:
         raise SystemExit(f"sqlanon.apply is not available ({e}); the anonymized runs need it") from e
     return apply

@@ -19,7 +19,7 @@ C2 (Agrawal et al., 1993) is a union of three age x salary boxes::
 
 Imprecision is ``|Pr(V)| - |Pr(T)|`` of the C2 predicate over the published view: rows of every
 class whose published box overlaps one of the boxes, minus the rows satisfying C2
-(:func:`sqlanon.imprecision.imprecision`). Everything runs in one process on one in-memory
+(:func:`sqlanon.release.imprecision.imprecision`). Everything runs in one process on one in-memory
 DuckDB, on the same data; the table gives imprecision and seconds per run.
 """
 

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_view.py [--rows 1000000] [--k 100] [--repeat 3]
 
-A live view (a source with a key, :mod:`sqlanon.view`) re-checks the release's requirement each
+A live view (a source with a key, :mod:`sqlanon.publish.view`) re-checks the release's requirement each
 time it is read: it joins the source to the row map on the key and the hash of the guarded
 columns, counts every class (and, with l-diversity, the sensitive values per class) and
 suppresses the classes that no longer qualify. In one run, on an in-memory DuckDB:

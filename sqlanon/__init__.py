@@ -11,15 +11,15 @@ True
 from __future__ import annotations
 
 from .api import Release, anonymize
-from .apply import Applied, apply
-from .constraints import (
+from .release.apply import Applied, apply
+from .model.constraints import (
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from .criteria import InfoGain, Median, Regression, Selections, Targets
+from .model.criteria import InfoGain, Median, Regression, Selections, Targets
 from .errors import (
     EngineError,
     HierarchyError,
@@ -33,15 +33,15 @@ from .errors import (
     UnsupportedTypeError,
     VerificationError,
 )
-from .hierarchy import Hierarchy, load_hierarchy
-from .imprecision import Imprecision, imprecision
-from .metrics import Metrics, metrics
-from .partition import Progress
-from .regions import regions
-from .report import report
-from .rewrite import RewriteError, rewrite
-from .selection import SelectionError, parse_selection
-from .verify import Verification, verify
+from .model.hierarchy import Hierarchy, load_hierarchy
+from .release.imprecision import Imprecision, imprecision
+from .release.metrics import Metrics, metrics
+from .mondrian.builder import Progress
+from .release.regions import regions
+from .release.report import report
+from .release.rewrite import RewriteError, rewrite
+from .model.selection import SelectionError, parse_selection
+from .publish.verify import Verification, verify
 
 __version__ = "0.1.0"
 

@@ -9,18 +9,20 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
-from . import manifest
-from . import sqlgen as g
-from .constraints import Constraint
-from .criteria import Criterion
-from .domain import Domain, build_domains, encode
-from .engine import Engine, serialized
+from .publish import manifest
+from .engine import sqlgen as g
+from .model.constraints import Constraint
+from .model.criteria import Criterion
+from .model.domain import Domain
+from .mondrian.encode import build_domains, encode
+from .engine.base import Engine, serialized
 from .laps import Laps
 from .errors import EngineError, InputError, ObjectExistsError, SqlanonError, VerificationError
-from .partition import Partitioner, Progress, Regions, finish_in_memory
-from .rules import create_rowmap, create_rules, publish
-from .spec import Spec, _current, check_callable, free_name, resolve
-from .verify import Verification, verify
+from .mondrian.builder import Partitioner, Progress, Regions, finish_in_memory
+from .publish.rules import create_rowmap, create_rules, publish
+from .request.checks import check_callable
+from .request.spec import Spec, _current, free_name, resolve
+from .publish.verify import Verification, verify
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Release:
         view: the anonymized view (a table when ``materialized``): one row per source row,
             non-QI columns unchanged, each ordered QI ``q`` replaced by ``q_min``/``q_max``,
             each hierarchical QI by its node label, plus ``eq_class``.
-        rules: the rules relation (one row per region; see :mod:`sqlanon.rules`).
+        rules: the rules relation (one row per region; see :mod:`sqlanon.publish.rules`).
         rowmap: the row map the view joins on (None when materialized).
         hierarchies: the table keeping the hierarchies of hierarchical QIs (None if there are
             none); with the JSON comment on ``rules`` it lets the release reload by name.
@@ -77,14 +79,14 @@ class Release:
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
-        view, computed in SQL: see :func:`sqlanon.imprecision.imprecision`."""
+        view, computed in SQL: see :func:`sqlanon.release.imprecision.imprecision`."""
         chosen = self.selections if predicates is None else predicates
         if not chosen:
             raise InputError("this release has no selections: pass the predicates to measure")
         con = getattr(self, "_con", None)  # set by anonymize(); not a field, so asdict() works
         if con is None:
             raise InputError("this Release carries no connection: use sqlanon.imprecision(con, release, ...)")
-        from .imprecision import imprecision  # builds on this module's Release
+        from .release.imprecision import imprecision  # builds on this module's Release
 
         return imprecision(con, self, chosen)
 
@@ -129,7 +131,7 @@ def anonymize(
         memory_rows: partitions of at most this many rows are finished in memory (numpy), in
             batches of about this many rows; larger ones are split in SQL. 0 keeps everything in
             SQL. The result does not depend on it.
-        progress: called after every tree level with a :class:`~sqlanon.partition.Progress`.
+        progress: called after every tree level with a :class:`~sqlanon.mondrian.builder.Progress`.
         sensitive, l: entropy l-diversity of each ``sensitive`` column (KDD 2006, Section 3.1):
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
@@ -140,12 +142,12 @@ def anonymize(
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,
             ``Regression(...)``, ``Targets(...)``, ``Selections(...)``), e.g. with ``min_gain``.
         selections: the SQL predicates analysts will run (over the QIs; see
-            :mod:`sqlanon.selection`): Selection Mondrian (KDD 2006, Section 3.4) first splits to
+            :mod:`sqlanon.model.selection`): Selection Mondrian (KDD 2006, Section 3.4) first splits to
             minimize their imprecision, then continues with the criterion above in each region.
         key: the column(s) that identify a source row (unique, never NULL). Default: the
             table's declared PRIMARY KEY, else a declared UNIQUE key. With a key the release is
             a live view over the source that stays fail-closed while the source changes (see
-            :mod:`sqlanon.view`); without one it is a snapshot table.
+            :mod:`sqlanon.publish.view`); without one it is a snapshot table.
         class_column: name of the equivalence-class column (default ``eq_class``, or
             ``eq_class_1``, ... if the source has a column of that name).
 

@@ -3,11 +3,11 @@
 =================  ===================================================================
 ``demo``           :func:`sqlanon.anonymize` on the bundled Adult data (in memory)
 ``anonymize``      :func:`sqlanon.anonymize` (flags, or a TOML release file:
-                   :mod:`sqlanon.config`); files in, files out with ``--out``
+                   :mod:`sqlanon.request.config`); files in, files out with ``--out``
 ``verify``         :func:`sqlanon.verify`, listing the violating classes
-``explain``        :func:`sqlanon.spec.resolve` plus the SQL each step would run
-``report``         :func:`sqlanon.report.report`: HTML, Markdown or JSON
-``apply``          :func:`sqlanon.apply.apply`: recode another table with a release's rules
+``explain``        :func:`sqlanon.request.spec.resolve` plus the SQL each step would run
+``report``         :func:`sqlanon.release.report.report`: HTML, Markdown or JSON
+``apply``          :func:`sqlanon.release.apply.apply`: recode another table with a release's rules
 ``install-macros`` runs ``sql/macros.sql``: the checks as DuckDB table macros
 =================  ===================================================================
 
@@ -35,11 +35,12 @@ from typing import Any, TextIO
 import duckdb
 from sqlglot import exp
 
-from . import __version__, manifest
-from . import sqlgen as g
+from . import __version__
+from .publish import manifest
+from .engine import sqlgen as g
 from .api import Release, anonymize
-from .apply import Applied, apply
-from .config import (
+from .release.apply import Applied, apply
+from .request.config import (
     CRITERIA,
     DATA_SUFFIXES,
     DIVERSITIES,
@@ -52,15 +53,15 @@ from .config import (
     load_config,
     privacy_constraints,
 )
-from .constraints import Constraint, KAnonymity
-from .engine import Engine
+from .model.constraints import Constraint, KAnonymity
+from .engine.base import Engine
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
-from .partition import Progress
-from .report import FORMATS, collect, render
-from .spec import resolve
-from .verify import Verification, verify
-from .violations import Violations, violations
+from .mondrian.builder import Progress
+from .release.report import FORMATS, collect, render
+from .request.spec import resolve
+from .publish.verify import Verification, verify
+from .publish.violations import Violations, violations
 
 #: Violating classes listed by ``sqlanon verify`` (the rest are counted).
 MAX_LISTED = 20
@@ -307,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
         usage="sqlanon explain DB TABLE --qid COLS --k N [options]\n"
               "       sqlanon explain FILES --qid COLS --k N [options]\n"
               "       sqlanon explain [DB [TABLE]] --config RELEASE.toml [options]",
-        description="Validate an anonymize request against the database (sqlanon.spec.resolve) and print\n"
+        description="Validate an anonymize request against the database (sqlanon.request.spec.resolve) and print\n"
                     "the SQL each step runs, in DuckDB's dialect, without running anything that writes\n"
                     "(the database is opened read-only). Statements marked [ran] are the read-only lookups\n"
                     "explain itself ran; per-level statements are shown for the root level; values that\n"
@@ -457,7 +458,7 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
 
 
 def _release_file_help() -> str:
-    """The release-file schema, section by section (from :data:`sqlanon.config.SCHEMA`)."""
+    """The release-file schema, section by section (from :data:`sqlanon.request.config.SCHEMA`)."""
     lines = ["release file (--config RELEASE.toml; flags override its values; see sqlanon.config):"]
     lines += [f"  {section:<11}{', '.join(keys)}" for section, keys in SCHEMA]
     lines.append("  e.g. [privacy] k = 10, sensitive = [\"diagnosis\"], l = 3, diversity = \"recursive\", c = 2,")
@@ -662,7 +663,7 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
 def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str, Any]:
     """The constraint settings (``sensitive``, ``l``, ``diversity``, ``c``, ``variance``): each
     flag overrides the release file's key; checked one by one here, together by
-    :func:`sqlanon.config.check_request`."""
+    :func:`sqlanon.request.config.check_request`."""
     if args.l is not None and not args.l >= 1:
         raise UsageError(f"--l must be a number >= 1, got {args.l:g}")
     if args.c is not None and not args.c > 0:

@@ -9,10 +9,10 @@ from types import MappingProxyType
 import duckdb
 from sqlglot import exp
 
-from . import sqlgen as g
-from .engine import Engine, check_connection
+from .engine import sqlgen as g
+from .engine.base import Engine, check_connection
 from .errors import InputError, ObjectExistsError
-from .hierarchy import Hierarchy
+from .model.hierarchy import Hierarchy
 
 #: Columns of the ARX copy of UCI Adult, each with a bundled hierarchy.
 ADULT_COLUMNS = (

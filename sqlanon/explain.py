@@ -15,17 +15,17 @@ import duckdb
 import numpy as np
 from sqlglot import exp
 
-from . import manifest
-from . import sqlgen as g
+from .publish import manifest
+from .engine import sqlgen as g
 from .api import _working_source
-from .criteria import rank
-from .domain import build_domains, encode
-from .engine import Engine, Statement, serialized
-from .partition import Partitioner, Regions
-from .rules import create_rowmap, create_rules, publish
-from .spec import Spec, _current, resolve
-from .split import Children
-from .working import batch_query, extents_query, groups_query, repartition
+from .model.criteria import rank
+from .mondrian.encode import build_domains, encode
+from .engine.base import Engine, Statement, serialized
+from .mondrian.builder import Partitioner, Regions
+from .publish.rules import create_rowmap, create_rules, publish
+from .request.spec import Spec, _current, resolve
+from .mondrian.split import Children
+from .mondrian.levels import batch_query, extents_query, groups_query, repartition
 
 
 class _NeedsData(Exception):

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.hierarchy import Hierarchy
+from sqlanon.model.hierarchy import Hierarchy
 from tests.reference_mondrian import reference_mondrian
 
 MEMORY = [0, 7, 10**9]  # pure SQL, mixed, pure in-memory

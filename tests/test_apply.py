@@ -33,8 +33,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.apply import Applied, apply, guillotine
-from sqlanon.hierarchy import Hierarchy
+from sqlanon.release.apply import Applied, apply, guillotine
+from sqlanon.model.hierarchy import Hierarchy
 
 J = {"*": {"P": {"P1": ["a", "b"], "P2": ["c"]}, "Q": ["d", "e", "f"]}}
 ORDERED = ["i", "f", "d", "ts", "s"]

@@ -21,10 +21,10 @@ import pytest
 
 import sqlanon
 from conftest import make_people, objects
-from sqlanon import engine
+from sqlanon.engine import base as engine
 from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
-from sqlanon.imprecision import imprecision as imprecision_of
+from sqlanon.release.imprecision import imprecision as imprecision_of
 
 ROOT = Path(__file__).absolute().parent.parent  # the checkout, whatever is installed
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
@@ -102,7 +102,7 @@ def test_help_of_every_command_is_complete(capsys, command):
 
 def test_select_reaches_the_library(capsys, db, tmp_path):
     """--select (repeatable) and [workload] selections give Selection Mondrian; both land in the manifest."""
-    from sqlanon import manifest
+    from sqlanon.publish import manifest
 
     predicates = ["age > 40 AND zip = 3", "age < 10"]
     code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "5",
@@ -136,7 +136,7 @@ def test_workload_flags_reach_the_library(capsys, db):
     """--sensitive/--l give entropy l-diversity, --target the criterion; both land in the manifest."""
     import duckdb
 
-    from sqlanon import manifest
+    from sqlanon.publish import manifest
 
     code, out, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "5",
                          "--sensitive", "city", "--l", "1.5", "--target", "id", "--view", "wl")
@@ -170,7 +170,7 @@ def test_anonymize_a_table_in_a_database_file(capsys, db, tmp_path):
     try:
         check = sqlanon.verify(con, "people_anon", ["age", "zip", "city"], 10)
         assert check.ok and check.rows == 500
-        assert sqlanon.manifest.read(con, "people_anon").hierarchies["city"].n_leaves == 5
+        assert sqlanon.publish.manifest.read(con, "people_anon").hierarchies["city"].n_leaves == 5
     finally:
         con.close()
 
@@ -777,7 +777,7 @@ def test_constraint_flag_errors(capsys, db, flags, fragment):
 def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
     """Each constraint kind from flags and from a release file lands in the manifest, and the
     summary prints the constraints and the criterion."""
-    from sqlanon import manifest
+    from sqlanon.publish import manifest
 
     cases = [
         (["--sensitive", "city", "--l", "3", "--diversity", "distinct"], "distinct l-diversity('city', l=3)",
@@ -823,7 +823,7 @@ def labelled(db) -> str:
 def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
     """An integer-coded label runs Regression when the types choose; --criterion infogain (or
     criterion = "infogain" in the release file) runs InfoGain; the summary says which."""
-    from sqlanon import manifest
+    from sqlanon.publish import manifest
 
     db = labelled
     base = ["anonymize", db, "patients", "--qid", "age,zip", "--k", "10"]
@@ -914,7 +914,7 @@ def test_library_errors_speak_in_flags(capsys, db):
 # -- help, explain, closed pipes -----------------------------------------------------------------------
 @pytest.mark.parametrize("command", ["anonymize", "explain"])
 def test_release_file_help_lists_every_section_and_key(capsys, command):
-    from sqlanon.config import SCHEMA
+    from sqlanon.request.config import SCHEMA
 
     code, out, _ = run(capsys, command, "--help")
     assert code == 0
@@ -1039,7 +1039,7 @@ def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monke
     assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
     con = duckdb.connect(db, read_only=True)
     try:
-        assert sqlanon.manifest.read(con, "people_anon").k == 20
+        assert sqlanon.publish.manifest.read(con, "people_anon").k == 20
     finally:
         con.close()
     # and when the COPY works, --replace with --out replaces the release and writes the file
@@ -1050,7 +1050,7 @@ def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monke
     con = duckdb.connect(db, read_only=True)
     try:
         assert con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0] == 500
-        assert sqlanon.manifest.read(con, "people_anon").k == 5
+        assert sqlanon.publish.manifest.read(con, "people_anon").k == 5
     finally:
         con.close()
     assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb", "pub.parquet"]

@@ -60,6 +60,6 @@ def test_racing_publications_of_one_name(tmp_path, replace):
     assert isinstance(lost[0], sqlanon.ObjectExistsError), repr(lost[0])
     check = sqlanon.verify(con, "pub", ["age", "zip"], won[0].k, class_column="eq_class")
     assert check.ok and check.rows == 3000
-    assert sqlanon.manifest.read(con, "pub").k == won[0].k
+    assert sqlanon.publish.manifest.read(con, "pub").k == won[0].k
     left = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__sqlanon%'").fetchall()[0][0]
     assert left == 0

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import sqlanon
-from sqlanon.config import ConfigError, QIConfig, ReleaseConfig, load_config
+from sqlanon.request.config import ConfigError, QIConfig, ReleaseConfig, load_config
 
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import sqlanon
-from sqlanon import partition
+from sqlanon.mondrian import builder as partition
 
 
 @st.composite
@@ -60,7 +60,7 @@ def test_counting_and_sorting_give_the_same_partition(kw, frame):
 def test_counted_groups_equal_sorted_groups(frame, seed):
     """The groups of one layer both ways: same pairs, codes, counts and integer sums; float
     sums equal up to the order of addition."""
-    from sqlanon.stats import StatColumn
+    from sqlanon.model.stats import StatColumn
 
     rng = np.random.default_rng(seed)
     M = len(frame)

@@ -19,7 +19,7 @@ from conftest import make_people, objects, quote, temp_objects
 
 import sqlanon
 import sqlanon.api
-import sqlanon.partition
+import sqlanon.mondrian.builder
 from sqlanon import (
     HierarchyError,
     InputError,
@@ -594,8 +594,8 @@ def _raise(*args, **kwargs):
 # (module, attribute, replacement factory, memory_rows): each crashes at a different step
 CRASHES = {
     "encode": (sqlanon.api, "encode", lambda real: _raise, None),
-    "run_sql": (sqlanon.partition, "repartition", lambda real: _raise, 0),
-    "run_memory": (sqlanon.partition.Partitioner, "run_memory", lambda real: _raise, None),
+    "run_sql": (sqlanon.mondrian.builder, "repartition", lambda real: _raise, 0),
+    "run_memory": (sqlanon.mondrian.builder.Partitioner, "run_memory", lambda real: _raise, None),
     "create_rules": (sqlanon.api, "create_rules", _raise_after, None),
     "create_rowmap": (sqlanon.api, "create_rowmap", _raise_after, None),
     "publish": (sqlanon.api, "publish", _raise_after, None),
@@ -681,7 +681,7 @@ def test_no_temp_objects_after_success(con, mixed):
 def test_temp_objects_exist_during_a_run_and_carry_the_prefix(con, mixed, monkeypatch):
     """The emptiness checks above are meaningful: mid-run, temp_objects() sees the run's tables."""
     seen: list[list[str]] = []
-    real = sqlanon.partition.Partitioner.run_memory
+    real = sqlanon.mondrian.builder.Partitioner.run_memory
 
     def spy(self, *args, **kwargs):
         seen.append(temp_objects(con))
@@ -689,7 +689,7 @@ def test_temp_objects_exist_during_a_run_and_carry_the_prefix(con, mixed, monkey
             "SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()])
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_memory", spy)
+    monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_memory", spy)
     sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5)
     ours, all_temporary = seen[0], seen[1]
     assert ours and sorted(all_temporary) == ours

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon import manifest
+from sqlanon.publish import manifest
 from sqlanon.errors import InputError, UnknownTableError
-from sqlanon.hierarchy import Hierarchy
-from sqlanon.imprecision import Imprecision, imprecision
-from sqlanon.selection import Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.release.imprecision import Imprecision, imprecision
+from sqlanon.model.selection import Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
 from tests import sql_logic
 
 H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}

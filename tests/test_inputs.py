@@ -24,11 +24,12 @@ from conftest import make_people, objects, temp_objects
 
 import sqlanon
 import sqlanon.datasets
-import sqlanon.partition
-from sqlanon import HierarchyError, InputError, SelectionError, SqlanonError, manifest
-from sqlanon.hierarchy import Hierarchy, load_hierarchy
-from sqlanon.regions import load_release
-from sqlanon.selection import SelectionQI, parse_selection
+import sqlanon.mondrian.builder
+from sqlanon import HierarchyError, InputError, SelectionError, SqlanonError
+from sqlanon.publish import manifest
+from sqlanon.model.hierarchy import Hierarchy, load_hierarchy
+from sqlanon.release.regions import load_release
+from sqlanon.model.selection import SelectionQI, parse_selection
 
 CITY = {"*": {"x0-1": ["x0", "x1"], "x2-4": ["x2", "x3", "x4"]}}
 
@@ -140,7 +141,7 @@ def test_progress_that_is_not_callable(con, people, monkeypatch, progress):
     def never(*args, **kwargs):
         raise AssertionError("partitioning started")
 
-    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_sql", never)
+    monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", never)
     msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, progress=progress)
     assert msg.startswith("progress must be a function")
 
@@ -296,7 +297,7 @@ def test_too_many_boxes_is_still_the_box_error(con, released):
 def test_non_finite_float_qi_is_refused(con, monkeypatch, bad, rows, fragment, float_type):
     con.execute(f"CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 3 THEN ({bad})::{float_type} "
                 f"ELSE (i % 50)::{float_type} END AS x, i % 7 AS z FROM range(200) t(i)")
-    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
+    monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
     msg = refused(con, InputError, sqlanon.anonymize, con, "t", qid=["z", "x"], k=5)
     assert msg.startswith(f"QI 'x' ({float_type}) has {rows} row(s) that are not finite numbers: {fragment}.")
     assert "isfinite(x)" in msg
@@ -340,7 +341,7 @@ def read_only(tmp_path):
 
 def test_anonymize_on_a_read_only_database_is_refused_up_front(read_only, monkeypatch):
     con, path = read_only
-    monkeypatch.setattr(sqlanon.partition.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
+    monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
     before = objects(con)
     with pytest.raises(InputError) as info:
         sqlanon.anonymize(con, "people", qid=["age"], k=5, view="second")
@@ -522,8 +523,8 @@ def test_release_made_from_a_qualified_source_with_a_dotted_view_name(con, two_s
     ["USE other.x", "SET search_path = 'memory.s1'"],
 ])
 def test_name_resolution_agrees_with_duckdb(con, setup):
-    from sqlanon import catalog
-    from sqlanon.engine import Engine
+    from sqlanon.engine import catalog
+    from sqlanon.engine.base import Engine
 
     con.execute("ATTACH ':memory:' AS other")
     con.execute("CREATE SCHEMA s1; CREATE SCHEMA s2; CREATE SCHEMA other.x")

@@ -264,7 +264,7 @@ def test_hierarchical_qi_named_like_a_rules_column(name):
     tree = {"*": {"ns": ["north", "south"], "ew": ["east", "west"]}}
     release = sqlanon.anonymize(con, "t", [name, "age"], k=10, hierarchies={name: tree})
     assert release.verification.ok and release.rows == 400
-    m = sqlanon.manifest.read(con, release.view)
+    m = sqlanon.publish.manifest.read(con, release.view)
     assert name not in (m.region_column, m.size_column)
     rules = [r[0] for r in con.execute(f"DESCRIBE {release.rules}").fetchall()]
     assert rules[:2] == [m.region_column, m.size_column] and name in rules

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.cli import install_macros, macros_path
-from sqlanon.verify import class_columns
+from sqlanon.publish.verify import class_columns
 
 TOLERANCE = 1e-9  # the macros' relative tolerance for the entropy and variance thresholds
 MACROS = ["sqlanon_class_sizes", "sqlanon_distinct_l_check", "sqlanon_entropy_l_check", "sqlanon_k_check",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import sqlanon
-from sqlanon import manifest
+from sqlanon.publish import manifest
 
 
 def test_release_reloads_by_name_with_identical_hierarchies(con):

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.hierarchy import Hierarchy
-from sqlanon.metrics import Metrics, metrics
-from sqlanon.regions import regions
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.release.metrics import Metrics, metrics
+from sqlanon.release.regions import regions
 
 JOBS = {"*": {"medical": ["nurse", "doctor"], "office": ["clerk", "cashier"]}}
 H3 = math.log2(3) - 2 / 3  # H(1/3, 2/3) in bits

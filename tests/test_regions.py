@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.hierarchy import Hierarchy
-from sqlanon.regions import regions
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.release.regions import regions
 
 J = {"*": {"P": {"P1": ["a", "b"], "P2": ["c"]}, "Q": ["d", "e", "f"]}}
 QID = ["a", "d", "ts", "s", "j"]

@@ -17,9 +17,9 @@ import pytest
 
 import sqlanon
 from conftest import quote
-from sqlanon import manifest
-from sqlanon.imprecision import imprecision as imprecision_of
-from sqlanon.report import (
+from sqlanon.publish import manifest
+from sqlanon.release.imprecision import imprecision as imprecision_of
+from sqlanon.release.report import (
     WIDTH_BUCKETS,
     class_size_bins,
     collect,
@@ -28,7 +28,7 @@ from sqlanon.report import (
     render,
     report,
 )
-from sqlanon.view import CHANGED
+from sqlanon.publish.view import CHANGED
 
 ADULT_QID = ["age", "sex", "education", "marital-status"]
 

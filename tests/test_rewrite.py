@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon import manifest
+from sqlanon.publish import manifest
 from sqlanon.errors import InputError
-from sqlanon.hierarchy import Hierarchy
-from sqlanon.rewrite import RewriteError, rewrite
-from sqlanon.selection import SelectionError
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.release.rewrite import RewriteError, rewrite
+from sqlanon.model.selection import SelectionError
 
 from test_imprecision import H, atoms, box_points, make_table, release_for, tables
 from test_imprecision import evaluate as evaluate_qi
@@ -164,7 +164,7 @@ def test_qi_only_returns_the_rows_of_the_overlapping_regions(con):
 
 
 def sqlanon_imprecision(con, release, text):
-    from sqlanon.imprecision import imprecision
+    from sqlanon.release.imprecision import imprecision
     return imprecision(con, release, text).predicates[0]
 
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlanon import sqlgen as g
+from sqlanon.engine import sqlgen as g
 from sqlanon.errors import InputError
-from sqlanon.hierarchy import Hierarchy
-from sqlanon.selection import (
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.model.selection import (
     MAX_BOXES,
     Bound,
     IsNull,
@@ -276,9 +276,9 @@ def test_predicate_literals_are_typed():
 
 def test_qis_from_spec_and_manifest(adult):
     import sqlanon
-    from sqlanon import manifest
-    from sqlanon.engine import Engine
-    from sqlanon.spec import resolve
+    from sqlanon.publish import manifest
+    from sqlanon.engine.base import Engine
+    from sqlanon.request.spec import resolve
 
     con, hierarchies = adult
     spec = resolve(Engine(con), "adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})

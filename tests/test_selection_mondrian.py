@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.hierarchy import Hierarchy
-from sqlanon.selection import SelectionQI, parse_selection
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.model.selection import SelectionQI, parse_selection
 from tests.reference_mondrian import reference_mondrian
 from tests.test_api import load, partition_of
 from tests.test_workload import _values, impurity_of, workloads
@@ -106,7 +106,7 @@ def test_explicit_criterion_equals_the_keyword(people):
     explicit = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, view="b",
                                  criterion=sqlanon.Selections(["age > 40"], then=sqlanon.InfoGain("label")))
     assert partition_of(people, via_keyword.view) == partition_of(people, explicit.view)
-    m = sqlanon.manifest.read(people, "b")
+    m = sqlanon.publish.manifest.read(people, "b")
     assert m.selections == ("age > 40",)
     assert m.criterion == "selections(['age > 40'], then=infogain('label'))"
 

@@ -1,6 +1,6 @@
 """The split search's shortcuts change no decision.
 
-:func:`sqlanon.split.evaluate` judges and scores only the cuts that can matter: a size filter
+:func:`sqlanon.mondrian.split.evaluate` judges and scores only the cuts that can matter: a size filter
 before the constraints, the most balanced allowable cut found from the median outwards, the
 criterion's best cut judged first, settled (label-pure) partitions taking the Median choice,
 and Regression scoring only the cuts whose squared error is near the best. Each must leave
@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon import split
-from sqlanon.criteria import InfoGain
-from sqlanon.stats import ClassStats, FrequencyGroups, first_of_run
+from sqlanon.mondrian import split
+from sqlanon.model.criteria import InfoGain
+from sqlanon.model.stats import ClassStats, FrequencyGroups, first_of_run
 
 
 class Names:

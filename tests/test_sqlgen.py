@@ -10,7 +10,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from sqlanon import sqlgen as g
+from sqlanon.engine import sqlgen as g
 
 NAMES = [
     "plain",

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.constraints import parse_constraint
-from sqlanon.violations import violations
+from sqlanon.model.constraints import parse_constraint
+from sqlanon.publish.violations import violations
 
 
 def _measure(rows: pd.DataFrame, c) -> tuple[float, bool]:

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.constraints import entropy, variance
-from sqlanon.stats import ClassStats
+from sqlanon.model.constraints import entropy, variance
+from sqlanon.model.stats import ClassStats
 from tests.reference_mondrian import reference_mondrian
 from tests.test_api import load, partition_of
 
@@ -293,7 +293,7 @@ def test_bad_workloads_fail_before_any_work(people, kwargs, error, text):
 
 
 def test_keyword_shortcuts_pick_the_criterion_and_record_it(people):
-    from sqlanon import manifest
+    from sqlanon.publish import manifest
 
     sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target="label", sensitive="diag", l=2, view="v1")
     m = manifest.read(people, "v1")

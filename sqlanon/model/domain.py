@@ -1,0 +1,68 @@
+"""The encoded domain of a QI: integer codes, so every split works on intervals of codes.
+
+* Ordered QIs (numbers, dates, timestamps, text, booleans): the distinct non-NULL values in
+  ascending order get codes ``0..m-1``; if the column has NULLs, NULL gets code 0 and the values
+  shift by one (NULL sorts before every value).
+* Hierarchical QIs: leaves get their DFS pre-order code (see :mod:`sqlanon.model.hierarchy`), so
+  every hierarchy node covers a contiguous interval of codes; NULL is an implicit first leaf.
+
+A partition's box is then one code interval per QI, a cut is a code, and the working table holds
+small integers whatever the source types are. The code tables themselves are built in the
+database by :mod:`sqlanon.mondrian.encode`, so published bounds keep their exact types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .qi import QI
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The encoded domain of one QI.
+
+    Attributes:
+        qi: the QI.
+        size: number of codes.
+        table: temp table mapping values to codes: ``(v, code)`` for ordered QIs (``v`` in the
+            source type; NULL is not stored, it is code 0), ``(t, code)`` for hierarchical QIs
+            (``t`` the value as text).
+        num: for ordered QIs, a float position per code used to measure ranges (numbers as they
+            are, dates and timestamps in microseconds, text and booleans by rank); None for
+            hierarchies.
+    """
+
+    qi: QI
+    size: int
+    table: str
+    num: np.ndarray | None
+
+    @property
+    def first_value(self) -> int:
+        """The code of the smallest non-NULL value."""
+        return 1 if self.qi.has_null else 0
+
+
+def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
+    """Positions of the codes for range measurement, NULL first.
+
+    NULL sits one average gap below the smallest value: ``num(NULL) = v_1 - (v_m - v_1)/(m - 1)``
+    (a gap of 1 when there is one value), so a partition mixing NULL and values has a range.
+    Text and booleans are measured by rank, where NULL is simply rank 0.
+    """
+    if qi.kind == "ordinal":  # ranked by code, which already counts NULL as rank 0
+        return np.arange(len(values) + int(qi.has_null), dtype=np.float64)
+    if not qi.has_null:
+        return values
+    m = len(values)
+    gap = (values[-1] - values[0]) / (m - 1) if m > 1 else 1.0
+    return np.concatenate(([values[0] - gap if m else 0.0], values))
+
+
+def code_type(size: int) -> str:
+    """The narrowest SQL integer type for codes ``0..size-1``: the working table is rewritten at
+    every SQL level, so its width is what a level costs."""
+    return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "INTEGER"

@@ -1,0 +1,153 @@
+"""Fused loops for the per-group arithmetic of the in-memory levels (compiled with numba).
+
+Regression and InfoGain judge every cut of every candidate QI, so their level cost is a few
+array operations per frequency group and per row. In numpy each operation is a pass over
+memory with a fresh temporary (the least-squares screen alone takes about fifteen); these
+loops do the same arithmetic in one pass each. They release the GIL (``nogil``), so the
+threads of :mod:`sqlanon.mondrian.parallel` run them side by side, and they are compiled once and cached
+on disk (``cache``).
+
+Each loop does the arithmetic of the numpy expressions it replaces, in a fixed order and
+without floating-point reassociation (numba's default, without ``fastmath``). Sums run over
+rows in the order given (numpy's ``add.reduceat`` may pair them up differently); integer sums
+are exact either way, and split decisions do not hang on the last bits of a float sum (see
+:data:`sqlanon.mondrian.split.TIE`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def moments_of_runs(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``[n, sum, sum of squares]`` of ``values[order[i]]`` over the runs of positions that
+    begin at ``starts`` (the last run ends at ``len(order)``); NaN is NULL (not counted).
+
+    Integer values are summed in int64 (exact), floats in float64, in row order.
+    """
+    groups = len(starts)
+    out = np.zeros((groups, 3), dtype=values.dtype)
+    end = len(order)
+    for g in range(groups - 1, -1, -1):
+        start = starts[g]
+        n = 0
+        s1 = out[g, 1]
+        s2 = out[g, 2]
+        for i in range(start, end):
+            v = values[order[i]]
+            if v == v:  # not NaN
+                n += 1
+                s1 += v
+                s2 += v * v
+        out[g, 0] = n
+        out[g, 1] = s1
+        out[g, 2] = s2
+        end = start
+    return out
+
+
+@njit(nogil=True, cache=True)
+def moments_of_groups(values: np.ndarray, rows: np.ndarray, bins: np.ndarray, group_of_bin: np.ndarray,
+                      groups: int) -> np.ndarray:
+    """``[n, sum, sum of squares]`` of ``values[rows[i]]`` per group ``group_of_bin[bins[i]]``
+    (NaN is NULL), in row order — the binned twin of :func:`moments_of_runs`."""
+    out = np.zeros((groups, 3), dtype=values.dtype)
+    for i in range(len(rows)):
+        v = values[rows[i]]
+        if v == v:
+            g = group_of_bin[bins[i]]
+            out[g, 0] += 1
+            out[g, 1] += v
+            out[g, 2] += v * v
+    return out
+
+
+@njit(nogil=True, cache=True)
+def counts_of_runs(codes: np.ndarray, order: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
+    """Rows per value code of ``codes[order[i]]`` over the runs beginning at ``starts``, as a
+    (size, runs) array (value-major: criteria and constraints read one value at a time)."""
+    groups = len(starts)
+    out = np.zeros((size, groups), dtype=np.int64)
+    end = len(order)
+    for g in range(groups - 1, -1, -1):
+        for i in range(starts[g], end):
+            out[codes[order[i]], g] += 1
+        end = starts[g]
+    return out
+
+
+@njit(nogil=True, cache=True)
+def counts_of_groups(codes: np.ndarray, rows: np.ndarray, bins: np.ndarray, group_of_bin: np.ndarray, groups: int,
+                     size: int) -> np.ndarray:
+    """Rows per value code of ``codes[rows[i]]`` per group ``group_of_bin[bins[i]]``, as a
+    (size, groups) array."""
+    out = np.zeros((size, groups), dtype=np.int64)
+    for i in range(len(rows)):
+        out[codes[rows[i]], group_of_bin[bins[i]]] += 1
+    return out
+
+
+@njit(nogil=True, cache=True)
+def codes_of_pairs(codes: np.ndarray, attr: np.ndarray, local: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``codes[attr[local[i]], rows[i]]``: each row's code on its pair's QI (``codes`` is (d, M))."""
+    out = np.empty(len(rows), dtype=codes.dtype)
+    for i in range(len(rows)):
+        out[i] = codes[attr[local[i]], rows[i]]
+    return out
+
+
+@njit(nogil=True, cache=True)
+def bins_of_rows(local: np.ndarray, values: np.ndarray, first_bin: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's bin ``first_bin[local[i]] + values[i]`` and the rows per bin."""
+    b = np.empty(len(local), dtype=np.int64)
+    per_bin = np.zeros(bins, dtype=np.int64)
+    for i in range(len(local)):
+        k = first_bin[local[i]] + values[i]
+        b[i] = k
+        per_bin[k] += 1
+    return b, per_bin
+
+
+@njit(nogil=True, cache=True)
+def add_split_gain(g: np.ndarray, empty: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: np.ndarray,
+                   n_total: np.ndarray, n_before: np.ndarray, s_total: np.ndarray, s_before: np.ndarray,
+                   whole_n: np.ndarray, whole_s: np.ndarray) -> None:
+    """Add ``s_L^2 / max(n_L, 1) + s_R^2 / max(n_R, 1)`` of one target to ``g`` at every cut
+    ``cand[i]`` and mark cuts with an empty side in ``empty``.
+
+    The left side's ``n`` and ``s`` are running sums less their run's offset (as in
+    :class:`sqlanon.model.stats.Running`), the right side's the pair's totals less the left's.
+    """
+    for i in range(len(cand)):
+        c = cand[i]
+        r = run[c]
+        p = pair[i]
+        n_left = n_total[c] - n_before[r]
+        s_left = s_total[c] - s_before[r]
+        n_right = whole_n[p] - n_left
+        s_right = whole_s[p] - s_left
+        nl = np.float64(n_left)
+        nr = np.float64(n_right)
+        sl = np.float64(s_left)
+        sr = np.float64(s_right)
+        if nl <= 0.0 or nr <= 0.0:
+            empty[i] = True
+        g[i] += sl * sl / max(nl, 1.0)
+        g[i] += sr * sr / max(nr, 1.0)
+
+
+@njit(nogil=True, cache=True)
+def first_max_of_runs(g: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per run of ``g`` beginning at ``starts``, the index of its first largest value."""
+    out = np.empty(len(starts), dtype=np.int64)
+    end = len(g)
+    for r in range(len(starts) - 1, -1, -1):
+        best = starts[r]
+        for i in range(starts[r] + 1, end):
+            if g[i] > g[best]:
+                best = i
+        out[r] = best
+        end = starts[r]
+    return out

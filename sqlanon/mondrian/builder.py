@@ -1,0 +1,609 @@
+"""The partition loop: Rothko-T in SQL while partitions are large, numpy once they fit in memory.
+
+LeFevre & DeWitt, Scalable Anonymization Algorithms for Large Data Sets (TR 1590), Section 2:
+partitions are grown breadth-first from frequency groups the database computes, the data is
+repartitioned level by level, and once a partition fits in memory it is fetched once and the
+recursion finishes in memory. Here:
+
+* SQL level (partitions with more than ``memory_rows`` rows): one statement computes the extents
+  (count, min and max code of every QI) of all open partitions, one statement per fallback round
+  computes the AV groups of each partition's candidate attribute, and one or two statements give
+  the rows their children's partition ids — rows of children that leave the SQL levels move to a
+  table of their own, so the working table holds only the rows still split in SQL. O(1)
+  statements per level, never one per partition.
+* In-memory levels: the same steps over numpy arrays, vectorized across all partitions of a
+  batch (rows kept contiguous per partition and sorted by the split attribute, so children are
+  contiguous runs).
+
+Both call :func:`sqlanon.mondrian.split.evaluate` with the same frequency groups and the criterion's
+attribute ranking, so the partition does not depend on ``memory_rows``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlglot import exp
+
+from ..model import kernels
+from ..engine import sqlgen as g
+from ..model.constraints import Constraint
+from ..model.criteria import Criterion, rank
+from ..model.domain import Domain
+from ..engine.base import Engine
+from .parallel import run_all
+from .siblings import Kin, Level, groups_with_siblings, merge_levels
+from .split import Children, Evaluation, can_settle, children, evaluate, settled
+from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats
+from .levels import (
+    Layout, advance, batch_query, extents_query, groups_from_result, groups_query, repartition,
+    value_counts_from_result,
+)
+
+log = logging.getLogger("sqlanon")
+
+
+@dataclass
+class Boxes:
+    """Partitions as arrays: id, size, per-QI code box ``[lo, hi]`` and hierarchy node."""
+
+    pid: np.ndarray
+    n: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    node: np.ndarray
+
+    def take(self, idx: np.ndarray) -> Boxes:
+        return Boxes(self.pid[idx], self.n[idx], self.lo[idx], self.hi[idx], self.node[idx])
+
+    @classmethod
+    def concat(cls, parts: Sequence[Boxes]) -> Boxes:
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("pid", "n", "lo", "hi", "node")))
+
+    def __len__(self) -> int:
+        return len(self.pid)
+
+
+@dataclass
+class Leaves:
+    """Final partitions (the regions) with the extents of their rows (-1 when empty)."""
+
+    boxes: list[Boxes] = field(default_factory=list)
+    cmin: list[np.ndarray] = field(default_factory=list)
+    cmax: list[np.ndarray] = field(default_factory=list)
+    in_sql: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray, in_sql: bool = False) -> None:
+        """Record final partitions; ``in_sql``: their rows carry the leaf id in the working table."""
+        self.boxes.append(boxes)
+        self.cmin.append(cmin)
+        self.cmax.append(cmax)
+        self.in_sql.append(np.full(len(boxes), in_sql))
+
+    def collect(self) -> Regions:
+        return Regions(Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
+                       np.concatenate(self.in_sql))
+
+
+@dataclass(frozen=True)
+class Regions:
+    """The result of partitioning: every leaf's box, the code extents of its rows (-1 when
+    empty), and whether its rows still carry the leaf id in the SQL working table."""
+
+    boxes: Boxes
+    cmin: np.ndarray
+    cmax: np.ndarray
+    in_sql: np.ndarray
+
+
+@dataclass
+class Progress:
+    """What the loop reports to the caller's callback after each level."""
+
+    phase: str
+    level: int
+    open_partitions: int
+    rows_finished: int
+    elapsed: float
+
+
+class Partitioner:
+    """Owns the partition ids and runs both loops with one criterion and set of constraints."""
+
+    def __init__(
+        self,
+        domains: Sequence[Domain],
+        constraints: Sequence[Constraint],
+        criterion: Criterion,
+        progress: Callable[[Progress], None] | None = None,
+        stat_columns: Sequence[StatColumn] = (),
+        threads: int = 1,
+    ) -> None:
+        self.domains = tuple(domains)
+        self.stat_columns = tuple(stat_columns)
+        self.class_stats = tuple(c for c in self.stat_columns if c.kind == "class")
+        self.numeric_stats = tuple(c for c in self.stat_columns if c.kind == "numeric")
+        self._class_index = {c.name: i for i, c in enumerate(self.class_stats)}
+        self._numeric_index = {c.name: i for i, c in enumerate(self.numeric_stats)}
+        self.constraints = tuple(constraints)
+        self.criterion = criterion
+        self.leaves = Leaves()
+        self.next_pid = 1
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.rows_finished = 0
+        self.levels = 0
+        self.threads = threads  # for the in-memory levels' independent pieces (see parallel)
+        # Count frequency groups into bins where that is cheaper than sorting (see _layer); one
+        # QI at a time (Median) sorts: the layer asked is usually the one split, whose rows
+        # must be sorted anyway.
+        self.counting = not criterion.one_at_a_time
+
+    @property
+    def d(self) -> int:
+        return len(self.domains)
+
+    @property
+    def min_size(self) -> int:
+        """The fewest rows any constraint lets a non-empty class have."""
+        return max(c.min_size for c in self.constraints)
+
+    def root(self, n: int) -> Boxes:
+        d = self.d
+        hi = np.array([dom.size - 1 for dom in self.domains], dtype=np.int64)
+        node = np.array([-1 if dom.num is not None else 0 for dom in self.domains], dtype=np.int64)
+        return Boxes(np.zeros(1, np.int64), np.array([n], np.int64), np.zeros((1, d), np.int64), hi[None, :], node[None, :])
+
+    # -- the shared decision step ----------------------------------------------------------------
+    def decide(
+        self, parts: Boxes, cmin: np.ndarray, cmax: np.ndarray,
+        groups_for: Callable[[np.ndarray, np.ndarray], FrequencyGroups],
+        settled: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, Children, np.ndarray]:
+        """Choose each partition's split from the frequency groups of its candidate QIs.
+
+        ``groups_for(idx, attr)`` returns the frequency groups of the pairs (partition ``idx[i]``,
+        QI ``attr[i]``), from SQL or numpy; pairs come in layers (a new layer starts where ``idx``
+        stops increasing), each partition at most once per layer. Median asks for one QI per
+        partition at a time, in normalized-range order, until one has an allowable split; the
+        other criteria ask for all candidate QIs at once and take the best split overall —
+        except in ``settled`` partitions (:func:`sqlanon.mondrian.split.settled`: every split scores
+        alike, so the best split is the Median choice), which are asked like Median's.
+
+        Returns ``(split, attr, children, pair)``: which partitions split, on which QI, their
+        children (``parent`` indexes ``parts``) and the index of the chosen pair among all pairs
+        asked for in this call (-1 if none), so that the in-memory loop can keep the row order
+        that pair's statistics produced.
+        """
+        # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
+        # so smaller partitions need no statistics for it (hierarchy children may be empty).
+        ordered = np.array([d.num is not None for d in self.domains], dtype=bool)
+        small = parts.n < 2 * self.min_size
+        order = rank(cmin, cmax, parts.node, self.domains, exclude=small[:, None] & ordered[None, :])
+        P = len(parts)
+        chosen_pair = np.full(P, -1, dtype=np.int64)
+        chosen_attr = np.full(P, -1, dtype=np.int64)
+        found: list[Children] = []
+        asked = 0
+        one = self.criterion.one_at_a_time
+        for r in range(self.d if one or settled is not None else 1):
+            if one or r > 0:  # the r-th QI in rank order of partitions without an allowable split yet
+                ask = (chosen_pair < 0) & (order[:, r] >= 0)
+                idx = (ask if one else ask & settled).nonzero()[0]
+                pos = np.full(len(idx), r)
+            else:  # every candidate QI of every partition, layer by layer (rank order) ...
+                ask = order >= 0
+                if settled is not None:  # ... but a settled partition's first one only
+                    ask[settled, 1:] = False
+                idx, pos = ask.T.nonzero()[::-1]
+            if len(idx) == 0:
+                break
+            attr = order[idx, pos]
+            groups = groups_for(idx, attr)
+            ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self,
+                          self.threads)
+            pick = self._pick(idx, pos, ev, P)
+            kids = children(
+                pick, np.where(self._median(ev, pick), ev.median_cut[pick], ev.cut[pick]),
+                np.where(self._median(ev, pick), ev.median_left[pick], ev.left[pick]),
+                attr, parts.lo[idx, attr], parts.hi[idx, attr], parts.node[idx, attr], groups, self.domains,
+            )
+            chosen_pair[idx[pick]] = asked + pick
+            chosen_attr[idx[pick]] = attr[pick]
+            found.append(Children(idx[pick][kids.parent], kids.lo, kids.hi, kids.node, kids.count))
+            asked += len(idx)
+        return chosen_pair >= 0, chosen_attr, Children.concat(found), chosen_pair
+
+    def _median(self, ev: Evaluation, pick: np.ndarray) -> np.ndarray:
+        """Whether each picked pair is split the Median way (Median, or a gain below min_gain)."""
+        if self.criterion.one_at_a_time:
+            return np.ones(len(pick), dtype=bool)
+        return self.criterion.weak(ev.gain[pick])
+
+    def _pick(self, idx: np.ndarray, pos: np.ndarray, ev: Evaluation, P: int) -> np.ndarray:
+        """Per partition, the pair (index into ``idx``) whose split is taken, in partition order.
+
+        Median: the first allowable pair in rank order. Other criteria: the lowest normalized
+        impurity, ties by rank, balance and cut; a partition whose best gain is below
+        ``min_gain`` takes the Median choice instead.
+        """
+        ok = ev.allowed.nonzero()[0]
+        if self.criterion.one_at_a_time or len(ok) == 0:
+            return ok
+        keys = ev.key[ok].T[::-1]  # lexsort: the last key is the primary one
+        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], *keys, idx[ok]))]
+        best = best[first_of_run(idx[best])]
+        weak = self.criterion.weak(ev.gain[best])
+        if weak.any():
+            median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], idx[ok]))]
+            median = median[first_of_run(idx[median])]
+            best = np.where(weak, median, best)  # both are in partition order
+        return best
+
+    # -- the statistics layout (constraints and criteria look columns up by name) --------------
+    def counts(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.counts[self._class_index[column]]
+
+    def moments(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.moments[self._numeric_index[column]]
+
+    def children_boxes(self, parts: Boxes, chosen: np.ndarray, kids: Children) -> Boxes:
+        """Boxes of the children: the parent's box with the split attribute's interval replaced."""
+        c = len(kids.parent)
+        attr = chosen[kids.parent]
+        rows = np.arange(c)
+        lo, hi, node = parts.lo[kids.parent].copy(), parts.hi[kids.parent].copy(), parts.node[kids.parent].copy()
+        lo[rows, attr], hi[rows, attr], node[rows, attr] = kids.lo, kids.hi, kids.node
+        pid = np.arange(self.next_pid, self.next_pid + c, dtype=np.int64)
+        self.next_pid += c
+        boxes = Boxes(pid, kids.count.astype(np.int64), lo, hi, node)
+        empty = kids.count == 0
+        if empty.any():
+            none = np.full((int(empty.sum()), self.d), -1, dtype=np.int64)
+            self.leaves.add(boxes.take(empty.nonzero()[0]), none, none)
+        return boxes
+
+    def _report(self, phase: str, open_partitions: int) -> None:
+        self.levels += 1
+        p = Progress(phase, self.levels, open_partitions, self.rows_finished, time.perf_counter() - self.started)
+        log.info("%s level %d: %d open partitions, %d rows finished, %.2fs", p.phase, p.level,
+                 p.open_partitions, p.rows_finished, p.elapsed)
+        if self.progress:
+            self.progress(p)
+
+    # -- SQL-pushed levels ---------------------------------------------------------------------
+    @property
+    def layout(self) -> Layout:
+        labels = [self._class_index[c] for c in self.criterion.class_columns] if can_settle(self.criterion) else []
+        return Layout(self.d, self.class_stats, self.numeric_stats, labels)
+
+    def run_sql(self, engine: Engine, work: str, open_: Boxes, memory_rows: int) -> tuple[str, Boxes]:
+        """Split partitions larger than ``memory_rows`` in SQL, level by level.
+
+        Returns the (rewritten) working table and the partitions left for the in-memory finish.
+        """
+        layout = self.layout
+        finished: str | None = None  # rows that left the SQL levels (see working.advance)
+        kin: Kin | None = None  # the open partitions' parents' splits, and ...
+        before: Level | None = None  # ... the groups the last level computed (see siblings)
+        while True:
+            big = open_.n > memory_rows
+            if not big.any():
+                return (finished or work), open_
+            parts, rest = open_.take(big.nonzero()[0]), open_.take((~big).nonzero()[0])
+            stats = engine.fetch(extents_query(work, parts.pid, layout))
+            at = np.searchsorted(stats["pid"], parts.pid)  # stats come back sorted by pid
+            cmin = np.column_stack([stats[f"min_{c}"][at] for c in layout.q]).astype(np.int64)
+            cmax = np.column_stack([stats[f"max_{c}"][at] for c in layout.q]).astype(np.int64)
+            settled_parts = None
+            if layout.labels:
+                counts = {j: value_counts_from_result(stats, layout, j, at) for j in layout.labels}
+                settled_parts = self._settled_from(parts.n, counts)
+
+            def compute(pid: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
+                return groups_from_result(engine.fetch(groups_query(engine, work, pid, attr, layout)), layout)
+
+            computed: list[Level] = []
+
+            def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
+                if self.criterion.one_at_a_time:  # one QI per partition: little to share with siblings
+                    return compute(parts.pid[idx], attr)
+                groups, level = groups_with_siblings(parts.pid[idx], attr, self.d, kin, before, here, compute)
+                computed.append(level)
+                return groups
+
+            here = np.sort(parts.pid)
+            split, chosen, kids, _ = self.decide(parts, cmin, cmax, groups_for, settled_parts)
+            before = merge_levels(computed, self.d)
+            done = (~split).nonzero()[0]
+            self.leaves.add(parts.take(done), cmin[done], cmax[done], in_sql=True)
+            self.rows_finished += int(parts.n[done].sum())
+            children = self.children_boxes(parts, chosen, kids)
+            kin = Kin.of(parts.pid, chosen, kids, children.pid)
+            live = children.n > 0
+            open_ = Boxes.concat([rest, children.take(live.nonzero()[0])])
+            if live.any() or finished is not None:
+                moved, finished = advance(engine, work, finished, kids, chosen, parts.pid, children.pid, live,
+                                          children.n > memory_rows, len(done) > 0, layout, rewrite=repartition)
+                work = moved if moved is not None else work
+            self._report("sql", len(open_))
+
+    # -- in-memory levels ----------------------------------------------------------------------
+    def run_memory(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
+        """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
+        order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
+        """
+        batch = batch.copy()
+        row = np.arange(batch.rows, dtype=np.int64)
+        out_row: list[np.ndarray] = []
+        out_pid: list[np.ndarray] = []
+        while len(seg):
+            M = batch.rows
+            XT = batch.codes
+            starts = np.cumsum(seg.n) - seg.n
+            cmin = np.minimum.reduceat(XT, starts, axis=1).T.astype(np.int64)
+            cmax = np.maximum.reduceat(XT, starts, axis=1).T.astype(np.int64)
+            seg_of_row = np.repeat(np.arange(len(seg)), seg.n)
+            # Sorted row orders computed for the statistics, one per layer of pairs; the chosen
+            # pair's order becomes the next level's row order, so children are contiguous runs.
+            layers: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+            asked = 0
+
+            def groups_for(idx: np.ndarray, attr: np.ndarray) -> FrequencyGroups:
+                nonlocal asked
+                cuts = np.flatnonzero(np.diff(idx) <= 0) + 1  # a new layer where idx stops increasing
+                bounds = list(zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(idx)])).tolist()))
+                # Each layer's groups are computed alone, so the layers may run on several threads.
+                done = run_all(lambda b: self._layer(
+                    batch, seg_of_row, len(seg), idx[b[0]:b[1]], attr[b[0]:b[1]], M,
+                    cmin[idx[b[0]:b[1]], attr[b[0]:b[1]]], cmax[idx[b[0]:b[1]], attr[b[0]:b[1]]]), bounds, self.threads)
+                out = []
+                for (lo, hi), (rows, ordered_rows, groups) in zip(bounds, done):
+                    layers.append((asked + lo, asked + hi, rows, ordered_rows))
+                    out.append(FrequencyGroups(groups.part + lo, groups.code, groups.stats))
+                asked += len(idx)
+                return FrequencyGroups.concat(out, self.threads)
+
+            split, chosen, kids, pair = self.decide(seg, cmin, cmax, groups_for, self._settled(batch, seg, seg_of_row))
+            arranged = np.arange(M, dtype=np.int64)
+            unordered = np.zeros(len(seg), dtype=bool)  # chosen from a layer counted without a sort
+            for i, (first, last, rows, ordered_rows) in enumerate(layers):
+                mine = (pair >= first) & (pair < last)
+                if ordered_rows is None:
+                    unordered |= mine
+                elif i == 0 and len(rows) == M:  # a first layer of every partition: take it whole
+                    arranged = ordered_rows
+                elif mine.any():
+                    arranged[rows[mine[seg_of_row[rows]]]] = ordered_rows[mine[seg_of_row[ordered_rows]]]
+            if unordered.any():
+                self._arrange(batch, seg_of_row, len(seg), unordered.nonzero()[0], chosen, arranged, M)
+            done = (~split).nonzero()[0]
+            self.leaves.add(seg.take(done), cmin[done], cmax[done])
+            finished = ~split[seg_of_row]
+            out_row.append(row[finished])
+            out_pid.append(seg.pid[seg_of_row[finished]])
+            self.rows_finished += int(finished.sum())
+            children = self.children_boxes(seg, chosen, kids)
+            nxt = arranged[~finished]  # one gather per level: compacts and reorders
+            batch, row = batch.take(nxt, self.threads), np.take(row, nxt)
+            seg = children.take((children.n > 0).nonzero()[0])
+            self._report("memory", len(seg))
+        if not out_row:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(out_row), np.concatenate(out_pid)
+
+    def _settled(self, batch: Batch, seg: Boxes, seg_of_row: np.ndarray) -> np.ndarray | None:
+        """The batch's partitions in which every split scores alike (:func:`sqlanon.mondrian.split.settled`),
+        from their label counts: one ``bincount`` per label over the batch."""
+        if not can_settle(self.criterion):
+            return None
+        S = len(seg)
+        counts = {}
+        for label in self.criterion.class_columns:
+            j = self._class_index[label]
+            size = self.class_stats[j].size
+            counts[j] = np.bincount(seg_of_row * size + batch.classes[j], minlength=S * size).reshape(S, size)
+        return self._settled_from(seg.n, counts)
+
+    def _settled_from(self, n: np.ndarray, counts: dict[int, np.ndarray]) -> np.ndarray | None:
+        """:func:`sqlanon.mondrian.split.settled` of partitions with ``n`` rows and ``counts[j]`` (P, values)
+        rows per value of label ``j``; the other class columns are never read (placeholders)."""
+        stats = ClassStats(n, tuple(
+            counts[j] if j in counts else np.broadcast_to(np.zeros((1, c.size), np.int64), (len(n), c.size))
+            for j, c in enumerate(self.class_stats)
+        ), ())
+        return settled(self.criterion, stats, self)
+
+    def _layer(self, batch: Batch, seg_of_row: np.ndarray, S: int, idx: np.ndarray, attr: np.ndarray, M: int,
+               lo: np.ndarray, hi: np.ndarray):
+        """Frequency groups of one layer of pairs (each partition at most once), in numpy.
+
+        ``lo``, ``hi``: each pair's smallest and largest code present. Returns ``(rows,
+        ordered_rows, groups)``: the batch rows of the layer's partitions, the same rows sorted by
+        (partition, code) or None, and the groups.
+
+        When the pairs' code ranges together are no wider than ``_BINS_PER_ROW`` times the rows,
+        the groups are counted into one bin per (pair, code) — ``bincount`` and ``add.at``, a
+        pass over the rows, no sort (typically 20-40x cheaper; most QIs of real tables have few
+        distinct values per partition) — and no row order comes out: the rows of a pair chosen
+        from this layer are sorted afterwards (:meth:`_arrange`). Otherwise the rows are sorted
+        by (partition, code) and the groups read off the runs. Both give the same groups: the
+        same counts and integer sums; floating-point sums are added in a different order.
+        """
+        rows, local = _rows_of(seg_of_row, S, idx, M)
+        values = kernels.codes_of_pairs(batch.codes, attr, local, rows)
+        width = hi - lo + 1
+        if self.counting and int(width.sum()) <= _BINS_PER_ROW * len(rows):
+            return rows, None, self._counted(batch, rows, local, values, lo, width)
+        order, part, code, starts = sort_and_group(local, values)
+        ordered_rows = order if len(rows) == M else rows[order]  # rows is 0..M-1 when whole
+        n = np.diff(np.append(starts, len(order)))
+        if not self.stat_columns:  # Median under k-anonymity: counts are all it needs
+            return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n))
+        counts, moments = group_stats(
+            ordered_rows, starts, batch.classes, [c.size for c in self.class_stats], batch.numbers)
+        return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n, counts, moments))
+
+    def _counted(self, batch: Batch, rows: np.ndarray, local: np.ndarray, values: np.ndarray, lo: np.ndarray,
+                 width: np.ndarray) -> FrequencyGroups:
+        """The groups of :meth:`_layer` counted into bins: pair ``i`` owns bins
+        ``offset[i] .. offset[i] + width[i] - 1``, one per code from ``lo[i]``."""
+        offset = np.cumsum(width) - width
+        b, per_bin = kernels.bins_of_rows(local, values, offset - lo, int(width.sum()))
+        present = np.flatnonzero(per_bin)
+        part = np.searchsorted(offset, present, side="right") - 1
+        code = (present - offset[part] + lo[part]).astype(np.int32)
+        n = per_bin[present]
+        if not self.stat_columns:
+            return FrequencyGroups(part, code, ClassStats(n))
+        G = len(present)
+        group_of_bin = np.zeros(len(per_bin), dtype=np.int64)
+        group_of_bin[present] = np.arange(G)
+        # class counts column-major (value-major bins), like group_stats
+        counts = tuple(kernels.counts_of_groups(k, rows, b, group_of_bin, G, c.size).T
+                       for k, c in zip(batch.classes, self.class_stats))
+        moments = tuple(kernels.moments_of_groups(v, rows, b, group_of_bin, G) for v in batch.numbers)
+        return FrequencyGroups(part, code, ClassStats(n, counts, moments))
+
+    def _arrange(self, batch: Batch, seg_of_row: np.ndarray, S: int, which: np.ndarray, attr: np.ndarray,
+                 arranged: np.ndarray, M: int) -> None:
+        """Sort the rows of partitions ``which`` by (partition, code of ``attr``) into their
+        places in ``arranged`` — what the sorting path of :meth:`_layer` would have given."""
+        rows, local = _rows_of(seg_of_row, S, which, M)
+        order = sort_and_group(local, kernels.codes_of_pairs(batch.codes, attr[which], local, rows))[0]
+        arranged[rows] = rows[order]
+
+
+def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
+    """The batch rows of partitions ``idx`` (sorted) and each row's position in ``idx``."""
+    if len(idx) == S:
+        return np.arange(M, dtype=np.int64), seg_of_row
+    selected = np.zeros(S, dtype=bool)
+    selected[idx] = True
+    rows = selected[seg_of_row].nonzero()[0]
+    return rows, (np.cumsum(selected) - 1)[seg_of_row[rows]]
+
+
+#: Counting path of the frequency groups while the bins are at most this many per row.
+_BINS_PER_ROW = 2
+
+
+@dataclass
+class Batch:
+    """Rows of an in-memory batch: QI codes (d, M) column-major — per-partition min/max and the
+    gathers stream through one column at a time, 2-3x faster than row-major — plus the class
+    codes and centered numeric values the statistics need."""
+
+    codes: np.ndarray
+    classes: list[np.ndarray]
+    numbers: list[np.ndarray]
+
+    @property
+    def rows(self) -> int:
+        return self.codes.shape[1]
+
+    def take(self, idx: np.ndarray, threads: int = 1) -> Batch:
+        """The rows ``idx``, in that order (one gather per column, on up to ``threads`` threads)."""
+        codes = np.empty((len(self.codes), len(idx)), dtype=self.codes.dtype)
+        gathers = [(c, out) for c, out in zip(self.codes, codes)] + [(c, None) for c in (*self.classes, *self.numbers)]
+        taken = run_all(lambda g: np.take(g[0], idx, out=g[1]), gathers, threads)[len(codes):]
+        return Batch(codes, taken[:len(self.classes)], taken[len(self.classes):])
+
+    def copy(self) -> Batch:
+        return Batch(np.ascontiguousarray(self.codes, dtype=np.int32), list(self.classes), list(self.numbers))
+
+
+_SORT_RUN = 65536
+
+
+def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sort rows by ``(group, value)`` (``group`` is already non-decreasing) and find the runs.
+
+    Returns ``(order, part, code, starts)``: the permutation, and per run its group, value and
+    first position in sorted order. Ties may come in any order (nothing downstream depends on the
+    order of equal codes). When group, value and row index fit in 63 bits they are packed into
+    one int64 key, sorted in place (``ndarray.sort`` is SIMD-accelerated, several times faster
+    than ``argsort``), and the runs are read off the sorted key itself; otherwise ``argsort``.
+    """
+    n = len(group)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty.astype(np.int32), empty
+    bits_row = max(int(n - 1).bit_length(), 1)
+    bits_val = max(int(value.max()).bit_length(), 1)
+    bits_grp = max(int(group[-1]).bit_length(), 1)
+    if bits_row + bits_val + bits_grp > 63:
+        order = np.argsort((group.astype(np.int64) << 32) | value.astype(np.int64))
+        g_sorted, v_sorted = group[order], value[order]
+        starts = np.flatnonzero(np.concatenate(([True], (g_sorted[1:] != g_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1]))))
+        return order, g_sorted[starts].astype(np.int64), v_sorted[starts].astype(np.int32), starts
+    key = group.astype(np.int64)  # built in place: the batch-sized temporaries dominate
+    key <<= bits_val
+    np.bitwise_or(key, value, out=key, casting="unsafe")
+    key <<= bits_row
+    key += np.arange(n, dtype=np.int64)
+    # Groups are already in order, so sorting runs of whole groups one by one gives the same
+    # array: runs of ~64K keys sort in cache, 20-30% faster than one sort of a 1-2M-row batch.
+    cuts = np.unique(np.searchsorted(group, group[::_SORT_RUN])) if n > 2 * _SORT_RUN else np.zeros(1, np.int64)
+    for lo, hi in zip(cuts.tolist(), cuts[1:].tolist() + [n]):
+        key[lo:hi].sort()
+    order = key & ((1 << bits_row) - 1)
+    key >>= bits_row  # now (group, value), sorted
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(key[1:], key[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    heads = key[starts]
+    return order, heads >> bits_val, (heads & ((1 << bits_val) - 1)).astype(np.int32), starts
+
+
+def finish_in_memory(
+    engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int
+) -> str | None:
+    """Fetch the remaining partitions in batches of about ``memory_rows`` rows and finish them.
+
+    Returns the temp table ``(rid, pid, qhash)`` of the rows finished in memory, with their leaf
+    (None if there were none).
+    """
+    if not len(open_):
+        return None
+    layout = partitioner.layout
+    open_ = open_.take(np.argsort(open_.pid))
+    batch_of = _batches(open_.n, max(memory_rows, 1))
+    batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
+    assignment: str | None = None
+    for b in range(int(batch_of.max()) + 1):
+        seg = open_.take((batch_of == b).nonzero()[0])
+        res = engine.fetch(batch_query(work, batches, b, int(seg.pid[0]), int(seg.pid[-1]), layout))
+        order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
+        batch = Batch(
+            np.vstack([res[c][order] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, len(order)), np.int32),
+            [res[c][order].astype(np.int64) for c in layout.k],
+            [res[c][order].astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+        )
+        rows, pid = partitioner.run_memory(batch, seg)
+        keep = order[rows]
+        chunk = engine.upload(f"leafchunk{b}", {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]})
+        if assignment is None:
+            assignment = chunk
+        else:
+            engine.execute(exp.insert(exp.select("*").from_(g.table(chunk)), g.table(assignment)))
+            engine.drop_temp(chunk)
+    engine.drop_temp(batches)
+    return assignment
+
+
+def _batches(n: np.ndarray, limit: int) -> np.ndarray:
+    """Greedy batch number per partition: consecutive partitions up to ``limit`` rows per batch."""
+    out = np.empty(len(n), dtype=np.int64)
+    b, filled = 0, 0
+    for i, size in enumerate(n.tolist()):
+        if filled and filled + size > limit:
+            b, filled = b + 1, 0
+        out[i] = b
+        filled += size
+    return out

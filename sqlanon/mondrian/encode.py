@@ -1,0 +1,114 @@
+"""Encode the source into the working table: one code table per QI in the database, then one
+statement that writes every row's codes (see :mod:`sqlanon.model.domain` for the encoding)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..model.domain import Domain, code_type, ordered_positions
+from ..model.hierarchy import leaf_codes
+from ..model.qi import QI, classify
+from ..request.spec import Spec, distinct_values
+
+
+def build_domains(engine: Engine, spec: Spec, source: exp.Table) -> tuple[Domain, ...]:
+    """Create one code table per QI (temp) and return the domains."""
+    return tuple(
+        _ordered(engine, qi, source) if qi.ordered else _hierarchical(engine, qi, source)
+        for qi in spec.qis
+    )
+
+
+def code_table(engine: Engine, column: str, source: exp.Table, has_null: bool, purpose: str) -> str:
+    """A temp table ``(v, code)``: the column's distinct non-NULL values in ascending order,
+    coded from 0 — or from 1 when the column has NULLs, which take code 0."""
+    name = engine.temp_name(purpose)
+    distinct = (
+        exp.select(g.alias(g.col(column), "v"))
+        .distinct()
+        .from_(source)
+        .where(exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
+    )
+    rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))]))
+    offset = int(has_null) - 1  # row_number() starts at 1
+    query = exp.select(g.col("v"), g.alias(exp.Add(this=rank, expression=g.lit(offset)), "code")).from_(
+        exp.Subquery(this=distinct, alias=exp.TableAlias(this=g.ident("d")))
+    )
+    engine.execute(g.create_table_as(name, query))
+    return name
+
+
+def _ordered(engine: Engine, qi: QI, source: exp.Table) -> Domain:
+    name = code_table(engine, qi.name, source, qi.has_null, f"dom{qi.position}")
+    if qi.kind == "numeric":
+        position: exp.Expression = exp.Cast(this=g.col("v"), to=exp.DataType.build("DOUBLE"))
+    elif qi.kind == "temporal":
+        position = exp.Anonymous(this="epoch_us", expressions=[g.col("v")])
+    else:
+        position = g.col("code")
+    values = engine.fetch(
+        exp.select(g.alias(exp.Cast(this=position, to=exp.DataType.build("DOUBLE")), "x"))
+        .from_(g.table(name))
+        .order_by(g.col("code"))
+    )["x"].astype(np.float64)
+    return Domain(qi, len(values) + int(qi.has_null), name, ordered_positions(values, qi))
+
+
+def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
+    h = qi.hierarchy
+    assert h is not None
+    rows = distinct_values(engine, qi.name, source, classify(qi.data_type) == "numeric")
+    codes = leaf_codes(h, rows["v"], rows["t"])
+    name = engine.upload(f"dom{qi.position}", {"t": np.asarray(rows["t"], dtype=object), "code": codes})
+    return Domain(qi, h.n_leaves, name, None)
+
+
+def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression) -> str:
+    """Create the working table: one row per source row (see :mod:`sqlanon.mondrian.levels`).
+
+    ``rid``, ``pid``, ``qhash`` (a fingerprint of the row's QI and constraint columns, so the
+    published view can refuse rows that changed after the release), the QI codes ``q0..``, the codes of the
+    class columns ``k0..`` and the centered numeric columns ``t0..`` (integers when exact).
+    """
+    name = engine.temp_name("work")
+    select = [
+        g.alias(rid, "rid"),
+        g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid"),
+        g.alias(g.row_hash(spec.guarded_columns, "b"), "qhash"),
+    ]
+    query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
+    for i, d in enumerate(domains):
+        alias = f"d{i}"
+        value = g.col(d.qi.name, "b")
+        if d.qi.ordered:
+            on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
+        else:
+            on = exp.EQ(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")), expression=g.col("t", alias))
+        query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
+        # No match means NULL, which is code 0 whenever the column has NULLs.
+        code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
+        as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(d.size), dialect=g.DIALECT))
+        query = query.select(g.alias(as_code, f"q{i}"), copy=False)  # no copy: the loop grows one tree
+    for j, stat in enumerate(spec.workload.class_stats):
+        alias = f"k{j}"
+        box = spec.workload.indicator(stat.name)
+        if box is not None:  # Selection Mondrian: 1 if the row lies in the query region
+            inside = exp.Coalesce(this=box.predicate(lambda c: g.col(c, "b")), expressions=[exp.false()])
+            query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build("UTINYINT", dialect=g.DIALECT)), alias), copy=False)
+            continue
+        table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
+        on = exp.EQ(this=g.col(stat.name, "b"), expression=g.col("v", alias))
+        query = query.join(exp.alias_(g.table(table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
+        code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
+        as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(stat.size), dialect=g.DIALECT))
+        query = query.select(g.alias(as_code, alias), copy=False)
+    for j, stat in enumerate(spec.workload.numeric_stats):
+        kind = "BIGINT" if stat.exact else "DOUBLE"
+        value = exp.Cast(this=g.col(stat.name, "b"), to=exp.DataType.build(kind))
+        center = exp.Cast(this=g.lit(int(stat.center) if stat.exact else stat.center), to=exp.DataType.build(kind))
+        query = query.select(g.alias(exp.Sub(this=value, expression=center), f"t{j}"), copy=False)
+    engine.execute(g.create_table_as(name, query))
+    return name

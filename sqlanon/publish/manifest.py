@@ -1,0 +1,231 @@
+"""The release manifest: what a release stores about itself, so it can be reloaded by name.
+
+A release is self-describing in the database, without Python state: the rules relation carries a
+JSON comment (``COMMENT ON TABLE <view>_rules``) with the request (source, QIs with their kinds
+and types, k, constraint and criterion, object names), and hierarchical QIs keep their
+hierarchies in ``<view>_hierarchies`` (one row per leaf and level, ARX layout in long form).
+Recoding other tables with the same rules and computing metrics later start from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import duckdb
+from sqlglot import exp
+
+from ..engine import catalog
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..errors import InputError
+from ..model.hierarchy import Hierarchy
+from ..model.constraints import Constraint, from_record, to_record
+from ..request.spec import EQ_CLASS, Spec
+from .view import LiveView, PublishedQI
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ManifestQI:
+    name: str
+    kind: str  # "numeric" | "temporal" | "ordinal" | "hierarchy"
+    data_type: str
+    has_null: bool
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A release as recorded in the database."""
+
+    view: str
+    rules: str
+    rowmap: str | None
+    hierarchies_table: str | None
+    materialized: bool
+    source: str
+    k: int
+    qis: tuple[ManifestQI, ...]
+    hierarchies: Mapping[str, Hierarchy]
+    constraints: tuple[str, ...]
+    criterion: str
+    selections: tuple[str, ...] = ()  # the workload's selection predicates (Selection Mondrian)
+    key: tuple[str, ...] | None = None  # the live view's key (None: a snapshot table)
+    key_declared: bool = True
+    guarded: tuple[str, ...] = ()  # the columns the row map's hash covers
+    constraint_objects: tuple[Constraint, ...] = ()  # exact, when the manifest records them
+    class_column: str = EQ_CLASS
+    region_column: str = "region"
+    size_column: str = "size"
+    source_relation: tuple[str, str, str] | None = None  # (catalog, schema, name) of a catalog source
+    source_columns: tuple[str, ...] = ()
+    # Where the release's objects are: the catalog and schema its rules relation was found in
+    # (None for a manifest not read from a database), and whether their unqualified names find
+    # them there (for the connection, when read), so SQL given back to the user may use them.
+    catalog: str | None = None
+    schema: str | None = None
+    bare: bool = True
+
+    @property
+    def qid(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qis)
+
+    def published_qis(self) -> tuple[PublishedQI, ...]:
+        """The QIs as the view publishes them (with each hierarchy's root label)."""
+        return tuple(PublishedQI(q.name, q.kind != "hierarchy",
+                                 self.hierarchies[q.name].labels[0] if q.kind == "hierarchy" else None)
+                     for q in self.qis)
+
+    def ref(self, name: str) -> exp.Table:
+        """A reference to one of the release's objects (``m.view``, ``m.rules``, ...), qualified
+        with its catalog and schema: two schemas may hold releases of the same name, and an
+        unqualified name would bind whichever comes first on the search path."""
+        return g.table(name, self.schema, self.catalog)
+
+    def user_ref(self, name: str) -> exp.Table:
+        """:meth:`ref` for SQL given back to the user: unqualified when the name finds the
+        release's object anyway (the common case reads like the user's own SQL)."""
+        return g.table(name) if self.bare else self.ref(name)
+
+
+    def live_view(self) -> LiveView | None:
+        """What the live view was built from (None for a snapshot or an older manifest)."""
+        if self.key is None or self.rowmap is None or self.source_relation is None:
+            return None
+        catalog, schema, name = self.source_relation
+        return LiveView(g.table(name, schema, catalog), self.source_columns, self.published_qis(), self.key,
+                        self.key_declared,
+                        self.guarded, self.k, self.constraint_objects, self.ref(self.rowmap), self.ref(self.rules),
+                        self.region_column, self.size_column, self.class_column)
+
+
+def write(engine: Engine, spec: Spec) -> None:
+    """Store the manifest of a release being published (inside its transaction)."""
+    table = spec.outputs.hierarchies
+    if table:
+        qi, leaf, level, label = [], [], [], []
+        for q in spec.qis:
+            if q.hierarchy is None:
+                continue
+            for code, row in enumerate(r for r in q.hierarchy.to_rows() if r[0] is not None):
+                for depth, cell in enumerate(row):
+                    qi.append(q.name)
+                    leaf.append(code)
+                    level.append(depth)
+                    label.append(cell)
+        upload = engine.upload("hierarchies", {"qi": qi, "leaf": leaf, "level": level, "label": label})
+        engine.execute(g.create_table_as(table, exp.select("*").from_(g.table(upload)).order_by(
+            g.col("qi"), g.col("leaf"), g.col("level")), temporary=False))
+        engine.drop_temp(upload)
+    document = {
+        "sqlanon": FORMAT,
+        "source": spec.source.path or spec.source.name,
+        "view": spec.outputs.view,
+        "rules": spec.outputs.rules,
+        "rowmap": None if spec.outputs.materialize else spec.outputs.assignment,
+        "hierarchies": table,
+        "materialized": spec.outputs.materialize,
+        "k": spec.k,
+        "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null} for q in spec.qis],
+        "constraints": [c.describe() for c in spec.workload.constraints],
+        "constraint_records": [to_record(c) for c in spec.workload.constraints],
+        "criterion": spec.workload.criterion.describe(),
+        "selections": list(spec.workload.selections),
+        "key": list(spec.key.columns) if spec.key else None,
+        "key_declared": spec.key.declared if spec.key else None,
+        "guarded": list(spec.guarded_columns),
+        "source_relation": [spec.source.catalog, spec.source.schema, spec.source.name],
+        "source_columns": list(spec.source.column_names),
+        "columns": {"class": spec.outputs.class_column, "region": spec.outputs.region_column,
+                    "size": spec.outputs.size_column},
+    }
+    engine.execute(exp.Comment(this=g.table(spec.outputs.rules), kind="TABLE",
+                               expression=g.lit(json.dumps(document))))
+
+
+def read(con: duckdb.DuckDBPyConnection, view: str, *, location: tuple[str, str] | None = None) -> Manifest:
+    """Reload the manifest of the release whose view (or rules relation) is named ``view``.
+
+    ``view`` is resolved as DuckDB resolves a name (:mod:`sqlanon.engine.catalog`): ``schema.view`` (or
+    ``catalog.schema.view``) in that schema, an unqualified name along the search path, so
+    exactly one rules relation is read, never another schema's release of the same name.
+    ``location``: ``(catalog, schema)`` to look in instead (where a :class:`~sqlanon.Release`
+    was created). The objects named in the manifest are read in the schema the rules relation
+    is in (:meth:`Manifest.ref`).
+
+    Raises:
+        InputError: ``view`` names no release (or a view, not its rules relation, shadows it).
+    """
+    engine = Engine(con)
+    if not isinstance(view, str) or not view:
+        raise InputError(f"release must be the name of a release's view, got {view!r}")
+    suffix = "" if view.endswith("_rules") else "_rules"
+    rules = view + suffix
+    if location is not None:
+        found = next((o for o in catalog.objects(engine) if (o.catalog, o.schema) == tuple(location)
+                      and o.name.lower() == rules.lower()), None)
+    else:
+        found = catalog.find(engine, view, suffix)
+    comment = None
+    if found is not None and found.kind == "table":
+        comment = engine.scalar(
+            exp.select(g.col("comment")).from_(exp.Table(this=exp.Anonymous(this="duckdb_tables")))
+            .where(exp.and_(*[exp.EQ(this=g.col(c), expression=g.lit(v)) for c, v in (
+                ("database_name", found.catalog), ("schema_name", found.schema), ("table_name", found.name))])))
+    try:
+        document = json.loads(comment) if comment else None
+    except (TypeError, json.JSONDecodeError):
+        document = None
+    if not isinstance(document, dict) or document.get("sqlanon") != FORMAT:
+        where = f" (found {found.kind} {found.catalog}.{found.schema}.{found.name})" if found else ""
+        raise InputError(
+            f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest{where}"
+        )
+    assert found is not None
+    visible, path = catalog.objects(engine), catalog.search_path(engine)
+    here = (found.catalog, found.schema)
+    bare = all((hit := catalog.first(visible, path, document[key])) is not None and (hit.catalog, hit.schema) == here
+               for key in ("view", "rules"))
+    qis = tuple(ManifestQI(q["name"], q["kind"], q["type"], q["has_null"]) for q in document["qid"])
+    columns = document.get("columns") or {}
+    hierarchies: dict[str, Hierarchy] = {}
+    if document["hierarchies"]:
+        rows = engine.fetch_rows(
+            exp.select(g.col("qi"), g.col("leaf"), g.col("label"))
+            .from_(g.table(document["hierarchies"], found.schema, found.catalog))
+            .order_by(g.col("qi"), g.col("leaf"), g.col("level"))
+        )
+        paths: dict[str, dict[int, list[str]]] = {}
+        for qi, leaf, label in rows:
+            paths.setdefault(qi, {}).setdefault(leaf, []).append(label)
+        for q in qis:
+            if q.kind == "hierarchy":
+                h = Hierarchy.from_rows([paths[q.name][i] for i in sorted(paths[q.name])])
+                hierarchies[q.name] = h.with_null_leaf() if q.has_null else h
+    return Manifest(
+        view=document["view"], rules=document["rules"], rowmap=document["rowmap"],
+        hierarchies_table=document["hierarchies"], materialized=document["materialized"],
+        source=document["source"], k=document["k"], qis=qis, hierarchies=hierarchies,
+        constraints=tuple(document["constraints"]), criterion=document["criterion"],
+        selections=tuple(document.get("selections", ())),
+        key=tuple(document["key"]) if document.get("key") else None,
+        key_declared=bool(document.get("key_declared", True)),
+        guarded=tuple(document.get("guarded", ())),
+        constraint_objects=_constraints(document.get("constraint_records", ())),
+        class_column=columns.get("class", EQ_CLASS), region_column=columns.get("region", "region"),
+        size_column=columns.get("size", "size"),
+        source_relation=tuple(document["source_relation"]) if document.get("source_relation") else None,
+        source_columns=tuple(document.get("source_columns", ())),
+        catalog=found.catalog, schema=found.schema, bare=bare,
+    )
+
+
+def _constraints(records: list) -> tuple[Constraint, ...]:
+    """The recorded constraints as objects; () when one is not known to this version (callers
+    then fall back to the ``describe()`` texts and say what they cannot check)."""
+    try:
+        return tuple(from_record(r) for r in records)
+    except (TypeError, ValueError):
+        return ()

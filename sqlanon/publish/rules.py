@@ -1,0 +1,187 @@
+"""The recoding as relations: the rules (one row per region), the row map, the published view.
+
+Rules relation ``<view>_rules`` — one row per region (leaf of the partition tree, TR 1590
+Section 2.2: each root-to-leaf path is a rule), regions numbered by their box so the numbering
+does not depend on how the partition was computed:
+
+* ``region`` (the class column of the view) and ``size`` (rows in it; 0 for a hierarchy node no
+  row falls into, kept so the rules cover the domain) -- named ``region_1``/``size_1``, ... when
+  a hierarchical QI is called ``region`` or ``size`` (the manifest records the names);
+* per ordered QI ``q``: published ``q_min``/``q_max`` (the smallest and largest value of the
+  region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs) and the
+  region's box in the domain: ``q_lo`` < value <= ``q_hi`` (NULL = unbounded) plus ``q_null``
+  (NULL values fall in this region); a NULL-only region has ``q_lo = q_hi`` (empty range);
+* per hierarchical QI ``q``: published ``q`` (the node label) and ``q_node`` (node id in the
+  hierarchy's DFS pre-order).
+
+Row map ``<view>_rowmap`` (only for a source with a key): ``(key0.., region, rhash)`` for each
+source row: its key, its region, and the hash of its QI and constraint columns at release time.
+The live view (:mod:`sqlanon.publish.view`) joins the source to it on the key *and* the hash, and
+enforces the requirement at query time. A source without a key is published as a snapshot
+table of the rows the run read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..model.domain import Domain
+from ..engine.base import Engine
+from ..mondrian.builder import Boxes, Regions
+from ..request.spec import Spec
+from .view import LiveView, PublishedQI, live_view, rowmap_key
+
+
+def number_regions(boxes: Boxes) -> np.ndarray:
+    """Region order: by box lower corner (QI order). Boxes are disjoint, so corners are unique."""
+    return np.lexsort(boxes.lo.T[::-1])
+
+
+def rules_columns(spec: Spec) -> list[str]:
+    """Every column of the rules relation, in order."""
+    out = spec.outputs
+    return [out.region_column, out.size_column] + [c for qi in spec.qis for c in qi.published + qi.box_columns]
+
+
+def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> np.ndarray:
+    """Create the rules table; return the region id of each leaf (aligned with ``regions``)."""
+    boxes, cmin, cmax = regions.boxes, regions.cmin, regions.cmax
+    order = number_regions(boxes)
+    region = np.empty(len(order), dtype=np.int64)
+    region[order] = np.arange(len(order))
+    columns: dict[str, np.ndarray] = {"region": region, "size": boxes.n}
+    for i, d in enumerate(domains):
+        lo, hi = boxes.lo[:, i], boxes.hi[:, i]
+        if d.qi.ordered:
+            first = d.first_value
+            start = np.maximum(lo, first)  # the box's first non-NULL code
+            empty = start > hi  # the box holds only NULL
+            columns[f"c{i}_min"], columns[f"c{i}_max"] = cmin[:, i], cmax[:, i]
+            columns[f"c{i}_lo"] = np.where(empty, first, np.where(start - 1 >= first, start - 1, -1))
+            columns[f"c{i}_hi"] = np.where(empty, first, np.where(hi < d.size - 1, hi, -1))
+            columns[f"c{i}_null"] = lo == 0  # NULL sorts first, also for later rows
+        else:
+            h = d.qi.hierarchy
+            assert h is not None
+            node = boxes.node[:, i]
+            columns[f"c{i}_label"] = np.array([h.labels[x] for x in node], dtype=object)
+            columns[f"c{i}_node"] = node
+    codes = engine.upload("regions", columns)
+
+    # Codes -> values through the domain tables, so published values keep their source types.
+    # (copy=False: the loop grows one tree; copying it at every step is quadratic.)
+    query = exp.select(g.alias(g.col("region", "r"), spec.outputs.region_column),
+                       g.alias(g.col("size", "r"), spec.outputs.size_column)).from_(
+        exp.alias_(g.table(codes), g.ident("r"), table=True)
+    )
+    for i, d in enumerate(domains):
+        qi = d.qi
+        if not qi.ordered:
+            query = query.select(
+                g.alias(exp.Cast(this=g.col(f"c{i}_label", "r"), to=exp.DataType.build("VARCHAR")), qi.name),
+                g.alias(g.col(f"c{i}_node", "r"), f"{qi.name}_node"),
+                copy=False,
+            )
+            continue
+        for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
+            alias = f"d{i}{part}"
+            query = query.join(
+                exp.alias_(g.table(d.table), g.ident(alias), table=True),
+                on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
+                join_type="left",
+                copy=False,
+            ).select(g.alias(g.col("v", alias), out), copy=False)
+        query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"), copy=False)
+    ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
+        exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident("x")))
+    ).order_by(g.col(spec.outputs.region_column))
+    engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
+    engine.drop_temp(codes)
+    return region
+
+
+def create_rowmap(
+    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
+) -> str:
+    """A temp table ``(rid, region, qhash)``: each row's region by the run's row id.
+
+    Rows finished in SQL carry their leaf in the working table; rows finished in memory come
+    from ``memory_assignment``. Both only join the small leaf -> region table.
+    """
+    mapping = engine.upload("pidmap", {"pid": regions.boxes.pid, "region": region, "sql": regions.in_sql})
+    m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
+    cols = [g.col("rid", "x"), g.col("region", "m"), g.col("qhash", "x")]
+    query = (
+        exp.select(*cols)
+        .from_(exp.alias_(g.table(work), g.ident("x"), table=True))
+        .join(m, on=exp.and_(exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")), g.col("sql", "m")))
+    )
+    if memory_assignment:
+        in_memory = (
+            exp.select(*cols)
+            .from_(exp.alias_(g.table(memory_assignment), g.ident("x"), table=True))
+            .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
+        )
+        query = exp.union(query, in_memory, distinct=False)
+    name = engine.temp_name("rowmap")
+    engine.execute(g.create_table_as(name, query))
+    engine.drop_temp(mapping)
+    return name
+
+
+def live_plan(spec: Spec) -> LiveView:
+    """What the live view of this release is built from."""
+    assert spec.key is not None
+    qis = tuple(PublishedQI(q.name, q.ordered, None if q.ordered else q.hierarchy.labels[0])  # type: ignore[union-attr]
+                for q in spec.qis)
+    out = spec.outputs
+    return LiveView(spec.source.ref, spec.source.column_names, qis, spec.key.columns, spec.key.declared,
+                    spec.guarded_columns, spec.k, spec.workload.constraints, out.assignment, out.rules,
+                    out.region_column, out.size_column, out.class_column)
+
+
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
+    """Create the anonymized relation: for a keyed source the persistent row map
+    ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`); else a
+    snapshot table of the rows the run read."""
+    out = spec.outputs
+    if spec.key is None:
+        _publish_snapshot(engine, spec, source, rid, rowmap)
+        return
+    x = exp.alias_(g.table(rowmap), g.ident("x"), table=True)
+    if spec.key.direct:  # the run's row id is the key itself
+        query = exp.select(g.alias(g.col("rid", "x"), rowmap_key(0))).from_(x)
+    else:  # the run read a snapshot numbered by ``rid``: look its key up there
+        query = exp.select(*[g.alias(g.col(c, "b"), rowmap_key(i)) for i, c in enumerate(spec.key.columns)]).from_(x).join(
+            exp.alias_(source, g.ident("b"), table=True), on=exp.EQ(this=g.col(rid, "b"), expression=g.col("rid", "x")))
+    query = query.select(g.col("region", "x"), g.alias(g.col("qhash", "x"), "rhash"), copy=False)
+    engine.execute(g.create_table_as(out.assignment, query, temporary=False))
+    engine.execute(g.create_view(out.view, live_view(live_plan(spec))))
+
+
+def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
+    """The snapshot table: the rows the run read, each with its region's published columns."""
+    qis = {q.name: q for q in spec.qis}
+    select: list[exp.Expression] = []
+    for name in spec.source.column_names:
+        if name in qis:
+            select += [g.alias(g.col(p, "r"), p) for p in qis[name].published]
+        else:
+            select.append(g.alias(g.col(name, "b"), name))
+    select.append(g.alias(g.col("region", "a"), spec.outputs.class_column))
+    query = (
+        exp.select(*select)
+        .from_(exp.alias_(source, g.ident("b"), table=True))
+        .join(exp.alias_(g.table(rowmap), g.ident("a"), table=True),
+              on=exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b")), join_type="left")
+        .join(
+            exp.alias_(g.table(spec.outputs.rules), g.ident("r"), table=True),
+            on=exp.EQ(this=g.col(spec.outputs.region_column, "r"), expression=g.col("region", "a")),
+            join_type="left",
+        )
+    )
+    engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))

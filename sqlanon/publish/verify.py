@@ -1,0 +1,269 @@
+"""Independent verification of a published relation, in SQL.
+
+It reads only the relation being checked (never the partitioning state), so it checks a release
+made by sqlanon, by an older version of it, or by any other tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import math
+
+import duckdb
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..model.constraints import (
+    TOLERANCE,
+    Constraint,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    VarianceDiversity,
+)
+from . import manifest
+from ..engine.base import Engine, serialized
+from ..errors import InputError, UnknownColumnError, did_you_mean
+from .manifest import Manifest
+from ..request.checks import check_int, check_qid
+from ..request.spec import Source, _catalog, _find_source
+from .view import root_bounds, status
+from ..request.workload import check_constraints
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of :func:`verify`.
+
+    Attributes:
+        ok: every equivalence class holds at least ``k`` rows.
+        k: the requirement checked.
+        k_achieved: size of the smallest equivalence class (0 for an empty relation).
+        classes: number of equivalence classes.
+        rows: rows in the relation.
+        violating: classes smaller than ``k``.
+        columns: the columns that define the classes.
+        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named). For
+            a sqlanon release these are its *suppressed* rows: they do not form a class, and
+            ``ok`` requires instead that each is fully generalized (``leaked`` counts those that
+            are not). For any other relation they fail the check.
+        checks: one :class:`Check` per further constraint verified.
+        suppressed: for a live release view, ``(reason, rows, classes)`` per reason its rows are
+            suppressed now: new, changed or duplicate-key rows, classes below k, classes that
+            violate a constraint (the view enforces the requirement when it is read).
+        leaked: suppressed rows of a release whose QI columns are not fully generalized.
+    """
+
+    ok: bool
+    k: int
+    k_achieved: int
+    classes: int
+    rows: int
+    violating: int
+    columns: tuple[str, ...]
+    unplaced: int = 0
+    checks: tuple[Check, ...] = ()
+    suppressed: tuple[tuple[str, int, int], ...] = ()
+    leaked: int = 0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One constraint verified on the published relation: ``achieved`` is the worst class's
+    value of the constrained measure (distinct values, entropy l = e^H, variance, or for
+    recursive (c,l) the number of violating classes) and ``violating`` the classes that fail."""
+
+    constraint: str
+    ok: bool
+    achieved: float
+    violating: int
+
+
+def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]:
+    """The columns standing for each QI: the column itself, or its ``_min``/``_max`` pair."""
+    available = set(columns)
+    out: list[str] = []
+    for name in qid:
+        if name in available:
+            out.append(name)
+        elif f"{name}_min" in available and f"{name}_max" in available:
+            out += [f"{name}_min", f"{name}_max"]
+        else:
+            raise UnknownColumnError(
+                f"the relation has neither a column {name!r} nor {name + '_min'!r}/{name + '_max'!r}."
+                + did_you_mean(name, columns)
+            )
+    return tuple(out)
+
+
+@serialized
+def verify(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    qid: Sequence[str],
+    k: int,
+    *,
+    class_column: str | None = None,
+    constraints: Sequence[Constraint] = (),
+) -> Verification:
+    """Check k-anonymity of ``relation`` over the QIs, in one SQL statement.
+
+    Args:
+        con: DuckDB connection.
+        relation: table or view to check (e.g. ``release.view``).
+        qid: the quasi-identifiers; a QI published as a range may be named by its base name
+            (``age`` stands for ``age_min`` and ``age_max``).
+        k: the requirement.
+        class_column: optionally, the class column (``eq_class`` of a release). Rows where it
+            is NULL are counted as ``unplaced``: for a sqlanon release (its manifest names the
+            relation) they are its suppressed rows, which form no class and must each be fully
+            generalized; for any other relation they fail the check.
+        constraints: further constraints to check per class (``DistinctLDiversity``,
+            ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``), each with
+            its own SQL statement over the relation.
+
+    Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``); without
+    a release's class column, rows with identical published values form one class like any
+    other.
+
+    Raises:
+        InputError: before any query, for a ``con`` that is not a DuckDB connection, a ``k`` that
+            is not a positive integer (numpy integers are fine), a malformed ``qid``, or
+            ``constraints`` that are not sqlanon constraint objects; ``UnknownTableError`` /
+            ``UnknownColumnError`` for a missing relation or column.
+    """
+    engine = Engine(con)  # checks con first
+    try:
+        k = check_int("k", k, minimum=1)
+    except InputError:
+        raise InputError(f"k must be a positive integer, got {k!r}") from None
+    qid = check_qid(qid)
+    constraints = check_constraints(constraints)
+    if class_column is not None and (not isinstance(class_column, str) or not class_column):
+        raise InputError(f"class_column must be a column name (or None), got {class_column!r}")
+    source = _find_source(engine, _catalog(engine), relation, count=False)
+    return verify_source(engine, source, qid, k, class_column=class_column, constraints=constraints)
+
+
+def verify_source(
+    engine: Engine,
+    source: Source,
+    qid: Sequence[str],
+    k: int,
+    *,
+    class_column: str | None = None,
+    constraints: Sequence[Constraint] = (),
+) -> Verification:
+    """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
+    are used), with the arguments already checked."""
+    columns = class_columns(source.column_names, qid)
+    if class_column is not None and class_column not in source.column_names:
+        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
+    release = _release(engine, source) if class_column is not None else None
+    checked: exp.Expression = source.ref
+    suppressed_rows = leaked = 0
+    reasons: tuple[tuple[str, int, int], ...] = ()
+    if release is not None:  # suppressed rows are no class: check them against the root instead
+        assert class_column is not None
+        placed = exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null()))
+        checked = exp.Subquery(this=exp.select(exp.Star()).from_(source.ref).where(placed))
+        suppressed_rows, leaked = _suppressed(engine, source.ref, class_column, release)
+        live = release.live_view()
+        if live is not None and suppressed_rows:
+            reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(live)))
+    unplaced_if = (
+        exp.Is(this=g.col(class_column), expression=exp.Null()) if class_column and release is None else exp.false()
+    )
+    query = g.template(
+        "class_sizes", k=g.lit(k), source=checked, columns=[g.col(c) for c in columns], unplaced=unplaced_if
+    )
+    classes, smallest, total, violating, unplaced = engine.fetch_rows(query)[0]
+    checks = tuple(_check(engine, source, checked, columns, c) for c in constraints if not isinstance(c, KAnonymity))
+    unplaced = int(unplaced or 0) + suppressed_rows
+    return Verification(
+        ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
+            and (release is not None or not unplaced) and all(c.ok for c in checks)),
+        k=k,
+        k_achieved=int(smallest or 0),
+        classes=int(classes or 0),
+        rows=int(total or 0) + suppressed_rows,
+        violating=int(violating or 0),
+        columns=columns,
+        unplaced=unplaced,
+        checks=checks,
+        suppressed=reasons,
+        leaked=leaked,
+    )
+
+
+def _release(engine: Engine, source: Source) -> Manifest | None:
+    """The manifest of the sqlanon release whose published relation ``source`` is, if any (its
+    rules relation is in the same schema)."""
+    if source.kind == "file":
+        return None
+    try:
+        m = manifest.read(engine.con, source.name, location=(source.catalog, source.schema))
+    except InputError:
+        return None
+    return m if m.view.lower() == source.name.lower() else None
+
+
+def _suppressed(engine: Engine, relation: exp.Table, class_column: str, m: Manifest) -> tuple[int, int]:
+    """Suppressed rows of a release (class column NULL), and how many of them are not fully
+    generalized: a QI column that differs from the root (hierarchy root label; the bounds of
+    the whole release for ordered QIs, :func:`sqlanon.publish.view.root_bounds`)."""
+    qis = m.published_qis()
+    differs: list[exp.Expression] = []
+    for q in qis:
+        for p in q.published:
+            root = g.col(p, "z") if q.ordered else g.lit(q.root_label)
+            differs.append(exp.NullSafeNEQ(this=g.col(p, "s"), expression=root))
+    leaked = exp.Sum(this=exp.Case().when(exp.or_(*differs), g.lit(1)).else_(g.lit(0)))
+    query = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(leaked, "leaked"))
+             .from_(exp.alias_(relation.copy(), g.ident("s"), table=True))
+             .where(exp.Is(this=g.col(class_column, "s"), expression=exp.Null())))
+    root = root_bounds(qis, m.ref(m.rules), m.size_column)
+    if root is not None:
+        query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
+    n, bad = engine.fetch_rows(query)[0]
+    return int(n or 0), int(bad or 0)
+
+
+def _check(engine: Engine, source, checked: exp.Expression, columns: tuple[str, ...], c: Constraint) -> Check:
+    """Verify one diversity constraint on every class of the relation (``checked``: its rows
+    that form classes), in SQL."""
+    column = (c.class_columns + c.numeric_columns)[0]
+    if column not in source.column_names:
+        raise UnknownColumnError(f"no column {column!r} to check {c.describe()}." + did_you_mean(column, source.column_names))
+    common = {"source": checked, "columns": [g.col(x) for x in columns], "sensitive": g.col(column)}
+    if isinstance(c, VarianceDiversity):
+        classes, low, bad = engine.fetch_rows(g.template("check_variance", v=g.lit(float(c.v) * (1 - TOLERANCE)), **common))[0]
+        if not classes:  # every row suppressed: no class to violate anything
+            return Check(c.describe(), True, math.nan, 0)
+        return Check(c.describe(), not bad, float(low or 0.0), int(bad or 0))
+    l = c.l if isinstance(c, RecursiveCLDiversity) else 1
+    factor = float(c.c) if isinstance(c, RecursiveCLDiversity) else 1.0
+    classes, distinct, entropy, recursive_bad = engine.fetch_rows(
+        g.template("check_sensitive", c=g.lit(factor), l=g.lit(int(l)), **common)
+    )[0]
+    if not classes:
+        return Check(c.describe(), True, math.nan, 0)
+    if isinstance(c, DistinctLDiversity):
+        return Check(c.describe(), int(distinct or 0) >= c.l, float(distinct or 0), _count_below(engine, common, c))
+    if isinstance(c, EntropyLDiversity):
+        ok = float(entropy or 0.0) >= math.log(c.l) - TOLERANCE
+        return Check(c.describe(), ok, math.exp(float(entropy or 0.0)), 0 if ok else _count_below(engine, common, c))
+    return Check(c.describe(), not recursive_bad, float(recursive_bad or 0), int(recursive_bad or 0))
+
+
+def _count_below(engine: Engine, common: dict, c: Constraint) -> int:
+    """Classes failing a distinct or entropy l-diversity requirement (only computed on failure)."""
+    per_class = g.template("class_diversity", **common)
+    rows = engine.fetch_rows(per_class)
+    if isinstance(c, DistinctLDiversity):
+        return sum(1 for distinct, _ in rows if distinct < c.l)
+    return sum(1 for _, entropy in rows if entropy < math.log(c.l) - TOLERANCE)
+

@@ -1,0 +1,198 @@
+"""The published view of a keyed release: live, and fail-closed while the source changes.
+
+A release of a source with a key (a declared PRIMARY KEY / UNIQUE key, or ``key=``) is a view
+over the source, so analysts always see the current rows -- and the release's requirement must
+hold at query time, not only when it was published. Each time the view is read:
+
+1. **matched**: every source row is joined to the row map ``(key0.., region, rhash)`` on its key
+   *and* on the hash of its guarded columns (the QIs and every column a constraint judges, e.g.
+   the sensitive attribute). A row inserted after the release, or whose QIs or sensitive value
+   changed, or -- for a key the database does not enforce -- whose key value now appears twice,
+   matches nothing: it has no region.
+2. **live**: a region whose matched rows still meet the requirement: at least ``k`` rows and
+   every constraint (distinct / entropy / recursive (c,l)-diversity, variance diversity),
+   evaluated with the same formulas the partitioner used (:mod:`sqlanon.model.constraints`).
+3. every row of a live region is published with the region's bounds and its class id; every
+   other row is **suppressed**: class column NULL and every QI fully generalized -- a
+   hierarchical QI the hierarchy's root label, an ordered QI the bounds of the whole release
+   (the smallest ``q_min`` and largest ``q_max`` of its non-empty regions; ``q_min`` NULL when a
+   region holds NULLs, as NULL sorts first). So a class that shrinks below ``k`` or loses its
+   diversity through deletes or updates disappears as a whole, and no raw QI value is ever
+   shown.
+
+:func:`status` counts the suppressed rows by reason with the same building blocks, for
+:func:`sqlanon.verify`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from .class_checks import BAD, per_class_query
+from ..model.constraints import Constraint, KAnonymity
+from ..request.spec import free_name
+
+#: Why a row of a live view is suppressed (see :func:`status`).
+CHANGED = "new, changed or duplicate-key row"
+
+
+@dataclass(frozen=True)
+class PublishedQI:
+    """A QI as the view publishes it: ordered (``q_min``/``q_max``) or hierarchical (the node
+    label, and the root's label for suppressed rows)."""
+
+    name: str
+    ordered: bool
+    root_label: str | None = None
+
+    @property
+    def published(self) -> tuple[str, ...]:
+        return (f"{self.name}_min", f"{self.name}_max") if self.ordered else (self.name,)
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """Everything the live view of a release is built from (from a Spec at publication, or
+    from the manifest when verifying later)."""
+
+    source: exp.Table
+    columns: tuple[str, ...]  # the source's columns, in order
+    qis: tuple[PublishedQI, ...]
+    key: tuple[str, ...]
+    key_declared: bool
+    guarded: tuple[str, ...]
+    k: int
+    constraints: tuple[Constraint, ...]
+    rowmap: str | exp.Table  # a name in the current schema, or a qualified reference
+    rules: str | exp.Table
+    region_column: str
+    size_column: str
+    class_column: str
+
+    @property
+    def region_alias(self) -> str:
+        """The matched rows' region column: a name none of the source's columns has."""
+        return free_name("__sqlanon_region", self.columns)
+
+
+def rowmap_key(i: int) -> str:
+    """The row map's column holding the ``i``-th key column."""
+    return f"key{i}"
+
+
+def _ref(name: str | exp.Table) -> exp.Table:
+    return name.copy() if isinstance(name, exp.Table) else g.table(name)
+
+
+def _from(name: str | exp.Table, alias: str) -> exp.Expression:
+    return exp.alias_(_ref(name), g.ident(alias), table=True)
+
+
+def _sub(query: exp.Expression, alias: str) -> exp.Subquery:
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident(alias)))
+
+
+def _matched(v: LiveView) -> exp.Select:
+    """Each source row with its region, or NULL when the row map no longer vouches for it."""
+    on = exp.and_(
+        *[exp.EQ(this=g.col(rowmap_key(i), "a"), expression=g.col(c, "b")) for i, c in enumerate(v.key)],
+        exp.EQ(this=g.col("rhash", "a"), expression=g.row_hash(v.guarded, "b")),
+    )
+    region: exp.Expression = g.col("region", "a")
+    if not v.key_declared:  # a key value held twice vouches for neither row
+        twice = exp.Window(this=exp.Count(this=exp.Star()),
+                           partition_by=[g.col(c, "b") for c in v.key])
+        region = exp.Case().when(exp.EQ(this=twice, expression=g.lit(1)), region)
+    return (exp.select(*[g.col(c, "b") for c in v.columns], g.alias(region, v.region_alias))
+            .from_(exp.alias_(v.source.copy(), g.ident("b"), table=True))
+            .join(_from(v.rowmap, "a"), on=on, join_type="left"))
+
+
+def _judged(v: LiveView) -> list[tuple[str, str, exp.Select]]:
+    """The requirement as ``(reason, cte name, per-class query)``: k first, then every constraint
+    of the release, each judging every region of the matched rows
+    (:func:`sqlanon.publish.class_checks.per_class_query`: one row per region, ``BAD`` when it fails)."""
+    placed = exp.Not(this=exp.Is(this=g.col(v.region_alias), expression=exp.Null()))
+    requirement = [KAnonymity(v.k), *[c for c in v.constraints if not isinstance(c, KAnonymity)]]
+    return [(f"class below k={v.k}" if isinstance(c, KAnonymity) else f"violates {c.describe()}", f"c{j}",
+             per_class_query(g.table("matched"), [v.region_alias], c, where=placed))
+            for j, c in enumerate(requirement)]
+
+
+def _failed(name: str) -> exp.Expression:
+    return exp.Coalesce(this=g.col(BAD, name), expressions=[exp.false()])
+
+
+def _with(query: exp.Select, ctes: list[tuple[str, exp.Expression]]) -> exp.Select:
+    for name, body in ctes:
+        query = query.with_(g.ident(name), as_=body, copy=False)
+    return query
+
+
+def live_view(v: LiveView) -> exp.Select:
+    """The view's query (module docstring)."""
+    judged = _judged(v)
+    r = v.region_alias
+    live = exp.select(g.alias(g.col(r, judged[0][1]), "region")).from_(_from(judged[0][1], judged[0][1]))
+    for _, name, _ in judged[1:]:  # every region appears in every judgement (same grouping)
+        live = live.join(_from(name, name), on=exp.EQ(this=g.col(r, name), expression=g.col(r, judged[0][1])))
+    live = live.where(exp.and_(*[exp.Not(this=_failed(name)) for _, name, _ in judged]))
+    region = g.col("region", "l")
+    suppressed = exp.Is(this=region.copy(), expression=exp.Null())
+    published: dict[str, list[exp.Expression]] = {}
+    for q in v.qis:
+        if q.ordered:
+            published[q.name] = [g.alias(exp.Case().when(suppressed.copy(), g.col(p, "z")).else_(g.col(p, "r")), p)
+                                 for p in q.published]
+        else:
+            published[q.name] = [g.alias(exp.Case().when(suppressed.copy(), g.lit(q.root_label)).else_(g.col(q.name, "r")),
+                                         q.name)]
+    select = [e for c in v.columns for e in published.get(c, [g.alias(g.col(c, "m"), c)])]
+    query = (
+        exp.select(*select, g.alias(region, v.class_column))
+        .from_(_from("matched", "m"))
+        .join(_from("live", "l"), on=exp.EQ(this=region.copy(), expression=g.col(r, "m")), join_type="left")
+        .join(_from(v.rules, "r"), on=exp.EQ(this=g.col(v.region_column, "r"), expression=region.copy()), join_type="left")
+    )
+    with_ = [("matched", _matched(v)), *[(name, q) for _, name, q in judged], ("live", live)]
+    root = root_bounds(v.qis, v.rules, v.size_column)
+    if root is not None:
+        query = query.join(_from("root", "z"), join_type="cross")
+        with_.append(("root", root))
+    return _with(query, with_)
+
+
+def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
+    """One row: the fully generalized bounds of every ordered QI (None without ordered QIs)."""
+    ordered = [q for q in qis if q.ordered]
+    if not ordered:
+        return None
+    query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
+    for q in ordered:
+        low, high = q.published
+        lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(
+            exp.Min(this=g.col(low)))
+        query = query.select(g.alias(lowest, low), g.alias(exp.Max(this=g.col(high)), high), copy=False)
+    return query
+
+
+def status(v: LiveView) -> exp.Select:
+    """``(reason, rows, classes)``: the view's suppressed rows by the first reason that applies
+    (:data:`CHANGED`, then k, then each constraint in order)."""
+    judged = _judged(v)
+    r = v.region_alias
+    reason = exp.Case().when(exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
+    for why, name, _ in judged:
+        reason = reason.when(_failed(name), g.lit(why))
+    rows = exp.select(g.alias(g.col(r, "m"), "region"), g.alias(reason, "reason")).from_(_from("matched", "m"))
+    for _, name, _ in judged:
+        rows = rows.join(_from(name, name), on=exp.EQ(this=g.col(r, name), expression=g.col(r, "m")), join_type="left")
+    query = (exp.select(g.col("reason"), g.alias(exp.Count(this=exp.Star()), "rows"),
+                        g.alias(exp.Count(this=exp.Distinct(expressions=[g.col("region")])), "classes"))
+             .from_(_sub(rows, "x")).where(exp.Not(this=exp.Is(this=g.col("reason"), expression=exp.Null())))
+             .group_by(g.col("reason")).order_by(g.col("reason")))
+    return _with(query, [("matched", _matched(v)), *[(name, q) for _, name, q in judged]])

@@ -1,0 +1,689 @@
+"""The release report: the requirement and whether it holds, the metrics, the distribution of
+equivalence-class sizes, per-QI generalization, imprecision per selection, timings and the SQL
+objects -- as HTML (one self-contained file, plots as inline SVG), Markdown or JSON.
+
+Everything is read from the database, so a report can be made in a later session from the view's
+name: the release is reloaded with :func:`sqlanon.publish.manifest.read`, the figures come from
+:func:`sqlanon.release.metrics.metrics`, and the requirement recorded in the manifest is re-checked on the
+published view with :func:`sqlanon.publish.verify.verify` (independently of the partitioning code). Only
+the timings need the :class:`~sqlanon.Release` object: the manifest does not record them.
+
+Generalization widths: the normalized width of a cell is its NCP cell loss (``0`` for an
+ungeneralized value, ``1`` for the whole domain; :mod:`sqlanon.release.metrics`), so ``ncp[q]`` is the
+mean of the distribution shown, over the rows. Rows are counted in eleven buckets: exactly 0,
+then ``(0, 0.1]``, ..., ``(0.9, 1]``; suppressed rows lose 1 and fall in the last bucket.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..model.constraints import Constraint, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity
+from ..engine.base import Engine, serialized
+from ..errors import InputError
+from .imprecision import imprecision
+from ..publish.manifest import Manifest
+from .metrics import Metrics, _ncp_query, metrics
+from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
+from .regions import derived, load_release, resolve_relation
+from ..request.spec import Source
+from ..publish.verify import Verification, verify_source
+
+FORMATS = ("html", "markdown", "json")
+#: Buckets of normalized generalization width (NCP cell loss): exactly 0, then tenths.
+WIDTH_BUCKETS = ("0",) + tuple(f"({i / 10:g}, {(i + 1) / 10:g}]" for i in range(10))
+#: At most this many bars in the class-size histogram.
+MAX_BINS = 24
+_CONSTRAINTS = {
+    "distinct l-diversity": lambda s, kw: DistinctLDiversity(s, int(kw["l"])),
+    "entropy l-diversity": lambda s, kw: EntropyLDiversity(s, float(kw["l"])),
+    "recursive (c,l)-diversity": lambda s, kw: RecursiveCLDiversity(s, float(kw["c"]), int(kw["l"])),
+    "variance diversity": lambda s, kw: VarianceDiversity(s, float(kw["v"])),
+}
+
+
+@dataclass(frozen=True)
+class SqlObject:
+    """A database object of the release: its role, name, kind (view or table) and row count."""
+
+    role: str
+    name: str
+    kind: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    """What a report shows (see :func:`collect`); :meth:`as_dict` is the JSON document.
+
+    Attributes:
+        view, source, materialized: the release (a snapshot table when ``materialized``).
+        qis: ``(name, kind, type)`` per QI.
+        k, constraints, criterion: the requirement and the criterion, as in the manifest.
+        verification: the requirement re-checked on the published view now.
+        unchecked: recorded constraints that could not be rebuilt, hence not re-checked.
+        metrics: :func:`sqlanon.release.metrics.metrics` of the release.
+        class_sizes: ``(size, classes)`` for every class size present, ascending.
+        widths: per QI, rows in each of :data:`WIDTH_BUCKETS`.
+        selections: ``(predicate, returned, true, imprecision)`` per selection asked for
+            (:func:`sqlanon.release.imprecision.imprecision`).
+        timings, elapsed, statements: from the Release object (None when given a view name).
+        objects: the release's SQL objects with their row counts.
+        generated: when the report was made (UTC, ISO 8601).
+        key: the columns a live view finds source rows by (None: a snapshot table).
+    """
+
+    view: str
+    source: str
+    materialized: bool
+    qis: tuple[tuple[str, str, str], ...]
+    k: int
+    constraints: tuple[str, ...]
+    criterion: str
+    verification: Verification
+    unchecked: tuple[str, ...]
+    metrics: Metrics
+    class_sizes: tuple[tuple[int, int], ...]
+    widths: Mapping[str, tuple[int, ...]]
+    selections: tuple[tuple[str, int, int, int], ...]
+    timings: Mapping[str, float] | None
+    elapsed: float | None
+    statements: int | None
+    objects: tuple[SqlObject, ...]
+    generated: str
+    key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
+
+    @property
+    def holds(self) -> bool:
+        """The requirement holds on the view now (every recorded constraint re-checked)."""
+        return self.verification.ok and not self.unchecked
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-serializable dict; ``metrics`` is exactly ``metrics.as_dict()``."""
+        v = self.verification
+        return {
+            "sqlanon_report": 1,
+            "generated": self.generated,
+            "release": {"view": self.view, "source": self.source, "materialized": self.materialized,
+                        "key": None if self.key is None else list(self.key), "publication": publication(self),
+                        "qid": [{"name": n, "kind": kind, "type": t} for n, kind, t in self.qis]},
+            "requirement": {"k": self.k, "constraints": list(self.constraints), "criterion": self.criterion},
+            "verification": {"holds": self.holds, **asdict(v), "unchecked": list(self.unchecked)},
+            "metrics": self.metrics.as_dict(),
+            "class_sizes": {
+                "distribution": [[size, count] for size, count in self.class_sizes],
+                "histogram": [{"lo": lo, "hi": hi, "classes": c, "rows": r}
+                              for lo, hi, c, r in class_size_bins(self.class_sizes)],
+            },
+            "generalization": {q: {"ncp": self.metrics.ncp.get(q), "rows_by_width": dict(zip(WIDTH_BUCKETS, rows))}
+                               for q, rows in self.widths.items()},
+            "selections": [{"predicate": p, "returned": r, "true": t, "imprecision": i}
+                           for p, r, t, i in self.selections],
+            "timings": None if self.timings is None else
+            {"elapsed": self.elapsed, "statements": self.statements, "steps": dict(self.timings)},
+            "objects": [asdict(o) for o in self.objects],
+        }
+
+
+@serialized
+def report(
+    con: duckdb.DuckDBPyConnection,
+    release: Any,
+    *,
+    format: str = "html",
+    targets: Sequence[str] | None = None,
+    numeric_targets: Sequence[str] | None = None,
+    sensitive: Sequence[str] | None = None,
+    selections: Sequence[str] | None = None,
+) -> str:
+    """The report of a release as HTML, Markdown or JSON text.
+
+    Args:
+        con: DuckDB connection holding the release (only read).
+        release: a :class:`sqlanon.Release`, or the name of a release's view.
+        format: ``"html"`` (one self-contained file, plots as inline SVG), ``"markdown"``
+            (readable in a terminal) or ``"json"`` (:meth:`ReleaseReport.as_dict`).
+        targets, numeric_targets, sensitive: columns for the metrics, as in
+            :func:`sqlanon.metrics`; None (the default) takes the release's own workload from its
+            manifest (the criterion's targets, the constrained sensitive columns).
+        selections: predicates whose imprecision is reported
+            (:func:`sqlanon.release.imprecision.imprecision`); None (the default) takes the release's own
+            selections (the workload it was anonymized for), ``()`` none.
+
+    Raises:
+        InputError: unknown format, not a release, bad columns (as :func:`sqlanon.metrics`).
+    """
+    if format not in FORMATS:
+        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    data = collect(con, release, targets=targets, numeric_targets=numeric_targets, sensitive=sensitive,
+                   selections=selections)
+    return render(data, format)
+
+
+def render(data: ReleaseReport, format: str) -> str:
+    """``data`` as ``"html"``, ``"markdown"`` or ``"json"`` text."""
+    if format == "json":
+        return json.dumps(data.as_dict(), indent=2, ensure_ascii=False) + "\n"
+    if format == "markdown":
+        return render_markdown(data)
+    if format == "html":
+        return render_html(data)
+    raise InputError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+
+
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    release: Any,
+    *,
+    targets: Sequence[str] | None = None,
+    numeric_targets: Sequence[str] | None = None,
+    sensitive: Sequence[str] | None = None,
+    selections: Sequence[str] | None = None,
+) -> ReleaseReport:
+    """Compute everything a report shows, in SQL (arguments as for :func:`report`)."""
+    if isinstance(selections, str):
+        raise InputError(f"selections must be a list of predicates, got the string {selections!r}")
+    if selections is not None and (isinstance(selections, (bytes, Mapping)) or not isinstance(selections, Iterable)):
+        raise InputError(f"selections must be a list of predicates, got {type(selections).__name__} {selections!r}")
+    engine = Engine(con)
+    m = load_release(con, release)
+    # selections first: a predicate that does not parse fails before the heavier queries
+    imprecise = _imprecision(con, m, m.selections if selections is None else selections)
+    rebuilt, unchecked = rebuild_constraints(m.constraints)
+    workload = release_workload(m)
+    figures = metrics(
+        con, m,  # the manifest as read: by name again, another schema's release could answer
+        targets=workload["targets"] if targets is None else targets,
+        numeric_targets=workload["numeric_targets"] if numeric_targets is None else numeric_targets,
+        sensitive=workload["sensitive"] if sensitive is None else sensitive,
+    )
+    view_ref, columns = resolve_relation(engine, m.ref(m.view))
+    published = Source(m.catalog or "", m.schema or "", m.view, "view", tuple(columns), -1)
+    checked = verify_source(engine, published, m.qid, m.k, class_column=m.class_column,
+                            constraints=list(m.constraint_objects) or rebuilt)
+    timings = getattr(release, "timings", None)
+    return ReleaseReport(
+        view=m.view, source=m.source, materialized=m.materialized, key=m.key,
+        qis=tuple((q.name, q.kind, q.data_type) for q in m.qis),
+        k=m.k, constraints=m.constraints, criterion=m.criterion,
+        verification=checked, unchecked=unchecked, metrics=figures,
+        class_sizes=_class_sizes(engine, view_ref, m.class_column),
+        widths=_widths(engine, m, view_ref, figures.suppressed),
+        selections=imprecise,
+        timings=None if timings is None else dict(timings),
+        elapsed=getattr(release, "elapsed", None) if timings is not None else None,
+        statements=getattr(release, "statements", None) if timings is not None else None,
+        objects=_objects(engine, m, figures.rows),
+        generated=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+    )
+
+
+# -- what the manifest records -----------------------------------------------------------------
+def _parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]] | None:
+    """``name(args)`` as written by the ``describe()`` methods: the name (which may hold spaces and
+    punctuation) and the literal arguments; None if it is not of that form."""
+    match = re.fullmatch(r"\s*([^()]*(?:\(c,l\))?[^()]*?)\s*\((.*)\)\s*", text, re.S)
+    if not match:
+        return (text.strip(), [], {}) if re.fullmatch(r"[\w -]+", text.strip()) else None
+    source = f"f({match.group(2)})"
+
+    def value(node: ast.expr) -> Any:  # a nested describe() (Selections' then=) stays text
+        return ast.get_source_segment(source, node) if isinstance(node, ast.Call) else ast.literal_eval(node)
+
+    try:
+        call = ast.parse(source, mode="eval").body
+        args = [value(a) for a in call.args]  # type: ignore[attr-defined]
+        kwargs = {k.arg: value(k.value) for k in call.keywords}  # type: ignore[attr-defined]
+    except (SyntaxError, ValueError):
+        return None
+    return match.group(1), args, kwargs
+
+
+def rebuild_constraints(recorded: Sequence[str]) -> tuple[list[Constraint], tuple[str, ...]]:
+    """The diversity constraints recorded in a manifest (``describe()`` strings) as objects to
+    verify, and the ones that could not be rebuilt. k-anonymity is checked separately.
+
+    Parameters are recorded as ``describe()`` prints them: exactly (short when six significant
+    digits give the same float, every digit otherwise); releases made before that recorded six
+    significant digits, and are re-checked against the rounded value."""
+    out: list[Constraint] = []
+    unchecked: list[str] = []
+    for text in recorded:
+        call = _parse_call(text)
+        if call and call[0] == "k-anonymity":
+            continue
+        try:
+            name, args, kwargs = call  # type: ignore[misc]
+            out.append(_CONSTRAINTS[name](args[0], kwargs))
+        except (TypeError, KeyError, IndexError, ValueError):
+            unchecked.append(text)
+    return out, tuple(unchecked)
+
+
+def release_workload(m: Manifest) -> dict[str, list[str]]:
+    """The release's own workload columns: the criterion's class and numeric targets, and the
+    sensitive columns of its constraints (unparseable entries are skipped)."""
+    targets: list[str] = []
+    numeric: list[str] = []
+    call = _parse_call(m.criterion)
+    while call and call[0] == "selections" and isinstance(call[2].get("then"), str):
+        call = _parse_call(call[2]["then"])  # Selection Mondrian, then this criterion inside
+    if call:
+        name, args, kwargs = call
+        if name == "infogain":
+            targets += args
+        elif name == "regression":
+            numeric += args
+        elif name == "targets":
+            targets += list(kwargs.get("classes", []))
+            numeric += list(kwargs.get("numeric", []))
+    sensitive: list[str] = []
+    for text in m.constraints:
+        call = _parse_call(text)
+        if call and call[0] in _CONSTRAINTS and call[1] and call[1][0] not in sensitive:
+            sensitive.append(call[1][0])
+    clean = lambda names: [n for n in dict.fromkeys(names) if isinstance(n, str)]  # noqa: E731
+    return {"targets": clean(targets), "numeric_targets": clean(numeric), "sensitive": clean(sensitive)}
+
+
+# -- queries -----------------------------------------------------------------------------------
+def _class_sizes(engine: Engine, view_ref: exp.Table, class_column: str) -> tuple[tuple[int, int], ...]:
+    """``(size, classes)`` per distinct class size: at most ~sqrt(2N) rows come back."""
+    sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n")).from_(view_ref.copy())
+             .where(exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null())))
+             .group_by(g.col(class_column)))
+    query = (exp.select(g.col("n"), exp.Count(this=exp.Star())).from_(derived(sizes, "c"))
+             .group_by(g.col("n")).order_by(g.col("n")))
+    return tuple((int(n), int(c)) for n, c in engine.fetch_rows(query))
+
+
+def _widths(engine: Engine, m: Manifest, view_ref: exp.Table, suppressed: int) -> dict[str, tuple[int, ...]]:
+    """Rows per :data:`WIDTH_BUCKETS` bucket, per QI, in one statement.
+
+    Reuses the NCP query of :mod:`sqlanon.release.metrics`, whose select list is
+    ``sum(c.n * loss_q)`` per QI: the per-class ``loss_q`` is taken out of it and bucketed."""
+    ncp = _ncp_query(m, view_ref)
+    losses = [e.this.this.expression for e in ncp.expressions]  # Alias(Sum(Mul(c.n, loss)))
+    per_class = ncp.copy()
+    per_class.set("expressions", [g.alias(g.col("n", "c"), "n")] + [
+        g.alias(_bucket(loss.copy()), f"w{i}") for i, loss in enumerate(losses)])
+    counts = [
+        exp.Coalesce(this=exp.Filter(this=exp.Sum(this=g.col("n")), expression=exp.Where(
+            this=exp.EQ(this=g.col(f"w{i}"), expression=g.lit(b)))), expressions=[g.lit(0)])
+        for i in range(len(losses)) for b in range(len(WIDTH_BUCKETS))]
+    row = engine.fetch_rows(exp.select(*counts).from_(derived(per_class, "p")))[0]
+    out: dict[str, tuple[int, ...]] = {}
+    for i, qi in enumerate(m.qis):
+        rows = [int(x) for x in row[i * len(WIDTH_BUCKETS):(i + 1) * len(WIDTH_BUCKETS)]]
+        rows[-1] += suppressed  # a suppressed row loses the whole domain
+        out[qi.name] = tuple(rows)
+    return out
+
+
+def _bucket(loss: exp.Expression) -> exp.Expression:
+    """0 for a loss of 0 (or NULL: no node, counted as no loss like the NCP sum does), else the
+    tenth it falls in, 1..10; the 1e-9 keeps 0.3 = 3/10 in bucket 3 despite rounding."""
+    value = exp.Coalesce(this=loss, expressions=[g.lit(0.0)])
+    tenth = exp.Ceil(this=exp.Sub(this=exp.Mul(this=value.copy(), expression=g.lit(10.0)), expression=g.lit(1e-9)))
+    return (exp.Case().when(exp.LTE(this=value.copy(), expression=g.lit(0.0)), g.lit(0))
+            .when(exp.GTE(this=value.copy(), expression=g.lit(1.0)), g.lit(10))
+            .else_(exp.Cast(this=tenth, to=exp.DataType.build("INTEGER"))))
+
+
+def _objects(engine: Engine, m: Manifest, view_rows: int) -> tuple[SqlObject, ...]:
+    out = [SqlObject("published", m.view, "table" if m.materialized else "view", view_rows)]
+    for role, name in (("rules", m.rules), ("row map", m.rowmap), ("hierarchies", m.hierarchies_table)):
+        if name:
+            ref, _ = resolve_relation(engine, m.ref(name))
+            out.append(SqlObject(role, name, "table", int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref)))))
+    return tuple(out)
+
+
+def _imprecision(con: duckdb.DuckDBPyConnection, m: Manifest, predicates: Sequence[str]) -> tuple[tuple[str, int, int, int], ...]:
+    """Per selection ``(predicate, |Pr(V)|, |Pr(T)|, imprecision)`` from
+    :func:`sqlanon.release.imprecision.imprecision` (KDD 2006, Section 3.4: the rows of the published
+    regions that overlap the predicate, the rows it selects in the source, the difference)."""
+    if not predicates:
+        return ()
+    result = imprecision(con, m, list(predicates))
+    return tuple((p.text, p.returned, p.true, p.imprecision) for p in result.predicates)
+
+
+def class_size_bins(sizes: Sequence[tuple[int, int]], max_bins: int = MAX_BINS) -> list[tuple[int, int, int, int]]:
+    """``(lo, hi, classes, rows)`` bins (inclusive integer bounds) over a ``(size, classes)``
+    distribution: one per size when the range is short, else equal widths, or -- when the
+    largest class is over 16 times the smallest -- geometric widths so the tail stays visible."""
+    if not sizes:
+        return []
+    low, high = sizes[0][0], sizes[-1][0]
+    if high - low < max_bins:
+        edges = list(range(low, high + 2))
+    elif high > 16 * low:
+        ratio = (high / low) ** (1 / max_bins)
+        edges = sorted({low, *(math.ceil(low * ratio ** i) for i in range(1, max_bins)), high + 1})
+    else:
+        step = math.ceil((high - low + 1) / max_bins)
+        edges = list(range(low, high + 1, step)) + [high + 1]
+        edges = sorted(set(edges))
+    bins = []
+    for lo, hi in zip(edges, edges[1:]):
+        inside = [(s, c) for s, c in sizes if lo <= s < hi]
+        bins.append((lo, hi - 1, sum(c for _, c in inside), sum(s * c for s, c in inside)))
+    return bins
+
+
+# -- shared text -------------------------------------------------------------------------------
+def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
+    """``(requirement, achieved, holds)`` rows: k-anonymity, each constraint, each unchecked one."""
+    v = r.verification
+    achieved = f"smallest class {v.k_achieved:,} ({v.classes:,} classes, {v.rows:,} rows)"
+    if v.unplaced:
+        achieved += f"; {v.unplaced:,} rows suppressed (fully generalized, no class)"
+    if v.leaked:
+        achieved += f"; {v.leaked:,} of them not fully generalized"
+    # Suppressed rows of a release form no class (they are checked against the root instead).
+    rows: list[tuple[str, str, bool | None]] = [
+        (f"k-anonymity(k={r.k})", achieved, v.violating == 0 and v.ok)]
+    for c in v.checks:
+        what = "violating classes" if c.constraint.startswith("recursive") else "worst class"
+        rows.append((c.constraint, f"{what} {number(c.achieved)}" + (f"; {c.violating:,} classes fail" if not c.ok else ""),
+                     c.ok))
+    rows += [(text, "not re-checked: not a constraint this version can rebuild", None) for text in r.unchecked]
+    return rows
+
+
+def _criterion(text: str, code) -> str:
+    """The criterion for people: Selection Mondrian's predicates listed rather than as a repr."""
+    call = _parse_call(text)
+    if call and call[0] == "selections" and call[1] and isinstance(call[2].get("then"), str):
+        listed = ", ".join(code(p) for p in call[1][0])
+        return f"Selection Mondrian (KDD 2006, Section 3.4) over {listed}, then {code(call[2]['then'])}"
+    return code(text)
+
+
+def _verdict(r: ReleaseReport) -> str:
+    if r.holds:
+        return "HOLDS"
+    return "FAILS" if not r.verification.ok else "NOT FULLY CHECKED"
+
+
+_MEANING = {
+    "k": "the required smallest class size",
+    "rows": "rows of the view (N)",
+    "suppressed": "rows without a class (new, changed, or in a class that no longer meets the requirement; QIs fully generalized)",
+    "classes": "equivalence classes",
+    "k_achieved": "the smallest class",
+    "avg_class_size": "(N - suppressed) / classes",
+    "c_avg": "avg_class_size / k (LeFevre et al., ICDE 2006)",
+    "dm": "discernibility: sum of squared class sizes + suppressed x N (Bayardo & Agrawal)",
+    "ncp": "mean normalized width of the QI's published values, 0..1 (NCP)",
+    "gcp": "mean NCP over the QIs (GCP)",
+    "lm": "Iyengar's loss metric LM: the sum of NCP over the QIs",
+    "cm": "Iyengar's CM: share of rows suppressed or not of their class's majority label",
+    "cond_entropy": "H(label | class) in bits",
+    "entropy": "H(label) in bits",
+    "rmse": "RMSE of predicting the target by its class mean",
+    "l_distinct": "fewest distinct sensitive values in a class",
+    "l_entropy": "smallest exp(entropy) of the sensitive values in a class",
+    "min_variance": "smallest variance of the sensitive value in a class",
+}
+
+
+def _metric_rows(m: Metrics) -> list[tuple[str, str, str]]:
+    """``(metric, value, meaning)``; per-column metrics as ``metric[column]``."""
+    rows = []
+    for key, value in m.as_dict().items():
+        if key in ("view", "qid"):
+            continue
+        if isinstance(value, dict):
+            rows += [(f"{key}[{column}]", number(v), _MEANING.get(key, "")) for column, v in value.items()]
+        else:
+            rows.append((key, number(value), _MEANING.get(key, "")))
+    return rows
+
+
+def _median_size(sizes: Sequence[tuple[int, int]]) -> int | None:
+    total = sum(c for _, c in sizes)
+    seen = 0
+    for size, count in sizes:
+        seen += count
+        if 2 * seen >= total:
+            return size
+    return None
+
+
+def _size_summary(r: ReleaseReport) -> str:
+    if not r.class_sizes:
+        return "no classes"
+    return (f"{r.metrics.classes:,} classes; k = {r.k}; smallest {r.class_sizes[0][0]:,}, median "
+            f"{_median_size(r.class_sizes):,}, mean {number(r.metrics.avg_class_size)}, largest {r.class_sizes[-1][0]:,}")
+
+
+def _bin_label(lo: int, hi: int) -> str:
+    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+def _md(text: Any) -> str:
+    """A table cell: pipes escaped, one line."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows] + [""]
+
+
+def _text_bar(value: float, top: float, width: int = 40) -> str:
+    eighths = round(8 * width * value / top) if top > 0 else 0
+    return "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]
+
+
+def publication(r: ReleaseReport) -> str:
+    """What kind of relation the release is, and what it does when the source changes."""
+    if r.materialized:
+        return ("a snapshot table of the source as it was (the source had no key): it does not follow "
+                "later changes of the source")
+    return (f"a live view over the source, rows found by the key ({', '.join(r.key or ())}); it enforces the "
+            "requirement each time it is read: new or changed rows, and classes that no longer qualify, "
+            "are suppressed (fully generalized, class NULL)")
+
+
+def suppression_lines(r: ReleaseReport) -> list[str]:
+    """One line per reason rows of the view are suppressed now."""
+    return [f"{rows} row(s) in {classes} class(es): {reason}" if classes else f"{rows} row(s): {reason}"
+            for reason, rows, classes in r.verification.suppressed]
+
+
+def render_markdown(r: ReleaseReport) -> str:
+    """The report as Markdown; plots as text bar charts in code blocks."""
+    m = r.metrics
+    kind = "snapshot table" if r.materialized else "view"
+    out = [f"# sqlanon release report: `{r.view}`", "",
+           f"Source `{r.source}`, published as a {kind}; QIs: "
+           + ", ".join(f"`{n}` ({kind_})" for n, kind_, _ in r.qis) + f". Generated {r.generated}.", "",
+           f"## Requirement: {_verdict(r)}", ""]
+    out += _md_table(["requirement", "achieved", "holds"],
+                     [(req, ach, "not checked" if ok is None else number(ok)) for req, ach, ok in _requirements(r)])
+    out += [f"Criterion: {_criterion(r.criterion, lambda t: f'`{t}`')}. Re-checked now on the published view "
+            "with `sqlanon.verify`.", "", f"Published as {publication(r)}.", ""]
+    if r.verification.suppressed:
+        out += ["Suppressed now:", ""] + [f"* {line}" for line in suppression_lines(r)] + [""]
+    out += ["## Metrics", ""]
+    out += _md_table(["metric", "value", "meaning"], _metric_rows(m))
+    out += ["## Equivalence-class sizes", "", _size_summary(r) + ".", ""]
+    bins = class_size_bins(r.class_sizes)
+    if bins:
+        top = max(c for _, _, c, _ in bins)
+        width = max(len(_bin_label(lo, hi)) for lo, hi, _, _ in bins)
+        out += ["```", f"{'size':>{width}}  classes"]
+        out += [f"{_bin_label(lo, hi):>{width}}  {_text_bar(c, top)} {c:,}" for lo, hi, c, _ in bins] + ["```", ""]
+    out += ["## Generalization per QI", "",
+            "Rows by normalized width of their QI value (NCP cell loss: 0 exact, 1 the whole domain); "
+            "NCP is the mean.", ""]
+    out += _md_table(["QI", "kind", "NCP", *WIDTH_BUCKETS],
+                     [(q, kind_, number(m.ncp.get(q)), *(number(x) for x in r.widths[q])) for q, kind_, _ in r.qis])
+    if r.selections:
+        out += ["## Imprecision per selection", ""]
+        out += ["Rows returned by the published regions that overlap the selection, rows it selects in the "
+                "source, and the difference (KDD 2006, Section 3.4).", ""]
+        out += _md_table(["selection", "returned", "true", "imprecision"],
+                         [(f"`{p}`", number(ret), number(t), number(i)) for p, ret, t, i in r.selections])
+    out += ["## Timings", ""]
+    if r.timings is None:
+        out += ["Not recorded: the report was made from the view's name; timings are known only to the "
+                "`Release` object that `anonymize` returned.", ""]
+    else:
+        out += _md_table(["step", "seconds"], [*((s, number(t)) for s, t in r.timings.items()),
+                                               ("total (elapsed)", number(r.elapsed))])
+        out += [f"{number(r.statements)} SQL statements.", ""]
+    out += ["## SQL objects", ""]
+    out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
+    return "\n".join(out)
+
+
+# -- HTML and SVG ------------------------------------------------------------------------------
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2328;
+margin:0;background:#f6f8fa}main{max-width:1080px;margin:0 auto;padding:24px 32px;background:#fff}
+h1{font-size:24px;margin:0 0 4px}h1 code{font-size:20px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;
+padding-bottom:4px}p.sub{color:#59636e;margin:0 0 16px}code{font:13px ui-monospace,Menlo,Consolas,monospace;
+background:#eff1f3;padding:1px 4px;border-radius:4px}table{border-collapse:collapse;margin:6px 0 10px}
+th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left;vertical-align:top}th{background:#f6f8fa}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.verdict{display:inline-block;padding:6px 14px;
+border-radius:6px;font-weight:700;color:#fff;margin:4px 0 10px}.ok{background:#1a7f37}.bad{background:#cf222e}
+.part{background:#9a6700}.cols{display:flex;gap:28px;flex-wrap:wrap;align-items:flex-start}
+svg{display:block;margin:6px 0}svg text{font:12px system-ui,sans-serif;fill:#1f2328}
+"""
+#: Column headers for :data:`WIDTH_BUCKETS` (the HTML table is narrow).
+_SHORT_BUCKETS = ("0",) + tuple(f"≤{(i + 1) / 10:g}" for i in range(10))
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' if i in numeric else f"<td>{c}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _svg_widths(r: ReleaseReport) -> str:
+    """Per QI: a 100% stacked bar of rows by width bucket, and the NCP as a bar and a number."""
+    label_w, bar_w, gap, ncp_w, row_h = 170, 560, 30, 160, 30
+    w = label_w + bar_w + gap + ncp_w + 90
+    h = row_h * len(r.qis) + 70
+    title = "Rows by normalized generalization width, per QI"
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+             f'aria-label="{esc(title)}"><title>{esc(title)}</title>',
+             f'<text x="{label_w}" y="14">share of rows by width (0 = exact value, 1 = whole domain)</text>'
+             f'<text x="{label_w + bar_w + gap}" y="14">NCP (mean width)</text>']
+    for i, (q, kind, _) in enumerate(r.qis):
+        y = 24 + i * row_h
+        rows = r.widths[q]
+        total = sum(rows) or 1
+        x = float(label_w)
+        name = q if len(q) <= 20 else q[:19] + "…"
+        parts.append(f'<text x="{label_w - 8}" y="{y + 19}" text-anchor="end">{esc(name)}</text>')
+        for b, n in enumerate(rows):
+            seg = bar_w * n / total
+            if n:
+                parts.append(f'<rect class="bar" x="{x:.2f}" y="{y + 4}" width="{seg:.2f}" height="{row_h - 8}" '
+                             f'fill="{shade(b)}"><title>{esc(q)}: {n:,} rows with width {WIDTH_BUCKETS[b]}'
+                             f'</title></rect>')
+            x += seg
+        ncp = r.metrics.ncp.get(q) or 0.0
+        nx = label_w + bar_w + gap
+        parts.append(f'<rect x="{nx}" y="{y + 4}" width="{ncp_w}" height="{row_h - 8}" fill="#eff1f3"/>'
+                     f'<rect class="bar" x="{nx}" y="{y + 4}" width="{ncp_w * min(ncp, 1):.1f}" height="{row_h - 8}" '
+                     f'fill="{BLUE}"><title>NCP {esc(q)}: {number(ncp)}</title></rect>'
+                     f'<text x="{nx + ncp_w + 6}" y="{y + 19}">{number(r.metrics.ncp.get(q))}</text>')
+    # the colour scale: one cell per bucket, the bucket bounds beneath
+    legend_y = 24 + len(r.qis) * row_h + 10
+    cell = bar_w / len(WIDTH_BUCKETS)
+    parts.append(f'<text x="{label_w - 8}" y="{legend_y + 12}" text-anchor="end">width</text>')
+    for b in range(len(WIDTH_BUCKETS)):
+        lx = label_w + b * cell
+        parts.append(f'<rect x="{lx:.1f}" y="{legend_y}" width="{cell:.1f}" height="14" fill="{shade(b)}"/>')
+        mark = "0" if b == 0 else f"{b / 10:g}"
+        parts.append(f'<text x="{lx + (cell / 2 if b == 0 else cell):.1f}" y="{legend_y + 30}" '
+                     f'text-anchor="middle">{mark}</text>')
+    return "".join(parts) + "</svg>"
+
+
+def render_html(r: ReleaseReport) -> str:
+    """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no links)."""
+    m = r.metrics
+    kind = "snapshot table" if r.materialized else "view"
+    verdict = _verdict(r)
+    css = {"HOLDS": "ok", "FAILS": "bad"}.get(verdict, "part")
+    req_rows = [(f"<code>{esc(req)}</code>", esc(ach), "not re-checked" if ok is None else ("yes" if ok else "<b>no</b>"))
+                for req, ach, ok in _requirements(r)]
+    s = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+         f"<title>sqlanon report: {esc(r.view)}</title><style>{_CSS}</style></head><body><main>",
+         f"<h1>sqlanon release report: <code>{esc(r.view)}</code></h1>",
+         f'<p class="sub">Source <code>{esc(r.source)}</code>, published as a {kind}; QIs: '
+         + ", ".join(f"<code>{esc(n)}</code> ({esc(k)})" for n, k, _ in r.qis)
+         + f". Generated {esc(r.generated)}.</p>",
+         f'<section id="requirement"><h2>Requirement</h2><div class="verdict {css}">{verdict}</div>',
+         _html_table(["requirement", "achieved", "holds"], req_rows),
+         f"<p>Criterion: {_criterion(r.criterion, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
+         f"published view with "
+         f"<code>sqlanon.verify</code> (independent SQL over the view only).</p>",
+         f"<p>Published as {esc(publication(r))}.</p>",
+         ("<p>Suppressed now:</p><ul>" + "".join(f"<li>{esc(x)}</li>" for x in suppression_lines(r)) + "</ul>"
+          if r.verification.suppressed else ""),
+         "</section>",
+         '<section id="metrics"><h2>Metrics</h2>',
+         _html_table(["metric", "value", "meaning"],
+                     [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
+         "</section>", '<section id="class-sizes"><h2>Equivalence-class sizes</h2>',
+         f"<p>{esc(_size_summary(r))}.</p>"]
+    bins = class_size_bins(r.class_sizes)
+    if bins:
+        s.append(svg_columns([_bin_label(lo, hi) for lo, hi, _, _ in bins], [c for _, _, c, _ in bins],
+                              "Equivalence classes by size", y_label="classes"))
+    s += ["</section>", '<section id="generalization"><h2>Generalization per QI</h2>',
+          "<p>Each row's QI value is published as a range or a hierarchy node; its normalized width is the NCP "
+          "cell loss (0 the exact value, 1 the whole domain; suppressed rows count 1). NCP is the mean over the rows.</p>",
+          _svg_widths(r),
+          _html_table(["QI", "kind", "NCP", *_SHORT_BUCKETS],
+                      [(f"<code>{esc(q)}</code>", esc(k), number(m.ncp.get(q)), *(number(x) for x in r.widths[q]))
+                       for q, k, _ in r.qis], numeric=tuple(range(2, 3 + len(WIDTH_BUCKETS)))),
+          "</section>"]
+    if r.selections:
+        s += ['<section id="selections"><h2>Imprecision per selection</h2>',
+              "<p>Imprecision = rows returned by the published regions that overlap the selection minus the rows "
+              "it selects in the source (KDD 2006, Section 3.4).</p>",
+              svg_rows([p for p, *_ in r.selections], [(t, i) for _, _, t, i in r.selections],
+                        [f"{t:,} selected + {i:,} extra" + (f" ({i / t:.1%})" if t else "") for _, _, t, i in r.selections],
+                        "Rows returned per selection: selected and imprecision", (BLUE, ORANGE), labels_above=True),
+              '<p><span style="color:#4c78a8">&#9632;</span> rows the selection selects in the source &nbsp; '
+              '<span style="color:#e45756">&#9632;</span> imprecision: further rows of the overlapping regions</p>',
+              _html_table(["selection", "returned", "true", "imprecision"],
+                          [(f"<code>{esc(p)}</code>", number(ret), number(t), number(i)) for p, ret, t, i in r.selections],
+                          numeric=(1, 2, 3)), "</section>"]
+    s.append('<section id="timings"><h2>Timings</h2>')
+    if r.timings is None:
+        s.append("<p>Not recorded: the report was made from the view's name; timings are known only to the "
+                 "<code>Release</code> object that <code>anonymize</code> returned.</p>")
+    else:
+        s += [svg_rows(list(r.timings), [(t,) for t in r.timings.values()], [f"{number(t)} s" for t in r.timings.values()],
+                        "Seconds per step"),
+              f"<p>Total {number(r.elapsed)} s, {number(r.statements)} SQL statements.</p>"]
+    s += ["</section>", '<section id="objects"><h2>SQL objects</h2>',
+          _html_table(["role", "name", "kind", "rows"],
+                      [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],
+                      numeric=(3,)),
+          "</section></main></body></html>\n"]
+    return "".join(s)

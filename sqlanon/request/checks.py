@@ -1,0 +1,83 @@
+"""Checks of the caller's plain arguments (types and ranges), each raising one clear
+:class:`~sqlanon.errors.InputError` that names the argument, before any work."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def check_qid(qid: Any) -> list[str]:
+    """The QI list as a list of distinct column names, or an :class:`InputError`.
+
+    Any ordered iterable of strings is accepted (a list, a tuple, a pandas Index); a string, a
+    mapping or a set is not: a string would be read as one-letter columns, and the QI order
+    matters (it orders the regions and ties between QIs), which a set does not keep.
+    """
+    if isinstance(qid, str):
+        raise InputError(f"qid must be a list of column names, got the string {qid!r}; use [{qid!r}]")
+    if isinstance(qid, (bytes, Mapping, set, frozenset)) or not isinstance(qid, Iterable):
+        raise InputError(f"qid must be a list of column names (e.g. ['age', 'zip']), got "
+                         f"{type(qid).__name__} {_shown(qid)}")
+    qid = list(qid)
+    if not qid:
+        raise InputError("qid is empty: name at least one quasi-identifier column")
+    seen: set[str] = set()
+    for name in qid:
+        if not isinstance(name, str):
+            raise InputError(f"QI names must be strings, got {name!r}")
+        if name in seen:
+            raise InputError(f"QI {name!r} is listed twice in qid")
+        seen.add(name)
+    return qid
+
+
+def check_int(label: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as a Python ``int``, or an :class:`InputError` naming ``label``.
+
+    Python and numpy integers are accepted (``k=df["k"].max()`` is an ``np.int64``); the result
+    is a Python int, so it can go into JSON (the manifest) and SQL literals. Booleans are refused
+    although Python counts them as integers (``k=True`` is a mistake, not 1), and so are floats,
+    even integral ones: a count given as ``10.0`` is usually a computed value that only happens
+    to be whole.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{label} must be an integer, got {_shown(value)}")
+    if minimum is not None and value < minimum:
+        raise InputError(f"{label} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def check_number(label: str, value: Any, minimum: float) -> float:
+    """``value`` as a finite Python ``float`` >= ``minimum`` (Python or numpy ints and floats,
+    never booleans), or an :class:`InputError` naming ``label``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value < minimum:
+        raise InputError(f"{label} must be a number >= {minimum:g}, got {_shown(value)}")
+    return float(value)
+
+
+def check_bool(label: str, value: Any) -> bool:
+    """``value`` as a Python ``bool``: a flag such as ``replace=`` given as ``"no"`` or ``1`` would
+    otherwise be truthy and overwrite objects."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{label} must be True or False, got {_shown(value)}")
+    return bool(value)
+
+
+def check_callable(label: str, value: Any) -> Callable[..., Any] | None:
+    """``value`` if it is None or callable (a callback such as ``progress=``); checked up front, as
+    the first call would only come after the first level of the partitioning."""
+    if value is not None and not callable(value):
+        raise InputError(f"{label} must be a function (or None), got {type(value).__name__} {_shown(value)}")
+    return value
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

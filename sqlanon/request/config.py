@@ -1,0 +1,488 @@
+r"""Release files: an anonymization request declared in TOML, for ``sqlanon anonymize --config``.
+
+Schema (every key is checked; unknown keys are rejected with a "did you mean"):
+
+.. code-block:: toml
+
+    [release]
+    database = "hospital.duckdb"  # optional; omit it when `table` names files (then use --out)
+    table = "patients"            # required: a table or view, or Parquet/CSV/JSON path or glob
+    view = "patients_anon"        # optional: the published view (default <table>_anon)
+    replace = false               # optional: replace an earlier sqlanon release of this name
+    memory_rows = 2000000         # optional: partitions this small are finished in memory
+    key = ["id"]                  # optional: the column(s) identifying a row (default: the table's
+                                  # declared primary/unique key; without one a snapshot table)
+    class_column = "eq_class"     # optional: the name of the equivalence-class column
+
+    [[qi]]                        # one entry per quasi-identifier, in order
+    name = "age"
+
+    [[qi]]
+    name = "nationality"
+    hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*)
+
+    [privacy]
+    k = 50                        # required: an integer >= 1
+    sensitive = ["diagnosis"]     # optional, with l: l-diversity of each of these columns
+    l = 3                         # optional, with sensitive: a number >= 1 (an integer unless entropy)
+    diversity = "entropy"         # optional: entropy (default), distinct, or recursive (with c)
+    c = 2                         # recursive only: recursive (c,l)-diversity, a number > 0
+    variance = { salary = 1e6 }   # optional: variance diversity, column = smallest class variance
+
+    [workload]                    # optional
+    target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
+    criterion = "infogain"        # optional: median, infogain, regression or selection; default: from
+                                  # the targets' types (numeric: regression), median without targets
+    selections = ["age > 40 AND sex = 'M'"]  # optional: SQL predicates on the QIs (Selection Mondrian)
+
+Relative paths (``database``, ``table`` when it names files, ``hierarchy``) are resolved against
+the directory of the TOML file, so a release file and its hierarchies can be moved together.
+Keys planned for later releases (``privacy.t``, t-closeness) are recognized and rejected with a
+"not supported yet" error. ``[workload] criterion`` names the criterion instead of letting the
+targets' types choose it (an integer-coded class label is numeric: ``criterion = "infogain"``
+keeps it a label); with selections, median/infogain/regression are the criterion inside the
+query regions, and ``selection`` asks for selections explicitly. The
+selections are checked here only for their TOML shape; :func:`sqlanon.anonymize` parses them
+against the table's QIs before any work (:mod:`sqlanon.model.selection`).
+
+Errors are :class:`ConfigError` (an :class:`~sqlanon.errors.InputError`) naming the file and the
+key path, e.g. ``release.toml: privacy.k: must be an integer >= 1, got "ten"`` or
+``release.toml: qi[2].hierarchy: file not found: ./edu.csv``; ``qi[N]`` counts the ``[[qi]]``
+entries from 1.
+
+>>> import pathlib, tempfile
+>>> with tempfile.TemporaryDirectory() as folder:
+...     path = pathlib.Path(folder, "release.toml")
+...     _ = path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
+...     config = load_config(path)
+>>> config.anonymize_kwargs()
+{'table': 'people', 'qid': ['age'], 'k': 5, 'hierarchies': None, 'view': None, 'replace': False, 'memory_rows': None}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model.constraints import (
+    Constraint,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+    VarianceDiversity,
+)
+from ..model.criteria import Criterion, InfoGain, Median, Regression
+from ..errors import InputError, did_you_mean
+
+#: File suffixes that make ``table`` a path (DuckDB reads them in place).
+DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
+
+_SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
+_OPTIONAL_SECTIONS = {"workload": "a table"}
+_RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column")
+_QI_KEYS = ("name", "hierarchy")
+_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance")
+_WORKLOAD_KEYS = ("target", "criterion", "selections")
+# Sections that are keys of another section, named so that the error says where they go.
+_MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
+                   "criterion": "workload.criterion"}
+# Recognized so that release files written for later versions fail clearly, not as typos.
+_LATER_PRIVACY = {"t": "t-closeness"}
+_LATER_WORKLOAD: dict[str, str] = {}
+#: Every section of a release file and its keys, for help texts and errors.
+SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRIVACY_KEYS),
+          ("[workload]", _WORKLOAD_KEYS))
+
+#: The l-diversity variants (``privacy.diversity``, ``--diversity``); entropy is the default.
+DIVERSITIES = ("entropy", "distinct", "recursive")
+#: The criteria (``workload.criterion``, ``--criterion``).
+CRITERIA = ("median", "infogain", "regression", "selection")
+#: Where each request key lives in a release file (for error messages).
+KEY_PATHS = {"sensitive": "privacy.sensitive", "l": "privacy.l", "diversity": "privacy.diversity",
+             "c": "privacy.c", "variance": "privacy.variance", "target": "workload.target",
+             "criterion": "workload.criterion", "selections": "workload.selections"}
+
+
+class ConfigError(InputError):
+    """A release file is missing, is not TOML, or does not follow the schema."""
+
+
+@dataclass(frozen=True)
+class QIConfig:
+    """One ``[[qi]]`` entry: the column and, optionally, its hierarchy file (absolute path)."""
+
+    name: str
+    hierarchy: str | None = None
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """A validated release file (or the same request built from command-line flags).
+
+    Attributes:
+        table: the source (table, view, or file path/glob; file paths made absolute).
+        qis: the quasi-identifiers, in order.
+        k: the k of k-anonymity.
+        database: the DuckDB file (absolute), or None for files in, files out.
+        view, replace, memory_rows, key, class_column: as for :func:`sqlanon.anonymize` (None =
+            its default).
+        sensitive, l: l-diversity of each sensitive column (both or neither).
+        diversity: which l-diversity: ``entropy`` (None: the default), ``distinct`` or
+            ``recursive`` (recursive (c,l)-diversity, with ``c``).
+        c: the c of recursive (c,l)-diversity.
+        variance: variance diversity: ``(column, smallest class variance)`` pairs.
+        target: the workload's target columns.
+        criterion: ``median``, ``infogain``, ``regression`` or ``selection``; None lets the
+            targets' types choose (as ``target=`` does).
+        selections: the workload's selection predicates (SQL text over the QIs).
+        path: the TOML file it was read from, if any.
+    """
+
+    table: str
+    qis: tuple[QIConfig, ...]
+    k: int
+    database: str | None = None
+    view: str | None = None
+    replace: bool = False
+    memory_rows: int | None = None
+    sensitive: tuple[str, ...] = ()
+    l: float | None = None
+    target: tuple[str, ...] = ()
+    selections: tuple[str, ...] = ()
+    path: str | None = field(default=None, compare=False)
+    diversity: str | None = None
+    c: float | None = None
+    variance: tuple[tuple[str, float], ...] = ()
+    criterion: str | None = None
+    key: tuple[str, ...] | None = None
+    class_column: str | None = None
+
+    @property
+    def qid(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qis)
+
+    @property
+    def hierarchies(self) -> dict[str, str]:
+        """``{qi: hierarchy file}`` for the QIs that have one."""
+        return {q.name: q.hierarchy for q in self.qis if q.hierarchy is not None}
+
+    @property
+    def constraints(self) -> list[Constraint]:
+        """The privacy constraints besides k-anonymity, as objects (for ``sqlanon.verify``)."""
+        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance)
+
+    def anonymize_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``sqlanon.anonymize(con, **kwargs)``.
+
+        Entropy l-diversity goes through the ``sensitive=``/``l=`` shortcut, the other
+        constraints through ``constraints=``; a named criterion becomes ``criterion=`` (with the
+        targets inside), and without one the targets go to ``target=``, whose types choose.
+        Selections always go to ``selections=``, which wraps the criterion (Selection Mondrian).
+        """
+        entropy = (self.diversity or "entropy") == "entropy"
+        others = [c for c in self.constraints if not (entropy and isinstance(c, EntropyLDiversity))]
+        criterion = criterion_object(self.criterion, self.target)
+        return {
+            "table": self.table,
+            "qid": list(self.qid),
+            "k": self.k,
+            "hierarchies": self.hierarchies or None,
+            "view": self.view,
+            "replace": self.replace,
+            "memory_rows": self.memory_rows,
+            **({"key": list(self.key)} if self.key else {}),
+            **({"class_column": self.class_column} if self.class_column else {}),
+            # The workload only when declared, so requests without one read as before.
+            **({"sensitive": list(self.sensitive), "l": self.l}
+               if entropy and (self.sensitive or self.l is not None) else {}),
+            **({"constraints": others} if others else {}),
+            **({"criterion": criterion} if criterion is not None else
+               {"target": list(self.target)} if self.target else {}),
+            **({"selections": list(self.selections)} if self.selections else {}),
+        }
+
+
+def privacy_constraints(
+    sensitive: tuple[str, ...] | list[str], l: float | None, diversity: str | None, c: float | None,
+    variance: tuple[tuple[str, float], ...] | list[tuple[str, float]],
+) -> list[Constraint]:
+    """The constraint objects of a checked request (see :func:`check_request`): l-diversity of
+    each sensitive column in the chosen variant, then variance diversity of each column."""
+    out: list[Constraint] = []
+    for column in sensitive if l is not None else ():
+        if diversity == "distinct":
+            out.append(DistinctLDiversity(column, int(l)))
+        elif diversity == "recursive":
+            out.append(RecursiveCLDiversity(column, float(c if c is not None else 0.0), int(l)))
+        else:
+            out.append(EntropyLDiversity(column, float(l)))
+    out += [VarianceDiversity(column, float(v)) for column, v in variance]
+    return out
+
+
+def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str]) -> Criterion | None:
+    """The ``criterion=`` of a named criterion (None: ``target=`` chooses, and ``selection``
+    leaves the criterion inside the query regions to the targets too)."""
+    if criterion == "median":
+        return Median()
+    if criterion == "infogain":
+        return InfoGain(*target)
+    if criterion == "regression":
+        return Regression(*target)
+    return None
+
+
+def check_request(fail, spell, *, sensitive: Any, l: Any, diversity: Any, c: Any, variance: Any,
+                  criterion: Any, target: Any, selections: Any) -> None:
+    """Reject contradictory privacy and workload settings, in the words of the caller.
+
+    Shared by release files and command-line flags, so both refuse the same requests.
+
+    Args:
+        fail: ``fail(key, message)`` returns the exception to raise for a request key
+            (``"sensitive"``, ``"l"``, ``"diversity"``, ``"c"``, ``"variance"``, ``"criterion"``,
+            ``"target"``, ``"selections"``).
+        spell: ``spell(key)`` is how the message names a key (``l``, ``--l``).
+    """
+    if bool(sensitive) != (l is not None):
+        raise fail("l" if sensitive else "sensitive",
+                   f"{spell('sensitive')} and {spell('l')} go together (l-diversity of each sensitive column)")
+    if diversity is not None and l is None:
+        raise fail("diversity", f"{spell('diversity')} {diversity} needs {spell('sensitive')} and {spell('l')}")
+    if diversity in ("distinct", "recursive") and l is not None and float(l) != int(l):
+        raise fail("l", f"{spell('l')} must be an integer for {diversity} l-diversity, got {l:g}")
+    if diversity == "recursive" and c is None:
+        raise fail("c", f"{spell('diversity')} recursive needs {spell('c')} (recursive (c,l)-diversity)")
+    if c is not None and diversity != "recursive":
+        raise fail("c", f"{spell('c')} is the c of recursive (c,l)-diversity: it needs {spell('diversity')} recursive")
+    if criterion == "median" and target:
+        raise fail("criterion", f"{spell('criterion')} median takes no {spell('target')} (Median Mondrian ignores "
+                                f"targets; name infogain or regression)")
+    if criterion in ("infogain", "regression") and not target:
+        raise fail("criterion", f"{spell('criterion')} {criterion} needs {spell('target')} columns")
+    if criterion == "selection" and not selections:
+        raise fail("criterion", f"{spell('criterion')} selection needs {spell('selections')} (the predicates "
+                                f"analysts will run)")
+
+
+def load_config(path: str | os.PathLike[str]) -> ReleaseConfig:
+    """Read and validate a TOML release file.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or breaks the schema; the message
+            names the file and the key path.
+    """
+    file = Path(path)
+    label = str(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{label}: release file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{label}: cannot read the release file: {e}") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{label}: not valid TOML: {e}") from None
+    return _parse(document, file.resolve().parent, label)
+
+
+# -- validation ------------------------------------------------------------------------------
+def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{label}: {key}: {message}")
+
+    for key in document:
+        if key == "constraints":
+            raise fail(key, "not a section: constraints are keys of [privacy] (sensitive, l, diversity, c, "
+                            "variance)")
+        if key in _MOVED_SECTIONS:
+            raise fail(key, f"not a section: write it as {_MOVED_SECTIONS[key]} = ... under [workload]")
+        if key not in _SECTIONS and key not in _OPTIONAL_SECTIONS:
+            raise fail(key, "unknown section." + did_you_mean(key, [*_SECTIONS, *_OPTIONAL_SECTIONS]))
+    for key, what in _SECTIONS.items():
+        if key not in document:
+            raise fail(key, f"missing: the release file needs {what} '{key}'")
+
+    release = _table(document["release"], "release", fail)
+    _known(release, "release", _RELEASE_KEYS, {}, fail)
+    if "table" not in release:
+        raise fail("release.table", "missing: name the table, view or files to anonymize")
+    table = _string(release["table"], "release.table", fail)
+    if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES:
+        table = str(_resolve(base, table))
+    database = release.get("database")
+    if database is not None:
+        database = _string(database, "release.database", fail)
+        if database != ":memory:":
+            database = str(_resolve(base, database))
+    view = release.get("view")
+    if view is not None:
+        view = _string(view, "release.view", fail)
+    replace = release.get("replace", False)
+    if not isinstance(replace, bool):
+        raise fail("release.replace", f"must be true or false, got {_show(replace)}")
+    memory_rows = release.get("memory_rows")
+    if memory_rows is not None:
+        memory_rows = _integer(memory_rows, "release.memory_rows", 0, fail)
+    key = release.get("key")
+    if key is not None:
+        key = _names([key] if isinstance(key, str) else key, "release.key", fail)
+        if not key:
+            raise fail("release.key", "empty: name the column(s) that identify a row, or leave key out")
+    class_column = release.get("class_column")
+    if class_column is not None:
+        class_column = _string(class_column, "release.class_column", fail)
+
+    entries = document["qi"]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise fail("qi", f"must be an array of tables ([[qi]] entries), got {_show(entries)}")
+    if not entries:
+        raise fail("qi", "empty: declare at least one [[qi]] entry")
+    qis: list[QIConfig] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries, 1):
+        where = f"qi[{i}]"
+        _known(entry, where, _QI_KEYS, {}, fail)
+        if "name" not in entry:
+            raise fail(f"{where}.name", "missing: the QI's column name")
+        name = _string(entry["name"], f"{where}.name", fail)
+        if name in seen:
+            raise fail(f"{where}.name", f"{_show(name)} is already declared as qi[{seen[name]}]")
+        seen[name] = i
+        hierarchy = entry.get("hierarchy")
+        if hierarchy is not None:
+            hierarchy = _string(hierarchy, f"{where}.hierarchy", fail)
+            resolved = _resolve(base, hierarchy)
+            if not resolved.is_file():
+                raise fail(f"{where}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
+            hierarchy = str(resolved)
+        qis.append(QIConfig(name, hierarchy))
+
+    privacy = _table(document["privacy"], "privacy", fail)
+    _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
+    if "k" not in privacy:
+        raise fail("privacy.k", "missing: every class must hold at least k rows")
+    k = _integer(privacy["k"], "privacy.k", 1, fail)
+    sensitive = _names(privacy.get("sensitive", []), "privacy.sensitive", fail)
+    l = privacy.get("l")
+    if l is not None and (not _is_number(l) or l < 1):
+        raise fail("privacy.l", f"must be a number >= 1, got {_show(l)}")
+    diversity = privacy.get("diversity")
+    if diversity is not None:
+        diversity = _choice(diversity, "privacy.diversity", DIVERSITIES, fail)
+    c = privacy.get("c")
+    if c is not None and (not _is_number(c) or not c > 0):
+        raise fail("privacy.c", f"must be a number > 0, got {_show(c)}")
+    variance = _variance(privacy.get("variance", {}), "privacy.variance", fail)
+    workload = _table(document.get("workload", {}), "workload", fail)
+    _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
+    target = _names(workload.get("target", []), "workload.target", fail)
+    criterion = workload.get("criterion")
+    if criterion is not None:
+        criterion = _choice(criterion, "workload.criterion", CRITERIA, fail)
+    selections = _predicates(workload.get("selections", []), "workload.selections", fail)
+    check_request(lambda key, message: fail(KEY_PATHS[key], message), lambda key: key,
+                  sensitive=sensitive, l=l, diversity=diversity, c=c, variance=variance,
+                  criterion=criterion, target=target, selections=selections)
+    return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
+                         replace=replace, memory_rows=memory_rows, sensitive=tuple(sensitive),
+                         l=None if l is None else float(l), target=tuple(target),
+                         selections=tuple(selections), path=label, diversity=diversity,
+                         c=None if c is None else float(c), variance=variance, criterion=criterion,
+                         key=None if key is None else tuple(key), class_column=class_column)
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _choice(value: Any, key: str, choices: tuple[str, ...], fail) -> str:
+    if not isinstance(value, str) or value not in choices:
+        hint = did_you_mean(value, choices) if isinstance(value, str) else f" Available: {', '.join(choices)}."
+        raise fail(key, f"must be one of {', '.join(choices)}, got {_show(value)}." + hint)
+    return value
+
+
+def _variance(value: Any, key: str, fail) -> tuple[tuple[str, float], ...]:
+    """``{column = smallest variance, ...}``: variance diversity of each column."""
+    if not isinstance(value, dict):
+        raise fail(key, f"must be a table of column = smallest variance, e.g. {{ salary = 1e6 }}, got {_show(value)}")
+    out = []
+    for column, v in value.items():
+        if not column:
+            raise fail(key, "empty column name")
+        if not _is_number(v) or v < 0:
+            raise fail(f"{key}.{column}", f"must be a number >= 0, got {_show(v)}")
+        out.append((column, float(v)))
+    return tuple(out)
+
+
+def _predicates(value: Any, key: str, fail) -> list[str]:
+    """A list of SQL predicates (one string is one predicate), each a non-empty string; an entry
+    is named ``key[i]`` (from 1) in errors. Parsing them needs the table: anonymize does it."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise fail(key, f"must be a list of SQL predicates, got {_show(value)}")
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, str) or not item.strip():
+            raise fail(f"{key}[{i}]", f"must be a non-empty SQL predicate string, got {_show(item)}")
+    return items
+
+
+def _names(value: Any, key: str, fail) -> list[str]:
+    """A column name or a list of them."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise fail(key, f"must be a column name or a list of them, got {_show(value)}")
+    return names
+
+
+def _table(value: Any, key: str, fail) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise fail(key, f"must be a table ([{key}]), got {_show(value)}")
+    return value
+
+
+def _known(table: dict[str, Any], where: str, keys: tuple[str, ...], later: dict[str, str], fail) -> None:
+    for key in table:
+        if key in later:
+            raise fail(f"{where}.{key}", f"not supported yet ({later[key]} is planned; this version "
+                                         f"reads {', '.join(keys)})")
+        if key not in keys:
+            raise fail(f"{where}.{key}", "unknown key." + did_you_mean(key, keys))
+
+
+def _string(value: Any, key: str, fail) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise fail(key, f"must be a non-empty string, got {_show(value)}")
+    return value
+
+
+def _integer(value: Any, key: str, minimum: int, fail) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise fail(key, f"must be an integer >= {minimum}, got {_show(value)}")
+    return value
+
+
+def _resolve(base: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _show(value: Any) -> str:
+    """A value as it reads in TOML, for error messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return str(value)

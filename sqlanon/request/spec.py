@@ -1,0 +1,549 @@
+"""Resolve and validate a request into a frozen :class:`Spec` before any object is written.
+
+Everything a user can get wrong is checked here, with a specific error: the table and the columns
+(listing what exists), the QI list, k, the QI types, the hierarchies (naming missing values) and
+the output names (refusing to overwrite unless ``replace=True``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import sqlglot
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..errors import (
+    HierarchyError,
+    InputError,
+    ObjectExistsError,
+    UnknownColumnError,
+    UnknownTableError,
+    UnsupportedTypeError,
+    did_you_mean,
+)
+from ..model.hierarchy import Hierarchy, leaf_codes, load_hierarchy
+from ..model.qi import QI, classify
+from .checks import _shown, check_bool, check_int, check_qid
+from .workload import Workload, resolve_workload
+
+
+#: The column of the published view holding the equivalence-class (region) id.
+EQ_CLASS = "eq_class"
+#: Default number of rows below which partitions are finished in memory (numpy).
+DEFAULT_MEMORY_ROWS = 2_000_000
+
+#: File extensions DuckDB reads directly, and the reader for each.
+_READERS = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv", ".gz": "read_csv",
+            ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """The relation to anonymize: a table or view in the catalog, or files DuckDB reads."""
+
+    catalog: str
+    schema: str
+    name: str
+    kind: Literal["table", "view", "file"]
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
+    rows: int
+    path: str | None = None  # for files: the path or glob
+    keys: tuple[tuple[str, ...], ...] = ()  # declared PRIMARY KEY / UNIQUE column sets, PK first
+
+    @property
+    def ref(self) -> exp.Table:
+        if self.path is not None:
+            reader = _READERS[Path(self.path.replace("*", "x")).suffix.lower()]
+            return exp.Table(this=exp.Anonymous(this=reader, expressions=[g.lit(self.path)]))
+        return g.table(self.name, self.schema, self.catalog)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.columns)
+
+
+#: Key types whose values serve directly as the run's BIGINT row id (no snapshot needed).
+_DIRECT_KEY_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
+
+
+@dataclass(frozen=True)
+class RowIdentity:
+    """How a live view finds each source row again: the key columns it joins on.
+
+    A database's own row numbers are no identity: DuckDB renumbers ``rowid`` on CHECKPOINT after
+    deletes, so a view joined on it publishes unchanged rows as unplaced and new rows inside old
+    classes. Only a key survives changes to the table. ``declared``: the database enforces it
+    (PRIMARY KEY or UNIQUE), so the view need not guard against duplicate key values.
+    """
+
+    columns: tuple[str, ...]
+    declared: bool
+    direct: bool  # one integer column: it is the run's row id itself
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Names of the objects a release creates in the connection's current schema, and the names
+    of its own columns (derived so that they never collide with the user's columns)."""
+
+    view: str
+    rules: str
+    assignment: str
+    materialize: bool  # publish a snapshot table (no key to find rows again) instead of a view
+    hierarchies: str | None = None  # where the hierarchies of hierarchical QIs are kept
+    existing: tuple[tuple[str, str], ...] = ()  # (name, kind) of objects replace=True overwrites
+    class_column: str = "eq_class"  # the view's equivalence-class column
+    region_column: str = "region"  # the rules' region id
+    size_column: str = "size"  # the rules' region size
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated anonymization request."""
+
+    source: Source
+    qis: tuple[QI, ...]
+    k: int
+    outputs: Outputs
+    memory_rows: int
+    replace: bool
+    workload: Workload
+    key: RowIdentity | None = None  # None: published as a snapshot table
+
+    @property
+    def guarded_columns(self) -> tuple[str, ...]:
+        """The columns whose change after the release unplaces a row in the live view: the QIs
+        and every column a constraint judges (a changed sensitive value could break l)."""
+        names = [q.name for q in self.qis]
+        for c in self.workload.constraints:
+            names += [x for x in (*c.class_columns, *c.numeric_columns) if x not in names]
+        return tuple(names)
+
+
+def resolve(
+    engine: Engine,
+    table: str,
+    qid: Sequence[str],
+    k: int,
+    *,
+    hierarchies: Mapping[str, Any] | None = None,
+    view: str | None = None,
+    replace: bool = False,
+    memory_rows: int | None = None,
+    sensitive: str | Sequence[str] | None = None,
+    l: float | None = None,
+    constraints: Sequence[Any] = (),
+    target: str | Sequence[str] | None = None,
+    criterion: Any = None,
+    selections: str | Sequence[str] | None = None,
+    key: str | Sequence[str] | None = None,
+    class_column: str | None = None,
+) -> Spec:
+    """Check the whole request against the database and return it as a :class:`Spec`.
+
+    Raises:
+        InputError: (or a subclass) for anything wrong, before any object is created.
+    """
+    qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
+    k = check_int("k", k, minimum=1)
+    replace = check_bool("replace", replace)
+    objects = _catalog(engine)
+    source = _find_source(engine, objects, table)
+    qid = _check_qid(qid, source)
+    if k > source.rows:
+        raise InputError(
+            f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
+            f"partition can hold k of them."
+        )
+    memory_rows = (
+        DEFAULT_MEMORY_ROWS if memory_rows is None else check_int("memory_rows", memory_rows, 0)
+    )
+    if hierarchies is not None and not isinstance(hierarchies, Mapping):
+        raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
+                             f"{_shown(hierarchies)}")
+    hierarchies = dict(hierarchies or {})
+    unknown = sorted(set(hierarchies) - set(qid))
+    if unknown:
+        raise HierarchyError(f"hierarchies given for columns that are not QIs: {unknown}; QIs: {qid}")
+    types = dict(source.columns)
+    nulls = _null_presence(engine, source, qid)
+    qis = []
+    for position, name in enumerate(qid):
+        data_type = types[name]
+        if name in hierarchies:
+            h = load_hierarchy(hierarchies[name], con=engine.con)
+            _check_leaves(engine, source, name, h)
+            qis.append(QI(name, position, data_type, "hierarchy", nulls[name],
+                          h.with_null_leaf() if nulls[name] else h))
+            continue
+        kind = classify(data_type)
+        if kind is None:
+            raise UnsupportedTypeError(
+                f"QI {name!r} has type {data_type}, which sqlanon cannot generalize. Supported: "
+                f"integers, floats, decimals, dates, timestamps, VARCHAR, BOOLEAN, ENUM (ordered), "
+                f"or any type with a hierarchy."
+            )
+        qis.append(QI(name, position, data_type, kind, nulls[name]))
+    _check_finite(engine, source, qis)
+    workload = resolve_workload(
+        engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
+        constraints=constraints, target=target, criterion=criterion, selections=selections,
+        qis=qis,
+    )
+    identity = _row_identity(engine, source, key)
+    outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
+                       hierarchies)
+    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _catalog(engine: Engine) -> list[tuple[str, str, str, str, bool]]:
+    return engine.fetch_rows(g.template("catalog_objects"))
+
+
+def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
+    if not isinstance(table, str) or not table:
+        raise InputError(f"table must be a non-empty string, got {table!r}")
+    current = _current(engine)
+    matches = [o for o in objects if o[2] == table]
+    if not matches and 1 < len(table.split(".")) <= 3:  # schema.table or catalog.schema.table
+        parts = table.split(".")
+        matches = [o for o in objects if list(o[3 - len(parts) : 3]) == parts]
+    if not matches:
+        matches = [o for o in objects if o[2].lower() == table.lower()]
+    if not matches and _is_file(table):
+        return _file_source(engine, table, count)
+    # The current schema shadows temp objects, which shadow other schemas (DuckDB's lookup order).
+    preferred = [o for o in matches if tuple(o[:2]) == current] or [o for o in matches if o[0] == "temp"]
+    if preferred:
+        matches = preferred
+    if len(matches) != 1:
+        if matches:
+            where = ", ".join(f"{o[0]}.{o[1]}.{o[2]}" for o in matches)
+            raise UnknownTableError(f"{table!r} is ambiguous: {where}; qualify it as schema.table")
+        raise UnknownTableError(
+            f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
+        )
+    catalog, schema, name, kind = matches[0][:4]
+    columns = tuple(
+        (c, t)
+        for c, t in engine.fetch_rows(
+            g.template("catalog_columns", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name))
+        )
+    )
+    ref = g.table(name, schema, catalog)
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
+    keys: tuple[tuple[str, ...], ...] = ()
+    if kind == "table":
+        keys = tuple(tuple(cols) for _, cols in engine.fetch_rows(
+            g.template("catalog_keys", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name))))
+    return Source(catalog, schema, name, kind, columns, rows, keys=keys)
+
+
+def _is_file(table: str) -> bool:
+    suffix = Path(table.replace("*", "x")).suffix.lower()
+    return suffix in _READERS and ("*" in table or Path(table).is_file())
+
+
+def _file_source(engine: Engine, path: str, count: bool) -> Source:
+    """Parquet, CSV or JSON files read in place (a glob reads several)."""
+    probe = Source("", "", "", "file", (), -1, path)
+    described = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(probe.ref)))
+    columns = tuple((r[0], r[1]) for r in described)
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(probe.ref))) if count else -1
+    stem = Path(path).name.split(".")[0].replace("*", "") or "files"
+    return Source("", "", stem, "file", columns, rows, path)
+
+
+def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
+    qid = check_qid(qid)
+    for name in qid:
+        if name not in source.column_names:
+            raise UnknownColumnError(
+                f"table {source.name!r} has no column {name!r}." + did_you_mean(name, source.column_names)
+            )
+    return qid
+
+
+#: Float QI types: the only ones whose values can be infinite or NaN.
+_FLOAT = re.compile(r"^(FLOAT|REAL|DOUBLE|FLOAT4|FLOAT8)$")
+
+
+def _check_finite(engine: Engine, source: Source, qis: Sequence[QI]) -> None:
+    """Refuse ordered float QIs holding inf, -inf or NaN, or spanning a range that overflows.
+
+    Numeric QIs are measured by their range (the normalized range picks the QI to split, see
+    :func:`sqlanon.model.criteria.normalized_range`): an infinite value makes every range that holds
+    it infinite and the column's whole range ``inf``, NaN (which DuckDB sorts above ``inf``)
+    makes it undefined, and so does a finite range beyond the largest DOUBLE. Ranks would
+    still work, but widths compared across QIs would not, silently: refuse instead. One
+    aggregate over the float QIs; DECIMAL and integer types cannot hold these values.
+    """
+    floats = [q for q in qis if q.kind == "numeric" and _FLOAT.match(q.data_type.upper())]
+    if not floats:
+        return
+    aggregates: list[exp.Expression] = []
+    for q in floats:
+        value = exp.Cast(this=g.col(q.name), to=exp.DataType.build("DOUBLE"))
+        finite = exp.Anonymous(this="isfinite", expressions=[value.copy()])
+        aggregates += [
+            exp.Filter(this=exp.Count(this=exp.Star()),
+                       expression=exp.Where(this=exp.Anonymous(this="isinf", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Count(this=exp.Star()),
+                       expression=exp.Where(this=exp.Anonymous(this="isnan", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Min(this=value.copy()), expression=exp.Where(this=finite.copy())),
+            exp.Filter(this=exp.Max(this=value.copy()), expression=exp.Where(this=finite)),
+        ]
+    row = engine.fetch_rows(exp.select(*aggregates).from_(source.ref))[0]
+    for i, q in enumerate(floats):
+        infinite, nan, low, high = row[4 * i: 4 * i + 4]
+        if infinite or nan:
+            parts = [f"{infinite} infinite (inf or -inf)"] * bool(infinite) + [f"{nan} NaN"] * bool(nan)
+            raise InputError(
+                f"QI {q.name!r} ({q.data_type}) has {int(infinite) + int(nan)} row(s) that are not finite numbers: "
+                f"{' and '.join(parts)}. A numeric QI is generalized to ranges, and these make ranges "
+                f"infinite or undefined. Filter them out (a view over {source.name!r} WHERE isfinite({q.name})) "
+                f"or replace them (e.g. by NULL) first.")
+        # 2x: a column with NULLs also measures a gap below its smallest value (domain.ordered_positions)
+        if low is not None and not math.isfinite(2.0 * (float(high) - float(low))):
+            raise InputError(
+                f"QI {q.name!r} ({q.data_type}) spans from {low!r} to {high!r}: its range overflows a DOUBLE, "
+                f"so sqlanon cannot measure it. Rescale the column (e.g. divide it in a view over "
+                f"{source.name!r}) or filter the extreme rows first.")
+
+
+def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, bool]:
+    counts = [exp.Count(this=g.col(name)) for name in qid]
+    row = engine.fetch_rows(exp.select(*counts).from_(source.ref))[0]
+    return {name: int(n) < source.rows for name, n in zip(qid, row)}
+
+
+def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> None:
+    rows = distinct_values(engine, name, source.ref, classify(types_of(source)[name]) == "numeric")
+    bad = leaf_codes(h, rows["v"], rows["t"]) < 0
+    missing = sorted({str(t) for t in rows["t"][bad]})
+    if missing:
+        shown = ", ".join(repr(v) for v in missing[:20])
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        raise HierarchyError(
+            f"the hierarchy for {name!r} misses {len(missing)} value(s) present in the data: "
+            f"{shown}{more}. Every value must be a leaf."
+        )
+
+
+def distinct_values(engine: Engine, column: str, source: exp.Table, numeric: bool) -> dict[str, np.ndarray]:
+    """Distinct non-NULL values of a column (``v``) with their text form (``t``).
+
+    Only numbers are fetched as values (so ``39.0`` can match a leaf ``39``); other types are
+    matched by the database's text form (fetching e.g. TIMESTAMPTZ values would need pytz).
+    """
+    text = exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR"))
+    return engine.fetch(
+        exp.select(
+            g.alias(g.col(column) if numeric else text.copy(), "v"),
+            g.alias(text, "t"),
+        )
+        .distinct()
+        .from_(source)
+        .where(exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
+    )
+
+
+def types_of(source: Source) -> dict[str, str]:
+    return dict(source.columns)
+
+
+def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | None) -> RowIdentity | None:
+    """The key a live view joins the source on: ``key=`` (checked: unique and never NULL now;
+    the view also guards against duplicates added later unless the database enforces the key),
+    else the table's declared PRIMARY KEY or a UNIQUE key without NULLs; None when there is
+    none (the release is then a snapshot table)."""
+    types = dict(source.columns)
+    if key is not None:
+        columns = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (list, tuple)) else None
+        if not columns or not all(isinstance(c, str) and c for c in columns):
+            raise InputError(f"key must be a column name or a list of column names, got {key!r}")
+        if len(set(columns)) != len(columns):
+            raise InputError(f"key lists a column twice: {list(columns)}")
+        for c in columns:
+            if c not in types:
+                raise UnknownColumnError(f"key column {c!r} is not a column of {source.name!r}."
+                                         + did_you_mean(c, source.column_names))
+        if source.kind == "file":
+            raise InputError(f"key= needs a table or view: files ({source.path!r}) are published as a snapshot "
+                             "table; load them into a table with a key for a live view")
+        nulls, duplicates = _key_violations(engine, source, columns)
+        if nulls or duplicates:
+            raise InputError(
+                f"key {list(columns)} does not identify the rows of {source.name!r}: "
+                f"{nulls} row(s) with a NULL key, {duplicates} key value(s) held by several rows"
+            )
+        declared = any(set(k) == set(columns) for k in source.keys)
+    else:
+        usable = [k for k in source.keys if _key_violations(engine, source, k)[0] == 0]
+        if not usable:
+            return None
+        columns, declared = usable[0], True
+    direct = len(columns) == 1 and types[columns[0]].upper() in _DIRECT_KEY_TYPES
+    return RowIdentity(columns, declared, direct)
+
+
+def _key_violations(engine: Engine, source: Source, columns: Sequence[str]) -> tuple[int, int]:
+    """Rows with a NULL in a key column, and key values held by more than one row."""
+    any_null = exp.or_(*[exp.Is(this=g.col(c), expression=exp.Null()) for c in columns])
+    nulls = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref).where(any_null)) or 0)
+    repeated = (exp.select(g.lit(1)).from_(source.ref).where(exp.Not(this=exp.paren(any_null)))
+                .group_by(*[g.col(c) for c in columns]).having(exp.GT(this=exp.Count(this=exp.Star()), expression=g.lit(1))))
+    duplicates = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(
+        exp.Subquery(this=repeated, alias=exp.TableAlias(this=g.ident("d"))))) or 0)
+    return nulls, duplicates
+
+
+def free_name(base: str, taken: Iterable[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (case-insensitively,
+    as DuckDB compares names), so an internal column never collides with a user's."""
+    used = {t.lower() for t in taken}
+    name, i = base, 0
+    while name.lower() in used:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def _outputs(
+    engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool,
+    materialize: bool, class_column: str | None, hierarchies: Mapping[str, Any],
+) -> Outputs:
+    """Output names, checked like DuckDB resolves them: unqualified names in the current schema,
+    compared case-insensitively. ``replace`` only ever replaces the objects of an earlier
+    sqlanon release of the same name (as its manifest lists them), never another object, and
+    never one the source reads."""
+    view = view if view is not None else f"{source.name}_anon"
+    if not isinstance(view, str) or not view:
+        raise InputError(f"view must be a non-empty string, got {view!r}")
+    hierarchies_table = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
+    names = [view, f"{view}_rules"] + ([] if materialize else [f"{view}_rowmap"]) + (
+        [hierarchies_table] if hierarchies_table else [])
+    current = _current(engine)
+    here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
+    owned = _release_objects(here, view)
+    reads = _reads(objects, source, current)
+    existing = []
+    # The new release's names, then what else the release it replaces owns (its row map, say).
+    for name in names + sorted(o for o in owned - {n.lower() for n in names} if o in here):
+        if (source.catalog, source.schema) == current and name.lower() == source.name.lower():
+            raise ObjectExistsError(f"output {name!r} would overwrite the source {source.name!r}; choose another view=")
+        if name.lower() not in here:
+            continue
+        found, kind = here[name.lower()][2], here[name.lower()][3]
+        if not replace:
+            raise ObjectExistsError(
+                f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or "
+                f"choose another view= name"
+            )
+        if found.lower() not in owned:
+            raise ObjectExistsError(
+                f"a {kind} named {found!r} already exists and is not an object of a sqlanon release named "
+                f"{view!r}: replace=True only replaces a release's own objects; choose another view= name"
+            )
+        if found.lower() in reads:
+            raise ObjectExistsError(
+                f"the source {source.name!r} reads {found!r}, which replace=True would drop; choose another view= name"
+            )
+        if any(isinstance(h, str) and h.lower() == found.lower() for h in hierarchies.values()):
+            raise ObjectExistsError(
+                f"a hierarchy is read from {found!r}, which replace=True would drop; choose another view= name"
+            )
+        existing.append((found, kind))
+    if existing and engine.in_transaction():
+        raise InputError(
+            "replace=True inside an open transaction: if the new release failed its check, the one it "
+            "replaces could not be restored. Commit or roll back first, or choose another view= name."
+        )
+    rules_names, view_names = _column_names(source, qis)
+    outputs = Outputs(view, names[1], f"{view}_rowmap", materialize=materialize, hierarchies=hierarchies_table,
+                      existing=tuple(existing), class_column=_class_column(class_column, view_names),
+                      region_column=free_name("region", rules_names), size_column=free_name("size", rules_names))
+    return outputs
+
+
+def _release_objects(here: Mapping[str, tuple], view: str) -> set[str]:
+    """Lower-cased names of the objects of the sqlanon release named ``view`` in the current
+    schema, as its manifest (the comment on its rules relation) lists them; empty if none."""
+    rules = here.get(f"{view}_rules".lower())
+    try:
+        document = json.loads(rules[5]) if rules and rules[5] else None
+    except (TypeError, ValueError):
+        document = None
+    if not isinstance(document, dict) or "sqlanon" not in document or str(document.get("view", "")).lower() != view.lower():
+        return set()
+    return {str(document[k]).lower() for k in ("view", "rules", "rowmap", "hierarchies") if document.get(k)}
+
+
+def _reads(objects: list, source: Source, current: tuple[str, str]) -> set[str]:
+    """Lower-cased names of every relation the source reads, through views (by name: a view's SQL
+    is parsed, and a name in any schema counts, to err on the safe side)."""
+    views = {o[2].lower(): o[6] for o in objects if o[3] == "view" and o[6]}
+    out: set[str] = set()
+    todo = [source.name.lower()] if source.kind == "view" else []
+    while todo:
+        name = todo.pop()
+        try:
+            tree = sqlglot.parse_one(views.get(name) or "", read=g.DIALECT)
+        except sqlglot.errors.ParseError:
+            continue
+        for t in tree.find_all(exp.Table) if tree is not None else ():
+            found = t.name.lower()
+            if found and found not in out:
+                out.add(found)
+                if found in views:
+                    todo.append(found)
+    return out
+
+
+def _class_column(chosen: str | None, view_columns: Sequence[str]) -> str:
+    """The view's class column: ``class_column=`` if free, else ``eq_class`` (or ``eq_class_1``,
+    ... when the source has a column of that name)."""
+    if chosen is None:
+        return free_name(EQ_CLASS, view_columns)
+    if not isinstance(chosen, str) or not chosen:
+        raise InputError(f"class_column must be a non-empty string, got {chosen!r}")
+    if chosen.lower() in {c.lower() for c in view_columns}:
+        raise ObjectExistsError(f"class_column={chosen!r} collides with a column of the anonymized view; choose another")
+    return chosen
+
+
+def _column_names(source: Source, qis: tuple[QI, ...]) -> tuple[list[str], list[str]]:
+    """The QI columns of the rules relation and the columns of the view (without the class
+    column), checked distinct (DuckDB compares names case-insensitively). A user column named
+    like a QI's published column (``age_min`` beside a QI ``age``) is refused; internal names
+    (the class column, the rules' region id and size) are derived around them instead."""
+    qi_names = {q.name for q in qis}
+    view_cols = [p for c in source.column_names for p in (
+        next(q for q in qis if q.name == c).published if c in qi_names else (c,))]
+    rules_cols = [c for q in qis for c in q.published + q.box_columns]
+    for what, cols in (("anonymized view", view_cols), ("rules relation", rules_cols)):
+        seen: dict[str, str] = {}
+        for c in cols:
+            if c.lower() in seen:
+                raise ObjectExistsError(
+                    f"the {what} would have duplicate columns {c!r} and {seen[c.lower()]!r} (names are "
+                    f"case-insensitive): a QI's generalization columns collide with another column; "
+                    f"rename one in a view over the source first"
+                )
+            seen[c.lower()] = c
+    return rules_cols, view_cols
+
+
+def _current(engine: Engine) -> tuple[str, str]:
+    row = engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0]
+    return row[0], row[1]
