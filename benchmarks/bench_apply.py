@@ -51,7 +51,7 @@ from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
 from machine import machine  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
 from sqlanon.release.apply import _boxes, _bounds_table, apply, guillotine  # noqa: E402
-from sqlanon.engine.base import Engine  # noqa: E402
+from sqlanon.engine import engine_for  # noqa: E402
 from sqlanon.release.regions import load_release  # noqa: E402
 
 TRAIN = "agrawal"
@@ -116,7 +116,7 @@ def range_join(view: str, table: str) -> exp.Select:
 
 def nested_case(con: duckdb.DuckDBPyConnection, view: str, table: str) -> tuple[exp.Select, int]:
     """The same balanced tree as ``apply`` builds, as one nested ``CASE`` expression."""
-    engine = Engine(con)
+    engine = engine_for(con)
     try:
         m = load_release(con, view)
         bounds = {q.name: _bounds_table(engine, m, i, q) for i, q in enumerate(m.qis)}

@@ -33,7 +33,8 @@ from .errors import (
     UnsupportedTypeError,
     VerificationError,
 )
-from .model.hierarchy import Hierarchy, load_hierarchy
+from .model.hierarchy import Hierarchy
+from .request.spec import load_hierarchy
 from .release.imprecision import Imprecision, imprecision
 from .release.metrics import Metrics, metrics
 from .mondrian.builder import Progress

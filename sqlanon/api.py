@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 from sqlglot import exp
 
 from .publish import manifest
@@ -16,6 +15,7 @@ from .model.criteria import Criterion
 from .model.domain import Domain
 from .mondrian.encode import build_domains, encode
 from .engine.base import Engine, serialized
+from .engine import engine_for
 from .laps import Laps
 from .errors import EngineError, InputError, ObjectExistsError, SqlanonError, VerificationError
 from .mondrian.builder import Partitioner, Progress, Regions, finish_in_memory
@@ -93,7 +93,7 @@ class Release:
 
 @serialized
 def anonymize(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     table: str,
     qid: Sequence[str],
     k: int,
@@ -162,7 +162,7 @@ def anonymize(
     """
     lap = Laps()
 
-    engine = Engine(con)
+    engine = engine_for(con)
     check_callable("progress", progress)  # first called only after a level of partitioning
     engine.check_writable("the release (its view, rules relation and row map)")
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
@@ -237,10 +237,11 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
         return spec.source.ref, spec.key.columns[0]
     name = engine.temp_name("snapshot")
     rid = free_name("__sqlanon_rid", spec.source.column_names)
-    # A table's rowid numbers the rows in scan order, which Mondrian's split of equal values
-    # between two children follows; a view (or a table with a column called rowid) is numbered.
-    own_rowid = spec.source.kind == "table" and "rowid" not in {c.lower() for c in spec.source.column_names}
-    number = exp.column("rowid") if own_rowid else exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
+    # Rows are numbered in storage order (the order they were loaded, on every engine), which
+    # Mondrian's split of equal values between two children follows; a view is numbered as read.
+    number = engine.scan_order(spec.source.column_names) if spec.source.kind == "table" else None
+    if number is None:
+        number = exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
     numbered = exp.select(g.alias(number, rid), exp.Star()).from_(spec.source.ref)
     engine.execute(g.create_table_as(name, numbered))
     return g.table(name), rid
@@ -266,7 +267,7 @@ def _publish_verified(
         manifest.write(engine, spec)
         rowmap = create_rowmap(engine, spec, work, memory, regions, region)
         publish(engine, spec, source, rid, rowmap)
-        result = verify(engine.con, spec.outputs.view, [q.name for q in spec.qis], spec.k,
+        result = verify(engine, spec.outputs.view, [q.name for q in spec.qis], spec.k,
                         class_column=spec.outputs.class_column, constraints=spec.workload.constraints)
         problems = []
         if result.violating:

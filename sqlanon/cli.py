@@ -32,7 +32,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import duckdb
 from sqlglot import exp
 
 from . import __version__
@@ -55,6 +54,7 @@ from .request.config import (
 )
 from .model.constraints import Constraint, KAnonymity
 from .engine.base import Engine
+from .engine import connect, engine_for
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .mondrian.builder import Progress
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.status
     except (UsageError, InputError) as e:  # InputError includes ConfigError
         return _error(e, 2)
-    except (SqlanonError, duckdb.Error) as e:  # VerificationError, EngineError, the database's own
+    except SqlanonError as e:  # VerificationError, EngineError (the database's own errors)
         return _error(e, 1)
     except OSError as e:
         return _error(e, 2)
@@ -470,7 +470,7 @@ def _release_file_help() -> str:
 def _demo(args: argparse.Namespace) -> int:
     from .datasets import load_adult
 
-    con = duckdb.connect()
+    con = connect(None)
     try:
         hierarchies = load_adult(con, "adult")
         with _ProgressLine(quiet=False) as progress:
@@ -482,7 +482,7 @@ def _demo(args: argparse.Namespace) -> int:
         out.write(f"QIs: age (numeric); {', '.join(DEMO_QID[1:])} (ARX hierarchies)\n\n")
         _write_summary(out, release)
         out.write("\nfirst rows of the published view:\n")
-        out.write(str(con.sql(_render(exp.select("*").from_(g.table(release.view)).limit(5)))))
+        out.write(str(engine_for(con).relation(exp.select("*").from_(g.table(release.view)).limit(5))))
         out.write("\n" + render(collect(con, release, targets=["salary-class"]), "markdown"))
     finally:
         con.close()
@@ -540,7 +540,7 @@ def _check_out(out: Path, replace: bool) -> None:
 
 
 def _publish_and_export(
-    con: duckdb.DuckDBPyConnection, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
+    con: Any, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
 ) -> Release:
     """Publish the release in the database and write it to ``out``, both or neither.
 
@@ -553,7 +553,7 @@ def _publish_and_export(
     keeps every working table of the partitioning until it ends (about twice the memory for a
     large table partitioned in SQL).
     """
-    engine = Engine(con)
+    engine = engine_for(con)
     existing: tuple[tuple[str, str], ...] = ()
     if kwargs["replace"]:
         try:  # validates the request as anonymize will, and names what --replace overwrites
@@ -592,7 +592,7 @@ def _publish_and_export(
 
 def _persistent_objects(engine: Engine) -> set[tuple[str, str, str, str]]:
     """The database's tables and views (not temporary): ``(catalog, schema, name, kind)``."""
-    return {tuple(row[:4]) for row in engine.fetch_rows(g.template("catalog_objects")) if not row[4]}
+    return {tuple(o[:4]) for o in engine.objects() if not o.temporary}
 
 
 def _drop_new_objects(engine: Engine, before: set[tuple[str, str, str, str]]) -> None:
@@ -731,17 +731,15 @@ def _is_data_path(name: str) -> bool:
     return "*" in name or Path(name).suffix.lower() in DATA_SUFFIXES
 
 
-def _connect(database: str | None, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open an existing database file (never create one), or an in-memory database for None."""
-    if database is None or database == ":memory:":
-        return duckdb.connect()
-    if not Path(database).is_file():
-        hint = " (to anonymize files without a database, give them alone and use --out)" if _is_data_path(database) else ""
-        raise UsageError(f"database file not found: {database}{hint}")
+def _connect(database: str | None, read_only: bool) -> Any:
+    """Open a PostgreSQL URL, or an existing DuckDB database file (never create one), or an
+    in-memory DuckDB database for None."""
     try:
-        return duckdb.connect(database, read_only=read_only)
-    except duckdb.Error as e:
-        raise UsageError(f"cannot open database {database}: {e}") from None
+        return connect(database, read_only=read_only)
+    except InputError as e:
+        hint = (" (to anonymize files without a database, give them alone and use --out)"
+                if database and _is_data_path(database) and "not found" in str(e) else "")
+        raise UsageError(f"{e}{hint}") from None
 
 
 def _out_format(out: Path) -> list[tuple[str, Any]]:
@@ -756,22 +754,20 @@ def _out_format(out: Path) -> list[tuple[str, Any]]:
     return [("FORMAT", name), *extra] + ([("COMPRESSION", "gzip")] if gzip else [])
 
 
-def _export(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> None:
+def _export(con: Any, relation: str, out: Path) -> None:
     """``COPY relation TO out``, written to a temporary file first so a failure leaves nothing."""
     _finish(_copy(con, relation, out), out)
 
 
-def _copy(con: duckdb.DuckDBPyConnection, relation: str, out: Path) -> Path:
+def _copy(con: Any, relation: str, out: Path) -> Path:
     """``COPY relation`` to a hidden file next to ``out`` (removed if the COPY fails); returns it."""
     params = [
         exp.CopyParameter(this=exp.var(key), expression=exp.var(value) if key == "FORMAT" else g.lit(value))
         for key, value in _out_format(out)
     ]
     partial = out.with_name(f".{out.name}.sqlanon-partial")
-    statement = exp.Copy(this=exp.Subquery(this=exp.select("*").from_(g.table(relation))), kind=False,
-                         files=[g.lit(str(partial))], params=params)
     try:
-        con.execute(_render(statement))
+        engine_for(con).export(exp.select("*").from_(g.table(relation)), str(partial), params)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -1046,20 +1042,10 @@ def macros_path() -> Path:
     return g._sql_dir() / "macros.sql"
 
 
-def install_macros(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[str]]]:
-    """Run ``sql/macros.sql`` on ``con``; return the installed macros and their parameters."""
-    con.execute(macros_path().read_text(encoding="utf-8"))
-    functions = exp.Table(this=exp.Anonymous(this="duckdb_functions"))
-    query = (
-        exp.select(g.col("function_name"), g.col("parameters")).distinct().from_(functions)
-        .where(exp.and_(
-            exp.Anonymous(this="starts_with", expressions=[g.col("function_name"), g.lit("sqlanon_")]),
-            exp.EQ(this=g.col("function_type"), expression=g.lit("table_macro")),
-            exp.EQ(this=g.col("database_name"), expression=exp.func("current_database")),
-        ))
-        .order_by(g.col("function_name"))
-    )
-    return [(name, list(params)) for name, params in con.execute(_render(query)).fetchall()]
+def install_macros(con: Any) -> list[tuple[str, list[str]]]:
+    """Run ``sql/macros.sql`` on ``con`` (DuckDB: they are DuckDB table macros); return the
+    installed macros and their parameters."""
+    return engine_for(con).install_macros(macros_path().read_text(encoding="utf-8"), "sqlanon_")
 
 
 def _install_macros(args: argparse.Namespace) -> int:
@@ -1072,7 +1058,3 @@ def _install_macros(args: argparse.Namespace) -> int:
     for name, params in installed:
         sys.stdout.write(f"  {name}({', '.join(params)})\n")
     return 0
-
-
-def _render(statement: exp.Expression) -> str:
-    return statement.sql(dialect=g.DIALECT)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
-import duckdb
-from sqlglot import exp
+import pandas as pd
 
-from .engine import sqlgen as g
-from .engine.base import Engine, check_connection
+from .engine import engine_for
 from .errors import InputError, ObjectExistsError
 from .model.hierarchy import Hierarchy
 
@@ -31,20 +31,12 @@ def adult_hierarchies() -> dict[str, Path]:
     return {c: data_path(f"adult_hierarchy_{c}.csv") for c in ADULT_COLUMNS}
 
 
-def load_adult(con: duckdb.DuckDBPyConnection, table: str = "adult", *, replace: bool = False) -> dict[str, Path]:
+def load_adult(con: Any, table: str = "adult", *, replace: bool = False) -> dict[str, Path]:
     """Create ``table`` with the 30,162 rows of UCI Adult (ARX's cleaned copy) and return the
     hierarchies, ready for ``anonymize(con, table, qid=[...], hierarchies=...)``."""
-    check_connection(con)  # it runs the statement itself, without an Engine
-    reader = exp.Anonymous(
-        this="read_csv",
-        expressions=[
-            g.lit(str(data_path("adult.csv.gz"))),
-            exp.PropertyEQ(this=exp.var("delim"), expression=g.lit(";")),
-            exp.PropertyEQ(this=exp.var("header"), expression=exp.true()),
-        ],
-    )
-    query = exp.select("*").from_(exp.Table(this=reader))
-    con.execute(g.create_table_as(table, query, temporary=False, replace=replace).sql(dialect=g.DIALECT))
+    frame = pd.read_csv(data_path("adult.csv.gz"), sep=";", dtype={c: "int64" if c == "age" else object
+                                                                   for c in ADULT_COLUMNS})
+    _create(con, table, frame, replace)
     return adult_hierarchies()
 
 
@@ -62,7 +54,7 @@ _ADULT_FILES = MappingProxyType({"train": "adult.data.gz", "test": "adult.test.d
 
 
 def load_adult_uci(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     table: str | None = None,
     *,
     split: str = "train",
@@ -85,16 +77,11 @@ def load_adult_uci(
     if split not in _ADULT_FILES:
         raise InputError(f"split must be 'train' or 'test', got {split!r}")
     name = f"adult_{split}" if table is None else table
-    reader = _read_csv(_ADULT_FILES[split], delim=", ", header=False, columns=ADULT_UCI_COLUMNS,
-                       nullstr="?")
-    label = "salary-class"
-    select = [g.col(c) if c != label else g.alias(exp.func("rtrim", g.col(c), g.lit(".")), c)
-              for c in ADULT_UCI_COLUMNS]
-    query = exp.select(*select).from_(exp.Table(this=reader))
+    frame = _read_csv(_ADULT_FILES[split], header=False, columns=ADULT_UCI_COLUMNS, nullstr="?")
+    frame["salary-class"] = frame["salary-class"].str.rstrip(".")
     if complete:
-        query = query.where(exp.and_(*(exp.Not(this=exp.Is(this=g.col(c), expression=exp.Null()))
-                                       for c in ADULT_UCI_COLUMNS)))
-    _create(con, name, query, replace)
+        frame = frame.dropna().reset_index(drop=True)
+    _create(con, name, frame, replace)
     return adult_hierarchies()
 
 
@@ -130,7 +117,7 @@ def cmc_hierarchies() -> dict[str, Hierarchy]:
     return {c: Hierarchy.from_dict({"*": [str(v) for v in codes]}) for c, codes in CMC_HIERARCHICAL.items()}
 
 
-def load_cmc(con: duckdb.DuckDBPyConnection, table: str = "cmc", *, replace: bool = False) -> dict[str, Hierarchy]:
+def load_cmc(con: Any, table: str = "cmc", *, replace: bool = False) -> dict[str, Hierarchy]:
     """Create ``table`` with the 1,473 rows of UCI Contraceptive Method Choice (:data:`CMC_COLUMNS`;
     the data has no missing values) and return :func:`cmc_hierarchies`.
 
@@ -143,36 +130,35 @@ def load_cmc(con: duckdb.DuckDBPyConnection, table: str = "cmc", *, replace: boo
         ObjectExistsError: ``table`` exists in the current schema and ``replace`` is False.
     """
     codes = {c: ("INTEGER" if c == "contraceptive_method" else t) for c, t in CMC_COLUMNS.items()}
-    reader = _read_csv("cmc.data.gz", delim=",", header=True, columns=codes)
-    method = g.case_on(g.col("contraceptive_method"), {k: g.lit(v) for k, v in CMC_METHODS.items()})
-    select = [g.col(c) if c != "contraceptive_method" else g.alias(method, c) for c in CMC_COLUMNS]
-    _create(con, table, exp.select(*select).from_(exp.Table(this=reader)), replace)
+    frame = _read_csv("cmc.data.gz", header=True, columns=codes)
+    frame["contraceptive_method"] = frame["contraceptive_method"].map(dict(CMC_METHODS)).astype(object)
+    _create(con, table, frame, replace)
     return cmc_hierarchies()
 
 
-def _read_csv(file: str, *, delim: str, header: bool, columns: dict[str, str] | MappingProxyType,
-              nullstr: str | None = None) -> exp.Anonymous:
-    """``read_csv(<bundled file>, delim=..., header=..., columns={name: type}, ...)``: the columns
-    named and typed explicitly, so a file is never sniffed differently."""
-    struct = exp.Struct(expressions=[exp.PropertyEQ(this=g.lit(c), expression=g.lit(t)) for c, t in columns.items()])
-    options = {"delim": g.lit(delim), "header": exp.true() if header else exp.false(), "quote": g.lit(""),
-               "columns": struct}
-    if nullstr is not None:
-        options["nullstr"] = g.lit(nullstr)
-    return exp.Anonymous(this="read_csv", expressions=[g.lit(str(data_path(file)))] + [
-        exp.PropertyEQ(this=exp.var(k), expression=v) for k, v in options.items()])
+#: pandas dtypes of the SQL types the bundled tables use (DuckDB types them the same from pandas).
+_DTYPES = {"BIGINT": "int64", "INTEGER": "int32", "VARCHAR": object}
 
 
-def _create(con: duckdb.DuckDBPyConnection, name: str, query: exp.Select, replace: bool) -> None:
-    """``CREATE [OR REPLACE] TABLE name AS query``, refusing a taken name before any write."""
+def _read_csv(file: str, *, header: bool, columns: dict[str, str] | MappingProxyType,
+              nullstr: str | None = None) -> pd.DataFrame:
+    """A bundled CSV file with its columns named and typed explicitly (never sniffed), fields
+    separated by a comma and optional spaces, no quoting, ``nullstr`` as NULL."""
+    return pd.read_csv(data_path(file), sep=",", skipinitialspace=True, quoting=csv.QUOTE_NONE,
+                       header=0 if header else None, names=list(columns),
+                       dtype={c: _DTYPES[t] for c, t in columns.items()},
+                       na_values=[nullstr] if nullstr is not None else None, keep_default_na=False)
+
+
+def _create(con: Any, name: str, frame: pd.DataFrame, replace: bool) -> None:
+    """Create the table ``name`` from ``frame`` (in row order), refusing a taken name before any write."""
     if not isinstance(name, str) or not name:
         raise InputError(f"table must be a non-empty string, got {name!r}")
-    engine = Engine(con)
+    engine = engine_for(con)
     if not replace:
-        current = tuple(engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0])
-        taken = [o for o in engine.fetch_rows(g.template("catalog_objects"))
-                 if (o[0], o[1]) == current and o[2].lower() == name.lower()]
+        current = engine.current()
+        taken = [o for o in engine.objects() if (o.catalog, o.schema) == current and o.name.lower() == name.lower()]
         if taken:
-            raise ObjectExistsError(f"a {taken[0][3]} named {taken[0][2]!r} already exists; pass replace=True "
+            raise ObjectExistsError(f"a {taken[0].kind} named {taken[0].name!r} already exists; pass replace=True "
                                     "to overwrite it or choose another name")
-    engine.execute(g.create_table_as(name, query, temporary=False, replace=replace))
+    engine.create_from_frame(name, frame, replace=replace)

@@ -1,6 +1,6 @@
 """``sqlanon explain``: the SQL a release runs, step by step, without running what writes.
 
-A :class:`RecordingEngine` stands in for the engine: read-only catalog lookups run (marked
+A recording engine (:mod:`sqlanon.engine.recording`) stands in for the engine: read-only catalog lookups run (marked
 ``[ran]``), every other statement is recorded as the library's own builders produce it, the
 per-level statements for the root level.
 """
@@ -8,10 +8,8 @@ per-level statements for the root level.
 from __future__ import annotations
 
 from collections.abc import Sequence
-import dataclasses
 from typing import Any
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
@@ -20,7 +18,9 @@ from .engine import sqlgen as g
 from .api import _working_source
 from .model.criteria import rank
 from .mondrian.encode import build_domains, encode
-from .engine.base import Engine, Statement, serialized
+from .engine import engine_for
+from .engine.base import serialized
+from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
 from .mondrian.builder import Partitioner, Regions
 from .publish.rules import create_rowmap, create_rules, publish
 from .request.spec import Spec, _current, resolve
@@ -28,88 +28,9 @@ from .mondrian.split import Children
 from .mondrian.levels import batch_query, extents_query, groups_query, repartition
 
 
-class _NeedsData(Exception):
-    """A statement needs the result of a write that explain did not run."""
-
-
-@dataclasses.dataclass
-class ExplainEntry:
-    """One statement of :func:`explain`: its step, the statement (or a comment), whether
-    explain ran it (read-only), and a note."""
-
-    section: str  # the step's title; :func:`explain` numbers the steps that have statements
-    statement: Statement
-    ran: bool
-    note: str = ""
-
-
-class RecordingEngine(Engine):
-    """An :class:`~sqlanon.engine.Engine` that records what it is asked to run.
-
-    Read-only queries run for real (the catalog lookups and checks of validation, and the domain
-    reads); a query reading a temp table that was only recorded runs with that table's
-    defining query inlined as a subquery while ``live_reads`` is set, and otherwise raises
-    :class:`_NeedsData`. Everything else (CREATE, DROP, INSERT, COMMENT, transactions, uploads
-    of Python data) is recorded and not run.
-    """
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        super().__init__(con)
-        self.entries: list[ExplainEntry] = []
-        self.section = ""
-        self.live_reads = True
-        self.placeholder = False  # uploads hold stand-in values (the real ones depend on the data)
-        self._pending: dict[str, exp.Expression | None] = {}  # recorded temp -> defining query
-
-    def show(self, statement: Statement, note: str = "") -> None:
-        """Record a statement without running it."""
-        self.entries.append(ExplainEntry(self.section, statement, False, note))
-
-    def execute(self, statement: Statement) -> Any:
-        if isinstance(statement, (exp.Query, exp.Describe)):
-            needed = {t.name for t in statement.find_all(exp.Table)} & set(self._pending)
-            if needed and (not self.live_reads or any(self._pending[n] is None for n in needed)):
-                self.show(statement, "(its result depends on the data)")
-                raise _NeedsData(statement)
-            self.entries.append(ExplainEntry(self.section, statement, True))
-            return super().execute(self._inline(statement) if needed else statement)
-        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and isinstance(statement.this, exp.Table):
-            name = statement.this.name
-            if name.startswith(self.prefix) and isinstance(statement.expression, exp.Query):
-                self._pending[name] = self._inline(statement.expression)
-        self.statements += 1
-        self.show(statement)
-        return None
-
-    def upload(self, purpose: str, columns: Any) -> str:
-        name = self.temp_name(purpose)
-        self._pending[name] = None
-        rows = len(next(iter(columns.values()))) if columns else 0
-        what = "rows computed by the run" if self.placeholder else f"{rows:,} rows"
-        self.show(f"-- upload from Python into temp table {name}: {what} ({', '.join(columns)})")
-        return name
-
-    def upload_placeholder(self, name: str) -> None:
-        """Mark ``name`` as a temp table filled from Python with data explain does not have."""
-        self._pending[name] = None
-
-    def cleanup(self) -> None:
-        while self._temps:
-            self.show(g.drop(self._temps.pop(), "TABLE"))
-
-    def _inline(self, query: exp.Expression) -> exp.Expression:
-        def swap(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Table) and self._pending.get(node.name) is not None and not node.db:
-                alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
-                return exp.Subquery(this=self._pending[node.name].copy(), alias=alias.copy())
-            return node
-
-        return query.copy().transform(swap)
-
-
 @serialized
 def explain(
-    con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
+    con: Any, table: str, qid: Sequence[str], k: int, *,
     hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
     memory_rows: int | None = None, **workload: Any,
 ) -> str:
@@ -123,11 +44,11 @@ def explain(
     """
     spec, entries = explain_entries(con, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                                     memory_rows=memory_rows, **workload)
-    return _render_explain(spec, entries)
+    return _render_explain(spec, entries, engine_for(con).dialect)
 
 
 def explain_entries(
-    con: duckdb.DuckDBPyConnection, table: str, qid: Sequence[str], k: int, *,
+    con: Any, table: str, qid: Sequence[str], k: int, *,
     hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
     memory_rows: int | None = None, **workload: Any,
 ) -> tuple[Spec, list[ExplainEntry]]:
@@ -135,7 +56,7 @@ def explain_entries(
 
     ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
     :func:`sqlanon.anonymize`."""
-    rec = RecordingEngine(con)
+    rec = recording_engine(con)
     rec.section = "Validate the request: catalog lookups and checks (once)"
     spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
                    **workload)
@@ -218,7 +139,7 @@ def explain_entries(
     return spec, rec.entries
 
 
-def _render_explain(spec: Spec, entries: list[ExplainEntry]) -> str:
+def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> str:
     qis = ", ".join(
         f"{q.name} ({q.kind}, {q.hierarchy.n_leaves} leaves)" if q.hierarchy else f"{q.name} ({q.kind}, {q.data_type})"
         for q in spec.qis
@@ -248,7 +169,7 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry]) -> str:
             continue
         if e.ran:
             lines.append("-- [ran]")
-        lines.append(e.statement.sql(dialect=g.DIALECT, pretty=True) + ";")
+        lines.append(e.statement.sql(dialect=dialect, pretty=True) + ";")
     return "\n".join(lines) + "\n"
 
 

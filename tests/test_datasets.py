@@ -14,7 +14,7 @@ import pytest
 
 import sqlanon
 from sqlanon import datasets
-from sqlanon.model.hierarchy import load_hierarchy
+from sqlanon import load_hierarchy
 
 from conftest import ADULT_COLUMNS, ADULT_ROWS, DATA, quote
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlanon.errors import HierarchyError
-from sqlanon.model.hierarchy import Hierarchy, load_hierarchy
+from sqlanon import load_hierarchy
+from sqlanon.model.hierarchy import Hierarchy
 
 DATA = Path(__file__).resolve().parent.parent / "sqlanon" / "data"
 ADULT_COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country",

@@ -27,7 +27,8 @@ import sqlanon.datasets
 import sqlanon.mondrian.builder
 from sqlanon import HierarchyError, InputError, SelectionError, SqlanonError
 from sqlanon.publish import manifest
-from sqlanon.model.hierarchy import Hierarchy, load_hierarchy
+from sqlanon import load_hierarchy
+from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.regions import load_release
 from sqlanon.model.selection import SelectionQI, parse_selection
 
@@ -523,8 +524,7 @@ def test_release_made_from_a_qualified_source_with_a_dotted_view_name(con, two_s
     ["USE other.x", "SET search_path = 'memory.s1'"],
 ])
 def test_name_resolution_agrees_with_duckdb(con, setup):
-    from sqlanon.engine import catalog
-    from sqlanon.engine.base import Engine
+    from sqlanon.engine import engine_for
 
     con.execute("ATTACH ':memory:' AS other")
     con.execute("CREATE SCHEMA s1; CREATE SCHEMA s2; CREATE SCHEMA other.x")
@@ -539,5 +539,5 @@ def test_name_resolution_agrees_with_duckdb(con, setup):
             marker = con.execute(f"SELECT marker FROM {name}").fetchone()[0]
         except duckdb.CatalogException:
             marker = None
-        hit = catalog.find(Engine(con), name)
+        hit = engine_for(con).find(name)
         assert (hit and (hit.catalog, hit.schema)) == names.get(marker), name

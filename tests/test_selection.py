@@ -277,11 +277,11 @@ def test_predicate_literals_are_typed():
 def test_qis_from_spec_and_manifest(adult):
     import sqlanon
     from sqlanon.publish import manifest
-    from sqlanon.engine.base import Engine
+    from sqlanon.engine import engine_for
     from sqlanon.request.spec import resolve
 
     con, hierarchies = adult
-    spec = resolve(Engine(con), "adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})
+    spec = resolve(engine_for(con), "adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})
     from_spec = selection_qis_from_spec(spec)
     assert [(q.name, q.kind, q.data_type) for q in from_spec] == [("age", "numeric", "BIGINT"),
                                                                     ("education", "hierarchy", "VARCHAR")]

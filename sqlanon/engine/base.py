@@ -1,69 +1,77 @@
-"""The engine adapter: the one place that talks to the database.
+"""The Engine: the one boundary between sqlanon and a database.
 
-It renders sqlglot expressions in its dialect, executes them, fetches results as numpy arrays,
-uploads numpy arrays as temp tables, and hands out run-unique temp names that it drops in
-:meth:`Engine.cleanup`. Everything else in sqlanon builds expressions and never touches the
-connection, so that another engine (PostgreSQL, Spark SQL) needs only another adapter.
+Everything else in sqlanon builds sqlglot expressions and calls engine methods; an engine
+renders them in its dialect, runs them, fetches results as numpy arrays, owns the run's temp
+objects and transactions, and answers for what engines spell differently: row identity and
+hashing, epochs of temporal values, type names, the catalog, where a manifest is stored,
+sampling and threads. One subclass per engine (:mod:`.duckdb`, :mod:`.postgres`); pick one with
+:func:`sqlanon.engine.engine_for`.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import functools
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
 
-import duckdb
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
 from . import sqlgen as g
-from ..errors import EngineError, InputError, ReadOnlyError
+from ..errors import EngineError
 
 Statement = exp.Expression | str
 
-#: The connection types sqlanon accepts, and how error messages name them.
-CONNECTION_TYPES: tuple[type, ...] = (duckdb.DuckDBPyConnection,)
-_ACCEPTED = "a duckdb.DuckDBPyConnection (duckdb.connect(...))"
+
+@dataclass(frozen=True)
+class CatalogObject:
+    """A table or view the connection can see, as the catalog spells it.
+
+    ``comment`` is the object's comment (a release's manifest lives on its rules table);
+    ``sql`` a view's definition (which relations it reads), None for tables."""
+
+    catalog: str
+    schema: str
+    name: str
+    kind: str  # "table" | "view"
+    temporary: bool
+    comment: str | None = None
+    sql: str | None = None
+
+    def __getitem__(self, i: int) -> Any:  # positional reads, as the catalog rows were tuples
+        return (self.catalog, self.schema, self.name, self.kind, self.temporary, self.comment, self.sql)[i]
+
+    @property
+    def ref(self) -> exp.Table:
+        return g.table(self.name, self.schema, self.catalog)
 
 
-def check_connection(con: Any) -> duckdb.DuckDBPyConnection:
-    """``con`` if it is a connection sqlanon can use, else an :class:`InputError` naming the
-    accepted types.
+class Engine(abc.ABC):
+    """A connection of one engine plus the temp objects of one run.
 
-    Every public entry point builds an :class:`Engine` first, so checking here refuses a wrong
-    ``con`` before anything is read or written (instead of an ``AttributeError`` from deep inside
-    a run). The check is by type: duck-typed stand-ins would fail later, mid-run.
-    """
-    if not isinstance(con, CONNECTION_TYPES):
-        raise InputError(f"con must be {_ACCEPTED}, got {type(con).__name__} {_short(con)}")
-    return con
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-class Engine:
-    """A DuckDB connection plus the temp objects of one run.
+    Subclasses set :attr:`name` and :attr:`dialect` and implement the abstract methods; the
+    shared machinery (rendering, statement counting, temp names, cleanup, the transaction
+    helper) lives here.
 
     Args:
-        con: an open DuckDB connection; sqlanon never closes it.
-
-    Raises:
-        InputError: ``con`` is not a supported connection (see :func:`check_connection`).
+        con: an open connection of the engine's driver; sqlanon never closes it.
     """
 
-    dialect = "duckdb"
+    name: ClassVar[str]
+    dialect: ClassVar[str]
+    #: Whether the engine can roll back to a savepoint inside the caller's transaction (else
+    #: a failed step inside the caller's transaction is undone by dropping what it created).
+    savepoints: ClassVar[bool] = False
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = check_connection(con)
+    def __init__(self, con: Any) -> None:
+        self.con = con
         self.prefix = f"__sqlanon_{uuid.uuid4().hex[:10]}_"
         self._temps: list[str] = []
         self.statements = 0
@@ -75,65 +83,117 @@ class Engine:
             return statement
         return statement.sql(dialect=self.dialect)
 
-    def execute(self, statement: Statement) -> duckdb.DuckDBPyConnection:
-        """Run one statement; database errors are re-raised with the SQL that failed."""
+    def execute(self, statement: Statement) -> None:
+        """Run one statement; database errors are re-raised as :class:`EngineError` with the SQL."""
         sql = self.render(statement)
         self.statements += 1
-        try:
-            return self.con.execute(sql)
-        except duckdb.Error as e:  # the engine's own errors, never ours
-            raise EngineError(str(e), sql) from e
+        self._run(sql)
 
     def fetch(self, statement: Statement) -> dict[str, np.ndarray]:
-        """Run a query and return its columns as numpy arrays (masked arrays become NaN/None)."""
-        result = self.execute(statement).fetchnumpy()
-        return {name: _plain(col) for name, col in result.items()}
+        """Run a query and return its columns as numpy arrays (NULL: NaN in floats, else None)."""
+        sql = self.render(statement)
+        self.statements += 1
+        return self._fetch_numpy(sql)
 
     def fetch_rows(self, statement: Statement) -> list[tuple[Any, ...]]:
-        """Run a query and return its rows as Python tuples."""
-        return self.execute(statement).fetchall()
+        """Run a query and return its rows as Python tuples (small results only)."""
+        return self.fetch_described(statement)[1]
+
+    def fetch_described(self, statement: Statement) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run a query and return its column names and rows."""
+        sql = self.render(statement)
+        self.statements += 1
+        return self._fetch_rows(sql)
+
+    def fetch_frame(self, statement: Statement) -> Any:
+        """Run a query and return a pandas DataFrame."""
+        import pandas as pd
+
+        columns = self.fetch(statement)
+        return pd.DataFrame({k: v for k, v in columns.items()})
 
     def scalar(self, statement: Statement) -> Any:
         """Run a query and return the first column of its first row."""
-        rows = self.execute(statement).fetchall()  # fetch all: DuckDB refuses new work while a result is open
+        rows = self.fetch_rows(statement)
         return rows[0][0] if rows else None
 
+    @abc.abstractmethod
+    def _run(self, sql: str) -> None:
+        """Execute SQL text, translating the driver's errors into :class:`EngineError`."""
+
+    @abc.abstractmethod
+    def _fetch_numpy(self, sql: str) -> dict[str, np.ndarray]:
+        """Columns of a query's result as numpy arrays, fetched in bulk (never row by row)."""
+
+    @abc.abstractmethod
+    def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Column names and rows of a (small) query result."""
+
+    def run_script(self, text: str) -> None:
+        """Run SQL text of several statements as the engine reads it (installing macros)."""
+        raise EngineError(f"{self.name} does not run SQL scripts", text[:200])
+
+    # -- transactions -------------------------------------------------------------------------
+    @abc.abstractmethod
     def in_transaction(self) -> bool:
-        """Whether the caller has an explicit transaction open.
+        """Whether the caller has a transaction open on the connection."""
 
-        DuckDB's Python API does not say, and a failed ``BEGIN`` would abort the caller's
-        transaction; but in autocommit mode every statement gets a new transaction id, while
-        inside a transaction the id stays the same.
-        """
-        probe = exp.select(exp.func("txid_current"))
-        return self.scalar(probe) == self.scalar(probe)
+    @abc.abstractmethod
+    def _begin(self) -> None: ...
 
-    def check_writable(self, what: str) -> None:
-        """Refuse, before any work, when the connection's current database is read-only.
+    @abc.abstractmethod
+    def _commit(self) -> None: ...
 
-        sqlanon creates its persistent objects (a release, an applied table) unqualified, so in
-        the current database and schema. Temp tables still work on a read-only database
-        (``duckdb.connect(path, read_only=True)``), so without this check a run would only fail
-        when it publishes, after all the partitioning. ``what`` names what would be written.
+    @abc.abstractmethod
+    def _rollback(self) -> None: ...
 
-        Raises:
-            ReadOnlyError: naming the database, its file and the schema the objects would go to.
-        """
-        where = exp.EQ(this=g.col("database_name"), expression=exp.func("current_database"))
-        cursor = self.execute(exp.select(exp.Star(), exp.func("current_schema"))
-                              .from_(exp.Table(this=exp.Anonymous(this="duckdb_databases"))).where(where))
-        names = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
-        if not rows or "readonly" not in names:  # an engine version without the column cannot tell
+    def _savepoint(self) -> str:
+        raise NotImplementedError
+
+    def _release_savepoint(self, name: str) -> None:
+        raise NotImplementedError
+
+    def _rollback_to(self, name: str) -> None:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def transaction(self, undo: Callable[[], None] | None = None) -> Iterator[bool]:
+        """All statements inside run as one unit: the engine's own transaction (committed at the
+        end, rolled back on any error), or, when the caller has one open, inside the caller's —
+        where an error rolls back to a savepoint if the engine has them, else ``undo`` (drop
+        what the block created) runs. Yields whether the transaction is this block's own."""
+        if not self.in_transaction():
+            self._begin()
+            try:
+                yield True
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._rollback()
+                raise
+            self._commit()
             return
-        row = dict(zip(names, rows[0]))
-        if row["readonly"]:
-            name, schema = row["database_name"], rows[0][-1]
-            path = f" ({row['path']})" if row.get("path") else ""
-            raise ReadOnlyError(
-                f"database {name!r}{path} is read-only (opened with read_only=True), and {what} would be "
-                f"written to it, in schema {name}.{schema}. Nothing was done: open the database without "
-                f"read_only=True to write there.")
+        if self.savepoints:
+            point = self._savepoint()
+            try:
+                yield False
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._rollback_to(point)
+                raise
+            self._release_savepoint(point)
+            return
+        try:
+            yield False
+        except BaseException:
+            if undo is not None:
+                with contextlib.suppress(Exception):
+                    undo()
+            raise
+
+    @abc.abstractmethod
+    def check_writable(self, what: str) -> None:
+        """Refuse, before any work, when the current database cannot be written
+        (:class:`~sqlanon.errors.ReadOnlyError` naming where ``what`` would be written)."""
 
     # -- temp objects -------------------------------------------------------------------------
     def temp_name(self, purpose: str) -> str:
@@ -142,17 +202,25 @@ class Engine:
         self._temps.append(name)
         return name
 
-    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
-        """Create a temp table from numpy columns and return its name."""
+    def create_table(self, name: str, query: exp.Expression, *, temporary: bool = True,
+                     replace: bool = False) -> None:
+        """``CREATE [OR REPLACE] [TEMP] TABLE name AS query``."""
+        self.execute(g.create_table_as(name, query, temporary=temporary, replace=replace))
+
+    def create_temp(self, purpose: str, query: exp.Expression) -> str:
+        """A new temp table holding ``query``'s result; returns its name."""
         name = self.temp_name(purpose)
-        frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
-        view = f"{name}_src"
-        self.con.register(view, frame)
-        try:
-            self.execute(g.create_table_as(name, exp.select("*").from_(g.table(view)), replace=True))
-        finally:
-            self.con.unregister(view)
+        self.create_table(name, query)
         return name
+
+    @abc.abstractmethod
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+        """Create a temp table from numpy columns (in bulk) and return its name."""
+
+    @abc.abstractmethod
+    def create_from_frame(self, name: str, frame: Any, *, replace: bool = False,
+                          schema: str | None = None) -> None:
+        """Create a persistent table ``name`` from a pandas DataFrame (datasets, tests)."""
 
     def drop_temp(self, name: str) -> None:
         """Drop one temp table now (large intermediates are not kept to the end of the run)."""
@@ -160,31 +228,123 @@ class Engine:
         if name in self._temps:
             self._temps.remove(name)
 
-    def threads(self) -> int:
-        """The connection's DuckDB ``threads`` setting: how many cores this run may use."""
-        return max(1, int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
-
     def cleanup(self) -> None:
         """Drop every temp object of this run; safe to call twice and after errors."""
         while self._temps:
             name = self._temps.pop()
-            try:
-                self.con.execute(self.render(g.drop(name, "TABLE")))
-            except duckdb.Error:  # a dead connection: nothing left to clean
-                pass
+            with contextlib.suppress(Exception):  # a dead connection: nothing left to clean
+                self._run(self.render(g.drop(name, "TABLE")))
+
+    # -- what engines spell differently -------------------------------------------------------
+    @abc.abstractmethod
+    def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
+        """An integer fingerprint of a row's values (NULL-aware), stored at release time so a live
+        view notices changed rows."""
+
+    @abc.abstractmethod
+    def epoch_us(self, value: exp.Expression) -> exp.Expression:
+        """Microseconds since 1970-01-01 of a date or timestamp, as a number."""
+
+    @abc.abstractmethod
+    def is_infinite(self, value: exp.Expression) -> exp.Expression:
+        """A predicate: the DOUBLE ``value`` is ``inf`` or ``-inf``."""
+
+    @abc.abstractmethod
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        """A predicate: the DOUBLE ``value`` is NaN."""
+
+    @abc.abstractmethod
+    def code_type(self, size: int) -> str:
+        """The narrowest integer type (house spelling) holding codes ``0..size-1``."""
+
+    def ordered(self, value: exp.Expression, data_type: str) -> exp.Expression:
+        """``value`` as the engine must sort and compare it so that every engine orders a
+        column alike (text by code point, whatever the database's collation)."""
+        return value
+
+    @abc.abstractmethod
+    def scan_order(self, columns: Sequence[str]) -> exp.Expression | None:
+        """An expression numbering a table's rows ``0..n-1`` in storage order (the order they
+        were loaded), for a snapshot's row ids, or None when the table's ``columns`` hide the
+        engine's row number; not an identity (the engine renumbers it)."""
+
+    @abc.abstractmethod
+    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
+        """A query drawing about ``rows`` rows of ``relation`` at random, repeatably by ``seed``."""
+
+    @abc.abstractmethod
+    def threads(self) -> int:
+        """How many cores this run may use for in-memory work."""
+
+    def file_source(self, path: str) -> exp.Table:
+        """A relation reading data files in place; engines that cannot refuse clearly."""
+        from ..errors import InputError
+
+        raise InputError(f"{path!r} looks like a data file, which only the DuckDB engine reads in place; "
+                         f"on {self.name} load it into a table first")
+
+    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
+        """Write ``query``'s result to the file ``path`` in the format ``params`` name (DuckDB's
+        ``COPY ... TO`` options): engines without a file writer hand the rows to an in-memory
+        DuckDB, whose writer then makes the same file."""
+        from .duckdb import DuckDBEngine, connect
+
+        frame = self.fetch_frame(query)
+        con = connect(None)
+        try:
+            local = DuckDBEngine(con)
+            local.create_from_frame("export", frame)
+            local.export(exp.select("*").from_(g.table("export")), path, params)
+        finally:
+            con.close()
+
+    def install_macros(self, script: str, prefix: str) -> list[tuple[str, list[str]]]:
+        """Install SQL table macros; only DuckDB has them."""
+        from ..errors import InputError
+
+        raise InputError(f"sqlanon's SQL macros are DuckDB table macros; {self.name} cannot install them "
+                         f"(use the Python API or the CLI on {self.name})")
+
+    # -- catalog ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def objects(self) -> list[CatalogObject]:
+        """Every table and view the connection can see (temp ones included)."""
+
+    @abc.abstractmethod
+    def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
+        """``(name, type)`` of a relation's columns in order; types in the house spelling
+        (DuckDB's, which sqlglot renders in any dialect), so QI kinds are engine-independent."""
+
+    @abc.abstractmethod
+    def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
+        """A table's declared keys, PRIMARY KEY first, then UNIQUE constraints."""
+
+    @abc.abstractmethod
+    def current(self) -> tuple[str, str]:
+        """``(catalog, schema)`` where unqualified new objects are created."""
+
+    @abc.abstractmethod
+    def find(self, name: str, suffix: str = "") -> CatalogObject | None:
+        """The table or view ``name + suffix`` binds to, as the engine binds a name in SQL."""
+
+    @abc.abstractmethod
+    def describe(self, query: exp.Expression) -> list[tuple[str, str]]:
+        """``(name, type)`` of a query's columns, house spelling."""
+
+    # -- where a manifest lives --------------------------------------------------------------
+    @abc.abstractmethod
+    def set_comment(self, table: str, text: str) -> None:
+        """Store ``text`` as the comment of the table ``name`` (in the current schema)."""
+
+    def comment(self, found: CatalogObject) -> str | None:
+        """The stored comment of a table."""
+        return found.comment
 
 
-def _plain(col: np.ndarray) -> np.ndarray:
-    """DuckDB returns masked arrays for nullable columns; unmask (NULL -> None/NaN)."""
-    if isinstance(col, np.ma.MaskedArray):
-        if not col.mask.any():
-            return col.data
-        if col.dtype.kind in "fc":
-            return col.filled(np.nan)
-        out = col.data.astype(object)
-        out[col.mask] = None
-        return out
-    return col
+# -- picking the engine of a connection --------------------------------------------------------
+def short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- one caller per connection -----------------------------------------------------------------
@@ -195,10 +355,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def connection_lock(con: Any) -> AbstractContextManager[Any]:
-    """The lock of one connection. A DuckDB connection has one result set at a time, so two
-    threads sharing it would read each other's results; sqlanon's entry points take this lock
-    and run one after the other on a connection (re-entrant: an entry point may call another).
-    Different connections (cursors) run in parallel; publication is atomic across them."""
+    """The lock of one connection. A connection has one result set at a time, so two threads
+    sharing it would read each other's results; sqlanon's entry points take this lock and run
+    one after the other on a connection (re-entrant: an entry point may call another).
+    Different connections run in parallel; publication is atomic across them."""
     try:
         with _LOCKS_GUARD:
             lock = _LOCKS.get(con)

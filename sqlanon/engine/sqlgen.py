@@ -71,11 +71,6 @@ def drop(name: str, kind: str) -> exp.Drop:
     return exp.Drop(tables=[table(name)], kind=kind, exists=True)
 
 
-def row_hash(columns: Sequence[str], table_alias: str) -> exp.Expression:
-    """``hash(c_1, ..., c_d)``: a fingerprint of a row's values in these columns (DuckDB's
-    ``hash`` of several arguments), stored at release time so a live view notices changes."""
-    return exp.Anonymous(this="hash", expressions=[col(c, table_alias) for c in columns])
-
 
 def in_list(expression: exp.Expression, values: Iterable[Any]) -> exp.In:
     return exp.In(this=expression, expressions=[lit(v) for v in values])

@@ -61,8 +61,3 @@ def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
     gap = (values[-1] - values[0]) / (m - 1) if m > 1 else 1.0
     return np.concatenate(([values[0] - gap if m else 0.0], values))
 
-
-def code_type(size: int) -> str:
-    """The narrowest SQL integer type for codes ``0..size-1``: the working table is rewritten at
-    every SQL level, so its width is what a level costs."""
-    return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "INTEGER"

@@ -12,7 +12,7 @@ import io
 import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -378,24 +378,12 @@ class Hierarchy:
                 f"n_leaves={self.n_leaves}, height={self.height})")
 
 
-def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
-    """Load a hierarchy from what the user passed.
+def hierarchy_from(source: Any, read_table: Callable[[str], list[tuple[Any, ...]] | None] | None = None) -> Hierarchy:
+    """Load a hierarchy from what the user passed (see :func:`sqlanon.load_hierarchy`).
 
-    Args:
-        source: A :class:`Hierarchy` (returned as is); a ``pathlib.Path`` or ``str`` naming an
-            existing file (ARX CSV); a pandas DataFrame, a list of rows, or a ``str`` naming a
-            table or view in ``con`` (columns leaf -> root); or a nested dict (``from_dict``).
-        con: A DuckDB connection, needed only to read a table or view.
-
-    Raises:
-        HierarchyError: for any other type, a missing file, a name that is neither a file nor
-            a table, or a malformed hierarchy.
-        InputError: ``con`` is neither None nor a DuckDB connection.
+    ``read_table(name)`` returns the rows of a table or view (None if there is none); without
+    it a name that is not a file is an error.
     """
-    if con is not None:
-        from ..engine.base import check_connection  # the engine needs duckdb; this module does not
-
-        check_connection(con)
     if isinstance(source, Hierarchy):
         return source
     if isinstance(source, Path):
@@ -405,9 +393,9 @@ def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
     if isinstance(source, str):
         if os.path.isfile(source):
             return Hierarchy.from_csv(source)
-        rows = _read_table(con, source) if con is not None else None
+        rows = read_table(source) if read_table is not None else None
         if rows is None:
-            why = ("the connection has no table or view of that name" if con is not None
+            why = ("the connection has no table or view of that name" if read_table is not None
                    else "no connection was given to look up a table")
             raise HierarchyError(f"hierarchy {source!r} is neither an existing file nor a "
                                  f"table or view ({why})")
@@ -427,26 +415,6 @@ def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
         "path (str or pathlib.Path), a pandas DataFrame, a dict, a list of rows, or the name of "
         "a table or view in `con`")
 
-
-def _read_table(con: Any, name: str) -> list[tuple[Any, ...]] | None:
-    """Every row of table or view ``name`` (columns in table order); None if there is none."""
-    import duckdb
-    from sqlglot import exp
-
-    # The whole name as one identifier first (a name may hold dots), then schema.table paths.
-    for parts in [[name]] + ([name.split(".")] if 1 <= name.count(".") <= 2 else []):
-        ids = [exp.to_identifier(p, quoted=True) for p in parts]
-        table = exp.Table(this=ids[-1], db=ids[-2] if len(ids) > 1 else None,
-                          catalog=ids[-3] if len(ids) > 2 else None)
-        sql = exp.select("*").from_(table).sql(dialect="duckdb")
-        try:
-            return con.execute(sql).fetchall()
-        except duckdb.CatalogException:
-            continue
-        except duckdb.Error as e:
-            raise HierarchyError(f"cannot read hierarchy table {name!r}: {e}\n"
-                                 f"-- while running:\n{sql}") from e
-    return None
 
 
 def leaf_codes(h: Hierarchy, values: Sequence[Any], texts: Sequence[Any]) -> np.ndarray:

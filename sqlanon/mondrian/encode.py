@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from ..model.domain import Domain, code_type, ordered_positions
+from ..model.domain import Domain, ordered_positions
 from ..model.hierarchy import leaf_codes
 from ..model.qi import QI, classify
 from ..request.spec import Spec, distinct_values
@@ -46,7 +46,7 @@ def _ordered(engine: Engine, qi: QI, source: exp.Table) -> Domain:
     if qi.kind == "numeric":
         position: exp.Expression = exp.Cast(this=g.col("v"), to=exp.DataType.build("DOUBLE"))
     elif qi.kind == "temporal":
-        position = exp.Anonymous(this="epoch_us", expressions=[g.col("v")])
+        position = engine.epoch_us(g.col("v"))
     else:
         position = g.col("code")
     values = engine.fetch(
@@ -77,7 +77,7 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     select = [
         g.alias(rid, "rid"),
         g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid"),
-        g.alias(g.row_hash(spec.guarded_columns, "b"), "qhash"),
+        g.alias(engine.row_hash([g.col(c, "b") for c in spec.guarded_columns]), "qhash"),
     ]
     query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
     for i, d in enumerate(domains):
@@ -90,20 +90,20 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
         # No match means NULL, which is code 0 whenever the column has NULLs.
         code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
-        as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(d.size), dialect=g.DIALECT))
+        as_code = exp.Cast(this=code, to=exp.DataType.build(engine.code_type(d.size), dialect=g.DIALECT))
         query = query.select(g.alias(as_code, f"q{i}"), copy=False)  # no copy: the loop grows one tree
     for j, stat in enumerate(spec.workload.class_stats):
         alias = f"k{j}"
         box = spec.workload.indicator(stat.name)
         if box is not None:  # Selection Mondrian: 1 if the row lies in the query region
             inside = exp.Coalesce(this=box.predicate(lambda c: g.col(c, "b")), expressions=[exp.false()])
-            query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build("UTINYINT", dialect=g.DIALECT)), alias), copy=False)
+            query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build(engine.code_type(2), dialect=g.DIALECT)), alias), copy=False)
             continue
         table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
         on = exp.EQ(this=g.col(stat.name, "b"), expression=g.col("v", alias))
         query = query.join(exp.alias_(g.table(table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
         code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
-        as_code = exp.Cast(this=code, to=exp.DataType.build(code_type(stat.size), dialect=g.DIALECT))
+        as_code = exp.Cast(this=code, to=exp.DataType.build(engine.code_type(stat.size), dialect=g.DIALECT))
         query = query.select(g.alias(as_code, alias), copy=False)
     for j, stat in enumerate(spec.workload.numeric_stats):
         kind = "BIGINT" if stat.exact else "DOUBLE"

@@ -9,16 +9,17 @@ Recoding other tables with the same rules and computing metrics later start from
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import duckdb
 from sqlglot import exp
 
-from ..engine import catalog
 from ..engine import sqlgen as g
 from ..engine.base import Engine
+from ..engine import engine_for
 from ..errors import InputError
 from ..model.hierarchy import Hierarchy
 from ..model.constraints import Constraint, from_record, to_record
@@ -141,14 +142,13 @@ def write(engine: Engine, spec: Spec) -> None:
         "columns": {"class": spec.outputs.class_column, "region": spec.outputs.region_column,
                     "size": spec.outputs.size_column},
     }
-    engine.execute(exp.Comment(this=g.table(spec.outputs.rules), kind="TABLE",
-                               expression=g.lit(json.dumps(document))))
+    engine.set_comment(spec.outputs.rules, json.dumps(document))
 
 
-def read(con: duckdb.DuckDBPyConnection, view: str, *, location: tuple[str, str] | None = None) -> Manifest:
+def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Manifest:
     """Reload the manifest of the release whose view (or rules relation) is named ``view``.
 
-    ``view`` is resolved as DuckDB resolves a name (:mod:`sqlanon.engine.catalog`): ``schema.view`` (or
+    ``view`` is resolved as the engine binds a name (:meth:`~sqlanon.engine.base.Engine.find`): ``schema.view`` (or
     ``catalog.schema.view``) in that schema, an unqualified name along the search path, so
     exactly one rules relation is read, never another schema's release of the same name.
     ``location``: ``(catalog, schema)`` to look in instead (where a :class:`~sqlanon.Release`
@@ -158,22 +158,17 @@ def read(con: duckdb.DuckDBPyConnection, view: str, *, location: tuple[str, str]
     Raises:
         InputError: ``view`` names no release (or a view, not its rules relation, shadows it).
     """
-    engine = Engine(con)
+    engine = engine_for(con)
     if not isinstance(view, str) or not view:
         raise InputError(f"release must be the name of a release's view, got {view!r}")
     suffix = "" if view.endswith("_rules") else "_rules"
     rules = view + suffix
     if location is not None:
-        found = next((o for o in catalog.objects(engine) if (o.catalog, o.schema) == tuple(location)
+        found = next((o for o in engine.objects() if (o.catalog, o.schema) == tuple(location)
                       and o.name.lower() == rules.lower()), None)
     else:
-        found = catalog.find(engine, view, suffix)
-    comment = None
-    if found is not None and found.kind == "table":
-        comment = engine.scalar(
-            exp.select(g.col("comment")).from_(exp.Table(this=exp.Anonymous(this="duckdb_tables")))
-            .where(exp.and_(*[exp.EQ(this=g.col(c), expression=g.lit(v)) for c, v in (
-                ("database_name", found.catalog), ("schema_name", found.schema), ("table_name", found.name))])))
+        found = engine.find(view, suffix)
+    comment = engine.comment(found) if found is not None and found.kind == "table" else None
     try:
         document = json.loads(comment) if comment else None
     except (TypeError, json.JSONDecodeError):
@@ -184,9 +179,8 @@ def read(con: duckdb.DuckDBPyConnection, view: str, *, location: tuple[str, str]
             f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest{where}"
         )
     assert found is not None
-    visible, path = catalog.objects(engine), catalog.search_path(engine)
     here = (found.catalog, found.schema)
-    bare = all((hit := catalog.first(visible, path, document[key])) is not None and (hit.catalog, hit.schema) == here
+    bare = all((hit := engine.find(document[key])) is not None and (hit.catalog, hit.schema) == here
                for key in ("view", "rules"))
     qis = tuple(ManifestQI(q["name"], q["kind"], q["type"], q["has_null"]) for q in document["qid"])
     columns = document.get("columns") or {}

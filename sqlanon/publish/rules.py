@@ -160,7 +160,7 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str
             exp.alias_(source, g.ident("b"), table=True), on=exp.EQ(this=g.col(rid, "b"), expression=g.col("rid", "x")))
     query = query.select(g.col("region", "x"), g.alias(g.col("qhash", "x"), "rhash"), copy=False)
     engine.execute(g.create_table_as(out.assignment, query, temporary=False))
-    engine.execute(g.create_view(out.view, live_view(live_plan(spec))))
+    engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec))))
 
 
 def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:

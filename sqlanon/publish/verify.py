@@ -6,12 +6,13 @@ made by sqlanon, by an older version of it, or by any other tool.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import math
 
-import duckdb
 from sqlglot import exp
 
 from ..engine import sqlgen as g
@@ -26,6 +27,7 @@ from ..model.constraints import (
 )
 from . import manifest
 from ..engine.base import Engine, serialized
+from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
 from ..request.checks import check_int, check_qid
@@ -101,7 +103,7 @@ def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]
 
 @serialized
 def verify(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     relation: str,
     qid: Sequence[str],
     k: int,
@@ -135,7 +137,7 @@ def verify(
             ``constraints`` that are not sqlanon constraint objects; ``UnknownTableError`` /
             ``UnknownColumnError`` for a missing relation or column.
     """
-    engine = Engine(con)  # checks con first
+    engine = engine_for(con)  # checks con first
     try:
         k = check_int("k", k, minimum=1)
     except InputError:
@@ -173,7 +175,7 @@ def verify_source(
         suppressed_rows, leaked = _suppressed(engine, source.ref, class_column, release)
         live = release.live_view()
         if live is not None and suppressed_rows:
-            reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(live)))
+            reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(engine, live)))
     unplaced_if = (
         exp.Is(this=g.col(class_column), expression=exp.Null()) if class_column and release is None else exp.false()
     )
@@ -205,7 +207,7 @@ def _release(engine: Engine, source: Source) -> Manifest | None:
     if source.kind == "file":
         return None
     try:
-        m = manifest.read(engine.con, source.name, location=(source.catalog, source.schema))
+        m = manifest.read(engine, source.name, location=(source.catalog, source.schema))
     except InputError:
         return None
     return m if m.view.lower() == source.name.lower() else None

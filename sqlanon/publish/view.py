@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..engine import sqlgen as g
+from ..engine.base import Engine
 from .class_checks import BAD, per_class_query
 from ..model.constraints import Constraint, KAnonymity
 from ..request.spec import free_name
@@ -96,11 +97,11 @@ def _sub(query: exp.Expression, alias: str) -> exp.Subquery:
     return exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident(alias)))
 
 
-def _matched(v: LiveView) -> exp.Select:
+def _matched(engine: Engine, v: LiveView) -> exp.Select:
     """Each source row with its region, or NULL when the row map no longer vouches for it."""
     on = exp.and_(
         *[exp.EQ(this=g.col(rowmap_key(i), "a"), expression=g.col(c, "b")) for i, c in enumerate(v.key)],
-        exp.EQ(this=g.col("rhash", "a"), expression=g.row_hash(v.guarded, "b")),
+        exp.EQ(this=g.col("rhash", "a"), expression=engine.row_hash([g.col(c, "b") for c in v.guarded])),
     )
     region: exp.Expression = g.col("region", "a")
     if not v.key_declared:  # a key value held twice vouches for neither row
@@ -133,7 +134,7 @@ def _with(query: exp.Select, ctes: list[tuple[str, exp.Expression]]) -> exp.Sele
     return query
 
 
-def live_view(v: LiveView) -> exp.Select:
+def live_view(engine: Engine, v: LiveView) -> exp.Select:
     """The view's query (module docstring)."""
     judged = _judged(v)
     r = v.region_alias
@@ -158,7 +159,7 @@ def live_view(v: LiveView) -> exp.Select:
         .join(_from("live", "l"), on=exp.EQ(this=region.copy(), expression=g.col(r, "m")), join_type="left")
         .join(_from(v.rules, "r"), on=exp.EQ(this=g.col(v.region_column, "r"), expression=region.copy()), join_type="left")
     )
-    with_ = [("matched", _matched(v)), *[(name, q) for _, name, q in judged], ("live", live)]
+    with_ = [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged], ("live", live)]
     root = root_bounds(v.qis, v.rules, v.size_column)
     if root is not None:
         query = query.join(_from("root", "z"), join_type="cross")
@@ -180,7 +181,7 @@ def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column:
     return query
 
 
-def status(v: LiveView) -> exp.Select:
+def status(engine: Engine, v: LiveView) -> exp.Select:
     """``(reason, rows, classes)``: the view's suppressed rows by the first reason that applies
     (:data:`CHANGED`, then k, then each constraint in order)."""
     judged = _judged(v)
@@ -195,4 +196,4 @@ def status(v: LiveView) -> exp.Select:
                         g.alias(exp.Count(this=exp.Distinct(expressions=[g.col("region")])), "classes"))
              .from_(_sub(rows, "x")).where(exp.Not(this=exp.Is(this=g.col("reason"), expression=exp.Null())))
              .group_by(g.col("reason")).order_by(g.col("reason")))
-    return _with(query, [("matched", _matched(v)), *[(name, q) for _, name, q in judged]])
+    return _with(query, [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged]])

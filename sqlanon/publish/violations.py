@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 from sqlglot import exp
 
 from ..engine import sqlgen as g
@@ -38,7 +37,7 @@ from ..model.constraints import (
     VarianceDiversity,
 )
 from .class_checks import BAD, SIZE, VALUE, per_class_query
-from ..engine.base import Engine
+from ..engine import engine_for
 from ..errors import UnknownColumnError, did_you_mean
 from ..request.spec import _catalog, _find_source
 from .verify import class_columns
@@ -84,7 +83,7 @@ class Violations:
 
 
 def violations(
-    con: duckdb.DuckDBPyConnection, relation: str, qid: Sequence[str], constraint: Constraint, limit: int = 20,
+    con: Any, relation: str, qid: Sequence[str], constraint: Constraint, limit: int = 20,
 ) -> Violations:
     """The classes of ``relation`` over the QIs that break ``constraint``, worst first.
 
@@ -98,7 +97,7 @@ def violations(
     Raises:
         InputError: (and subclasses) unknown relation or column, or not a constraint.
     """
-    engine = Engine(con)
+    engine = engine_for(con)
     source = _find_source(engine, _catalog(engine), relation, count=False)
     columns = class_columns(source.column_names, qid)
     for name in constraint.class_columns + constraint.numeric_columns:

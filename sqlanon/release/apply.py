@@ -101,12 +101,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine, serialized
+from ..engine import engine_for
 from ..laps import Laps
 from ..model.constraints import Constraint, KAnonymity, parse_constraint
 from ..errors import (
@@ -179,7 +179,7 @@ class Applied:
 
 @serialized
 def apply(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     release: Any,
     table: str,
     *,
@@ -235,7 +235,7 @@ def apply(
     """
     lap = Laps()
 
-    engine = Engine(con)
+    engine = engine_for(con)
     engine.check_writable("the recoded table")
     replace = check_bool("replace", replace)
     m = load_release(con, release)

@@ -39,13 +39,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine, serialized
+from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from ..publish.manifest import Manifest
 from .regions import load_release
@@ -111,7 +111,7 @@ class Imprecision:
 
 
 @serialized
-def imprecision(con: duckdb.DuckDBPyConnection, release: Any, predicates: str | Sequence[str]) -> Imprecision:
+def imprecision(con: Any, release: Any, predicates: str | Sequence[str]) -> Imprecision:
     """Imprecision ``|Pr(V)| - |Pr(T)|`` of each predicate over a release, computed in SQL.
 
     Args:
@@ -140,7 +140,7 @@ def imprecision(con: duckdb.DuckDBPyConnection, release: Any, predicates: str | 
     selections = [parse_selection(t, qis) for t in texts]
     if not selections:
         return Imprecision(m.view, ())
-    engine = Engine(con)
+    engine = engine_for(con)
     returned = engine.fetch_rows(returned_query(m, selections))[0]
     true = engine.fetch_rows(true_query(engine, m, selections))[0]
     rows = []

@@ -19,7 +19,7 @@ with low information loss*, VLDB 2007) and in Iyengar's LM (KDD 2002, Section 3.
   and the largest non-NULL published bound (``q_min`` or ``q_max``) over the release's non-empty
   regions (rules with ``size > 0``; for an unchanged release, the table's smallest and largest
   non-NULL value). Dates and timestamps are taken in microseconds since the epoch
-  (``epoch_us``);
+  (the engine's :meth:`~sqlanon.engine.base.Engine.epoch_us`);
 * ordered text/boolean/enum QI: the same on ranks: each distinct non-NULL value among those
   bounds gets its rank 0..R-1 in sorted order, ``L = 0``, ``U = R - 1``;
 * NULLs sort first: a class holding NULLs and values has a NULL ``q_min``, which counts as
@@ -39,12 +39,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import duckdb
 import pandas as pd
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine, serialized
+from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .imprecision import imprecision
 from ..publish.manifest import Manifest, ManifestQI
@@ -138,7 +138,7 @@ class Metrics:
 
 @serialized
 def metrics(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     release: Any,
     *,
     targets: Sequence[str] = (),
@@ -203,7 +203,7 @@ def metrics(
             numeric target is not numeric; a column is listed twice.
         UnknownColumnError: a column is not in the view (the error lists the columns).
     """
-    engine = Engine(con)
+    engine = engine_for(con)
     m = load_release(con, release)
     view_ref, columns = resolve_relation(engine, m.ref(m.view))
     types = dict(columns)
@@ -224,7 +224,7 @@ def metrics(
 
     ncp: dict[str, float | None] = {}
     if n:
-        losses = engine.fetch_rows(_ncp_query(m, view_ref))[0]
+        losses = engine.fetch_rows(_ncp_query(engine, m, view_ref))[0]
         for qi, loss in zip(m.qis, losses):
             ncp[qi.name] = (float(loss or 0.0) + s) / n
     else:
@@ -324,7 +324,7 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
 
 
 # -- NCP ---------------------------------------------------------------------------------------
-def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
+def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
     """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring)."""
     rules = m.ref(m.rules)
     non_empty = exp.GT(this=g.col(m.size_column), expression=g.lit(0))
@@ -351,7 +351,7 @@ def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
             # derived tables, not CTEs: a CTE name would shadow a relation of the same name
             dom = f"dom{i}"
             if qi.kind == "ordinal":
-                rank = exp.Sub(this=exp.Window(this=exp.Anonymous(this="dense_rank"),
+                rank = exp.Sub(this=exp.Window(this=exp.DenseRank(),
                                                order=exp.Order(expressions=[exp.Ordered(this=g.col("v"))])),
                                expression=g.lit(1))
                 ranks = (exp.select(g.col("v"), g.alias(exp.Cast(this=rank, to=_DOUBLE), "r"))
@@ -368,11 +368,11 @@ def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
             else:
                 domain = exp.select(
                     # q_min is NULL for a class holding NULLs: its q_max still bounds the domain
-                    g.alias(exp.Min(this=exp.Coalesce(this=_number(qi, g.col(f"{qi.name}_min")),
-                                                      expressions=[_number(qi, g.col(f"{qi.name}_max"))])), "lo"),
-                    g.alias(exp.Max(this=_number(qi, g.col(f"{qi.name}_max"))), "hi"),
+                    g.alias(exp.Min(this=exp.Coalesce(this=_number(engine, qi, g.col(f"{qi.name}_min")),
+                                                      expressions=[_number(engine, qi, g.col(f"{qi.name}_max"))])), "lo"),
+                    g.alias(exp.Max(this=_number(engine, qi, g.col(f"{qi.name}_max"))), "hi"),
                 ).from_(rules.copy()).where(non_empty.copy())
-                low, high = _number(qi, g.col(f"{qi.name}_min", "r")), _number(qi, g.col(f"{qi.name}_max", "r"))
+                low, high = _number(engine, qi, g.col(f"{qi.name}_min", "r")), _number(engine, qi, g.col(f"{qi.name}_max", "r"))
             query = query.join(derived(domain, dom), join_type="cross")
             width = exp.Sub(this=g.col("hi", dom), expression=g.col("lo", dom))
             extent = exp.Sub(this=high, expression=exp.Coalesce(this=low, expressions=[g.col("lo", dom)]))
@@ -382,8 +382,8 @@ def _ncp_query(m: Manifest, view_ref: exp.Table) -> exp.Select:
     return query.select(*losses, copy=False)
 
 
-def _number(qi: ManifestQI, value: exp.Expression) -> exp.Expression:
+def _number(engine: Engine, qi: ManifestQI, value: exp.Expression) -> exp.Expression:
     """A numeric or temporal bound as DOUBLE (temporal: microseconds since the epoch)."""
     if qi.kind == "temporal":
-        value = exp.Anonymous(this="epoch_us", expressions=[value])
+        value = engine.epoch_us(value)
     return exp.Cast(this=value, to=_DOUBLE)

@@ -36,16 +36,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
 import numpy as np
-import pandas as pd
 from sqlglot import exp
 
 from ..publish import manifest
 from ..engine import sqlgen as g
-from ..engine.base import Engine, check_connection, serialized
+from ..engine import check_connection
+from ..engine.base import Engine, serialized
+from ..engine import engine_for
 from ..errors import (
-    EngineError,
     InputError,
     ObjectExistsError,
     UnknownColumnError,
@@ -62,14 +61,14 @@ _BIGINT = exp.DataType.build("BIGINT")
 
 @serialized
 def regions(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     release: Any,
     *,
     table: str | None = None,
     name: str | None = None,
     replace: bool = False,
     as_frame: bool = False,
-) -> duckdb.DuckDBPyRelation | pd.DataFrame | str:
+) -> Any:
     """Each row of a release's view (or of ``table``) as a point in 2d dimensions.
 
     Args:
@@ -85,9 +84,9 @@ def regions(
         as_frame: return a pandas DataFrame (after creating the view, if ``name`` is given).
 
     Returns:
-        ``as_frame``: a DataFrame; else ``name``: the view's name; else a lazy
+        ``as_frame``: a DataFrame; else ``name``: the view's name; else, on DuckDB, a lazy
         ``duckdb.DuckDBPyRelation`` over the same query (``.df()``, ``.fetchall()``, or
-        ``con.sql(...)`` on top of it).
+        ``con.sql(...)`` on top of it), and on other engines a DataFrame.
 
     Raises:
         InputError: not a release; ``UnknownTableError`` / ``UnknownColumnError`` for a
@@ -95,23 +94,22 @@ def regions(
             ``name`` is taken (and ``replace`` is False), is one of the release's objects or
             the relation read, or an output column collides with a carried column.
     """
-    engine = Engine(con)
+    engine = engine_for(con)
     replace = check_bool("replace", replace)
     m = load_release(con, release)
     ref, columns = resolve_relation(engine, table if table is not None else m.ref(m.view))
-    query, _ = points_query(m, ref, columns, own_view=table is None)
+    query, _ = points_query(engine, m, ref, columns, own_view=table is None)
     if name is not None:
         _create_view(engine, m, name, query, replace, relation=table if table is not None else m.view)
         if not as_frame:
             return name
-    sql = engine.render(query)
-    if as_frame:
-        return con.execute(sql).df()
-    return con.sql(sql)
+    if as_frame or not hasattr(engine, "relation"):
+        return engine.fetch_frame(query)
+    return engine.relation(query)
 
 
 # -- shared with sqlanon.metrics ---------------------------------------------------------------
-def load_release(con: duckdb.DuckDBPyConnection, release: Any) -> Manifest:
+def load_release(con: Any, release: Any) -> Manifest:
     """The manifest of a :class:`~sqlanon.Release` (read where it was created), of a release
     named by its view, or a :class:`~sqlanon.publish.manifest.Manifest` as it is (already read: reading
     it again by name could find another schema's release of the same name)."""
@@ -125,28 +123,21 @@ def load_release(con: duckdb.DuckDBPyConnection, release: Any) -> Manifest:
 
 
 def resolve_relation(engine: Engine, name: str | exp.Table) -> tuple[exp.Table, list[tuple[str, str]]]:
-    """A table or view by name (the whole name first, then ``schema.table`` /
-    ``catalog.schema.table``), or by a reference such as :meth:`Manifest.ref` gives, and its
-    ``(column, type)`` list."""
+    """A table or view by name, bound as the engine binds it in SQL (:meth:`Engine.find`), or
+    by an exact reference such as :meth:`Manifest.ref` gives, and its ``(column, type)`` list."""
     if isinstance(name, exp.Table):
-        candidates = [[name.name, name.db, name.catalog]]
-        name = ".".join(p for p in (name.catalog, name.db, name.name) if p)  # for the error message
+        parts = (name.catalog, name.db, name.name)
+        label = ".".join(p for p in parts if p)  # for the error message
+        found = next((o for o in engine.objects() if (o.catalog, o.schema, o.name) == parts), None) \
+            if name.catalog else engine.find(label)
     elif not isinstance(name, str) or not name:
         raise InputError(f"table must be a non-empty string, got {name!r}")
     else:
-        candidates = [[name]] + ([name.split(".")[::-1]] if 1 <= name.count(".") <= 2 else [])
-    for parts in candidates:
-        ref = g.table(parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None)
-        sql = engine.render(exp.Describe(this=exp.select("*").from_(ref)))
-        try:
-            rows = engine.con.execute(sql).fetchall()
-        except duckdb.CatalogException:
-            continue
-        except duckdb.Error as e:  # e.g. a view whose definition no longer binds
-            raise EngineError(str(e), sql) from e
-        return ref, [(r[0], r[1]) for r in rows]
-    known = {row[2] for row in engine.fetch_rows(g.template("catalog_objects"))}
-    raise UnknownTableError(f"no table or view named {name!r}." + did_you_mean(name, known))
+        label, found = name, engine.find(name)
+    if found is None:
+        known = {o.name for o in engine.objects()}
+        raise UnknownTableError(f"no table or view named {label!r}." + did_you_mean(label, known))
+    return found.ref, engine.describe(exp.select("*").from_(found.ref))
 
 
 def hierarchy_nodes(h: Hierarchy, alias: str) -> exp.Values:
@@ -183,7 +174,7 @@ def qi_columns(qi: ManifestQI) -> tuple[str, ...]:
 
 # -- the query ---------------------------------------------------------------------------------
 def points_query(
-    m: Manifest, ref: exp.Table, columns: Sequence[tuple[str, str]], *, own_view: bool
+    engine: Engine, m: Manifest, ref: exp.Table, columns: Sequence[tuple[str, str]], *, own_view: bool
 ) -> tuple[exp.Select, list[str]]:
     """``SELECT`` of the 2d-dimensional points over relation ``ref``; also the output columns."""
     names = [c for c, _ in columns]
@@ -229,7 +220,7 @@ def points_query(
                     on=exp.EQ(this=g.col("v", f"{side}{i}"), expression=g.col(column, x)))
             point[qi.name] = (g.col("r", f"a{i}"), g.col("r", f"b{i}"))
         else:
-            point[qi.name] = (coordinate(qi, g.col(lo_col, x)), coordinate(qi, g.col(hi_col, x)))
+            point[qi.name] = (coordinate(engine, qi, g.col(lo_col, x)), coordinate(engine, qi, g.col(hi_col, x)))
 
     owner = {c: q for q in m.qis for c in qi_columns(q)}
     select: list[exp.Expression] = []
@@ -253,7 +244,7 @@ def points_query(
     return query.select(*select, copy=False), out
 
 
-def coordinate(qi: ManifestQI, value: exp.Expression) -> exp.Expression:
+def coordinate(engine: Engine, qi: ManifestQI, value: exp.Expression) -> exp.Expression:
     """A published bound of a numeric or temporal QI as a number (see the module docstring)."""
     t = qi.data_type.upper()
     if qi.kind == "numeric":
@@ -261,7 +252,7 @@ def coordinate(qi: ManifestQI, value: exp.Expression) -> exp.Expression:
     if t == "DATE":
         return exp.Cast(this=exp.Sub(this=value, expression=exp.Cast(this=g.lit("1970-01-01"),
                                                                       to=exp.DataType.build("DATE"))), to=_BIGINT)
-    return exp.Cast(this=exp.Anonymous(this="epoch", expressions=[value]), to=_DOUBLE)
+    return exp.Div(this=exp.Cast(this=engine.epoch_us(value), to=_DOUBLE), expression=g.lit(1_000_000.0))
 
 
 def _half_ranks(m: Manifest, qi: ManifestQI, other: exp.Table | None) -> exp.Select:
@@ -299,7 +290,7 @@ def _create_view(engine: Engine, m: Manifest, name: str, query: exp.Select, repl
         raise ObjectExistsError(f"{name!r} is an object of release {m.view!r} (or its source, or the "
                                 "relation read); choose another name")
     current = tuple(engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0])
-    existing = [(o[2], o[3]) for o in engine.fetch_rows(g.template("catalog_objects"))
+    existing = [(o[2], o[3]) for o in engine.objects()
                 if (o[0], o[1]) == current and o[2].lower() == name.lower()]
     if existing and not replace:
         found, kind = existing[0]

@@ -25,12 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import duckdb
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..model.constraints import Constraint, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity
 from ..engine.base import Engine, serialized
+from ..engine import engine_for
 from ..errors import InputError
 from .imprecision import imprecision
 from ..publish.manifest import Manifest
@@ -138,7 +138,7 @@ class ReleaseReport:
 
 @serialized
 def report(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     release: Any,
     *,
     format: str = "html",
@@ -183,7 +183,7 @@ def render(data: ReleaseReport, format: str) -> str:
 
 
 def collect(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     release: Any,
     *,
     targets: Sequence[str] | None = None,
@@ -196,7 +196,7 @@ def collect(
         raise InputError(f"selections must be a list of predicates, got the string {selections!r}")
     if selections is not None and (isinstance(selections, (bytes, Mapping)) or not isinstance(selections, Iterable)):
         raise InputError(f"selections must be a list of predicates, got {type(selections).__name__} {selections!r}")
-    engine = Engine(con)
+    engine = engine_for(con)
     m = load_release(con, release)
     # selections first: a predicate that does not parse fails before the heavier queries
     imprecise = _imprecision(con, m, m.selections if selections is None else selections)
@@ -313,7 +313,7 @@ def _widths(engine: Engine, m: Manifest, view_ref: exp.Table, suppressed: int) -
 
     Reuses the NCP query of :mod:`sqlanon.release.metrics`, whose select list is
     ``sum(c.n * loss_q)`` per QI: the per-class ``loss_q`` is taken out of it and bucketed."""
-    ncp = _ncp_query(m, view_ref)
+    ncp = _ncp_query(engine, m, view_ref)
     losses = [e.this.this.expression for e in ncp.expressions]  # Alias(Sum(Mul(c.n, loss)))
     per_class = ncp.copy()
     per_class.set("expressions", [g.alias(g.col("n", "c"), "n")] + [
@@ -350,7 +350,7 @@ def _objects(engine: Engine, m: Manifest, view_rows: int) -> tuple[SqlObject, ..
     return tuple(out)
 
 
-def _imprecision(con: duckdb.DuckDBPyConnection, m: Manifest, predicates: Sequence[str]) -> tuple[tuple[str, int, int, int], ...]:
+def _imprecision(con: Any, m: Manifest, predicates: Sequence[str]) -> tuple[tuple[str, int, int, int], ...]:
     """Per selection ``(predicate, |Pr(V)|, |Pr(T)|, imprecision)`` from
     :func:`sqlanon.release.imprecision.imprecision` (KDD 2006, Section 3.4: the rows of the published
     regions that overlap the predicate, the rows it selects in the source, the difference)."""

@@ -64,7 +64,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..engine import sqlgen as g
-from ..engine.base import check_connection
+from ..engine import check_connection
 from ..errors import InputError
 from .imprecision import condition_overlap
 from ..publish.manifest import Manifest

@@ -20,8 +20,10 @@ import sqlglot
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..engine.base import Engine
+from ..engine import engine_for
+from ..engine.base import CatalogObject, Engine
 from ..errors import (
+    EngineError,
     HierarchyError,
     InputError,
     ObjectExistsError,
@@ -30,7 +32,7 @@ from ..errors import (
     UnsupportedTypeError,
     did_you_mean,
 )
-from ..model.hierarchy import Hierarchy, leaf_codes, load_hierarchy
+from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
 from .checks import _shown, check_bool, check_int, check_qid
 from .workload import Workload, resolve_workload
@@ -41,9 +43,8 @@ EQ_CLASS = "eq_class"
 #: Default number of rows below which partitions are finished in memory (numpy).
 DEFAULT_MEMORY_ROWS = 2_000_000
 
-#: File extensions DuckDB reads directly, and the reader for each.
-_READERS = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv", ".gz": "read_csv",
-            ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json"}
+#: File extensions that make a name a data-file source (only DuckDB reads them in place).
+DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,13 @@ class Source:
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
     rows: int
     path: str | None = None  # for files: the path or glob
+    reader: exp.Table | None = None  # for files: the engine's relation reading them
     keys: tuple[tuple[str, ...], ...] = ()  # declared PRIMARY KEY / UNIQUE column sets, PK first
 
     @property
     def ref(self) -> exp.Table:
-        if self.path is not None:
-            reader = _READERS[Path(self.path.replace("*", "x")).suffix.lower()]
-            return exp.Table(this=exp.Anonymous(this=reader, expressions=[g.lit(self.path)]))
+        if self.reader is not None:
+            return self.reader.copy()
         return g.table(self.name, self.schema, self.catalog)
 
     @property
@@ -180,7 +181,7 @@ def resolve(
     for position, name in enumerate(qid):
         data_type = types[name]
         if name in hierarchies:
-            h = load_hierarchy(hierarchies[name], con=engine.con)
+            h = hierarchy_from(hierarchies[name], lambda table: table_rows(engine, table))
             _check_leaves(engine, source, name, h)
             qis.append(QI(name, position, data_type, "hierarchy", nulls[name],
                           h.with_null_leaf() if nulls[name] else h))
@@ -205,9 +206,40 @@ def resolve(
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity)
 
 
+
+def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
+    """Load a hierarchy from what the user passed.
+
+    Args:
+        source: A :class:`Hierarchy` (returned as is); a ``pathlib.Path`` or ``str`` naming an
+            existing file (ARX CSV); a pandas DataFrame, a list of rows, or a ``str`` naming a
+            table or view in ``con`` (columns leaf -> root); or a nested dict (``from_dict``).
+        con: A connection (DuckDB or PostgreSQL), needed only to read a table or view.
+
+    Raises:
+        HierarchyError: for any other type, a missing file, a name that is neither a file nor
+            a table, or a malformed hierarchy.
+        InputError: ``con`` is neither None nor a connection sqlanon can use.
+    """
+    engine = engine_for(con) if con is not None else None
+    return hierarchy_from(source, None if engine is None else lambda table: table_rows(engine, table))
+
+
+def table_rows(engine: Engine, name: str) -> list[tuple[Any, ...]] | None:
+    """Every row of the table or view ``name`` binds to (columns in table order); None if
+    there is none."""
+    found = engine.find(name)
+    if found is None:
+        return None
+    try:
+        return engine.fetch_rows(exp.select("*").from_(found.ref))
+    except EngineError as e:
+        raise HierarchyError(f"cannot read hierarchy table {name!r}: {e}") from e
+
+
 # -- helpers ---------------------------------------------------------------------------------
-def _catalog(engine: Engine) -> list[tuple[str, str, str, str, bool]]:
-    return engine.fetch_rows(g.template("catalog_objects"))
+def _catalog(engine: Engine) -> list[CatalogObject]:
+    return engine.objects()
 
 
 def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
@@ -234,34 +266,27 @@ def _find_source(engine: Engine, objects: list, table: str, count: bool = True) 
             f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
         )
     catalog, schema, name, kind = matches[0][:4]
-    columns = tuple(
-        (c, t)
-        for c, t in engine.fetch_rows(
-            g.template("catalog_columns", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name))
-        )
-    )
+    columns = tuple(engine.columns(catalog, schema, name))
     ref = g.table(name, schema, catalog)
     rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
     keys: tuple[tuple[str, ...], ...] = ()
     if kind == "table":
-        keys = tuple(tuple(cols) for _, cols in engine.fetch_rows(
-            g.template("catalog_keys", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name))))
+        keys = tuple(engine.keys(catalog, schema, name))
     return Source(catalog, schema, name, kind, columns, rows, keys=keys)
 
 
 def _is_file(table: str) -> bool:
     suffix = Path(table.replace("*", "x")).suffix.lower()
-    return suffix in _READERS and ("*" in table or Path(table).is_file())
+    return suffix in DATA_SUFFIXES and ("*" in table or Path(table).is_file())
 
 
 def _file_source(engine: Engine, path: str, count: bool) -> Source:
     """Parquet, CSV or JSON files read in place (a glob reads several)."""
-    probe = Source("", "", "", "file", (), -1, path)
-    described = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(probe.ref)))
-    columns = tuple((r[0], r[1]) for r in described)
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(probe.ref))) if count else -1
+    reader = engine.file_source(path)
+    columns = tuple(engine.describe(exp.select("*").from_(reader.copy())))
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(reader.copy()))) if count else -1
     stem = Path(path).name.split(".")[0].replace("*", "") or "files"
-    return Source("", "", stem, "file", columns, rows, path)
+    return Source("", "", stem, "file", columns, rows, path, reader)
 
 
 def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
@@ -294,12 +319,10 @@ def _check_finite(engine: Engine, source: Source, qis: Sequence[QI]) -> None:
     aggregates: list[exp.Expression] = []
     for q in floats:
         value = exp.Cast(this=g.col(q.name), to=exp.DataType.build("DOUBLE"))
-        finite = exp.Anonymous(this="isfinite", expressions=[value.copy()])
+        finite = exp.Not(this=exp.paren(exp.or_(engine.is_infinite(value.copy()), engine.is_nan(value.copy()))))
         aggregates += [
-            exp.Filter(this=exp.Count(this=exp.Star()),
-                       expression=exp.Where(this=exp.Anonymous(this="isinf", expressions=[value.copy()]))),
-            exp.Filter(this=exp.Count(this=exp.Star()),
-                       expression=exp.Where(this=exp.Anonymous(this="isnan", expressions=[value.copy()]))),
+            exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=engine.is_infinite(value.copy()))),
+            exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=engine.is_nan(value.copy()))),
             exp.Filter(this=exp.Min(this=value.copy()), expression=exp.Where(this=finite.copy())),
             exp.Filter(this=exp.Max(this=value.copy()), expression=exp.Where(this=finite)),
         ]
@@ -545,5 +568,4 @@ def _column_names(source: Source, qis: tuple[QI, ...]) -> tuple[list[str], list[
 
 
 def _current(engine: Engine) -> tuple[str, str]:
-    row = engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0]
-    return row[0], row[1]
+    return engine.current()

@@ -14,28 +14,12 @@ at its dots, as :func:`sqlanon.release.regions.resolve_relation` and the hierarc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlglot import exp
 
 from . import sqlgen as g
+from .base import CatalogObject as Found
 from .base import Engine
 from ..errors import InputError
-
-
-@dataclass(frozen=True)
-class Found:
-    """A table or view as the catalog spells it."""
-
-    catalog: str
-    schema: str
-    name: str
-    kind: str  # "table" | "view"
-
-
-def objects(engine: Engine) -> list[Found]:
-    """Every table and view the connection can see (temp ones included)."""
-    return [Found(c, s, n, k) for c, s, n, k, *_ in engine.fetch_rows(g.template("catalog_objects"))]
 
 
 def search_path(engine: Engine) -> list[tuple[str, str]]:
@@ -83,7 +67,7 @@ def find(engine: Engine, name: str, suffix: str = "") -> Found | None:
         InputError: ``x.name`` where both a schema and a database called ``x`` hold the object
             (DuckDB refuses that reference as ambiguous).
     """
-    visible = objects(engine)
+    visible = engine.objects()
     path, explicit, database = _path(engine)
     hit = first(visible, path, name + suffix)
     if hit is not None:

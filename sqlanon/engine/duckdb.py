@@ -1,0 +1,224 @@
+"""DuckDB: the embedded engine (and the reference every other engine must match)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+from sqlglot import exp
+
+from . import duckdb_names
+from . import sqlgen as g
+from .base import CatalogObject, Engine, short
+from ..errors import EngineError, InputError, ReadOnlyError
+
+#: File extensions DuckDB reads in place, and the reader of each.
+READERS = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv", ".gz": "read_csv",
+           ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json"}
+
+
+class DuckDBEngine(Engine):
+    """A ``duckdb.DuckDBPyConnection`` plus the temp objects of one run."""
+
+    name = "duckdb"
+    dialect = "duckdb"
+
+    def __init__(self, con: Any) -> None:
+        if not isinstance(con, duckdb.DuckDBPyConnection):
+            raise InputError(f"con must be a duckdb.DuckDBPyConnection, got {type(con).__name__} {short(con)}")
+        super().__init__(con)
+
+    # -- execution ----------------------------------------------------------------------------
+    def _cursor(self, sql: str) -> duckdb.DuckDBPyConnection:
+        try:
+            return self.con.execute(sql)
+        except duckdb.Error as e:  # the engine's own errors, never ours
+            raise EngineError(str(e), sql) from e
+
+    def _run(self, sql: str) -> None:
+        self._cursor(sql)
+
+    def _fetch_numpy(self, sql: str) -> dict[str, np.ndarray]:
+        result = self._cursor(sql).fetchnumpy()
+        return {name: _plain(col) for name, col in result.items()}
+
+    def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = self._cursor(sql)
+        names = [d[0] for d in cursor.description or ()]
+        return names, cursor.fetchall()  # fetch all: DuckDB refuses new work while a result is open
+
+    def fetch_frame(self, statement: Any) -> pd.DataFrame:
+        sql = self.render(statement)
+        self.statements += 1
+        return self._cursor(sql).df()
+
+    def relation(self, statement: Any) -> Any:
+        """A lazy ``duckdb.DuckDBPyRelation`` over a query (DuckDB's own result type)."""
+        return self.con.sql(self.render(statement))
+
+    def run_script(self, text: str) -> None:
+        self.statements += 1
+        self._cursor(text)
+
+    # -- transactions -------------------------------------------------------------------------
+    def in_transaction(self) -> bool:
+        """DuckDB's Python API does not say, and a failed ``BEGIN`` would abort the caller's
+        transaction; but in autocommit mode every statement gets a new transaction id, while
+        inside a transaction the id stays the same."""
+        probe = exp.select(exp.func("txid_current"))
+        return self.scalar(probe) == self.scalar(probe)
+
+    def _begin(self) -> None:
+        self.execute(exp.Transaction())
+
+    def _commit(self) -> None:
+        self.execute(exp.Commit())
+
+    def _rollback(self) -> None:
+        self.execute(exp.Rollback())
+
+    def check_writable(self, what: str) -> None:
+        """Temp tables still work on a read-only database (``duckdb.connect(path,
+        read_only=True)``), so without this check a run would only fail when it publishes."""
+        where = exp.EQ(this=g.col("database_name"), expression=exp.func("current_database"))
+        names, rows = self.fetch_described(exp.select(exp.Star(), exp.func("current_schema"))
+                                           .from_(exp.Table(this=exp.Anonymous(this="duckdb_databases"))).where(where))
+        if not rows or "readonly" not in names:  # an engine version without the column cannot tell
+            return
+        row = dict(zip(names, rows[0]))
+        if row["readonly"]:
+            name, schema = row["database_name"], rows[0][-1]
+            path = f" ({row['path']})" if row.get("path") else ""
+            raise ReadOnlyError(
+                f"database {name!r}{path} is read-only (opened with read_only=True), and {what} would be "
+                f"written to it, in schema {name}.{schema}. Nothing was done: open the database without "
+                f"read_only=True to write there.")
+
+    # -- temp objects -------------------------------------------------------------------------
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+        name = self.temp_name(purpose)
+        frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+        self._from_frame(name, frame, temporary=True, replace=True)
+        return name
+
+    def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
+        self._from_frame(name, frame, temporary=False, replace=replace, schema=schema)
+
+    def _from_frame(self, name: str, frame: pd.DataFrame, *, temporary: bool, replace: bool,
+                    schema: str | None = None) -> None:
+        view = f"{self.prefix}frame"
+        self.con.register(view, frame)
+        try:
+            create = g.create_table_as(name, exp.select("*").from_(g.table(view)), temporary=temporary, replace=replace)
+            if schema:
+                create.this.set("db", g.ident(schema))
+            self.execute(create)
+        finally:
+            self.con.unregister(view)
+
+    # -- what DuckDB spells its own way ---------------------------------------------------------
+    def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
+        return exp.Anonymous(this="hash", expressions=list(values))  # a UBIGINT
+
+    def epoch_us(self, value: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this="epoch_us", expressions=[value])
+
+    def is_infinite(self, value: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this="isinf", expressions=[value])
+
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this="isnan", expressions=[value])
+
+    def code_type(self, size: int) -> str:
+        """The working table is rewritten at every SQL level, so its width is what a level costs."""
+        return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "INTEGER"
+
+    def scan_order(self, columns: Sequence[str]) -> exp.Expression | None:
+        return None if "rowid" in {c.lower() for c in columns} else exp.column("rowid")
+
+    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
+        sample = exp.TableSample(method="reservoir", size=g.lit(rows), seed=g.lit(seed))
+        return exp.select(exp.Star()).from_(relation.copy().set("sample", sample) or relation)
+
+    def threads(self) -> int:
+        """The connection's DuckDB ``threads`` setting."""
+        return max(1, int(self.scalar(exp.select(exp.func("current_setting", g.lit("threads"))))))
+
+    def file_source(self, path: str) -> exp.Table:
+        reader = READERS[Path(path.replace("*", "x")).suffix.lower()]
+        return exp.Table(this=exp.Anonymous(this=reader, expressions=[g.lit(path)]))
+
+    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
+        self.execute(exp.Copy(this=exp.Subquery(this=query), kind=False, files=[g.lit(path)], params=list(params)))
+
+    def install_macros(self, script: str, prefix: str) -> list[tuple[str, list[str]]]:
+        self.run_script(script)
+        functions = exp.Table(this=exp.Anonymous(this="duckdb_functions"))
+        query = (
+            exp.select(g.col("function_name"), g.col("parameters")).distinct().from_(functions)
+            .where(exp.and_(
+                exp.Anonymous(this="starts_with", expressions=[g.col("function_name"), g.lit(prefix)]),
+                exp.EQ(this=g.col("function_type"), expression=g.lit("table_macro")),
+                exp.EQ(this=g.col("database_name"), expression=exp.func("current_database")),
+            ))
+            .order_by(g.col("function_name"))
+        )
+        return [(name, list(params)) for name, params in self.fetch_rows(query)]
+
+    # -- catalog ------------------------------------------------------------------------------
+    def objects(self) -> list[CatalogObject]:
+        return [CatalogObject(c, s, n, k, bool(t), comment, sql)
+                for c, s, n, k, t, comment, sql in self.fetch_rows(g.template("catalog_objects"))]
+
+    def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
+        return [(c, t) for c, t in self.fetch_rows(
+            g.template("catalog_columns", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name)))]
+
+    def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
+        return [tuple(cols) for _, cols in self.fetch_rows(
+            g.template("catalog_keys", catalog=g.lit(catalog), schema=g.lit(schema), name=g.lit(name)))]
+
+    def current(self) -> tuple[str, str]:
+        row = self.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0]
+        return row[0], row[1]
+
+    def find(self, name: str, suffix: str = "") -> CatalogObject | None:
+        return duckdb_names.find(self, name, suffix)
+
+    def search_path(self) -> list[tuple[str, str]]:
+        return duckdb_names.search_path(self)
+
+    def describe(self, query: exp.Expression) -> list[tuple[str, str]]:
+        return [(row[0], row[1]) for row in self.fetch_rows(exp.Describe(this=query))]
+
+    def set_comment(self, table: str, text: str) -> None:
+        self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+def _plain(col: np.ndarray) -> np.ndarray:
+    """DuckDB returns masked arrays for nullable columns; unmask (NULL -> None/NaN)."""
+    if isinstance(col, np.ma.MaskedArray):
+        if not col.mask.any():
+            return col.data
+        if col.dtype.kind in "fc":
+            return col.filled(np.nan)
+        out = col.data.astype(object)
+        out[col.mask] = None
+        return out
+    return col
+
+
+def connect(database: str | None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open an existing database file (never create one), or an in-memory database for None."""
+    if database is None or database == ":memory:":
+        return duckdb.connect()
+    if not Path(database).is_file():
+        raise InputError(f"database file not found: {database}")
+    try:
+        return duckdb.connect(database, read_only=read_only)
+    except duckdb.Error as e:
+        raise InputError(f"cannot open database {database}: {e}") from None

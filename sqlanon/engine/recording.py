@@ -1,0 +1,119 @@
+"""An engine that records what it is asked to run, for ``sqlanon explain``.
+
+:func:`recording_engine` mixes :class:`Recorder` into the class of the connection's own engine,
+so explain records the statements of whichever engine the connection belongs to, rendered in
+its dialect, through the same builders a real run uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sqlglot import exp
+
+from . import engine_for
+from . import sqlgen as g
+from .base import Engine, Statement
+
+
+class NeedsData(Exception):
+    """A statement needs the result of a write that explain did not run."""
+
+
+@dataclasses.dataclass
+class ExplainEntry:
+    """One statement of :func:`explain`: its step, the statement (or a comment), whether
+    explain ran it (read-only), and a note."""
+
+    section: str  # the step's title; :func:`explain` numbers the steps that have statements
+    statement: Statement
+    ran: bool
+    note: str = ""
+
+
+class Recorder:
+    """Mixed into an engine's class, so that it records what it is asked to run (see
+    :func:`recording_engine`).
+
+    Read-only queries run for real (the catalog lookups and checks of validation, and the domain
+    reads); a query reading a temp table that was only recorded runs with that table's
+    defining query inlined as a subquery while ``live_reads`` is set, and otherwise raises
+    :class:`NeedsData`. Everything else (CREATE, DROP, INSERT, COMMENT, transactions, uploads
+    of Python data) is recorded and not run.
+    """
+
+    def __init__(self, con: Any) -> None:
+        super().__init__(con)
+        self.entries: list[ExplainEntry] = []
+        self.section = ""
+        self.live_reads = True
+        self.placeholder = False  # uploads hold stand-in values (the real ones depend on the data)
+        self._pending: dict[str, exp.Expression | None] = {}  # recorded temp -> defining query
+
+    def show(self, statement: Statement, note: str = "") -> None:
+        """Record a statement without running it."""
+        self.entries.append(ExplainEntry(self.section, statement, False, note))
+
+    def _read(self, statement: Statement) -> Statement:
+        """A read-only query to run for real: recorded as run, with recorded temp tables inlined."""
+        if not isinstance(statement, exp.Expression):
+            return statement
+        needed = {t.name for t in statement.find_all(exp.Table)} & set(self._pending)
+        if needed and (not self.live_reads or any(self._pending[n] is None for n in needed)):
+            self.show(statement, "(its result depends on the data)")
+            raise NeedsData(statement)
+        self.entries.append(ExplainEntry(self.section, statement, True))
+        return self._inline(statement) if needed else statement
+
+    def fetch(self, statement: Statement) -> Any:
+        return super().fetch(self._read(statement))  # type: ignore[misc]
+
+    def fetch_described(self, statement: Statement) -> Any:
+        return super().fetch_described(self._read(statement))  # type: ignore[misc]
+
+    def fetch_frame(self, statement: Statement) -> Any:
+        return super().fetch_frame(self._read(statement))  # type: ignore[misc]
+
+    def execute(self, statement: Statement) -> Any:
+        if isinstance(statement, (exp.Query, exp.Describe)):
+            return super().execute(self._read(statement))  # type: ignore[misc]
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and isinstance(statement.this, exp.Table):
+            name = statement.this.name
+            if name.startswith(self.prefix) and isinstance(statement.expression, exp.Query):
+                self._pending[name] = self._inline(statement.expression)
+        self.statements += 1
+        self.show(statement)
+        return None
+
+    def upload(self, purpose: str, columns: Any) -> str:
+        name = self.temp_name(purpose)
+        self._pending[name] = None
+        rows = len(next(iter(columns.values()))) if columns else 0
+        what = "rows computed by the run" if self.placeholder else f"{rows:,} rows"
+        self.show(f"-- upload from Python into temp table {name}: {what} ({', '.join(columns)})")
+        return name
+
+    def upload_placeholder(self, name: str) -> None:
+        """Mark ``name`` as a temp table filled from Python with data explain does not have."""
+        self._pending[name] = None
+
+    def cleanup(self) -> None:
+        while self._temps:
+            self.show(g.drop(self._temps.pop(), "TABLE"))
+
+    def _inline(self, query: exp.Expression) -> exp.Expression:
+        def swap(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Table) and self._pending.get(node.name) is not None and not node.db:
+                alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
+                return exp.Subquery(this=self._pending[node.name].copy(), alias=alias.copy())
+            return node
+
+        return query.copy().transform(swap)
+
+
+def recording_engine(con: Any) -> Any:
+    """An engine of ``con``'s kind that records instead of writing (see :class:`Recorder`)."""
+    kind = type(engine_for(con))
+    cls: type[Engine] = type(f"Recording{kind.__name__}", (Recorder, kind), {})
+    return cls(con)
