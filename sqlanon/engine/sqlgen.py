@@ -98,7 +98,9 @@ def _template(name: str) -> exp.Expression:
     text = (_sql_dir() / f"{name}.sql").read_text(encoding="utf-8")
     # Header comments document the file; they are not sent to the database.
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-    return sqlglot.parse_one(body, read=DIALECT)
+    # An engine's own templates (sql/<engine>/...) are written in its dialect; the rest in DuckDB's.
+    folder = name.split("/")[0] if "/" in name else None
+    return sqlglot.parse_one(body, read=folder or DIALECT)
 
 
 def template(

@@ -1,0 +1,389 @@
+"""PostgreSQL through psycopg 3 (``pip install "sqlanon[postgres]"``).
+
+Results come back in bulk through ``COPY (query) TO STDOUT`` as CSV parsed by pandas' C
+reader (never row by row); uploads go the other way through ``COPY ... FROM STDIN``. Types are
+read from the catalog into the house spelling (:meth:`columns`), so a QI has the same kind on
+every engine. Traps measured on PostgreSQL and handled here or in the builders: ``LOG(2, p)`` is
+spelled ``LN``, every subquery has an alias, there is no ``CREATE OR REPLACE TABLE``, a view
+over a temp object becomes temporary, and a statement costs ~ms, so statements stay per level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psycopg
+from psycopg import pq
+from sqlglot import exp
+
+from . import sqlgen as g
+from .base import CatalogObject, Engine, short
+from ..errors import EngineError, InputError, ReadOnlyError
+
+#: PostgreSQL type names (``format_type``) -> the house spelling; others are upper-cased as is.
+_TYPES = {
+    "smallint": "SMALLINT", "integer": "INTEGER", "bigint": "BIGINT", "real": "FLOAT",
+    "double precision": "DOUBLE", "numeric": "DECIMAL", "text": "VARCHAR", "boolean": "BOOLEAN",
+    "date": "DATE", "timestamp without time zone": "TIMESTAMP",
+    "timestamp with time zone": "TIMESTAMP WITH TIME ZONE", "int2": "SMALLINT", "int4": "INTEGER",
+    "int8": "BIGINT", "float4": "FLOAT", "float8": "DOUBLE", "bool": "BOOLEAN", "varchar": "VARCHAR",
+    "bpchar": "VARCHAR", "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMP WITH TIME ZONE",
+    "name": "VARCHAR",
+}
+_INTEGERS = {"SMALLINT", "INTEGER", "BIGINT"}
+_FLOATS = {"FLOAT", "DOUBLE"}
+_NULL = r"\N"
+
+
+def house_type(pg_type: str) -> str:
+    """The house spelling of a PostgreSQL type name (``numeric(10,2)`` -> ``DECIMAL(10,2)``,
+    ``character varying(20)`` -> ``VARCHAR``)."""
+    t = pg_type.strip().lower()
+    if t in _TYPES:
+        return _TYPES[t]
+    m = re.fullmatch(r"numeric\((\d+),\s*(\d+)\)", t)
+    if m:
+        return f"DECIMAL({m.group(1)},{m.group(2)})"
+    if re.fullmatch(r"numeric\((\d+)\)", t):
+        return "DECIMAL"
+    if t.startswith(("character varying", "character(", "varchar", "char(")) or t == "character":
+        return "VARCHAR"
+    if t.startswith("timestamp") and "with time zone" in t:
+        return "TIMESTAMP WITH TIME ZONE"
+    if t.startswith("timestamp"):
+        return "TIMESTAMP"
+    return pg_type.upper()
+
+
+class PostgresEngine(Engine):
+    """A ``psycopg.Connection`` plus the temp objects of one run."""
+
+    name = "postgres"
+    dialect = "postgres"
+    savepoints = True
+
+    def __init__(self, con: Any) -> None:
+        if not isinstance(con, psycopg.Connection):
+            raise InputError(f"con must be a psycopg.Connection, got {type(con).__name__} {short(con)}")
+        if con.closed:
+            raise InputError("the PostgreSQL connection is closed")
+        super().__init__(con)
+        self._points = 0
+
+    @staticmethod
+    @contextlib.contextmanager
+    def session(con: Any) -> Iterator[None]:
+        """Around one public call: when the caller has no transaction open, statements run in
+        autocommit mode (a published release is durable on return, and nothing is left open);
+        inside the caller's transaction everything runs in it, for the caller to commit."""
+        if not isinstance(con, psycopg.Connection) or con.closed or con.autocommit \
+                or con.info.transaction_status != pq.TransactionStatus.IDLE:
+            yield
+            return
+        con.autocommit = True
+        try:
+            yield
+        finally:
+            if not con.closed and con.info.transaction_status == pq.TransactionStatus.IDLE:
+                con.autocommit = False
+
+    # -- execution ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _cursor(self, sql: str) -> Iterator[psycopg.Cursor]:
+        with self.con.cursor() as cursor:
+            try:
+                yield cursor
+            except psycopg.Error as e:  # the engine's own errors, never ours
+                raise EngineError(str(e).strip(), sql) from e
+
+    def _run(self, sql: str) -> None:
+        with self._cursor(sql) as cursor:
+            cursor.execute(sql)
+
+    def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        with self._cursor(sql) as cursor:
+            cursor.execute(sql)
+            names = [d.name for d in cursor.description or ()]
+            return names, cursor.fetchall() if cursor.description else []
+
+    def _describe_sql(self, sql: str) -> list[tuple[str, str, int]]:
+        """``(name, house type, oid)`` of a query's columns, from its description (no rows)."""
+        probe = f"SELECT * FROM ({sql}) AS q LIMIT 0"
+        with self._cursor(probe) as cursor:
+            cursor.execute(probe)
+            out = []
+            for d in cursor.description or ():
+                info = self.con.adapters.types.get(d.type_code)
+                base = info.name if info is not None else "text"
+                if base == "numeric" and d.precision is not None and d.scale is not None:
+                    base = f"numeric({d.precision},{d.scale})"
+                out.append((d.name, house_type(base), d.type_code))
+            return out
+
+    def _fetch_numpy(self, sql: str) -> dict[str, np.ndarray]:
+        described = self._describe_sql(sql)
+        copy_sql = f"COPY ({sql}) TO STDOUT WITH (FORMAT csv, NULL '{_NULL}')"
+        with self._cursor(copy_sql) as cursor:
+            buffer = io.BytesIO()
+            with cursor.copy(copy_sql) as copy:
+                for block in copy:
+                    buffer.write(block)
+        names = [n for n, _, _ in described]
+        if buffer.tell() == 0:
+            return {n: _empty(t) for n, t, _ in described}
+        buffer.seek(0)
+        frame = pd.read_csv(buffer, header=None, names=list(range(len(names))), dtype=object,
+                            na_values=[_NULL], keep_default_na=False, quotechar='"')
+        return {n: _column(frame[i], t) for i, (n, t, _) in enumerate(described)}
+
+    def fetch_frame(self, statement: Any) -> pd.DataFrame:
+        return pd.DataFrame(self.fetch(statement))
+
+    # -- transactions -------------------------------------------------------------------------
+    def in_transaction(self) -> bool:
+        return self.con.info.transaction_status != pq.TransactionStatus.IDLE
+
+    def _begin(self) -> None:
+        self.execute(exp.Transaction())
+
+    def _commit(self) -> None:
+        self.execute(exp.Commit())
+
+    def _rollback(self) -> None:
+        self.execute(exp.Rollback())
+
+    def _savepoint(self) -> str:
+        self._points += 1
+        name = f"{self.prefix}sp{self._points}"
+        self._run(f"SAVEPOINT {g.ident(name).sql(self.dialect)}")
+        return name
+
+    def _release_savepoint(self, name: str) -> None:
+        self._run(f"RELEASE SAVEPOINT {g.ident(name).sql(self.dialect)}")
+
+    def _rollback_to(self, name: str) -> None:
+        self._run(f"ROLLBACK TO SAVEPOINT {g.ident(name).sql(self.dialect)}")
+
+    def check_writable(self, what: str) -> None:
+        read_only, database, schema = self.fetch_rows(exp.select(
+            exp.func("current_setting", g.lit("transaction_read_only")), exp.func("current_database"),
+            exp.func("current_schema")))[0]
+        if read_only == "on" or self.con.read_only:
+            raise ReadOnlyError(
+                f"the PostgreSQL connection to {database!r} is read-only, and {what} would be written to "
+                f"it, in schema {schema}. Nothing was done: use a connection that may write there.")
+
+    # -- temp objects -------------------------------------------------------------------------
+    def create_table(self, name: str, query: exp.Expression, *, temporary: bool = True,
+                     replace: bool = False) -> None:
+        if replace:  # PostgreSQL has no CREATE OR REPLACE TABLE
+            self.execute(g.drop(name, "TABLE"))
+        self.execute(g.create_table_as(name, query, temporary=temporary))
+
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+        name = self.temp_name(purpose)
+        frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+        self._load(g.table(name), frame, temporary=True)
+        return name
+
+    def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
+        table = g.table(name, schema)
+        if replace:
+            self.execute(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))
+        self._load(table, frame, temporary=False)
+
+    def _load(self, table: exp.Table, frame: pd.DataFrame, *, temporary: bool) -> None:
+        """``CREATE TABLE`` with the frame's column types, then one ``COPY ... FROM STDIN``."""
+        schema = exp.Schema(this=table.copy(), expressions=[
+            exp.ColumnDef(this=g.ident(str(c)), kind=exp.DataType.build(_sql_type(frame[c]), dialect="duckdb"))
+            for c in frame.columns])
+        props = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
+        self.execute(exp.Create(this=schema, kind="TABLE", properties=props))
+        if not len(frame):
+            return
+        text = _csv(frame)
+        target = table.sql(self.dialect)
+        copy_sql = f"COPY {target} FROM STDIN WITH (FORMAT csv, NULL '{_NULL}')"
+        self.statements += 1
+        with self._cursor(copy_sql) as cursor:
+            with cursor.copy(copy_sql) as copy:
+                copy.write(text)
+
+    # -- what PostgreSQL spells its own way -------------------------------------------------------
+    def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
+        """``hashtextextended(ROW(v1, ..)::text, 0)``: the row's text form tells NULL from ''."""
+        row = exp.Cast(this=exp.Anonymous(this="ROW", expressions=list(values)), to=exp.DataType.build("TEXT"))
+        return exp.Anonymous(this="hashtextextended", expressions=[row, g.lit(0)])
+
+    def epoch_us(self, value: exp.Expression) -> exp.Expression:
+        seconds = exp.Extract(this=exp.var("EPOCH"), expression=value)
+        return exp.Cast(this=exp.Mul(this=seconds, expression=g.lit(1_000_000)), to=exp.DataType.build("BIGINT"))
+
+    def is_infinite(self, value: exp.Expression) -> exp.Expression:
+        infinities = [exp.Cast(this=g.lit(v), to=exp.DataType.build("DOUBLE")) for v in ("Infinity", "-Infinity")]
+        return exp.In(this=value, expressions=infinities)
+
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        return exp.EQ(this=value, expression=exp.Cast(this=g.lit("NaN"), to=exp.DataType.build("DOUBLE")))
+
+    def code_type(self, size: int) -> str:
+        return "SMALLINT" if size <= 2**15 else "INTEGER"
+
+    def scan_order(self, columns: Sequence[str]) -> exp.Expression | None:
+        """``row_number() OVER (ORDER BY ctid) - 1``: storage order, which for a table loaded
+        once is the order its rows were loaded (as DuckDB's ``rowid``)."""
+        ordered = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=exp.column("ctid"))]))
+        return exp.Sub(this=ordered, expression=g.lit(1))
+
+    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
+        key = exp.Anonymous(this="hashtextextended", expressions=[
+            exp.Cast(this=exp.column("ctid"), to=exp.DataType.build("TEXT")), g.lit(seed)])
+        return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
+
+    def threads(self) -> int:
+        """The in-memory finish runs in this process: its cores."""
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+    # -- catalog ------------------------------------------------------------------------------
+    def objects(self) -> list[CatalogObject]:
+        return [CatalogObject(c, s, n, k, bool(t), comment, sql)
+                for c, s, n, k, t, comment, sql in self.fetch_rows(g.template("postgres/catalog_objects"))]
+
+    def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
+        return [(c, house_type(t)) for c, t in self.fetch_rows(
+            g.template("postgres/catalog_columns", schema=g.lit(schema), name=g.lit(name)))]
+
+    def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
+        return [tuple(cols) for _, cols in self.fetch_rows(
+            g.template("postgres/catalog_keys", schema=g.lit(schema), name=g.lit(name)))]
+
+    def current(self) -> tuple[str, str]:
+        database, schema = self.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0]
+        return database, schema or "public"
+
+    def search_path(self) -> list[tuple[str, str]]:
+        """``(database, schema)`` in the order PostgreSQL looks up an unqualified name: its temp
+        schema, pg_catalog, then the ``search_path`` schemas that exist."""
+        database, schemas = self.fetch_rows(exp.select(
+            exp.func("current_database"), exp.func("current_schemas", exp.true())))[0]
+        temp = self.scalar(exp.select(exp.Cast(this=exp.func("pg_my_temp_schema"), to=exp.DataType.build("regnamespace"))))
+        out = []
+        for s in schemas:
+            out.append((database, "pg_temp" if temp is not None and s == str(temp) else s))
+        if temp is not None and (database, "pg_temp") not in out:
+            out.insert(0, (database, "pg_temp"))
+        return out
+
+    def find(self, name: str, suffix: str = "") -> CatalogObject | None:
+        """As PostgreSQL binds a name: the whole name as one identifier along the search path,
+        then ``schema.name`` / ``database.schema.name``. Names match exactly first, then
+        case-insensitively (as an unquoted name would be folded)."""
+        visible = self.objects()
+        path = self.search_path()
+        for exact in (True, False):
+            def same(a: str, b: str) -> bool:
+                return a == b if exact else a.lower() == b.lower()
+            named = {(o.catalog, o.schema): o for o in visible if same(o.name, name + suffix)}
+            hit = next((named[where] for where in path if where in named), None)
+            if hit is not None:
+                return hit
+            parts = name.split(".")
+            if len(parts) in (2, 3):
+                last = parts[-1] + suffix
+                for o in visible:
+                    if same(o.name, last) and same(o.schema, parts[-2]) and (len(parts) == 2 or same(o.catalog, parts[0])):
+                        return o
+        return None
+
+    def describe(self, query: exp.Expression) -> list[tuple[str, str]]:
+        self.statements += 1
+        return [(n, t) for n, t, _ in self._describe_sql(self.render(query))]
+
+    def set_comment(self, table: str, text: str) -> None:
+        self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+# -- bulk transfer ---------------------------------------------------------------------------------
+def _empty(house: str) -> np.ndarray:
+    if house in _INTEGERS:
+        return np.zeros(0, np.int64)
+    if house in _FLOATS or house.startswith("DECIMAL"):
+        return np.zeros(0, np.float64)
+    if house == "BOOLEAN":
+        return np.zeros(0, bool)
+    return np.zeros(0, object)
+
+
+def _column(values: pd.Series, house: str) -> np.ndarray:
+    """One CSV column as the numpy array DuckDB's ``fetchnumpy`` would give (NULL: NaN in
+    floats, None elsewhere)."""
+    missing = values.isna().to_numpy()
+    if house in _FLOATS or house.startswith("DECIMAL"):
+        return pd.to_numeric(values, errors="raise").astype(np.float64).to_numpy()
+    if house in _INTEGERS:
+        if not missing.any():
+            return values.astype(np.int64).to_numpy()
+        out = np.empty(len(values), object)
+        out[~missing] = values[~missing].astype(np.int64).to_numpy()
+        out[missing] = None
+        return out
+    if house == "BOOLEAN":
+        flags = values.map({"t": True, "f": False})
+        if not missing.any():
+            return flags.astype(bool).to_numpy()
+        out = flags.astype(object).to_numpy()
+        out[missing] = None
+        return out
+    if house in ("DATE", "TIMESTAMP"):
+        parsed = pd.to_datetime(values, errors="coerce")
+        return parsed.to_numpy()
+    out = values.astype(object).to_numpy()
+    out[missing] = None
+    return out
+
+
+def _sql_type(column: pd.Series) -> str:
+    """The house SQL type of a DataFrame column (the types DuckDB would give it)."""
+    dtype = column.dtype
+    kind = getattr(dtype, "kind", "O")
+    if kind == "b" or str(dtype) == "boolean":
+        return "BOOLEAN"
+    if kind in "iu" or str(dtype) in ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32"):
+        size = getattr(dtype, "itemsize", 8)
+        return {1: "SMALLINT", 2: "SMALLINT", 4: "INTEGER"}.get(size, "BIGINT") if kind != "u" or size < 8 else "DECIMAL(20,0)"
+    if kind == "f" or str(dtype) in ("Float32", "Float64"):
+        return "DOUBLE"
+    if kind == "M":
+        return "TIMESTAMP WITH TIME ZONE" if getattr(dtype, "tz", None) is not None else "TIMESTAMP"
+    present = column.dropna()
+    if len(present) and all(isinstance(v, (bool, np.bool_)) for v in present):
+        return "BOOLEAN"
+    if len(present) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in present):
+        return "BIGINT"
+    if len(present) and all(isinstance(v, (float, np.floating, int, np.integer)) for v in present):
+        return "DOUBLE"
+    if len(present) and all(type(v).__name__ == "date" for v in present):
+        return "DATE"
+    return "VARCHAR"
+
+
+def _csv(frame: pd.DataFrame) -> str:
+    """The frame as CSV for ``COPY ... FROM STDIN`` (floats exact, NULL as ``\\N``)."""
+    return frame.to_csv(index=False, header=False, na_rep=_NULL, float_format="%.17g", lineterminator="\n")
+
+
+def connect(url: str, *, read_only: bool = False) -> psycopg.Connection:
+    """Open a PostgreSQL connection from a ``postgresql://`` URL."""
+    try:
+        con = psycopg.connect(url)
+    except psycopg.Error as e:
+        raise InputError(f"cannot connect to {url}: {str(e).strip()}") from None
+    con.read_only = read_only or None
+    return con
