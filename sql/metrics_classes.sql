@@ -8,7 +8,7 @@ SELECT
   coalesce(sum(n) FILTER (WHERE suppressed), 0) AS suppressed,
   count(*) FILTER (WHERE NOT suppressed) AS classes,
   min(n) FILTER (WHERE NOT suppressed) AS smallest,
-  coalesce(sum(CAST(n AS HUGEINT) * n) FILTER (WHERE NOT suppressed), 0) AS squares
+  coalesce(sum(CAST(n AS DECIMAL(38, 0)) * n) FILTER (WHERE NOT suppressed), 0) AS squares
 FROM (
   SELECT count(*) AS n, :class IS NULL AS suppressed
   FROM :view AS s

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from .engine import engine_for
+from .engine.base import serialized
 from .errors import InputError, ObjectExistsError
 from .model.hierarchy import Hierarchy
 
@@ -31,6 +32,7 @@ def adult_hierarchies() -> dict[str, Path]:
     return {c: data_path(f"adult_hierarchy_{c}.csv") for c in ADULT_COLUMNS}
 
 
+@serialized
 def load_adult(con: Any, table: str = "adult", *, replace: bool = False) -> dict[str, Path]:
     """Create ``table`` with the 30,162 rows of UCI Adult (ARX's cleaned copy) and return the
     hierarchies, ready for ``anonymize(con, table, qid=[...], hierarchies=...)``."""
@@ -53,6 +55,7 @@ ADULT_UCI_COLUMNS = MappingProxyType({
 _ADULT_FILES = MappingProxyType({"train": "adult.data.gz", "test": "adult.test.data.gz"})
 
 
+@serialized
 def load_adult_uci(
     con: Any,
     table: str | None = None,
@@ -117,6 +120,7 @@ def cmc_hierarchies() -> dict[str, Hierarchy]:
     return {c: Hierarchy.from_dict({"*": [str(v) for v in codes]}) for c, codes in CMC_HIERARCHICAL.items()}
 
 
+@serialized
 def load_cmc(con: Any, table: str = "cmc", *, replace: bool = False) -> dict[str, Hierarchy]:
     """Create ``table`` with the 1,473 rows of UCI Contraceptive Method Choice (:data:`CMC_COLUMNS`;
     the data has no missing values) and return :func:`cmc_hierarchies`.

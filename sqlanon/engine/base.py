@@ -341,7 +341,17 @@ class Engine(abc.ABC):
         return found.comment
 
 
-# -- picking the engine of a connection --------------------------------------------------------
+def session(con: Any) -> AbstractContextManager[Any]:
+    """The engine's context around one public call (PostgreSQL: autocommit when the caller has
+    no transaction open, see :meth:`sqlanon.engine.postgres.PostgresEngine.session`)."""
+    con = getattr(con, "con", con)  # an Engine passed on by another entry point
+    if (type(con).__module__ or "").startswith("psycopg"):
+        from .postgres import PostgresEngine
+
+        return PostgresEngine.session(con)
+    return contextlib.nullcontext()
+
+
 def short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -375,7 +385,7 @@ def serialized(function: F) -> F:
 
     @functools.wraps(function)
     def wrapper(con: Any, *args: Any, **kwargs: Any) -> Any:
-        with connection_lock(con):
+        with connection_lock(con), session(con):
             return function(con, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -273,7 +273,8 @@ class PostgresEngine(Engine):
         schema, pg_catalog, then the ``search_path`` schemas that exist."""
         database, schemas = self.fetch_rows(exp.select(
             exp.func("current_database"), exp.func("current_schemas", exp.true())))[0]
-        temp = self.scalar(exp.select(exp.Cast(this=exp.func("pg_my_temp_schema"), to=exp.DataType.build("regnamespace"))))
+        temp = self.scalar(exp.select(g.col("nspname")).from_(g.table("pg_namespace", "pg_catalog")).where(
+            exp.EQ(this=g.col("oid"), expression=exp.func("pg_my_temp_schema"))))
         out = []
         for s in schemas:
             out.append((database, "pg_temp" if temp is not None and s == str(temp) else s))
@@ -338,13 +339,13 @@ def _column(values: pd.Series, house: str) -> np.ndarray:
         flags = values.map({"t": True, "f": False})
         if not missing.any():
             return flags.astype(bool).to_numpy()
-        out = flags.astype(object).to_numpy()
+        out = flags.to_numpy(dtype=object, copy=True)
         out[missing] = None
         return out
     if house in ("DATE", "TIMESTAMP"):
         parsed = pd.to_datetime(values, errors="coerce")
         return parsed.to_numpy()
-    out = values.astype(object).to_numpy()
+    out = values.to_numpy(dtype=object, copy=True)
     out[missing] = None
     return out
 

@@ -433,7 +433,7 @@ def _output_name(
 
 def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
     """The rules relation's column types; refuses a rules relation that lacks columns."""
-    rows = engine.fetch_rows(exp.Describe(this=exp.select("*").from_(m.ref(m.rules))))
+    rows = engine.describe(exp.select("*").from_(m.ref(m.rules)))
     types = {r[0]: r[1] for r in rows}
     parts = {"hierarchy": ("", "_node")}
     ordered = ("_min", "_max", "_lo", "_hi", "_null")

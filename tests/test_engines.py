@@ -1,0 +1,150 @@
+"""The engine boundary: nothing outside ``sqlanon/engine`` reaches a driver, and DuckDB and
+PostgreSQL publish identical rules relations for the same table and arguments."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from sqlanon import datasets
+from sqlanon.engine import engine_for
+from tests.conftest import load_frame
+
+PACKAGE = Path(sqlanon.__file__).parent
+DRIVERS = {"duckdb", "psycopg", "_duckdb"}
+
+
+def test_nothing_outside_the_engine_package_reaches_a_driver():
+    """No module outside ``sqlanon/engine`` imports a driver or reads an engine's raw connection
+    (``.con``): the engine is the one boundary."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "engine":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                offenders += [f"{path.name}: import {a.name}" for a in node.names if a.name.split(".")[0] in DRIVERS]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in DRIVERS:
+                offenders.append(f"{path.name}: from {node.module} import ...")
+            elif isinstance(node, ast.Attribute) and node.attr == "con":
+                offenders.append(f"{path.name}:{node.lineno}: .con")
+    assert not offenders, offenders
+
+
+def test_the_core_import_needs_no_postgres_driver():
+    """``import sqlanon`` and a DuckDB run never import psycopg (the core install has none)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, duckdb, sqlanon; con = duckdb.connect(); "
+            "con.execute('CREATE TABLE t AS SELECT i AS id, i % 50 AS a FROM range(200) t(i)'); "
+            "sqlanon.anonymize(con, 't', qid=['a'], k=10); print('psycopg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def _rules(con, release) -> list[list]:
+    frame = engine_for(con).fetch_frame(f'SELECT * FROM "{release.rules}" ORDER BY 1')
+    frame = frame.astype(object).where(frame.notna(), None)
+    return [[float(v) if isinstance(v, (float, np.floating)) else v for v in row] for row in frame.values.tolist()]
+
+
+TABLES = st.integers(min_value=40, max_value=160).flatmap(lambda n: st.tuples(
+    st.lists(st.one_of(st.none(), st.integers(0, 30)), min_size=n, max_size=n),
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=n, max_size=n),
+    st.lists(st.one_of(st.none(), st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 2))), min_size=n, max_size=n),
+    st.lists(st.sampled_from(["x", "y", "z"]), min_size=n, max_size=n),
+))
+HIERARCHY = {"*": {"ab": ["a", "b"], "cde": ["c", "d", "e"]}}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 10**6]),
+       workload=st.sampled_from(["median", "infogain", "l-diverse", "regression"]))
+def test_duckdb_and_postgres_publish_identical_rules(pg_con, table, k, memory_rows, workload):
+    """Random tables (NULLs, a hierarchy, every criterion family, SQL levels or memory): the
+    rules relations are identical, box by box, size by size, bound by bound."""
+    a, cat, x, label = table
+    frame = pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
+                          "x": pd.array(x, dtype="Float64"), "label": label})
+    extra = {"median": {}, "infogain": {"target": "label"}, "l-diverse": {"sensitive": "label", "l": 2},
+             "regression": {"target": "x"}}[workload]
+    if workload == "regression":
+        frame["x"] = frame["x"].fillna(0.0)
+    if workload == "l-diverse" and frame["label"].nunique() < 2:
+        return
+    pg_con.execute("DROP TABLE IF EXISTS t CASCADE")
+    pg_con.commit()
+    duck = duckdb.connect()
+    releases = []
+    try:
+        for con in (duck, pg_con):
+            load_frame(con, "t", frame, primary_key="id")
+            try:
+                releases.append(sqlanon.anonymize(con, "t", qid=["a", "cat"], k=k, hierarchies={"cat": HIERARCHY},
+                                                  memory_rows=memory_rows, view="t_anon", replace=True, **extra))
+            except sqlanon.InputError as e:
+                releases.append(type(e).__name__)
+        if isinstance(releases[0], str):
+            assert releases[1] == releases[0]
+            return
+        assert _rules(duck, releases[0]) == _rules(pg_con, releases[1])
+        assert sqlanon.verify(pg_con, releases[1].view, qid=["a", "cat"], k=k).ok
+    finally:
+        duck.close()
+        pg_con.rollback()
+        pg_con.execute("DROP VIEW IF EXISTS t_anon CASCADE")
+        pg_con.commit()
+
+
+@pytest.mark.parametrize("extra", [{}, {"target": "salary-class"}], ids=["median", "infogain"])
+@pytest.mark.parametrize("memory_rows", [0, None], ids=["sql-levels", "memory"])
+def test_adult_identical_rules_on_both_engines(pg_con, extra, memory_rows):
+    """UCI Adult with its hierarchies: identical rules on DuckDB and PostgreSQL."""
+    qid = ["age", "education", "marital-status", "sex"]
+    duck = duckdb.connect()
+    try:
+        out = []
+        for con in (duck, pg_con):
+            h = datasets.load_adult(con, "adult")
+            out.append((con, sqlanon.anonymize(con, "adult", qid=qid, k=25, memory_rows=memory_rows,
+                                               hierarchies={q: h[q] for q in qid if q != "age"}, **extra)))
+        assert _rules(*out[0]) == _rules(*out[1])
+        assert sqlanon.verify(pg_con, out[1][1].view, qid=qid, k=25).ok
+    finally:
+        duck.close()
+
+
+def test_consumers_agree_on_both_engines(pg_con):
+    """verify, apply, metrics, regions and report give the same answers on PostgreSQL as on DuckDB."""
+    rng = np.random.default_rng(7)
+    n = 600
+    frame = pd.DataFrame({"id": np.arange(n), "age": rng.integers(18, 90, n), "zip": rng.integers(100, 140, n),
+                          "sex": rng.choice(["F", "M"], n), "dx": rng.choice(["flu", "hiv", "cold", "none"], n)})
+    duck = duckdb.connect()
+    try:
+        answers = []
+        for con in (duck, pg_con):
+            load_frame(con, "p", frame, primary_key="id")
+            load_frame(con, "fresh", frame.sample(200, random_state=1).reset_index(drop=True), primary_key="id")
+            release = sqlanon.anonymize(con, "p", qid=["age", "zip", "sex"], k=20, sensitive="dx", l=2)
+            v = sqlanon.verify(con, release.view, qid=["age", "zip", "sex"], k=20)
+            applied = sqlanon.apply(con, release, "fresh")
+            m = sqlanon.metrics(con, release)
+            points = sqlanon.regions(con, release, as_frame=True)
+            assert release.view in sqlanon.report(con, release, format="markdown")
+            answers.append((v.ok, v.rows, v.k_achieved, applied.rows, applied.placed,
+                            m.dm, m.classes, round(m.gcp, 9), {q: round(v, 9) for q, v in m.ncp.items()},
+                            {s: v for s, v in m.l_distinct.items()}, len(points)))
+        assert answers[0] == answers[1]
+    finally:
+        duck.close()
