@@ -96,7 +96,8 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         alias = f"k{j}"
         box = spec.workload.indicator(stat.name)
         if box is not None:  # Selection Mondrian: 1 if the row lies in the query region
-            inside = exp.Coalesce(this=box.predicate(lambda c: g.col(c, "b")), expressions=[exp.false()])
+            # CASE, not CAST(boolean AS integer): PostgreSQL has no such cast
+            inside = exp.Case().when(box.predicate(lambda c: g.col(c, "b")), g.lit(1)).else_(g.lit(0))
             query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build(engine.code_type(2), dialect=g.DIALECT)), alias), copy=False)
             continue
         table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
