@@ -14,7 +14,8 @@ from .model.constraints import Constraint
 from .model.criteria import Criterion
 from .model.domain import Domain
 from .mondrian.encode import build_domains, encode
-from .engine.base import Engine, serialized
+from .engine.base import Engine
+from .engine.calls import serialized
 from .engine import engine_for
 from .laps import Laps
 from .errors import EngineError, InputError, ObjectExistsError, SqlanonError, VerificationError

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from .engine import engine_for
-from .engine.base import serialized
+from .engine.calls import serialized
 from .errors import InputError, ObjectExistsError
 from .model.hierarchy import Hierarchy
 

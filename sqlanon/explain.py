@@ -19,7 +19,7 @@ from .api import _working_source
 from .model.criteria import rank
 from .mondrian.encode import build_domains, encode
 from .engine import engine_for
-from .engine.base import serialized
+from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
 from .mondrian.builder import Partitioner, Regions
 from .publish.rules import create_rowmap, create_rules, publish

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import sqlanon
-from sqlanon.mondrian.parallel import run_all
+from sqlanon.model.parallel import run_all
 from sqlanon.mondrian.split import _split_runs
 
 ROWS = 120_000  # enough candidate cuts for the search to be cut into runs (65,536 each)

@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import functools
-import threading
 import uuid
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 from sqlglot import exp
@@ -138,14 +134,14 @@ class Engine(abc.ABC):
     def in_transaction(self) -> bool:
         """Whether the caller has a transaction open on the connection."""
 
-    @abc.abstractmethod
-    def _begin(self) -> None: ...
+    def _begin(self) -> None:
+        self.execute(exp.Transaction())
 
-    @abc.abstractmethod
-    def _commit(self) -> None: ...
+    def _commit(self) -> None:
+        self.execute(exp.Commit())
 
-    @abc.abstractmethod
-    def _rollback(self) -> None: ...
+    def _rollback(self) -> None:
+        self.execute(exp.Rollback())
 
     def _savepoint(self) -> str:
         raise NotImplementedError
@@ -283,20 +279,10 @@ class Engine(abc.ABC):
         raise InputError(f"{path!r} looks like a data file, which only the DuckDB engine reads in place; "
                          f"on {self.name} load it into a table first")
 
+    @abc.abstractmethod
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """Write ``query``'s result to the file ``path`` in the format ``params`` name (DuckDB's
-        ``COPY ... TO`` options): engines without a file writer hand the rows to an in-memory
-        DuckDB, whose writer then makes the same file."""
-        from .duckdb import DuckDBEngine, connect
-
-        frame = self.fetch_frame(query)
-        con = connect(None)
-        try:
-            local = DuckDBEngine(con)
-            local.create_from_frame("export", frame)
-            local.export(exp.select("*").from_(g.table("export")), path, params)
-        finally:
-            con.close()
+        ``COPY ... TO`` options)."""
 
     def install_macros(self, script: str, prefix: str) -> list[tuple[str, list[str]]]:
         """Install SQL table macros; only DuckDB has them."""
@@ -341,51 +327,6 @@ class Engine(abc.ABC):
         return found.comment
 
 
-def session(con: Any) -> AbstractContextManager[Any]:
-    """The engine's context around one public call (PostgreSQL: autocommit when the caller has
-    no transaction open, see :meth:`sqlanon.engine.postgres.PostgresEngine.session`)."""
-    con = getattr(con, "con", con)  # an Engine passed on by another entry point
-    if (type(con).__module__ or "").startswith("psycopg"):
-        from .postgres import PostgresEngine
-
-        return PostgresEngine.session(con)
-    return contextlib.nullcontext()
-
-
 def short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-# -- one caller per connection -----------------------------------------------------------------
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def connection_lock(con: Any) -> AbstractContextManager[Any]:
-    """The lock of one connection. A connection has one result set at a time, so two threads
-    sharing it would read each other's results; sqlanon's entry points take this lock and run
-    one after the other on a connection (re-entrant: an entry point may call another).
-    Different connections run in parallel; publication is atomic across them."""
-    try:
-        with _LOCKS_GUARD:
-            lock = _LOCKS.get(con)
-            if lock is None:
-                lock = _LOCKS[con] = threading.RLock()
-        return lock
-    except TypeError:  # not a connection at all: the entry point's own check says so
-        return contextlib.nullcontext()
-
-
-def serialized(function: F) -> F:
-    """Decorate a public entry point whose first argument is the connection: see
-    :func:`connection_lock`."""
-
-    @functools.wraps(function)
-    def wrapper(con: Any, *args: Any, **kwargs: Any) -> Any:
-        with connection_lock(con), session(con):
-            return function(con, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]

@@ -72,15 +72,6 @@ class DuckDBEngine(Engine):
         probe = exp.select(exp.func("txid_current"))
         return self.scalar(probe) == self.scalar(probe)
 
-    def _begin(self) -> None:
-        self.execute(exp.Transaction())
-
-    def _commit(self) -> None:
-        self.execute(exp.Commit())
-
-    def _rollback(self) -> None:
-        self.execute(exp.Rollback())
-
     def check_writable(self, what: str) -> None:
         """Temp tables still work on a read-only database (``duckdb.connect(path,
         read_only=True)``), so without this check a run would only fail when it publishes."""

@@ -150,15 +150,6 @@ class PostgresEngine(Engine):
     def in_transaction(self) -> bool:
         return self.con.info.transaction_status != pq.TransactionStatus.IDLE
 
-    def _begin(self) -> None:
-        self.execute(exp.Transaction())
-
-    def _commit(self) -> None:
-        self.execute(exp.Commit())
-
-    def _rollback(self) -> None:
-        self.execute(exp.Rollback())
-
     def _savepoint(self) -> str:
         self._points += 1
         name = f"{self.prefix}sp{self._points}"
@@ -250,6 +241,21 @@ class PostgresEngine(Engine):
     def threads(self) -> int:
         """The in-memory finish runs in this process: its cores."""
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
+        """PostgreSQL's COPY writes files on the server: the rows are fetched and an in-memory
+        DuckDB, whose writer makes every format ``--out`` names, writes the same file."""
+        from .duckdb import DuckDBEngine
+        from .duckdb import connect as duckdb_connect
+
+        frame = self.fetch_frame(query)
+        con = duckdb_connect(None)
+        try:
+            local = DuckDBEngine(con)
+            local.create_from_frame("export", frame)
+            local.export(exp.select("*").from_(g.table("export")), path, params)
+        finally:
+            con.close()
 
     # -- catalog ------------------------------------------------------------------------------
     def objects(self) -> list[CatalogObject]:

@@ -4,7 +4,7 @@ Regression and InfoGain judge every cut of every candidate QI, so their level co
 array operations per frequency group and per row. In numpy each operation is a pass over
 memory with a fresh temporary (the least-squares screen alone takes about fifteen); these
 loops do the same arithmetic in one pass each. They release the GIL (``nogil``), so the
-threads of :mod:`sqlanon.mondrian.parallel` run them side by side, and they are compiled once and cached
+threads of :mod:`sqlanon.model.parallel` run them side by side, and they are compiled once and cached
 on disk (``cache``).
 
 Each loop does the arithmetic of the numpy expressions it replaces, in a fixed order and

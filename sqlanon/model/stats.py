@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
-from ..mondrian.parallel import run_all
+from .parallel import run_all
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ..model.constraints import Constraint
 from ..model.criteria import Criterion, rank
 from ..model.domain import Domain
 from ..engine.base import Engine
-from .parallel import run_all
+from ..model.parallel import run_all
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats

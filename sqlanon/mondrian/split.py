@@ -23,7 +23,7 @@ from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.hierarchy import Hierarchy
 from ..model import kernels
-from .parallel import run_all
+from ..model.parallel import run_all
 from ..model.stats import ClassStats, FrequencyGroups, Running, first_of_run, ranges
 
 

@@ -26,7 +26,8 @@ from ..model.constraints import (
     VarianceDiversity,
 )
 from . import manifest
-from ..engine.base import Engine, serialized
+from ..engine.base import Engine
+from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest

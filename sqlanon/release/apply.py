@@ -105,7 +105,8 @@ import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..engine.base import Engine, serialized
+from ..engine.base import Engine
+from ..engine.calls import serialized
 from ..engine import engine_for
 from ..laps import Laps
 from ..model.constraints import Constraint, KAnonymity, parse_constraint

@@ -43,7 +43,8 @@ import pandas as pd
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..engine.base import Engine, serialized
+from ..engine.base import Engine
+from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .imprecision import imprecision

@@ -42,7 +42,8 @@ from sqlglot import exp
 from ..publish import manifest
 from ..engine import sqlgen as g
 from ..engine import check_connection
-from ..engine.base import Engine, serialized
+from ..engine.base import Engine
+from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import (
     InputError,

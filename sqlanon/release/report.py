@@ -29,7 +29,8 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..model.constraints import Constraint, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity
-from ..engine.base import Engine, serialized
+from ..engine.base import Engine
+from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError
 from .imprecision import imprecision
