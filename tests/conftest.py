@@ -2,7 +2,12 @@
 
 Fixtures:
 
-* ``con``: a fresh in-memory DuckDB connection, closed after the test.
+* ``con``: the one connection fixture, parametrized by engine: a fresh in-memory DuckDB
+  connection, or a psycopg connection (not autocommit) whose ``search_path`` is a fresh schema of
+  its own, dropped after the test. Which engines a test runs on is its ``engines`` marker
+  (``pytestmark = pytest.mark.engines("duckdb", "postgres")`` for a module); without one, DuckDB
+  only -- kept for what is DuckDB's alone (files, macros, rowid) and for the heavy property tests
+  whose engine-independence ``test_engines.py`` checks once. Ids are ``[duckdb]``/``[postgres]``.
 * ``adult``: loads the bundled ARX Adult data (30,162 rows) into table ``adult`` of ``con`` and
   returns ``Adult(con, hierarchies)`` -- a named tuple, so ``con, hierarchies = adult`` works --
   where ``hierarchies`` is ``{column: path of its ARX hierarchy CSV}`` for all nine columns.
@@ -13,18 +18,17 @@ Helpers (import them with ``from conftest import ...``):
   (``__sqlanon_<hex>_...``), in any schema; a finished run must leave none.
 * :func:`objects`: every user table and view as ``(database, schema, name, kind)``, to assert
   that a failed call wrote nothing.
-* :func:`quote`: a DuckDB quoted identifier, for test set-up SQL.
+* :func:`quote`: a quoted identifier (the same on both engines), for test set-up SQL.
+* :func:`rows`, :func:`frame`, :func:`run`: a query's rows / a DataFrame / a statement on either
+  engine (``?`` placeholders on both).
 * :func:`make_people`: a small deterministic table with an ``id`` column.
 * :func:`load_frame`: a table from a pandas DataFrame, with the same column types on DuckDB and
   PostgreSQL.
 
 Both engines (see ``tests/pg_server.py`` for where the PostgreSQL server comes from):
 
-* ``engine_name``: ``"duckdb"`` and ``"postgres"``; a test that uses it, or ``any_con``, runs once
-  per engine (ids ``[duckdb]``, ``[postgres]``).
-* ``any_con``: an in-memory DuckDB connection, or a psycopg connection (not autocommit) whose
-  ``search_path`` is a fresh schema of its own, dropped after the test.
-* ``pg_con``: that psycopg connection alone; ``postgres_url``: the session's server URL. Without
+* ``engine_name``: the engine of this run of the test (from its ``engines`` marker).
+* ``pg_con``: the psycopg connection alone; ``postgres_url``: the session's server URL. Without
   a server they skip with the reason (how to provide one) -- except in CI (``$CI`` set) or when
   ``$SQLANON_POSTGRES_URL`` is given, where they fail.
 """
@@ -55,13 +59,47 @@ TEMP_PREFIX = "__sqlanon_"
 
 
 def quote(name: str) -> str:
-    """A DuckDB quoted identifier (test set-up only; the library builds its own SQL)."""
+    """A quoted identifier, the same on DuckDB and PostgreSQL (test set-up only; the library
+    builds its own SQL)."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def temp_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+def is_postgres(con) -> bool:
+    """Whether ``con`` is a psycopg connection (else DuckDB)."""
+    return not isinstance(con, duckdb.DuckDBPyConnection)
+
+
+def _placeholders(con, sql: str) -> str:
+    # Tests write ``?``; psycopg's placeholder is ``%s`` (and a literal ``%`` must be doubled).
+    return sql.replace("%", "%%").replace("?", "%s") if is_postgres(con) else sql
+
+
+def run(con, sql: str, params: Sequence | None = None) -> None:
+    """Execute one set-up statement on either engine (``?`` placeholders). On PostgreSQL it
+    joins the connection's open transaction, as a caller's statement would."""
+    con.execute(_placeholders(con, sql), params)
+
+
+def rows(con, sql: str, params: Sequence | None = None) -> list[tuple]:
+    """A query's rows as tuples on either engine (``?`` placeholders)."""
+    return [tuple(r) for r in con.execute(_placeholders(con, sql), params).fetchall()]
+
+
+def frame(con, sql: str, params: Sequence | None = None) -> pd.DataFrame:
+    """A query's result as a DataFrame on either engine (``?`` placeholders)."""
+    if not is_postgres(con):
+        return con.execute(sql, params).df()
+    cur = con.execute(_placeholders(con, sql), params)
+    return pd.DataFrame(cur.fetchall(), columns=[d.name for d in cur.description])
+
+
+def temp_objects(con) -> list[str]:
     """Tables and views (temporary or not, any schema) whose name starts with ``__sqlanon_``."""
-    rows = con.execute(
+    if is_postgres(con):
+        found = rows(con, "SELECT relname FROM pg_class WHERE relkind IN ('r', 'v', 'm', 'p') "
+                          "AND starts_with(relname, ?)", [TEMP_PREFIX])
+        return sorted(r[0] for r in found)
+    found = con.execute(
         """
         SELECT table_name FROM duckdb_tables() WHERE starts_with(table_name, $p)
         UNION ALL
@@ -69,59 +107,53 @@ def temp_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
         """,
         {"p": TEMP_PREFIX},
     ).fetchall()
-    return sorted(r[0] for r in rows)
+    return sorted(r[0] for r in found)
 
 
-def objects(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str, str, str]]:
-    """Every non-internal table and view: ``(database, schema, name, 'table' | 'view')``."""
-    rows = con.execute(
+def objects(con) -> set[tuple[str, str, str, str]]:
+    """Every user table and view: ``(database, schema, name, 'table' | 'view')``."""
+    if is_postgres(con):
+        found = rows(con, """
+            SELECT current_database(), n.nspname, c.relname,
+                   CASE WHEN c.relkind IN ('v', 'm') THEN 'view' ELSE 'table' END
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'v', 'm', 'p')
+              AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'""")
+        return set(found)
+    found = con.execute(
         """
         SELECT database_name, schema_name, table_name, 'table' FROM duckdb_tables() WHERE NOT internal
         UNION ALL
         SELECT database_name, schema_name, view_name, 'view' FROM duckdb_views() WHERE NOT internal
         """
     ).fetchall()
-    return {tuple(r) for r in rows}
+    return {tuple(r) for r in found}
 
 
-def make_people(con: duckdb.DuckDBPyConnection, n: int = 200, name: str = "people", key: bool = True) -> str:
-    """Create ``name``: ``id`` (0..n-1, the PRIMARY KEY unless ``key=False``), ``age`` (i % 90),
-    ``zip`` (i % 7), ``city`` ('x0'..'x4'), ``salary`` (i * 10.5). Returns the table name."""
-    pk = " PRIMARY KEY" if key else ""
-    con.execute(f"CREATE TABLE {quote(name)} (id BIGINT{pk}, age INTEGER, zip INTEGER, city VARCHAR, salary DECIMAL(22, 1))")
-    con.execute(
-        f"INSERT INTO {quote(name)} SELECT i::BIGINT AS id, (i % 90)::INTEGER AS age, "
-        f"(i % 7)::INTEGER AS zip, 'x' || (i % 5) AS city, i * 10.5 AS salary FROM range({int(n)}) t(i)"
-    )
-    return name
-
-
-@pytest.fixture
-def con():
-    """A fresh in-memory DuckDB connection."""
-    connection = duckdb.connect()
-    try:
-        yield connection
-    finally:
-        connection.close()
+def make_people(con, n: int = 200, name: str = "people", key: bool = True) -> str:
+    """Create ``name`` on either engine: ``id`` (0..n-1, the PRIMARY KEY unless ``key=False``),
+    ``age`` (i % 90), ``zip`` (i % 7), ``city`` ('x0'..'x4'), ``salary`` (i * 10.5, DECIMAL(22, 1)).
+    Returns the table name."""
+    i = np.arange(int(n), dtype=np.int64)
+    people = pd.DataFrame({"id": i, "age": (i % 90).astype(np.int32), "zip": (i % 7).astype(np.int32),
+                           "city": [f"x{v}" for v in i % 5], "salary": [f"{v * 10.5:.1f}" for v in i]})
+    return load_frame(con, name, people, primary_key="id" if key else None, types={"salary": "DECIMAL(22, 1)"})
 
 
 class Adult(NamedTuple):
     """What the ``adult`` fixture returns."""
 
-    con: duckdb.DuckDBPyConnection
+    con: object  # the test's connection (DuckDB or psycopg)
     hierarchies: dict[str, str]  # column -> ARX hierarchy CSV path, all nine columns
 
 
-def load_adult(con: duckdb.DuckDBPyConnection, name: str = "adult") -> dict[str, str]:
-    """Create table ``name`` from the bundled Adult data (``age`` BIGINT, the rest VARCHAR) and
-    return ``{column: hierarchy CSV path}``."""
-    con.execute(
-        f"CREATE TABLE {quote(name)} AS SELECT * FROM read_csv($path, delim = ';', header = true, "
-        "quote = '', columns = $columns)",
-        {"path": str(ADULT_CSV),
-         "columns": {c: ("BIGINT" if c == "age" else "VARCHAR") for c in ADULT_COLUMNS}},
-    )
+def load_adult(con, name: str = "adult") -> dict[str, str]:
+    """Create table ``name`` from the bundled Adult data (``age`` BIGINT, the rest VARCHAR) on
+    either engine and return ``{column: hierarchy CSV path}``."""
+    data = pd.read_csv(ADULT_CSV, sep=";", quoting=3, keep_default_na=False,
+                       dtype={c: ("int64" if c == "age" else str) for c in ADULT_COLUMNS})
+    load_frame(con, name, data[list(ADULT_COLUMNS)],
+               types={c: ("BIGINT" if c == "age" else "VARCHAR") for c in ADULT_COLUMNS})
     return dict(ADULT_HIERARCHIES)
 
 
@@ -217,14 +249,35 @@ def pg_con(pg_database, _pg_admin):
         _pg_admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
+ENGINES = ("duckdb", "postgres")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "engines(*names): the engines the test's ``con`` runs on "
+                                       "(default: duckdb only)")
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """Parametrize ``engine_name`` (and so ``con``) by the test's ``engines`` marker."""
+    if "engine_name" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("engines")
+    names = marker.args if marker else ("duckdb",)
+    unknown = set(names) - set(ENGINES)
+    if unknown:
+        raise ValueError(f"engines marker names unknown engines {sorted(unknown)}; known: {ENGINES}")
+    metafunc.parametrize("engine_name", names, ids=list(names), indirect=True)
+
+
+@pytest.fixture
 def engine_name(request) -> str:
-    """Each engine in turn; CI runs both (a missing server there fails, see ``postgres_url``)."""
+    """The engine of this run (see the ``engines`` marker); CI runs both where a test asks for
+    both (a missing server there fails, see ``postgres_url``)."""
     return request.param
 
 
 @pytest.fixture
-def any_con(engine_name, request):
+def con(engine_name, request):
     """A fresh connection of ``engine_name``: in-memory DuckDB, or ``pg_con``."""
     if engine_name == "postgres":
         yield request.getfixturevalue("pg_con")  # requested only here: DuckDB runs need no server

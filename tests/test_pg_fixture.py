@@ -1,4 +1,4 @@
-"""The two-engine fixtures themselves (``any_con``, ``pg_con``, ``load_frame``); no sqlanon here."""
+"""The two-engine fixtures themselves (``con`` on both engines, ``pg_con``, ``load_frame``); no sqlanon here."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from conftest import load_frame
+
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 # Rows deliberately not in id order: an unordered SELECT must still return them as given.
 FRAME = pd.DataFrame({
@@ -33,26 +35,26 @@ PG_SPELLING = {"BIGINT": "bigint", "DOUBLE": "double precision", "VARCHAR": "tex
 TYPES = ["BIGINT", "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN", "DATE", "TIMESTAMP"]
 
 
-def test_load_frame_round_trip(any_con, engine_name):
-    load_frame(any_con, "people", FRAME, primary_key="id")
+def test_load_frame_round_trip(con, engine_name):
+    load_frame(con, "people", FRAME, primary_key="id")
     columns = ", ".join(FRAME.columns)
-    assert any_con.execute(f"SELECT {columns} FROM people ORDER BY id").fetchall() == EXPECTED
-    assert [r[0] for r in any_con.execute("SELECT id FROM people").fetchall()] == [3, 1, 2, 0]
-    types = any_con.execute(
+    assert con.execute(f"SELECT {columns} FROM people ORDER BY id").fetchall() == EXPECTED
+    assert [r[0] for r in con.execute("SELECT id FROM people").fetchall()] == [3, 1, 2, 0]
+    types = con.execute(
         "SELECT data_type FROM information_schema.columns WHERE table_name = 'people' "
         "AND table_schema = current_schema() ORDER BY ordinal_position").fetchall()
     want = TYPES if engine_name == "duckdb" else [PG_SPELLING[t] for t in TYPES]
     assert [r[0] for r in types] == want
 
 
-def test_primary_key_declared(any_con, engine_name):
+def test_primary_key_declared(con, engine_name):
     frame = pd.DataFrame({"a": [1, 1], "b": ["x", "y"], "v": [0.5, 0.5]})
-    load_frame(any_con, "t", frame, primary_key=["a", "b"])
+    load_frame(con, "t", frame, primary_key=["a", "b"])
     with pytest.raises(Exception, match="(?i)duplicate|constraint|unique"):
-        any_con.execute("INSERT INTO t VALUES (1, 'x', 2.0)")
+        con.execute("INSERT INTO t VALUES (1, 'x', 2.0)")
     if engine_name == "postgres":
-        any_con.rollback()
-    assert any_con.execute("SELECT count(*) FROM t").fetchall() == [(2,)]
+        con.rollback()
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(2,)]
 
 
 _SCHEMAS: list[str] = []  # the schemas of earlier rounds of the test below
