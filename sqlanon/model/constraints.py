@@ -12,10 +12,8 @@ equivalence class of the published data, so every constraint accepts it.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import math
-import re
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -192,58 +190,10 @@ class VarianceDiversity:
 
 def _number(x: float) -> str:
     """A threshold as ``describe()`` writes it: short (``1.5``, ``50``) when that reads back as
-    the same float, else every digit -- release manifests store these texts, and
-    :func:`parse_constraint` must get the exact threshold back."""
+    the same float, else every digit (reports show these texts; manifests keep the exact
+    value in :func:`to_record`'s records)."""
     short = f"{x:g}"
     return short if float(short) == float(x) else repr(float(x))
-
-
-#: ``describe()`` texts of the constraints over a sensitive column: kind -> parameters pattern.
-_DESCRIBED = {
-    "distinct l-diversity": (DistinctLDiversity, r"l=(?P<l>\d+)"),
-    "entropy l-diversity": (EntropyLDiversity, r"l=(?P<l>[^,()\s]+)"),
-    "recursive (c,l)-diversity": (RecursiveCLDiversity, r"c=(?P<c>[^,()\s]+), l=(?P<l>\d+)"),
-    "variance diversity": (VarianceDiversity, r"v=(?P<v>[^,()\s]+)"),
-}
-
-
-def parse_constraint(text: str) -> Constraint:
-    """The constraint whose :meth:`describe` is ``text`` (as release manifests store them).
-
-    Only an exact round trip is accepted -- the parsed object must describe itself as ``text``
-    -- so a text this version cannot read back faithfully raises instead of being guessed.
-
-    Raises:
-        ValueError: ``text`` is not the description of a sqlanon constraint.
-
-    >>> parse_constraint("entropy l-diversity('diagnosis', l=1.5)")
-    EntropyLDiversity(sensitive='diagnosis', l=1.5)
-    >>> parse_constraint("k-anonymity(k=10)")
-    KAnonymity(k=10)
-    """
-    found: Constraint | None = None
-    k = re.fullmatch(r"k-anonymity\(k=(\d+)\)", text)
-    if k:
-        found = KAnonymity(int(k.group(1)))
-    for kind, (cls, params) in _DESCRIBED.items():
-        match = re.fullmatch(re.escape(kind) + r"\((?P<column>.+), " + params + r"\)", text)
-        if found is not None or not match:
-            continue
-        try:
-            column = ast.literal_eval(match.group("column"))  # describe() writes the name's repr
-        except (ValueError, SyntaxError):
-            break
-        if not isinstance(column, str):
-            break
-        try:
-            values = {key: (int(v) if key == "l" and cls is not EntropyLDiversity else float(v))
-                      for key, v in match.groupdict().items() if key != "column"}
-        except ValueError:
-            break
-        found = cls(column, **values)
-    if found is None or found.describe() != text:
-        raise ValueError(f"not the description of a sqlanon constraint: {text!r}")
-    return found
 
 
 def entropy(counts: np.ndarray) -> np.ndarray:

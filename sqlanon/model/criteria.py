@@ -338,3 +338,43 @@ def _names(targets: tuple) -> tuple[str, ...]:
     for t in targets:
         flat.extend([t] if isinstance(t, str) else list(t))
     return tuple(flat)
+
+
+def criterion_record(c: Criterion) -> dict[str, object]:
+    """A criterion as a JSON-ready dict (exact parameters), for the release manifest; Selection
+    Mondrian's parsed query boxes are not recorded (its predicates are, and parse again)."""
+    if isinstance(c, Median):
+        return {"type": "Median"}
+    if isinstance(c, (InfoGain, Regression)):
+        return {"type": type(c).__name__, "targets": list(c.targets), "min_gain": c.min_gain}
+    if isinstance(c, Targets):
+        return {"type": "Targets", "classes": list(c.classes), "numeric": list(c.numeric), "min_gain": c.min_gain}
+    return {"type": "Selections", "predicates": list(c.predicates), "then": criterion_record(c.then)}
+
+
+def criterion_from_record(record: dict[str, object]) -> Criterion:
+    """The inverse of :func:`criterion_record`; raises ValueError for a record it does not know."""
+    if not isinstance(record, dict):
+        raise ValueError(f"not a criterion record: {record!r}")
+    fields = dict(record)
+    kind = fields.pop("type", None)
+    found: Criterion | None = None
+    try:
+        if kind == "Median":
+            found = Median()
+        elif kind in ("InfoGain", "Regression"):
+            cls = InfoGain if kind == "InfoGain" else Regression
+            found = cls(*fields.pop("targets"), min_gain=float(fields.pop("min_gain")))  # type: ignore[arg-type]
+        elif kind == "Targets":
+            found = Targets(tuple(fields.pop("classes")), tuple(fields.pop("numeric")),  # type: ignore[arg-type]
+                            float(fields.pop("min_gain")))  # type: ignore[arg-type]
+        elif kind == "Selections":
+            then = criterion_from_record(fields.pop("then"))  # type: ignore[arg-type]
+            if isinstance(then, Selections):
+                raise ValueError("Selection Mondrian inside Selection Mondrian")
+            found = Selections(tuple(fields.pop("predicates")), then)  # type: ignore[arg-type]
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"malformed criterion record {record!r}: {e}") from None
+    if found is None or fields:
+        raise ValueError(f"unknown criterion record {record!r}")
+    return found

@@ -1,9 +1,10 @@
 """The release manifest: what a release stores about itself, so it can be reloaded by name.
 
 A release is self-describing in the database, without Python state: the rules relation carries a
-JSON comment (``COMMENT ON TABLE <view>_rules``) with the request (source, QIs with their kinds
-and types, k, constraint and criterion, object names), and hierarchical QIs keep their
-hierarchies in ``<view>_hierarchies`` (one row per leaf and level, ARX layout in long form).
+JSON comment (the engine's comment on ``<view>_rules``) with the request (source, QIs with their
+kinds and types, k, the constraints and the criterion as structured records, object names), and
+hierarchical QIs keep their hierarchies in ``<view>_hierarchies`` (one row per leaf and level,
+ARX layout in long form). The document's format is :mod:`sqlanon.model.manifest_format`.
 Recoding other tables with the same rules and computing metrics later start from here.
 """
 
@@ -22,11 +23,11 @@ from ..engine.base import Engine
 from ..engine import engine_for
 from ..errors import InputError
 from ..model.hierarchy import Hierarchy
+from ..model import manifest_format
 from ..model.constraints import Constraint, from_record, to_record
+from ..model.criteria import Criterion, criterion_from_record, criterion_record
 from ..request.spec import EQ_CLASS, Spec
 from .view import LiveView, PublishedQI
-
-FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,17 @@ class Manifest:
     k: int
     qis: tuple[ManifestQI, ...]
     hierarchies: Mapping[str, Hierarchy]
-    constraints: tuple[str, ...]
-    criterion: str
+    constraints: tuple[str, ...]  # describe() texts, for people
+    criterion: str  # describe() text, for people
     selections: tuple[str, ...] = ()  # the workload's selection predicates (Selection Mondrian)
     key: tuple[str, ...] | None = None  # the live view's key (None: a snapshot table)
     key_declared: bool = True
     guarded: tuple[str, ...] = ()  # the columns the row map's hash covers
-    constraint_objects: tuple[Constraint, ...] = ()  # exact, when the manifest records them
+    constraint_objects: tuple[Constraint, ...] = ()  # exact, from the records this version reads
+    # describe() texts of recorded constraints this version cannot read back (a newer kind, or a
+    # format-1 release, which recorded texts only): reported unchecked, refused by enforce.
+    unknown_constraints: tuple[str, ...] = ()
+    criterion_object: Criterion | None = None  # exact; None only for a format-1 release
     class_column: str = EQ_CLASS
     region_column: str = "region"
     size_column: str = "size"
@@ -121,7 +126,7 @@ def write(engine: Engine, spec: Spec) -> None:
             g.col("qi"), g.col("leaf"), g.col("level")), temporary=False))
         engine.drop_temp(upload)
     document = {
-        "sqlanon": FORMAT,
+        "sqlanon": manifest_format.FORMAT,
         "source": spec.source.path or spec.source.name,
         "view": spec.outputs.view,
         "rules": spec.outputs.rules,
@@ -133,6 +138,7 @@ def write(engine: Engine, spec: Spec) -> None:
         "constraints": [c.describe() for c in spec.workload.constraints],
         "constraint_records": [to_record(c) for c in spec.workload.constraints],
         "criterion": spec.workload.criterion.describe(),
+        "criterion_record": criterion_record(spec.workload.criterion),
         "selections": list(spec.workload.selections),
         "key": list(spec.key.columns) if spec.key else None,
         "key_declared": spec.key.declared if spec.key else None,
@@ -168,12 +174,8 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
                       and o.name.lower() == rules.lower()), None)
     else:
         found = engine.find(view, suffix)
-    comment = engine.comment(found) if found is not None and found.kind == "table" else None
-    try:
-        document = json.loads(comment) if comment else None
-    except (TypeError, json.JSONDecodeError):
-        document = None
-    if not isinstance(document, dict) or document.get("sqlanon") != FORMAT:
+    document = manifest_format.decode(engine.comment(found) if found is not None and found.kind == "table" else None)
+    if document is None:
         where = f" (found {found.kind} {found.catalog}.{found.schema}.{found.name})" if found else ""
         raise InputError(
             f"{view!r} is not a sqlanon release: no rules relation {rules!r} with a sqlanon manifest{where}"
@@ -198,6 +200,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
             if q.kind == "hierarchy":
                 h = Hierarchy.from_rows([paths[q.name][i] for i in sorted(paths[q.name])])
                 hierarchies[q.name] = h.with_null_leaf() if q.has_null else h
+    known, unknown = _constraints(document["constraints"], document.get("constraint_records"))
     return Manifest(
         view=document["view"], rules=document["rules"], rowmap=document["rowmap"],
         hierarchies_table=document["hierarchies"], materialized=document["materialized"],
@@ -207,7 +210,8 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         key=tuple(document["key"]) if document.get("key") else None,
         key_declared=bool(document.get("key_declared", True)),
         guarded=tuple(document.get("guarded", ())),
-        constraint_objects=_constraints(document.get("constraint_records", ())),
+        constraint_objects=known, unknown_constraints=unknown,
+        criterion_object=_criterion(document.get("criterion_record")),
         class_column=columns.get("class", EQ_CLASS), region_column=columns.get("region", "region"),
         size_column=columns.get("size", "size"),
         source_relation=tuple(document["source_relation"]) if document.get("source_relation") else None,
@@ -216,10 +220,24 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
     )
 
 
-def _constraints(records: list) -> tuple[Constraint, ...]:
-    """The recorded constraints as objects; () when one is not known to this version (callers
-    then fall back to the ``describe()`` texts and say what they cannot check)."""
+def _constraints(texts: list, records: list | None) -> tuple[tuple[Constraint, ...], tuple[str, ...]]:
+    """The recorded constraints this version reads, as objects; and the ``describe()`` texts of
+    those it cannot (all but k-anonymity's when there are no records: format 1)."""
+    if records is None or len(records) != len(texts):
+        return (), tuple(t for t in texts if not t.startswith("k-anonymity("))
+    known: list[Constraint] = []
+    unknown: list[str] = []
+    for text, record in zip(texts, records):
+        try:
+            known.append(from_record(record))
+        except (TypeError, ValueError):
+            unknown.append(text)
+    return tuple(known), tuple(unknown)
+
+
+def _criterion(record: dict | None) -> Criterion | None:
+    """The recorded criterion; None for a format-1 release or a record this version does not know."""
     try:
-        return tuple(from_record(r) for r in records)
-    except (TypeError, ValueError):
-        return ()
+        return criterion_from_record(record) if record is not None else None
+    except ValueError:
+        return None

@@ -87,7 +87,7 @@ reports the output's classes (rows grouped by ``eq_class``, NULL left out), the 
 (``k_achieved``) and how many are below the release's k (``below_k``), and :func:`apply` warns
 with a :class:`~sqlanon.errors.PrivacyWarning` when some are. ``enforce=True`` suppresses every
 class below k -- and every class breaking one of the release's diversity constraints, read back
-from its manifest (:func:`sqlanon.model.constraints.parse_constraint`) -- as a whole, in the same
+from its manifest's records (:func:`sqlanon.model.constraints.from_record`) -- as a whole, in the same
 transaction: its rows are published like unplaced rows (``eq_class`` NULL, every QI fully
 generalized as above). Afterwards every class of the output holds at least k rows and meets the
 release's constraints; the suppressed rows are one fully generalized group, as everywhere in
@@ -109,7 +109,7 @@ from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..laps import Laps
-from ..model.constraints import Constraint, KAnonymity, parse_constraint
+from ..model.constraints import Constraint, KAnonymity
 from ..errors import (
     InputError,
     ObjectExistsError,
@@ -284,18 +284,16 @@ def apply(
 
 # -- what apply guarantees ---------------------------------------------------------------------
 def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]:
-    """k-anonymity with the release's k and the release's other constraints, read back from the
-    manifest's texts; refuses texts this version cannot read back exactly, and constrained
-    columns the input lacks."""
+    """k-anonymity with the release's k and the release's other constraints, from the manifest's
+    records; refuses constraints this version cannot read back and constrained columns the
+    input lacks."""
     out: list[Constraint] = [KAnonymity(m.k)]
-    # The manifest's exact records; a release made before they existed has only the texts.
-    recorded = m.constraint_objects or [None] * len(m.constraints)
-    for text, c in zip(m.constraints, recorded):
-        try:
-            c = c if c is not None else parse_constraint(text)
-        except ValueError:
-            raise InputError(f"cannot enforce the constraint {text!r} of release {m.view!r}: this version cannot "
-                             f"read it back") from None
+    if m.unknown_constraints:
+        raise InputError(f"cannot enforce the constraints {list(m.unknown_constraints)} of release {m.view!r}: this "
+                         f"version cannot read them back (a newer kind, or a manifest of sqlanon 0.1, which recorded "
+                         f"them only as text); publish the release again to enforce them")
+    for c in m.constraint_objects:
+        text = c.describe()
         if isinstance(c, KAnonymity):
             continue  # the release's k, already first
         for column in c.class_columns + c.numeric_columns:

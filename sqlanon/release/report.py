@@ -16,11 +16,9 @@ then ``(0, 0.1]``, ..., ``(0.9, 1]``; suppressed rows lose 1 and fall in the las
 
 from __future__ import annotations
 
-import ast
 import datetime as _dt
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -28,7 +26,8 @@ from typing import Any
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import Constraint, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity
+from ..model.constraints import Constraint, KAnonymity
+from ..model.criteria import Criterion, Selections
 from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
@@ -46,13 +45,6 @@ FORMATS = ("html", "markdown", "json")
 WIDTH_BUCKETS = ("0",) + tuple(f"({i / 10:g}, {(i + 1) / 10:g}]" for i in range(10))
 #: At most this many bars in the class-size histogram.
 MAX_BINS = 24
-_CONSTRAINTS = {
-    "distinct l-diversity": lambda s, kw: DistinctLDiversity(s, int(kw["l"])),
-    "entropy l-diversity": lambda s, kw: EntropyLDiversity(s, float(kw["l"])),
-    "recursive (c,l)-diversity": lambda s, kw: RecursiveCLDiversity(s, float(kw["c"]), int(kw["l"])),
-    "variance diversity": lambda s, kw: VarianceDiversity(s, float(kw["v"])),
-}
-
 
 @dataclass(frozen=True)
 class SqlObject:
@@ -73,7 +65,8 @@ class ReleaseReport:
         qis: ``(name, kind, type)`` per QI.
         k, constraints, criterion: the requirement and the criterion, as in the manifest.
         verification: the requirement re-checked on the published view now.
-        unchecked: recorded constraints that could not be rebuilt, hence not re-checked.
+        unchecked: recorded constraints without a record (sqlanon 0.1 releases), hence not re-checked.
+        criterion_object: the recorded criterion (None for a sqlanon 0.1 release).
         metrics: :func:`sqlanon.release.metrics.metrics` of the release.
         class_sizes: ``(size, classes)`` for every class size present, ascending.
         widths: per QI, rows in each of :data:`WIDTH_BUCKETS`.
@@ -104,6 +97,7 @@ class ReleaseReport:
     objects: tuple[SqlObject, ...]
     generated: str
     key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
+    criterion_object: Criterion | None = None  # the recorded criterion (None: a release of sqlanon 0.1)
 
     @property
     def holds(self) -> bool:
@@ -201,7 +195,7 @@ def collect(
     m = load_release(con, release)
     # selections first: a predicate that does not parse fails before the heavier queries
     imprecise = _imprecision(con, m, m.selections if selections is None else selections)
-    rebuilt, unchecked = rebuild_constraints(m.constraints)
+    rebuilt, unchecked = recorded_constraints(m)
     workload = release_workload(m)
     figures = metrics(
         con, m,  # the manifest as read: by name again, another schema's release could answer
@@ -212,12 +206,12 @@ def collect(
     view_ref, columns = resolve_relation(engine, m.ref(m.view))
     published = Source(m.catalog or "", m.schema or "", m.view, "view", tuple(columns), -1)
     checked = verify_source(engine, published, m.qid, m.k, class_column=m.class_column,
-                            constraints=list(m.constraint_objects) or rebuilt)
+                            constraints=rebuilt)
     timings = getattr(release, "timings", None)
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
         qis=tuple((q.name, q.kind, q.data_type) for q in m.qis),
-        k=m.k, constraints=m.constraints, criterion=m.criterion,
+        k=m.k, constraints=m.constraints, criterion=m.criterion, criterion_object=m.criterion_object,
         verification=checked, unchecked=unchecked, metrics=figures,
         class_sizes=_class_sizes(engine, view_ref, m.class_column),
         widths=_widths(engine, m, view_ref, figures.suppressed),
@@ -231,71 +225,25 @@ def collect(
 
 
 # -- what the manifest records -----------------------------------------------------------------
-def _parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]] | None:
-    """``name(args)`` as written by the ``describe()`` methods: the name (which may hold spaces and
-    punctuation) and the literal arguments; None if it is not of that form."""
-    match = re.fullmatch(r"\s*([^()]*(?:\(c,l\))?[^()]*?)\s*\((.*)\)\s*", text, re.S)
-    if not match:
-        return (text.strip(), [], {}) if re.fullmatch(r"[\w -]+", text.strip()) else None
-    source = f"f({match.group(2)})"
-
-    def value(node: ast.expr) -> Any:  # a nested describe() (Selections' then=) stays text
-        return ast.get_source_segment(source, node) if isinstance(node, ast.Call) else ast.literal_eval(node)
-
-    try:
-        call = ast.parse(source, mode="eval").body
-        args = [value(a) for a in call.args]  # type: ignore[attr-defined]
-        kwargs = {k.arg: value(k.value) for k in call.keywords}  # type: ignore[attr-defined]
-    except (SyntaxError, ValueError):
-        return None
-    return match.group(1), args, kwargs
-
-
-def rebuild_constraints(recorded: Sequence[str]) -> tuple[list[Constraint], tuple[str, ...]]:
-    """The diversity constraints recorded in a manifest (``describe()`` strings) as objects to
-    verify, and the ones that could not be rebuilt. k-anonymity is checked separately.
-
-    Parameters are recorded as ``describe()`` prints them: exactly (short when six significant
-    digits give the same float, every digit otherwise); releases made before that recorded six
-    significant digits, and are re-checked against the rounded value."""
-    out: list[Constraint] = []
-    unchecked: list[str] = []
-    for text in recorded:
-        call = _parse_call(text)
-        if call and call[0] == "k-anonymity":
-            continue
-        try:
-            name, args, kwargs = call  # type: ignore[misc]
-            out.append(_CONSTRAINTS[name](args[0], kwargs))
-        except (TypeError, KeyError, IndexError, ValueError):
-            unchecked.append(text)
-    return out, tuple(unchecked)
+def recorded_constraints(m: Manifest) -> tuple[list[Constraint], tuple[str, ...]]:
+    """The release's constraints other than k-anonymity (checked separately) as objects to
+    verify, from the manifest's records; and the ``describe()`` texts of those this version
+    cannot read back (a newer kind; or a release of sqlanon 0.1, which recorded only texts),
+    which are reported unchecked."""
+    return [c for c in m.constraint_objects if not isinstance(c, KAnonymity)], m.unknown_constraints
 
 
 def release_workload(m: Manifest) -> dict[str, list[str]]:
-    """The release's own workload columns: the criterion's class and numeric targets, and the
-    sensitive columns of its constraints (unparseable entries are skipped)."""
-    targets: list[str] = []
-    numeric: list[str] = []
-    call = _parse_call(m.criterion)
-    while call and call[0] == "selections" and isinstance(call[2].get("then"), str):
-        call = _parse_call(call[2]["then"])  # Selection Mondrian, then this criterion inside
-    if call:
-        name, args, kwargs = call
-        if name == "infogain":
-            targets += args
-        elif name == "regression":
-            numeric += args
-        elif name == "targets":
-            targets += list(kwargs.get("classes", []))
-            numeric += list(kwargs.get("numeric", []))
-    sensitive: list[str] = []
-    for text in m.constraints:
-        call = _parse_call(text)
-        if call and call[0] in _CONSTRAINTS and call[1] and call[1][0] not in sensitive:
-            sensitive.append(call[1][0])
-    clean = lambda names: [n for n in dict.fromkeys(names) if isinstance(n, str)]  # noqa: E731
-    return {"targets": clean(targets), "numeric_targets": clean(numeric), "sensitive": clean(sensitive)}
+    """The release's own workload columns, from the manifest's records: the criterion's class
+    and numeric targets (inside Selection Mondrian, its ``then`` criterion's) and the sensitive
+    columns of its constraints. A format-1 manifest has no criterion record: no targets."""
+    criterion = m.criterion_object
+    if isinstance(criterion, Selections):
+        criterion = criterion.then
+    sensitive = [c.sensitive for c in recorded_constraints(m)[0]]
+    return {"targets": list(dict.fromkeys(criterion.class_columns)) if criterion else [],
+            "numeric_targets": list(dict.fromkeys(criterion.numeric_columns)) if criterion else [],
+            "sensitive": list(dict.fromkeys(sensitive))}
 
 
 # -- queries -----------------------------------------------------------------------------------
@@ -404,13 +352,13 @@ def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
     return rows
 
 
-def _criterion(text: str, code) -> str:
+def _criterion(r: ReleaseReport, code) -> str:
     """The criterion for people: Selection Mondrian's predicates listed rather than as a repr."""
-    call = _parse_call(text)
-    if call and call[0] == "selections" and call[1] and isinstance(call[2].get("then"), str):
-        listed = ", ".join(code(p) for p in call[1][0])
-        return f"Selection Mondrian (KDD 2006, Section 3.4) over {listed}, then {code(call[2]['then'])}"
-    return code(text)
+    c = r.criterion_object
+    if isinstance(c, Selections):
+        listed = ", ".join(code(p) for p in c.predicates)
+        return f"Selection Mondrian (KDD 2006, Section 3.4) over {listed}, then {code(c.then.describe())}"
+    return code(r.criterion)
 
 
 def _verdict(r: ReleaseReport) -> str:
@@ -517,7 +465,7 @@ def render_markdown(r: ReleaseReport) -> str:
            f"## Requirement: {_verdict(r)}", ""]
     out += _md_table(["requirement", "achieved", "holds"],
                      [(req, ach, "not checked" if ok is None else number(ok)) for req, ach, ok in _requirements(r)])
-    out += [f"Criterion: {_criterion(r.criterion, lambda t: f'`{t}`')}. Re-checked now on the published view "
+    out += [f"Criterion: {_criterion(r, lambda t: f'`{t}`')}. Re-checked now on the published view "
             "with `sqlanon.verify`.", "", f"Published as {publication(r)}.", ""]
     if r.verification.suppressed:
         out += ["Suppressed now:", ""] + [f"* {line}" for line in suppression_lines(r)] + [""]
@@ -638,7 +586,7 @@ def render_html(r: ReleaseReport) -> str:
          + f". Generated {esc(r.generated)}.</p>",
          f'<section id="requirement"><h2>Requirement</h2><div class="verdict {css}">{verdict}</div>',
          _html_table(["requirement", "achieved", "holds"], req_rows),
-         f"<p>Criterion: {_criterion(r.criterion, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
+         f"<p>Criterion: {_criterion(r, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
          f"published view with "
          f"<code>sqlanon.verify</code> (independent SQL over the view only).</p>",
          f"<p>Published as {esc(publication(r))}.</p>",

@@ -7,7 +7,6 @@ the output names (refusing to overwrite unless ``replace=True``).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -32,6 +31,7 @@ from ..errors import (
     UnsupportedTypeError,
     did_you_mean,
 )
+from ..model import manifest_format
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
 from .checks import _shown, check_bool, check_int, check_qid
@@ -503,13 +503,7 @@ def _release_objects(here: Mapping[str, tuple], view: str) -> set[str]:
     """Lower-cased names of the objects of the sqlanon release named ``view`` in the current
     schema, as its manifest (the comment on its rules relation) lists them; empty if none."""
     rules = here.get(f"{view}_rules".lower())
-    try:
-        document = json.loads(rules[5]) if rules and rules[5] else None
-    except (TypeError, ValueError):
-        document = None
-    if not isinstance(document, dict) or "sqlanon" not in document or str(document.get("view", "")).lower() != view.lower():
-        return set()
-    return {str(document[k]).lower() for k in ("view", "rules", "rowmap", "hierarchies") if document.get(k)}
+    return manifest_format.release_objects(manifest_format.decode(rules[5] if rules else None), view)
 
 
 def _reads(objects: list, source: Source, current: tuple[str, str]) -> set[str]:
