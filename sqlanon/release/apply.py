@@ -289,7 +289,8 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
     input lacks."""
     out: list[Constraint] = [KAnonymity(m.k)]
     if m.unknown_constraints:
-        raise InputError(f"cannot enforce the constraints {list(m.unknown_constraints)} of release {m.view!r}: this "
+        raise InputError(f"cannot enforce the constraint {', '.join(map(repr, m.unknown_constraints))} of release "
+                         f"{m.view!r}: this "
                          f"version cannot read them back (a newer kind, or a manifest of sqlanon 0.1, which recorded "
                          f"them only as text); publish the release again to enforce them")
     for c in m.constraint_objects:
