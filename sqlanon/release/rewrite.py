@@ -51,7 +51,9 @@ another table), subqueries anywhere, a QI inside an expression or function outsi
 GROUP BY / ORDER BY by position when an ordered QI is selected (positions would shift), a QI in
 HAVING, QUALIFY, DISTINCT ON or a window, and every QI predicate the selection parser rejects
 (``NOT`` over ``AND``/``OR`` containing a QI, functions of QIs, comparisons of two columns, ...).
-The output is rendered from sqlglot expressions; it is returned, never executed.
+The output is rendered from sqlglot expressions; it is returned, never executed. The query is
+read and written in the dialect of the release's engine (DuckDB or PostgreSQL SQL); given a
+bare manifest and no connection, DuckDB's.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..engine import sqlgen as g
-from ..engine import check_connection
+from ..engine import check_connection, engine_for
 from ..errors import InputError
 from .imprecision import condition_overlap
 from ..publish.manifest import Manifest
@@ -93,13 +95,14 @@ class RewriteError(SelectionError):
 
 
 def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
-    """The query ``sql`` over the release's source, rewritten over its view (DuckDB SQL).
+    """The query ``sql`` over the release's source, rewritten over its view, in the SQL dialect
+    of the connection holding the release (DuckDB's for a manifest without ``con``).
 
     Args:
         sql: ``SELECT ... FROM <source> [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT ...]``.
         release: a :class:`sqlanon.Release`, the name of a release's view (needs ``con``), or
             a :class:`sqlanon.publish.manifest.Manifest` (or any object with a ``manifest`` attribute).
-        con: the DuckDB connection holding the release, to reload it (its QI types and
+        con: the connection holding the release (DuckDB or PostgreSQL), to reload it (its QI types and
             hierarchies); default: the connection a ``Release`` was made with in this session.
             Not needed for a manifest.
 
@@ -116,28 +119,29 @@ def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
     >>> rewrite("SELECT count(*) FROM patients WHERE age > 40 AND zip = 3", release)
     'SELECT COUNT(*) FROM "patients_anon" WHERE "age_max" >= 41 AND zip = 3 AND NOT "eq_class" IS NULL'
     """
-    m = _manifest(release, con)
-    return _Rewriter(m).run(sql).sql(dialect=g.DIALECT)
+    if con is not None:  # optional here, but a wrong one is refused even when it is not needed
+        check_connection(con)
+    if con is None:  # a Release from anonymize() in this session remembers its connection
+        con = getattr(release, "_con", None)
+    dialect = engine_for(con).dialect if con is not None else g.DIALECT
+    return _Rewriter(_manifest(release, con), dialect).run(sql).sql(dialect=dialect)
 
 
 def _manifest(release: Any, con: Any) -> Manifest:
-    if con is not None:  # optional here, but a wrong one is refused even when it is not needed
-        check_connection(con)
     if isinstance(release, Manifest):
         return release
     if isinstance(getattr(release, "manifest", None), Manifest):
         return release.manifest
-    if con is None:  # a Release from anonymize() in this session remembers its connection
-        con = getattr(release, "_con", None)
     if con is None:
-        raise InputError("rewrite needs con= (the DuckDB connection holding the release) to reload "
+        raise InputError("rewrite needs con= (the connection holding the release) to reload "
                          "the release's QI types and hierarchies, or a sqlanon.publish.manifest.Manifest")
     return load_release(con, release)
 
 
 class _Rewriter:
-    def __init__(self, m: Manifest) -> None:
+    def __init__(self, m: Manifest, dialect: str = g.DIALECT) -> None:
         self.m = m
+        self.dialect = dialect
         self.qis = selection_qis_from_manifest(m)
         self.parser = _Parser(self.qis)
         self.qualifiers: set[str] = set()
@@ -148,7 +152,7 @@ class _Rewriter:
         if not isinstance(sql, str) or not sql.strip():
             raise RewriteError(f"expected a SELECT statement, got {sql!r}")
         try:
-            parsed = [e for e in sqlglot.parse(sql, read=g.DIALECT) if e is not None]
+            parsed = [e for e in sqlglot.parse(sql, read=self.dialect) if e is not None]
         except (ParseError, TokenError) as e:
             raise RewriteError(f"cannot parse {sql!r}: {str(e).strip().splitlines()[0]}") from None
         except RecursionError:  # the parser recurses per level: too deep for the interpreter's stack
