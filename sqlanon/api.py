@@ -8,22 +8,20 @@ from typing import Any
 
 from sqlglot import exp
 
-from .publish import manifest
 from .engine import sqlgen as g
 from .model.constraints import Constraint
 from .model.criteria import Criterion
-from .model.domain import Domain
 from .mondrian.encode import build_domains, encode
 from .engine.base import Engine
 from .engine.calls import serialized
 from .engine import engine_for
 from .laps import Laps
-from .errors import EngineError, InputError, ObjectExistsError, SqlanonError, VerificationError
-from .mondrian.builder import Partitioner, Progress, Regions, finish_in_memory
-from .publish.rules import create_rowmap, create_rules, publish
+from .errors import InputError
+from .mondrian.builder import Partitioner, Progress, finish_in_memory
+from .publish.pipeline import publish_release
 from .request.checks import check_callable
 from .request.spec import Spec, _current, free_name, resolve
-from .publish.verify import Verification, verify
+from .publish.verify import Verification
 
 
 @dataclass(frozen=True)
@@ -184,7 +182,7 @@ def anonymize(
         memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
         lap("partition_memory")
         regions = partitioner.leaves.collect()
-        verification = _publish_verified(engine, spec, domains, regions, work, memory, source, rid)
+        verification = publish_release(engine, spec, domains, regions, work, memory, source, rid)
         lap("publish_verify")
     finally:
         engine.cleanup()
@@ -222,13 +220,6 @@ def anonymize(
     return release
 
 
-def _created(spec: Spec) -> list[tuple[str, str]]:
-    out = spec.outputs
-    view_kind = "TABLE" if out.materialize else "VIEW"
-    return ([(out.view, view_kind), (out.rules, "TABLE")] + ([] if out.materialize else [(out.assignment, "TABLE")])
-            + ([(out.hierarchies, "TABLE")] if out.hierarchies else []))
-
-
 def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
     """The relation the run reads and its row-id column: the source itself when its key is one
     integer column (the key is the row id), else a temp snapshot numbered by a generated id,
@@ -246,59 +237,3 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
     numbered = exp.select(g.alias(number, rid), exp.Star()).from_(spec.source.ref)
     engine.execute(g.create_table_as(name, numbered))
     return g.table(name), rid
-
-
-def _publish_verified(
-    engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: Regions, work: str,
-    memory: str | None, source: exp.Table, rid: str,
-) -> Verification:
-    """Create rules, row map and view in one transaction, verify, and roll back on failure.
-
-    Publication is atomic: when another run publishes the same names at the same time, the
-    database refuses one of the two transactions (a write-write conflict) and that run rolls
-    back and raises :class:`ObjectExistsError`; exactly one release stands.
-    """
-    own_transaction = not engine.in_transaction()  # else publish inside the caller's
-    if own_transaction:
-        engine.execute(exp.Transaction())
-    try:
-        for name, kind in spec.outputs.existing:  # replace=True: inside the transaction, so a failure restores them
-            engine.execute(g.drop(name, kind.upper()))
-        region = create_rules(engine, spec, domains, regions)
-        manifest.write(engine, spec)
-        rowmap = create_rowmap(engine, spec, work, memory, regions, region)
-        publish(engine, spec, source, rid, rowmap)
-        result = verify(engine, spec.outputs.view, [q.name for q in spec.qis], spec.k,
-                        class_column=spec.outputs.class_column, constraints=spec.workload.constraints)
-        problems = []
-        if result.violating:
-            problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
-                            f"(smallest {result.k_achieved})")
-        if result.rows != spec.source.rows:
-            problems.append(f"{result.rows} published rows for {spec.source.rows} source rows")
-        if result.unplaced:
-            problems.append(f"{result.unplaced} rows without an equivalence class")
-        problems += [f"{c.violating} class(es) violate {c.constraint}" for c in result.checks if not c.ok]
-        if problems:
-            raise VerificationError(
-                f"the published relation {spec.outputs.view!r} failed verification: "
-                + "; ".join(problems) + ". Nothing was published."
-            )
-        if own_transaction:
-            engine.execute(exp.Commit())
-    except BaseException as e:
-        try:
-            if own_transaction:
-                engine.execute(exp.Rollback())
-            else:  # not ours to roll back: remove what this call created
-                for name, kind in _created(spec):
-                    engine.execute(g.drop(name, kind))
-        except SqlanonError:
-            pass
-        if isinstance(e, EngineError) and "conflict" in str(e).lower():
-            raise ObjectExistsError(
-                f"another run published {spec.outputs.view!r} (or one of its objects) at the same time; "
-                f"this run was rolled back and left nothing behind"
-            ) from e
-        raise
-    return result

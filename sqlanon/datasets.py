@@ -12,7 +12,8 @@ import pandas as pd
 
 from .engine import engine_for
 from .engine.calls import serialized
-from .errors import InputError, ObjectExistsError
+from .errors import InputError
+from .request.checks import check_free
 from .model.hierarchy import Hierarchy
 
 #: Columns of the ARX copy of UCI Adult, each with a bundled hierarchy.
@@ -159,10 +160,5 @@ def _create(con: Any, name: str, frame: pd.DataFrame, replace: bool) -> None:
     if not isinstance(name, str) or not name:
         raise InputError(f"table must be a non-empty string, got {name!r}")
     engine = engine_for(con)
-    if not replace:
-        current = engine.current()
-        taken = [o for o in engine.objects() if (o.catalog, o.schema) == current and o.name.lower() == name.lower()]
-        if taken:
-            raise ObjectExistsError(f"a {taken[0].kind} named {taken[0].name!r} already exists; pass replace=True "
-                                    "to overwrite it or choose another name")
+    check_free(engine, name, replace)
     engine.create_from_frame(name, frame, replace=replace)

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from .publish import manifest
 from .engine import sqlgen as g
 from .api import _working_source
 from .model.criteria import rank
@@ -22,7 +21,7 @@ from .engine import engine_for
 from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
 from .mondrian.builder import Partitioner, Regions
-from .publish.rules import create_rowmap, create_rules, publish
+from .publish.pipeline import publish_release
 from .request.spec import Spec, _current, resolve
 from .mondrian.split import Children
 from .mondrian.levels import batch_query, extents_query, groups_query, repartition
@@ -112,25 +111,7 @@ def explain_entries(
             rec.upload_placeholder(memory)
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
         regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
-        own = not rec.in_transaction()
-        if own:
-            rec.execute(exp.Transaction())
-        for name, kind in spec.outputs.existing:
-            rec.execute(g.drop(name, kind.upper()))
-        region = create_rules(rec, spec, domains, regions)
-        manifest.write(rec, spec)
-        rowmap = create_rowmap(rec, spec, work, memory, regions, region)
-        publish(rec, spec, source, rid, rowmap)
-        published = [c for qi in spec.qis for c in qi.published]
-        catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
-        # a release's suppressed rows (class NULL) form no class: verify checks them separately
-        placed = exp.Not(this=exp.Is(this=g.col(spec.outputs.class_column), expression=exp.Null()))
-        checked = exp.Subquery(this=exp.select(exp.Star()).from_(g.table(spec.outputs.view, schema, catalog)).where(placed))
-        rec.show(g.template("class_sizes", k=g.lit(spec.k), source=checked,
-                            columns=[g.col(c) for c in published], unplaced=exp.false()),
-                 "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")
-        if own:
-            rec.execute(exp.Commit())
+        publish_release(rec, spec, domains, regions, work, memory, source, rid, check=_show_verification)
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
     finally:
@@ -173,3 +154,14 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> st
     return "\n".join(lines) + "\n"
 
 
+def _show_verification(rec, spec: Spec) -> None:
+    """The check of :func:`~sqlanon.publish.pipeline.publish_release`, shown rather than run:
+    the independent verification statement (the classes of the published relation, its
+    suppressed rows checked separately, as :func:`sqlanon.verify` does)."""
+    published = [c for qi in spec.qis for c in qi.published]
+    catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
+    placed = exp.Not(this=exp.Is(this=g.col(spec.outputs.class_column), expression=exp.Null()))
+    checked = exp.Subquery(this=exp.select(exp.Star()).from_(g.table(spec.outputs.view, schema, catalog)).where(placed))
+    rec.show(g.template("class_sizes", k=g.lit(spec.k), source=checked,
+                        columns=[g.col(c) for c in published], unplaced=exp.false()),
+             "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")

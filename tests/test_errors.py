@@ -19,6 +19,7 @@ from conftest import make_people, objects, quote, temp_objects
 
 import sqlanon
 import sqlanon.api
+import sqlanon.publish.pipeline
 import sqlanon.mondrian.builder
 from sqlanon import (
     HierarchyError,
@@ -596,10 +597,10 @@ CRASHES = {
     "encode": (sqlanon.api, "encode", lambda real: _raise, None),
     "run_sql": (sqlanon.mondrian.builder, "repartition", lambda real: _raise, 0),
     "run_memory": (sqlanon.mondrian.builder.Partitioner, "run_memory", lambda real: _raise, None),
-    "create_rules": (sqlanon.api, "create_rules", _raise_after, None),
-    "create_rowmap": (sqlanon.api, "create_rowmap", _raise_after, None),
-    "publish": (sqlanon.api, "publish", _raise_after, None),
-    "publish_sql_path": (sqlanon.api, "publish", _raise_after, 0),
+    "create_rules": (sqlanon.publish.pipeline, "create_rules", _raise_after, None),
+    "create_rowmap": (sqlanon.publish.pipeline, "create_rowmap", _raise_after, None),
+    "publish": (sqlanon.publish.pipeline, "publish", _raise_after, None),
+    "publish_sql_path": (sqlanon.publish.pipeline, "publish", _raise_after, 0),
 }
 
 
@@ -650,7 +651,7 @@ def failing_verification(**overrides):
 )
 def test_failed_verification_publishes_nothing(con, mixed, monkeypatch, overrides, fragment):
     before = objects(con)
-    monkeypatch.setattr(sqlanon.api, "verify", failing_verification(**overrides))
+    monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification(**overrides))
     with pytest.raises(VerificationError) as info:
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5)
     assert fragment in str(info.value)
@@ -662,7 +663,7 @@ def test_failed_verification_publishes_nothing(con, mixed, monkeypatch, override
 def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
     earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     state, before = release_state(con, earlier.view), objects(con)
-    monkeypatch.setattr(sqlanon.api, "verify", failing_verification())
+    monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification())
     with pytest.raises(VerificationError):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
     assert objects(con) == before
@@ -723,7 +724,7 @@ def test_anonymize_inside_a_caller_transaction_that_rolls_back(con, mixed):
 
 def test_crash_inside_a_caller_transaction_publishes_nothing(con, mixed, monkeypatch):
     before = objects(con)
-    monkeypatch.setattr(sqlanon.api, "publish", _raise_after(sqlanon.api.publish))
+    monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.publish.pipeline.publish))
     con.begin()
     with pytest.raises(RuntimeError, match="injected failure"):
         sqlanon.anonymize(con, mixed, qid=["age"], k=5)
@@ -734,7 +735,7 @@ def test_crash_inside_a_caller_transaction_publishes_nothing(con, mixed, monkeyp
 def test_crash_inside_a_caller_transaction_keeps_the_earlier_release(con, mixed, monkeypatch):
     earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     state = release_state(con, earlier.view)
-    monkeypatch.setattr(sqlanon.api, "publish", _raise_after(sqlanon.api.publish))
+    monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.publish.pipeline.publish))
     con.begin()
     with pytest.raises((RuntimeError, SqlanonError)):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)

@@ -309,6 +309,18 @@ class Engine(abc.ABC):
     def current(self) -> tuple[str, str]:
         """``(catalog, schema)`` where unqualified new objects are created."""
 
+    #: Whether names differing only in case are one object (DuckDB). PostgreSQL keeps quoted
+    #: names apart ("Foo" and foo are two tables), so a collision there is an exact match.
+    case_insensitive_names: ClassVar[bool] = True
+
+    def taken(self, name: str, objects: Sequence[CatalogObject] | None = None) -> list[CatalogObject]:
+        """The tables and views of the current schema that creating ``name`` there collides
+        with (``objects``: the catalog already read, to spare a lookup)."""
+        here = self.current()
+        fold = str.lower if self.case_insensitive_names else (lambda n: n)
+        return [o for o in (self.objects() if objects is None else objects)
+                if (o.catalog, o.schema) == here and fold(o.name) == fold(name)]
+
     @abc.abstractmethod
     def find(self, name: str, suffix: str = "") -> CatalogObject | None:
         """The table or view ``name + suffix`` binds to, as the engine binds a name in SQL."""

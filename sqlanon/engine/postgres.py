@@ -67,6 +67,7 @@ class PostgresEngine(Engine):
 
     name = "postgres"
     dialect = "postgres"
+    case_insensitive_names = False
     savepoints = True
 
     def __init__(self, con: Any) -> None:

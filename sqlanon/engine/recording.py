@@ -7,7 +7,9 @@ its dialect, through the same builders a real run uses.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlglot import exp
@@ -93,6 +95,25 @@ class Recorder:
         what = "rows computed by the run" if self.placeholder else f"{rows:,} rows"
         self.show(f"-- upload from Python into temp table {name}: {what} ({', '.join(columns)})")
         return name
+
+    @contextlib.contextmanager
+    def transaction(self, undo: Callable[[], None] | None = None) -> Iterator[bool]:
+        """Record the transaction a real run opens (its own, or a savepoint in the caller's) and
+        its commit; nothing runs. A stop for data explain does not have records no rollback: the
+        listing shows what a successful run does."""
+        own = not self.in_transaction()
+        point = g.ident(f"{self.prefix}publish").sql(self.dialect)
+        if own:
+            self.show(exp.Transaction())
+        elif self.savepoints:
+            self.show(f"SAVEPOINT {point}", "inside the caller's transaction")
+        else:
+            self.show("-- inside the caller's transaction: on an error the run drops what it created")
+        yield own
+        if own:
+            self.show(exp.Commit())
+        elif self.savepoints:
+            self.show(f"RELEASE SAVEPOINT {point}")
 
     def upload_placeholder(self, name: str) -> None:
         """Mark ``name`` as a temp table filled from Python with data explain does not have."""

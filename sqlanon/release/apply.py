@@ -124,7 +124,7 @@ from ..publish.manifest import Manifest, ManifestQI
 from .regions import load_release
 from ..model.tiling import Tree, guillotine
 from ..request.spec import Source, _catalog, _current, _find_source, distinct_values
-from ..request.checks import check_bool
+from ..request.checks import check_bool, check_free
 from ..model.qi import classify
 from ..publish.class_checks import BAD, SIZE, per_class_query
 
@@ -410,8 +410,7 @@ def _published(q: ManifestQI) -> tuple[str, ...]:
 def _output_name(
     engine: Engine, m: Manifest, source: Source, objects: list, view: str | None, replace: bool
 ) -> tuple[str, list[tuple[str, str]]]:
-    """The output table's name and the objects ``replace`` drops (current schema,
-    case-insensitive, as DuckDB resolves unqualified names)."""
+    """The output table's name and the objects ``replace`` drops (:func:`check_free`)."""
     name = view if view is not None else f"{source.name}_anon"
     if not isinstance(name, str) or not name:
         raise InputError(f"view must be a non-empty string, got {name!r}")
@@ -423,12 +422,7 @@ def _output_name(
             "choose another view= name")
     if source.path is None and (source.catalog, source.schema) == current and name.lower() == source.name.lower():
         raise ObjectExistsError(f"output {name!r} would overwrite the input {source.name!r}; choose another view=")
-    existing = [(o[2], o[3]) for o in objects if (o[0], o[1]) == current and o[2].lower() == name.lower()]
-    if existing and not replace:
-        found, kind = existing[0]
-        raise ObjectExistsError(
-            f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or choose another view= name")
-    return name, existing
+    return name, check_free(engine, name, replace, option="view= name", objects=objects)
 
 
 def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
@@ -711,10 +705,7 @@ def _create(
     first drops what ``replace`` overwrites, then runs ``suppress`` (enforce); returns ``(rows,
     placed, (suppressed classes, suppressed rows))``. A row count that differs from the input's
     rolls everything back."""
-    own = not engine.in_transaction()
-    if own:
-        engine.execute(exp.Transaction())
-    try:
+    with engine.transaction(undo=lambda: engine.execute(g.drop(name, "TABLE"))):
         for found, kind in existing:
             engine.execute(g.drop(found, kind.upper()))
         engine.execute(g.create_table_as(name, query, temporary=False))
@@ -724,12 +715,4 @@ def _create(
         if rows != expected:
             raise SqlanonError(f"internal error: {rows} rows recoded for {expected} input rows; nothing was created")
         suppressed = suppress() if suppress is not None else (0, 0)
-    except BaseException:
-        if own:
-            engine.execute(exp.Rollback())
-        else:
-            engine.execute(g.drop(name, "TABLE"))
-        raise
-    if own:
-        engine.execute(exp.Commit())
     return int(rows), int(placed), suppressed

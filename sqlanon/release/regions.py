@@ -54,7 +54,7 @@ from ..errors import (
 )
 from ..model.hierarchy import Hierarchy
 from ..publish.manifest import Manifest, ManifestQI
-from ..request.checks import check_bool
+from ..request.checks import check_bool, check_free
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _BIGINT = exp.DataType.build("BIGINT")
@@ -290,23 +290,8 @@ def _create_view(engine: Engine, m: Manifest, name: str, query: exp.Select, repl
     if name.lower() in protected:
         raise ObjectExistsError(f"{name!r} is an object of release {m.view!r} (or its source, or the "
                                 "relation read); choose another name")
-    current = tuple(engine.fetch_rows(exp.select(exp.func("current_database"), exp.func("current_schema")))[0])
-    existing = [(o[2], o[3]) for o in engine.objects()
-                if (o[0], o[1]) == current and o[2].lower() == name.lower()]
-    if existing and not replace:
-        found, kind = existing[0]
-        raise ObjectExistsError(f"a {kind} named {found!r} already exists; pass replace=True to "
-                                "overwrite it or choose another name")
-    own = not engine.in_transaction()
-    if own:
-        engine.execute(exp.Transaction())
-    try:
+    existing = check_free(engine, name, replace)
+    with engine.transaction():
         for found, kind in existing:
             engine.execute(g.drop(found, kind.upper()))
         engine.execute(g.create_view(name, query))
-    except BaseException:
-        if own:
-            engine.execute(exp.Rollback())
-        raise
-    if own:
-        engine.execute(exp.Commit())

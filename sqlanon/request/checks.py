@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..engine.base import CatalogObject, Engine
+from ..errors import InputError, ObjectExistsError
 
 
 def check_qid(qid: Any) -> list[str]:
@@ -81,3 +82,19 @@ def check_callable(label: str, value: Any) -> Callable[..., Any] | None:
 def _shown(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_free(engine: Engine, name: str, replace: bool, *, option: str = "name",
+               objects: Sequence[CatalogObject] | None = None) -> list[tuple[str, str]]:
+    """The one name-collision check: ``(name, kind)`` of what creating ``name`` in the current
+    schema would replace (:meth:`Engine.taken`); refused unless ``replace``.
+
+    Raises:
+        ObjectExistsError: a table or view of that name exists and ``replace`` is False.
+    """
+    existing = [(o.name, o.kind) for o in engine.taken(name, objects)]
+    if existing and not replace:
+        found, kind = existing[0]
+        raise ObjectExistsError(f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or "
+                                f"choose another {option}")
+    return existing

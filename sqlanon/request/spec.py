@@ -34,7 +34,7 @@ from ..errors import (
 from ..model import manifest_format
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
-from .checks import _shown, check_bool, check_int, check_qid
+from .checks import _shown, check_bool, check_free, check_int, check_qid
 from .workload import Workload, resolve_workload
 
 
@@ -446,8 +446,8 @@ def _outputs(
     engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool,
     materialize: bool, class_column: str | None, hierarchies: Mapping[str, Any],
 ) -> Outputs:
-    """Output names, checked like DuckDB resolves them: unqualified names in the current schema,
-    compared case-insensitively. ``replace`` only ever replaces the objects of an earlier
+    """Output names, checked as the engine resolves them (:meth:`Engine.taken`: unqualified
+    names in the current schema; case-insensitively on DuckDB). ``replace`` only ever replaces the objects of an earlier
     sqlanon release of the same name (as its manifest lists them), never another object, and
     never one the source reads."""
     view = view if view is not None else f"{source.name}_anon"
@@ -465,14 +465,10 @@ def _outputs(
     for name in names + sorted(o for o in owned - {n.lower() for n in names} if o in here):
         if (source.catalog, source.schema) == current and name.lower() == source.name.lower():
             raise ObjectExistsError(f"output {name!r} would overwrite the source {source.name!r}; choose another view=")
-        if name.lower() not in here:
+        hits = check_free(engine, name, replace, option="view= name", objects=objects)
+        if not hits:
             continue
-        found, kind = here[name.lower()][2], here[name.lower()][3]
-        if not replace:
-            raise ObjectExistsError(
-                f"a {kind} named {found!r} already exists; pass replace=True to overwrite it or "
-                f"choose another view= name"
-            )
+        found, kind = hits[0]
         if found.lower() not in owned:
             raise ObjectExistsError(
                 f"a {kind} named {found!r} already exists and is not an object of a sqlanon release named "

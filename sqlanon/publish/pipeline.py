@@ -1,0 +1,97 @@
+"""Publication as one unit: rules, manifest, row map and view created in one transaction, then
+the published relation verified independently; a failed check rolls everything back.
+
+:func:`anonymize <sqlanon.anonymize>` publishes through :func:`publish_release` with
+:func:`verified` as the check; ``sqlanon explain`` runs the same function on its recording
+engine with a check that shows the verification statement instead of running it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..errors import EngineError, ObjectExistsError, VerificationError
+from ..model.domain import Domain
+from ..request.spec import Spec
+from . import manifest
+from ..mondrian.builder import Regions
+from .rules import create_rowmap, create_rules, publish
+from .verify import Verification, verify
+
+#: ``check(engine, spec)``: verify the published relation (raise to roll back).
+Check = Callable[[Engine, Spec], "Verification | None"]
+
+
+def created(spec: Spec) -> list[tuple[str, str]]:
+    """``(name, kind)`` of every object a release creates (view or snapshot, rules, row map,
+    hierarchies)."""
+    out = spec.outputs
+    view_kind = "TABLE" if out.materialize else "VIEW"
+    return ([(out.view, view_kind), (out.rules, "TABLE")] + ([] if out.materialize else [(out.assignment, "TABLE")])
+            + ([(out.hierarchies, "TABLE")] if out.hierarchies else []))
+
+
+def verified(engine: Engine, spec: Spec) -> Verification:
+    """The independent check (:func:`sqlanon.verify`) of the relation just published: every
+    class of at least k rows, one row per source row, every row placed, every constraint met.
+
+    Raises:
+        VerificationError: naming each problem; the transaction then rolls back.
+    """
+    result = verify(engine, spec.outputs.view, [q.name for q in spec.qis], spec.k,
+                    class_column=spec.outputs.class_column, constraints=spec.workload.constraints)
+    problems = []
+    if result.violating:
+        problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
+                        f"(smallest {result.k_achieved})")
+    if result.rows != spec.source.rows:
+        problems.append(f"{result.rows} published rows for {spec.source.rows} source rows")
+    if result.unplaced:
+        problems.append(f"{result.unplaced} rows without an equivalence class")
+    problems += [f"{c.violating} class(es) violate {c.constraint}" for c in result.checks if not c.ok]
+    if problems:
+        raise VerificationError(
+            f"the published relation {spec.outputs.view!r} failed verification: "
+            + "; ".join(problems) + ". Nothing was published."
+        )
+    return result
+
+
+def publish_release(
+    engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: Regions, work: str,
+    memory: str | None, source: exp.Table, rid: str, check: Check = verified,
+) -> Verification | None:
+    """Create the release's objects in one transaction (:meth:`Engine.transaction`: its own, or
+    the caller's — a savepoint, or dropping what was created, undoes a failure there), after
+    dropping what ``replace=True`` overwrites (inside it, so a failure restores them), and
+    ``check`` the result before the transaction ends.
+
+    Publication is atomic: when another run publishes the same names at the same time, the
+    database refuses one of the two transactions (a write-write conflict) and that run rolls
+    back and raises :class:`ObjectExistsError`; exactly one release stands.
+    """
+    def undo() -> None:  # in a caller's transaction without savepoints: remove what was created
+        for name, kind in created(spec):
+            engine.execute(g.drop(name, kind))
+
+    try:
+        with engine.transaction(undo):
+            for name, kind in spec.outputs.existing:
+                engine.execute(g.drop(name, kind.upper()))
+            region = create_rules(engine, spec, domains, regions)
+            manifest.write(engine, spec)
+            rowmap = create_rowmap(engine, spec, work, memory, regions, region)
+            publish(engine, spec, source, rid, rowmap)
+            return check(engine, spec)
+    except EngineError as e:
+        if "conflict" in str(e).lower():
+            raise ObjectExistsError(
+                f"another run published {spec.outputs.view!r} (or one of its objects) at the same time; "
+                f"this run was rolled back and left nothing behind"
+            ) from e
+        raise
+
