@@ -245,27 +245,19 @@ def _catalog(engine: Engine) -> list[CatalogObject]:
 def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
     if not isinstance(table, str) or not table:
         raise InputError(f"table must be a non-empty string, got {table!r}")
-    current = _current(engine)
-    matches = [o for o in objects if o[2] == table]
-    if not matches and 1 < len(table.split(".")) <= 3:  # schema.table or catalog.schema.table
-        parts = table.split(".")
-        matches = [o for o in objects if list(o[3 - len(parts) : 3]) == parts]
-    if not matches:
-        matches = [o for o in objects if o[2].lower() == table.lower()]
-    if not matches and _is_file(table):
+    found = engine.find(table)  # the one relation lookup: as the engine binds the name in SQL
+    if found is None and _is_file(table):
         return _file_source(engine, table, count)
-    # The current schema shadows temp objects, which shadow other schemas (DuckDB's lookup order).
-    preferred = [o for o in matches if tuple(o[:2]) == current] or [o for o in matches if o[0] == "temp"]
-    if preferred:
-        matches = preferred
-    if len(matches) != 1:
-        if matches:
-            where = ", ".join(f"{o[0]}.{o[1]}.{o[2]}" for o in matches)
-            raise UnknownTableError(f"{table!r} is ambiguous: {where}; qualify it as schema.table")
+    if found is None:
         raise UnknownTableError(
             f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
         )
-    catalog, schema, name, kind = matches[0][:4]
+    return source_of(engine, found, count)
+
+
+def source_of(engine: Engine, found: CatalogObject, count: bool = True) -> Source:
+    """The :class:`Source` of a catalog relation: its columns, keys and (if ``count``) rows."""
+    catalog, schema, name, kind = found.catalog, found.schema, found.name, found.kind
     columns = tuple(engine.columns(catalog, schema, name))
     ref = g.table(name, schema, catalog)
     rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
