@@ -69,27 +69,30 @@ def is_postgres(con) -> bool:
     return not isinstance(con, duckdb.DuckDBPyConnection)
 
 
-def _placeholders(con, sql: str) -> str:
-    # Tests write ``?``; psycopg's placeholder is ``%s`` (and a literal ``%`` must be doubled).
-    return sql.replace("%", "%%").replace("?", "%s") if is_postgres(con) else sql
+def _placeholders(con, sql: str, params: Sequence | None) -> str:
+    # Tests write ``?``; psycopg's placeholder is ``%s``, and with parameters a literal ``%``
+    # (modulo) must be doubled -- without parameters psycopg sends the text as it is.
+    if not is_postgres(con) or params is None:
+        return sql
+    return sql.replace("%", "%%").replace("?", "%s")
 
 
 def run(con, sql: str, params: Sequence | None = None) -> None:
     """Execute one set-up statement on either engine (``?`` placeholders). On PostgreSQL it
     joins the connection's open transaction, as a caller's statement would."""
-    con.execute(_placeholders(con, sql), params)
+    con.execute(_placeholders(con, sql, params), params)
 
 
 def rows(con, sql: str, params: Sequence | None = None) -> list[tuple]:
     """A query's rows as tuples on either engine (``?`` placeholders)."""
-    return [tuple(r) for r in con.execute(_placeholders(con, sql), params).fetchall()]
+    return [tuple(r) for r in con.execute(_placeholders(con, sql, params), params).fetchall()]
 
 
 def frame(con, sql: str, params: Sequence | None = None) -> pd.DataFrame:
     """A query's result as a DataFrame on either engine (``?`` placeholders)."""
     if not is_postgres(con):
         return con.execute(sql, params).df()
-    cur = con.execute(_placeholders(con, sql), params)
+    cur = con.execute(_placeholders(con, sql, params), params)
     return pd.DataFrame(cur.fetchall(), columns=[d.name for d in cur.description])
 
 

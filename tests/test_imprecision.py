@@ -25,7 +25,7 @@ from sqlanon.publish import manifest
 from sqlanon.errors import InputError, UnknownTableError
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.imprecision import Imprecision, imprecision
-from sqlanon.model.selection import Members, Range, SelectionError, parse_selection, selection_qis_from_manifest
+from sqlanon.model.selection import Members, Range, SelectionError, parse_selection
 from tests import sql_logic
 
 H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}
@@ -142,7 +142,7 @@ def test_random_tables_against_enumeration(data, ps):
         texts = []
         for p in ps:
             try:
-                parse_selection(render(p), selection_qis_from_manifest(manifest.read(con, release.view)))
+                parse_selection(render(p), manifest.read(con, release.view).qis)
             except SelectionError as e:
                 assert "NOT over" in str(e)
                 continue
@@ -214,7 +214,7 @@ def test_adult_hierarchies_against_pandas(adult):
     source = con.execute("SELECT * FROM adult").df()
     hs = {c: Hierarchy.from_csv(p) for c, p in hier.items()}  # no NULLs in Adult
     for text, got in zip(texts, result.predicates):
-        sel = parse_selection(text, selection_qis_from_manifest(m))
+        sel = parse_selection(text, m.qis)
         hit = np.zeros(len(rules), dtype=bool)
         true = np.zeros(len(source), dtype=bool)
         for box in sel.boxes:

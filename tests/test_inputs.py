@@ -23,6 +23,7 @@ import pytest
 from conftest import make_people, objects, temp_objects
 
 import sqlanon
+from sqlanon.model.qi import QI
 import sqlanon.datasets
 import sqlanon.mondrian.builder
 from sqlanon import HierarchyError, InputError, SelectionError, SqlanonError
@@ -30,7 +31,7 @@ from sqlanon.publish import manifest
 from sqlanon import load_hierarchy
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.regions import load_release
-from sqlanon.model.selection import SelectionQI, parse_selection
+from sqlanon.model.selection import parse_selection
 
 CITY = {"*": {"x0-1": ["x0", "x1"], "x2-4": ["x2", "x3", "x4"]}}
 
@@ -235,7 +236,7 @@ def test_hierarchies_that_is_not_a_dict(con, people, hierarchies):
 
 
 # -- 6. deeply nested selections -------------------------------------------------------------------------
-QIS = [SelectionQI("age", "numeric", "INTEGER"), SelectionQI("zip", "numeric", "INTEGER")]
+QIS = [QI("age", "numeric", "INTEGER")("zip", "numeric", "INTEGER")]
 DEEP = {
     "parentheses": "(" * 5000 + "age > 1" + ")" * 5000,
     "NOTs": "NOT " * 5000 + "age > 1",

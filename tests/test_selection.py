@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from sqlanon.engine import sqlgen as g
 from sqlanon.errors import InputError
 from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.model.qi import QI
 from sqlanon.model.selection import (
     MAX_BOXES,
     Bound,
@@ -27,10 +28,7 @@ from sqlanon.model.selection import (
     Members,
     Range,
     SelectionError,
-    SelectionQI,
     parse_selection,
-    selection_qis_from_manifest,
-    selection_qis_from_spec,
 )
 from tests import sql_logic
 
@@ -39,20 +37,20 @@ EDU = Hierarchy.from_dict({"*": {"school": {"primary": ["p1", "p2"], "secondary"
 # a label naming two nodes with different leaves, and one naming a chain (same leaves twice)
 AMBIG = Hierarchy.from_rows([["a1", "x", "*"], ["a2", "x", "*"], ["b1", "y", "*"], ["x", "z", "*"],
                              ["c", "c", "*"]])
-AGE = SelectionQI("age", "numeric", "INTEGER")
-X = SelectionQI("x", "numeric", "DOUBLE")
-F = SelectionQI("f", "numeric", "FLOAT")
-DEC = SelectionQI("dec", "numeric", "DECIMAL(10,2)")
-S = SelectionQI("s", "ordinal", "VARCHAR")
-B = SelectionQI("b", "ordinal", "BOOLEAN")
-E = SelectionQI("e", "ordinal", "ENUM('z', 'a', 'm')")
-D = SelectionQI("d", "temporal", "DATE")
-TS = SelectionQI("ts", "temporal", "TIMESTAMP")
-TZ = SelectionQI("tz", "temporal", "TIMESTAMP WITH TIME ZONE")
-EDUQ = SelectionQI("edu", "hierarchy", "VARCHAR", EDU)
-AMB = SelectionQI("amb", "hierarchy", "VARCHAR", AMBIG)
-NUMH = SelectionQI("nh", "hierarchy", "BIGINT", Hierarchy.from_dict({"*": {"low": ["1", "2"], "high": ["3", "39"]}}))
-ZIP = SelectionQI("zip code", "numeric", "BIGINT")
+AGE = QI("age", "numeric", "INTEGER")
+X = QI("x", "numeric", "DOUBLE")
+F = QI("f", "numeric", "FLOAT")
+DEC = QI("dec", "numeric", "DECIMAL(10,2)")
+S = QI("s", "ordinal", "VARCHAR")
+B = QI("b", "ordinal", "BOOLEAN")
+E = QI("e", "ordinal", "ENUM('z', 'a', 'm')")
+D = QI("d", "temporal", "DATE")
+TS = QI("ts", "temporal", "TIMESTAMP")
+TZ = QI("tz", "temporal", "TIMESTAMP WITH TIME ZONE")
+EDUQ = QI("edu", "hierarchy", "VARCHAR", EDU)
+AMB = QI("amb", "hierarchy", "VARCHAR", AMBIG)
+NUMH = QI("nh", "hierarchy", "BIGINT", Hierarchy.from_dict({"*": {"low": ["1", "2"], "high": ["3", "39"]}}))
+ZIP = QI("zip code", "numeric", "BIGINT")
 QIS = (AGE, X, F, DEC, S, B, E, D, TS, TZ, EDUQ, AMB, NUMH, ZIP)
 
 
@@ -282,12 +280,12 @@ def test_qis_from_spec_and_manifest(adult):
 
     con, hierarchies = adult
     spec = resolve(engine_for(con), "adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})
-    from_spec = selection_qis_from_spec(spec)
+    from_spec = spec.qis
     assert [(q.name, q.kind, q.data_type) for q in from_spec] == [("age", "numeric", "BIGINT"),
                                                                     ("education", "hierarchy", "VARCHAR")]
     release = sqlanon.anonymize(con, "adult", ["age", "education"], 50,
                                 hierarchies={"education": hierarchies["education"]})
-    from_manifest = selection_qis_from_manifest(manifest.read(con, release.view))
+    from_manifest = manifest.read(con, release.view).qis
     assert from_manifest == from_spec
     sel = parse_selection("age BETWEEN 30 AND 40 AND education = 'Higher education'", from_manifest)
     n = con.execute(f"SELECT count(*) FROM adult WHERE {sel.predicate().sql('duckdb')}").fetchone()[0]
@@ -299,9 +297,9 @@ def test_qis_from_spec_and_manifest(adult):
 
 def test_selection_qi_validation():
     with pytest.raises(InputError):
-        SelectionQI("a", "categorical", "VARCHAR")
+        QI("a", "categorical", "VARCHAR")
     with pytest.raises(InputError):
-        SelectionQI("a", "hierarchy", "VARCHAR")
+        QI("a", "hierarchy", "VARCHAR")
     with pytest.raises(InputError):
         parse_selection("a > 1", ())
 
@@ -468,8 +466,8 @@ def test_enum_and_timestamps_in_duckdb():
     con.execute("CREATE TABLE u AS SELECT i AS id, (['z', 'a', 'm'])[1 + i % 3]::col AS e, "
                 "TIMESTAMP '2020-01-01' + INTERVAL (i) HOUR AS ts, "
                 "TIMESTAMPTZ '2020-01-01 00:00+00' + INTERVAL (i) HOUR AS tz FROM range(48) r(i)")
-    qis = (SelectionQI("e", "ordinal", con.execute("SELECT typeof(e) FROM u LIMIT 1").fetchone()[0]),
-           SelectionQI("ts", "temporal", "TIMESTAMP"), SelectionQI("tz", "temporal", "TIMESTAMP WITH TIME ZONE"))
+    qis = (QI("e", "ordinal", con.execute("SELECT typeof(e) FROM u LIMIT 1").fetchone()[0]),
+           QI("ts", "temporal", "TIMESTAMP"), QI("tz", "temporal", "TIMESTAMP WITH TIME ZONE"))
     for text in ["e IN ('a', 'm')", "e <> 'z'", "e NOT IN ('a')", "ts BETWEEN '2020-01-01 05:00' AND TIMESTAMP '2020-01-01 09:30'",
                  "ts > DATE '2020-01-02'", "tz >= TIMESTAMPTZ '2020-01-01 12:00+02' AND tz < '2020-01-02 00:00:00+00:00'",
                  "NOT (tz < '2020-01-01 03:00+00')"]:

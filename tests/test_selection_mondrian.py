@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
-from sqlanon.model.selection import SelectionQI, parse_selection
+from sqlanon.model.selection import parse_selection
 from tests.reference_mondrian import reference_mondrian
 from tests.test_api import load, partition_of
 from tests.test_workload import _values, impurity_of, workloads
@@ -87,8 +88,8 @@ def test_selection_mondrian_equals_the_oracle(case, memory_rows):
     df, qid, k, hierarchies, predicates, members, inner = case
     # The parser drops a box of an OR that lies inside another (the union is unchanged); the
     # oracle weighs every region it drew, so draw again when one would be dropped.
-    qis = [SelectionQI(q, "hierarchy", "VARCHAR", Hierarchy.from_rows(hierarchies[q])) if q in hierarchies
-           else SelectionQI(q, "numeric", "BIGINT") for q in qid]
+    qis = [QI(q, "hierarchy", "VARCHAR", Hierarchy.from_rows(hierarchies[q])) if q in hierarchies
+           else QI(q, "numeric", "BIGINT") for q in qid]
     assume(sum(len(parse_selection(p, qis).boxes) for p in predicates) == len(members))
     con = duckdb.connect()
     load(con, df)

@@ -7,13 +7,19 @@ does not depend on where the table lives.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from sqlglot import exp
+
+from ..errors import InputError
 from .hierarchy import Hierarchy
 
 Kind = Literal["numeric", "temporal", "ordinal", "hierarchy"]
+KINDS = ("numeric", "temporal", "ordinal", "hierarchy")
+_INTEGER = re.compile(r"^U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)$")
 
 _NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
@@ -38,14 +44,32 @@ def classify(data_type: str) -> Kind | None:
 
 @dataclass(frozen=True)
 class QI:
-    """One quasi-identifier: its column, kind and (for categorical ones) hierarchy."""
+    """One quasi-identifier — the one QI type of the request, the builder, the published view,
+    a reloaded release and the selection parser.
+
+    Attributes:
+        name: the column.
+        kind: ``"numeric" | "temporal" | "ordinal"`` (ordered: published as ``<name>_min`` /
+            ``<name>_max``) or ``"hierarchy"`` (published as the node label).
+        data_type: the column's type, house spelling (``INTEGER``, ``DATE``, ``ENUM('a', 'b')``).
+        hierarchy: the generalization hierarchy, exactly for kind ``"hierarchy"`` (with the NULL
+            leaf when the column has NULLs).
+        has_null: whether the column held NULLs when the release was made.
+        position: the QI's index in the request (-1 for one made outside a request).
+    """
 
     name: str
-    position: int
-    data_type: str
     kind: Kind
-    has_null: bool
+    data_type: str
     hierarchy: Hierarchy | None = None
+    has_null: bool = False
+    position: int = -1
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InputError(f"QI {self.name!r}: unknown kind {self.kind!r}; one of {list(KINDS)}")
+        if (self.kind == "hierarchy") != (self.hierarchy is not None):
+            raise InputError(f"QI {self.name!r}: a hierarchy is needed exactly for kind 'hierarchy'")
 
     @property
     def ordered(self) -> bool:
@@ -61,3 +85,35 @@ class QI:
         """Columns of the rules relation holding this QI's region box in the domain."""
         n = self.name
         return (f"{n}_lo", f"{n}_hi", f"{n}_null") if self.ordered else (f"{n}_node",)
+
+    @property
+    def root_label(self) -> str | None:
+        """The label a suppressed row shows for a hierarchical QI (its root); None if ordered."""
+        return None if self.hierarchy is None else self.hierarchy.labels[0]
+
+    @property
+    def type_upper(self) -> str:
+        return self.data_type.upper().strip()
+
+    @property
+    def integer(self) -> bool:
+        """Integer types: selection bounds are normalized to closed integers."""
+        return self.kind == "numeric" and bool(_INTEGER.match(self.type_upper))
+
+    @property
+    def enum_labels(self) -> tuple[str, ...] | None:
+        """The labels of an ENUM type in their order, None for other types."""
+        if not self.type_upper.startswith("ENUM"):
+            return None
+        return enum_labels(self.data_type)
+
+    def key(self, value: Any) -> Any:
+        """The sort key of a value of this (ordered) QI: the value, or an enum label's position."""
+        labels = self.enum_labels
+        return labels.index(value) if labels is not None else value
+
+
+@functools.cache
+def enum_labels(data_type: str) -> tuple[str, ...]:
+    """The labels of an ENUM type name, in order (sqlglot reads the type; nothing runs)."""
+    return tuple(e.this for e in exp.DataType.build(data_type, dialect="duckdb").expressions)

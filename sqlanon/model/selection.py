@@ -63,7 +63,6 @@ into SQL: the text is parsed with sqlglot, Python values are extracted, and
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import re
@@ -80,8 +79,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from ..engine import sqlgen as g
 from ..errors import InputError, did_you_mean
-from .hierarchy import Hierarchy
-from .qi import classify
+from .qi import QI, classify
 
 #: Largest number of boxes (hyper-rectangles) one selection may decompose into.
 MAX_BOXES = 256
@@ -92,7 +90,6 @@ MAX_BOXES = 256
 #: nested thousands deep would end in a RecursionError; real ones nest a few levels.
 MAX_DEPTH = 32
 
-_INTEGER = re.compile(r"^U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)$")
 _FLOAT32 = re.compile(r"^(FLOAT|REAL|FLOAT4)$")
 _FLOAT64 = re.compile(r"^(DOUBLE|FLOAT8)$")
 _TIMESTAMP = re.compile(r"^TIMESTAMP(_S|_MS|_NS)?$")
@@ -105,54 +102,6 @@ class SelectionError(InputError):
 
 
 # -- the QIs and the result --------------------------------------------------------------------
-@dataclass(frozen=True)
-class SelectionQI:
-    """What the parser needs to know of a quasi-identifier.
-
-    Attributes:
-        name: the column.
-        kind: ``"numeric" | "temporal" | "ordinal" | "hierarchy"`` (as :attr:`sqlanon.request.spec.QI.kind`).
-        data_type: the column's DuckDB type (``INTEGER``, ``DATE``, ``ENUM('a', 'b')``, ...).
-        hierarchy: the generalization hierarchy of a ``"hierarchy"`` QI.
-    """
-
-    name: str
-    kind: str
-    data_type: str
-    hierarchy: Hierarchy | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("numeric", "temporal", "ordinal", "hierarchy"):
-            raise InputError(f"SelectionQI {self.name!r}: unknown kind {self.kind!r}")
-        if (self.kind == "hierarchy") != (self.hierarchy is not None):
-            raise InputError(f"SelectionQI {self.name!r}: a hierarchy is needed exactly for kind 'hierarchy'")
-
-    @property
-    def ordered(self) -> bool:
-        return self.kind != "hierarchy"
-
-    @property
-    def type_upper(self) -> str:
-        return self.data_type.upper().strip()
-
-    @property
-    def integer(self) -> bool:
-        """Integer types: bounds are normalized to closed integers."""
-        return self.kind == "numeric" and bool(_INTEGER.match(self.type_upper))
-
-    @property
-    def enum_labels(self) -> tuple[str, ...] | None:
-        """The labels of an ENUM type in their order, None for other types."""
-        if not self.type_upper.startswith("ENUM"):
-            return None
-        return _enum_labels(self.data_type)
-
-    def key(self, value: Any) -> Any:
-        """The sort key of a value of this (ordered) QI: the value, or an enum label's position."""
-        labels = self.enum_labels
-        return labels.index(value) if labels is not None else value
-
-
 @dataclass(frozen=True)
 class Bound:
     """One end of a :class:`Range`: a value and whether the range includes it."""
@@ -169,7 +118,7 @@ class Range:
     bounds (see the module docstring).
     """
 
-    qi: SelectionQI
+    qi: QI
     low: Bound | None = None
     high: Bound | None = None
 
@@ -218,7 +167,7 @@ class Range:
 class IsNull:
     """``q IS NULL`` on an ordered QI."""
 
-    qi: SelectionQI
+    qi: QI
 
     @property
     def name(self) -> str:
@@ -238,7 +187,7 @@ class IsNull:
 class Members:
     """Leaves of a hierarchical QI (labels; ``None`` is NULL), inner nodes expanded to theirs."""
 
-    qi: SelectionQI
+    qi: QI
     leaves: frozenset[str | None]
 
     @property
@@ -326,22 +275,11 @@ class Selection:
         return exp.or_(*parts, copy=False) if len(parts) > 1 else parts[0]
 
 
-# -- building the QIs ----------------------------------------------------------------------
-def selection_qis_from_spec(spec: Any) -> tuple[SelectionQI, ...]:
-    """The QIs of a resolved :class:`sqlanon.request.spec.Spec`."""
-    return tuple(SelectionQI(q.name, q.kind, q.data_type, q.hierarchy) for q in spec.qis)
-
-
-def selection_qis_from_manifest(m: Any) -> tuple[SelectionQI, ...]:
-    """The QIs of a reloaded release (:class:`sqlanon.publish.manifest.Manifest`)."""
-    return tuple(SelectionQI(q.name, q.kind, q.data_type, m.hierarchies.get(q.name)) for q in m.qis)
-
-
 # -- parsing ---------------------------------------------------------------------------------
 _Box = dict  # QI name -> Condition, while building
 
 
-def parse_selection(text: str, qis: Sequence[SelectionQI]) -> Selection:
+def parse_selection(text: str, qis: Sequence[QI]) -> Selection:
     """Parse a selection predicate into its boxes (see the module docstring for the grammar).
 
     Args:
@@ -351,7 +289,7 @@ def parse_selection(text: str, qis: Sequence[SelectionQI]) -> Selection:
     Raises:
         SelectionError: quoting the part that is not supported.
 
-    >>> q = [SelectionQI("age", "numeric", "INTEGER")]
+    >>> q = [QI("age", "numeric", "INTEGER")]
     >>> parse_selection("age < 18 OR age >= 65", q).predicate().sql("duckdb")
     '"age" <= 17 OR "age" >= 65'
     """
@@ -379,10 +317,10 @@ def parse_expression(text: str) -> exp.Expression:
     return parsed[0]
 
 
-def selection_from_expression(node: exp.Expression, qis: Sequence[SelectionQI], text: str | None = None) -> Selection:
+def selection_from_expression(node: exp.Expression, qis: Sequence[QI], text: str | None = None) -> Selection:
     """:func:`parse_selection` for an already parsed expression."""
     if isinstance(qis, (str, bytes, Mapping)) or not isinstance(qis, Iterable):
-        raise InputError(f"qis must be a list of SelectionQI objects, got {type(qis).__name__} {qis!r}")
+        raise InputError(f"qis must be a list of QI objects, got {type(qis).__name__} {qis!r}")
     check_depth(node, SelectionError, "selection", text)  # before anything walks it recursively
     parser = _Parser(tuple(qis))
     text = node.sql(dialect=g.DIALECT) if text is None else text
@@ -391,12 +329,12 @@ def selection_from_expression(node: exp.Expression, qis: Sequence[SelectionQI], 
 
 
 class _Parser:
-    def __init__(self, qis: tuple[SelectionQI, ...]) -> None:
+    def __init__(self, qis: tuple[QI, ...]) -> None:
         if not qis:
             raise InputError("a selection needs at least one QI")
-        bad = [q for q in qis if not isinstance(q, SelectionQI)]
+        bad = [q for q in qis if not isinstance(q, QI)]
         if bad:
-            raise InputError(f"the QIs of a selection must be SelectionQI objects, got {bad[0]!r}")
+            raise InputError(f"the QIs of a selection must be QI objects, got {bad[0]!r}")
         self.qis = qis
         self.by_name = {q.name: q for q in qis}
 
@@ -464,7 +402,7 @@ class _Parser:
         self.explain_operand(node, quoted)
         raise SelectionError(f"not a comparison of a QI with literals: {_quote(quoted)}")
 
-    def nullness(self, qi: SelectionQI, is_null: bool) -> list[_Box]:
+    def nullness(self, qi: QI, is_null: bool) -> list[_Box]:
         if qi.ordered:
             return [{qi.name: IsNull(qi) if is_null else Range(qi)}]
         h = qi.hierarchy
@@ -472,7 +410,7 @@ class _Parser:
         leaves = frozenset([None]) if is_null else frozenset(x for x in h.leaves if x is not None)
         return [{qi.name: Members(qi, leaves)}] if leaves else []
 
-    def membership(self, qi: SelectionQI, values: list[Any], negate: bool, quoted: exp.Expression) -> list[_Box]:
+    def membership(self, qi: QI, values: list[Any], negate: bool, quoted: exp.Expression) -> list[_Box]:
         if not qi.ordered:
             named: set[str | None] = set()
             for v in values:
@@ -494,7 +432,7 @@ class _Parser:
         edges = [None] + [Bound(v, False) for v in points] + [None]
         return self.ranges(qi, list(zip(edges[:-1], edges[1:])))
 
-    def ranges(self, qi: SelectionQI, bounds: list[tuple[Bound | None, Bound | None]]) -> list[_Box]:
+    def ranges(self, qi: QI, bounds: list[tuple[Bound | None, Bound | None]]) -> list[_Box]:
         out = []
         for lo, hi in bounds:
             r = make_range(qi, lo, hi)
@@ -502,7 +440,7 @@ class _Parser:
                 out.append({qi.name: r})
         return out
 
-    def need_order(self, qi: SelectionQI, quoted: exp.Expression, op: str) -> None:
+    def need_order(self, qi: QI, quoted: exp.Expression, op: str) -> None:
         if not qi.ordered:
             raise SelectionError(
                 f"{op} is not defined on hierarchical QI {qi.name!r} (use =, <>, IN, NOT IN or "
@@ -513,7 +451,7 @@ class _Parser:
                 f"as text, the release orders it by label position); use = or IN: {_quote(quoted)}")
 
     # operands
-    def column(self, node: exp.Expression, quoted: exp.Expression) -> SelectionQI:
+    def column(self, node: exp.Expression, quoted: exp.Expression) -> QI:
         node = _unparen(node)
         if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
             self.explain_operand(node, quoted)
@@ -524,7 +462,7 @@ class _Parser:
                 f"QI name: {_quote(quoted)}")
         return self.resolve(node.name, quoted)
 
-    def resolve(self, name: str, quoted: exp.Expression) -> SelectionQI:
+    def resolve(self, name: str, quoted: exp.Expression) -> QI:
         if name in self.by_name:
             return self.by_name[name]
         folded = [q for q in self.qis if q.name.lower() == name.lower()]
@@ -534,7 +472,7 @@ class _Parser:
             f"{name!r} is not a quasi-identifier, in {_quote(quoted)}: a selection may only use "
             f"the QIs." + did_you_mean(name, self.by_name))
 
-    def value(self, node: exp.Expression, qi: SelectionQI, quoted: exp.Expression) -> Any:
+    def value(self, node: exp.Expression, qi: QI, quoted: exp.Expression) -> Any:
         node = _unparen(node)
         if isinstance(node, exp.Null):
             raise SelectionError(
@@ -545,7 +483,7 @@ class _Parser:
             raise SelectionError(f"expected a literal, got {_quote(node)} in {_quote(quoted)}")
         return _coerce(raw, qi, node, quoted)
 
-    def leaves(self, qi: SelectionQI, value: Any, quoted: exp.Expression) -> set[str | None]:
+    def leaves(self, qi: QI, value: Any, quoted: exp.Expression) -> set[str | None]:
         """The leaves named by a leaf or node label of a hierarchical QI."""
         h = qi.hierarchy
         assert h is not None
@@ -581,7 +519,7 @@ class _Parser:
             raise SelectionError(f"* is not a QI: {_quote(quoted)}")
 
 
-def make_range(qi: SelectionQI, low: Bound | None, high: Bound | None) -> Range:
+def make_range(qi: QI, low: Bound | None, high: Bound | None) -> Range:
     """A range, with closed integer bounds for integer QIs and float bounds for float QIs."""
     if qi.integer:
         if low is not None:
@@ -692,7 +630,7 @@ def _as_datetime(value: date | datetime) -> datetime:
     return value if isinstance(value, datetime) else datetime(value.year, value.month, value.day)
 
 
-def _coerce(raw: tuple[str, Any], qi: SelectionQI, node: exp.Expression, quoted: exp.Expression) -> Any:
+def _coerce(raw: tuple[str, Any], qi: QI, node: exp.Expression, quoted: exp.Expression) -> Any:
     """The literal as a value of the QI's type, or a type-mismatch error."""
     family, value = raw
     t = qi.type_upper
@@ -775,7 +713,7 @@ def _label_texts(value: Any) -> list[str]:
     return [str(value)]
 
 
-def literal(qi: SelectionQI, value: Any) -> exp.Expression:
+def literal(qi: QI, value: Any) -> exp.Expression:
     """A fresh SQL literal for a value of the QI (never text copied from the predicate)."""
     if isinstance(value, bool):
         return exp.Boolean(this=value)
@@ -800,7 +738,7 @@ def literal(qi: SelectionQI, value: Any) -> exp.Expression:
     raise InputError(f"cannot write a literal for {value!r} ({type(value).__name__})")
 
 
-def _leaf_membership(qi: SelectionQI, column: exp.Expression, leaves: list[str]) -> exp.Expression:
+def _leaf_membership(qi: QI, column: exp.Expression, leaves: list[str]) -> exp.Expression:
     """``column IN (leaves)`` with leaves typed like the column: numbers for numeric columns
     (leaves that are not numbers match no value), text for text, otherwise the column as text
     (the release matched such values to leaves by their text)."""
@@ -840,7 +778,7 @@ def _intersect(a: Condition, b: Condition) -> Condition | None:
     return None if r.is_empty() else r
 
 
-def _tighter(qi: SelectionQI, x: Bound | None, y: Bound | None, pick) -> Bound | None:
+def _tighter(qi: QI, x: Bound | None, y: Bound | None, pick) -> Bound | None:
     if x is None or y is None:
         return y if x is None else x
     kx, ky = qi.key(x.value), qi.key(y.value)
@@ -893,7 +831,7 @@ def _capped(boxes: list[_Box], node: exp.Expression) -> list[_Box]:
     return boxes
 
 
-def _simplify(boxes: list[_Box], qis: tuple[SelectionQI, ...]) -> tuple[QueryBox, ...]:
+def _simplify(boxes: list[_Box], qis: tuple[QI, ...]) -> tuple[QueryBox, ...]:
     """Drop duplicates and boxes inside another box (first kept); conditions in QI order."""
     kept: list[_Box] = []
     for i, box in enumerate(boxes):
@@ -984,9 +922,3 @@ def _is_null(v: Any) -> bool:
     if isinstance(v, (float, np.floating)):
         return math.isnan(v)
     return type(v).__name__ in ("NAType", "NaTType")
-
-
-@functools.cache
-def _enum_labels(data_type: str) -> tuple[str, ...]:
-    """The labels of a DuckDB ENUM type name, in order (sqlglot reads the type; nothing runs)."""
-    return tuple(e.this for e in exp.DataType.build(data_type, dialect=g.DIALECT).expressions)

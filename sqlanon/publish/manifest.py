@@ -23,19 +23,12 @@ from ..engine.base import Engine
 from ..engine import engine_for
 from ..errors import InputError
 from ..model.hierarchy import Hierarchy
+from ..model.qi import QI
 from ..model import manifest_format
 from ..model.constraints import Constraint, from_record, to_record
 from ..model.criteria import Criterion, criterion_from_record, criterion_record
 from ..request.spec import EQ_CLASS, Spec
-from .view import LiveView, PublishedQI
-
-
-@dataclass(frozen=True)
-class ManifestQI:
-    name: str
-    kind: str  # "numeric" | "temporal" | "ordinal" | "hierarchy"
-    data_type: str
-    has_null: bool
+from .view import LiveView
 
 
 @dataclass(frozen=True)
@@ -49,7 +42,7 @@ class Manifest:
     materialized: bool
     source: str
     k: int
-    qis: tuple[ManifestQI, ...]
+    qis: tuple[QI, ...]  # hierarchical ones with their hierarchies
     hierarchies: Mapping[str, Hierarchy]
     constraints: tuple[str, ...]  # describe() texts, for people
     criterion: str  # describe() text, for people
@@ -78,12 +71,6 @@ class Manifest:
     def qid(self) -> tuple[str, ...]:
         return tuple(q.name for q in self.qis)
 
-    def published_qis(self) -> tuple[PublishedQI, ...]:
-        """The QIs as the view publishes them (with each hierarchy's root label)."""
-        return tuple(PublishedQI(q.name, q.kind != "hierarchy",
-                                 self.hierarchies[q.name].labels[0] if q.kind == "hierarchy" else None)
-                     for q in self.qis)
-
     def ref(self, name: str) -> exp.Table:
         """A reference to one of the release's objects (``m.view``, ``m.rules``, ...), qualified
         with its catalog and schema: two schemas may hold releases of the same name, and an
@@ -101,7 +88,7 @@ class Manifest:
         if self.key is None or self.rowmap is None or self.source_relation is None:
             return None
         catalog, schema, name = self.source_relation
-        return LiveView(g.table(name, schema, catalog), self.source_columns, self.published_qis(), self.key,
+        return LiveView(g.table(name, schema, catalog), self.source_columns, self.qis, self.key,
                         self.key_declared,
                         self.guarded, self.k, self.constraint_objects, self.ref(self.rowmap), self.ref(self.rules),
                         self.region_column, self.size_column, self.class_column)
@@ -184,7 +171,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
     here = (found.catalog, found.schema)
     bare = all((hit := engine.find(document[key])) is not None and (hit.catalog, hit.schema) == here
                for key in ("view", "rules"))
-    qis = tuple(ManifestQI(q["name"], q["kind"], q["type"], q["has_null"]) for q in document["qid"])
+    recorded = document["qid"]
     columns = document.get("columns") or {}
     hierarchies: dict[str, Hierarchy] = {}
     if document["hierarchies"]:
@@ -196,10 +183,12 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         paths: dict[str, dict[int, list[str]]] = {}
         for qi, leaf, label in rows:
             paths.setdefault(qi, {}).setdefault(leaf, []).append(label)
-        for q in qis:
-            if q.kind == "hierarchy":
-                h = Hierarchy.from_rows([paths[q.name][i] for i in sorted(paths[q.name])])
-                hierarchies[q.name] = h.with_null_leaf() if q.has_null else h
+        for q in recorded:
+            if q["kind"] == "hierarchy":
+                h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])])
+                hierarchies[q["name"]] = h.with_null_leaf() if q["has_null"] else h
+    qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i)
+                for i, q in enumerate(recorded))
     known, unknown = _constraints(document["constraints"], document.get("constraint_records"))
     return Manifest(
         view=document["view"], rules=document["rules"], rowmap=document["rowmap"],

@@ -33,7 +33,7 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..mondrian.builder import Boxes, Regions
 from ..request.spec import Spec
-from .view import LiveView, PublishedQI, live_view, rowmap_key
+from .view import LiveView, live_view, rowmap_key
 
 
 def number_regions(boxes: Boxes) -> np.ndarray:
@@ -136,10 +136,8 @@ def create_rowmap(
 def live_plan(spec: Spec) -> LiveView:
     """What the live view of this release is built from."""
     assert spec.key is not None
-    qis = tuple(PublishedQI(q.name, q.ordered, None if q.ordered else q.hierarchy.labels[0])  # type: ignore[union-attr]
-                for q in spec.qis)
     out = spec.outputs
-    return LiveView(spec.source.ref, spec.source.column_names, qis, spec.key.columns, spec.key.declared,
+    return LiveView(spec.source.ref, spec.source.column_names, spec.qis, spec.key.columns, spec.key.declared,
                     spec.guarded_columns, spec.k, spec.workload.constraints, out.assignment, out.rules,
                     out.region_column, out.size_column, out.class_column)
 

@@ -218,7 +218,7 @@ def _suppressed(engine: Engine, relation: exp.Table, class_column: str, m: Manif
     """Suppressed rows of a release (class column NULL), and how many of them are not fully
     generalized: a QI column that differs from the root (hierarchy root label; the bounds of
     the whole release for ordered QIs, :func:`sqlanon.publish.view.root_bounds`)."""
-    qis = m.published_qis()
+    qis = m.qis
     differs: list[exp.Expression] = []
     for q in qis:
         for p in q.published:

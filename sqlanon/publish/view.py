@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..engine import sqlgen as g
+from ..model.qi import QI
 from ..engine.base import Engine
 from .class_checks import BAD, per_class_query
 from ..model.constraints import Constraint, KAnonymity
@@ -42,27 +43,13 @@ CHANGED = "new, changed or duplicate-key row"
 
 
 @dataclass(frozen=True)
-class PublishedQI:
-    """A QI as the view publishes it: ordered (``q_min``/``q_max``) or hierarchical (the node
-    label, and the root's label for suppressed rows)."""
-
-    name: str
-    ordered: bool
-    root_label: str | None = None
-
-    @property
-    def published(self) -> tuple[str, ...]:
-        return (f"{self.name}_min", f"{self.name}_max") if self.ordered else (self.name,)
-
-
-@dataclass(frozen=True)
 class LiveView:
     """Everything the live view of a release is built from (from a Spec at publication, or
     from the manifest when verifying later)."""
 
     source: exp.Table
     columns: tuple[str, ...]  # the source's columns, in order
-    qis: tuple[PublishedQI, ...]
+    qis: tuple[QI, ...]
     key: tuple[str, ...]
     key_declared: bool
     guarded: tuple[str, ...]
@@ -167,7 +154,7 @@ def live_view(engine: Engine, v: LiveView) -> exp.Select:
     return _with(query, with_)
 
 
-def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
+def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
     """One row: the fully generalized bounds of every ordered QI (None without ordered QIs)."""
     ordered = [q for q in qis if q.ordered]
     if not ordered:

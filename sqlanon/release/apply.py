@@ -120,7 +120,8 @@ from ..errors import (
     did_you_mean,
 )
 from ..model.hierarchy import Hierarchy, leaf_codes
-from ..publish.manifest import Manifest, ManifestQI
+from ..model.qi import QI
+from ..publish.manifest import Manifest
 from .regions import load_release
 from ..model.tiling import Tree, guillotine
 from ..request.spec import Source, _catalog, _current, _find_source, distinct_values
@@ -360,7 +361,7 @@ def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int,
 
 
 # -- validation --------------------------------------------------------------------------------
-def _layout(m: Manifest, source: Source) -> list[tuple[str, ManifestQI | None]]:
+def _layout(m: Manifest, source: Source) -> list[tuple[str, QI | None]]:
     """The output columns in order: ``(input column, its QI or None)``; checks QI columns,
     their types and output column collisions."""
     types = dict(source.columns)
@@ -390,7 +391,7 @@ def _layout(m: Manifest, source: Source) -> list[tuple[str, ManifestQI | None]]:
     return layout
 
 
-def _incompatible(q: ManifestQI, data_type: str) -> str | None:
+def _incompatible(q: QI, data_type: str) -> str | None:
     """Why a column of ``data_type`` cannot be placed by the boxes of QI ``q`` (None if it can)."""
     if q.kind == "hierarchy":
         return None  # matched to leaves by text, like the training values
@@ -403,7 +404,7 @@ def _incompatible(q: ManifestQI, data_type: str) -> str | None:
     return None if data_type == q.data_type else "ordered text, boolean and enum QIs need the same type"
 
 
-def _published(q: ManifestQI) -> tuple[str, ...]:
+def _published(q: QI) -> tuple[str, ...]:
     return (q.name,) if q.kind == "hierarchy" else (f"{q.name}_min", f"{q.name}_max")
 
 
@@ -439,7 +440,7 @@ def _rules_types(engine: Engine, m: Manifest) -> dict[str, str]:
 
 
 # -- the boxes ---------------------------------------------------------------------------------
-def _bounds_table(engine: Engine, m: Manifest, i: int, q: ManifestQI) -> str:
+def _bounds_table(engine: Engine, m: Manifest, i: int, q: QI) -> str:
     """Temp ``(v, r)``: the distinct non-NULL bounds ``q_lo``/``q_hi`` of the rules, ranked from 1
     in the database's own order (so positions and SQL comparisons agree)."""
     name = engine.temp_name(f"bounds{i}")
@@ -564,7 +565,7 @@ def _node_table(
     return name
 
 
-def _leaf_code_table(engine: Engine, q: ManifestQI, h: Hierarchy, source: Source) -> str:
+def _leaf_code_table(engine: Engine, q: QI, h: Hierarchy, source: Source) -> str:
     """Temp ``(t, code)``: the leaf code of each distinct non-NULL value of the input's column
     that is a leaf, matched as anonymize matches (:func:`sqlanon.model.hierarchy.leaf_codes`)."""
     types = dict(source.columns)
@@ -623,7 +624,7 @@ def _branch_order(tree: Tree, size: np.ndarray, d: int) -> list[list[int]]:
 
 # -- the statement -----------------------------------------------------------------------------
 def _walk_query(
-    engine: Engine, m: Manifest, source: Source, layout: list[tuple[str, ManifestQI | None]], tree: Tree,
+    engine: Engine, m: Manifest, source: Source, layout: list[tuple[str, QI | None]], tree: Tree,
     region: np.ndarray, order: list[list[int]], nodes: str, codes: Mapping[str, str], targets: str,
     root: str | None, rule_types: Mapping[str, str],
 ) -> exp.Select:

@@ -44,6 +44,7 @@ import pandas as pd
 from sqlglot import exp
 
 from ..engine import sqlgen as g
+from ..model.qi import QI
 from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
@@ -56,13 +57,11 @@ from ..model.selection import (
     Members,
     Range,
     Selection,
-    SelectionQI,
     literal,
     parse_selection,
-    selection_qis_from_manifest,
 )
 
-NodeOverlap = Callable[[SelectionQI, np.ndarray], exp.Expression]
+NodeOverlap = Callable[[QI, np.ndarray], exp.Expression]
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ def imprecision(con: Any, release: Any, predicates: str | Sequence[str]) -> Impr
     for t in texts:
         if not isinstance(t, str):
             raise InputError(f"predicates must be SQL strings, got {t!r}")
-    qis = selection_qis_from_manifest(m)
+    qis = m.qis
     selections = [parse_selection(t, qis) for t in texts]
     if not selections:
         return Imprecision(m.view, ())
@@ -248,7 +247,7 @@ def overlapping_nodes(c: Members) -> np.ndarray:
     return np.nonzero(has)[0].astype(np.int64)
 
 
-def rules_node_overlap(qi: SelectionQI, nodes: np.ndarray) -> exp.Expression:
+def rules_node_overlap(qi: QI, nodes: np.ndarray) -> exp.Expression:
     """On the rules relation: ``q_node IN (nodes)``."""
     if not len(nodes):
         return exp.false()

@@ -48,7 +48,8 @@ from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .imprecision import imprecision
-from ..publish.manifest import Manifest, ManifestQI
+from ..model.qi import QI
+from ..publish.manifest import Manifest
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
 from ..model.qi import classify
 
@@ -383,7 +384,7 @@ def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
     return query.select(*losses, copy=False)
 
 
-def _number(engine: Engine, qi: ManifestQI, value: exp.Expression) -> exp.Expression:
+def _number(engine: Engine, qi: QI, value: exp.Expression) -> exp.Expression:
     """A numeric or temporal bound as DOUBLE (temporal: microseconds since the epoch)."""
     if qi.kind == "temporal":
         value = engine.epoch_us(value)

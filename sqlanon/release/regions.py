@@ -53,7 +53,8 @@ from ..errors import (
     did_you_mean,
 )
 from ..model.hierarchy import Hierarchy
-from ..publish.manifest import Manifest, ManifestQI
+from ..model.qi import QI
+from ..publish.manifest import Manifest
 from ..request.checks import check_bool, check_free
 
 _DOUBLE = exp.DataType.build("DOUBLE")
@@ -151,7 +152,7 @@ def hierarchy_nodes(h: Hierarchy, alias: str) -> exp.Values:
         this=g.ident(alias), columns=[g.ident(c) for c in ("node", "leaf_lo", "leaf_hi", "leaves")]))
 
 
-def published_bounds(m: Manifest, qi: ManifestQI) -> exp.Union:
+def published_bounds(m: Manifest, qi: QI) -> exp.Union:
     """The distinct bound values (``q_min`` and ``q_max``) of the release's non-empty regions,
     as one column ``v`` (NULL included; callers drop it)."""
     rules = m.ref(m.rules)
@@ -168,7 +169,7 @@ def derived(query: exp.Expression, alias: str) -> exp.Subquery:
     return exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=g.ident(alias)))
 
 
-def qi_columns(qi: ManifestQI) -> tuple[str, ...]:
+def qi_columns(qi: QI) -> tuple[str, ...]:
     """The columns that stand for a QI in a published relation."""
     return (qi.name,) if qi.kind == "hierarchy" else (f"{qi.name}_min", f"{qi.name}_max")
 
@@ -245,7 +246,7 @@ def points_query(
     return query.select(*select, copy=False), out
 
 
-def coordinate(engine: Engine, qi: ManifestQI, value: exp.Expression) -> exp.Expression:
+def coordinate(engine: Engine, qi: QI, value: exp.Expression) -> exp.Expression:
     """A published bound of a numeric or temporal QI as a number (see the module docstring)."""
     t = qi.data_type.upper()
     if qi.kind == "numeric":
@@ -256,7 +257,7 @@ def coordinate(engine: Engine, qi: ManifestQI, value: exp.Expression) -> exp.Exp
     return exp.Div(this=exp.Cast(this=engine.epoch_us(value), to=_DOUBLE), expression=g.lit(1_000_000.0))
 
 
-def _half_ranks(m: Manifest, qi: ManifestQI, other: exp.Table | None) -> exp.Select:
+def _half_ranks(m: Manifest, qi: QI, other: exp.Table | None) -> exp.Select:
     """``(v, r)``: rank ``r`` (DOUBLE) of each bound value of the release, and the half rank of
     each value of ``other`` (a relation other than the release's view) that is not a bound."""
     bound = exp.select(g.col("v"), g.alias(g.lit(1), "b")).from_(

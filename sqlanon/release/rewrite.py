@@ -66,6 +66,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..engine import sqlgen as g
+from ..model.qi import QI
 from ..engine import check_connection, engine_for
 from ..errors import InputError
 from .imprecision import condition_overlap
@@ -74,14 +75,12 @@ from .regions import load_release
 from ..model.selection import (
     MAX_BOXES,
     SelectionError,
-    SelectionQI,
     _Parser,
     box_intersection,
     check_depth,
     fold_chain,
     _quote,
     _unparen,
-    selection_qis_from_manifest,
     too_deep,
 )
 
@@ -142,7 +141,7 @@ class _Rewriter:
     def __init__(self, m: Manifest, dialect: str = g.DIALECT) -> None:
         self.m = m
         self.dialect = dialect
-        self.qis = selection_qis_from_manifest(m)
+        self.qis = m.qis
         self.parser = _Parser(self.qis)
         self.qualifiers: set[str] = set()
         self.alias: str | None = None
@@ -209,7 +208,7 @@ class _Rewriter:
         source.set("this", view)
 
     # -- QI references -------------------------------------------------------------------------
-    def qi_of(self, column: exp.Column) -> SelectionQI | None:
+    def qi_of(self, column: exp.Column) -> QI | None:
         """The QI a column reference names (case-insensitively), None for other columns."""
         if isinstance(column.this, exp.Star):
             return None
@@ -226,7 +225,7 @@ class _Rewriter:
             if self.qi_of(c) is not None:
                 raise RewriteError(f"a QI in {where} is not supported: {_quote(c)} in {_quote(node)}")
 
-    def published(self, qi: SelectionQI, like: exp.Column | None = None) -> list[exp.Column]:
+    def published(self, qi: QI, like: exp.Column | None = None) -> list[exp.Column]:
         names = [qi.name] if not qi.ordered else [f"{qi.name}_min", f"{qi.name}_max"]
         table = like.table if like is not None and like.table else None
         return [g.col(n, table) for n in names]
@@ -352,7 +351,7 @@ class _Rewriter:
             parts.append(exp.and_(*tests, copy=False) if len(tests) > 1 else tests[0])
         return exp.or_(*parts, copy=False) if len(parts) > 1 else parts[0]
 
-    def node_overlap(self, qi: SelectionQI, nodes: Sequence[int]) -> exp.Expression:
+    def node_overlap(self, qi: QI, nodes: Sequence[int]) -> exp.Expression:
         """The view's label column is one of the nodes' labels (exact when no label is shared
         with a node outside ``nodes``; otherwise by region id through the rules)."""
         h = qi.hierarchy

@@ -183,8 +183,8 @@ def resolve(
         if name in hierarchies:
             h = hierarchy_from(hierarchies[name], lambda table: table_rows(engine, table))
             _check_leaves(engine, source, name, h)
-            qis.append(QI(name, position, data_type, "hierarchy", nulls[name],
-                          h.with_null_leaf() if nulls[name] else h))
+            qis.append(QI(name, "hierarchy", data_type, h.with_null_leaf() if nulls[name] else h,
+                          has_null=nulls[name], position=position))
             continue
         kind = classify(data_type)
         if kind is None:
@@ -193,7 +193,7 @@ def resolve(
                 f"integers, floats, decimals, dates, timestamps, VARCHAR, BOOLEAN, ENUM (ordered), "
                 f"or any type with a hierarchy."
             )
-        qis.append(QI(name, position, data_type, kind, nulls[name]))
+        qis.append(QI(name, kind, data_type, has_null=nulls[name], position=position))
     _check_finite(engine, source, qis)
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,

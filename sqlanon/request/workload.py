@@ -33,7 +33,7 @@ from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression,
 from ..engine.base import Engine
 from ..errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
 from ..model.qi import QI, classify
-from ..model.selection import QueryBox, SelectionQI, parse_selection
+from ..model.selection import QueryBox, parse_selection
 from ..model.stats import ClassStats, StatColumn
 from .checks import check_int, check_number
 
@@ -243,7 +243,7 @@ def _with_selections(criterion: Criterion, selections: Any, qis: Sequence[QI]) -
     if not criterion.predicates or not all(isinstance(t, str) for t in criterion.predicates):
         raise InputError(f"Selections(...) takes one or more SQL predicates (strings), got {criterion.predicates!r}")
 
-    parsed_qis = [SelectionQI(q.name, q.kind, q.data_type, q.hierarchy) for q in qis]
+    parsed_qis = list(qis)
     boxes = [box for text in criterion.predicates for box in parse_selection(text, parsed_qis).boxes]
     return criterion.with_boxes(boxes)
 
