@@ -295,7 +295,7 @@ def _publish_verified(
                     engine.execute(g.drop(name, kind))
         except SqlanonError:
             pass
-        if isinstance(e, EngineError) and "conflict" in str(e).lower():
+        if isinstance(e, EngineError) and engine.lost_race(e):
             raise ObjectExistsError(
                 f"another run published {spec.outputs.view!r} (or one of its objects) at the same time; "
                 f"this run was rolled back and left nothing behind"

@@ -162,6 +162,18 @@ class PostgresEngine(Engine):
     def _rollback_to(self, name: str) -> None:
         self._run(f"ROLLBACK TO SAVEPOINT {g.ident(name).sql(self.dialect)}")
 
+    def lost_race(self, error: EngineError) -> bool:
+        """PostgreSQL makes a concurrent CREATE of the same name wait for the other transaction
+        and then fails it as a duplicate: ``relation already exists`` (42P07, 42710), or a
+        unique violation of the catalog's name index (23505 on ``pg_class``/``pg_type``);
+        a serialization failure or deadlock (40001, 40P01) is the same race."""
+        cause = error.__cause__
+        state = getattr(cause, "sqlstate", None)
+        if state in ("42P07", "42710", "40001", "40P01"):
+            return True
+        diag = getattr(cause, "diag", None)
+        return state == "23505" and (getattr(diag, "constraint_name", None) or "").startswith("pg_")
+
     def check_writable(self, what: str) -> None:
         read_only, database, schema = self.fetch_rows(exp.select(
             exp.func("current_setting", g.lit("transaction_read_only")), exp.func("current_database"),
