@@ -85,11 +85,13 @@ class PostgresEngine(Engine):
         inside the caller's transaction everything runs in it, for the caller to commit."""
         if not isinstance(con, psycopg.Connection) or con.closed or con.autocommit \
                 or con.info.transaction_status != pq.TransactionStatus.IDLE:
-            yield
+            with _without_jit(con):
+                yield
             return
         con.autocommit = True
         try:
-            yield
+            with _without_jit(con):
+                yield
         finally:
             if not con.closed and con.info.transaction_status == pq.TransactionStatus.IDLE:
                 con.autocommit = False
@@ -327,6 +329,28 @@ class PostgresEngine(Engine):
 
     def set_comment(self, table: str, text: str) -> None:
         self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+@contextlib.contextmanager
+def _without_jit(con: Any) -> Iterator[None]:
+    """JIT compilation off for one public call, the caller's setting restored after. sqlanon's
+    temp tables have no statistics, so PostgreSQL estimates a join of a few hundred rows at
+    billions and JIT-compiles it: about a second per statement, for nothing."""
+    if not isinstance(con, psycopg.Connection) or con.closed \
+            or con.info.transaction_status not in (pq.TransactionStatus.IDLE, pq.TransactionStatus.INTRANS):
+        yield
+        return
+    old = con.execute("SELECT current_setting('jit', true)").fetchone()[0]
+    if old in (None, "off"):
+        yield
+        return
+    con.execute("SET jit = off")
+    try:
+        yield
+    finally:  # in a failed transaction the caller's ROLLBACK undoes the SET
+        if not con.closed and con.info.transaction_status in (pq.TransactionStatus.IDLE,
+                                                              pq.TransactionStatus.INTRANS):
+            con.execute("SELECT set_config('jit', %s, false)", [old])
 
 
 # -- bulk transfer ---------------------------------------------------------------------------------
