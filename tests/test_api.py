@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, objects, rows, run, temp_objects
+from conftest import frame, load_frame, objects, rows, run, temp_objects
 from sqlanon.model.hierarchy import Hierarchy
 from tests.reference_mondrian import reference_mondrian
 
