@@ -20,33 +20,35 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import frame, load_frame, objects, rows, run, temp_objects
 from sqlanon.model.hierarchy import Hierarchy
 from tests.reference_mondrian import reference_mondrian
+
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 MEMORY = [0, 7, 10**9]  # pure SQL, mixed, pure in-memory
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def load(con: duckdb.DuckDBPyConnection, df: pd.DataFrame, name: str = "t") -> pd.DataFrame:
-    """Create table ``name`` from ``df`` plus an ``id`` column; return it as DuckDB reads it."""
-    frame = df.copy()
-    frame.insert(0, "id", np.arange(len(df)))
-    con.register("frame", frame)
-    con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM frame')
-    con.unregister("frame")
-    return con.sql(f'SELECT * FROM "{name}" ORDER BY rowid').df()
+def load(con, df: pd.DataFrame, name: str = "t") -> pd.DataFrame:
+    """Create (or replace) table ``name`` from ``df`` plus an ``id`` column (0..n-1 in the
+    frame's order); return it as the engine reads it back."""
+    data = df.copy()
+    data.insert(0, "id", np.arange(len(df)))
+    run(con, f'DROP TABLE IF EXISTS "{name}"')
+    load_frame(con, name, data)
+    return frame(con, f'SELECT * FROM "{name}" ORDER BY id')
 
 
-def partition_of(con: duckdb.DuckDBPyConnection, view: str) -> set[frozenset[int]]:
-    rows = con.sql(f'SELECT id, eq_class FROM "{view}"').fetchall()
+def partition_of(con, view: str) -> set[frozenset[int]]:
     groups: dict[int, set[int]] = {}
-    for rid, cls in rows:
+    for rid, cls in rows(con, f'SELECT id, eq_class FROM "{view}"'):
         groups.setdefault(cls, set()).add(rid)
     return {frozenset(g) for g in groups.values()}
 
 
-def rules_frame(con: duckdb.DuckDBPyConnection, release: sqlanon.Release) -> pd.DataFrame:
-    return con.sql(f'SELECT * FROM "{release.rules}" ORDER BY region').df()
+def rules_frame(con, release: sqlanon.Release) -> pd.DataFrame:
+    return frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region')
 
 
 def _null(v: object) -> bool:
@@ -66,7 +68,7 @@ def in_box(value: object, rule: pd.Series, qi: str, h: Hierarchy | None) -> bool
 
 
 def check_release(
-    con: duckdb.DuckDBPyConnection,
+    con,
     release: sqlanon.Release,
     data: pd.DataFrame,
     qid: list[str],
@@ -74,7 +76,7 @@ def check_release(
     hierarchies: dict[str, Hierarchy],
 ) -> None:
     """Every documented property of a release, checked from the published relations."""
-    view = con.sql(f'SELECT * FROM "{release.view}" ORDER BY id').df()
+    view = frame(con, f'SELECT * FROM "{release.view}" ORDER BY id')
     rules = rules_frame(con, release)
     # One row per base row, non-QI columns unchanged.
     assert len(view) == len(data)
@@ -196,6 +198,7 @@ def tables(draw):
     return pd.DataFrame(cols), [f"q{j}" for j in range(d)], k, hierarchies
 
 
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.sampled_from(MEMORY))
 def test_equals_reference_on_random_tables(case, memory_rows):
@@ -210,6 +213,7 @@ def test_equals_reference_on_random_tables(case, memory_rows):
     check_release(con, release, data, qid, k, hierarchies)
 
 
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
 @settings(max_examples=25, deadline=None)
 @given(st.integers(50, 400), st.integers(1, 4), st.integers(2, 30), st.integers(0, 2**31))
 def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
@@ -228,17 +232,23 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
 
 
 # -- real data -------------------------------------------------------------------------------
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py (Adult included)
+@pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("k", [2, 10, 100, 1000])
 def test_adult_all_nine_columns_with_hierarchies(adult, k):
+    check_adult(adult, k)
+
+
+def check_adult(adult, k: int) -> None:
     con, hierarchies = adult
     qid = list(hierarchies)
-    con.execute("CREATE TABLE adult_id AS SELECT row_number() OVER () - 1 AS id, * FROM adult")
-    data = con.sql("SELECT * FROM adult_id ORDER BY id").df()
+    run(con, "CREATE TABLE adult_id AS SELECT row_number() OVER () - 1 AS id, * FROM adult")
+    data = frame(con, "SELECT * FROM adult_id ORDER BY id")
     release = sqlanon.anonymize(con, "adult_id", qid=qid, k=k, hierarchies=hierarchies)
     assert release.k_achieved >= k and release.verification.ok
     assert release.rows == len(data) == 30162
     loaded = {q: sqlanon.load_hierarchy(p) for q, p in hierarchies.items()}
-    view = con.sql(f'SELECT * FROM "{release.view}" ORDER BY id').df()
+    view = frame(con, f'SELECT * FROM "{release.view}" ORDER BY id')
     assert view.groupby(qid, dropna=False).size().min() >= k
     assert view["id"].tolist() == data["id"].tolist()
     # Every published label is the node of the row's region, and the row's value is under it.
@@ -254,13 +264,15 @@ def test_adult_all_nine_columns_with_hierarchies(adult, k):
         assert partition_of(con, release.view) == reference_mondrian(data.drop(columns=["id"]), qid, k, rows)
 
 
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+@pytest.mark.engines("duckdb")
 def test_adult_numeric_age_partition_is_minimal(adult):
     """Age as a number (no hierarchy) next to hierarchical QIs: full property check."""
     con, hierarchies = adult
     qid = ["age", "sex", "race", "education"]
     h = {q: hierarchies[q] for q in qid if q != "age"}
-    con.execute("CREATE TABLE adult_small AS SELECT row_number() OVER () - 1 AS id, * FROM adult LIMIT 3000")
-    data = con.sql("SELECT * FROM adult_small ORDER BY id").df()
+    run(con, "CREATE TABLE adult_small AS SELECT row_number() OVER () - 1 AS id, * FROM adult LIMIT 3000")
+    data = frame(con, "SELECT * FROM adult_small ORDER BY id")
     release = sqlanon.anonymize(con, "adult_small", qid=qid, k=25, hierarchies=h)
     loaded = {q: sqlanon.load_hierarchy(p) for q, p in h.items()}
     check_release(con, release, data, qid, 25, loaded)
@@ -282,18 +294,39 @@ def test_release_reports_what_it_did(con):
     assert not release.materialized and release.verification.ok
 
 
-def test_inside_the_callers_transaction(con):
+def _relations(con) -> set[str]:
+    return {name for _, _, name, _ in objects(con)}
+
+
+def test_inside_the_callers_transaction(con, engine_name):
     """Publishing joins an open transaction instead of breaking it; the caller decides."""
     load(con, pd.DataFrame({"age": np.arange(60) % 23, "zip": np.arange(60) % 4}))
-    con.execute("BEGIN")
+    if engine_name == "duckdb":
+        con.execute("BEGIN")
+    else:  # psycopg (not autocommit) opens the caller's transaction with its first statement
+        from psycopg import pq
+
+        run(con, "UPDATE t SET zip = zip WHERE id = 0")  # a write of the caller's own, in it
+        assert con.info.transaction_status == pq.TransactionStatus.INTRANS
     release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5)
-    assert con.sql(f'SELECT count(*) FROM "{release.view}"').fetchall() == [(60,)]
-    con.execute("ROLLBACK")
-    names = {r[0] for r in con.sql("SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert names == {"t"}
+    if engine_name == "postgres":  # still the caller's transaction, still usable
+        assert con.info.transaction_status == pq.TransactionStatus.INTRANS
+    assert rows(con, f'SELECT count(*) FROM "{release.view}"') == [(60,)]
+    assert _relations(con) >= {"t", "t_anon", "t_anon_rules"}
+    if engine_name == "duckdb":
+        con.execute("ROLLBACK")
+    else:
+        con.rollback()
+    assert _relations(con) == {"t"} and temp_objects(con) == []
+    if engine_name == "postgres":
+        con.rollback()  # those reads opened a transaction: end it, the next call runs in none
     assert sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5).verification.ok
+    if engine_name == "postgres":  # outside a transaction the release is committed on return
+        con.rollback()
+        assert _relations(con) >= {"t", "t_anon"}
 
 
+@pytest.mark.engines("duckdb")  # DuckDB reads Parquet/CSV in place; PostgreSQL refuses: below
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_files_are_read_in_place_and_published_as_a_table(con, tmp_path, suffix):
     """A path to Parquet/CSV files is a source: DuckDB reads it, a snapshot table is published."""
@@ -308,14 +341,34 @@ def test_files_are_read_in_place_and_published_as_a_table(con, tmp_path, suffix)
     assert partition_of(con, "file_anon") == partition_of(con, from_table.view)
 
 
-def test_text_qi_with_nulls_is_ranked_once():
+@pytest.mark.engines("postgres")
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_files_are_refused_clearly_on_postgres(con, tmp_path, suffix):
+    """PostgreSQL cannot read data files in place: a clear InputError before anything is written,
+    and the caller's transaction stays usable."""
+    data = load(con, pd.DataFrame({"age": np.arange(300) % 41, "zip": np.arange(300) % 6}))
+    path = tmp_path / f"people{suffix}"
+    writer = duckdb.connect()  # a real file of that format, written by DuckDB
+    writer.register("data", data)
+    writer.execute(f"COPY data TO '{path}'")
+    writer.close()
+    before = objects(con)
+    with pytest.raises(sqlanon.InputError) as info:
+        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=9, view="file_anon")
+    message = str(info.value)
+    assert str(path) in message and "only the DuckDB engine reads" in message and "postgres" in message
+    assert objects(con) == before and temp_objects(con) == []
+    assert rows(con, "SELECT count(*) FROM t") == [(300,)]  # the connection still works
+
+
+def test_text_qi_with_nulls_is_ranked_once(con):
     """A text QI with NULLs is measured by its codes, NULL being rank 0: its normalized range was
     computed on doubly shifted ranks, which chose the wrong QI to split (found by hypothesis)."""
     q0 = [1, 0, 1, 0, 0, 0, 0, 1] + [0] * 12 + [3, 3, 1]
     q1 = ["v0", "v0", None, "v0", "v0", "v0", "v0", None] + ["v0"] * 8 + ["v1", "v0", "v0", "v0", "v0", "v3", "v2"]
     df = pd.DataFrame({"q0": pd.Series(q0, dtype="Int64"), "q1": pd.Series(q1, dtype=object),
                        "q2": pd.Series([-1.5] * 23, dtype="Float64"), "payload": [f"p{i}" for i in range(23)]})
-    con = duckdb.connect()
     data = load(con, df)
     release = sqlanon.anonymize(con, "t", qid=["q0", "q1", "q2"], k=2, memory_rows=0)
     assert partition_of(con, release.view) == reference_mondrian(data.drop(columns=["id"]), ["q0", "q1", "q2"], 2, {})
+    check_release(con, release, data, ["q0", "q1", "q2"], 2, {})  # every property, on each engine

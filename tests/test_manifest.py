@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+import numpy as np
+import pandas as pd
 import pytest
 
 import sqlanon
+from conftest import load_frame, run
 from sqlanon.publish import manifest
+
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 
 def test_release_reloads_by_name_with_identical_hierarchies(con):
-    con.execute(
-        "CREATE TABLE p AS SELECT i AS id, i % 70 AS age, "
-        "CASE WHEN i % 11 = 0 THEN NULL ELSE ['fr', 'gr', 'cn', 'jp'][1 + i % 4] END AS nat, "
-        "DATE '2000-01-01' + (i % 300)::INTEGER AS seen FROM range(600) t(i)"
-    )
+    i = np.arange(600)
+    nats = np.array(["fr", "gr", "cn", "jp"], dtype=object)[i % 4]
+    nats[i % 11 == 0] = None
+    load_frame(con, "p", pd.DataFrame({
+        "id": i, "age": i % 70, "nat": nats,
+        "seen": [dt.date(2000, 1, 1) + dt.timedelta(days=int(d)) for d in i % 300]}))
     rows = [["fr", "Europe", "*"], ["gr", "Europe", "*"], ["cn", "Asia", "*"], ["jp", "Asia", "*"]]
-    # CTAS declares no key: key="id" makes the release a live view with a row map.
+    # The table declares no key: key="id" makes the release a live view with a row map.
     release = sqlanon.anonymize(
         con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows}, view="pv", key="id"
     )
@@ -29,13 +37,13 @@ def test_release_reloads_by_name_with_identical_hierarchies(con):
     expected = sqlanon.Hierarchy.from_rows(rows).with_null_leaf()
     assert m.hierarchies["nat"] == expected
     # The node ids stored in the rules mean the same nodes in the reloaded hierarchy.
-    for node, label in con.sql(f'SELECT nat_node, nat FROM "{release.rules}"').fetchall():
+    for node, label in con.execute(f'SELECT nat_node, nat FROM "{release.rules}"').fetchall():
         assert m.hierarchies["nat"].labels[node] == label
     assert manifest.read(con, "pv_rules") == m
 
 
 def test_not_a_release(con):
-    con.execute("CREATE TABLE t_rules (a INTEGER)")
+    run(con, "CREATE TABLE t_rules (a INTEGER)")
     with pytest.raises(sqlanon.InputError, match="not a sqlanon release"):
         manifest.read(con, "t")
     with pytest.raises(sqlanon.InputError, match="not a sqlanon release"):

@@ -186,6 +186,11 @@ class Engine(abc.ABC):
                     undo()
             raise
 
+    def lost_race(self, error: EngineError) -> bool:
+        """Whether ``error`` is the database refusing this run's objects because another
+        transaction created the same names at the same time (DuckDB: a write-write conflict)."""
+        return "conflict" in str(error).lower()
+
     @abc.abstractmethod
     def check_writable(self, what: str) -> None:
         """Refuse, before any work, when the current database cannot be written

@@ -86,11 +86,13 @@ class PostgresEngine(Engine):
         inside the caller's transaction everything runs in it, for the caller to commit."""
         if not isinstance(con, psycopg.Connection) or con.closed or con.autocommit \
                 or con.info.transaction_status != pq.TransactionStatus.IDLE:
-            yield
+            with _without_jit(con):
+                yield
             return
         con.autocommit = True
         try:
-            yield
+            with _without_jit(con):
+                yield
         finally:
             if not con.closed and con.info.transaction_status == pq.TransactionStatus.IDLE:
                 con.autocommit = False
@@ -162,6 +164,18 @@ class PostgresEngine(Engine):
 
     def _rollback_to(self, name: str) -> None:
         self._run(f"ROLLBACK TO SAVEPOINT {g.ident(name).sql(self.dialect)}")
+
+    def lost_race(self, error: EngineError) -> bool:
+        """PostgreSQL makes a concurrent CREATE of the same name wait for the other transaction
+        and then fails it as a duplicate: ``relation already exists`` (42P07, 42710), or a
+        unique violation of the catalog's name index (23505 on ``pg_class``/``pg_type``);
+        a serialization failure or deadlock (40001, 40P01) is the same race."""
+        cause = error.__cause__
+        state = getattr(cause, "sqlstate", None)
+        if state in ("42P07", "42710", "40001", "40P01"):
+            return True
+        diag = getattr(cause, "diag", None)
+        return state == "23505" and (getattr(diag, "constraint_name", None) or "").startswith("pg_")
 
     def check_writable(self, what: str) -> None:
         read_only, database, schema = self.fetch_rows(exp.select(
@@ -316,6 +330,28 @@ class PostgresEngine(Engine):
 
     def set_comment(self, table: str, text: str) -> None:
         self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+@contextlib.contextmanager
+def _without_jit(con: Any) -> Iterator[None]:
+    """JIT compilation off for one public call, the caller's setting restored after. sqlanon's
+    temp tables have no statistics, so PostgreSQL estimates a join of a few hundred rows at
+    billions and JIT-compiles it: about a second per statement, for nothing."""
+    if not isinstance(con, psycopg.Connection) or con.closed \
+            or con.info.transaction_status not in (pq.TransactionStatus.IDLE, pq.TransactionStatus.INTRANS):
+        yield
+        return
+    old = con.execute("SELECT current_setting('jit', true)").fetchone()[0]
+    if old in (None, "off"):
+        yield
+        return
+    con.execute("SET jit = off")
+    try:
+        yield
+    finally:  # in a failed transaction the caller's ROLLBACK undoes the SET
+        if not con.closed and con.info.transaction_status in (pq.TransactionStatus.IDLE,
+                                                              pq.TransactionStatus.INTRANS):
+            con.execute("SELECT set_config('jit', %s, false)", [old])
 
 
 # -- bulk transfer ---------------------------------------------------------------------------------

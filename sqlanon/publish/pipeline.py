@@ -88,7 +88,7 @@ def publish_release(
             publish(engine, spec, source, rid, rowmap)
             return check(engine, spec)
     except EngineError as e:
-        if "conflict" in str(e).lower():
+        if engine.lost_race(e):
             raise ObjectExistsError(
                 f"another run published {spec.outputs.view!r} (or one of its objects) at the same time; "
                 f"this run was rolled back and left nothing behind"
