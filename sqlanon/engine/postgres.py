@@ -391,6 +391,13 @@ def connect(url: str, *, read_only: bool = False) -> psycopg.Connection:
     try:
         con = psycopg.connect(url)
     except psycopg.Error as e:
-        raise InputError(f"cannot connect to {url}: {str(e).strip()}") from None
+        raise InputError(f"cannot connect to {_without_password(url)}: {str(e).strip()}") from None
     con.read_only = read_only or None
     return con
+
+
+def _without_password(url: str) -> str:
+    """``url`` with its password (``user:secret@`` or ``password=secret``) shown as ``***``, for
+    messages that end up on terminals and in logs."""
+    url = re.sub(r"^([A-Za-z][\w+.-]*://[^/@:?#]*):[^/@?#]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
