@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="sqlanon", formatter_class=fmt,
-        description="Anonymize DuckDB tables in SQL: k-anonymous multidimensional recoding (Mondrian).",
+        description="Anonymize DuckDB or PostgreSQL tables in SQL: k-anonymous multidimensional recoding (Mondrian).",
         epilog="Run 'sqlanon COMMAND --help' for the options of a command.\n"
                "Exit status: 0 ok, 1 a check failed (or the database failed), 2 usage or input error.",
     )
@@ -252,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "With --config the request comes from a TOML release file; flags override its values.",
         epilog="examples:\n"
                "  sqlanon anonymize hospital.duckdb patients --qid age,zip,sex --k 10\n"
+               "  sqlanon anonymize postgresql://me@dbhost/hospital patients --qid age,zip --k 10\n"
                "  sqlanon anonymize hospital.duckdb patients --qid age,nation --k 50 \\\n"
                "      --hierarchy nation=nation.csv --view patients_public --replace\n"
                "  sqlanon anonymize patients.parquet --qid age,zip --k 10 --out public.parquet\n"
@@ -259,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
                "      --l 3 --diversity recursive --c 2 --variance cost=1e6 --target hiv --criterion infogain\n"
                "  sqlanon anonymize --config release.toml --k 20\n\n" + _release_file_help(),
     )
-    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file (must exist), or FILES")
+    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file (must exist) or postgresql:// URL, or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view (schema.table accepted), or files")
     _request_options(p)
     p.add_argument("--out", metavar="FILE",
@@ -290,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip --k 10 --sensitive diagnosis --l 2 \\\n"
                "      --diversity distinct --variance cost=1e6 --json",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file, or FILES (Parquet/CSV/JSON) without DB")
+    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL, or FILES (Parquet/CSV/JSON) without DB")
     p.add_argument("relation", nargs="?", metavar="RELATION", help="table or view to check")
     p.add_argument("--qid", action="append", required=True, metavar="COLS",
                    help="quasi-identifier columns, comma-separated (repeatable)")
@@ -316,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the request does not need (a snapshot of a table with row ids, say) is left out.",
         epilog=_release_file_help(),
     )
-    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file, or FILES")
+    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file or postgresql:// URL, or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view")
     _request_options(p)
     p.set_defaults(run=_explain)
@@ -341,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  sqlanon report hospital.duckdb patients_anon -o report.json --target hiv \\\n"
                "      --select \"age > 40 AND sex = 'M'\"",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file holding the release")
+    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL holding the release")
     p.add_argument("view", metavar="VIEW", help="the release's published view (or its rules relation)")
     p.add_argument("--format", choices=FORMATS,
                    help="html (one file, plots inline), markdown or json; default: from -o's suffix "
@@ -377,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "release's requirement.",
         epilog="example:\n  sqlanon apply hospital.duckdb patients_anon new_patients --view new_patients_anon --enforce",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file holding the release (must exist)")
+    p.add_argument("db", metavar="DB", help="DuckDB database file (must exist) or postgresql:// URL holding the release")
     p.add_argument("release", metavar="VIEW", help="the release's published view, whose rules are applied")
     p.add_argument("table", metavar="TABLE", help="table or view to recode (schema.table accepted), or files")
     p.add_argument("--view", metavar="OUT", help="name of the table to create (default TABLE_anon)")
@@ -401,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  duckdb hospital.duckdb \"SELECT * FROM sqlanon_k_check('patients_anon', "
                "['age_min', 'age_max', 'sex'], 10)\"",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file (must exist)")
+    p.add_argument("db", metavar="DB", help="DuckDB database file (must exist); PostgreSQL has no table macros")
     p.set_defaults(run=_install_macros)
     return parser
 

@@ -1,18 +1,26 @@
 """The ``sqlanon`` command end to end: ``main(argv)`` in process, and ``python -m sqlanon``.
 
-Every run works on a real DuckDB file (or Parquet/CSV files) in ``tmp_path``; the test closes its
-own connections first, since DuckDB opens a file once per process configuration.
+Every run works on a real database given as the command line gets it -- the ``target`` fixture:
+a DuckDB file in ``tmp_path``, or a ``postgresql://`` URL of the test's own schema (the schema
+in the URL's ``options``, as a user whose tables live in a schema of their own writes it) -- or
+on Parquet/CSV files. A test reads and sets up the database through :func:`connected`, which
+closes (DuckDB opens a file once per process configuration) or commits (the CLI's PostgreSQL
+connection is another session) before the command runs. What is DuckDB's alone -- files as the
+source, the SQL macros -- is refused on PostgreSQL with one clear line (tests at the end).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote as url_quote
 
 import duckdb
 import numpy as np
@@ -20,8 +28,9 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import make_people, objects
+from conftest import frame, is_postgres, load_frame, make_people, objects, rows, run as run_sql
 from sqlanon.engine import base as engine
+from sqlanon.engine import engine_for
 from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
 from sqlanon.release.imprecision import imprecision as imprecision_of
@@ -30,16 +39,73 @@ ROOT = Path(__file__).absolute().parent.parent  # the checkout, whatever is inst
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
 COMMANDS = ["demo", "anonymize", "verify", "explain", "report", "apply", "install-macros"]
 
+pytestmark = pytest.mark.engines("duckdb", "postgres")
+
+
+def is_url(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def url_of(con) -> str:
+    """``postgresql://user@host:port/dbname?options=-csearch_path%3D<schema>``: the database and
+    schema of the psycopg connection ``con``, as a URL for the command line."""
+    info = con.info
+    schema = rows(con, "SELECT current_schema()")[0][0]
+    con.commit()  # nothing of the test's stays open while the command runs
+    user = url_quote(info.user, safe="") + (":" + url_quote(info.password, safe="") if info.password else "")
+    host = info.host
+    # a Unix socket directory is a query parameter; a TCP host goes in the authority
+    where = (f"{user}@{host}:{info.port}", "") if not host.startswith("/") else (user + "@", f"&host={url_quote(host)}&port={info.port}")
+    return (f"postgresql://{where[0]}/{url_quote(info.dbname, safe='')}"
+            f"?options={url_quote(f'-csearch_path={schema}', safe='')}{where[1]}")
+
 
 @pytest.fixture
-def db(tmp_path) -> str:
-    """A DuckDB file with ``people`` (500 rows: id, age, zip, city, salary); closed."""
+def target(engine_name, con, tmp_path) -> str:
+    """The database of this test as the command line takes it: an (empty) DuckDB file, or the
+    URL of the PostgreSQL test schema of ``con`` (see :func:`url_of`)."""
+    if engine_name == "postgres":
+        return url_of(con)
     path = str(tmp_path / "h.duckdb")
-    con = duckdb.connect(path)
-    make_people(con, 500)
-    con.close()
-    (tmp_path / "city.csv").write_text(HIERARCHY)
+    duckdb.connect(path).close()
     return path
+
+
+@contextlib.contextmanager
+def connected(target: str, read_only: bool = False) -> Iterator:
+    """A connection of the test's own to ``target`` (a DuckDB file or a URL), for set-up and
+    independent reads: closed at the end, and committed first (PostgreSQL) unless it failed."""
+    if is_url(target):
+        import psycopg
+
+        con = psycopg.connect(target)
+        try:
+            yield con
+            con.commit()
+        finally:
+            con.close()
+        return
+    con = duckdb.connect(target, read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def home(target: str) -> tuple[str, str]:
+    """(catalog, schema) where a command run on ``target`` creates its objects."""
+    with connected(target, read_only=True) as c:
+        return rows(c, "SELECT current_database(), current_schema()")[0]
+
+
+@pytest.fixture
+def db(target, tmp_path) -> str:
+    """``target`` with ``people`` (500 rows: id, age, zip, city, salary), and ``city.csv`` (a
+    hierarchy of city) in ``tmp_path``."""
+    with connected(target) as c:
+        make_people(c, 500)
+    (tmp_path / "city.csv").write_text(HIERARCHY)
+    return target
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -55,12 +121,16 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
         assert fragment in err, err
 
 
-def sql_objects(path: str) -> set:
-    con = duckdb.connect(path, read_only=True)
-    try:
-        return objects(con)
-    finally:
-        con.close()
+def sql_objects(target: str) -> set:
+    with connected(target, read_only=True) as c:
+        return objects(c)
+
+
+def table_rows(con, sql: str) -> tuple[list[str], list[tuple]]:
+    """(column names, rows) of a query on a DuckDB or psycopg connection."""
+    cur = con.execute(sql)
+    names = [d[0] for d in cur.description]
+    return names, [tuple(r) for r in cur.fetchall()]
 
 
 # -- help ---------------------------------------------------------------------------------------
@@ -100,6 +170,7 @@ def test_help_of_every_command_is_complete(capsys, command):
         assert "--select PREDICATE" in out
 
 
+@pytest.mark.engines("duckdb")  # flags/file -> manifest; selections on PostgreSQL: tests/test_selection*.py
 def test_select_reaches_the_library(capsys, db, tmp_path):
     """--select (repeatable) and [workload] selections give Selection Mondrian; both land in the manifest."""
     from sqlanon.publish import manifest
@@ -112,14 +183,11 @@ def test_select_reaches_the_library(capsys, db, tmp_path):
     path.write_text(f'[release]\ndatabase = "{db}"\ntable = "people"\nview = "sel_file"\n[[qi]]\nname = "age"\n'
                     f'[[qi]]\nname = "zip"\n[privacy]\nk = 5\n[workload]\nselections = {json.dumps(predicates)}\n')
     assert run(capsys, "anonymize", "--config", path)[0] == 0
-    con = duckdb.connect(db, read_only=True)
-    try:
+    with connected(db, read_only=True) as con:
         for view in ("sel", "sel_file"):
             m = manifest.read(con, view)
             assert m.selections == tuple(predicates) and m.criterion.startswith("selections(")
         imprecision = imprecision_of(con, "sel", predicates)
-    finally:
-        con.close()
     assert all(p.imprecision >= 0 for p in imprecision.predicates)
     code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "5", "--select", predicates[0])
     assert (code, err) == (0, "")
@@ -132,20 +200,16 @@ def test_select_reaches_the_library(capsys, db, tmp_path):
     assert sql_objects(db) == before
 
 
+@pytest.mark.engines("duckdb")  # flags -> manifest; constraints and criteria on PostgreSQL: tests/test_api.py, tests/test_workload.py
 def test_workload_flags_reach_the_library(capsys, db):
     """--sensitive/--l give entropy l-diversity, --target the criterion; both land in the manifest."""
-    import duckdb
-
     from sqlanon.publish import manifest
 
     code, out, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "5",
                          "--sensitive", "city", "--l", "1.5", "--target", "id", "--view", "wl")
     assert (code, err) == (0, ""), err
-    con = duckdb.connect(db, read_only=True)
-    try:
+    with connected(db, read_only=True) as con:
         m = manifest.read(con, "wl")
-    finally:
-        con.close()
     assert m.constraints == ("k-anonymity(k=5)", "entropy l-diversity('city', l=1.5)")
     assert m.criterion == "regression('id')"
     code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--sensitive", "city")
@@ -166,15 +230,13 @@ def test_anonymize_a_table_in_a_database_file(capsys, db, tmp_path):
     assert re.search(r"^rows\s+500$", out, re.M)
     assert re.search(r"^k\s+10 required, \d+ achieved", out, re.M)
     assert re.search(r"^elapsed\s+[\d.]+ s$", out, re.M)
-    con = duckdb.connect(db)
-    try:
+    with connected(db) as con:
         check = sqlanon.verify(con, "people_anon", ["age", "zip", "city"], 10)
         assert check.ok and check.rows == 500
         assert sqlanon.publish.manifest.read(con, "people_anon").hierarchies["city"].n_leaves == 5
-    finally:
-        con.close()
 
 
+@pytest.mark.engines("duckdb")  # CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_anonymize_a_table_in_a_database_file
 def test_anonymize_json_is_the_release(capsys, db):
     code, out, _ = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "7", "--view", "pub",
                        "--memory-rows", "0", "--json")
@@ -185,6 +247,7 @@ def test_anonymize_json_is_the_release(capsys, db):
     assert release["k_achieved"] >= 7 and release["verification"]["ok"] is True and release["out"] is None
 
 
+@pytest.mark.engines("duckdb")  # CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_library_errors_speak_in_flags
 def test_anonymize_refuses_to_overwrite_without_replace(capsys, db):
     assert run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")[0] == 0
     before = sql_objects(db)
@@ -227,8 +290,9 @@ def test_anonymize_usage_and_input_errors(capsys, db, argv, fragments):
 def test_anonymize_from_a_release_file(capsys, db, tmp_path):
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "city.csv").write_text(HIERARCHY)
+    database = db if is_url(db) else "../h.duckdb"  # a file's path is relative to the release file
     (tmp_path / "conf" / "release.toml").write_text(
-        '[release]\ndatabase = "../h.duckdb"\ntable = "people"\nview = "from_file"\n\n'
+        f'[release]\ndatabase = "{database}"\ntable = "people"\nview = "from_file"\n\n'
         '[[qi]]\nname = "age"\n\n[[qi]]\nname = "city"\nhierarchy = "city.csv"\n\n[privacy]\nk = 12\n'
     )
     config = str(tmp_path / "conf" / "release.toml")
@@ -303,13 +367,14 @@ def test_files_need_out_and_a_known_format(capsys, tmp_path):
 def test_database_release_also_written_out(capsys, db, tmp_path):
     code, _, _ = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "25", "--out", tmp_path / "pub.parquet")
     assert code == 0
-    con = duckdb.connect(db)
+    with connected(db) as con:
+        from_view = table_rows(con, "SELECT * FROM people_anon ORDER BY id")
+    reader = duckdb.connect()  # the file is read independently of the engine that wrote it
     try:
-        from_file = con.sql(f"SELECT * FROM read_parquet('{tmp_path / 'pub.parquet'}') ORDER BY id").df()
-        from_view = con.sql("SELECT * FROM people_anon ORDER BY id").df()
-        pd.testing.assert_frame_equal(from_file, from_view)
+        from_file = table_rows(reader, f"SELECT * FROM read_parquet('{tmp_path / 'pub.parquet'}') ORDER BY id")
     finally:
-        con.close()
+        reader.close()
+    assert from_file == from_view and len(from_view[1]) == 500
 
 
 class _Terminal(io.StringIO):
@@ -317,6 +382,7 @@ class _Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.engines("duckdb")  # the terminal's progress line: CLI plumbing, the same on every engine
 def test_progress_only_on_a_terminal(capsys, db, monkeypatch):
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -363,10 +429,9 @@ def test_verify_lists_at_most_20_violating_classes_smallest_first(capsys, db):
     code, out, _ = run(capsys, "verify", db, "people", "--qid", "age,city", "--k", "7", "--json")
     assert code == 1
     result = json.loads(out)
-    con = duckdb.connect(db, read_only=True)
-    frame = con.sql("SELECT age, city FROM people").df()
-    con.close()
-    sizes = frame.groupby(["age", "city"]).size()
+    with connected(db, read_only=True) as con:
+        people = frame(con, "SELECT age, city FROM people")
+    sizes = people.groupby(["age", "city"]).size()
     small = sizes[sizes < 7]
     assert (result["ok"], result["violating"], result["classes"]) == (False, len(small), len(sizes))
     listed = result["violating_classes"]
@@ -377,9 +442,9 @@ def test_verify_lists_at_most_20_violating_classes_smallest_first(capsys, db):
 
 
 def test_verify_counts_rows_without_a_class(capsys, db):
-    con = duckdb.connect(db)
-    con.execute("CREATE TABLE r AS SELECT i % 2 AS a, CASE WHEN i = 0 THEN NULL ELSE 1 END AS eq_class FROM range(10) t(i)")
-    con.close()
+    i = np.arange(10)
+    with connected(db) as con:
+        load_frame(con, "r", pd.DataFrame({"a": i % 2, "eq_class": pd.array([None, *[1] * 9], dtype="Int64")}))
     code, out, _ = run(capsys, "verify", db, "r", "--qid", "a", "--k", "2", "--class-column", "eq_class")
     assert code == 1 and "1 rows have no equivalence class" in out
     assert "violating classes" not in out
@@ -430,10 +495,10 @@ def _normalized(sql: str) -> str:
 def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_rows):
     """Honesty: every statement explain prints (root-level ones included) is one that a real
     run executes, up to the run-unique temp names."""
-    con = duckdb.connect(db)
-    try:
+    with connected(db) as con:
         _, entries = explain_module.explain_entries(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
-        shown = {_normalized(e.statement.sql(dialect="duckdb")) for e in entries if not isinstance(e.statement, str)}
+        dialect = engine_for(con).dialect  # explain prints, and the engine runs, the engine's own SQL
+        shown = {_normalized(e.statement.sql(dialect=dialect)) for e in entries if not isinstance(e.statement, str)}
         ran: list[str] = []
         real = engine.Engine.render
 
@@ -444,8 +509,6 @@ def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_row
 
         monkeypatch.setattr(engine.Engine, "render", spy)
         sqlanon.anonymize(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
-    finally:
-        con.close()
     missing = shown - set(ran)
     assert not missing, missing
     assert any(s.startswith('CREATE VIEW "people_anon"') for s in shown)
@@ -453,17 +516,15 @@ def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_row
 
 
 # -- install-macros and demo ---------------------------------------------------------------------
+@pytest.mark.engines("duckdb")  # DuckDB table macros; PostgreSQL's refusal: test_install_macros_is_refused_on_postgres
 def test_install_macros(capsys, db):
     code, out, _ = run(capsys, "install-macros", db)
     assert code == 0
     assert out.splitlines()[0] == f"installed 5 macros into {db}:"
     assert "  sqlanon_k_check(tbl, cols, k)" in out.splitlines()
-    con = duckdb.connect(db)
-    try:
-        row = con.sql("SELECT ok, k_achieved FROM sqlanon_k_check('people', ['zip'], 71)").fetchall()
+    with connected(db) as con:
+        row = rows(con, "SELECT ok, k_achieved FROM sqlanon_k_check('people', ['zip'], 71)")
         assert row == [(True, 71)]
-    finally:
-        con.close()
     code, _, err = run(capsys, "install-macros", Path(db).with_name("nope.duckdb"))
     assert code == 2
     assert_one_line_error(err, "database file not found")
@@ -489,11 +550,8 @@ def released(capsys, db) -> str:
 
 
 def _metrics(db: str, **columns) -> dict:
-    con = duckdb.connect(db, read_only=True)
-    try:
+    with connected(db, read_only=True) as con:
         return sqlanon.metrics(con, "people_anon", **columns).as_dict()
-    finally:
-        con.close()
 
 
 def test_report_formats_and_outputs(capsys, released, tmp_path):
@@ -517,11 +575,8 @@ def test_report_formats_and_outputs(capsys, released, tmp_path):
     document = json.loads(out)
     assert code == 0 and document["metrics"] == _metrics(db, targets=["city"], numeric_targets=["id", "salary"],
                                                          sensitive=["city"])
-    con = duckdb.connect(db, read_only=True)
-    try:
+    with connected(db, read_only=True) as con:
         expected = imprecision_of(con, "people_anon", ["age > 40", "zip = 3"]).predicates
-    finally:
-        con.close()
     assert document["selections"] == [{"predicate": p.text, "returned": p.returned, "true": p.true,
                                        "imprecision": p.imprecision} for p in expected]
     code, out, _ = run(capsys, "report", db, "people_anon", "--format", "markdown", "-o", tmp_path / "x.html")
@@ -530,14 +585,12 @@ def test_report_formats_and_outputs(capsys, released, tmp_path):
 
 def test_report_exit_status_when_the_requirement_fails(capsys, db, tmp_path):
     """A live view cannot break its requirement (it suppresses); a snapshot table edited by hand can."""
-    con = duckdb.connect(db)
-    con.execute("CREATE TABLE plain AS SELECT * FROM people")  # no key: a snapshot release
-    con.close()
+    with connected(db) as con:
+        run_sql(con, "CREATE TABLE plain AS SELECT * FROM people")  # no key: a snapshot release
     code, _, err = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10", "--view", "people_anon")
     assert (code, err) == (0, ""), err
-    con = duckdb.connect(db)
-    con.execute("DELETE FROM people_anon WHERE eq_class = 0 AND id > (SELECT min(id) FROM people_anon WHERE eq_class = 0)")
-    con.close()
+    with connected(db) as con:
+        run_sql(con, "DELETE FROM people_anon WHERE eq_class = 0 AND id > (SELECT min(id) FROM people_anon WHERE eq_class = 0)")
     code, out, err = run(capsys, "report", db, "people_anon", "-o", tmp_path / "r.json")
     assert (code, out) == (1, "")
     assert err == "sqlanon: the requirement does not hold on people_anon (see the report)\n"
@@ -545,7 +598,7 @@ def test_report_exit_status_when_the_requirement_fails(capsys, db, tmp_path):
     assert document["verification"]["holds"] is False and document["verification"]["violating"] == 1
 
 
-@pytest.mark.parametrize("argv, fragments", [
+REPORT_ERRORS = [
     (["{db}", "people_anon", "--format", "pdf"], ["invalid choice: 'pdf'"]),
     (["{db}"], ["the following arguments are required: VIEW"]),
     (["{db}", "people"], ["'people' is not a sqlanon release"]),
@@ -557,21 +610,24 @@ def test_report_exit_status_when_the_requirement_fails(capsys, db, tmp_path):
     (["{db}", "people_anon", "--target", "id,,city"], ["--target: empty column name"]),
     (["{db}", "people_anon", "--select", "salary > 3"], ["salary"]),
     (["{db}", "people_anon", "-o", "{tmp}/no/such/dir/r.html"], ["No such file or directory"]),
-])
-def test_report_usage_and_input_errors(capsys, released, tmp_path, argv, fragments):
-    code, out, err = run(capsys, "report", *[a.format(db=released, tmp=tmp_path) for a in argv])
-    assert (code, out) == (2, "")
-    assert_one_line_error(err, *fragments)
-    assert not (tmp_path / "no").exists()
+]
+
+
+def test_report_usage_and_input_errors(capsys, released, tmp_path):
+    for argv, fragments in REPORT_ERRORS:  # one release for all (a release per case costs seconds on PostgreSQL)
+        code, out, err = run(capsys, "report", *[a.format(db=released, tmp=tmp_path) for a in argv])
+        assert (code, out) == (2, ""), argv
+        assert_one_line_error(err, *fragments)
+        assert not (tmp_path / "no").exists()
 
 
 # -- apply --------------------------------------------------------------------------------------
+@pytest.mark.engines("duckdb")  # CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_apply_reports_k_and_enforces_it (apply costs ~15 s there)
 def test_apply(capsys, db):
     assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
-    con = duckdb.connect(db)
-    make_people(con, 120, "new_people")
-    con.execute("UPDATE new_people SET age = age + 1000 WHERE id < 5")  # beyond the training domain
-    con.close()
+    with connected(db) as con:
+        make_people(con, 120, "new_people")
+        run_sql(con, "UPDATE new_people SET age = age + 1000 WHERE id < 5")  # beyond the training domain
     code, out, err = run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon")
     assert code == 0 and err.startswith("sqlanon: warning: the recoded rows are not 10-anonymous: "), err
     assert re.search(r"^published\s+new_anon \(table: new_people recoded with the rules people_anon_rules\)$", out, re.M)
@@ -583,14 +639,11 @@ def test_apply(capsys, db):
     code, out, _ = run(capsys, "apply", db, "people_anon", "people", "--view", "again", "--json")
     document = json.loads(out)
     assert code == 0 and (document["view"], document["rows"], document["placed"]) == ("again", 500, 500)
-    con = duckdb.connect(db, read_only=True)
-    try:
-        recoded = con.sql("SELECT * FROM again ORDER BY id").df()
-        pd.testing.assert_frame_equal(recoded, con.sql("SELECT * FROM people_anon ORDER BY id").df())
+    with connected(db, read_only=True) as con:
+        recoded = frame(con, "SELECT * FROM again ORDER BY id")
+        pd.testing.assert_frame_equal(recoded, frame(con, "SELECT * FROM people_anon ORDER BY id"))
         # values beyond the training domain land in the open-ended top region: its bounds, never raw values
-        assert con.execute("SELECT max(age_max), count(eq_class) FROM new_anon WHERE id < 5").fetchone() == (89, 5)
-    finally:
-        con.close()
+        assert rows(con, "SELECT max(age_max), count(eq_class) FROM new_anon WHERE id < 5") == [(89, 5)]
     before = sql_objects(db)
     code, _, err = run(capsys, "apply", db, "people_anon", "new_people", "--view", "new_anon")
     assert code == 2
@@ -612,6 +665,7 @@ def sqlanon_process(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.engines("duckdb")  # a process per command costs ~5 s on PostgreSQL; one runs there: test_a_schema_qualified_table_on_a_plain_url
 def test_python_m_sqlanon(db, tmp_path):
     done = sqlanon_process("anonymize", db, "people", "--qid", "age,zip", "--k", "10", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")  # piped stderr: no progress line
@@ -623,6 +677,7 @@ def test_python_m_sqlanon(db, tmp_path):
     assert_one_line_error(done.stderr, "no table or view named 'nope'")
 
 
+@pytest.mark.engines("duckdb")  # a process per command costs ~5 s on PostgreSQL; one runs there: test_a_schema_qualified_table_on_a_plain_url
 def test_python_m_sqlanon_report(db, tmp_path):
     assert sqlanon_process("anonymize", db, "people", "--qid", "age,zip", "--k", "10", cwd=tmp_path).returncode == 0
     done = sqlanon_process("report", db, "people_anon", "--format", "html", "-o", "report.html", cwd=tmp_path)
@@ -649,6 +704,7 @@ def test_python_m_sqlanon_files(tmp_path):
     assert sqlanon.verify(duckdb.connect(), str(tmp_path / "out.parquet"), ["age", "city"], 8).ok
 
 
+@pytest.mark.engines("duckdb")  # the same path on PostgreSQL: test_verify_says_which_check_failed, test_verify_reaches_every_constraint
 def test_verify_entropy_l_diversity(capsys, db):
     """``--sensitive/--l``: exit 0 when every class is l-diverse, 1 naming the check when not;
     the verdict agrees with the Python ``verify``."""
@@ -658,12 +714,9 @@ def test_verify_entropy_l_diversity(capsys, db):
     code, out, err = run(capsys, *args, "--l", "1.5")
     assert (code, err) == (0, "")
     assert "ok: entropy l-diversity('city', l=1.5)" in out
-    con = duckdb.connect(db, read_only=True)
-    try:
+    with connected(db, read_only=True) as con:
         strict = sqlanon.verify(con, "people_anon", ["age", "zip"], 10,
                                 constraints=[sqlanon.EntropyLDiversity("city", 50)]).checks[0]
-    finally:
-        con.close()
     code, out, _ = run(capsys, *args, "--l", "50")
     assert code == 1 and not strict.ok
     assert (f"FAILED: entropy l-diversity('city', l=50): worst class {strict.achieved:.4g} (l = e^entropy), "
@@ -679,15 +732,13 @@ def test_verify_entropy_l_diversity(capsys, db):
 # -- verify: which check failed -------------------------------------------------------------------
 def _entropy_per_class(db: str) -> "pd.Series":
     """exp(entropy of city) per class of people_anon, by hand."""
-    con = duckdb.connect(db, read_only=True)
-    try:
-        frame = con.sql("SELECT age_min, age_max, zip_min, zip_max, city FROM people_anon").df()
-    finally:
-        con.close()
+    with connected(db, read_only=True) as con:
+        published = frame(con, "SELECT age_min, age_max, zip_min, zip_max, city FROM people_anon")
+
     def l_of(cities):
         p = cities.value_counts(normalize=True).to_numpy()
         return float(np.exp(-(p * np.log(p)).sum()))
-    return frame.groupby(["age_min", "age_max", "zip_min", "zip_max"])["city"].apply(l_of)
+    return published.groupby(["age_min", "age_max", "zip_min", "zip_max"])["city"].apply(l_of)
 
 
 def test_verify_says_which_check_failed(capsys, db):
@@ -728,7 +779,7 @@ def test_verify_says_which_check_failed(capsys, db):
     assert out.splitlines()[-1] == f"FAILED: people_anon: 2 of 2 checks fail: k-anonymity(k=17); {name}"
 
 
-@pytest.mark.parametrize("flags, constraint", [
+VERIFY_CONSTRAINTS = [
     (["--sensitive", "city", "--l", "4", "--diversity", "distinct"], sqlanon.DistinctLDiversity("city", 4)),
     (["--sensitive", "city", "--l", "5", "--diversity", "distinct"], sqlanon.DistinctLDiversity("city", 5)),
     (["--sensitive", "city", "--l", "2", "--diversity", "recursive", "--c", "0.6"],
@@ -737,22 +788,25 @@ def test_verify_says_which_check_failed(capsys, db):
      sqlanon.RecursiveCLDiversity("city", 3.0, 2)),
     (["--variance", "salary=500000"], sqlanon.VarianceDiversity("salary", 500000.0)),
     (["--variance", "salary=5e6"], sqlanon.VarianceDiversity("salary", 5e6)),
-])
-def test_verify_reaches_every_constraint(capsys, db, flags, constraint):
+]
+
+
+def test_verify_reaches_every_constraint(capsys, db):
     """--diversity distinct|entropy|recursive --c and --variance COL=V check what the Python
-    verify checks with the same constraint objects."""
+    verify checks with the same constraint objects (one release for every case)."""
     assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
-    con = duckdb.connect(db, read_only=True)
-    try:
-        expected = sqlanon.verify(con, "people_anon", ["age", "zip"], 10, constraints=[constraint]).checks[0]
-    finally:
-        con.close()
-    code, out, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *flags, "--json")
-    assert (code, err) == (0 if expected.ok else 1, "")
-    (check,) = json.loads(out)["checks"]
-    assert (check["constraint"], check["ok"], check["violating"]) == (constraint.describe(), expected.ok,
-                                                                      expected.violating)
-    assert len(check["violating_classes"]) == min(20, expected.violating)
+    verdicts = set()
+    for flags, constraint in VERIFY_CONSTRAINTS:
+        with connected(db, read_only=True) as con:
+            expected = sqlanon.verify(con, "people_anon", ["age", "zip"], 10, constraints=[constraint]).checks[0]
+        code, out, err = run(capsys, "verify", db, "people_anon", "--qid", "age,zip", "--k", "10", *flags, "--json")
+        assert (code, err) == (0 if expected.ok else 1, ""), flags
+        (check,) = json.loads(out)["checks"]
+        assert (check["constraint"], check["ok"], check["violating"]) == (constraint.describe(), expected.ok,
+                                                                          expected.violating)
+        assert len(check["violating_classes"]) == min(20, expected.violating)
+        verdicts.add(expected.ok)
+    assert verdicts == {True, False}  # the cases hold and fail
 
 
 @pytest.mark.parametrize("flags, fragment", [
@@ -765,6 +819,7 @@ def test_verify_reaches_every_constraint(capsys, db, flags, constraint):
     (["--variance", "salary=-1"], "--variance takes COL=V"),
     (["--diversity", "entropie"], "invalid choice: 'entropie'"),
 ])
+@pytest.mark.engines("duckdb")  # usage errors: refused before the database is opened, the same on every engine
 def test_constraint_flag_errors(capsys, db, flags, fragment):
     for command in (["verify", db, "people"], ["anonymize", db, "people"], ["explain", db, "people"]):
         before = sql_objects(db)
@@ -774,6 +829,7 @@ def test_constraint_flag_errors(capsys, db, flags, fragment):
         assert sql_objects(db) == before
 
 
+@pytest.mark.engines("duckdb")  # flags/file -> manifest (8 releases); constraints on PostgreSQL: test_verify_reaches_every_constraint, tests/test_api.py
 def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
     """Each constraint kind from flags and from a release file lands in the manifest, and the
     summary prints the constraints and the criterion."""
@@ -800,12 +856,9 @@ def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
         code, out, err = run(capsys, "anonymize", "--config", path, "--json")
         assert (code, err) == (0, ""), err
         assert json.loads(out)["constraints"] == ["k-anonymity(k=10)", described]
-        con = duckdb.connect(db, read_only=True)
-        try:
+        with connected(db, read_only=True) as con:
             for view in (f"flags{i}", f"file{i}"):
                 assert manifest.read(con, view).constraints == ("k-anonymity(k=10)", described)
-        finally:
-            con.close()
 
 
 # -- the criterion ---------------------------------------------------------------------------------
@@ -813,13 +866,15 @@ def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
 def labelled(db) -> str:
     """``db`` with ``patients``: QIs age and zip, an integer-coded class label ``y`` (1/2), a
     text label ``ward``."""
-    con = duckdb.connect(db)
-    con.execute("CREATE TABLE patients AS SELECT i AS id, i % 90 AS age, i % 7 AS zip, 1 + (i * 7 % 11 > 5)::INT AS y, "
-                "'w' || (i % 3) AS ward FROM range(600) t(i)")
-    con.close()
+    i = np.arange(600, dtype=np.int64)
+    patients = pd.DataFrame({"id": i, "age": i % 90, "zip": i % 7, "y": (1 + (i * 7 % 11 > 5)).astype(np.int32),
+                             "ward": [f"w{v}" for v in i % 3]})
+    with connected(db) as con:
+        load_frame(con, "patients", patients)
     return db
 
 
+@pytest.mark.engines("duckdb")  # flags/file -> manifest (8 releases); the criterion's validation on PostgreSQL: test_criterion_contradictions_are_usage_errors
 def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
     """An integer-coded label runs Regression when the types choose; --criterion infogain (or
     criterion = "infogain" in the release file) runs InfoGain; the summary says which."""
@@ -846,19 +901,16 @@ def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
                     '[[qi]]\nname = "zip"\n[privacy]\nk = 10\n[workload]\ntarget = "y"\ncriterion = "infogain"\n')
     code, out, _ = run(capsys, "anonymize", "--config", path, "--json")
     assert code == 0 and json.loads(out)["criterion"] == "infogain('y')"
-    con = duckdb.connect(db, read_only=True)
-    try:
+    with connected(db, read_only=True) as con:
         for view, (_, described) in runs.items():
             assert manifest.read(con, view).criterion == described
         assert manifest.read(con, "from_file").criterion == "infogain('y')"
-    finally:
-        con.close()
     # the flag overrides the file's criterion
     code, out, _ = run(capsys, "anonymize", "--config", path, "--criterion", "regression", "--view", "over", "--json")
     assert code == 0 and json.loads(out)["criterion"] == "regression('y')"
 
 
-@pytest.mark.parametrize("flags, fragment", [
+CRITERION_CONTRADICTIONS = [
     (["--criterion", "median", "--target", "y"], "--criterion median takes no --target"),
     (["--criterion", "infogain"], "--criterion infogain needs --target columns"),
     (["--criterion", "regression"], "--criterion regression needs --target columns"),
@@ -866,14 +918,17 @@ def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
     (["--criterion", "selection", "--target", "y"], "--criterion selection needs --select"),
     (["--criterion", "regression", "--target", "ward"], "'ward' has type VARCHAR"),
     (["--criterion", "info", "--target", "y"], "invalid choice: 'info'"),
-])
-def test_criterion_contradictions_are_usage_errors(capsys, labelled, flags, fragment):
-    for command in ("anonymize", "explain"):
-        before = sql_objects(labelled)
-        code, out, err = run(capsys, command, labelled, "patients", "--qid", "age,zip", "--k", "10", *flags)
-        assert (code, out) == (2, "")
-        assert_one_line_error(err, fragment)
-        assert sql_objects(labelled) == before
+]
+
+
+def test_criterion_contradictions_are_usage_errors(capsys, labelled):
+    before = sql_objects(labelled)
+    for flags, fragment in CRITERION_CONTRADICTIONS:  # one database for all (set-up costs on PostgreSQL)
+        for command in ("anonymize", "explain"):
+            code, out, err = run(capsys, command, labelled, "patients", "--qid", "age,zip", "--k", "10", *flags)
+            assert (code, out) == (2, ""), (command, flags)
+            assert_one_line_error(err, fragment)
+            assert sql_objects(labelled) == before
 
 
 def test_contradictions_between_file_and_flags_name_both(capsys, labelled, tmp_path):
@@ -937,20 +992,21 @@ def _headings(out: str) -> list[int]:
     ["--memory-rows", "100", "--qid", "city", "--hierarchy", "city={tmp}/city.csv"],
     ["--target", "salary", "--select", "age > 40"],
     ["--sensitive", "city", "--l", "2", "--diversity", "distinct", "--variance", "salary=10", "--memory-rows", "50"],
-    ["FILES"],
 ])
 def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
-    if extra == ["FILES"]:
-        con = duckdb.connect()
-        make_people(con, 100)
-        con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
-        con.close()
-        source = [tmp_path / "p.parquet"]
-        extra = []
-    else:
-        source = [db, "people"]
-    code, out, err = run(capsys, "explain", *source, "--qid", "age,zip", "--k", "10",
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "10",
                          *[e.format(tmp=tmp_path) for e in extra])
+    assert (code, err) == (0, ""), err
+    numbers = _headings(out)
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+
+
+def test_explain_steps_of_files_are_numbered_without_gaps(capsys, tmp_path):
+    con = duckdb.connect()
+    make_people(con, 100)
+    con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+    con.close()
+    code, out, err = run(capsys, "explain", tmp_path / "p.parquet", "--qid", "age,zip", "--k", "10")
     assert (code, err) == (0, ""), err
     numbers = _headings(out)
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
@@ -966,6 +1022,7 @@ class _ClosedPipe(io.StringIO):
         raise BrokenPipeError(32, "Broken pipe")
 
 
+@pytest.mark.engines("duckdb")  # closed-pipe handling: CLI plumbing, the same on every engine
 def test_a_closed_stdout_is_not_an_error(capsys, db, monkeypatch):
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())
     assert main(["explain", db, "people", "--qid", "age,zip", "--k", "10"]) == 0
@@ -974,9 +1031,10 @@ def test_a_closed_stdout_is_not_an_error(capsys, db, monkeypatch):
     assert main(["verify", db, "people_anon", "--qid", "age", "--k", "1000"]) == 1  # its own status
     assert main(["--help"]) == 0
     assert capsys.readouterr().err == ""
-    assert sql_objects(db) >= {("h", "main", "people_anon", "view")}  # the work was done
+    assert sql_objects(db) >= {(*home(db), "people_anon", "view")}  # the work was done
 
 
+@pytest.mark.engines("duckdb")  # closed-pipe handling: CLI plumbing, the same on every engine
 def test_python_m_sqlanon_into_a_closed_pipe(db, tmp_path):
     """``sqlanon explain ... | head -1``: the reader is gone before sqlanon writes; exit 0, and
     nothing on stderr (no traceback, no 'Exception ignored' at exit)."""
@@ -1010,11 +1068,8 @@ def test_out_is_checked_before_any_work(capsys, db, tmp_path, monkeypatch):
 
 
 def _view_rows(db: str, view: str) -> list:
-    con = duckdb.connect(db, read_only=True)
-    try:
-        return con.execute(f'SELECT * FROM "{view}" ORDER BY id').fetchall()
-    finally:
-        con.close()
+    with connected(db, read_only=True) as con:
+        return rows(con, f'SELECT * FROM "{view}" ORDER BY id')
 
 
 def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monkeypatch):
@@ -1023,54 +1078,50 @@ def test_a_failed_copy_leaves_the_database_as_before(capsys, db, tmp_path, monke
     from sqlanon import cli
 
     out = tmp_path / "pub.parquet"
+    files = sorted(os.listdir(tmp_path))  # city.csv (and the DuckDB file)
     monkeypatch.setitem(cli.OUT_FORMATS, ".parquet", ("PARQUET", (("COMPRESSION", "bogus"),)))
     before = sql_objects(db)
     code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "10", "--out", out)
     assert (code, text) == (1, "")
     assert_one_line_error(err, "compression")
-    assert sql_objects(db) == before and sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
+    assert sql_objects(db) == before and sorted(os.listdir(tmp_path)) == files
     # over an existing release, with --replace
     assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "20")[0] == 0
-    published, rows = sql_objects(db), _view_rows(db, "people_anon")
+    published, view_rows = sql_objects(db), _view_rows(db, "people_anon")
     code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--replace", "--out", out)
     assert code == 1
     assert_one_line_error(err, "compression")
-    assert sql_objects(db) == published and _view_rows(db, "people_anon") == rows
-    assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb"]
-    con = duckdb.connect(db, read_only=True)
-    try:
+    assert sql_objects(db) == published and _view_rows(db, "people_anon") == view_rows
+    assert sorted(os.listdir(tmp_path)) == files
+    with connected(db, read_only=True) as con:
         assert sqlanon.publish.manifest.read(con, "people_anon").k == 20
-    finally:
-        con.close()
     # and when the COPY works, --replace with --out replaces the release and writes the file
     monkeypatch.undo()
     code, text, err = run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5", "--replace", "--out", out,
                           "--json")
     assert (code, err) == (0, "") and json.loads(text)["k"] == 5
-    con = duckdb.connect(db, read_only=True)
-    try:
-        assert con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0] == 500
+    with connected(db, read_only=True) as con:
         assert sqlanon.publish.manifest.read(con, "people_anon").k == 5
-    finally:
-        con.close()
-    assert sorted(os.listdir(tmp_path)) == ["city.csv", "h.duckdb", "pub.parquet"]
+    assert duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0] == 500
+    assert sorted(os.listdir(tmp_path)) == sorted([*files, "pub.parquet"])
 
 
 # -- apply: what it guarantees ------------------------------------------------------------------------
 def test_apply_reports_k_and_enforces_it(capsys, db):
     assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10", "--sensitive", "city",
                "--l", "2")[0] == 0
-    con = duckdb.connect(db)
-    con.execute("CREATE TABLE fresh AS SELECT i AS id, (i * 37) % 90 AS age, (i * i) % 7 AS zip, 'x' || (i % 4) AS city, "
-                "i * 1.5 AS salary FROM range(150) t(i)")
-    con.close()
+    i = np.arange(150, dtype=np.int64)
+    fresh = pd.DataFrame({"id": i, "age": (i * 37) % 90, "zip": (i * i) % 7, "city": [f"x{v}" for v in i % 4],
+                          "salary": [f"{v * 1.5:.1f}" for v in i]})
+    with connected(db) as con:
+        load_frame(con, "fresh", fresh, types={"salary": "DECIMAL(22, 1)"})
     code, out, err = run(capsys, "apply", db, "people_anon", "fresh", "--view", "plain")
     assert code == 0
     assert re.fullmatch(r"sqlanon: warning: the recoded rows are not 10-anonymous: \d+ of \d+ classes of 'plain' "
                         r"hold fewer than 10 rows, the release's k \(smallest \d+\); a release's rules do not make "
                         r"new rows k-anonymous\. Pass --enforce to suppress those classes\.\n", err), err
-    sizes = [n for n, in duckdb.connect(db, read_only=True).execute(
-        "SELECT count(*) FROM plain GROUP BY eq_class").fetchall()]
+    with connected(db, read_only=True) as con:
+        sizes = [n for n, in rows(con, "SELECT count(*) FROM plain GROUP BY eq_class")]
     below = sum(n < 10 for n in sizes)
     assert re.search(rf"^classes\s+{len(sizes)}, {below} below the release's k=10$", out, re.M), out
     assert re.search(rf"^k\s+10 required by the release, {min(sizes)} achieved \(smallest class\); not enforced", out,
@@ -1080,35 +1131,126 @@ def test_apply_reports_k_and_enforces_it(capsys, db):
     applied = json.loads(out)
     assert applied["enforced"] == ["k-anonymity(k=10)", "entropy l-diversity('city', l=2)"]
     assert applied["below_k"] == 0 and applied["suppressed_classes"] >= below and applied["k"] == 10
-    con = duckdb.connect(db, read_only=True)
-    try:
-        kept = con.execute("SELECT count(*) FROM kept WHERE eq_class IS NOT NULL GROUP BY eq_class").fetchall()
+    with connected(db, read_only=True) as con:
+        kept = rows(con, "SELECT count(*) FROM kept WHERE eq_class IS NOT NULL GROUP BY eq_class")
         assert min(n for n, in kept) == applied["k_achieved"] >= 10 and len(kept) == applied["classes"]
-        assert con.execute("SELECT count(*) FROM kept WHERE eq_class IS NULL").fetchone()[0] == applied["suppressed_rows"]
-        con.execute("CREATE TEMP VIEW kept_rows AS SELECT * FROM kept WHERE eq_class IS NOT NULL")
+        assert rows(con, "SELECT count(*) FROM kept WHERE eq_class IS NULL") == [(applied["suppressed_rows"],)]
+        run_sql(con, "CREATE TEMP VIEW kept_rows AS SELECT * FROM kept WHERE eq_class IS NOT NULL")
         assert sqlanon.verify(con, "kept_rows", ["age", "zip"], 10, class_column="eq_class",
                               constraints=[sqlanon.EntropyLDiversity("city", 2)]).ok
-    finally:
-        con.close()
     code, out, _ = run(capsys, "apply", db, "people_anon", "fresh", "--view", "kept2", "--enforce")
     assert code == 0 and re.search(r"^suppressed\s+\d+ classes, \d+ rows \(published fully generalized\): enforced "
                                    r"k-anonymity\(k=10\); entropy l-diversity\('city', l=2\)$", out, re.M), out
 
 
 def test_key_and_class_column_flags(capsys, db):
-    con = duckdb.connect(db)
-    con.execute("CREATE TABLE plain AS SELECT * FROM people")  # no declared key
-    con.close()
+    with connected(db) as con:
+        run_sql(con, "CREATE TABLE plain AS SELECT * FROM people")  # no declared key
     code, out, err = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10",
                          "--key", "id", "--class-column", "grp")
     assert (code, err) == (0, ""), err
     assert re.search(r"^published\s+plain_anon \(live view of plain, key id\)$", out, re.M)
-    con = duckdb.connect(db)
-    try:
-        columns = [r[0] for r in con.execute("DESCRIBE plain_anon").fetchall()]
+    with connected(db) as con:
+        columns = [r[0] for r in rows(con, "SELECT column_name FROM information_schema.columns WHERE table_name = "
+                                            "'plain_anon' AND table_schema = current_schema() ORDER BY ordinal_position")]
         assert columns[-1] == "grp"
         assert sqlanon.verify(con, "plain_anon", ["age", "zip"], 10, class_column="grp").ok
-    finally:
-        con.close()
     code, out, err = run(capsys, "anonymize", db, "plain", "--qid", "age", "--k", "10", "--key", "zip", "--view", "x")
     assert code == 2 and "does not identify" in err
+
+
+# -- PostgreSQL: what is DuckDB's alone is refused clearly; a database out of reach is one line ------------
+DATA_FILE_REFUSED = "looks like a data file, which only the DuckDB engine reads in place; on postgres load it into a table first"
+
+
+@pytest.mark.engines("postgres")
+def test_files_as_the_source_are_refused_on_postgres(capsys, db, tmp_path):
+    """A Parquet/CSV path where a table goes: DuckDB reads it in place, PostgreSQL cannot; every
+    command that takes a source says so in one line (exit 2) and writes nothing."""
+    con = duckdb.connect()
+    make_people(con, 50)
+    con.execute(f"COPY people TO '{tmp_path / 'p.parquet'}' (FORMAT PARQUET)")
+    con.execute(f"COPY people TO '{tmp_path / 'p.csv'}' (FORMAT CSV, HEADER)")
+    con.close()
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    (tmp_path / "r.toml").write_text(f'[release]\ndatabase = "{db}"\ntable = "p.csv"\n[[qi]]\nname = "age"\n'
+                                     '[privacy]\nk = 5\n')
+    before, files = sql_objects(db), sorted(os.listdir(tmp_path))
+    parquet, csv = str(tmp_path / "p.parquet"), str(tmp_path / "p.csv")
+    for argv in (["anonymize", db, parquet, "--qid", "age", "--k", "5"],
+                 ["anonymize", db, csv, "--qid", "age", "--k", "5", "--out", tmp_path / "o.csv"],
+                 ["anonymize", "--config", tmp_path / "r.toml"],
+                 ["explain", db, parquet, "--qid", "age", "--k", "5"],
+                 ["verify", db, parquet, "--qid", "age", "--k", "5"],
+                 ["apply", db, "people_anon", csv, "--view", "applied"]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), argv
+        assert_one_line_error(err, DATA_FILE_REFUSED)
+    assert sql_objects(db) == before and sorted(os.listdir(tmp_path)) == files
+
+
+@pytest.mark.engines("postgres")
+def test_install_macros_is_refused_on_postgres(capsys, db):
+    """The macros are DuckDB table macros: on a PostgreSQL URL, one line (exit 2), nothing created;
+    the library's own error is an InputError saying so."""
+    before = sql_objects(db)
+    code, out, err = run(capsys, "install-macros", db)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "sqlanon's SQL macros are DuckDB table macros; postgres cannot install them")
+    assert sql_objects(db) == before
+    from sqlanon.cli import install_macros
+    from sqlanon.errors import InputError
+
+    with connected(db) as con, pytest.raises(InputError, match="DuckDB table macros; postgres cannot"):
+        install_macros(con)
+
+
+@pytest.mark.engines("postgres")
+def test_a_schema_qualified_table_on_a_plain_url(db, tmp_path):
+    """``python -m sqlanon`` with a URL: without the schema in the URL (search_path the server's
+    default), a schema-qualified source is read where it is."""
+    url = re.sub(r"\?options=[^&]*&?", "?", db).rstrip("?")
+    assert "search_path" not in url and url != db
+    schema = home(db)[1]
+    done = sqlanon_process("verify", url, f"{schema}.people", "--qid", "zip", "--k", "71", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith(f"ok: {schema}.people is 71-anonymous over zip: 7 classes, smallest 71, 500 rows")
+
+
+UNREACHABLE = "postgresql://sqlanon:hunter2@127.0.0.1:1/nowhere"  # port 1: nothing listens, refused at once
+
+
+@pytest.mark.parametrize("argv", [
+    ["anonymize", UNREACHABLE, "people", "--qid", "age", "--k", "5"],
+    ["explain", UNREACHABLE, "people", "--qid", "age", "--k", "5"],
+    ["verify", UNREACHABLE, "people", "--qid", "age", "--k", "5"],
+    ["report", UNREACHABLE, "people_anon"],
+    ["apply", UNREACHABLE, "people_anon", "people"],
+    ["install-macros", UNREACHABLE],
+])
+def test_an_unreachable_database_is_one_line(capsys, tmp_path, argv):
+    """A server refusing the connection: one line naming the URL (its password hidden), exit 2;
+    the same through a release file."""
+    pytest.importorskip("psycopg")
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "cannot connect to postgresql://sqlanon:***@127.0.0.1:1/nowhere: ", "refused")
+    assert "hunter2" not in err
+    if argv[0] == "anonymize":
+        (tmp_path / "r.toml").write_text(f'[release]\ndatabase = "{UNREACHABLE}"\ntable = "people"\n'
+                                         '[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
+        code, out, err = run(capsys, "anonymize", "--config", tmp_path / "r.toml")
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, "cannot connect to postgresql://sqlanon:***@127.0.0.1:1/nowhere: ")
+
+
+def test_a_url_without_psycopg_is_one_line(capsys, monkeypatch):
+    """PostgreSQL's driver is an optional extra: without it a URL gets one line saying how to
+    install it (exit 2), never an ImportError's traceback."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg -> ImportError
+    monkeypatch.delitem(sys.modules, "sqlanon.engine.postgres", raising=False)
+    for argv in (["verify", UNREACHABLE, "people", "--qid", "age", "--k", "5"], ["install-macros", UNREACHABLE]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, "cannot connect to a PostgreSQL URL: its driver psycopg 3 is not installed",
+                              'pip install "sqlanon[postgres]"')

@@ -51,7 +51,11 @@ def connect(target: str | None, *, read_only: bool = False) -> Any:
     """Open a connection: a ``postgresql://`` (or ``postgres://``) URL with psycopg, else a DuckDB
     database file (None or ``:memory:``: an in-memory database)."""
     if target and target.startswith(("postgresql://", "postgres://")):
-        from .postgres import connect as pg_connect
+        try:
+            from .postgres import connect as pg_connect
+        except ImportError as e:  # psycopg is the optional extra "postgres"
+            raise InputError(f"cannot connect to a PostgreSQL URL: its driver psycopg 3 is not installed ({e}); "
+                             f'pip install "sqlanon[postgres]"') from None
 
         return pg_connect(target, read_only=read_only)
     from .duckdb import connect as duck_connect

@@ -424,10 +424,22 @@ def _csv(frame: pd.DataFrame) -> str:
 
 
 def connect(url: str, *, read_only: bool = False) -> psycopg.Connection:
-    """Open a PostgreSQL connection from a ``postgresql://`` URL."""
+    """Open a PostgreSQL connection from a ``postgresql://`` URL, in autocommit mode: each call's
+    work is committed on return (a statement run between calls must not open a transaction that
+    the next call would join and closing the connection would roll back). ``read_only``: every
+    transaction of the session is read-only, enforced by the server."""
     try:
-        con = psycopg.connect(url)
+        con = psycopg.connect(url, autocommit=True)
+        if read_only:
+            con.execute("SET default_transaction_read_only = on")
     except psycopg.Error as e:
-        raise InputError(f"cannot connect to {url}: {str(e).strip()}") from None
+        raise InputError(f"cannot connect to {_without_password(url)}: {str(e).strip()}") from None
     con.read_only = read_only or None
     return con
+
+
+def _without_password(url: str) -> str:
+    """``url`` with its password (``user:secret@`` or ``password=secret``) shown as ``***``, for
+    messages that end up on terminals and in logs."""
+    url = re.sub(r"^([A-Za-z][\w+.-]*://[^/@:?#]*):[^/@?#]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)

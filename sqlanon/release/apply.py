@@ -337,14 +337,16 @@ def _suppress(
         for part in ("min", "max"):
             generalized.append(exp.EQ(this=g.col(f"{q.name}_{part}"), expression=g.col(f"g{part}{i}", f)))
     generalized.append(exp.EQ(this=g.col(cls), expression=exp.Null()))
+    in_bad = exp.In(this=g.col(cls), query=exp.Subquery(this=exp.select(g.col(cls)).from_(g.table(bad))))
+    # counted before the UPDATE: only DuckDB's UPDATE returns its row count (PostgreSQL's returns no rows)
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(name)).where(in_bad.copy())))
     update = exp.Update(
         this=g.table(name), expressions=generalized,
         from_=exp.From(this=exp.alias_(g.table(root), g.ident(f), table=True)) if root is not None else None,
-        where=exp.Where(this=exp.In(this=g.col(cls), query=exp.Subquery(
-            this=exp.select(g.col(cls)).from_(g.table(bad))))),
+        where=exp.Where(this=in_bad),
     )
-    rows = engine.fetch_rows(update)
-    return classes, int(rows[0][0]) if rows else 0
+    engine.execute(update)
+    return classes, rows
 
 
 def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int, int]:

@@ -5,7 +5,8 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
 .. code-block:: toml
 
     [release]
-    database = "hospital.duckdb"  # optional; omit it when `table` names files (then use --out)
+    database = "hospital.duckdb"  # optional: a DuckDB file or a postgresql:// URL; omit it when `table`
+                                  # names files (then use --out)
     table = "patients"            # required: a table or view, or Parquet/CSV/JSON path or glob
     view = "patients_anon"        # optional: the published view (default <table>_anon)
     replace = false               # optional: replace an earlier sqlanon release of this name
@@ -128,7 +129,8 @@ class ReleaseConfig:
         table: the source (table, view, or file path/glob; file paths made absolute).
         qis: the quasi-identifiers, in order.
         k: the k of k-anonymity.
-        database: the DuckDB file (absolute), or None for files in, files out.
+        database: the DuckDB file (absolute) or the PostgreSQL URL (as given), or None for files in,
+            files out.
         view, replace, memory_rows, key, class_column: as for :func:`sqlanon.anonymize` (None =
             its default).
         sensitive, l: l-diversity of each sensitive column (both or neither).
@@ -319,7 +321,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     database = release.get("database")
     if database is not None:
         database = _string(database, "release.database", fail)
-        if database != ":memory:":
+        if database != ":memory:" and not database.startswith(("postgresql://", "postgres://")):  # a URL is no path
             database = str(_resolve(base, database))
     view = release.get("view")
     if view is not None:
