@@ -167,7 +167,7 @@ def release_hierarchy(con, view):
 
 
 def test_random_tables_against_enumeration(con, engine_name):
-    @settings(max_examples=examples(engine_name, 40, 6), deadline=None,
+    @settings(max_examples=examples(engine_name, 40, 4), deadline=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(data=tables(), ps=st.lists(predicates(), min_size=1, max_size=3))
     def run_example(data, ps):
