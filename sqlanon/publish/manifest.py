@@ -76,7 +76,8 @@ class Manifest:
     def published_qis(self) -> tuple[PublishedQI, ...]:
         """The QIs as the view publishes them (with each hierarchy's root label)."""
         return tuple(PublishedQI(q.name, q.kind != "hierarchy",
-                                 self.hierarchies[q.name].labels[0] if q.kind == "hierarchy" else None)
+                                 self.hierarchies[q.name].labels[0] if q.kind == "hierarchy" else None,
+                                 q.kind != "hierarchy" and q.data_type.upper() == "BOOLEAN")
                      for q in self.qis)
 
     def ref(self, name: str) -> exp.Table:

@@ -136,7 +136,8 @@ def create_rowmap(
 def live_plan(spec: Spec) -> LiveView:
     """What the live view of this release is built from."""
     assert spec.key is not None
-    qis = tuple(PublishedQI(q.name, q.ordered, None if q.ordered else q.hierarchy.labels[0])  # type: ignore[union-attr]
+    qis = tuple(PublishedQI(q.name, q.ordered, None if q.ordered else q.hierarchy.labels[0],  # type: ignore[union-attr]
+                            q.ordered and q.data_type.upper() == "BOOLEAN")
                 for q in spec.qis)
     out = spec.outputs
     return LiveView(spec.source.ref, spec.source.column_names, qis, spec.key.columns, spec.key.declared,

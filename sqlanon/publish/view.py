@@ -49,6 +49,7 @@ class PublishedQI:
     name: str
     ordered: bool
     root_label: str | None = None
+    boolean: bool = False  # a BOOLEAN QI: its bounds aggregate with bool_and/bool_or (PostgreSQL has no min/max)
 
     @property
     def published(self) -> tuple[str, ...]:
@@ -167,6 +168,14 @@ def live_view(engine: Engine, v: LiveView) -> exp.Select:
     return _with(query, with_)
 
 
+def bounds_aggregates(boolean: bool) -> tuple:
+    """The aggregates of a QI's smallest and largest bound: min/max, or bool_and/bool_or for a
+    BOOLEAN QI (false < true; PostgreSQL has no min/max of boolean, DuckDB has both)."""
+    if boolean:
+        return (lambda e: exp.func("bool_and", e)), (lambda e: exp.func("bool_or", e))
+    return (lambda e: exp.Min(this=e)), (lambda e: exp.Max(this=e))
+
+
 def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
     """One row: the fully generalized bounds of every ordered QI (None without ordered QIs)."""
     ordered = [q for q in qis if q.ordered]
@@ -175,9 +184,10 @@ def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column:
     query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
     for q in ordered:
         low, high = q.published
+        smallest, largest = bounds_aggregates(q.boolean)
         lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(
-            exp.Min(this=g.col(low)))
-        query = query.select(g.alias(lowest, low), g.alias(exp.Max(this=g.col(high)), high), copy=False)
+            smallest(g.col(low)))
+        query = query.select(g.alias(lowest, low), g.alias(largest(g.col(high)), high), copy=False)
     return query
 
 
