@@ -236,6 +236,10 @@ def test_postgres_enum_uses_declaration_order(con):
     test_enum_uses_declaration_order(con)
 
 
+# DuckDB only for now: on PostgreSQL this release takes 30-55 s, nearly all of it planning the
+# rules' CREATE TABLE AS (publish/rules.py: four LEFT JOINs to the domain per ordered QI, 52 here);
+# each type is covered on PostgreSQL by test_ordered_postgres_type. Reported to the lead.
+@pytest.mark.engines("duckdb")
 def test_all_types_together(con):
     columns = {f"q{i}": expr for i, expr in enumerate(engine_types(con).values())}
     run(con, "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')")
