@@ -11,6 +11,7 @@ and the hierarchies checks per-box overlap with inner hierarchy nodes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import duckdb
@@ -27,6 +28,10 @@ from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.imprecision import Imprecision, imprecision
 from sqlanon.model.selection import Members, Range, SelectionError, parse_selection
 from tests import sql_logic
+
+from conftest import frame, is_postgres, quote, rows as fetch_rows, run
+
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}
 HIER = Hierarchy.from_dict(H)
@@ -107,9 +112,38 @@ def overlapping_regions(rules: pd.DataFrame, hierarchy, p) -> pd.DataFrame:
 
 
 def make_table(con, rows, name="t"):
-    con.execute(f'CREATE TABLE "{name}" (id INTEGER, a INTEGER, b INTEGER, h VARCHAR, v VARCHAR)')
-    if rows:
-        con.executemany(f'INSERT INTO "{name}" VALUES (?, ?, ?, ?, ?)', rows)
+    run(con, f"CREATE TABLE {quote(name)} (id INTEGER, a INTEGER, b INTEGER, h VARCHAR, v VARCHAR)")
+    if not rows:
+        return
+    insert = f"INSERT INTO {quote(name)} VALUES (?, ?, ?, ?, ?)"
+    if is_postgres(con):  # in the test's open transaction
+        with con.cursor() as cur:
+            cur.executemany(insert.replace("?", "%s"), rows)
+    else:
+        con.executemany(insert, rows)
+
+
+@contextlib.contextmanager
+def example_connection(con):
+    """A clean connection for one hypothesis example on ``con``'s engine: a new in-memory DuckDB,
+    or ``con`` itself on PostgreSQL, whose open transaction (table, release, everything) is
+    rolled back after the example."""
+    if not is_postgres(con):
+        fresh = duckdb.connect()
+        try:
+            yield fresh
+        finally:
+            fresh.close()
+        return
+    try:
+        yield con
+    finally:
+        con.rollback()
+
+
+def examples(engine_name, duckdb_examples, postgres_examples):
+    """``max_examples`` by engine: PostgreSQL runs fewer (each example is a release on the server)."""
+    return duckdb_examples if engine_name == "duckdb" else postgres_examples
 
 
 @st.composite
@@ -132,38 +166,42 @@ def release_hierarchy(con, view):
     return manifest.read(con, view).hierarchies["h"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=tables(), ps=st.lists(predicates(), min_size=1, max_size=3))
-def test_random_tables_against_enumeration(data, ps):
-    rows, k = data
-    con = duckdb.connect()
-    try:
-        release = release_for(con, rows, k)
-        texts = []
-        for p in ps:
-            try:
-                parse_selection(render(p), manifest.read(con, release.view).qis)
-            except SelectionError as e:
-                assert "NOT over" in str(e)
-                continue
-            texts.append(p)
-        if not texts:
-            return
-        result = imprecision(con, release, [render(p) for p in texts])
-        rules = con.execute(f'SELECT * FROM "{release.rules}"').df()
-        view = con.execute(f'SELECT eq_class FROM "{release.view}"').df()
-        h = release_hierarchy(con, release.view)
-        source = [dict(zip(("id", "a", "b", "h", "v"), r)) for r in rows]
-        for p, got in zip(texts, result.predicates):
-            hit = overlapping_regions(rules, h, p)
-            returned = int(hit["size"].sum())
-            true = sum(evaluate(p, r) is True for r in source)
-            assert (got.returned, got.true, got.imprecision) == (returned, true, returned - true), got.text
-            assert returned == int(view["eq_class"].isin(hit["region"]).sum())  # sizes match the view
-            assert got.imprecision >= 0
-        assert result.total == sum(p.imprecision for p in result.predicates)
-    finally:
-        con.close()
+def test_random_tables_against_enumeration(con, engine_name):
+    @settings(max_examples=examples(engine_name, 40, 4), deadline=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(data=tables(), ps=st.lists(predicates(), min_size=1, max_size=3))
+    def run_example(data, ps):
+        with example_connection(con) as c:
+            random_table_against_enumeration(c, *data, ps)
+
+    run_example()
+
+
+def random_table_against_enumeration(con, rows, k, ps):
+    release = release_for(con, rows, k)
+    texts = []
+    for p in ps:
+        try:
+            parse_selection(render(p), manifest.read(con, release.view).qis)
+        except SelectionError as e:
+            assert "NOT over" in str(e)
+            continue
+        texts.append(p)
+    if not texts:
+        return
+    result = imprecision(con, release, [render(p) for p in texts])
+    rules = frame(con, f'SELECT * FROM "{release.rules}"')
+    view = frame(con, f'SELECT eq_class FROM "{release.view}"')
+    h = release_hierarchy(con, release.view)
+    source = [dict(zip(("id", "a", "b", "h", "v"), r)) for r in rows]
+    for p, got in zip(texts, result.predicates):
+        hit = overlapping_regions(rules, h, p)
+        returned = int(hit["size"].sum())
+        true = sum(evaluate(p, r) is True for r in source)
+        assert (got.returned, got.true, got.imprecision) == (returned, true, returned - true), got.text
+        assert returned == int(view["eq_class"].isin(hit["region"]).sum())  # sizes match the view
+        assert got.imprecision >= 0
+    assert result.total == sum(p.imprecision for p in result.predicates)
 
 
 def test_hand_computed(con):
@@ -171,7 +209,7 @@ def test_hand_computed(con):
     values = [None, 1, 2, 5, 6, 7, 20, 21, 22, 30, 31, 32]
     make_table(con, [(i, a, 0, "p1", "x") for i, a in enumerate(values)])
     release = sqlanon.anonymize(con, "t", qid=["a"], k=3)
-    boxes = con.execute(f'SELECT a_min, a_max, size FROM "{release.rules}" ORDER BY region').fetchall()
+    boxes = fetch_rows(con, f'SELECT a_min, a_max, size FROM "{release.rules}" ORDER BY region')
     assert boxes == [(None, 2, 3), (5, 7, 3), (20, 22, 3), (30, 32, 3)]
     r = imprecision(con, release, ["a < 0", "a IS NULL", "a = 6", "a > 6 AND a < 20", "a BETWEEN 3 AND 4",
                                    "a <> 6", "a > 100", "a IS NOT NULL", "a >= 2 OR a = 6"])
@@ -210,8 +248,8 @@ def test_adult_hierarchies_against_pandas(adult):
         "age = 38 AND education = 'Masters' AND \"marital-status\" = 'Divorced'",
     ]
     result = imprecision(con, release.view, texts)
-    rules = con.execute(f'SELECT * FROM "{release.rules}"').df()
-    source = con.execute("SELECT * FROM adult").df()
+    rules = frame(con, f'SELECT * FROM "{release.rules}"')
+    source = frame(con, "SELECT * FROM adult")
     hs = {c: Hierarchy.from_csv(p) for c, p in hier.items()}  # no NULLs in Adult
     for text, got in zip(texts, result.predicates):
         sel = parse_selection(text, m.qis)
@@ -239,7 +277,8 @@ def test_adult_hierarchies_against_pandas(adult):
             true |= row_in
         assert got.returned == int(rules.loc[hit, "size"].sum()), text
         assert got.true == int(true.sum()), text
-        assert got.true == con.execute(f"SELECT count(*) FROM adult WHERE {sel.predicate().sql('duckdb')}").fetchone()[0]
+        dialect = "postgres" if is_postgres(con) else "duckdb"
+        assert got.true == fetch_rows(con, f"SELECT count(*) FROM adult WHERE {sel.predicate().sql(dialect)}")[0][0]
         assert got.imprecision >= 0 and got.true > 0, text
 
 
@@ -259,7 +298,7 @@ def test_nulls_in_a_hierarchy(con):
     rows = [(i, i % 10, i % 5, [None, "p1", "p2", "s1", "bsc", "msc"][i % 6], "x") for i in range(60)]
     release = release_for(con, rows, 4)
     r = imprecision(con, release, ["h IS NULL", "h IS NOT NULL", "h = '*'", "h = 'school' OR h IS NULL"])
-    rules = con.execute(f'SELECT * FROM "{release.rules}"').df()
+    rules = frame(con, f'SELECT * FROM "{release.rules}"')
     h = release_hierarchy(con, release.view)
     assert h.has_null_leaf
     null_node = int(h.leaf_node[0])
@@ -279,6 +318,7 @@ def test_trained_and_untrained_predicates_and_names(con):
     assert imprecision(con, release, []).total == 0
 
 
+@pytest.mark.engines("duckdb")  # DuckDB alone reads a Parquet file in place
 def test_file_source(con, tmp_path):
     make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(40)])
     path = str(tmp_path / "t.parquet")
@@ -289,6 +329,19 @@ def test_file_source(con, tmp_path):
     assert r.predicates[0].true == 12 and r.predicates[0].returned >= 12
 
 
+@pytest.mark.engines("postgres")
+def test_file_source_is_refused_on_postgres(con, tmp_path):
+    """PostgreSQL reads no data file in place: a clear InputError naming the engine, nothing written."""
+    make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(40)])
+    path = str(tmp_path / "t.parquet")
+    with duckdb.connect() as writer:  # a real Parquet file, written by DuckDB
+        make_table(writer, [(i, i % 10, i % 5, "p1", "x") for i in range(40)])
+        writer.execute(f"COPY t TO '{path}' (FORMAT PARQUET)")
+    with pytest.raises(InputError, match=r"only the DuckDB engine reads in place; on postgres load it into a table"):
+        sqlanon.anonymize(con, path, qid=["a", "b"], k=4, view="pq_anon")
+    assert fetch_rows(con, "SELECT count(*) FROM pg_class WHERE relname = 'pq_anon'") == [(0,)]
+
+
 def test_errors(con):
     make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(30)])
     release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=3)
@@ -296,11 +349,11 @@ def test_errors(con):
         imprecision(con, release, ["a > 1", "v = 'x'"])
     with pytest.raises(SelectionError, match="2 statements"):
         imprecision(con, release, "a > 1; DROP TABLE t")
-    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 30
+    assert fetch_rows(con, "SELECT count(*) FROM t") == [(30,)]
     with pytest.raises(InputError, match="SQL strings"):
         imprecision(con, release, [1])
     with pytest.raises(InputError, match="not a sqlanon release"):
         imprecision(con, "t", "a > 1")
-    con.execute("ALTER TABLE t RENAME TO t2")
+    run(con, "ALTER TABLE t RENAME TO t2")
     with pytest.raises(UnknownTableError):
         imprecision(con, release, "a > 1")

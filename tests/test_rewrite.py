@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import duckdb
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,9 +23,12 @@ from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.rewrite import RewriteError, rewrite
 from sqlanon.model.selection import SelectionError
 
-from test_imprecision import H, atoms, box_points, make_table, release_for, tables
+from conftest import frame, is_postgres, load_frame, rows as fetch_rows, run
+from test_imprecision import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
 from test_imprecision import evaluate as evaluate_qi
 from test_imprecision import render as render_qi
+
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 
 # -- predicates mixing QI comparisons and pass-through predicates on id / v ------------------------
@@ -91,8 +93,8 @@ def has_qi(p):
 
 def brute_force(con, release, p):
     """Ids of view rows some point of whose published box satisfies ``p`` with the row's id/v."""
-    view = con.execute(f'SELECT id, v, eq_class FROM "{release.view}"').df()
-    rules = con.execute(f'SELECT * FROM "{release.rules}"').df().set_index("region", drop=False)
+    view = frame(con, f'SELECT id, v, eq_class FROM "{release.view}"')
+    rules = frame(con, f'SELECT * FROM "{release.rules}"').set_index("region", drop=False)
     h = manifest.read(con, release.view).hierarchies["h"]
     out = set()
     for _, r in view.iterrows():
@@ -107,21 +109,27 @@ def brute_force(con, release, p):
     return out
 
 
+def execute(con, sql):
+    """The rows of rewritten SQL, run as it is on ``con`` (no placeholder translation)."""
+    return [tuple(r) for r in con.execute(sql).fetchall()]
+
+
 def ids(con, sql):
-    return {r[0] for r in con.execute(sql).fetchall()}
+    return {r[0] for r in execute(con, sql)}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=tables(), ps=st.lists(mixed(), min_size=1, max_size=8))
-def test_random_queries_against_brute_force(data, ps):
-    rows, k = data
-    con = duckdb.connect()
-    try:
-        release = release_for(con, rows, k)
-        for p in ps:
-            check(con, release, p)
-    finally:
-        con.close()
+def test_random_queries_against_brute_force(con, engine_name):
+    @settings(max_examples=examples(engine_name, 40, 4), deadline=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(data=tables(), ps=st.lists(mixed(), min_size=1, max_size=8))
+    def run_example(data, ps):
+        rows, k = data
+        with example_connection(con) as c:
+            release = release_for(c, rows, k)
+            for p in ps:
+                check(c, release, p)
+
+    run_example()
 
 
 def check(con, release, p):
@@ -147,6 +155,7 @@ HANDPICKED = [
 
 
 @pytest.mark.parametrize("p", HANDPICKED, ids=[render(p) for p in HANDPICKED])
+@pytest.mark.engines("duckdb")  # PostgreSQL: all cases over one release, test_small_release_cases
 def test_handpicked_against_brute_force(small, p):
     con, release = small
     check(con, release, p)
@@ -159,7 +168,7 @@ def test_qi_only_returns_the_rows_of_the_overlapping_regions(con):
     release = release_for(con, rows, 5)
     for text in ["a > 4", "a BETWEEN 2 AND 3 OR h = 'school'", "b <> 2 AND h IN ('higher', 'p1')", "a IS NULL",
                  "h IS NULL OR a = 9"]:
-        got = con.execute(rewrite(f"SELECT count(*) FROM t WHERE {text}", release, con=con)).fetchone()[0]
+        got = execute(con, rewrite(f"SELECT count(*) FROM t WHERE {text}", release, con=con))[0][0]
         assert got == sqlanon_imprecision(con, release, text).returned, text
 
 
@@ -202,11 +211,15 @@ def small(con):
 
 
 @pytest.mark.parametrize("query, expected", EXAMPLES, ids=[q for q, _ in EXAMPLES])
+@pytest.mark.engines("duckdb")  # PostgreSQL: all cases over one release, test_small_release_cases
 def test_examples(small, query, expected):
-    con, release = small
+    example(*small, query, expected)
+
+
+def example(con, release, query, expected):
     out = rewrite(query, release, con=con)
     assert out == expected
-    con.execute(out).fetchall()  # it runs
+    execute(con, out)  # it runs
 
 
 REJECTED = [
@@ -245,20 +258,28 @@ REJECTED = [
 
 
 @pytest.mark.parametrize("query, message", REJECTED, ids=[q or "empty" for q, _ in REJECTED])
+@pytest.mark.engines("duckdb")  # PostgreSQL: all cases over one release, test_small_release_cases
 def test_rejected(small, query, message):
-    con, release = small
+    rejected(*small, query, message)
+
+
+def rejected(con, release, query, message):
     with pytest.raises(RewriteError) as info:
         rewrite(query, release, con=con)
     assert message in str(info.value)
     assert isinstance(info.value, SelectionError) and isinstance(info.value, InputError)
 
 
+@pytest.mark.engines("duckdb")  # PostgreSQL: all cases over one release, test_small_release_cases
 def test_group_by_results(small):
+    group_by_results(*small)
+
+
+def group_by_results(con, release):
     """``SELECT a, h, count(*) ... GROUP BY a, h`` over the view counts the classes' rows."""
-    con, release = small
-    got = con.execute(rewrite("SELECT a, h, count(*) FROM t WHERE b >= 2 GROUP BY a, h", release, con=con)).fetchall()
-    view = con.execute(f'SELECT * FROM "{release.view}"').df()
-    rules = con.execute(f'SELECT * FROM "{release.rules}"').df().set_index("region")
+    got = execute(con, rewrite("SELECT a, h, count(*) FROM t WHERE b >= 2 GROUP BY a, h", release, con=con))
+    view = frame(con, f'SELECT * FROM "{release.view}"')
+    rules = frame(con, f'SELECT * FROM "{release.rules}"').set_index("region")
     keep = [i for i, r in view.iterrows() if not pd.isna(r["b_max"]) and r["b_max"] >= 2]
     expected = view.loc[keep].groupby(["a_min", "a_max", "h"], dropna=False).size()
     norm = lambda x: None if pd.isna(x) else x  # noqa: E731
@@ -274,9 +295,9 @@ def test_rows_of_no_region(con):
     make_table(con, rows)
     # key="id": a live view, which shows the row inserted below (the table declares no key)
     release = sqlanon.anonymize(con, "t", qid=["a", "b", "h"], k=4, hierarchies={"h": H}, key="id")
-    con.execute("INSERT INTO t VALUES (100, 3, 1, 'p1', 'x')")
-    assert con.execute(f'SELECT id, a_min, a_max, b_min, b_max, h FROM "{release.view}" '
-                       "WHERE eq_class IS NULL").fetchall() == [(100, 0, 9, 0, 3, "*")]
+    run(con, "INSERT INTO t VALUES (100, 3, 1, 'p1', 'x')")
+    assert fetch_rows(con, f'SELECT id, a_min, a_max, b_min, b_max, h FROM "{release.view}" '
+                           "WHERE eq_class IS NULL") == [(100, 0, 9, 0, 3, "*")]
     assert 100 not in ids(con, rewrite("SELECT id FROM t WHERE a = 3 OR a IS NULL", release, con=con))
     assert 100 not in ids(con, rewrite("SELECT id FROM t WHERE a = 3 OR v = 'x'", release, con=con))
     assert 100 in ids(con, rewrite("SELECT id FROM t WHERE v = 'x'", release, con=con))
@@ -286,17 +307,17 @@ def test_ambiguous_labels_go_through_the_rules(con):
     """A label naming two nodes (``g`` under A and under B) cannot be matched by label: the
     rewritten test goes through the rules' node ids, and still returns exactly the right rows."""
     hier = [["a1", "g", "A", "*"], ["a2", "h", "A", "*"], ["b1", "g", "B", "*"], ["b2", "h", "B", "*"]]
-    con.execute("CREATE TABLE s AS SELECT i AS id, (['a1', 'a2', 'b1', 'b2'])[1 + i % 4] AS j, i % 9 AS n "
-                "FROM range(48) r(i)")
+    load_frame(con, "s", pd.DataFrame({"id": range(48), "j": [["a1", "a2", "b1", "b2"][i % 4] for i in range(48)],
+                                       "n": [i % 9 for i in range(48)]}))
     release = sqlanon.anonymize(con, "s", qid=["j", "n"], k=3, hierarchies={"j": hier})
-    labels = con.execute(f'SELECT DISTINCT j FROM "{release.view}"').fetchall()
+    labels = fetch_rows(con, f'SELECT DISTINCT j FROM "{release.view}"')
     sql = rewrite("SELECT id FROM s WHERE j = 'a1'", release, con=con)
     h = Hierarchy.from_rows(hier)
-    rules = con.execute(f'SELECT region, j_node FROM "{release.rules}"').df()
+    rules = frame(con, f'SELECT region, j_node FROM "{release.rules}"')
     hit = {int(r) for r, node in zip(rules["region"], rules["j_node"])
            if h.leaf_lo[node] <= 0 <= h.leaf_hi[node]}  # leaf a1 has code 0
-    expected = {r[0] for r in con.execute(f'SELECT id FROM "{release.view}"').fetchall()
-                if con.execute(f'SELECT eq_class FROM "{release.view}" WHERE id = {r[0]}').fetchone()[0] in hit}
+    expected = {r[0] for r in fetch_rows(con, f'SELECT id FROM "{release.view}"')
+                if fetch_rows(con, f'SELECT eq_class FROM "{release.view}" WHERE id = {r[0]}')[0][0] in hit}
     assert ids(con, sql) == expected and expected
     # 'g' (a node over a1) also names a node that is not: the label alone would be ambiguous
     assert 'WHERE "eq_class" IN (SELECT "region" FROM "s_anon_rules" WHERE "j_node" IN (' in sql
@@ -307,8 +328,12 @@ def test_ambiguous_labels_go_through_the_rules(con):
         rewrite("SELECT id FROM s WHERE j = 'g'", release, con=con)
 
 
+@pytest.mark.engines("duckdb")  # PostgreSQL: all cases over one release, test_small_release_cases
 def test_release_forms(small):
-    con, release = small
+    release_forms(*small)
+
+
+def release_forms(con, release):
     expected = rewrite("SELECT id FROM t WHERE a > 1", release, con=con)
     assert rewrite("SELECT id FROM t WHERE a > 1", release.view, con=con) == expected
     assert rewrite("SELECT id FROM t WHERE a > 1", manifest.read(con, release.view)) == expected
@@ -321,11 +346,27 @@ def test_release_forms(small):
 
 
 def test_quoted_names(con):
-    con.execute('CREATE TABLE "my table" AS SELECT i AS "the id", i % 10 AS "zip code", i % 3 AS "Age" '
-                "FROM range(60) r(i)")
+    load_frame(con, "my table", pd.DataFrame({"the id": range(60), "zip code": [i % 10 for i in range(60)],
+                                              "Age": [i % 3 for i in range(60)]}))
     release = sqlanon.anonymize(con, "my table", qid=["zip code", "Age"], k=5, view="my view")
     sql = rewrite('SELECT "the id" FROM "my table" WHERE "zip code" BETWEEN 3 AND 4 AND age = 1', release, con=con)
     assert sql.startswith('SELECT "the id" FROM "my view" WHERE')
     got = ids(con, sql)
-    view = con.execute('SELECT "the id", "zip code_min", "zip code_max", "Age_min", "Age_max" FROM "my view"').fetchall()
+    view = fetch_rows(con, 'SELECT "the id", "zip code_min", "zip code_max", "Age_min", "Age_max" FROM "my view"')
     assert got == {i for i, zlo, zhi, alo, ahi in view if zhi >= 3 and zlo <= 4 and alo <= 1 <= ahi}
+
+
+@pytest.mark.engines("postgres")
+def test_small_release_cases(small):
+    """Every case of the tests over ``small`` above, on PostgreSQL over one release (a release
+    per case would cost the suite a minute): the rewritten SQL runs on PostgreSQL and answers as
+    the oracle says, the same text as on DuckDB; the rejections are the same."""
+    con, release = small
+    for p in HANDPICKED:
+        check(con, release, p)
+    for query, expected in EXAMPLES:
+        example(con, release, query, expected)
+    for query, message in REJECTED:
+        rejected(con, release, query, message)
+    group_by_results(con, release)
+    release_forms(con, release)

@@ -154,6 +154,14 @@ def live_view(engine: Engine, v: LiveView) -> exp.Select:
     return _with(query, with_)
 
 
+def bounds_aggregates(boolean: bool) -> tuple:
+    """The aggregates of a QI's smallest and largest bound: min/max, or bool_and/bool_or for a
+    BOOLEAN QI (false < true; PostgreSQL has no min/max of boolean, DuckDB has both)."""
+    if boolean:
+        return (lambda e: exp.LogicalAnd(this=e)), (lambda e: exp.LogicalOr(this=e))
+    return (lambda e: exp.Min(this=e)), (lambda e: exp.Max(this=e))
+
+
 def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
     """One row: the fully generalized bounds of every ordered QI (None without ordered QIs)."""
     ordered = [q for q in qis if q.ordered]
@@ -162,9 +170,10 @@ def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> 
     query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
     for q in ordered:
         low, high = q.published
+        smallest, largest = bounds_aggregates(q.boolean)
         lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(
-            exp.Min(this=g.col(low)))
-        query = query.select(g.alias(lowest, low), g.alias(exp.Max(this=g.col(high)), high), copy=False)
+            smallest(g.col(low)))
+        query = query.select(g.alias(lowest, low), g.alias(largest(g.col(high)), high), copy=False)
     return query
 
 

@@ -122,6 +122,7 @@ from ..errors import (
 from ..model.hierarchy import Hierarchy, leaf_codes
 from ..model.qi import QI
 from ..publish.manifest import Manifest
+from ..publish.view import bounds_aggregates
 from .regions import load_release
 from ..model.tiling import Tree, guillotine
 from ..request.spec import Source, _catalog, _current, _find_source, distinct_values
@@ -602,9 +603,10 @@ def _root_table(engine: Engine, m: Manifest) -> str | None:
     if not ordered:
         return None
     for i, q in ordered:
+        smallest, largest = bounds_aggregates(q.data_type.upper() == "BOOLEAN")
         lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(f"{q.name}_min"), expression=exp.Null())),
-                                 exp.Null()).else_(exp.Min(this=g.col(f"{q.name}_min")))
-        query = query.select(g.alias(lowest, f"gmin{i}"), g.alias(exp.Max(this=g.col(f"{q.name}_max")), f"gmax{i}"),
+                                 exp.Null()).else_(smallest(g.col(f"{q.name}_min")))
+        query = query.select(g.alias(lowest, f"gmin{i}"), g.alias(largest(g.col(f"{q.name}_max")), f"gmax{i}"),
                              copy=False)
     name = engine.temp_name("root")
     engine.execute(g.create_table_as(name, query))
