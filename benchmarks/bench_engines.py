@@ -51,7 +51,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
 
 from agrawal import BLOCK, QI_COLUMNS, _rows, write_duckdb  # noqa: E402
-from machine import machine, version  # noqa: E402
+from machine import machine  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
@@ -198,7 +198,8 @@ def run_one(engine: str, where: str, criterion: str, k: int, memory_rows: int | 
            "--result", paths[0], "--rules-out", paths[1],
            "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd)
+    errors = tempfile.TemporaryFile()  # the child's stderr: its last line names a failure
+    proc = subprocess.Popen(cmd, stderr=errors)
     timed_out = False
     while True:  # os.wait4 (not Popen.wait): the child's own rusage
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -218,11 +219,14 @@ def run_one(engine: str, where: str, criterion: str, k: int, memory_rows: int | 
         if timed_out:
             out["error"] = f"timed out after {timeout:.0f} s"
         elif proc.returncode != 0:
-            out["error"] = f"child exited with {proc.returncode}"
+            errors.seek(0)
+            lines = errors.read().decode(errors="replace").strip().splitlines()
+            out["error"] = f"child exited with {proc.returncode}: {lines[-1] if lines else ''}"[:400]
         else:
             out.update(json.loads(Path(paths[0]).read_text()))
             rules = pickle.loads(Path(paths[1]).read_bytes())
     finally:
+        errors.close()
         for path in paths:
             os.unlink(path)
     return {key: round(v, 4) if isinstance(v, float) else v for key, v in out.items()}, rules
@@ -373,7 +377,8 @@ def main(argv: list[str] | None = None) -> None:
                                    "NOT COMPARED (a run failed)" if a is None or b is None else "DIFFERENT")
                         identical.append(f"N={n:,} {criterion} memory_rows="
                                          f"{'default' if memory_rows is None else memory_rows}: rules relations "
-                                         f"{verdict} on DuckDB and PostgreSQL ({len(a or [])} rules)")  # fmt: skip
+                                         f"{verdict} on DuckDB and PostgreSQL"
+                                         + (f" ({len(a)} rules)" if a is not None and b is not None else ""))  # fmt: skip
     finally:
         if "postgres" in engines and not args.keep_database:
             import psycopg
