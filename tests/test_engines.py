@@ -177,3 +177,21 @@ def test_text_follows_the_column_collation_on_postgres(pg_con):
         assert set(names) <= set(order[order.index(lo):order.index(hi) + 1])
     applied = sqlanon.apply(pg_con, release, "t", view="t_again")
     assert (applied.rows, applied.placed) == (1200, 1200)
+
+
+def test_sql_levels_with_many_partitions_on_both_engines(pg_con):
+    """Levels asking for more than 256 pairs upload their candidates, again at every such level:
+    PostgreSQL replaces the earlier upload (it once failed with 'already exists')."""
+    rng = np.random.default_rng(3)
+    n = 12000
+    frame = pd.DataFrame({"id": np.arange(n), "a": rng.integers(0, 5000, n), "b": rng.integers(0, 5000, n)})
+    duck = duckdb.connect()
+    try:
+        out = []
+        for con in (duck, pg_con):
+            load_frame(con, "many", frame, primary_key="id")
+            out.append((con, sqlanon.anonymize(con, "many", qid=["a", "b"], k=3, memory_rows=0)))
+        assert out[1][1].partitions > 1024
+        assert _rules(*out[0]) == _rules(*out[1])
+    finally:
+        duck.close()

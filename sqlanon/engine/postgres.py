@@ -196,6 +196,9 @@ class PostgresEngine(Engine):
     def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
         name = self.temp_name(purpose)
         frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+        # A purpose may be uploaded again in one run (the candidates of every large level):
+        # replace the earlier table, as DuckDB's upload does.
+        self.execute(g.drop(name, "TABLE"))
         self._load(g.table(name), frame, temporary=True)
         return name
 
