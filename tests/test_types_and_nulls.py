@@ -213,7 +213,6 @@ def test_boolean_with_nulls_sorts_null_first(con, k, expected):
     check_bounds(con, "t", release.view, "b")
 
 
-@pytest.mark.engines("duckdb")  # PostgreSQL enums: see test_postgres_enum_uses_declaration_order
 def test_enum_uses_declaration_order(con):
     # sad 50, ok 100, happy 150; k=100. In declaration order the only allowed cut is
     # {sad, ok} | {happy}; alphabetically it would be {happy} | {ok, sad}.
@@ -228,14 +227,6 @@ def test_enum_uses_declaration_order(con):
     check_bounds(con, "t", release.view, "e")
 
 
-@pytest.mark.engines("postgres")
-@pytest.mark.xfail(strict=True, raises=sqlanon.UnsupportedTypeError,
-                   reason="sqlanon does not yet read a PostgreSQL enum type as an ordered ENUM QI "
-                          "(its catalog names it by the type's name, e.g. MOOD)")
-def test_postgres_enum_uses_declaration_order(con):
-    test_enum_uses_declaration_order(con)
-
-
 # DuckDB only for now: on PostgreSQL this release takes 30-55 s, nearly all of it planning the
 # rules' CREATE TABLE AS (publish/rules.py: four LEFT JOINs to the domain per ordered QI, 52 here);
 # each type is covered on PostgreSQL by test_ordered_postgres_type. Reported to the lead.
@@ -246,8 +237,7 @@ def test_all_types_together(con):
     select = ", ".join(f"{expr} AS {name}" for name, expr in columns.items())
     run(con, f"CREATE TABLE t AS SELECT i AS id, {select}, i % 2 = 0 AS b, "
              f"(ARRAY['sad', 'ok', 'happy'])[i % 3 + 1]::mood AS e FROM {series(con, N)}")
-    # no enum QI on PostgreSQL yet (test_postgres_enum_uses_declaration_order)
-    qid = [*columns, "b"] if is_postgres(con) else [*columns, "b", "e"]
+    qid = [*columns, "b", "e"]
     release = sqlanon.anonymize(con, "t", qid=qid, k=6)
     source_types = column_types(con, "t")
     view_types = column_types(con, release.view)

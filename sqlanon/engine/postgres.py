@@ -24,7 +24,7 @@ from psycopg import pq
 from sqlglot import exp
 
 from . import sqlgen as g
-from .base import CatalogObject, Engine, short
+from .base import CatalogObject, Engine, Statement, short
 from ..errors import EngineError, InputError, ReadOnlyError
 
 #: PostgreSQL type names (``format_type``) -> the house spelling; others are upper-cased as is.
@@ -281,8 +281,20 @@ class PostgresEngine(Engine):
                 for c, s, n, k, t, comment, sql in self.fetch_rows(g.template("postgres/catalog_objects"))]
 
     def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
-        return [(c, house_type(t)) for c, t in self.fetch_rows(
+        """Types in the house spelling; an enum type as ``ENUM('a', 'b')`` in declaration order,
+        so an enum QI is ordered by position as on DuckDB."""
+        return [(c, f"ENUM({labels})" if labels is not None else house_type(t)) for c, t, labels in self.fetch_rows(
             g.template("postgres/catalog_columns", schema=g.lit(schema), name=g.lit(name)))]
+
+    def render(self, statement: Statement) -> str:
+        """PostgreSQL SQL. A cast to an enum type (the house's ``ENUM('a', 'b')``, which has no
+        PostgreSQL spelling) is left to PostgreSQL: a string literal compared with an enum
+        column takes the column's type, and so its order."""
+        if isinstance(statement, exp.Expression) and any(
+                c.to.this == exp.DataType.Type.ENUM for c in statement.find_all(exp.Cast)):
+            statement = statement.transform(
+                lambda n: n.this if isinstance(n, exp.Cast) and n.to.this == exp.DataType.Type.ENUM else n)
+        return super().render(statement)
 
     def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
         return [tuple(cols) for _, cols in self.fetch_rows(

@@ -122,8 +122,10 @@ def rewrite(sql: str, release: Any, *, con: Any = None) -> str:
         check_connection(con)
     if con is None:  # a Release from anonymize() in this session remembers its connection
         con = getattr(release, "_con", None)
-    dialect = engine_for(con).dialect if con is not None else g.DIALECT
-    return _Rewriter(_manifest(release, con), dialect).run(sql).sql(dialect=dialect)
+    if con is None:
+        return _Rewriter(_manifest(release, con)).run(sql).sql(dialect=g.DIALECT)
+    engine = engine_for(con)
+    return engine.render(_Rewriter(_manifest(release, con), engine.dialect).run(sql))
 
 
 def _manifest(release: Any, con: Any) -> Manifest:
