@@ -82,9 +82,27 @@ class PostgresEngine(Engine):
     def session(con: Any) -> Iterator[None]:
         """Around one public call: when the caller has no transaction open, statements run in
         autocommit mode (a published release is durable on return, and nothing is left open);
-        inside the caller's transaction everything runs in it, for the caller to commit."""
-        if not isinstance(con, psycopg.Connection) or con.closed or con.autocommit \
-                or con.info.transaction_status != pq.TransactionStatus.IDLE:
+        inside the caller's transaction everything runs in it, for the caller to commit, after a
+        savepoint: an error rolls back to it, so the caller's transaction stays usable (a failed
+        statement would abort it) and holds nothing of the failed call."""
+        if not isinstance(con, psycopg.Connection) or con.closed:
+            yield
+            return
+        if not con.autocommit and con.info.transaction_status == pq.TransactionStatus.INTRANS:
+            point = f"__sqlanon_call_{os.urandom(5).hex()}"
+            con.execute(f'SAVEPOINT "{point}"')
+            try:
+                yield
+            except BaseException:
+                if con.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                    with contextlib.suppress(psycopg.Error):
+                        con.execute(f'ROLLBACK TO SAVEPOINT "{point}"')
+                        con.execute(f'RELEASE SAVEPOINT "{point}"')
+                raise
+            if con.info.transaction_status == pq.TransactionStatus.INTRANS:
+                con.execute(f'RELEASE SAVEPOINT "{point}"')
+            return
+        if con.autocommit or con.info.transaction_status != pq.TransactionStatus.IDLE:
             yield
             return
         con.autocommit = True
