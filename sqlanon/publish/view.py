@@ -172,13 +172,21 @@ def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column:
     ordered = [q for q in qis if q.ordered]
     if not ordered:
         return None
-    query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
+    query = exp.select()
     for q in ordered:
         low, high = q.published
-        lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(
-            exp.Min(this=g.col(low)))
-        query = query.select(g.alias(lowest, low), g.alias(exp.Max(this=g.col(high)), high), copy=False)
+        query = query.select(g.alias(root_bound(rules, size_column, low, lowest=True), low),
+                             g.alias(root_bound(rules, size_column, high, lowest=False), high), copy=False)
     return query
+
+
+def root_bound(rules: str | exp.Table, size_column: str, column: str, *, lowest: bool) -> exp.Subquery:
+    """One fully generalized bound over the non-empty regions: the smallest ``column`` (NULL if
+    any is NULL: NULL sorts first), or the largest (NULLs ignored). The first row in order, not
+    MIN/MAX: PostgreSQL has no MIN/MAX of BOOLEAN."""
+    order = exp.Ordered(this=g.col(column), desc=not lowest, nulls_first=lowest)
+    return exp.Subquery(this=exp.select(g.col(column)).from_(_ref(rules))
+                        .where(exp.GT(this=g.col(size_column), expression=g.lit(0))).order_by(order).limit(1))
 
 
 def status(engine: Engine, v: LiveView) -> exp.Select:
