@@ -125,6 +125,20 @@ class PostgresEngine(Engine):
         with self._cursor(sql) as cursor:
             cursor.execute(sql)
 
+    def execute(self, statement: Any) -> None:
+        super().execute(statement)
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and statement.expression is not None:
+            self._analyze(statement.this)
+
+    def _analyze(self, table: exp.Expression) -> None:
+        """Statistics of a table sqlanon just filled. PostgreSQL gathers none by itself for temp
+        tables (autovacuum skips them) nor right after a load: the planner then assumes ~2,000
+        rows per table, costs a join of a few small tables above ``jit_above_cost`` and spends
+        seconds JIT-compiling a statement that runs in milliseconds."""
+        sql = f"ANALYZE {table.sql(self.dialect)}"
+        self.statements += 1
+        self._run(sql)
+
     def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         with self._cursor(sql) as cursor:
             cursor.execute(sql)
@@ -224,6 +238,7 @@ class PostgresEngine(Engine):
         with self._cursor(copy_sql) as cursor:
             with cursor.copy(copy_sql) as copy:
                 copy.write(text)
+        self._analyze(table)
 
     # -- what PostgreSQL spells its own way -------------------------------------------------------
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
