@@ -15,13 +15,15 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import make_people, objects, quote, temp_objects
+from conftest import frame, is_postgres, load_frame, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
 import sqlanon.api
 import sqlanon.publish.pipeline
+import sqlanon.publish.manifest
 import sqlanon.mondrian.builder
 from sqlanon import (
+    EngineError,
     HierarchyError,
     InputError,
     ObjectExistsError,
@@ -33,7 +35,57 @@ from sqlanon import (
     VerificationError,
 )
 
+pytestmark = pytest.mark.engines("duckdb", "postgres")
+
 CITY = {"*": {"x0-1": ["x0", "x1"], "x2-4": ["x2", "x3", "x4"]}}
+
+
+def series(n: int) -> str:
+    """A FROM item of ``n`` rows numbered ``i`` (BIGINT 0..n-1), the same on DuckDB and PostgreSQL."""
+    return f"generate_series(CAST(0 AS BIGINT), CAST({n - 1} AS BIGINT)) AS t(i)"
+
+
+def columns(con, name: str) -> list[str]:
+    """The column names of a table or view, in order (either engine)."""
+    return list(frame(con, f"SELECT * FROM {quote(name)} LIMIT 0").columns)
+
+
+def here(con) -> tuple[str, str]:
+    """``(database, schema)`` where unqualified new objects go: ``('memory', 'main')`` on DuckDB,
+    the session's database and the test's own schema on PostgreSQL."""
+    return tuple(con.execute("SELECT current_database(), current_schema()").fetchone())
+
+
+def usable(con) -> None:
+    """On PostgreSQL, the caller's transaction is open and still usable: sqlanon rolled back to
+    its savepoint, never leaving the transaction aborted (DuckDB: nothing to check)."""
+    if is_postgres(con):
+        from psycopg import pq
+
+        assert con.info.transaction_status == pq.TransactionStatus.INTRANS
+        assert rows(con, "SELECT 1") == [(1,)]
+
+
+@pytest.fixture
+def new_schema(con):
+    """``new_schema(name)`` creates a schema and returns its name: ``name`` on DuckDB (the database
+    is the test's own); on PostgreSQL ``<the test's schema>_<name>`` (the database is the
+    session's), dropped after the test."""
+    made: list[str] = []
+
+    def make(name: str) -> str:
+        if is_postgres(con):
+            name = f"{here(con)[1]}_{name}"
+        run(con, f"CREATE SCHEMA {quote(name)}")
+        made.append(name)
+        return name
+
+    yield make
+    if made and is_postgres(con) and not con.closed:
+        con.rollback()
+        for name in made:
+            run(con, f"DROP SCHEMA IF EXISTS {quote(name)} CASCADE")
+        con.commit()
 
 
 @pytest.fixture
@@ -49,6 +101,7 @@ def refused(con, exc: type[SqlanonError], table: str = "people", **kwargs) -> st
     with pytest.raises(SqlanonError) as info:
         sqlanon.anonymize(con, **args)
     assert type(info.value) is exc, f"{type(info.value).__name__}: {info.value}"
+    usable(con)  # on PostgreSQL objects() above opened the caller's transaction: sqlanon ran in it
     assert objects(con) == before
     assert temp_objects(con) == []
     return str(info.value)
@@ -56,7 +109,7 @@ def refused(con, exc: type[SqlanonError], table: str = "people", **kwargs) -> st
 
 # -- the source table and the QI list --------------------------------------------------------
 def test_unknown_table_lists_tables_and_suggests(con, people):
-    con.execute("CREATE TABLE orders(x INTEGER)")
+    run(con, "CREATE TABLE orders(x INTEGER)")
     msg = refused(con, UnknownTableError, table="peple")
     assert "'peple'" in msg
     assert "Did you mean 'people'?" in msg
@@ -123,11 +176,12 @@ def test_k_equal_to_the_table_is_fine(con, people):
 
 
 def test_empty_table_refuses_any_k(con):
-    con.execute("CREATE TABLE empty(a INTEGER)")
+    run(con, "CREATE TABLE empty(a INTEGER)")
     msg = refused(con, InputError, table="empty", qid=["a"], k=1)
     assert "0 rows" in msg
 
 
+@pytest.mark.engines("duckdb")  # DuckDB's own types (STRUCT, MAP); PostgreSQL's: test_unsupported_postgres_qi_type
 @pytest.mark.parametrize(
     ("column", "type_text"),
     [("blob", "BLOB"), ("ints", "INTEGER[]"), ("rec", "STRUCT(a INTEGER, b VARCHAR)"),
@@ -144,10 +198,80 @@ def test_unsupported_qi_type(con, column, type_text):
     assert type_text in msg
 
 
-def test_unsupported_type_is_fine_as_a_non_qi(con):
-    con.execute("CREATE TABLE odd AS SELECT i AS id, 'ab'::BLOB AS blob, [i] AS l FROM range(20) t(i)")
+# PostgreSQL types as the catalog spells them (format_type) -> the type an error names.
+POSTGRES_UNSUPPORTED = {
+    "bytea": "BYTEA", "integer[]": "INTEGER[]", "text[]": "TEXT[]", "json": "JSON", "jsonb": "JSONB",
+    "interval": "INTERVAL", "time": "TIME WITHOUT TIME ZONE", "timetz": "TIME WITH TIME ZONE",
+    "uuid": "UUID", "point": "POINT", "int4range": "INT4RANGE", "pair": "PAIR",
+}
+POSTGRES_VALUES = {
+    "bytea": "CAST('ab' AS bytea)", "integer[]": "ARRAY[CAST(i AS integer), 2]", "text[]": "ARRAY['a', 'b']",
+    "json": "CAST('{\"a\": 1}' AS json)", "jsonb": "CAST('[1, 2]' AS jsonb)", "interval": "i * INTERVAL '1 day'",
+    "time": "TIME '10:00:00'", "timetz": "CAST('10:00:00+02' AS timetz)", "uuid": "gen_random_uuid()",
+    "point": "point(i, 1)", "int4range": "int4range(0, CAST(i AS integer) + 1)", "pair": "ROW(i, 'x')::pair",
+}
+
+
+@pytest.mark.engines("postgres")  # PostgreSQL's own types; DuckDB's: test_unsupported_qi_type
+@pytest.mark.parametrize("pg_type", sorted(POSTGRES_UNSUPPORTED))
+def test_unsupported_postgres_qi_type(con, pg_type):
+    run(con, "CREATE TYPE pair AS (a bigint, b text)")  # a composite type
+    run(con, f"CREATE TABLE odd AS SELECT i AS id, CAST({POSTGRES_VALUES[pg_type]} AS {pg_type}) AS c FROM {series(20)}")
+    msg = refused(con, UnsupportedTypeError, table="odd", qid=["id", "c"])
+    assert msg.startswith(f"QI 'c' has type {POSTGRES_UNSUPPORTED[pg_type]}, which sqlanon cannot generalize.")
+
+
+# PostgreSQL types sqlanon generalizes (as ranges: numbers, temporals, ordered text and
+# booleans), with the values of the test table
+POSTGRES_SUPPORTED = {
+    "smallint": "CAST(mod(i, 30) AS smallint)",
+    "integer": "CAST(mod(i, 30) AS integer)",
+    "bigint": "mod(i, 30)",
+    "real": "CAST(mod(i, 30) AS real) / 4",
+    "double precision": "CAST(mod(i, 30) AS double precision) / 3",
+    "numeric": "CAST(mod(i, 30) AS numeric) / 7",
+    "numeric(12,3)": "CAST(mod(i, 30) AS numeric) / 7",
+    "date": "DATE '2020-02-01' + CAST(mod(i, 30) AS integer)",
+    "timestamp": "TIMESTAMP '2020-02-01 10:00' + mod(i, 30) * INTERVAL '1 hour'",
+    "timestamp(3)": "TIMESTAMP '2020-02-01 10:00:00.123' + mod(i, 30) * INTERVAL '1 hour'",
+    "timestamptz": "TIMESTAMPTZ '2020-02-01 10:00+02' + mod(i, 30) * INTERVAL '1 hour'",
+    "text": "'v' || mod(i, 30)",
+    "varchar(20)": "'v' || mod(i, 30)",
+    "char(3)": "'v' || mod(i, 30)",
+    "boolean": "mod(i, 2) = 0",
+}
+TEXTUAL = ("text", "varchar(20)", "char(3)")
+
+
+@pytest.mark.engines("postgres")  # PostgreSQL's spellings of the types DuckDB's tests cover as DuckDB types
+def test_postgres_types_are_classified(con):
+    """One table, a column of each type, all of them QIs of one release (one run: ~0.3 s each)."""
+    names = {t: f"c{i}" for i, t in enumerate(sorted(POSTGRES_SUPPORTED))}
+    typed = ", ".join(f"CAST({POSTGRES_SUPPORTED[t]} AS {t}) AS {c}" for t, c in names.items())
+    run(con, f"CREATE TABLE typed AS SELECT i AS id, {typed} FROM {series(120)}")
+    con.commit()
+    release = sqlanon.anonymize(con, "typed", qid=list(names.values()), k=5)
+    assert release.verification.ok and release.k_achieved >= 5
+    assert columns(con, release.view) == ["id", *[f"{c}_{m}" for c in names.values() for m in ("min", "max")], "eq_class"]
+    for pg_type, c in names.items():
+        # every row within its published range, checked by plain SQL on the source (text ranges
+        # are in code point order, whatever the database's collation)
+        value = f'typed.{c} COLLATE "C"' if pg_type in TEXTUAL else f"typed.{c}"
+        outside = con.execute(f"SELECT count(*) FROM {quote(release.view)} AS v JOIN typed USING (id) "
+                              f"WHERE NOT ({value} BETWEEN v.{c}_min AND v.{c}_max)").fetchone()[0]
+        assert outside == 0, pg_type
+        kind = next(q.kind for q in sqlanon.publish.manifest.read(con, release.view).qis if q.name == c)
+        assert kind == ("temporal" if pg_type.startswith(("date", "timestamp")) else
+                        "ordinal" if pg_type in TEXTUAL or pg_type == "boolean" else "numeric"), pg_type
+    assert con.execute(f"SELECT count(*) FROM {quote(release.view)}").fetchone()[0] == 120
+
+
+def test_unsupported_type_is_fine_as_a_non_qi(con, engine_name):
+    listed = "ARRAY[i]" if engine_name == "postgres" else "[i]"
+    run(con, f"CREATE TABLE odd AS SELECT i AS id, CAST('ab' AS BYTEA) AS blob, {listed} AS l FROM {series(20)}")
     release = sqlanon.anonymize(con, "odd", qid=["id"], k=5)
-    assert con.execute(f"SELECT count(*) FROM {release.view} WHERE blob = 'ab'::BLOB").fetchone()[0] == 20
+    assert con.execute(f"SELECT count(*) FROM {release.view} WHERE blob = CAST('ab' AS BYTEA)").fetchone()[0] == 20
+    assert con.execute(f"SELECT count(*) FROM {release.view} WHERE l[1] BETWEEN id_min AND id_max").fetchone()[0] == 20
 
 
 # -- hierarchies -----------------------------------------------------------------------------
@@ -161,7 +285,7 @@ def test_hierarchy_missing_values_names_them(con, people):
 
 
 def test_hierarchy_missing_many_values_is_summarised(con):
-    con.execute("CREATE TABLE t AS SELECT i AS id, 'v' || lpad(i::VARCHAR, 3, '0') AS c FROM range(30) t(i)")
+    run(con, f"CREATE TABLE t AS SELECT i AS id, 'v' || lpad(CAST(i AS VARCHAR), 3, '0') AS c FROM {series(30)}")
     msg = refused(con, HierarchyError, table="t", qid=["c"], hierarchies={"c": {"*": ["v000"]}})
     assert "29 value(s)" in msg
     assert "'v001'" in msg and "and 9 more" in msg
@@ -193,7 +317,7 @@ def test_malformed_hierarchy_file_is_named(con, people, tmp_path):
 
 
 def test_malformed_hierarchy_table_is_named(con, people):
-    con.execute("CREATE TABLE h AS SELECT * FROM (VALUES ('x0', '*'), ('x0', '*')) t(leaf, root)")
+    run(con, "CREATE TABLE h AS SELECT * FROM (VALUES ('x0', '*'), ('x0', '*')) t(leaf, root)")
     msg = refused(con, HierarchyError, qid=["city"], hierarchies={"city": "h"})
     assert "'h'" in msg and "listed twice" in msg
 
@@ -222,8 +346,9 @@ def test_hierarchy_forms_are_accepted(con, people, tmp_path, form):
         path.write_text("".join(";".join(r) + "\n" for r in rows), encoding="utf-8")
         h = str(path)
     else:
-        con.execute("CREATE TABLE city_h(leaf VARCHAR, l1 VARCHAR, root VARCHAR)")
-        con.executemany("INSERT INTO city_h VALUES (?, ?, ?)", rows)
+        run(con, "CREATE TABLE city_h(leaf VARCHAR, l1 VARCHAR, root VARCHAR)")
+        for row in rows:
+            run(con, "INSERT INTO city_h VALUES (?, ?, ?)", row)
         h = "city_h"
     release = sqlanon.anonymize(con, "people", qid=["city"], k=5, hierarchies={"city": h})
     # 20 rows per city: the hierarchy is split down to the leaves
@@ -234,20 +359,20 @@ def test_hierarchy_forms_are_accepted(con, people, tmp_path, form):
 # -- output names ----------------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", ["", "_rules", "_rowmap"])
 def test_output_name_taken_by_a_table(con, people, suffix):
-    con.execute(f"CREATE TABLE {quote('people_anon' + suffix)}(a INTEGER)")
+    run(con, f"CREATE TABLE {quote('people_anon' + suffix)}(a INTEGER)")
     msg = refused(con, ObjectExistsError)
     assert repr("people_anon" + suffix) in msg and "replace=True" in msg
 
 
 @pytest.mark.parametrize("suffix", ["", "_rules", "_rowmap"])
 def test_output_name_taken_by_a_view(con, people, suffix):
-    con.execute(f"CREATE VIEW {quote('people_anon' + suffix)} AS SELECT 1 AS a")
+    run(con, f"CREATE VIEW {quote('people_anon' + suffix)} AS SELECT 1 AS a")
     msg = refused(con, ObjectExistsError)
     assert repr("people_anon" + suffix) in msg and "view" in msg
 
 
 def test_explicit_view_name_taken(con, people):
-    con.execute("CREATE VIEW published AS SELECT 1 AS a")
+    run(con, "CREATE VIEW published AS SELECT 1 AS a")
     msg = refused(con, ObjectExistsError, view="published")
     assert "'published'" in msg
 
@@ -257,8 +382,7 @@ def test_replace_overwrites_an_earlier_release(con, people):
     refused(con, ObjectExistsError, qid=["age", "zip"])
     second = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, replace=True)
     assert second.view == first.view
-    columns = [r[0] for r in con.execute(f"DESCRIBE {second.view}").fetchall()]
-    assert columns == ["id", "age_min", "age_max", "zip_min", "zip_max", "city", "salary", "eq_class"]
+    assert columns(con, second.view) == ["id", "age_min", "age_max", "zip_min", "zip_max", "city", "salary", "eq_class"]
     assert sqlanon.verify(con, second.view, ["age", "zip"], 5).ok
     assert temp_objects(con) == []
 
@@ -271,7 +395,7 @@ def test_replace_overwrites_an_earlier_release(con, people):
 ])
 def test_replace_never_overwrites_what_is_not_a_release(con, people, ddl, name):
     """replace=True replaces only a sqlanon release of the same name (its manifest lists it)."""
-    con.execute(ddl)
+    run(con, ddl)
     before = objects(con)
     msg = refused(con, ObjectExistsError, replace=True)
     assert repr(name) in msg and "not an object of a sqlanon release" in msg
@@ -280,7 +404,7 @@ def test_replace_never_overwrites_what_is_not_a_release(con, people, ddl, name):
 
 def test_replace_never_drops_the_table_behind_a_source_view(con, people):
     """anonymize(con, "src_view", view="base_table", replace=True) must not destroy the raw data."""
-    con.execute("CREATE VIEW src_view AS SELECT * FROM people")
+    run(con, "CREATE VIEW src_view AS SELECT * FROM people")
     refused(con, ObjectExistsError, table="src_view", view="people", replace=True)
     assert con.execute("SELECT count(*) FROM people").fetchone()[0] == 100
 
@@ -295,13 +419,13 @@ def test_replace_never_overwrites_another_release(con, people):
 
 def test_replace_never_drops_a_release_the_source_reads(con, people):
     first = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="first")
-    con.execute("CREATE VIEW over_first AS SELECT * FROM first")
+    run(con, "CREATE VIEW over_first AS SELECT * FROM first")
     refused(con, ObjectExistsError, table="over_first", qid=["age_min"], view="first", replace=True)
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
 
 
 def test_replace_never_drops_a_hierarchy_table(con, people):
-    con.execute("CREATE TABLE people_anon_hierarchies AS SELECT 'x' || i AS leaf, '*' AS root FROM range(5) t(i)")
+    run(con, f"CREATE TABLE people_anon_hierarchies AS SELECT 'x' || i AS leaf, '*' AS root FROM {series(5)}")
     refused(con, ObjectExistsError, qid=["city"], hierarchies={"city": "people_anon_hierarchies"}, replace=True)
     assert con.execute("SELECT count(*) FROM people_anon_hierarchies").fetchone()[0] == 5
 
@@ -314,7 +438,7 @@ def test_replace_must_be_a_bool(con, people, replace):
 
 def test_replace_a_release_drops_what_it_no_longer_needs(con, people):
     sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}})
-    con.execute("CREATE VIEW pv AS SELECT * FROM people")
+    run(con, "CREATE VIEW pv AS SELECT * FROM people")
     second = sqlanon.anonymize(con, "pv", qid=["age"], k=5, view="people_anon", replace=True)
     assert second.materialized
     names = {o[2] for o in objects(con)}
@@ -323,12 +447,13 @@ def test_replace_a_release_drops_what_it_no_longer_needs(con, people):
 
 def test_replace_over_a_table_named_like_the_view_fails_closed(con, people):
     """A refused replace leaves everything as it was."""
-    con.execute("CREATE TABLE people_anon(a INTEGER)")
-    con.execute("INSERT INTO people_anon VALUES (7)")
+    run(con, "CREATE TABLE people_anon(a INTEGER)")
+    run(con, "INSERT INTO people_anon VALUES (7)")
     before = objects(con)
     try:
         sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=True)
     except SqlanonError:
+        usable(con)
         assert objects(con) == before
         assert con.execute("SELECT * FROM people_anon").fetchall() == [(7,)]
     assert temp_objects(con) == []
@@ -350,41 +475,47 @@ def test_rules_named_like_the_source_is_always_refused(con, replace):
 
 @pytest.mark.parametrize("replace", [False, True])
 def test_view_named_like_the_source_up_to_case_is_refused(con, people, replace):
+    # as above: refused on PostgreSQL too, where "PEOPLE" could be a second relation
     refused(con, ObjectExistsError, view="PEOPLE", replace=replace)
 
 
 def test_view_name_taken_up_to_case_is_refused(con, people):
-    con.execute("CREATE TABLE people_anon(a INTEGER)")
+    # PostgreSQL would hold "People_Anon" beside people_anon, but sqlanon compares names up to
+    # case on every engine: refused there too
+    run(con, "CREATE TABLE people_anon(a INTEGER)")
     refused(con, ObjectExistsError, view="People_Anon")
 
 
-def test_view_name_of_a_new_object_is_not_refused_by_other_schemas(con, people):
-    con.execute("CREATE SCHEMA other")
-    con.execute("CREATE TABLE other.people_anon(a INTEGER)")
+def test_view_name_of_a_new_object_is_not_refused_by_other_schemas(con, people, new_schema):
+    other = new_schema("other")
+    run(con, f"CREATE TABLE {quote(other)}.people_anon(a INTEGER)")
     release = sqlanon.anonymize(con, "people", qid=["age"], k=5)
-    assert con.execute(f"SELECT count(*) FROM main.{release.view}").fetchone()[0] == 100
+    main = quote(here(con)[1])
+    assert con.execute(f"SELECT count(*) FROM {main}.{release.view}").fetchone()[0] == 100
 
 
-def test_source_in_another_schema_detects_collision_in_current_schema(con):
-    con.execute("CREATE SCHEMA s")
+def test_source_in_another_schema_detects_collision_in_current_schema(con, new_schema):
+    s = quote(new_schema("s"))
+    main = quote(here(con)[1])
     make_people(con, 50, name="t")
-    con.execute("CREATE TABLE s.t AS SELECT * FROM main.t")
-    con.execute("DROP TABLE main.t")
-    con.execute("CREATE TABLE main.t_anon(a INTEGER)")
-    refused(con, ObjectExistsError, table="s.t", qid=["age"])
+    run(con, f"CREATE TABLE {s}.t AS SELECT * FROM {main}.t")
+    run(con, f"DROP TABLE {main}.t")
+    run(con, f"CREATE TABLE {main}.t_anon(a INTEGER)")
+    refused(con, ObjectExistsError, table=f"{s.strip(chr(34))}.t", qid=["age"])
 
 
-def test_source_in_another_schema_ignores_names_there(con):
-    con.execute("CREATE SCHEMA s")
-    con.execute("CREATE TABLE s.u AS SELECT i AS id, i % 50 AS age FROM range(50) t(i)")
-    con.execute("CREATE TABLE s.u_anon(a INTEGER)")
-    release = sqlanon.anonymize(con, "s.u", qid=["age"], k=5)
-    assert con.execute(f"SELECT count(*) FROM main.{quote(release.view)}").fetchone()[0] == 50
+def test_source_in_another_schema_ignores_names_there(con, new_schema):
+    s = new_schema("s")
+    run(con, f"CREATE TABLE {quote(s)}.u AS SELECT i AS id, mod(i, 50) AS age FROM {series(50)}")
+    run(con, f"CREATE TABLE {quote(s)}.u_anon(a INTEGER)")
+    release = sqlanon.anonymize(con, f"{s}.u", qid=["age"], k=5)
+    main = quote(here(con)[1])
+    assert con.execute(f"SELECT count(*) FROM {main}.{quote(release.view)}").fetchone()[0] == 50
 
 
 def test_temp_source_detects_collision_in_current_schema(con):
-    con.execute("CREATE TEMP TABLE tt AS SELECT i AS id, i % 50 AS age FROM range(50) t(i)")
-    con.execute("CREATE TABLE tt_anon(a INTEGER)")
+    run(con, f"CREATE TEMP TABLE tt AS SELECT i AS id, mod(i, 50) AS age FROM {series(50)}")
+    run(con, "CREATE TABLE tt_anon(a INTEGER)")
     refused(con, ObjectExistsError, table="tt", qid=["age"])
 
 
@@ -396,33 +527,32 @@ def test_bad_view_name(con, people, view):
 
 @pytest.mark.parametrize("clash", ["age_min", "age_max", "zip_min"])
 def test_non_qi_column_named_like_a_published_column(con, clash):
-    con.execute(f"CREATE TABLE t AS SELECT i AS id, i % 50 AS age, i % 7 AS zip, i AS {quote(clash)} "
-                "FROM range(50) t(i)")
+    run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 50) AS age, mod(i, 7) AS zip, i AS {quote(clash)} "
+             f"FROM {series(50)}")
     msg = refused(con, ObjectExistsError, table="t")
     assert repr(clash) in msg and "duplicate" in msg
 
 
 def test_qi_named_like_a_published_column_of_another_qi_is_not_a_clash(con):
     # 'zip_min' is a QI itself, so it is replaced by zip_min_min/zip_min_max: no duplicate.
-    con.execute("CREATE TABLE t AS SELECT i AS id, i % 50 AS age, i % 7 AS age_max_x, i % 3 AS zip_min "
-                "FROM range(60) t(i)")
+    run(con, "CREATE TABLE t AS SELECT i AS id, mod(i, 50) AS age, mod(i, 7) AS age_max_x, mod(i, 3) AS zip_min "
+             f"FROM {series(60)}")
     release = sqlanon.anonymize(con, "t", qid=["age", "zip_min"], k=5)
-    columns = [r[0] for r in con.execute(f"DESCRIBE {release.view}").fetchall()]
-    assert columns == ["id", "age_min", "age_max", "age_max_x", "zip_min_min", "zip_min_max", "eq_class"]
+    assert columns(con, release.view) == ["id", "age_min", "age_max", "age_max_x", "zip_min_min", "zip_min_max", "eq_class"]
 
 
 def test_non_qi_column_clash_up_to_case(con):
-    con.execute('CREATE TABLE t AS SELECT i AS id, i % 50 AS age, i % 7 AS "AGE_MIN" FROM range(50) t(i)')
+    # PostgreSQL could hold "AGE_MIN" beside age_min in a view; sqlanon refuses up to case there too
+    run(con, f'CREATE TABLE t AS SELECT i AS id, mod(i, 50) AS age, mod(i, 7) AS "AGE_MIN" FROM {series(50)}')
     refused(con, ObjectExistsError, table="t", qid=["age"])
 
 
 def test_hierarchical_qi_named_eq_class(con):
     """The class column's name is derived around the user's columns (issue: ordinary names)."""
-    con.execute("CREATE TABLE t AS SELECT i AS id, 'c' || (i % 3) AS eq_class FROM range(60) t(i)")
+    run(con, f"CREATE TABLE t AS SELECT i AS id, 'c' || mod(i, 3) AS eq_class FROM {series(60)}")
     release = sqlanon.anonymize(con, "t", qid=["eq_class"], k=5, hierarchies={"eq_class": {"*": ["c0", "c1", "c2"]}})
     assert release.class_column == "eq_class_1" and release.verification.ok
-    columns = [r[0] for r in con.execute(f"DESCRIBE {release.view}").fetchall()]
-    assert columns == ["id", "eq_class", "eq_class_1"]
+    assert columns(con, release.view) == ["id", "eq_class", "eq_class_1"]
 
 
 @pytest.mark.parametrize(("memory_rows", "shown"), [(-1, "got -1"), ("10", "got '10'"), (1.5, "got 1.5"), (True, "got True")])
@@ -455,9 +585,9 @@ WEIRD_COLUMNS = ("zip code", "âge", "it's")
 @pytest.fixture
 def weird(con) -> str:
     zip_code, age, its, note = (quote(c) for c in (*WEIRD_COLUMNS, "no te;"))
-    con.execute(
-        f"CREATE TABLE {quote(WEIRD_TABLE)} AS SELECT i AS id, (i % 13)::INTEGER AS {zip_code}, "
-        f"(i % 90)::INTEGER AS {age}, 'v' || (i % 4) AS {its}, 'note ' || i AS {note} FROM range(200) t(i)"
+    run(con,
+        f"CREATE TABLE {quote(WEIRD_TABLE)} AS SELECT i AS id, CAST(mod(i, 13) AS INTEGER) AS {zip_code}, "
+        f"CAST(mod(i, 90) AS INTEGER) AS {age}, 'v' || mod(i, 4) AS {its}, 'note ' || i AS {note} FROM {series(200)}"
     )
     return WEIRD_TABLE
 
@@ -473,8 +603,8 @@ def test_quotes_spaces_and_unicode_just_work(con, weird, view):
     assert release.rowmap == expected_view + "_rowmap"
     assert release.table == WEIRD_TABLE
     assert release.qid == WEIRD_COLUMNS
-    columns = [r[0] for r in con.execute(f"DESCRIBE {quote(release.view)}").fetchall()]
-    assert columns == ["id", "zip code_min", "zip code_max", "âge_min", "âge_max", "it's", "no te;", "eq_class"]
+    assert columns(con, release.view) == ["id", "zip code_min", "zip code_max", "âge_min", "âge_max", "it's",
+                                          "no te;", "eq_class"]
     assert con.execute(f"SELECT count(*) FROM {quote(release.view)}").fetchone()[0] == 200
     labels = {r[0] for r in con.execute(f'SELECT DISTINCT "it\'s" FROM {quote(release.view)}').fetchall()}
     assert labels <= {"v0", "v1", "v2", "v3", "a'b\"", "c d", "*"}
@@ -485,58 +615,79 @@ def test_quotes_spaces_and_unicode_just_work(con, weird, view):
 
 
 def test_injection_as_a_table_name(con):
-    con.execute("CREATE TABLE t AS SELECT i AS a FROM range(10) t(i)")
+    run(con, f"CREATE TABLE t AS SELECT i AS a FROM {series(10)}")
     before = objects(con)
     for name in ("x; DROP TABLE t; --", 't"; DROP TABLE t; --', "t; DROP TABLE t"):
         with pytest.raises(UnknownTableError) as info:
             sqlanon.anonymize(con, name, qid=["a"], k=2)
         assert repr(name) in str(info.value)
+        usable(con)
     assert objects(con) == before
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 10
 
 
 def test_injection_as_a_column_name(con):
-    con.execute("CREATE TABLE t AS SELECT i AS a FROM range(10) t(i)")
+    run(con, f"CREATE TABLE t AS SELECT i AS a FROM {series(10)}")
     with pytest.raises(UnknownColumnError):
         sqlanon.anonymize(con, "t", qid=['a" FROM t; DROP TABLE t; --'], k=2)
+    usable(con)
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 10
 
 
 def test_injection_in_data_values_and_hierarchy_labels(con):
     evil = "x'); DROP TABLE t; --"
-    con.execute("CREATE TABLE t(id INTEGER, c VARCHAR)")
-    con.executemany("INSERT INTO t VALUES (?, ?)", [(i, evil if i % 2 else "ok") for i in range(20)])
+    run(con, "CREATE TABLE t(id INTEGER, c VARCHAR)")
+    for i in range(20):
+        run(con, "INSERT INTO t VALUES (?, ?)", [i, evil if i % 2 else "ok"])
     release = sqlanon.anonymize(con, "t", qid=["c"], k=5, hierarchies={"c": {"*": {evil + "'": [evil, "ok"]}}})
     assert release.partitions == 2
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 20
-    assert con.execute(f"SELECT count(*) FROM {release.view} WHERE c = ?", [evil]).fetchone()[0] == 10
+    assert rows(con, f"SELECT count(*) FROM {release.view} WHERE c = ?", [evil]) == [(10,)]
 
 
-def test_schema_qualified_source(con):
-    con.execute("CREATE SCHEMA s")
-    con.execute("CREATE TABLE s.people AS SELECT i AS id, i % 40 AS age FROM range(80) t(i)")
-    release = sqlanon.anonymize(con, "s.people", qid=["age"], k=4)
+def test_schema_qualified_source(con, new_schema):
+    s = new_schema("s")
+    run(con, f"CREATE TABLE {quote(s)}.people AS SELECT i AS id, mod(i, 40) AS age FROM {series(80)}")
+    release = sqlanon.anonymize(con, f"{s}.people", qid=["age"], k=4)
     assert release.table == "people"
     assert con.execute(f"SELECT count(*) FROM {release.view}").fetchone()[0] == 80
 
 
 # -- fail closed, nothing lost ---------------------------------------------------------------
 def snapshot(con, table: str):
-    """Everything observable about a base table: its rows by rowid and its catalog entry."""
-    rows = con.execute(f"SELECT rowid, * FROM {quote(table)} ORDER BY rowid").fetchall()
+    """Everything observable about a base table: its rows by their physical address (DuckDB's
+    rowid; PostgreSQL's ctid and the transaction that wrote each row version, xmin) and its
+    catalog entry and columns."""
+    if is_postgres(con):
+        data = rows(con, f"SELECT ctid::text, xmin::text, * FROM {quote(table)} ORDER BY ctid")
+        meta = rows(con, "SELECT c.oid::bigint, c.relname, c.relkind, c.relpersistence, c.relnatts, c.relfilenode, "
+                         "obj_description(c.oid, 'pg_class'), ARRAY(SELECT pg_get_constraintdef(k.oid) FROM pg_constraint k "
+                         "WHERE k.conrelid = c.oid ORDER BY k.oid)::text FROM pg_class c "
+                         "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace", [table])
+        types = rows(con, "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
+                          "WHERE attrelid = to_regclass(?) AND attnum > 0 ORDER BY attnum", [quote(table)])
+        return data, meta, types
+    data = con.execute(f"SELECT rowid, * FROM {quote(table)} ORDER BY rowid").fetchall()
     meta = con.execute(
         "SELECT * EXCLUDE (database_oid, schema_oid) FROM duckdb_tables() WHERE table_name = ?", [table]
     ).fetchall()
-    columns = con.execute(f"DESCRIBE {quote(table)}").fetchall()
-    return rows, meta, columns
+    types = con.execute(f"DESCRIBE {quote(table)}").fetchall()
+    return data, meta, types
+
+
+def view_sql(con, view: str) -> list[tuple]:
+    """A view's stored definition."""
+    if is_postgres(con):
+        return rows(con, "SELECT definition FROM pg_views WHERE viewname = ? AND schemaname = current_schema()", [view])
+    return rows(con, "SELECT sql FROM duckdb_views() WHERE view_name = ?", [view])
 
 
 def release_state(con, view: str) -> dict:
     """An earlier release as data: its view definition and output, its rules and row map."""
     return {
-        "definition": con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?", [view]).fetchall(),
+        "definition": view_sql(con, view),
         "view": con.execute(f"SELECT * FROM {quote(view)} ORDER BY id").fetchall(),
-        "view_columns": con.execute(f"DESCRIBE {quote(view)}").fetchall(),
+        "view_columns": columns(con, view),
         "rules": con.execute(f"SELECT * FROM {quote(view + '_rules')} ORDER BY region").fetchall(),
         "rowmap": con.execute(f"SELECT * FROM {quote(view + '_rowmap')} ORDER BY key0").fetchall(),
     }
@@ -544,13 +695,16 @@ def release_state(con, view: str) -> dict:
 
 @pytest.fixture
 def mixed(con) -> str:
-    con.execute("CREATE TABLE mixed (id BIGINT PRIMARY KEY, age BIGINT, day DATE, city VARCHAR, note DOUBLE)")
-    con.execute(
-        "INSERT INTO mixed SELECT i AS id, CASE WHEN i % 9 = 0 THEN NULL ELSE i % 37 END AS age, "
-        "DATE '2001-01-01' + (i % 100)::INTEGER AS day, 'x' || (i % 5) AS city, i / 3.0 AS note "
-        "FROM range(500) t(i)"
+    """500 rows (490 after a DELETE: physical row addresses with gaps), committed: the tests
+    start outside any transaction (PostgreSQL: sqlanon's own transaction, in autocommit)."""
+    run(con, "CREATE TABLE mixed (id BIGINT PRIMARY KEY, age BIGINT, day DATE, city VARCHAR, note DOUBLE PRECISION)")
+    run(con, 
+        "INSERT INTO mixed SELECT i AS id, CASE WHEN mod(i, 9) = 0 THEN NULL ELSE mod(i, 37) END AS age, "
+        "DATE '2001-01-01' + CAST(mod(i, 100) AS INTEGER) AS day, 'x' || mod(i, 5) AS city, i / 3.0 AS note "
+        f"FROM {series(500)}"
     )
-    con.execute("DELETE FROM mixed WHERE id % 50 = 7")  # rowids with gaps
+    run(con, "DELETE FROM mixed WHERE mod(id, 50) = 7")  # rowids with gaps
+    con.commit()
     return "mixed"
 
 
@@ -562,22 +716,25 @@ def test_source_table_is_unchanged(con, mixed, memory_rows):
     assert release.rows == 490
     assert snapshot(con, mixed) == before
     assert temp_objects(con) == []
-    assert objects(con) - {("memory", "main", "mixed", "table")} == {
-        ("memory", "main", "mixed_anon", "view"),
-        ("memory", "main", "mixed_anon_rules", "table"),
-        ("memory", "main", "mixed_anon_rowmap", "table"),
-        ("memory", "main", "mixed_anon_hierarchies", "table"),
+    database, schema = here(con)
+    assert objects(con) - {(database, schema, "mixed", "table")} == {
+        (database, schema, "mixed_anon", "view"),
+        (database, schema, "mixed_anon_rules", "table"),
+        (database, schema, "mixed_anon_rowmap", "table"),
+        (database, schema, "mixed_anon_hierarchies", "table"),
     }
 
 
 def test_source_view_and_its_table_are_unchanged(con, mixed):
-    con.execute("CREATE VIEW mixed_v AS SELECT * FROM mixed WHERE id < 400")
+    run(con, "CREATE VIEW mixed_v AS SELECT * FROM mixed WHERE id < 400")
+    con.commit()
     before = snapshot(con, mixed)
-    definition = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'mixed_v'").fetchall()
+    definition = view_sql(con, "mixed_v")
+    assert definition
     release = sqlanon.anonymize(con, "mixed_v", qid=["age", "day"], k=5)
     assert release.materialized
     assert snapshot(con, mixed) == before
-    assert con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'mixed_v'").fetchall() == definition
+    assert view_sql(con, "mixed_v") == definition
     assert temp_objects(con) == []
 
 
@@ -604,13 +761,24 @@ CRASHES = {
 }
 
 
+def no_transaction_left(con) -> None:
+    """On PostgreSQL, a run begun outside any transaction leaves none open, and the connection
+    as the caller had it (not in autocommit mode)."""
+    if is_postgres(con):
+        from psycopg import pq
+
+        assert con.info.transaction_status == pq.TransactionStatus.IDLE and not con.autocommit
+
+
 @pytest.mark.parametrize("step", sorted(CRASHES))
 def test_crash_mid_run_publishes_nothing(con, mixed, monkeypatch, step):
     target, attribute, factory, memory_rows = CRASHES[step]
     before_objects, before_source = objects(con), snapshot(con, mixed)
+    con.commit()  # PostgreSQL: end the reads' transaction, so the run is in a transaction of its own
     monkeypatch.setattr(target, attribute, factory(getattr(target, attribute)))
     with pytest.raises(RuntimeError, match="injected failure"):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, memory_rows=memory_rows)
+    no_transaction_left(con)
     assert temp_objects(con) == []
     assert objects(con) == before_objects
     assert snapshot(con, mixed) == before_source
@@ -621,10 +789,12 @@ def test_crash_mid_run_keeps_the_earlier_release(con, mixed, monkeypatch, step):
     target, attribute, factory, memory_rows = CRASHES[step]
     earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     state, before_objects = release_state(con, earlier.view), objects(con)
+    con.commit()  # PostgreSQL: end the reads' transaction, so the run is in a transaction of its own
     monkeypatch.setattr(target, attribute, factory(getattr(target, attribute)))
     with pytest.raises(RuntimeError, match="injected failure"):
         sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=7, memory_rows=memory_rows,
                           hierarchies={"city": CITY}, replace=True)
+    no_transaction_left(con)
     assert temp_objects(con) == []
     assert objects(con) == before_objects
     assert release_state(con, earlier.view) == state
@@ -656,6 +826,7 @@ def test_failed_verification_publishes_nothing(con, mixed, monkeypatch, override
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5)
     assert fragment in str(info.value)
     assert "'mixed_anon'" in str(info.value)
+    usable(con)  # PostgreSQL: raised inside the transaction objects() opened
     assert objects(con) == before
     assert temp_objects(con) == []
 
@@ -666,6 +837,7 @@ def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
     monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification())
     with pytest.raises(VerificationError):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+    usable(con)
     assert objects(con) == before
     assert release_state(con, earlier.view) == state
     assert temp_objects(con) == []
@@ -674,7 +846,7 @@ def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
 def test_no_temp_objects_after_success(con, mixed):
     sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=3, hierarchies={"city": CITY})
     sqlanon.anonymize(con, mixed, qid=["age", "day"], k=3, memory_rows=50, view="second")
-    con.execute("CREATE VIEW mv AS SELECT * FROM mixed")
+    run(con, "CREATE VIEW mv AS SELECT * FROM mixed")
     sqlanon.anonymize(con, "mv", qid=["age"], k=3)  # the snapshot path
     assert temp_objects(con) == []
 
@@ -686,8 +858,9 @@ def test_temp_objects_exist_during_a_run_and_carry_the_prefix(con, mixed, monkey
 
     def spy(self, *args, **kwargs):
         seen.append(temp_objects(con))
-        seen.append([r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()])
+        temporary = ("SELECT relname FROM pg_class WHERE relpersistence = 't' AND relkind IN ('r', 'v', 'p')"
+                     if is_postgres(con) else "SELECT table_name FROM duckdb_tables() WHERE temporary")
+        seen.append([r[0] for r in con.execute(temporary).fetchall()])
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_memory", spy)
@@ -701,13 +874,26 @@ def test_temp_objects_exist_during_a_run_and_carry_the_prefix(con, mixed, monkey
 
 def test_temp_names_do_not_collide_with_user_objects(con, mixed):
     # A user object with the prefix is not ours to drop.
-    con.execute("CREATE TABLE __sqlanon_user AS SELECT 1 AS a")
+    run(con, "CREATE TABLE __sqlanon_user AS SELECT 1 AS a")
     sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     assert temp_objects(con) == ["__sqlanon_user"]
 
 
+def begin(con) -> None:
+    """Open a transaction as a caller would: DuckDB's ``begin()``; psycopg opens one with the
+    first statement (the connection is not in autocommit mode)."""
+    if is_postgres(con):
+        from psycopg import pq
+
+        con.commit()
+        rows(con, "SELECT 1")
+        assert con.info.transaction_status == pq.TransactionStatus.INTRANS
+    else:
+        con.begin()
+
+
 def test_anonymize_inside_a_caller_transaction(con, mixed):
-    con.begin()
+    begin(con)
     release = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     con.commit()
     assert con.execute(f"SELECT count(*) FROM {release.view}").fetchone()[0] == 490
@@ -716,7 +902,7 @@ def test_anonymize_inside_a_caller_transaction(con, mixed):
 
 def test_anonymize_inside_a_caller_transaction_that_rolls_back(con, mixed):
     before = objects(con)
-    con.begin()
+    begin(con)
     sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     con.rollback()
     assert objects(con) == before and temp_objects(con) == []
@@ -725,9 +911,10 @@ def test_anonymize_inside_a_caller_transaction_that_rolls_back(con, mixed):
 def test_crash_inside_a_caller_transaction_publishes_nothing(con, mixed, monkeypatch):
     before = objects(con)
     monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.publish.pipeline.publish))
-    con.begin()
+    begin(con)
     with pytest.raises(RuntimeError, match="injected failure"):
         sqlanon.anonymize(con, mixed, qid=["age"], k=5)
+    usable(con)
     con.commit()
     assert objects(con) == before and temp_objects(con) == []
 
@@ -736,11 +923,73 @@ def test_crash_inside_a_caller_transaction_keeps_the_earlier_release(con, mixed,
     earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     state = release_state(con, earlier.view)
     monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.publish.pipeline.publish))
-    con.begin()
+    begin(con)
     with pytest.raises((RuntimeError, SqlanonError)):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+    usable(con)
     con.commit()
     assert release_state(con, earlier.view) == state
+
+
+def _sql_error_after(real):
+    """``real`` (whose first argument is the engine), then a statement the database rejects."""
+    def wrapper(engine, *args, **kwargs):
+        out = real(engine, *args, **kwargs)
+        engine.execute("SELECT * FROM __sqlanon_test_no_such_table")
+        return out
+    return wrapper
+
+
+# PostgreSQL alone: DuckDB has no savepoints, and a failed statement aborts its caller's transaction
+@pytest.mark.engines("postgres")
+@pytest.mark.parametrize("step", ["encode", "publish"])
+def test_database_error_inside_a_caller_transaction_rolls_back_to_the_call(con, mixed, monkeypatch, step):
+    earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
+    state = release_state(con, earlier.view)
+    begin(con)
+    run(con, "CREATE TABLE mine AS SELECT 42 AS answer")
+    before = objects(con)
+    monkeypatch.setattr(sqlanon.api, step, _sql_error_after(getattr(sqlanon.api, step)))
+    with pytest.raises(EngineError, match="__sqlanon_test_no_such_table"):
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+    usable(con)
+    assert objects(con) == before and temp_objects(con) == []
+    assert release_state(con, earlier.view) == state
+    con.commit()
+    assert rows(con, "SELECT answer FROM mine") == [(42,)]
+    assert release_state(con, earlier.view) == state
+
+
+@pytest.mark.engines("postgres")  # psycopg's transaction states; DuckDB's caller transactions are above
+@pytest.mark.parametrize("failure", ["input", "crash"])
+def test_failure_keeps_the_callers_own_work_in_its_transaction(con, mixed, monkeypatch, failure):
+    """sqlanon rolls back to its savepoint, not the caller's transaction: what the caller did
+    before the call is still there, and commits."""
+    begin(con)
+    run(con, "CREATE TABLE mine AS SELECT 42 AS answer")
+    run(con, "UPDATE mixed SET city = 'changed' WHERE id = 0")
+    if failure == "crash":
+        monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.api.publish))
+    with pytest.raises((RuntimeError, UnknownColumnError)):
+        sqlanon.anonymize(con, mixed, qid=["age", "nope" if failure == "input" else "day"], k=5)
+    usable(con)
+    assert temp_objects(con) == []
+    con.commit()
+    assert rows(con, "SELECT answer FROM mine") == [(42,)]
+    assert rows(con, "SELECT city FROM mixed WHERE id = 0") == [("changed",)]
+    assert "mixed_anon" not in {o[2] for o in objects(con)}
+
+
+@pytest.mark.engines("postgres")  # psycopg's autocommit switch, which sqlanon sets for a call outside a transaction
+def test_failure_outside_a_transaction_leaves_the_connection_as_it_was(con, mixed):
+    with pytest.raises(UnknownColumnError):
+        sqlanon.anonymize(con, mixed, qid=["nope"], k=5)
+    no_transaction_left(con)
+    with pytest.raises(InputError):
+        sqlanon.anonymize(con, mixed, qid=["age"], k=0)
+    no_transaction_left(con)
+    assert sqlanon.anonymize(con, mixed, qid=["age"], k=5).verification.ok
+    no_transaction_left(con)
 
 
 def test_error_messages_do_not_leak_sql_for_input_errors(con, people):

@@ -13,14 +13,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import resource
 import signal
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
 import pytest
-from conftest import make_people, objects, temp_objects
+from conftest import is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
 from sqlanon.model.qi import QI
@@ -33,7 +35,42 @@ from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.regions import load_release
 from sqlanon.model.selection import parse_selection
 
+pytestmark = pytest.mark.engines("duckdb", "postgres")
+
 CITY = {"*": {"x0-1": ["x0", "x1"], "x2-4": ["x2", "x3", "x4"]}}
+
+
+def series(n: int) -> str:
+    """A FROM item of ``n`` rows numbered ``i`` (BIGINT 0..n-1), the same on DuckDB and PostgreSQL."""
+    return f"generate_series(CAST(0 AS BIGINT), CAST({n - 1} AS BIGINT)) AS t(i)"
+
+
+def here(con) -> tuple[str, str]:
+    """``(database, schema)`` where unqualified new objects go: ``('memory', 'main')`` on DuckDB,
+    the session's database and the test's own schema on PostgreSQL."""
+    return tuple(con.execute("SELECT current_database(), current_schema()").fetchone())
+
+
+@pytest.fixture
+def new_schema(con):
+    """``new_schema(name)`` creates a schema and returns its name: ``name`` on DuckDB (the database
+    is the test's own); on PostgreSQL ``<the test's schema>_<name>`` (the database is the
+    session's), dropped after the test."""
+    made: list[str] = []
+
+    def make(name: str) -> str:
+        if is_postgres(con):
+            name = f"{here(con)[1]}_{name}"
+        run(con, f"CREATE SCHEMA {quote(name)}")
+        made.append(name)
+        return name
+
+    yield make
+    if made and is_postgres(con) and not con.closed:
+        con.rollback()
+        for name in made:
+            run(con, f"DROP SCHEMA IF EXISTS {quote(name)} CASCADE")
+        con.commit()
 
 
 @pytest.fixture
@@ -45,7 +82,7 @@ def people(con) -> str:
 def released(con, people):
     """``people``, its release ``people_anon`` (with a selection, so every reader has work), and a
     hierarchy table ``city_h``."""
-    con.execute("CREATE TABLE city_h AS SELECT 'x' || i AS leaf, '*' AS root FROM range(5) t(i)")
+    run(con, f"CREATE TABLE city_h AS SELECT 'x' || i AS leaf, '*' AS root FROM {series(5)}")
     return sqlanon.anonymize(con, people, qid=["age", "zip"], k=5, selections=["age > 40"])
 
 
@@ -78,6 +115,8 @@ def refused(con, exc: type[SqlanonError], call, *args, **kwargs) -> str:
     before = objects(con)
     with pytest.raises(exc) as info:
         call(*args, **kwargs)
+    if is_postgres(con):  # raised inside the transaction objects() opened: still usable
+        assert rows(con, "SELECT 1") == [(1,)]
     assert objects(con) == before
     assert temp_objects(con) == []
     return str(info.value)
@@ -99,20 +138,50 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.mark.parametrize("bad", [None, "db.duckdb", 5, object()], ids=["None", "str", "int", "object"])
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-def test_a_connection_that_is_not_one_is_refused(con, released, entry, bad):
-    if bad is None and entry in ("load_hierarchy", "rewrite"):
-        pytest.skip("con is optional there")
+BAD_CONNECTIONS = {"None": None, "str": "db.duckdb", "int": 5, "object": object()}
+
+
+def check_bad_connection(con, entry: str, bad) -> None:
     msg = refused(con, InputError, ENTRY_POINTS[entry], bad)
-    assert msg.startswith("con must be a duckdb.DuckDBPyConnection")
+    assert msg.startswith("con must be a duckdb.DuckDBPyConnection (duckdb.connect(...)) or a psycopg 3 connection")
     assert type(bad).__name__ in msg
 
 
+@pytest.mark.engines("duckdb")
+@pytest.mark.parametrize("bad", sorted(BAD_CONNECTIONS))
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-def test_the_entry_points_work_with_a_connection(con, released, entry):
-    """The table above calls every entry point properly: only ``con`` is wrong there."""
-    ENTRY_POINTS[entry](con)
+def test_a_connection_that_is_not_one_is_refused(con, released, entry, bad):
+    if bad == "None" and entry in ("load_hierarchy", "rewrite"):
+        pytest.skip("con is optional there")
+    check_bad_connection(con, entry, BAD_CONNECTIONS[bad])
+
+
+@pytest.mark.engines("postgres")
+# PostgreSQL: every case in one test, on one set-up (a release costs ~0.3 s there, the cases ms)
+def test_a_connection_that_is_not_one_is_refused_on_postgres(con, released):
+    for entry, bad in itertools.product(sorted(ENTRY_POINTS), sorted(BAD_CONNECTIONS)):
+        if not (bad == "None" and entry in ("load_hierarchy", "rewrite")):  # con is optional there
+            check_bad_connection(con, entry, BAD_CONNECTIONS[bad])
+
+
+@pytest.mark.engines("postgres")  # psycopg objects that are not an open connection
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_a_psycopg_object_that_is_not_an_open_connection_is_refused(con, pg_database, entry):
+    import psycopg
+
+    with con.cursor() as cursor:
+        msg = refused(con, InputError, ENTRY_POINTS[entry], cursor)
+    assert msg.startswith("con must be a psycopg.Connection, got Cursor <psycopg.Cursor")
+    closed = psycopg.connect(pg_database)
+    closed.close()
+    assert refused(con, InputError, ENTRY_POINTS[entry], closed) == "the PostgreSQL connection is closed"
+
+
+def test_the_entry_points_work_with_a_connection(con, released, engine_name):
+    """The table above calls every entry point properly: only ``con`` is wrong there (one test:
+    a release costs ~0.3 s on PostgreSQL, each call little)."""
+    for entry in sorted(ENTRY_POINTS):
+        ENTRY_POINTS[entry](con)
 
 
 def test_the_connection_is_checked_before_anything_else(con, people):
@@ -130,10 +199,10 @@ def test_qid_that_is_not_a_list_of_names(con, people, qid):
     assert msg.startswith("qid must be a list of column names")
 
 
-@pytest.mark.parametrize("qid", [("age", "zip"), np.array(["age", "zip"]), iter(["age", "zip"])],
+@pytest.mark.parametrize("qid", [lambda: ("age", "zip"), lambda: np.array(["age", "zip"]), lambda: iter(["age", "zip"])],
                          ids=["tuple", "ndarray", "iterator"])
 def test_qid_as_any_ordered_sequence(con, people, qid):
-    release = sqlanon.anonymize(con, "people", qid=qid, k=5)
+    release = sqlanon.anonymize(con, "people", qid=qid(), k=5)  # a new iterator for each engine
     assert release.qid == ("age", "zip")
 
 
@@ -149,12 +218,27 @@ def test_progress_that_is_not_callable(con, people, monkeypatch, progress):
 
 
 # -- 4. constraints --------------------------------------------------------------------------------
-@pytest.mark.parametrize("constraints", [["x"], [5], [None], "x", 5, {"l": 2}], ids=str)
-def test_verify_constraints_that_are_not_constraint_objects(con, released, constraints):
+NOT_CONSTRAINTS = [["x"], [5], [None], "x", 5, {"l": 2}]
+
+
+def check_verify_constraints(con, released, constraints) -> None:
     msg = refused(con, InputError, sqlanon.verify, con, released.view, ["age", "zip"], 5, constraints=constraints)
     assert "constraint objects" in msg
     for name in ("DistinctLDiversity", "EntropyLDiversity", "RecursiveCLDiversity", "VarianceDiversity"):
         assert name in msg
+
+
+@pytest.mark.engines("duckdb")
+@pytest.mark.parametrize("constraints", NOT_CONSTRAINTS, ids=str)
+def test_verify_constraints_that_are_not_constraint_objects(con, released, constraints):
+    check_verify_constraints(con, released, constraints)
+
+
+@pytest.mark.engines("postgres")
+# PostgreSQL: every case in one test, on one set-up (a release costs ~0.3 s there, the cases ms)
+def test_verify_constraints_that_are_not_constraint_objects_on_postgres(con, released):
+    for constraints in NOT_CONSTRAINTS:
+        check_verify_constraints(con, released, constraints)
 
 
 @pytest.mark.parametrize("constraints", [5, "x", [None]], ids=str)
@@ -179,14 +263,14 @@ def test_cyclic_hierarchy_dict_is_refused_naming_the_cycle(con, people):
     assert "cyclic" in msg and "the dict at * > x0-1 > back is the dict at * > x0-1 again" in msg
 
 
-def test_hierarchy_dict_containing_itself_at_the_top(con):
+def test_hierarchy_dict_containing_itself_at_the_top():
     top: dict = {"a": None}
     top["self"] = top
     with deadline(5), pytest.raises(HierarchyError, match="cyclic.*\\* > self"):
         Hierarchy.from_dict(top)
 
 
-def test_hierarchy_dict_shared_by_two_parents_is_refused_at_once(con):
+def test_hierarchy_dict_shared_by_two_parents_is_refused_at_once():
     # 2**60 paths if expanded: refused when the shared dict is met the second time
     shared: dict = {"leaf": None}
     for i in range(60):
@@ -195,13 +279,13 @@ def test_hierarchy_dict_shared_by_two_parents_is_refused_at_once(con):
         load_hierarchy(shared)
 
 
-def test_list_shared_by_two_parents(con):
+def test_list_shared_by_two_parents():
     leaves = ["a", "b"]
     with pytest.raises(HierarchyError, match="list object is also the children of \\* > p"):
         load_hierarchy({"*": {"p": leaves, "q": leaves}})
 
 
-def test_hierarchy_deeper_than_the_bound(con):
+def test_hierarchy_deeper_than_the_bound():
     chain = None
     for i in range(20_000):
         chain = {f"n{i}": chain}
@@ -213,7 +297,7 @@ def test_hierarchy_deeper_than_the_bound(con):
     assert load_hierarchy(chain).height == 1000
 
 
-def test_hierarchy_row_that_never_ends(con):
+def test_hierarchy_row_that_never_ends():
     def endless():
         for i in itertools.count():
             assert i < 5000, "the row was read on and on"
@@ -246,9 +330,20 @@ DEEP = {
 }
 
 
+@pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("how", sorted(DEEP))
 def test_deeply_nested_selection_is_refused(con, released, how):
-    text = DEEP[how]
+    check_deeply_nested(con, released, DEEP[how])
+
+
+@pytest.mark.engines("postgres")
+# PostgreSQL: every case in one test, on one set-up (a release costs ~0.3 s there, the cases ms)
+def test_deeply_nested_selection_is_refused_on_postgres(con, released):
+    for how in sorted(DEEP):
+        check_deeply_nested(con, released, DEEP[how])
+
+
+def check_deeply_nested(con, released, text: str) -> None:
     for call in (lambda: parse_selection(text, QIS),
                  lambda: sqlanon.imprecision(con, released.view, text),
                  lambda: sqlanon.metrics(con, released.view, selections=[text]),
@@ -270,6 +365,7 @@ def test_nesting_within_the_bound_is_fine(con, released):
     assert len(parse_selection("NOT " * 25 + "age > 1", QIS).boxes) == 1  # odd: age <= 1
 
 
+@pytest.mark.engines("duckdb")  # engine-independent parser (10 s of sqlglot on either engine)
 def test_long_chains_are_flat_not_deep(con, released):
     """5000 operands of one AND are one level: parsed and walked in a loop (a long OR chain
     meets the limit on boxes, below)."""
@@ -297,8 +393,11 @@ def test_too_many_boxes_is_still_the_box_error(con, released):
 ])
 @pytest.mark.parametrize("float_type", ["DOUBLE", "FLOAT"])
 def test_non_finite_float_qi_is_refused(con, monkeypatch, bad, rows, fragment, float_type):
-    con.execute(f"CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 3 THEN ({bad})::{float_type} "
-                f"ELSE (i % 50)::{float_type} END AS x, i % 7 AS z FROM range(200) t(i)")
+    # DOUBLE and FLOAT as sqlanon names them: float8 and float4 on both engines (PostgreSQL's
+    # double precision and real, its FLOAT is double)
+    sql_type = {"DOUBLE": "FLOAT8", "FLOAT": "FLOAT4"}[float_type]
+    run(con, f"CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 3 THEN CAST(({bad}) AS {sql_type}) "
+             f"ELSE CAST(mod(i, 50) AS {sql_type}) END AS x, mod(i, 7) AS z FROM {series(200)}")
     monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
     msg = refused(con, InputError, sqlanon.anonymize, con, "t", qid=["z", "x"], k=5)
     assert msg.startswith(f"QI 'x' ({float_type}) has {rows} row(s) that are not finite numbers: {fragment}.")
@@ -306,23 +405,24 @@ def test_non_finite_float_qi_is_refused(con, monkeypatch, bad, rows, fragment, f
 
 
 def test_float_qi_whose_range_overflows_is_refused(con):
-    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i = 0 THEN -1.7e308 WHEN i = 1 THEN 1.7e308 "
-                "ELSE i::DOUBLE END AS x FROM range(100) t(i)")
+    run(con, "CREATE TABLE t AS SELECT i AS id, CASE WHEN i = 0 THEN CAST(-1.7e308 AS FLOAT8) WHEN i = 1 "
+             f"THEN CAST(1.7e308 AS FLOAT8) ELSE CAST(i AS FLOAT8) END AS x FROM {series(100)}")
     msg = refused(con, InputError, sqlanon.anonymize, con, "t", qid=["x"], k=5)
     assert "QI 'x' (DOUBLE) spans from -1.7e+308 to 1.7e+308" in msg and "overflows" in msg
 
 
 def test_finite_floats_nulls_and_other_types_pass(con):
-    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i % 10 = 0 THEN NULL ELSE (i / 7)::DOUBLE END AS x, "
-                "(i % 13)::REAL AS r, (i / 3)::DECIMAL(10, 2) AS d, i % 9 AS n FROM range(300) t(i)")
+    run(con, "CREATE TABLE t AS SELECT i AS id, CASE WHEN mod(i, 10) = 0 THEN NULL ELSE CAST(i AS FLOAT8) / 7 END AS x, "
+             "CAST(mod(i, 13) AS REAL) AS r, CAST(CAST(i AS FLOAT8) / 3 AS DECIMAL(10, 2)) AS d, mod(i, 9) AS n "
+             f"FROM {series(300)}")
     release = sqlanon.anonymize(con, "t", qid=["x", "r", "d", "n"], k=5)
     assert release.verification.ok
 
 
 def test_non_finite_values_of_a_hierarchical_float_qi_are_leaves(con):
     """A hierarchy matches values as text: 'inf' is a leaf like any other (no range is measured)."""
-    con.execute("CREATE TABLE t AS SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'inf'::DOUBLE ELSE 1.0 END AS x "
-                "FROM range(20) t(i)")
+    run(con, "CREATE TABLE t AS SELECT i AS id, CASE WHEN mod(i, 2) = 0 THEN CAST('inf' AS FLOAT8) "
+             f"ELSE CAST(1.0 AS FLOAT8) END AS x FROM {series(20)}")
     release = sqlanon.anonymize(con, "t", qid=["x"], k=5, hierarchies={"x": {"*": ["inf", "1"]}})
     assert release.partitions == 2
 
@@ -341,6 +441,8 @@ def read_only(tmp_path):
     con.close()
 
 
+# DuckDB's read-only database files (read_only=True); PostgreSQL's read-only connections: below
+@pytest.mark.engines("duckdb")
 def test_anonymize_on_a_read_only_database_is_refused_up_front(read_only, monkeypatch):
     con, path = read_only
     monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
@@ -354,6 +456,7 @@ def test_anonymize_on_a_read_only_database_is_refused_up_front(read_only, monkey
     assert objects(con) == before and temp_objects(con) == []
 
 
+@pytest.mark.engines("duckdb")  # DuckDB's read-only files; PostgreSQL: test_postgres_read_only_*
 def test_apply_and_regions_on_a_read_only_database_are_refused(read_only):
     con, _ = read_only
     msg = refused(con, InputError, sqlanon.apply, con, "people_anon", "people", view="recoded")
@@ -362,13 +465,57 @@ def test_apply_and_regions_on_a_read_only_database_are_refused(read_only):
     assert "read-only" in msg and "'points'" in msg
 
 
+@pytest.mark.engines("duckdb")  # DuckDB's read-only files; PostgreSQL: test_postgres_read_only_*
 def test_reading_a_release_on_a_read_only_database_works(read_only):
     con, _ = read_only
+    reads_work(con)
+
+
+def reads_work(con) -> None:
     assert sqlanon.verify(con, "people_anon", ["age", "zip"], 5).ok
     assert sqlanon.metrics(con, "people_anon").k == 5
     assert json.loads(sqlanon.report(con, "people_anon", format="json"))["requirement"]["k"] == 5
     assert len(sqlanon.regions(con, "people_anon", as_frame=True)) == 200
     assert sqlanon.imprecision(con, "people_anon", "age > 3").predicates[0].true > 0
+
+
+@pytest.fixture(params=["read_only", "default_transaction_read_only"])
+def pg_read_only(request, con):
+    """``people`` and its release on PostgreSQL, then the connection made read-only: by psycopg's
+    ``read_only`` attribute, or by the server setting ``default_transaction_read_only``."""
+    make_people(con, 200)
+    sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5)
+    con.commit()
+    if request.param == "read_only":
+        con.read_only = True
+    else:
+        run(con, "SET default_transaction_read_only = on")
+        con.commit()
+    return con
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_read_only_connection_refuses_anonymize_up_front(pg_read_only, monkeypatch):
+    con = pg_read_only
+    monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
+    database, schema = here(con)
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, view="second")
+    assert msg.startswith(f"the PostgreSQL connection to {database!r} is read-only, and the release (its view, "
+                          f"rules relation and row map) would be written to it, in schema {schema}. Nothing was done")
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_read_only_connection_refuses_apply_and_regions(pg_read_only):
+    con = pg_read_only
+    msg = refused(con, InputError, sqlanon.apply, con, "people_anon", "people", view="recoded")
+    assert "read-only" in msg and "the recoded table" in msg
+    msg = refused(con, InputError, sqlanon.regions, con, "people_anon", name="points")
+    assert "read-only" in msg and "'points'" in msg
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_read_only_connection_reads_a_release(pg_read_only):
+    reads_work(pg_read_only)
 
 
 # -- 9. numpy integers ---------------------------------------------------------------------------------------
@@ -398,12 +545,12 @@ def test_numpy_numbers_for_l(con, people, l):
     assert release.verification.ok
 
 
-@pytest.mark.parametrize("replace", ["yes", 1, None])
-def test_replace_must_be_a_bool(con, released, replace):
-    for call in (lambda: sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=replace),
-                 lambda: sqlanon.apply(con, released, "people", replace=replace),
-                 lambda: sqlanon.regions(con, released, name="pts", replace=replace)):
-        assert refused(con, InputError, call).startswith("replace must be True or False")
+def test_replace_must_be_a_bool(con, released):
+    for replace in ("yes", 1, None):
+        for call in (lambda: sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=replace),
+                     lambda: sqlanon.apply(con, released, "people", replace=replace),
+                     lambda: sqlanon.regions(con, released, name="pts", replace=replace)):
+            assert refused(con, InputError, call).startswith("replace must be True or False")
 
 
 # -- other parameters: never a TypeError or AttributeError ---------------------------------------------------
@@ -429,88 +576,125 @@ OTHER = {
 }
 
 
+@pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("case", sorted(OTHER))
 def test_other_malformed_parameters_are_input_errors(con, released, case):
     refused(con, InputError, OTHER[case], con)
 
 
+@pytest.mark.engines("postgres")
+# PostgreSQL: every case in one test, on one set-up (a release costs ~0.3 s there, the cases ms)
+def test_other_malformed_parameters_are_input_errors_on_postgres(con, released):
+    for case in sorted(OTHER):
+        refused(con, InputError, OTHER[case], con)
+
+
 # -- 10. a release by name, in its schema -----------------------------------------------------------------------
+def use_schema(con, schema: str | None) -> None:
+    """Make ``schema`` the current one (None: back to the session's default): DuckDB's ``SET
+    schema``; PostgreSQL's search_path (the test's own schema by default)."""
+    if is_postgres(con):
+        run(con, "RESET search_path" if schema is None else f"SET search_path = {quote(schema)}")
+    else:
+        run(con, "RESET schema" if schema is None else f"SET schema = '{schema}'")
+
+
+def search_path(con, *schemas: str) -> None:
+    """Look unqualified names up in ``schemas``, in order."""
+    if is_postgres(con):
+        run(con, f"SET search_path = {', '.join(map(quote, schemas))}")
+    else:
+        run(con, f"SET search_path = '{','.join(schemas)}'")
+
+
+class TwoSchemas(NamedTuple):
+    releases: dict  # "s1" / "s2" -> the Release made there
+    names: dict  # "s1" / "s2" -> the schema's name (PostgreSQL: prefixed by the test's schema)
+    database: str  # DuckDB: 'memory'; PostgreSQL: the session's database
+
+
 @pytest.fixture
-def two_schemas(con):
+def two_schemas(con, new_schema):
     """Schemas s1 and s2, each with a table ``src`` and a release ``anon`` of it (k=5 in s1,
-    k=20 in s2), made while the schema was the current one; the session is back in ``main``."""
-    con.execute("CREATE SCHEMA s1; CREATE SCHEMA s2")
+    k=20 in s2), made while the schema was the current one; the session is back in its default
+    schema (DuckDB's ``main``, the test's own schema on PostgreSQL)."""
+    names = {"s1": new_schema("s1"), "s2": new_schema("s2")}
     releases = {}
     for schema, k, marker in (("s1", 5, 1), ("s2", 20, 2)):
-        con.execute(f"CREATE TABLE {schema}.src AS SELECT i AS id, i % 90 AS age, i % 7 AS zip, "
-                    f"'x' || (i % 5) AS city, {marker} AS marker FROM range(400) t(i)")
-        con.execute(f"SET schema = '{schema}'")
+        run(con, f"CREATE TABLE {quote(names[schema])}.src AS SELECT i AS id, mod(i, 90) AS age, mod(i, 7) AS zip, "
+                 f"'x' || mod(i, 5) AS city, {marker} AS marker FROM {series(400)}")
+        use_schema(con, names[schema])
         releases[schema] = sqlanon.anonymize(con, "src", qid=["age", "zip", "city"], k=k, view="anon",
                                              hierarchies={"city": CITY}, selections=["age > 30"])
-    con.execute("RESET schema")
-    return releases
+    use_schema(con, None)
+    return TwoSchemas(releases, names, here(con)[0])
 
 
 @pytest.mark.parametrize(("schema", "k"), [("s1", 5), ("s2", 20)])
 def test_same_release_name_in_two_schemas(con, two_schemas, schema, k):
-    name = f"{schema}.anon"
-    for given in (name, f"memory.{schema}.anon", f"{schema}.anon_rules", two_schemas[schema]):
+    s, database = two_schemas.names[schema], two_schemas.database
+    name = f"{s}.anon"
+    for given in (name, f"{database}.{s}.anon", f"{s}.anon_rules", two_schemas.releases[schema]):
         m = manifest.read(con, given) if isinstance(given, str) else load_release(con, given)
-        assert (m.k, m.catalog, m.schema) == (k, "memory", schema)
-    rules = con.execute(f"SELECT count(*) FROM {schema}.anon_rules").fetchone()[0]
+        assert (m.k, m.catalog, m.schema) == (k, database, s)
+    rules = con.execute(f"SELECT count(*) FROM {quote(s)}.anon_rules").fetchone()[0]
     metrics = sqlanon.metrics(con, name)
-    assert (metrics.k, metrics.classes) == (k, con.execute(f"SELECT count(*) FROM {schema}.anon_rules WHERE size > 0").fetchone()[0])
+    assert (metrics.k, metrics.classes) == (k, con.execute(f"SELECT count(*) FROM {quote(s)}.anon_rules WHERE size > 0").fetchone()[0])
     assert metrics.k_achieved >= k
     report = json.loads(sqlanon.report(con, name, format="json"))
     assert report["requirement"]["k"] == k and report["verification"]["ok"]
     assert {o["role"]: o["rows"] for o in report["objects"]}["rules"] == rules
-    applied = sqlanon.apply(con, name, f"{schema}.src", view=f"recoded_{schema}")
+    applied = sqlanon.apply(con, name, f"{s}.src", view=f"recoded_{schema}")
     assert applied.placed == 400
     assert con.execute(f"SELECT count(DISTINCT eq_class) FROM recoded_{schema}").fetchone()[0] == metrics.classes
     points = sqlanon.regions(con, name, as_frame=True)
     assert len(points) == 400 and points["eq_class"].nunique() == metrics.classes
     result = sqlanon.imprecision(con, name, "age > 40").predicates[0]
-    expected = con.execute(f"SELECT sum(size) FROM {schema}.anon_rules WHERE age_max >= 41").fetchone()[0]
-    true = con.execute(f"SELECT count(*) FROM {schema}.src WHERE age > 40").fetchone()[0]
+    expected = con.execute(f"SELECT sum(size) FROM {quote(s)}.anon_rules WHERE age_max >= 41").fetchone()[0]
+    true = con.execute(f"SELECT count(*) FROM {quote(s)}.src WHERE age > 40").fetchone()[0]
     assert (result.returned, result.true) == (expected, true)
     sql = sqlanon.rewrite("SELECT count(*) FROM src WHERE age > 40", name, con=con)
-    assert f'"{schema}"."anon"' in sql and con.execute(sql).fetchone()[0] == expected
+    assert f'"{s}"."anon"' in sql and con.execute(sql).fetchone()[0] == expected
 
 
 def test_a_release_reloads_where_it_was_made_after_the_schema_changed(con, two_schemas):
-    con.execute("SET schema = 's2'")
-    assert sqlanon.metrics(con, two_schemas["s1"]).k == 5  # the Release object remembers s1
+    use_schema(con, two_schemas.names["s2"])
+    assert sqlanon.metrics(con, two_schemas.releases["s1"]).k == 5  # the Release object remembers s1
     assert sqlanon.metrics(con, "anon").k == 20  # the name means s2.anon here
     assert sqlanon.rewrite("SELECT count(*) FROM src", "anon", con=con) == 'SELECT COUNT(*) FROM "anon"'
 
 
 def test_an_unqualified_name_follows_the_search_path(con, two_schemas):
+    s1, s2 = two_schemas.names["s1"], two_schemas.names["s2"]
     with pytest.raises(InputError, match="'anon' is not a sqlanon release"):
         sqlanon.metrics(con, "anon")  # in main, no anon: the other schemas are not on the path
-    con.execute("SET search_path = 's2,s1'")
+    search_path(con, s2, s1)
     assert sqlanon.metrics(con, "anon").k == 20
-    con.execute("SET search_path = 's1,s2'")
+    search_path(con, s1, s2)
     assert sqlanon.metrics(con, "anon").k == 5
 
 
-def test_the_first_object_on_the_path_is_the_one_read(con, two_schemas):
-    """Like DuckDB, the lookup stops at the first schema holding the name: a view named like the
-    rules there is not a release, and s2's release behind it is not read instead."""
-    con.execute("CREATE SCHEMA s0")
-    con.execute("CREATE VIEW s0.anon_rules AS SELECT * FROM s1.anon_rules")
-    con.execute("SET search_path = 's0,s2'")
-    with pytest.raises(InputError, match=r"not a sqlanon release.*found view memory\.s0\.anon_rules"):
+def test_the_first_object_on_the_path_is_the_one_read(con, two_schemas, new_schema):
+    """Like DuckDB and PostgreSQL, the lookup stops at the first schema holding the name: a view
+    named like the rules there is not a release, and s2's release behind it is not read instead."""
+    s0, s1, s2 = new_schema("s0"), two_schemas.names["s1"], two_schemas.names["s2"]
+    run(con, f"CREATE VIEW {quote(s0)}.anon_rules AS SELECT * FROM {quote(s1)}.anon_rules")
+    search_path(con, s0, s2)
+    found = re.escape(f"found view {two_schemas.database}.{s0}.anon_rules")
+    with pytest.raises(InputError, match=f"not a sqlanon release.*{found}"):
         manifest.read(con, "anon")
-    assert manifest.read(con, "s2.anon").k == 20
+    assert manifest.read(con, f"{s2}.anon").k == 20
 
 
 def test_release_made_from_a_qualified_source_with_a_dotted_view_name(con, two_schemas):
-    release = sqlanon.anonymize(con, "s1.src", qid=["age"], k=7, view="s1.other")
+    s1, database = two_schemas.names["s1"], two_schemas.database
+    release = sqlanon.anonymize(con, f"{s1}.src", qid=["age"], k=7, view=f"{s1}.other")
     assert manifest.read(con, release.view).k == 7  # today the whole name: main."s1.other"
     assert sqlanon.metrics(con, release).k == 7
-    assert manifest.read(con, "s1.anon").k == 5 and manifest.read(con, "memory.s1.anon").k == 5
+    assert manifest.read(con, f"{s1}.anon").k == 5 and manifest.read(con, f"{database}.{s1}.anon").k == 5
 
 
+@pytest.mark.engines("duckdb")  # DuckDB's ATTACH, USE, temp catalog; PostgreSQL's lookup: the test below
 @pytest.mark.parametrize("setup", [
     [],
     ["SET schema = 's1'"],
@@ -539,6 +723,41 @@ def test_name_resolution_agrees_with_duckdb(con, setup):
         try:
             marker = con.execute(f"SELECT marker FROM {name}").fetchone()[0]
         except duckdb.CatalogException:
+            marker = None
+        hit = engine_for(con).find(name)
+        assert (hit and (hit.catalog, hit.schema)) == names.get(marker), name
+
+
+@pytest.mark.engines("postgres")  # PostgreSQL's search_path and pg_temp; DuckDB's lookup: the test above
+@pytest.mark.parametrize("setup", [
+    [],
+    ["SET search_path = {s1}"],
+    ["SET search_path = {s2}, {s1}"],
+    ["CREATE TEMP TABLE t AS SELECT 9 AS marker"],  # the temp schema comes first unless listed
+    ["CREATE TEMP TABLE t AS SELECT 9 AS marker", "SET search_path = {s2}"],
+    ["CREATE TEMP TABLE t AS SELECT 9 AS marker", "SET search_path = {s1}, pg_temp"],
+    ["SET search_path = {s1}", "DROP TABLE {s1}.t"],
+    ['SET search_path = nosuch, "$user", {s2}'],  # schemas that do not exist are skipped
+    ["DROP TABLE {main}.t", "SET search_path = {main}, {s2}"],
+])
+def test_name_resolution_agrees_with_postgres(con, new_schema, setup):
+    from psycopg import errors
+
+    from sqlanon.engine import engine_for
+
+    database, main = here(con)
+    s1, s2 = new_schema("s1"), new_schema("s2")
+    for marker, where in enumerate([main, s1, s2]):
+        run(con, f"CREATE TABLE {quote(where)}.t AS SELECT {marker} AS marker")
+    for statement in setup:
+        run(con, statement.format(main=quote(main), s1=quote(s1), s2=quote(s2)))
+    names = {0: (database, main), 1: (database, s1), 2: (database, s2), 9: (database, "pg_temp")}
+    for name in ("t", f"{s2}.t", f"{s1}.t", f"{main}.t", "pg_temp.t", f"{database}.{s1}.t", f"{database}.t",
+                 "nosuch.t", f"other_database.{s1}.t"):
+        try:
+            with con.transaction():  # a savepoint: a name PostgreSQL cannot bind leaves the test's transaction usable
+                marker = con.execute("SELECT marker FROM " + ".".join(map(quote, name.split(".")))).fetchone()[0]
+        except (errors.UndefinedTable, errors.FeatureNotSupported):
             marker = None
         hit = engine_for(con).find(name)
         assert (hit and (hit.catalog, hit.schema)) == names.get(marker), name

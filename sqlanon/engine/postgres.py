@@ -83,9 +83,28 @@ class PostgresEngine(Engine):
     def session(con: Any) -> Iterator[None]:
         """Around one public call: when the caller has no transaction open, statements run in
         autocommit mode (a published release is durable on return, and nothing is left open);
-        inside the caller's transaction everything runs in it, for the caller to commit."""
-        if not isinstance(con, psycopg.Connection) or con.closed or con.autocommit \
-                or con.info.transaction_status != pq.TransactionStatus.IDLE:
+        inside the caller's transaction everything runs in it, for the caller to commit, after a
+        savepoint: an error rolls back to it, so the caller's transaction stays usable (a failed
+        statement would abort it) and holds nothing of the failed call."""
+        if not isinstance(con, psycopg.Connection) or con.closed:
+            yield
+            return
+        if not con.autocommit and con.info.transaction_status == pq.TransactionStatus.INTRANS:
+            point = f"__sqlanon_call_{os.urandom(5).hex()}"
+            con.execute(f'SAVEPOINT "{point}"')
+            try:
+                with _without_jit(con):
+                    yield
+            except BaseException:
+                if con.info.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                    with contextlib.suppress(psycopg.Error):
+                        con.execute(f'ROLLBACK TO SAVEPOINT "{point}"')
+                        con.execute(f'RELEASE SAVEPOINT "{point}"')
+                raise
+            if con.info.transaction_status == pq.TransactionStatus.INTRANS:
+                con.execute(f'RELEASE SAVEPOINT "{point}"')
+            return
+        if con.autocommit or con.info.transaction_status != pq.TransactionStatus.IDLE:
             with _without_jit(con):
                 yield
             return
@@ -109,6 +128,20 @@ class PostgresEngine(Engine):
     def _run(self, sql: str) -> None:
         with self._cursor(sql) as cursor:
             cursor.execute(sql)
+
+    def execute(self, statement: Any) -> None:
+        super().execute(statement)
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and statement.expression is not None:
+            self._analyze(statement.this)
+
+    def _analyze(self, table: exp.Expression) -> None:
+        """Statistics of a table sqlanon just filled. PostgreSQL gathers none by itself for temp
+        tables (autovacuum skips them) nor right after a load: the planner then assumes ~2,000
+        rows per table, costs a join of a few small tables above ``jit_above_cost`` and spends
+        seconds JIT-compiling a statement that runs in milliseconds."""
+        sql = f"ANALYZE {table.sql(self.dialect)}"
+        self.statements += 1
+        self._run(sql)
 
     def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         with self._cursor(sql) as cursor:
@@ -224,6 +257,7 @@ class PostgresEngine(Engine):
         with self._cursor(copy_sql) as cursor:
             with cursor.copy(copy_sql) as copy:
                 copy.write(text)
+        self._analyze(table)
 
     # -- what PostgreSQL spells its own way -------------------------------------------------------
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:

@@ -87,12 +87,6 @@ class QI:
         return (f"{n}_lo", f"{n}_hi", f"{n}_null") if self.ordered else (f"{n}_node",)
 
     @property
-    def boolean(self) -> bool:
-        """An ordered BOOLEAN QI: its bounds aggregate with bool_and/bool_or (false < true;
-        PostgreSQL has no min/max of boolean)."""
-        return self.ordered and self.type_upper == "BOOLEAN"
-
-    @property
     def root_label(self) -> str | None:
         """The label a suppressed row shows for a hierarchical QI (its root); None if ordered."""
         return None if self.hierarchy is None else self.hierarchy.labels[0]

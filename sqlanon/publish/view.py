@@ -154,27 +154,26 @@ def live_view(engine: Engine, v: LiveView) -> exp.Select:
     return _with(query, with_)
 
 
-def bounds_aggregates(boolean: bool) -> tuple:
-    """The aggregates of a QI's smallest and largest bound: min/max, or bool_and/bool_or for a
-    BOOLEAN QI (false < true; PostgreSQL has no min/max of boolean, DuckDB has both)."""
-    if boolean:
-        return (lambda e: exp.LogicalAnd(this=e)), (lambda e: exp.LogicalOr(this=e))
-    return (lambda e: exp.Min(this=e)), (lambda e: exp.Max(this=e))
-
-
 def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> exp.Select | None:
     """One row: the fully generalized bounds of every ordered QI (None without ordered QIs)."""
     ordered = [q for q in qis if q.ordered]
     if not ordered:
         return None
-    query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
+    query = exp.select()
     for q in ordered:
         low, high = q.published
-        smallest, largest = bounds_aggregates(q.boolean)
-        lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(
-            smallest(g.col(low)))
-        query = query.select(g.alias(lowest, low), g.alias(largest(g.col(high)), high), copy=False)
+        query = query.select(g.alias(root_bound(rules, size_column, low, lowest=True), low),
+                             g.alias(root_bound(rules, size_column, high, lowest=False), high), copy=False)
     return query
+
+
+def root_bound(rules: str | exp.Table, size_column: str, column: str, *, lowest: bool) -> exp.Subquery:
+    """One fully generalized bound over the non-empty regions: the smallest ``column`` (NULL if
+    any is NULL: NULL sorts first), or the largest (NULLs ignored). The first row in order, not
+    MIN/MAX: PostgreSQL has no MIN/MAX of BOOLEAN."""
+    order = exp.Ordered(this=g.col(column), desc=not lowest, nulls_first=lowest)
+    return exp.Subquery(this=exp.select(g.col(column)).from_(_ref(rules))
+                        .where(exp.GT(this=g.col(size_column), expression=g.lit(0))).order_by(order).limit(1))
 
 
 def status(engine: Engine, v: LiveView) -> exp.Select:

@@ -475,7 +475,9 @@ def _outputs(
                 f"a hierarchy is read from {found!r}, which replace=True would drop; choose another view= name"
             )
         existing.append((found, kind))
-    if existing and engine.in_transaction():
+    # (an engine with savepoints restores it: every call inside the caller's transaction rolls
+    # back to its own savepoint on failure, see PostgresEngine.session)
+    if existing and not engine.savepoints and engine.in_transaction():
         raise InputError(
             "replace=True inside an open transaction: if the new release failed its check, the one it "
             "replaces could not be restored. Commit or roll back first, or choose another view= name."
