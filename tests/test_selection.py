@@ -430,7 +430,7 @@ def _ids(con, where):
 
 # Fewer examples on PostgreSQL: the parser is engine-independent, the point there is that the
 # rebuilt SQL means the same in PostgreSQL's dialect.
-EXAMPLES = {"duckdb": (300, 150), "postgres": (60, 30)}
+EXAMPLES = {"duckdb": (300, 150), "postgres": (150, 75)}
 
 
 def test_predicate_selects_what_the_text_selects(table, engine_name):
