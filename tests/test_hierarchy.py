@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import gzip
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import ADULT_COLUMNS, ADULT_ROWS, is_postgres, load_frame, rows, run
 from sqlanon.errors import HierarchyError
 from sqlanon import load_hierarchy
 from sqlanon.model.hierarchy import Hierarchy
 
 DATA = Path(__file__).resolve().parent.parent / "sqlanon" / "data"
-ADULT_COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country",
-                 "workclass", "occupation", "salary-class"]
+
+# Pure hierarchy tests take no connection; those reading a hierarchy (or data) from the database
+# run on both engines.
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 # A tree with leaves at depths 1, 2 and 3.
 TREE = {"*": {"Europe": ["French", "Greek"],
@@ -31,7 +34,7 @@ ROWS = [["French", "Europe", "*"], ["Greek", "Europe", "*"],
 
 
 def q(name: str) -> str:
-    """A DuckDB quoted identifier, for test set-up only."""
+    """A quoted identifier (DuckDB and PostgreSQL), for test set-up only."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -200,31 +203,43 @@ def test_constructors_agree(tmp_path: Path) -> None:
     assert Hierarchy.from_dataframe(df) == expect
     assert load_hierarchy(df) == expect
 
-    con = duckdb.connect()
-    name = 'my "hier" table'
-    con.execute(f"CREATE TABLE {q(name)} (leaf VARCHAR, l1 VARCHAR, l2 VARCHAR, l3 VARCHAR)")
-    con.executemany(f"INSERT INTO {q(name)} VALUES (?, ?, ?, ?)",
-                    [r + [None] * (4 - len(r)) for r in ROWS])
-    assert load_hierarchy(name, con) == expect
-    con.execute(f"CREATE SCHEMA {q('sch ema')}")
-    con.execute(f"CREATE VIEW {q('sch ema')}.{q('v')} AS SELECT * FROM {q(name)}")
-    assert load_hierarchy("sch ema.v", con) == expect
-    con.execute(f"CREATE TABLE {q('a.b')} AS SELECT * FROM {q(name)}")
-    assert load_hierarchy("a.b", con) == expect  # the whole name wins over schema.table
-
     assert load_hierarchy(ROWS) == expect and load_hierarchy(tuple(ROWS)) == expect
     assert load_hierarchy(TREE) == expect and load_hierarchy(expect) is expect
     assert Hierarchy.from_dict(TREE["*"]) == expect  # several top-level keys: implicit "*"
 
 
-def test_table_with_integer_leaves_matches_double_data() -> None:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE h AS SELECT range::INTEGER AS leaf, "
-                "CASE WHEN range < 5 THEN 'low' ELSE 'high' END AS band, '*' AS root "
-                "FROM range(10)")
+def test_tables_and_views_agree(con) -> None:
+    """A table or view named in the connection (read through the engine) is the same hierarchy;
+    the name binds as the engine binds it in SQL."""
+    expect = Hierarchy.from_dict(TREE)
+    name = 'my "hier" table'
+    load_frame(con, name, frame(ROWS).set_axis(["leaf", "l1", "l2", "l3"], axis=1),
+               types={c: "VARCHAR" for c in ("leaf", "l1", "l2", "l3")})
+    assert rows(con, f"SELECT count(*) FROM {q(name)} WHERE l3 IS NULL") == [(4,)]  # ragged: NULLs
+    assert load_hierarchy(name, con) == expect
+    # PostgreSQL: a schema outside the fixture's own, created in the open transaction (never
+    # committed) and rolled back below; the suffix keeps it apart from any other test's.
+    schema = "sch ema" + (f" {uuid.uuid4().hex[:8]}" if is_postgres(con) else "")
+    run(con, f"CREATE SCHEMA {q(schema)}")
+    try:
+        run(con, f"CREATE VIEW {q(schema)}.{q('v')} AS SELECT * FROM {q(name)}")
+        assert load_hierarchy(f"{schema}.v", con) == expect
+        run(con, f"CREATE TABLE {q('a.b')} AS SELECT * FROM {q(name)}")
+        assert load_hierarchy("a.b", con) == expect  # the whole name wins over schema.table
+    finally:
+        if is_postgres(con):
+            con.rollback()
+
+
+def test_table_with_integer_leaves_matches_double_data(con) -> None:
+    i = np.arange(12)
+    load_frame(con, "h", pd.DataFrame({"leaf": i[:10].astype(np.int32),
+                                       "band": np.where(i[:10] < 5, "low", "high"), "root": "*"}))
+    load_frame(con, "d", pd.DataFrame({"x": i.astype(float)}))
     h = load_hierarchy("h", con)
     assert h.leaves == tuple(str(i) for i in range(10))
-    data = [r[0] for r in con.execute("SELECT range::DOUBLE FROM range(12)").fetchall()]
+    data = [r[0] for r in rows(con, "SELECT x FROM d ORDER BY x")]
+    assert all(isinstance(v, float) for v in data)
     assert h.code_of(data).tolist() == list(range(10)) + [-1, -1]
     assert h.missing(data) == ["10.0", "11.0"]
 
@@ -306,12 +321,14 @@ def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(HierarchyError, match=r"'nowhere' is neither an existing file nor a "
                                              r"table or view \(no connection"):
         load_hierarchy("nowhere")
-    con = duckdb.connect()
+
+
+def test_load_errors_from_the_connection(con) -> None:
     for name in ["nowhere", "x'; DROP TABLE t; --", 'a"b', "s.t", "a.b.c.d"]:
         with pytest.raises(HierarchyError, match="neither an existing file nor a table or view "
                                                  r"\(the connection has no table"):
             load_hierarchy(name, con)
-    con.execute("CREATE TABLE dup AS SELECT * FROM (VALUES ('a', '*'), ('a', '*')) t(l, r)")
+    run(con, "CREATE TABLE dup AS SELECT * FROM (VALUES ('a', '*'), ('a', '*')) t(l, r)")
     with pytest.raises(HierarchyError, match="table 'dup': hierarchy row 2: leaf 'a'"):
         load_hierarchy("dup", con)
 
@@ -319,25 +336,28 @@ def test_load_errors(tmp_path: Path) -> None:
 # ---- bundled data -------------------------------------------------------------------------------
 
 
-def test_bundled_adult_hierarchies_cover_the_data() -> None:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE adult AS SELECT * FROM read_csv(?, delim=';', header=true)",
-                [str(DATA / "adult.csv.gz")])
-    assert con.execute("SELECT count(*) FROM adult").fetchone()[0] == 30162
-    cols = [r[0] for r in con.execute("DESCRIBE adult").fetchall()]
-    assert cols == ADULT_COLUMNS
+def test_bundled_adult_csv_header() -> None:
+    data = pd.read_csv(DATA / "adult.csv.gz", sep=";", dtype=str, keep_default_na=False)
+    assert list(data.columns) == list(ADULT_COLUMNS) and len(data) == ADULT_ROWS
+
+
+def test_bundled_adult_hierarchies_cover_the_data(adult) -> None:
+    con = adult.con
+    assert rows(con, "SELECT count(*) FROM adult") == [(ADULT_ROWS,)]
     leaves = {"age": 100, "education": 16, "marital-status": 7, "native-country": 41,
               "occupation": 14, "race": 5, "salary-class": 2, "sex": 2, "workclass": 8}
     for col in ADULT_COLUMNS:
-        h = load_hierarchy(DATA / f"adult_hierarchy_{col}.csv")
+        h = load_hierarchy(adult.hierarchies[col])
+        assert h == load_hierarchy(DATA / f"adult_hierarchy_{col}.csv")
         assert h.labels[0] == "*" and h.n_leaves == leaves[col], col
         check_invariants(h)
         check_child_of(h)
-        values = [r[0] for r in con.execute(f"SELECT DISTINCT {q(col)} FROM adult").fetchall()]
+        values = [r[0] for r in rows(con, f"SELECT DISTINCT {q(col)} FROM adult")]
         assert h.missing(values) == [], col
         assert (h.code_of(values) >= 0).all(), col
     age = load_hierarchy(str(DATA / "adult_hierarchy_age.csv"))
-    doubles = [r[0] for r in con.execute("SELECT DISTINCT age::DOUBLE FROM adult").fetchall()]
+    doubles = [r[0] for r in rows(con, "SELECT DISTINCT CAST(age AS DOUBLE PRECISION) FROM adult")]
+    assert doubles and all(isinstance(v, float) for v in doubles)
     assert (age.code_of(doubles) >= 0).all()
     assert age.node_path(int(age.leaf_node[age.code_of([39])[0]])) == \
         ("*", "20-39", "30-39", "35-39", "39")

@@ -2,8 +2,8 @@
 
 Oracles: tables of accepted predicates with the boxes written out by hand, tables of rejected
 ones with their errors, and a hypothesis property comparing the rebuilt predicate, run by
-DuckDB, with DuckDB running the original text and with a plain-Python three-valued evaluation
-of the generated predicate.
+DuckDB, with the engine (DuckDB and PostgreSQL) running the original text and with a plain-Python
+three-valued evaluation of the generated predicate.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import random
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
-import duckdb
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import load_frame, rows, run
+from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
 from sqlanon.errors import InputError
 from sqlanon.model.hierarchy import Hierarchy
@@ -52,6 +54,14 @@ AMB = QI("amb", "hierarchy", "VARCHAR", AMBIG)
 NUMH = QI("nh", "hierarchy", "BIGINT", Hierarchy.from_dict({"*": {"low": ["1", "2"], "high": ["3", "39"]}}))
 ZIP = QI("zip code", "numeric", "BIGINT")
 QIS = (AGE, X, F, DEC, S, B, E, D, TS, TZ, EDUQ, AMB, NUMH, ZIP)
+
+# The parser's own tests take no connection; those running a parsed selection's SQL (rendered in
+# the connection's dialect) run on both engines.
+pytestmark = pytest.mark.engines("duckdb", "postgres")
+
+
+def dialect(con) -> str:
+    return engine_for(con).dialect
 
 
 def shape(selection):
@@ -246,15 +256,14 @@ def test_too_many_boxes():
     assert len(parse_selection(ok, (AGE,)).boxes) == MAX_BOXES
 
 
-def test_predicate_is_rebuilt_not_copied():
+def test_predicate_is_rebuilt_not_copied(con):
     """Comments, casing and quoting tricks from the text never reach the rebuilt SQL."""
     sel = parse_selection("age > 3 /* '); DROP TABLE x; -- */ AND s = 'a''); DROP TABLE x; --'", QIS)
-    sql = sel.predicate().sql(dialect="duckdb")
+    sql = sel.predicate().sql(dialect=dialect(con))
     assert sql == "\"age\" >= 4 AND \"s\" = 'a''); DROP TABLE x; --'"
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (age INTEGER, s VARCHAR)")
-    con.execute("INSERT INTO t VALUES (5, 'a''); DROP TABLE x; --'), (5, 'a')")
-    assert con.execute(f"SELECT count(*) FROM t WHERE {sql}").fetchone()[0] == 1
+    run(con, "CREATE TABLE t (age INTEGER, s VARCHAR)")
+    run(con, "INSERT INTO t VALUES (5, 'a''); DROP TABLE x; --'), (5, 'a')")
+    assert rows(con, f"SELECT count(*) FROM t WHERE {sql}") == [(1,)]
 
 
 def test_empty_selection_predicate_is_false():
@@ -288,10 +297,10 @@ def test_qis_from_spec_and_manifest(adult):
     from_manifest = manifest.read(con, release.view).qis
     assert from_manifest == from_spec
     sel = parse_selection("age BETWEEN 30 AND 40 AND education = 'Higher education'", from_manifest)
-    n = con.execute(f"SELECT count(*) FROM adult WHERE {sel.predicate().sql('duckdb')}").fetchone()[0]
-    expected = con.execute(
-        "SELECT count(*) FROM adult WHERE age BETWEEN 30 AND 40 AND education IN ('Bachelors', 'Masters', "
-        "'Doctorate', 'Prof-school', 'Assoc-acdm', 'Assoc-voc', 'Some-college')").fetchone()[0]
+    [(n,)] = rows(con, f"SELECT count(*) FROM adult WHERE {sel.predicate().sql(dialect(con))}")
+    [(expected,)] = rows(
+        con, "SELECT count(*) FROM adult WHERE age BETWEEN 30 AND 40 AND education IN ('Bachelors', 'Masters', "
+             "'Doctorate', 'Prof-school', 'Assoc-acdm', 'Assoc-voc', 'Some-college')")
     assert n == expected > 0
 
 
@@ -405,47 +414,64 @@ def _compare(col, op, vals, v):
     return v not in xs
 
 
-@pytest.fixture(scope="module")
-def table():
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (id INTEGER, age INTEGER, x DOUBLE, s VARCHAR, d DATE, edu VARCHAR)")
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)",
-                    [[r[c] for c in ("id", "age", "x", "s", "d", "edu")] for r in DATA])
-    yield con
-    con.close()
+@pytest.fixture
+def table(con):
+    """Table ``t`` of DATA in ``con``."""
+    columns = ("id", "age", "x", "s", "d", "edu")
+    load_frame(con, "t", pd.DataFrame([[r[c] for c in columns] for r in DATA], columns=list(columns), dtype=object),
+               types={"id": "INTEGER", "age": "INTEGER", "x": "DOUBLE", "s": "VARCHAR", "d": "DATE",
+                      "edu": "VARCHAR"})
+    return con
 
 
 def _ids(con, where):
-    return {r[0] for r in con.execute(f"SELECT id FROM t WHERE {where}").fetchall()}
+    return {r[0] for r in rows(con, f"SELECT id FROM t WHERE {where}")}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(p=predicates(inner_nodes=False), flip=st.booleans())
-def test_predicate_selects_what_the_text_selects(table, p, flip):
-    text = render(p, flip)
-    try:
-        sel = parse_selection(text, P_QIS)
-    except SelectionError as e:
-        assert "NOT over" in str(e) or "more than" in str(e)
-        return
-    rebuilt = _ids(table, sel.predicate().sql(dialect="duckdb"))
-    assert rebuilt == _ids(table, text)  # DuckDB on the original text (leaves only)
-    assert rebuilt == {r["id"] for r in DATA if evaluate(p, r) is True}
-    assert rebuilt == {r["id"] for r in DATA if sel.contains(r)}
+# Fewer examples on PostgreSQL: the parser is engine-independent, the point there is that the
+# rebuilt SQL means the same in PostgreSQL's dialect.
+EXAMPLES = {"duckdb": (300, 150), "postgres": (150, 75)}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(p=predicates(inner_nodes=True))
-def test_inner_nodes_select_their_leaves(table, p):
-    text = render(p, False)
-    try:
-        sel = parse_selection(text, P_QIS)
-    except SelectionError as e:
-        assert "NOT over" in str(e) or "more than" in str(e)
-        return
-    rebuilt = _ids(table, sel.predicate().sql(dialect="duckdb"))
-    assert rebuilt == {r["id"] for r in DATA if evaluate(p, r) is True}
-    assert rebuilt == {r["id"] for r in DATA if sel.contains(r)}
+def test_predicate_selects_what_the_text_selects(table, engine_name):
+    sql_dialect = dialect(table)
+
+    @settings(max_examples=EXAMPLES[engine_name][0], deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(p=predicates(inner_nodes=False), flip=st.booleans())
+    def check(p, flip):
+        text = render(p, flip)
+        try:
+            sel = parse_selection(text, P_QIS)
+        except SelectionError as e:
+            assert "NOT over" in str(e) or "more than" in str(e)
+            return
+        rebuilt = _ids(table, sel.predicate().sql(dialect=sql_dialect))
+        assert rebuilt == _ids(table, text)  # the engine on the original text (leaves only)
+        assert rebuilt == {r["id"] for r in DATA if evaluate(p, r) is True}
+        assert rebuilt == {r["id"] for r in DATA if sel.contains(r)}
+
+    check()
+
+
+def test_inner_nodes_select_their_leaves(table, engine_name):
+    sql_dialect = dialect(table)
+
+    @settings(max_examples=EXAMPLES[engine_name][1], deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(p=predicates(inner_nodes=True))
+    def check(p):
+        text = render(p, False)
+        try:
+            sel = parse_selection(text, P_QIS)
+        except SelectionError as e:
+            assert "NOT over" in str(e) or "more than" in str(e)
+            return
+        rebuilt = _ids(table, sel.predicate().sql(dialect=sql_dialect))
+        assert rebuilt == {r["id"] for r in DATA if evaluate(p, r) is True}
+        assert rebuilt == {r["id"] for r in DATA if sel.contains(r)}
+
+    check()
 
 
 def test_boxes_are_a_cover_without_redundancy():
@@ -459,23 +485,36 @@ def test_boxes_are_a_cover_without_redundancy():
         assert own, box
 
 
-def test_enum_and_timestamps_in_duckdb():
-    """ENUM equality by label, TIMESTAMP and TIMESTAMPTZ literals: rebuilt vs original text."""
-    con = duckdb.connect()
-    con.execute("CREATE TYPE col AS ENUM ('z', 'a', 'm')")
-    con.execute("CREATE TABLE u AS SELECT i AS id, (['z', 'a', 'm'])[1 + i % 3]::col AS e, "
-                "TIMESTAMP '2020-01-01' + INTERVAL (i) HOUR AS ts, "
-                "TIMESTAMPTZ '2020-01-01 00:00+00' + INTERVAL (i) HOUR AS tz FROM range(48) r(i)")
-    qis = (QI("e", "ordinal", con.execute("SELECT typeof(e) FROM u LIMIT 1").fetchone()[0]),
-           QI("ts", "temporal", "TIMESTAMP"), QI("tz", "temporal", "TIMESTAMP WITH TIME ZONE"))
-    for text in ["e IN ('a', 'm')", "e <> 'z'", "e NOT IN ('a')", "ts BETWEEN '2020-01-01 05:00' AND TIMESTAMP '2020-01-01 09:30'",
-                 "ts > DATE '2020-01-02'", "tz >= TIMESTAMPTZ '2020-01-01 12:00+02' AND tz < '2020-01-02 00:00:00+00:00'",
-                 "NOT (tz < '2020-01-01 03:00+00')"]:
+def _rebuilt_vs_original(con, table, qis, texts):
+    for text in texts:
         sel = parse_selection(text, qis)
-        rebuilt = {r[0] for r in con.execute(f"SELECT id FROM u WHERE {sel.predicate().sql('duckdb')}").fetchall()}
-        original = {r[0] for r in con.execute(f"SELECT id FROM u WHERE {text}").fetchall()}
+        rebuilt = {r[0] for r in rows(con, f"SELECT id FROM {table} WHERE {sel.predicate().sql(dialect(con))}")}
+        original = {r[0] for r in rows(con, f"SELECT id FROM {table} WHERE {text}")}
         assert rebuilt == original and rebuilt, text
-    con.close()
+
+
+@pytest.mark.engines("duckdb")  # DuckDB's ENUM type (a PostgreSQL enum column is no ordered QI)
+def test_enum_in_duckdb(con):
+    """ENUM equality by label: rebuilt vs original text."""
+    con.execute("CREATE TYPE col AS ENUM ('z', 'a', 'm')")
+    con.execute("CREATE TABLE u AS SELECT i AS id, (['z', 'a', 'm'])[1 + i % 3]::col AS e FROM range(48) r(i)")
+    qis = (QI("e", "ordinal", con.execute("SELECT typeof(e) FROM u LIMIT 1").fetchone()[0]),)
+    _rebuilt_vs_original(con, "u", qis, ["e IN ('a', 'm')", "e <> 'z'", "e NOT IN ('a')"])
+
+
+def test_timestamps_against_the_engine(con):
+    """TIMESTAMP and TIMESTAMPTZ literals: rebuilt (in the engine's dialect) vs original text."""
+    hours = pd.to_timedelta(range(48), unit="h")
+    load_frame(con, "u", pd.DataFrame({"id": range(48), "ts": pd.Timestamp("2020-01-01") + hours,
+                                       "tz": pd.Timestamp("2020-01-01", tz="UTC") + hours}))
+    found = engine_for(con).find("u")
+    assert dict(engine_for(con).columns(found.catalog, found.schema, found.name)) == {
+        "id": "BIGINT", "ts": "TIMESTAMP", "tz": "TIMESTAMP WITH TIME ZONE"}
+    qis = (QI("ts", "temporal", "TIMESTAMP"), QI("tz", "temporal", "TIMESTAMP WITH TIME ZONE"))
+    _rebuilt_vs_original(con, "u", qis, [
+        "ts BETWEEN '2020-01-01 05:00' AND TIMESTAMP '2020-01-01 09:30'", "ts > DATE '2020-01-02'",
+        "tz >= TIMESTAMPTZ '2020-01-01 12:00+02' AND tz < '2020-01-02 00:00:00+00:00'",
+        "NOT (tz < '2020-01-01 03:00+00')"])
 
 
 def test_column_callback():

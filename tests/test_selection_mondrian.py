@@ -17,12 +17,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import load_frame, objects, quote, rows
 from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.selection import parse_selection
 from tests.reference_mondrian import reference_mondrian
 from tests.test_api import load, partition_of
 from tests.test_workload import _values, impurity_of, workloads
+
+# Light end-to-end runs on a small table run on both engines; the oracle property test and the
+# quality comparison on 20,000 rows are DuckDB's alone (each is marked).
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal}
 
@@ -82,6 +87,8 @@ def selection_oracle(df: pd.DataFrame, members: list[np.ndarray], inner):
     return impurity, weak
 
 
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+@pytest.mark.engines("duckdb")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(selection_workloads(), st.sampled_from([0, 5, 10**9]))
 def test_selection_mondrian_equals_the_oracle(case, memory_rows):
@@ -117,8 +124,9 @@ def test_selection_splits_along_the_query_region(people):
     must come back with (almost) nothing else: every published class either lies inside it or
     holds none of its rows, up to the k constraint."""
     release = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, selections=["age > 40 AND age <= 60"])
-    rows = people.sql(f"SELECT age_min, age_max FROM {release.view}").fetchall()
-    straddling = [r for r in rows if r[0] <= 40 < r[1] or r[0] <= 60 < r[1]]
+    bounds = rows(people, f"SELECT age_min, age_max FROM {quote(release.view)}")
+    assert len(bounds) == 200
+    straddling = [r for r in bounds if r[0] <= 40 < r[1] or r[0] <= 60 < r[1]]
     assert straddling == []
 
 
@@ -131,23 +139,20 @@ def test_selection_splits_along_the_query_region(people):
     ({"criterion": sqlanon.Selections(["age > 3"], then="median")}, sqlanon.InputError, "then="),
 ])
 def test_bad_selections_fail_before_any_work(people, kwargs, error, text):
-    before = people.sql("SELECT table_name FROM duckdb_tables()").fetchall()
+    before = objects(people)
     with pytest.raises(error, match=text):
         sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **kwargs)
-    assert people.sql("SELECT table_name FROM duckdb_tables()").fetchall() == before
+    assert objects(people) == before
 
 
 @pytest.fixture
-def people():
+def people(con):
     rng = np.random.default_rng(7)
-    con = duckdb.connect()
-    con.execute("CREATE TABLE p (id INTEGER, age INTEGER, zip INTEGER, label VARCHAR, income INTEGER)")
     n = 200
-    con.executemany("INSERT INTO p VALUES (?, ?, ?, ?, ?)", [
-        (i, int(a), int(z), str(lbl), int(inc)) for i, (a, z, lbl, inc) in enumerate(zip(
-            rng.integers(18, 90, n), rng.integers(53700, 53800, n), rng.choice(["x", "y"], n),
-            rng.integers(0, 10**5, n)))
-    ])
+    age, zip_, label, income = (rng.integers(18, 90, n), rng.integers(53700, 53800, n), rng.choice(["x", "y"], n),
+                                rng.integers(0, 10**5, n))
+    load_frame(con, "p", pd.DataFrame({"id": np.arange(n), "age": age, "zip": zip_, "label": label, "income": income}),
+               types={"id": "INTEGER", "age": "INTEGER", "zip": "INTEGER", "income": "INTEGER"})
     return con
 
 
@@ -171,6 +176,8 @@ C2_BOXES = ["age < 40 AND salary BETWEEN 50000 AND 100000",
             "age >= 60 AND salary BETWEEN 25000 AND 75000"]
 
 
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+@pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("k", [10, 50, 100, 250, 500])
 def test_selection_mondrian_beats_median_on_c2(agrawal, k):
     """KDD 2006, Figure 9: C2's imprecision is lowest when its three boxes are the selections."""
