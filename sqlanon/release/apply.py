@@ -337,14 +337,15 @@ def _suppress(
         for part in ("min", "max"):
             generalized.append(exp.EQ(this=g.col(f"{q.name}_{part}"), expression=g.col(f"g{part}{i}", f)))
     generalized.append(exp.EQ(this=g.col(cls), expression=exp.Null()))
-    update = exp.Update(
+    members = exp.In(this=g.col(cls), query=exp.Subquery(this=exp.select(g.col(cls)).from_(g.table(bad))))
+    # Counted first: an UPDATE's row count is a result set on DuckDB only (PostgreSQL returns none).
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(name)).where(members.copy())))
+    engine.execute(exp.Update(
         this=g.table(name), expressions=generalized,
         from_=exp.From(this=exp.alias_(g.table(root), g.ident(f), table=True)) if root is not None else None,
-        where=exp.Where(this=exp.In(this=g.col(cls), query=exp.Subquery(
-            this=exp.select(g.col(cls)).from_(g.table(bad))))),
-    )
-    rows = engine.fetch_rows(update)
-    return classes, int(rows[0][0]) if rows else 0
+        where=exp.Where(this=members),
+    ))
+    return classes, rows
 
 
 def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int, int]:
