@@ -390,3 +390,15 @@ def load_frame(con, name: str, df: pd.DataFrame, *, primary_key: str | Sequence[
                 copy.write_row([_python_value(v) for v in row])
     con.commit()
     return name
+
+
+@pytest.fixture
+def no_jit(request):
+    """Opt-in (``pytest.mark.usefixtures("no_jit")``): on PostgreSQL, ``SET jit = off`` on the
+    test's ``con`` (committed, so a test's rollback keeps it). sqlanon's statements over its
+    fresh temp tables (no statistics: large cost estimates) otherwise trigger LLVM JIT
+    compilation, ~1-2 s per statement even for 80 rows; the answers are the same."""
+    if "con" in request.fixturenames and request.getfixturevalue("engine_name") == "postgres":
+        con = request.getfixturevalue("con")
+        con.execute("SET jit = off")
+        con.commit()

@@ -37,7 +37,8 @@ from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, is_postgres, l
 from sqlanon.release.apply import Applied, apply, guillotine
 from sqlanon.model.hierarchy import Hierarchy
 
-pytestmark = pytest.mark.engines("duckdb", "postgres")
+# no_jit: PostgreSQL's JIT would compile each of sqlanon's statements (seconds each, same answers)
+pytestmark = [pytest.mark.engines("duckdb", "postgres"), pytest.mark.usefixtures("no_jit")]
 
 J = {"*": {"P": {"P1": ["a", "b"], "P2": ["c"]}, "Q": ["d", "e", "f"]}}
 ORDERED = ["i", "f", "d", "ts", "s"]
@@ -311,11 +312,12 @@ def test_reload_by_name_from_a_reopened_file(engine_name, tmp_path, request):
         import psycopg
 
         first = request.getfixturevalue("pg_con")
+        first.execute("SET jit = off")  # as no_jit does for con
         release = _release(first, 80, 5, 3)
         schema = rows(first, "SELECT current_schema()")[0][0]
         first.commit()
         first.close()
-        con = psycopg.connect(request.getfixturevalue("pg_database"), options=f"-c search_path={schema}")
+        con = psycopg.connect(request.getfixturevalue("pg_database"), options=f"-c search_path={schema} -c jit=off")
     try:
         for name in ("t_anon", "t_anon_rules"):
             applied = apply(con, name, "t", view="again", replace=True)
