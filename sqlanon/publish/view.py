@@ -172,13 +172,26 @@ def root_bounds(qis: Sequence[PublishedQI], rules: str | exp.Table, size_column:
     ordered = [q for q in qis if q.ordered]
     if not ordered:
         return None
-    query = exp.select().from_(_ref(rules)).where(exp.GT(this=g.col(size_column), expression=g.lit(0)))
+    query = exp.select()
     for q in ordered:
         low, high = q.published
-        lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(low), expression=exp.Null())), exp.Null()).else_(
-            exp.Min(this=g.col(low)))
-        query = query.select(g.alias(lowest, low), g.alias(exp.Max(this=g.col(high)), high), copy=False)
+        lowest, highest = extreme_bounds(rules, size_column, low, high)
+        query = query.select(g.alias(lowest, low), g.alias(highest, high), copy=False)
     return query
+
+
+def extreme_bounds(rules: str | exp.Table, size_column: str, low: str, high: str) -> tuple[exp.Expression, exp.Expression]:
+    """Scalar subqueries over the non-empty regions of ``rules``: the smallest ``low`` (NULL when
+    one is NULL: NULL sorts first) and the largest ``high``. By ORDER BY, not MIN/MAX:
+    PostgreSQL has no MIN/MAX of booleans."""
+    def first(column: str, desc: bool) -> exp.Expression:
+        where = exp.GT(this=g.col(size_column), expression=g.lit(0))
+        if desc:
+            where = exp.and_(where, exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
+        query = (exp.select(g.col(column)).from_(_ref(rules)).where(where)
+                 .order_by(exp.Ordered(this=g.col(column), desc=desc, nulls_first=not desc)).limit(1))
+        return exp.Subquery(this=query)
+    return first(low, False), first(high, True)
 
 
 def status(engine: Engine, v: LiveView) -> exp.Select:

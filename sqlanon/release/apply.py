@@ -127,6 +127,7 @@ from ..request.spec import Source, _catalog, _current, _find_source, distinct_va
 from ..request.checks import check_bool
 from ..model.qi import classify
 from ..publish.class_checks import BAD, SIZE, per_class_query
+from ..publish.view import extreme_bounds
 
 _BIGINT = exp.DataType.build("BIGINT")
 _VARCHAR = exp.DataType.build("VARCHAR")
@@ -602,15 +603,13 @@ def _root_table(engine: Engine, m: Manifest) -> str | None:
     """Temp, one row: the fully generalized bounds ``gmin<i>``, ``gmax<i>`` of every ordered QI:
     the bounds of the whole training table, i.e. the smallest ``q_min`` of the non-empty regions
     (NULL if any is NULL: NULL sorts first) and the largest ``q_max``. None without ordered QIs."""
-    query = exp.select().from_(m.ref(m.rules)).where(exp.GT(this=g.col(m.size_column), expression=g.lit(0)))
+    query = exp.select()
     ordered = [(i, q) for i, q in enumerate(m.qis) if q.kind != "hierarchy"]
     if not ordered:
         return None
     for i, q in ordered:
-        lowest = exp.Case().when(exp.func("bool_or", exp.Is(this=g.col(f"{q.name}_min"), expression=exp.Null())),
-                                 exp.Null()).else_(exp.Min(this=g.col(f"{q.name}_min")))
-        query = query.select(g.alias(lowest, f"gmin{i}"), g.alias(exp.Max(this=g.col(f"{q.name}_max")), f"gmax{i}"),
-                             copy=False)
+        lowest, highest = extreme_bounds(m.ref(m.rules), m.size_column, f"{q.name}_min", f"{q.name}_max")
+        query = query.select(g.alias(lowest, f"gmin{i}"), g.alias(highest, f"gmax{i}"), copy=False)
     name = engine.temp_name("root")
     engine.execute(g.create_table_as(name, query))
     return name
