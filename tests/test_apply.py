@@ -123,10 +123,10 @@ def _comment(con, table: str) -> str:
     return rows(con, "SELECT comment FROM duckdb_tables() WHERE table_name = ?", [table])[0][0]
 
 
-def _load_adult_keyed(con, key: str) -> dict[str, str]:
-    """Adult (as the ``adult`` fixture loads it) with a first column ``key`` numbering its rows
-    from 0, in file order."""
-    data = pd.read_csv(ADULT_CSV, sep=";", quoting=3, keep_default_na=False,
+def _load_adult_keyed(con, key: str, n: int | None = None) -> dict[str, str]:
+    """Adult (as the ``adult`` fixture loads it; its first ``n`` rows if given) with a first
+    column ``key`` numbering its rows from 0, in file order."""
+    data = pd.read_csv(ADULT_CSV, sep=";", quoting=3, keep_default_na=False, nrows=n,
                        dtype={c: ("int64" if c == "age" else str) for c in ADULT_COLUMNS})[list(ADULT_COLUMNS)]
     data.insert(0, key, np.arange(len(data), dtype=np.int64))
     load_frame(con, "adult", data, types={c: ("BIGINT" if c in ("age", key) else "VARCHAR") for c in data.columns})
@@ -228,12 +228,15 @@ def test_workload_release_with_empty_regions(con):
 
 @pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
 def test_adult_with_hierarchies(con):
-    hierarchies = _load_adult_keyed(con, "rid")  # a key, so the release keeps a row map
+    # PostgreSQL: the first 10,000 rows (the whole of Adult costs ~15 s there; same checks, scaled)
+    n = 10_000 if is_postgres(con) else 30_162
+    hierarchies = _load_adult_keyed(con, "rid", n if is_postgres(con) else None)  # a key: the release keeps a row map
+    assert rows(con, "SELECT count(*), min(age), max(age) FROM adult")[0] == (n, 17, 90)
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
     release = sqlanon.anonymize(con, "adult", qid=qid, k=10, target="salary-class", key="rid",
                                 hierarchies={c: hierarchies[c] for c in qid if c != "age"})
     applied = apply(con, release, "adult", view="adult_again")
-    assert (applied.rows, applied.placed, applied.unplaced) == (30_162, 30_162, 0) and applied.depth > 0
+    assert (applied.rows, applied.placed, applied.unplaced) == (n, n, 0) and applied.depth > 0
     _same_as_view(con, "adult_anon", "adult_again")
     # a test table: unseen categories, NULLs, ages out of range, another column order
     con.execute("""CREATE TABLE adult_test AS SELECT "salary-class", occupation, age, sex, race, "marital-status",
@@ -243,7 +246,7 @@ def test_adult_with_hierarchies(con):
     con.execute("UPDATE adult_test SET age = NULL WHERE rid % 30 = 2")
     con.execute("UPDATE adult_test SET age = age + 100 WHERE rid % 40 = 3")
     test = apply(con, "adult_anon", "adult_test")
-    assert test.rows == 30_162 and test.unplaced == con.execute(
+    assert test.rows == n and test.unplaced == con.execute(
         "SELECT count(*) FROM adult_test WHERE occupation = 'Astronaut' OR education IS NULL").fetchall()[0][0]
     columns = [r[0] for r in _describe(con, "adult_test_anon")]
     assert columns[:4] == ["salary-class", "occupation", "age_min", "age_max"] and columns[-2:] == ["rid", "eq_class"]
@@ -253,7 +256,7 @@ def test_adult_with_hierarchies(con):
         FROM adult_test_anon a JOIN adult_test t ON t.rid = a.rid JOIN adult o ON o.rid = a.rid
         JOIN adult_anon_rowmap m ON m.key0 = a.rid
         WHERE a.eq_class IS NOT NULL AND t.age = o.age""").fetchall()[0]
-    assert same[0] > 25_000 and same[1] == 0
+    assert same[0] > 25_000 * n / 30_162 and same[1] == 0
     # unplaced rows: fully generalized
     full = con.execute("""SELECT DISTINCT age_min, age_max, sex, race, "marital-status", education, "native-country",
                           workclass, occupation FROM adult_test_anon WHERE eq_class IS NULL""").fetchall()
@@ -262,7 +265,7 @@ def test_adult_with_hierarchies(con):
     beyond = con.execute("SELECT count(*), count(*) FILTER (WHERE r.age_hi IS NOT NULL) FROM adult_test_anon a "
                          "JOIN adult_test t ON t.rid = a.rid JOIN adult_anon_rules r ON r.region = a.eq_class "
                          "WHERE t.age > 100").fetchall()[0]
-    assert beyond[0] > 500 and beyond[1] == 0
+    assert beyond[0] > 500 * n / 30_162 and beyond[1] == 0
 
 
 def test_nulls_in_a_hierarchy_without_a_null_leaf(con):
