@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import (ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, is_postgres, load_frame, quote, rows,
-                      run)
+from conftest import (ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, is_postgres, load_adult, load_frame,
+                      quote, rows, run)
 from sqlanon.publish import manifest
 from sqlanon.release.imprecision import imprecision as imprecision_of
 from sqlanon.release.report import (
@@ -57,7 +57,6 @@ def _adult_release(con, key: bool):
     if key:
         hierarchies = _load_adult_keyed(con, "id")
     else:
-        from conftest import load_adult
         hierarchies = load_adult(con)
     release = sqlanon.anonymize(con, "adult", ADULT_QID, 20, hierarchies={q: hierarchies[q] for q in ADULT_QID[1:]},
                                 sensitive="occupation", l=2, target="salary-class", key="id" if key else None)
