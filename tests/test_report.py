@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import struct
 import subprocess
@@ -12,11 +13,14 @@ import zlib
 from fractions import Fraction
 from pathlib import Path
 
+import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import quote
+from conftest import (ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, is_postgres, load_adult, load_frame,
+                      quote, rows, run)
 from sqlanon.publish import manifest
 from sqlanon.release.imprecision import imprecision as imprecision_of
 from sqlanon.release.report import (
@@ -30,18 +34,29 @@ from sqlanon.release.report import (
 )
 from sqlanon.publish.view import CHANGED
 
+pytestmark = pytest.mark.engines("duckdb", "postgres")
+
 ADULT_QID = ["age", "sex", "education", "marital-status"]
 
 
-def _adult_release(adult, key: bool):
+def _load_adult_keyed(con, key: str) -> dict[str, str]:
+    """Adult (as the ``adult`` fixture loads it) with a first column ``key`` numbering its rows
+    from 0, in file order."""
+    data = pd.read_csv(ADULT_CSV, sep=";", quoting=3, keep_default_na=False,
+                       dtype={c: ("int64" if c == "age" else str) for c in ADULT_COLUMNS})[list(ADULT_COLUMNS)]
+    data.insert(0, key, np.arange(len(data), dtype=np.int64))
+    load_frame(con, "adult", data, types={c: ("BIGINT" if c in ("age", key) else "VARCHAR") for c in data.columns})
+    return dict(ADULT_HIERARCHIES)
+
+
+def _adult_release(con, key: bool):
     """Adult, InfoGain on salary-class with entropy 2-diversity of occupation. Adult has no key:
     without one the release is a snapshot table; with ``key`` an ``id`` numbering Adult's rows is
     added and passed as ``key=``, and the release is a live view with a row map."""
-    con, hierarchies = adult
     if key:
-        con.execute("ALTER TABLE adult RENAME TO adult_unkeyed")
-        con.execute("CREATE TABLE adult AS SELECT row_number() OVER (ORDER BY rowid) - 1 AS id, * FROM adult_unkeyed")
-        con.execute("DROP TABLE adult_unkeyed")
+        hierarchies = _load_adult_keyed(con, "id")
+    else:
+        hierarchies = load_adult(con)
     release = sqlanon.anonymize(con, "adult", ADULT_QID, 20, hierarchies={q: hierarchies[q] for q in ADULT_QID[1:]},
                                 sensitive="occupation", l=2, target="salary-class", key="id" if key else None)
     assert release.materialized is not key and release.key == (("id",) if key else None)
@@ -49,16 +64,16 @@ def _adult_release(adult, key: bool):
 
 
 @pytest.fixture
-def adult_release(adult):
+def adult_release(con):
     """The snapshot release: its metrics are bit-for-bit reproducible (over a live view DuckDB's
     parallel aggregation may sum floats in another order from one read to the next)."""
-    return _adult_release(adult, key=False)
+    return _adult_release(con, key=False)
 
 
 @pytest.fixture
-def adult_live_release(adult):
+def adult_live_release(con):
     """The live-view release (a view and a row map)."""
-    return _adult_release(adult, key=True)
+    return _adult_release(con, key=True)
 
 
 # -- numbers --------------------------------------------------------------------------------------
@@ -86,7 +101,7 @@ def test_json_metrics_are_exactly_metrics_as_dict(adult_release):
 def test_class_sizes_and_objects_against_pandas(adult_live_release):
     con, release = adult_live_release
     data = collect(con, release)
-    view = con.sql(f"SELECT eq_class FROM {quote(release.view)}").df()
+    view = frame(con, f"SELECT eq_class FROM {quote(release.view)}")
     sizes = view["eq_class"].value_counts().value_counts().sort_index()
     assert data.class_sizes == tuple((int(s), int(c)) for s, c in sizes.items())
     bins = class_size_bins(data.class_sizes)
@@ -150,8 +165,8 @@ def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
     age = rng.integers(0, 101, n).astype(object)
     age[:4] = None  # fewer than k NULLs: they share a class with small ages (age_min NULL counts as L)
     c = rng.choice(list("abcd"), n, p=[0.45, 0.45, 0.07, 0.03])  # rare c, d: some classes keep node cd
-    con.execute("CREATE TABLE t (id INTEGER, age INTEGER, c VARCHAR)")
-    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, age[i], c[i]) for i in range(n)])
+    load_frame(con, "t", pd.DataFrame({"id": np.arange(n), "age": pd.Series(age, dtype=object), "c": c}),
+               types={"id": "INTEGER", "age": "INTEGER", "c": "VARCHAR"})
     # key="id": a live view, which shows the rows inserted after the release (suppressed)
     release = sqlanon.anonymize(con, "t", ["age", "c"], 9, hierarchies={"c": str(tmp_path / "c.csv")}, key="id")
     con.execute("INSERT INTO t VALUES (9999, 50, 'a'), (10000, 51, 'b')")  # no class: suppressed
@@ -186,8 +201,9 @@ def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
 
 
 def test_every_constraint_is_rebuilt_and_rechecked(con):
-    con.execute("CREATE TABLE p AS SELECT i AS id, i % 50 AS age, i % 7 AS zip, 'd' || (i % 5) AS disease, "
-                "(i * 37) % 1000 AS salary FROM range(2000) t(i)")
+    i = np.arange(2000, dtype=np.int64)
+    load_frame(con, "p", pd.DataFrame({"id": i, "age": i % 50, "zip": i % 7, "disease": [f"d{v}" for v in i % 5],
+                                       "salary": (i * 37) % 1000}))
     constraints = [sqlanon.DistinctLDiversity("disease", 3), sqlanon.EntropyLDiversity("disease", 2.5),
                    sqlanon.RecursiveCLDiversity("disease", 3, 2), sqlanon.VarianceDiversity("salary", 1000.0)]
     release = sqlanon.anonymize(con, "p", ["age", "zip"], 10, constraints=constraints)
@@ -203,7 +219,7 @@ def test_every_constraint_is_rebuilt_and_rechecked(con):
     assert document["metrics"] == sqlanon.metrics(con, release, numeric_targets=["id"],
                                                   sensitive=["disease", "salary"]).as_dict()
     # a constraint this version cannot rebuild is listed, and the verdict says so
-    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'p_anon_rules'").fetchone()[0]
+    comment = _comment(con, "p_anon_rules")
     document = json.loads(comment)
     document["constraints"].append("t-closeness('disease', t=0.2)")  # a kind of a later version
     document["constraint_records"].append({"type": "TCloseness", "sensitive": "disease", "t": 0.2})
@@ -218,17 +234,28 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _comment(con, table: str) -> str:
+    """The comment on ``table`` (where a release keeps its manifest)."""
+    if is_postgres(con):
+        return rows(con, "SELECT obj_description(?::regclass, 'pg_class')", [quote(table)])[0][0]
+    return rows(con, "SELECT comment FROM duckdb_tables() WHERE table_name = ?", [table])[0][0]
+
+
+def _people(con, name: str, n: int = 500) -> None:
+    i = np.arange(n, dtype=np.int64)
+    load_frame(con, name, pd.DataFrame({"id": i, "age": i % 50}))
+
+
 def test_failing_requirement_after_deletes(con):
     """A live view follows deletes and suppresses a class that falls below k (the requirement
     holds); a snapshot table whose own rows are deleted fails it, and the report says FAILS."""
-    con.execute("CREATE TABLE p AS SELECT i AS id, i % 50 AS age FROM range(500) t(i)")
+    _people(con, "p")
     release = sqlanon.anonymize(con, "p", ["age"], 10, key="id")  # a live view: it follows the deletes
     smallest = con.execute("SELECT eq_class FROM p_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
-    members = [r[0] for r in con.execute("SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0",
-                                         [smallest]).fetchall()]
+    members = [r[0] for r in rows(con, "SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0", [smallest])]
     assert len(members) == 10
-    con.execute("DELETE FROM p WHERE id IN (SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0 LIMIT 3)",
-                [smallest])
+    run(con, "DELETE FROM p WHERE id IN (SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0 LIMIT 3)",
+        [smallest])
     # the class's 7 remaining rows are suppressed as a whole, fully generalized
     low, high = con.execute("SELECT min(age_min), max(age_max) FROM p_anon_rules WHERE size > 0").fetchone()
     assert sorted(con.execute("SELECT id, age_min, age_max FROM p_anon WHERE eq_class IS NULL").fetchall()) == [
@@ -241,14 +268,14 @@ def test_failing_requirement_after_deletes(con):
     assert '<div class="verdict ok">HOLDS</div>' in html_text and "7 row(s) in 1 class(es): class below k=10" in html_text
     # a snapshot (no key) does not follow the source; deleting from the published table itself
     # breaks its smallest class, and the re-check fails
-    con.execute("CREATE TABLE q AS SELECT i AS id, i % 50 AS age FROM range(500) t(i)")
+    _people(con, "q")
     release = sqlanon.anonymize(con, "q", ["age"], 10)
     assert release.materialized and release.rowmap is None
     con.execute("DELETE FROM q WHERE id < 100")
     assert con.execute("SELECT count(*) FROM q_anon").fetchone()[0] == 500
     smallest = con.execute("SELECT eq_class FROM q_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
-    con.execute("DELETE FROM q_anon WHERE id IN (SELECT id FROM q_anon WHERE eq_class = ? ORDER BY id LIMIT 3)",
-                [smallest])
+    run(con, "DELETE FROM q_anon WHERE id IN (SELECT id FROM q_anon WHERE eq_class = ? ORDER BY id LIMIT 3)",
+        [smallest])
     data = collect(con, release)
     assert not data.holds and data.verification.violating == 1 and data.verification.suppressed == ()
     html_text = render(data, "html")
@@ -257,8 +284,8 @@ def test_failing_requirement_after_deletes(con):
 
 def test_renderings_show_requirement_verdict_and_escape_names(con):
     """Names with markup and pipes come out as text, never as HTML or table syntax."""
-    con.execute('CREATE TABLE "w<b>" AS SELECT i AS "a<i>g&e", i % 3 AS "s|x", \'v\' || (i % 4) AS "lab<el>" '
-                "FROM range(300) t(i)")
+    i = np.arange(300, dtype=np.int64)
+    load_frame(con, "w<b>", pd.DataFrame({"a<i>g&e": i, "s|x": i % 3, "lab<el>": [f"v{v}" for v in i % 4]}))
     release = sqlanon.anonymize(con, "w<b>", ["a<i>g&e"], 10, target="lab<el>")
     html_text = report(con, release, format="html")
     assert "<i>" not in html_text and "<b>" not in html_text.replace("<b>no</b>", "")
@@ -309,6 +336,57 @@ def test_input_errors(adult_release):
         report(con, "adult")
     with pytest.raises(sqlanon.InputError, match="list of predicates"):
         report(con, release, selections="age > 3")
+
+
+def _assert_same_document(a, b, path: str = "") -> None:
+    """Two JSON documents are equal, floats to a relative 1e-12."""
+    assert type(a) is type(b), path
+    if isinstance(a, dict):
+        assert list(a) == list(b), path
+        for key in a:
+            _assert_same_document(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same_document(x, y, f"{path}[{i}]")
+    elif isinstance(a, float):
+        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300), (path, a, b)
+    else:
+        assert a == b, (path, a, b)
+
+
+def test_same_report_on_both_engines(pg_con):
+    """One small table, the same release on DuckDB and on PostgreSQL: the markdown, JSON and HTML
+    reports are the same text (read by name, so neither carries the run's timings)."""
+    rng = np.random.default_rng(3)
+    n = 400
+    data = pd.DataFrame({"id": np.arange(n), "age": pd.Series(np.where(rng.random(n) < 0.02, None,
+                                                                      rng.integers(17, 90, n)), dtype=object),
+                         "zip": rng.integers(1000, 1100, n), "sex": rng.choice(["F", "M"], n),
+                         "dx": rng.choice(["flu", "hiv", "cold", "none"], n), "pay": rng.integers(0, 5000, n) / 4,
+                         "y": rng.choice(["yes", "no"], n)})
+    duck = duckdb.connect()
+    try:
+        reports = []
+        for con in (duck, pg_con):
+            load_frame(con, "p", data, primary_key="id", types={"age": "INTEGER"})
+            sqlanon.anonymize(con, "p", ["age", "zip", "sex"], 15, sensitive="dx", l=2, target="y", key="id",
+                              selections=["age > 40 AND sex = 'F'"])
+            run(con, "DELETE FROM p WHERE id < 7")  # a live view: some classes now suppressed
+            reports.append({f: report(con, "p_anon", format=f, numeric_targets=["pay"], sensitive=["dx", "pay"])
+                            for f in ("markdown", "json", "html")})
+        # the one difference: the times (of the publication, of the report)
+        times = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+        for f in ("markdown", "html"):
+            (duck_text, duck_times), (pg_text, pg_times) = (times.subn("<time>", r[f]) for r in reports)
+            assert duck_text == pg_text and duck_times == pg_times > 0, f
+        # JSON: the same document but for the float metrics of a DOUBLE column (rmse, min_variance of
+        # "pay"), whose sums each engine adds up in its own order: equal to a relative 1e-12
+        _assert_same_document(*(json.loads(times.sub("<time>", r["json"])) for r in reports))
+        document = json.loads(reports[0]["json"])
+        assert document["verification"]["rows"] == n - 7 and document["selections"]
+    finally:
+        duck.close()
 
 
 # -- headless Chromium -------------------------------------------------------------------------
@@ -365,6 +443,7 @@ def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
          f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.engines("duckdb")  # rendering is engine-independent: both engines' pages are compared above
 def test_html_renders_in_headless_chromium(adult_live_release, tmp_path):
     con, release = adult_live_release
     page = tmp_path / "report.html"
