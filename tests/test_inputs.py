@@ -320,7 +320,7 @@ def test_hierarchies_that_is_not_a_dict(con, people, hierarchies):
 
 
 # -- 6. deeply nested selections -------------------------------------------------------------------------
-QIS = [QI("age", "numeric", "INTEGER")("zip", "numeric", "INTEGER")]
+QIS = [QI("age", "numeric", "INTEGER"), QI("zip", "numeric", "INTEGER")]
 DEEP = {
     "parentheses": "(" * 5000 + "age > 1" + ")" * 5000,
     "NOTs": "NOT " * 5000 + "age > 1",
