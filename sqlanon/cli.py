@@ -570,22 +570,16 @@ def _publish_and_export(
             _drop_new_objects(engine, before)
             raise
         return release
-    engine.execute(exp.Transaction())
+    partial: Path | None = None
     try:
-        for name, kind in existing:
-            engine.execute(g.drop(name, kind.upper()))
-        release = anonymize(con, progress=progress, **{**kwargs, "replace": False})  # dropped above
-        partial = _copy(con, release.view, out)
-        try:
-            engine.execute(exp.Commit())
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+        with engine.transaction():  # one transaction: a failure (or a failed COMMIT) restores the old release
+            for name, kind in existing:
+                engine.execute(g.drop(name, kind.upper()))
+            release = anonymize(con, progress=progress, **{**kwargs, "replace": False})  # dropped above
+            partial = _copy(con, release.view, out)
     except BaseException:
-        try:
-            engine.execute(exp.Rollback())
-        except SqlanonError:
-            pass  # the transaction already ended (a failed COMMIT): nothing left to undo
+        if partial is not None:
+            partial.unlink(missing_ok=True)
         raise
     _finish(partial, out)
     return release
