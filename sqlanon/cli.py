@@ -595,14 +595,9 @@ def _drop_new_objects(engine: Engine, before: set[tuple[str, str, str, str]]) ->
     created = sorted(_persistent_objects(engine) - before, key=lambda o: o[3] != "view")  # views first
     if not created:
         return
-    engine.execute(exp.Transaction())
-    try:
+    with engine.transaction():
         for catalog, schema, name, kind in created:
             engine.execute(exp.Drop(tables=[g.table(name, schema, catalog)], kind=kind.upper(), exists=True))
-    except BaseException:
-        engine.execute(exp.Rollback())
-        raise
-    engine.execute(exp.Commit())
 
 
 def _release_document(release: Release) -> dict[str, Any]:
