@@ -175,7 +175,10 @@ class PostgresEngine(Engine):
         if buffer.tell() == 0:
             return {n: _empty(t) for n, t, _ in described}
         buffer.seek(0)
-        frame = pd.read_csv(buffer, header=None, names=list(range(len(names))), dtype=object,
+        # Integer columns (the codes and ids of the partitioning, most of what is fetched) are
+        # parsed by pandas' C reader as nullable Int64: no Python object per value.
+        types = {i: ("Int64" if t in _INTEGERS else object) for i, (_, t, _) in enumerate(described)}
+        frame = pd.read_csv(buffer, header=None, names=list(range(len(names))), dtype=types,
                             na_values=[_NULL], keep_default_na=False, quotechar='"')
         return {n: _column(frame[i], t) for i, (n, t, _) in enumerate(described)}
 
@@ -422,9 +425,9 @@ def _column(values: pd.Series, house: str) -> np.ndarray:
         return pd.to_numeric(values, errors="raise").astype(np.float64).to_numpy()
     if house in _INTEGERS:
         if not missing.any():
-            return values.astype(np.int64).to_numpy()
+            return values.to_numpy(dtype=np.int64)
         out = np.empty(len(values), object)
-        out[~missing] = values[~missing].astype(np.int64).to_numpy()
+        out[~missing] = values[~missing].to_numpy(dtype=np.int64)
         out[missing] = None
         return out
     if house == "BOOLEAN":
