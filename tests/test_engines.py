@@ -67,20 +67,33 @@ TABLES = st.integers(min_value=40, max_value=160).flatmap(lambda n: st.tuples(
 HIERARCHY = {"*": {"ab": ["a", "b"], "cde": ["c", "d", "e"]}}
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: Every criterion and constraint family, as anonymize() arguments.
+WORKLOADS = {
+    "median": {},
+    "infogain": {"target": "label"},
+    "regression": {"target": "x"},
+    "targets": {"criterion": sqlanon.Targets(("label",), ("x",))},
+    "selections": {"selections": ["a < 10 OR cat = 'e'"], "target": "label"},
+    "entropy-l": {"sensitive": "label", "l": 2},
+    "distinct-l": {"constraints": [sqlanon.DistinctLDiversity("label", 2)]},
+    "recursive-cl": {"constraints": [sqlanon.RecursiveCLDiversity("label", 3, 2)]},
+    "variance": {"constraints": [sqlanon.VarianceDiversity("x", 0.5)]},
+}
+
+
+@settings(max_examples=18, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 10**6]),
-       workload=st.sampled_from(["median", "infogain", "l-diverse", "regression"]))
+       workload=st.sampled_from(sorted(WORKLOADS)))
 def test_duckdb_and_postgres_publish_identical_rules(pg_con, table, k, memory_rows, workload):
-    """Random tables (NULLs, a hierarchy, every criterion family, SQL levels or memory): the
-    rules relations are identical, box by box, size by size, bound by bound."""
+    """Random tables (NULLs, a hierarchy, every criterion and constraint family, SQL levels or
+    memory): the rules relations are identical, box by box, size by size, bound by bound."""
     a, cat, x, label = table
     frame = pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
                           "x": pd.array(x, dtype="Float64"), "label": label})
-    extra = {"median": {}, "infogain": {"target": "label"}, "l-diverse": {"sensitive": "label", "l": 2},
-             "regression": {"target": "x"}}[workload]
-    if workload == "regression":
+    extra = WORKLOADS[workload]
+    if workload in ("regression", "targets", "variance"):
         frame["x"] = frame["x"].fillna(0.0)
-    if workload == "l-diverse" and frame["label"].nunique() < 2:
+    if workload in ("entropy-l", "distinct-l", "recursive-cl") and frame["label"].nunique() < 2:
         return
     pg_con.execute("DROP TABLE IF EXISTS t CASCADE")
     pg_con.commit()
