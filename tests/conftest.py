@@ -393,3 +393,40 @@ def load_frame(con, name: str, df: pd.DataFrame, *, primary_key: str | Sequence[
                 copy.write_row([_python_value(v) for v in row])
     con.commit()
     return name
+
+
+def here(con) -> tuple[str, str]:
+    """``(database, schema)`` where unqualified new objects go: ``('memory', 'main')`` on DuckDB,
+    the session's database and the test's own schema on PostgreSQL."""
+    return tuple(con.execute("SELECT current_database(), current_schema()").fetchone())
+
+
+def describe(con, name: str) -> list[tuple[str, str]]:
+    """``(column, type)`` of a table or view, in the engine's own spelling."""
+    if is_postgres(con):
+        return rows(con, "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
+                         "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                    [quote(name)])
+    return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {quote(name)}").fetchall()]
+
+
+@pytest.fixture
+def new_schema(con):
+    """``new_schema(name)`` creates a schema and returns its name: ``name`` on DuckDB (the database
+    is the test's own); on PostgreSQL ``<the test's schema>_<name>`` (the database is the
+    session's), dropped after the test."""
+    made: list[str] = []
+
+    def make(name: str) -> str:
+        if is_postgres(con):
+            name = f"{here(con)[1]}_{name}"
+        run(con, f"CREATE SCHEMA {quote(name)}")
+        made.append(name)
+        return name
+
+    yield make
+    if made and is_postgres(con) and not con.closed:
+        con.rollback()
+        for name in made:
+            run(con, f"DROP SCHEMA IF EXISTS {quote(name)} CASCADE")
+        con.commit()

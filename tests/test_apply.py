@@ -28,7 +28,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import objects, temp_objects
+from conftest import describe, objects, temp_objects
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -102,15 +102,6 @@ def _count(con, sql: str) -> int:
     return rows(con, f"SELECT count(*) FROM ({sql}) AS q")[0][0]
 
 
-def _describe(con, name: str) -> list[tuple[str, str]]:
-    """``(column, type)`` of a table or view, in the engine's own spelling."""
-    if is_postgres(con):
-        return rows(con, "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
-                         "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                    ['"' + name.replace('"', '""') + '"'])
-    return [(r[0], r[1]) for r in con.execute(f'DESCRIBE "{name}"').fetchall()]
-
-
 def _exists(con, name: str) -> bool:
     return any(o[2] == name for o in objects(con))
 
@@ -164,7 +155,7 @@ def _expected(con, view: str, training: str, relation: str) -> list[tuple]:
 
 
 def _same_as_view(con, view: str, applied: str) -> None:
-    assert _describe(con, view) == _describe(con, applied)
+    assert describe(con, view) == describe(con, applied)
     for a, b in ((view, applied), (applied, view)):
         assert _count(con, f'SELECT * FROM "{a}" EXCEPT ALL SELECT * FROM "{b}"') == 0
     assert _count(con, f'SELECT * FROM "{applied}"') == _count(con, f'SELECT * FROM "{view}"')
@@ -247,7 +238,7 @@ def test_adult_with_hierarchies(con):
     test = apply(con, "adult_anon", "adult_test")
     assert test.rows == n and test.unplaced == con.execute(
         "SELECT count(*) FROM adult_test WHERE occupation = 'Astronaut' OR education IS NULL").fetchall()[0][0]
-    columns = [r[0] for r in _describe(con, "adult_test_anon")]
+    columns = [r[0] for r in describe(con, "adult_test_anon")]
     assert columns[:4] == ["salary-class", "occupation", "age_min", "age_max"] and columns[-2:] == ["rid", "eq_class"]
     # placed rows: the region of the training row with the same QI values (same region, same columns)
     same = con.execute("""

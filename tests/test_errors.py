@@ -15,7 +15,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
+from conftest import here, frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
 import sqlanon.api
@@ -50,12 +50,6 @@ def columns(con, name: str) -> list[str]:
     return list(frame(con, f"SELECT * FROM {quote(name)} LIMIT 0").columns)
 
 
-def here(con) -> tuple[str, str]:
-    """``(database, schema)`` where unqualified new objects go: ``('memory', 'main')`` on DuckDB,
-    the session's database and the test's own schema on PostgreSQL."""
-    return tuple(con.execute("SELECT current_database(), current_schema()").fetchone())
-
-
 def usable(con) -> None:
     """On PostgreSQL, the caller's transaction is open and still usable: sqlanon rolled back to
     its savepoint, never leaving the transaction aborted (DuckDB: nothing to check)."""
@@ -64,28 +58,6 @@ def usable(con) -> None:
 
         assert con.info.transaction_status == pq.TransactionStatus.INTRANS
         assert rows(con, "SELECT 1") == [(1,)]
-
-
-@pytest.fixture
-def new_schema(con):
-    """``new_schema(name)`` creates a schema and returns its name: ``name`` on DuckDB (the database
-    is the test's own); on PostgreSQL ``<the test's schema>_<name>`` (the database is the
-    session's), dropped after the test."""
-    made: list[str] = []
-
-    def make(name: str) -> str:
-        if is_postgres(con):
-            name = f"{here(con)[1]}_{name}"
-        run(con, f"CREATE SCHEMA {quote(name)}")
-        made.append(name)
-        return name
-
-    yield make
-    if made and is_postgres(con) and not con.closed:
-        con.rollback()
-        for name in made:
-            run(con, f"DROP SCHEMA IF EXISTS {quote(name)} CASCADE")
-        con.commit()
 
 
 @pytest.fixture

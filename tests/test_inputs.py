@@ -22,7 +22,7 @@ from typing import NamedTuple
 import duckdb
 import numpy as np
 import pytest
-from conftest import is_postgres, make_people, objects, quote, rows, run, temp_objects
+from conftest import here, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
 from sqlanon.model.qi import QI
@@ -43,34 +43,6 @@ CITY = {"*": {"x0-1": ["x0", "x1"], "x2-4": ["x2", "x3", "x4"]}}
 def series(n: int) -> str:
     """A FROM item of ``n`` rows numbered ``i`` (BIGINT 0..n-1), the same on DuckDB and PostgreSQL."""
     return f"generate_series(CAST(0 AS BIGINT), CAST({n - 1} AS BIGINT)) AS t(i)"
-
-
-def here(con) -> tuple[str, str]:
-    """``(database, schema)`` where unqualified new objects go: ``('memory', 'main')`` on DuckDB,
-    the session's database and the test's own schema on PostgreSQL."""
-    return tuple(con.execute("SELECT current_database(), current_schema()").fetchone())
-
-
-@pytest.fixture
-def new_schema(con):
-    """``new_schema(name)`` creates a schema and returns its name: ``name`` on DuckDB (the database
-    is the test's own); on PostgreSQL ``<the test's schema>_<name>`` (the database is the
-    session's), dropped after the test."""
-    made: list[str] = []
-
-    def make(name: str) -> str:
-        if is_postgres(con):
-            name = f"{here(con)[1]}_{name}"
-        run(con, f"CREATE SCHEMA {quote(name)}")
-        made.append(name)
-        return name
-
-    yield make
-    if made and is_postgres(con) and not con.closed:
-        con.rollback()
-        for name in made:
-            run(con, f"DROP SCHEMA IF EXISTS {quote(name)} CASCADE")
-        con.commit()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, objects, rows, run
+from conftest import describe, frame, is_postgres, load_frame, objects, rows, run
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.regions import regions
 
@@ -75,15 +75,6 @@ def _brute(con, view: str = "t_anon", relation: str | None = None) -> pd.DataFra
     return out[COLUMNS]
 
 
-def _describe(con, name: str) -> list[tuple[str, str]]:
-    """``(column, type)`` of a table or view, in the engine's own spelling."""
-    if is_postgres(con):
-        return rows(con, "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
-                         "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                    ['"' + name.replace('"', '""') + '"'])
-    return [(r[0], r[1]) for r in con.execute(f'DESCRIBE "{name}"').fetchall()]
-
-
 def _same(got: pd.DataFrame, expected: pd.DataFrame) -> None:
     assert list(got.columns) == COLUMNS
     got = got.sort_values("id", ignore_index=True)
@@ -117,7 +108,7 @@ def test_points_against_brute_force(con):
     assert [o[3] for o in objects(con) if o[2] == "pts"] == ["view"]
     _same(frame(con, "SELECT * FROM pts"), expected)
     # types: numbers DOUBLE, dates BIGINT days, timestamps DOUBLE seconds, ranks DOUBLE, codes BIGINT
-    types = dict(_describe(con, "pts"))
+    types = dict(describe(con, "pts"))
     assert [types[c] for c in ("a__lo", "d__lo", "ts__lo", "s__lo", "j__lo")] == (
         ["double precision", "bigint", "double precision", "double precision", "bigint"] if is_postgres(con)
         else ["DOUBLE", "BIGINT", "DOUBLE", "DOUBLE", "BIGINT"])
