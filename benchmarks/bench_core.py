@@ -29,7 +29,6 @@ import argparse
 import importlib.metadata
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +44,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE), str(ROOT / "tests")]
 
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
-from machine import machine  # noqa: E402
+from machine import machine, measure_child  # noqa: E402
 
 TABLE = "agrawal"
 ANONYPY_SENSITIVE = "c2"  # anonypy requires one; c2 (2 classes) keeps its output small
@@ -130,27 +129,13 @@ def run_child(kind: str, db: Path, k: int, memory_rows: int | None,
         cmd += ["--memory-rows", str(memory_rows)]
     if memory_limit:
         cmd += ["--duckdb-memory-limit", memory_limit]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd)
-    timed_out = False
-    while True:  # os.wait4 (not Popen.wait) so that we get the child's own rusage
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if timeout is not None and time.perf_counter() - start > timeout:
-            proc.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
-            timed_out = True
-            break
-        time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: keep Popen from waiting
-    out: dict[str, Any] = {"rss_mib": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
-                           "process_s": time.perf_counter() - start}  # fmt: skip
+    returncode, rss, timed_out, seconds = measure_child(cmd, timeout)
+    out: dict[str, Any] = {"rss_mib": rss, "process_s": seconds}
     try:
         if timed_out:
             out["error"] = f"timed out after {timeout:.0f} s"
-        elif proc.returncode != 0:
-            out["error"] = f"child exited with {proc.returncode}"
+        elif returncode != 0:
+            out["error"] = f"child exited with {returncode}"
         else:
             out.update(json.loads(Path(result).read_text()))
         out = {key: round(v, 4) if isinstance(v, float) else v for key, v in out.items()}

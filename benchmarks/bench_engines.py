@@ -36,7 +36,6 @@ import json
 import os
 import pickle
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
 
 from agrawal import BLOCK, QI_COLUMNS, _rows, write_duckdb  # noqa: E402
-from machine import machine  # noqa: E402
+from machine import machine, measure_child  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
@@ -197,31 +196,17 @@ def run_one(engine: str, where: str, criterion: str, k: int, memory_rows: int | 
     cmd = [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(k),
            "--result", paths[0], "--rules-out", paths[1],
            "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
-    start = time.perf_counter()
     errors = tempfile.TemporaryFile()  # the child's stderr: its last line names a failure
-    proc = subprocess.Popen(cmd, stderr=errors)
-    timed_out = False
-    while True:  # os.wait4 (not Popen.wait): the child's own rusage
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if timeout is not None and time.perf_counter() - start > timeout:
-            proc.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
-            timed_out = True
-            break
-        time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    out: dict[str, Any] = {"rss_mib": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
-                           "process_s": round(time.perf_counter() - start, 2)}  # fmt: skip
+    returncode, rss, timed_out, seconds = measure_child(cmd, timeout, stderr=errors)
+    out: dict[str, Any] = {"rss_mib": rss, "process_s": round(seconds, 2)}
     rules = None
     try:
         if timed_out:
             out["error"] = f"timed out after {timeout:.0f} s"
-        elif proc.returncode != 0:
+        elif returncode != 0:
             errors.seek(0)
             lines = errors.read().decode(errors="replace").strip().splitlines()
-            out["error"] = f"child exited with {proc.returncode}: {lines[-1] if lines else ''}"[:400]
+            out["error"] = f"child exited with {returncode}: {lines[-1] if lines else ''}"[:400]
         else:
             out.update(json.loads(Path(paths[0]).read_text()))
             rules = pickle.loads(Path(paths[1]).read_bytes())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +32,24 @@ def machine(*packages: str) -> dict[str, Any]:
         "python": platform.python_version(), "duckdb": duckdb.__version__,
         "numpy": np.__version__, "pandas": version("pandas"), **{p: version(p) for p in packages},
     }  # fmt: skip
+
+
+def measure_child(cmd: list[str], timeout: float | None, **popen: Any) -> tuple[int, float, bool, float]:
+    """Run ``cmd`` to the end (killed after ``timeout`` seconds): ``(exit code, peak RSS in
+    MiB, timed out, wall seconds)``. The peak RSS is the child's own (``os.wait4``, not
+    ``Popen.wait``, whose rusage would be the parent's high-water mark)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, **popen)
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if timeout is not None and time.perf_counter() - start > timeout:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            timed_out = True
+            break
+        time.sleep(0.05)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: keep Popen from waiting
+    return proc.returncode, round(usage.ru_maxrss / 1024, 1), timed_out, time.perf_counter() - start  # KiB on Linux
