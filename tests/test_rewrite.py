@@ -23,7 +23,7 @@ from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.rewrite import RewriteError, rewrite
 from sqlanon.model.selection import SelectionError
 
-from conftest import frame, is_postgres, load_frame, rows as fetch_rows, run
+from conftest import frame, load_frame, rows as fetch_rows, run
 from test_imprecision import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
 from test_imprecision import evaluate as evaluate_qi
 from test_imprecision import render as render_qi
@@ -370,3 +370,15 @@ def test_small_release_cases(small):
         rejected(con, release, query, message)
     group_by_results(con, release)
     release_forms(con, release)
+
+
+def test_is_not_null_in_the_engines_dialect(con):
+    """``x IS NOT NULL`` means the same in every dialect (sqlglot reads PostgreSQL's as a negated
+    IS, DuckDB's as NOT over IS): the rewritten query returns the rows whose box may hold a value."""
+    load_frame(con, "t", pd.DataFrame({"id": [0, 1, 2, 3], "a": pd.array([None, None, 5, 6], dtype="Int64")}),
+               primary_key="id")
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=1)
+    for query, expected in [("SELECT id FROM t WHERE a IS NOT NULL", {2, 3}),
+                            ("SELECT id FROM t WHERE NOT a IS NULL", {2, 3}),
+                            ("SELECT id FROM t WHERE a IS NULL", {0, 1})]:
+        assert {r[0] for r in fetch_rows(con, rewrite(query, release))} == expected, query

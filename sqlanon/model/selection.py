@@ -300,12 +300,7 @@ def parse_expression(text: str) -> exp.Expression:
     """Exactly one SQL expression (not a statement list), parsed with sqlglot (DuckDB dialect)."""
     if not isinstance(text, str) or not text.strip():
         raise SelectionError(f"a selection must be a non-empty SQL predicate, got {text!r}")
-    try:
-        parsed = [e for e in sqlglot.parse(text, read=g.DIALECT) if e is not None]
-    except (ParseError, TokenError) as e:
-        raise SelectionError(f"cannot parse selection {text!r}: {_first_line(e)}") from None
-    except RecursionError:  # the parser recurses per level: too deep for the interpreter's stack
-        raise too_deep(SelectionError, "selection", text) from None
+    parsed = parse_sql(text, SelectionError, "selection")
     if len(parsed) != 1:
         shown = "; ".join(_quote(e) for e in parsed)
         raise SelectionError(
@@ -315,6 +310,26 @@ def parse_expression(text: str) -> exp.Expression:
                               exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Copy)):
         raise SelectionError(f"a selection is a predicate, not a statement: {_quote(parsed[0])}")
     return parsed[0]
+
+
+def parse_sql(text: str, error: type[SelectionError], what: str, dialect: str = g.DIALECT) -> list[exp.Expression]:
+    """The statements of ``text``, parsed by sqlglot in ``dialect``; a syntax error, or nesting
+    too deep for the parser (it recurses per level), raises ``error`` naming ``what``."""
+    try:
+        parsed = [e for e in sqlglot.parse(text, read=dialect) if e is not None]
+    except (ParseError, TokenError) as e:
+        raise error(f"cannot parse {what} {text!r}: {_first_line(e)}") from None
+    except RecursionError:
+        raise too_deep(error, what, text) from None
+    # One tree whatever the dialect: sqlglot reads PostgreSQL's ``x IS NOT NULL`` as a negated
+    # IS (DuckDB's as NOT over IS), and the parsers here know the NOT form.
+    return [e.transform(_plain_not) for e in parsed]
+
+
+def _plain_not(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Is) and node.args.get("negate"):
+        return exp.Not(this=exp.Is(this=node.this, expression=node.expression))
+    return node
 
 
 def selection_from_expression(node: exp.Expression, qis: Sequence[QI], text: str | None = None) -> Selection:

@@ -125,7 +125,7 @@ from ..publish.manifest import Manifest
 from .regions import load_release
 from ..model.tiling import Tree, guillotine
 from ..request.spec import Source, _catalog, _current, _find_source, distinct_values
-from ..request.checks import check_bool, check_free
+from ..request.checks import case_duplicate, check_bool, check_free
 from ..model.qi import classify
 from ..publish.class_checks import BAD, SIZE, per_class_query
 from ..publish.view import root_bound
@@ -383,14 +383,12 @@ def _layout(m: Manifest, source: Source) -> list[tuple[str, QI | None]]:
     qis = {q.name: q for q in m.qis}
     layout = [(c, qis.get(c)) for c, _ in source.columns]
     out = [p for c, q in layout for p in ((c,) if q is None else _published(q))] + [m.class_column]
-    seen: dict[str, str] = {}
-    for c in out:
-        if c.lower() in seen:
-            raise ObjectExistsError(
-                f"the output would have duplicate columns {c!r} and {seen[c.lower()]!r} (names are "
-                f"case-insensitive): a column of {where!r} collides with a QI's published column or "
-                f"{m.class_column!r}; rename it in a view over the table first")
-        seen[c.lower()] = c
+    clash = case_duplicate(out)
+    if clash:
+        raise ObjectExistsError(
+            f"the output would have duplicate columns {clash[0]!r} and {clash[1]!r} (names are "
+            f"case-insensitive): a column of {where!r} collides with a QI's published column or "
+            f"{m.class_column!r}; rename it in a view over the table first")
     return layout
 
 

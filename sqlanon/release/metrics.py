@@ -48,10 +48,10 @@ from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .imprecision import imprecision
-from ..model.qi import QI
 from ..publish.manifest import Manifest
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
-from ..model.qi import classify
+from ..model.qi import QI, classify
+from ..request.checks import check_names
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _LN2 = math.log(2.0)
@@ -301,19 +301,9 @@ def _clean(value: Any) -> float | None:
 
 
 def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping[str, str]) -> list[str]:
-    if isinstance(names, str):
-        raise InputError(f"{label} must be a list of column names, got the string {names!r}; use [{names!r}]")
-    if isinstance(names, (bytes, Mapping)) or not isinstance(names, Iterable):
-        raise InputError(f"{label} must be a list of column names, got {type(names).__name__} {names!r}")
-    names = list(names)
+    names = check_names(label, names)
     qi_names = {q.name: q.name for q in m.qis} | {c: q.name for q in m.qis for c in qi_columns(q)}
-    seen: set[str] = set()
     for name in names:
-        if not isinstance(name, str):
-            raise InputError(f"{label}: column names must be strings, got {name!r}")
-        if name in seen:
-            raise InputError(f"{label}: column {name!r} is listed twice")
-        seen.add(name)
         if name in qi_names:
             raise InputError(f"{label}: {name!r} is (a published column of) the quasi-identifier "
                              f"{qi_names[name]!r}; name a non-QI column of the view")

@@ -61,9 +61,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from ..engine import sqlgen as g
 from ..model.qi import QI
@@ -81,7 +79,7 @@ from ..model.selection import (
     fold_chain,
     _quote,
     _unparen,
-    too_deep,
+    parse_sql,
 )
 
 _CLAUSES = {"expressions", "from_", "where", "group", "order", "limit", "offset", "distinct", "having", "qualify"}
@@ -152,12 +150,7 @@ class _Rewriter:
     def run(self, sql: str) -> exp.Select:
         if not isinstance(sql, str) or not sql.strip():
             raise RewriteError(f"expected a SELECT statement, got {sql!r}")
-        try:
-            parsed = [e for e in sqlglot.parse(sql, read=self.dialect) if e is not None]
-        except (ParseError, TokenError) as e:
-            raise RewriteError(f"cannot parse {sql!r}: {str(e).strip().splitlines()[0]}") from None
-        except RecursionError:  # the parser recurses per level: too deep for the interpreter's stack
-            raise too_deep(RewriteError, "query", sql) from None
+        parsed = parse_sql(sql, RewriteError, "query", self.dialect)
         for statement in parsed:  # before anything walks it recursively
             check_depth(statement, RewriteError, "query", sql)
         if len(parsed) != 1:

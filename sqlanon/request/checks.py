@@ -13,28 +13,45 @@ from ..engine.base import CatalogObject, Engine
 from ..errors import InputError, ObjectExistsError
 
 
-def check_qid(qid: Any) -> list[str]:
-    """The QI list as a list of distinct column names, or an :class:`InputError`.
+def check_names(label: str, names: Any, example: str = "") -> list[str]:
+    """``names`` as a list of distinct column names, or an :class:`InputError` naming ``label``.
 
     Any ordered iterable of strings is accepted (a list, a tuple, a pandas Index); a string, a
-    mapping or a set is not: a string would be read as one-letter columns, and the QI order
-    matters (it orders the regions and ties between QIs), which a set does not keep.
+    mapping or a set is not: a string would be read as one-letter columns, and the order
+    matters (for QIs it orders the regions and ties between QIs), which a set does not keep.
     """
-    if isinstance(qid, str):
-        raise InputError(f"qid must be a list of column names, got the string {qid!r}; use [{qid!r}]")
-    if isinstance(qid, (bytes, Mapping, set, frozenset)) or not isinstance(qid, Iterable):
-        raise InputError(f"qid must be a list of column names (e.g. ['age', 'zip']), got "
-                         f"{type(qid).__name__} {_shown(qid)}")
-    qid = list(qid)
+    if isinstance(names, str):
+        raise InputError(f"{label} must be a list of column names, got the string {names!r}; use [{names!r}]")
+    if isinstance(names, (bytes, Mapping, set, frozenset)) or not isinstance(names, Iterable):
+        raise InputError(f"{label} must be a list of column names{example}, got "
+                         f"{type(names).__name__} {_shown(names)}")
+    names = list(names)
+    seen: set[str] = set()
+    for name in names:
+        if not isinstance(name, str):
+            raise InputError(f"{label}: column names must be strings, got {name!r}")
+        if name in seen:
+            raise InputError(f"{label}: column {name!r} is listed twice")
+        seen.add(name)
+    return names
+
+
+def case_duplicate(columns: Iterable[str]) -> tuple[str, str] | None:
+    """The first column whose name equals an earlier one up to case, with that earlier one
+    (output columns must differ beyond case: DuckDB compares column names case-insensitively)."""
+    seen: dict[str, str] = {}
+    for c in columns:
+        if c.lower() in seen:
+            return c, seen[c.lower()]
+        seen[c.lower()] = c
+    return None
+
+
+def check_qid(qid: Any) -> list[str]:
+    """The QI list as a list of distinct column names (:func:`check_names`), not empty."""
+    qid = check_names("qid", qid, " (e.g. ['age', 'zip'])")
     if not qid:
         raise InputError("qid is empty: name at least one quasi-identifier column")
-    seen: set[str] = set()
-    for name in qid:
-        if not isinstance(name, str):
-            raise InputError(f"QI names must be strings, got {name!r}")
-        if name in seen:
-            raise InputError(f"QI {name!r} is listed twice in qid")
-        seen.add(name)
     return qid
 
 

@@ -34,7 +34,7 @@ from ..errors import (
 from ..model import manifest_format
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
-from .checks import _shown, check_bool, check_free, check_int, check_qid
+from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_qid
 from .workload import Workload, resolve_workload
 
 
@@ -539,15 +539,13 @@ def _column_names(source: Source, qis: tuple[QI, ...]) -> tuple[list[str], list[
         next(q for q in qis if q.name == c).published if c in qi_names else (c,))]
     rules_cols = [c for q in qis for c in q.published + q.box_columns]
     for what, cols in (("anonymized view", view_cols), ("rules relation", rules_cols)):
-        seen: dict[str, str] = {}
-        for c in cols:
-            if c.lower() in seen:
-                raise ObjectExistsError(
-                    f"the {what} would have duplicate columns {c!r} and {seen[c.lower()]!r} (names are "
-                    f"case-insensitive): a QI's generalization columns collide with another column; "
-                    f"rename one in a view over the source first"
-                )
-            seen[c.lower()] = c
+        clash = case_duplicate(cols)
+        if clash:
+            raise ObjectExistsError(
+                f"the {what} would have duplicate columns {clash[0]!r} and {clash[1]!r} (names are "
+                f"case-insensitive): a QI's generalization columns collide with another column; "
+                f"rename one in a view over the source first"
+            )
     return rules_cols, view_cols
 
 
