@@ -114,7 +114,7 @@ def anonymize(
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian).
 
     Args:
-        con: DuckDB connection; the source is read, never written.
+        con: a DuckDB or PostgreSQL (psycopg) connection; the source is read, never written.
         table: table or view to anonymize (``schema.table`` accepted), or the path (or glob) of
             Parquet, CSV or JSON files, which DuckDB reads in place.
         qid: the quasi-identifier columns.

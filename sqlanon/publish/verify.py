@@ -115,7 +115,7 @@ def verify(
     """Check k-anonymity of ``relation`` over the QIs, in one SQL statement.
 
     Args:
-        con: DuckDB connection.
+        con: a DuckDB or PostgreSQL (psycopg) connection.
         relation: table or view to check (e.g. ``release.view``).
         qid: the quasi-identifiers; a QI published as a range may be named by its base name
             (``age`` stands for ``age_min`` and ``age_max``).
@@ -133,7 +133,7 @@ def verify(
     other.
 
     Raises:
-        InputError: before any query, for a ``con`` that is not a DuckDB connection, a ``k`` that
+        InputError: before any query, for a ``con`` that is not a DuckDB or psycopg connection, a ``k`` that
             is not a positive integer (numpy integers are fine), a malformed ``qid``, or
             ``constraints`` that are not sqlanon constraint objects; ``UnknownTableError`` /
             ``UnknownColumnError`` for a missing relation or column.

@@ -88,7 +88,7 @@ def violations(
     """The classes of ``relation`` over the QIs that break ``constraint``, worst first.
 
     Args:
-        con: DuckDB connection.
+        con: a DuckDB or PostgreSQL (psycopg) connection.
         relation: table or view (or files), as for :func:`sqlanon.verify`.
         qid: the QIs; ``age`` stands for ``age_min``/``age_max`` when the relation has those.
         constraint: :class:`~sqlanon.KAnonymity` or one of the diversity constraints.

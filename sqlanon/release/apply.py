@@ -193,7 +193,7 @@ def apply(
     """Recode ``table`` with the rules of ``release`` into a new table (see the module docstring).
 
     Args:
-        con: DuckDB connection holding the release; ``table`` is only read.
+        con: the DuckDB or PostgreSQL (psycopg) connection holding the release; ``table`` is only read.
         release: a :class:`sqlanon.Release`, or the name of a release's view (or rules
             relation), reloaded from the database (:func:`sqlanon.publish.manifest.read`).
         table: a table or view with the release's QI columns (same names; numbers for numeric

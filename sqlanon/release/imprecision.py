@@ -116,7 +116,7 @@ def imprecision(con: Any, release: Any, predicates: str | Sequence[str]) -> Impr
     """Imprecision ``|Pr(V)| - |Pr(T)|`` of each predicate over a release, computed in SQL.
 
     Args:
-        con: DuckDB connection holding the release and its source.
+        con: the DuckDB or PostgreSQL (psycopg) connection holding the release and its source.
         release: a :class:`sqlanon.Release` or the name of a release's view; reloaded from the
             database (:func:`sqlanon.publish.manifest.read`).
         predicates: one SQL predicate over the QIs, or several (see

@@ -151,7 +151,7 @@ def metrics(
     """Measure a release, in SQL over its published view and rules relation.
 
     Args:
-        con: DuckDB connection holding the release.
+        con: the DuckDB or PostgreSQL (psycopg) connection holding the release.
         release: a :class:`sqlanon.Release`, or the name of a release's view (or rules).
         targets: class (label) columns of the view, for CM and the entropies.
         numeric_targets: numeric columns of the view, for RMSE.

@@ -74,7 +74,7 @@ def regions(
     """Each row of a release's view (or of ``table``) as a point in 2d dimensions.
 
     Args:
-        con: DuckDB connection holding the release.
+        con: the DuckDB or PostgreSQL (psycopg) connection holding the release.
         release: a :class:`sqlanon.Release`, or the name of a release's view (or rules
             relation); the release is reloaded from the database (:func:`sqlanon.publish.manifest.read`).
         table: another table or view with the release's published columns (``q_min``/``q_max``

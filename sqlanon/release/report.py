@@ -145,7 +145,7 @@ def report(
     """The report of a release as HTML, Markdown or JSON text.
 
     Args:
-        con: DuckDB connection holding the release (only read).
+        con: the DuckDB or PostgreSQL (psycopg) connection holding the release (only read).
         release: a :class:`sqlanon.Release`, or the name of a release's view.
         format: ``"html"`` (one self-contained file, plots as inline SVG), ``"markdown"``
             (readable in a terminal) or ``"json"`` (:meth:`ReleaseReport.as_dict`).
