@@ -229,11 +229,7 @@ def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:
         return spec.source.ref, spec.key.columns[0]
     name = engine.temp_name("snapshot")
     rid = free_name("__sqlanon_rid", spec.source.column_names)
-    # Rows are numbered in storage order (the order they were loaded, on every engine), which
-    # Mondrian's split of equal values between two children follows; a view is numbered as read.
-    number = engine.scan_order(spec.source.column_names) if spec.source.kind == "table" else None
-    if number is None:
-        number = exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
+    number = engine.row_ids(spec.source.column_names, spec.source.kind == "table")
     numbered = exp.select(g.alias(number, rid), exp.Star()).from_(spec.source.ref)
     engine.execute(g.create_table_as(name, numbered))
     return g.table(name), rid

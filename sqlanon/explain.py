@@ -104,10 +104,16 @@ def explain_entries(
             rec.section = (f"Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
                            "batches of about as many rows; repeats per batch (ids shown for the root)")
             batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
-            rec.show(batch_query(work, batches, 0, 0, 0, layout), "the rows of one batch")
-            rec.show("-- numpy finishes the batch's partitions; the rows' leaves are uploaded and appended to one "
-                     "temp table (depends on the data)")
-            memory = rec.temp_name("leafchunk0")
+            if rec.distributed:
+                rec.show(batch_query(work, batches, layout, None, None, None), "the rows of every batch")
+                rec.show("-- grouped by batch (groupBy(b).applyInPandas): one task per batch finishes its partitions "
+                         "on an executor with numpy and writes its rows' leaves to one temp table (depends on the "
+                         "data); only the leaves' boxes come back to the driver")
+            else:
+                rec.show(batch_query(work, batches, layout, 0, 0, 0), "the rows of one batch")
+                rec.show("-- numpy finishes the batch's partitions; the rows' leaves are uploaded and appended to one "
+                         "temp table (depends on the data)")
+            memory = rec.temp_name("leaves0")
             rec.upload_placeholder(memory)
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
         regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))

@@ -3,7 +3,7 @@
 An :class:`~sqlanon.engine.base.Engine` renders sqlglot expressions in its dialect, executes
 them, fetches results as numpy arrays, owns temp objects, transactions, the catalog, row hashing
 and the other things engines spell differently. Everything outside this package builds
-expressions and calls engine methods; nothing else imports ``duckdb`` or ``psycopg``.
+expressions and calls engine methods; nothing else imports ``duckdb``, ``psycopg`` or ``pyspark``.
 :func:`engine_for` picks the engine of a connection; :func:`connect` opens one from a path or URL.
 """
 
@@ -15,7 +15,8 @@ from ..errors import InputError
 from .base import Engine, short
 
 #: The connections sqlanon accepts, as error messages name them.
-ACCEPTED = "a duckdb.DuckDBPyConnection (duckdb.connect(...)) or a psycopg 3 connection (psycopg.connect(...))"
+ACCEPTED = ("a duckdb.DuckDBPyConnection (duckdb.connect(...)), a psycopg 3 connection (psycopg.connect(...)) "
+            "or a pyspark.sql.SparkSession")
 
 
 def engine_for(con: Any) -> Engine:
@@ -38,6 +39,10 @@ def engine_for(con: Any) -> Engine:
         from .postgres import PostgresEngine
 
         return PostgresEngine(con)
+    if module.startswith("pyspark"):
+        from .spark import SparkEngine
+
+        return SparkEngine(con)
     raise InputError(f"con must be {ACCEPTED}, got {type(con).__name__} {short(con)}")
 
 

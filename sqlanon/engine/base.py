@@ -24,6 +24,8 @@ from . import sqlgen as g
 from ..errors import EngineError
 
 Statement = exp.Expression | str
+#: ``function(b, columns) -> (rows, small)`` of :meth:`Engine.map_groups`.
+GroupFunction = Callable[[int, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,12 @@ class Engine(abc.ABC):
     #: Whether the engine can roll back to a savepoint inside the caller's transaction (else
     #: a failed step inside the caller's transaction is undone by dropping what it created).
     savepoints: ClassVar[bool] = False
+    #: Whether the engine has transactions at all (Spark has none: every statement is final, and
+    #: a failed step is undone by dropping what it created).
+    transactions: ClassVar[bool] = True
+    #: Whether rows live in other processes (Spark's executors): :meth:`map_groups` then runs
+    #: its function there, and the function must not hold anything of this process.
+    distributed: ClassVar[bool] = False
 
     def __init__(self, con: Any) -> None:
         self.con = con
@@ -157,8 +165,9 @@ class Engine(abc.ABC):
         """All statements inside run as one unit: the engine's own transaction (committed at the
         end, rolled back on any error), or, when the caller has one open, inside the caller's —
         where an error rolls back to a savepoint if the engine has them, else ``undo`` (drop
-        what the block created) runs. Yields whether the transaction is this block's own."""
-        if not self.in_transaction():
+        what the block created) runs. Yields whether the transaction is this block's own. An
+        engine without transactions runs ``undo`` on any error."""
+        if self.transactions and not self.in_transaction():
             self._begin()
             try:
                 yield True
@@ -168,7 +177,7 @@ class Engine(abc.ABC):
                 raise
             self._commit()
             return
-        if self.savepoints:
+        if self.savepoints and self.transactions:
             point = self._savepoint()
             try:
                 yield False
@@ -223,6 +232,34 @@ class Engine(abc.ABC):
                           schema: str | None = None) -> None:
         """Create a persistent table ``name`` from a pandas DataFrame (datasets, tests)."""
 
+    def map_groups(
+        self, rows: Callable[[int | None], exp.Expression], groups: int, function: GroupFunction,
+        kept: Sequence[str], small: Sequence[str], purpose: str,
+    ) -> tuple[str, dict[str, np.ndarray]]:
+        """Run the pure ``function(b, columns)`` on the rows of each group ``b`` in
+        ``0..groups-1`` where the rows are, keep its first result (integer columns ``kept``, one
+        row per input row at most) as a temp table and return the table's name and the second
+        results (integer columns ``small``: a few rows per group) concatenated, by group.
+
+        ``rows(b)`` is the query of group ``b``'s rows; ``rows(None)`` the rows of every group
+        with the group number in a column ``b``. Here each group is fetched into this process
+        in turn (so memory holds one group); a distributed engine runs the groups on its
+        workers and only the small results come back.
+        """
+        table: str | None = None
+        results: list[dict[str, np.ndarray]] = []
+        for b in range(groups):
+            out, little = function(b, self.fetch(rows(b)))
+            chunk = self.upload(f"{purpose}{b}", {c: out[c] for c in kept})
+            if table is None:
+                table = chunk
+            else:
+                self.execute(exp.insert(exp.select("*").from_(g.table(chunk)), g.table(table)))
+                self.drop_temp(chunk)
+            results.append(little)
+        assert table is not None, "map_groups needs at least one group"
+        return table, {c: np.concatenate([r[c] for r in results]).astype(np.int64) for c in small}
+
     def drop_temp(self, name: str) -> None:
         """Drop one temp table now (large intermediates are not kept to the end of the run)."""
         self.execute(g.drop(name, "TABLE"))
@@ -243,8 +280,10 @@ class Engine(abc.ABC):
         view notices changed rows."""
 
     @abc.abstractmethod
-    def epoch_us(self, value: exp.Expression) -> exp.Expression:
-        """Microseconds since 1970-01-01 of a date or timestamp, as a number."""
+    def epoch_us(self, value: exp.Expression, data_type: str) -> exp.Expression:
+        """Microseconds since 1970-01-01 of a date or timestamp of the house type ``data_type``
+        (``DATE``, ``TIMESTAMP``: wall-clock time read as UTC, ``TIMESTAMP WITH TIME ZONE``: the
+        instant), as a number, the same on every engine whatever the session's time zone."""
 
     @abc.abstractmethod
     def is_infinite(self, value: exp.Expression) -> exp.Expression:
@@ -263,11 +302,13 @@ class Engine(abc.ABC):
         column alike (text by code point, whatever the database's collation)."""
         return value
 
-    @abc.abstractmethod
-    def scan_order(self, columns: Sequence[str]) -> exp.Expression | None:
-        """An expression numbering a table's rows ``0..n-1`` in storage order (the order they
-        were loaded), for a snapshot's row ids, or None when the table's ``columns`` hide the
-        engine's row number; not an identity (the engine renumbers it)."""
+    def row_ids(self, columns: Sequence[str], table: bool) -> exp.Expression:
+        """An expression giving every row of a relation a distinct integer, for the snapshot a
+        run reads (``table``: the relation is a table; ``columns``: its columns). The ids are no
+        identity of the source (the engine may renumber its rows) and the partitioning does not
+        depend on them; engines number a table's rows in storage order where they can, so a
+        snapshot lists rows in the order they were loaded."""
+        return exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
 
     @abc.abstractmethod
     def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:

@@ -115,7 +115,7 @@ class DuckDBEngine(Engine):
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
         return exp.Anonymous(this="hash", expressions=list(values))  # a UBIGINT
 
-    def epoch_us(self, value: exp.Expression) -> exp.Expression:
+    def epoch_us(self, value: exp.Expression, data_type: str) -> exp.Expression:
         return exp.Anonymous(this="epoch_us", expressions=[value])
 
     def is_infinite(self, value: exp.Expression) -> exp.Expression:
@@ -128,8 +128,11 @@ class DuckDBEngine(Engine):
         """The working table is rewritten at every SQL level, so its width is what a level costs."""
         return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "INTEGER"
 
-    def scan_order(self, columns: Sequence[str]) -> exp.Expression | None:
-        return None if "rowid" in {c.lower() for c in columns} else exp.column("rowid")
+    def row_ids(self, columns: Sequence[str], table: bool) -> exp.Expression:
+        """A table's ``rowid`` (storage order) unless a column of that name hides it."""
+        if table and "rowid" not in {c.lower() for c in columns}:
+            return exp.column("rowid")
+        return super().row_ids(columns, table)
 
     def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
         sample = exp.TableSample(method="reservoir", size=g.lit(rows), seed=g.lit(seed))

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .base import CatalogObject, Engine, Statement, short
+from .frames import sql_type
 from ..errors import EngineError, InputError, ReadOnlyError
 
 #: PostgreSQL type names (``format_type``) -> the house spelling; others are upper-cased as is.
@@ -247,7 +248,7 @@ class PostgresEngine(Engine):
     def _load(self, table: exp.Table, frame: pd.DataFrame, *, temporary: bool) -> None:
         """``CREATE TABLE`` with the frame's column types, then one ``COPY ... FROM STDIN``."""
         schema = exp.Schema(this=table.copy(), expressions=[
-            exp.ColumnDef(this=g.ident(str(c)), kind=exp.DataType.build(_sql_type(frame[c]), dialect="duckdb"))
+            exp.ColumnDef(this=g.ident(str(c)), kind=exp.DataType.build(sql_type(frame[c]), dialect="duckdb"))
             for c in frame.columns])
         props = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
         self.execute(exp.Create(this=schema, kind="TABLE", properties=props))
@@ -268,7 +269,7 @@ class PostgresEngine(Engine):
         row = exp.Cast(this=exp.Anonymous(this="ROW", expressions=list(values)), to=exp.DataType.build("TEXT"))
         return exp.Anonymous(this="hashtextextended", expressions=[row, g.lit(0)])
 
-    def epoch_us(self, value: exp.Expression) -> exp.Expression:
+    def epoch_us(self, value: exp.Expression, data_type: str) -> exp.Expression:
         seconds = exp.Extract(this=exp.var("EPOCH"), expression=value)
         return exp.Cast(this=exp.Mul(this=seconds, expression=g.lit(1_000_000)), to=exp.DataType.build("BIGINT"))
 
@@ -282,9 +283,11 @@ class PostgresEngine(Engine):
     def code_type(self, size: int) -> str:
         return "SMALLINT" if size <= 2**15 else "INTEGER"
 
-    def scan_order(self, columns: Sequence[str]) -> exp.Expression | None:
-        """``row_number() OVER (ORDER BY ctid) - 1``: storage order, which for a table loaded
-        once is the order its rows were loaded (as DuckDB's ``rowid``)."""
+    def row_ids(self, columns: Sequence[str], table: bool) -> exp.Expression:
+        """``row_number() OVER (ORDER BY ctid) - 1`` for a table: storage order, which for a
+        table loaded once is the order its rows were loaded (as DuckDB's ``rowid``)."""
+        if not table:
+            return super().row_ids(columns, table)
         ordered = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=exp.column("ctid"))]))
         return exp.Sub(this=ordered, expression=g.lit(1))
 
@@ -443,31 +446,6 @@ def _column(values: pd.Series, house: str) -> np.ndarray:
     out = values.to_numpy(dtype=object, copy=True)
     out[missing] = None
     return out
-
-
-def _sql_type(column: pd.Series) -> str:
-    """The house SQL type of a DataFrame column (the types DuckDB would give it)."""
-    dtype = column.dtype
-    kind = getattr(dtype, "kind", "O")
-    if kind == "b" or str(dtype) == "boolean":
-        return "BOOLEAN"
-    if kind in "iu" or str(dtype) in ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32"):
-        size = getattr(dtype, "itemsize", 8)
-        return {1: "SMALLINT", 2: "SMALLINT", 4: "INTEGER"}.get(size, "BIGINT") if kind != "u" or size < 8 else "DECIMAL(20,0)"
-    if kind == "f" or str(dtype) in ("Float32", "Float64"):
-        return "DOUBLE"
-    if kind == "M":
-        return "TIMESTAMP WITH TIME ZONE" if getattr(dtype, "tz", None) is not None else "TIMESTAMP"
-    present = column.dropna()
-    if len(present) and all(isinstance(v, (bool, np.bool_)) for v in present):
-        return "BOOLEAN"
-    if len(present) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in present):
-        return "BIGINT"
-    if len(present) and all(isinstance(v, (float, np.floating, int, np.integer)) for v in present):
-        return "DOUBLE"
-    if len(present) and all(type(v).__name__ == "date" for v in present):
-        return "DATE"
-    return "VARCHAR"
 
 
 def _csv(frame: pd.DataFrame) -> str:

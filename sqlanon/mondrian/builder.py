@@ -147,6 +147,43 @@ class Partitioner:
     def d(self) -> int:
         return len(self.domains)
 
+    def fork(self, *, first_pid: int | None = None, local: bool = True) -> Partitioner:
+        """A partitioner of the same requirement with no leaves, numbering new partitions from
+        ``first_pid``. ``local=False``: for another process (no progress callback, one thread
+        per task)."""
+        out = Partitioner(self.domains, self.constraints, self.criterion, self.progress if local else None,
+                          self.stat_columns, self.threads if local else 1)
+        out.next_pid = self.next_pid if first_pid is None else first_pid
+        out.started, out.rows_finished, out.levels = self.started, self.rows_finished, self.levels
+        return out
+
+    def absorb(self, worker: Partitioner) -> None:
+        """Take over the progress counters of a fork that finished a batch in this process."""
+        self.rows_finished, self.levels = worker.rows_finished, worker.levels
+
+    def leaf_table(self) -> dict[str, np.ndarray]:
+        """The leaves as integer columns (:func:`leaf_columns`), to travel between processes."""
+        if self.leaves.boxes:
+            leaves = self.leaves.collect()
+            boxes, cmin, cmax = leaves.boxes, leaves.cmin, leaves.cmax
+        else:
+            boxes = self.root(0).take(np.zeros(0, np.int64))
+            cmin = cmax = boxes.lo
+        out = {"pid": boxes.pid, "n": boxes.n}
+        for part, values in (("lo", boxes.lo), ("hi", boxes.hi), ("node", boxes.node), ("cmin", cmin), ("cmax", cmax)):
+            out.update({f"{part}{i}": values[:, i].astype(np.int64) for i in range(self.d)})
+        return out
+
+    def add_leaves(self, table: dict[str, np.ndarray]) -> None:
+        """Record leaves given as :meth:`leaf_table` columns (finished in memory)."""
+        d = self.d
+
+        def matrix(part: str) -> np.ndarray:
+            return np.column_stack([table[f"{part}{i}"] for i in range(d)]).astype(np.int64).reshape(-1, d)
+
+        boxes = Boxes(table["pid"].astype(np.int64), table["n"].astype(np.int64), matrix("lo"), matrix("hi"), matrix("node"))
+        self.leaves.add(boxes, matrix("cmin"), matrix("cmax"))
+
     @property
     def min_size(self) -> int:
         """The fewest rows any constraint lets a non-empty class have."""
@@ -564,7 +601,9 @@ def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np
 def finish_in_memory(
     engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int
 ) -> str | None:
-    """Fetch the remaining partitions in batches of about ``memory_rows`` rows and finish them.
+    """Finish the remaining partitions in batches of about ``memory_rows`` rows, each by
+    :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
+    into this process one batch at a time, or on Spark's executors), and record their leaves.
 
     Returns the temp table ``(rid, pid, qhash)`` of the rows finished in memory, with their leaf
     (None if there were none).
@@ -574,27 +613,64 @@ def finish_in_memory(
     layout = partitioner.layout
     open_ = open_.take(np.argsort(open_.pid))
     batch_of = _batches(open_.n, max(memory_rows, 1))
+    groups = int(batch_of.max()) + 1
     batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
-    assignment: str | None = None
-    for b in range(int(batch_of.max()) + 1):
-        seg = open_.take((batch_of == b).nonzero()[0])
-        res = engine.fetch(batch_query(work, batches, b, int(seg.pid[0]), int(seg.pid[-1]), layout))
+    # Each batch numbers its new partitions from its own first id: a split makes at most
+    # ``fanout`` children, and a batch of n rows splits fewer than n times.
+    fanout = max([2] + [d.qi.hierarchy.n_nodes for d in partitioner.domains if d.qi.hierarchy is not None])
+    rows_of_batch = np.bincount(batch_of, weights=open_.n, minlength=groups).astype(np.int64)
+    first_pid = partitioner.next_pid + np.concatenate(([0], np.cumsum(rows_of_batch * fanout)[:-1]))
+    finish = BatchFinish(partitioner.fork(local=not engine.distributed), open_, batch_of, first_pid, layout)
+    first = {b: int(open_.pid[batch_of == b][0]) for b in range(groups)}
+    last = {b: int(open_.pid[batch_of == b][-1]) for b in range(groups)}
+
+    def rows(b: int | None) -> exp.Expression:
+        return batch_query(work, batches, layout, b, first.get(b), last.get(b))
+
+    assignment, leaves = engine.map_groups(rows, groups, finish, ("rid", "pid", "qhash"), leaf_columns(partitioner.d),
+                                           "leaves")
+    partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
+    partitioner.add_leaves(leaves)
+    engine.drop_temp(batches)
+    return assignment
+
+
+def leaf_columns(d: int) -> tuple[str, ...]:
+    """The columns of leaves as :meth:`Partitioner.leaf_table` gives them."""
+    return ("pid", "n", *(f"{part}{i}" for part in ("lo", "hi", "node", "cmin", "cmax") for i in range(d)))
+
+
+@dataclass(frozen=True)
+class BatchFinish:
+    """The in-memory finish of one batch as a pure function of its rows: the same code on every
+    engine, run in this process or shipped to Spark's executors (it holds no connection).
+
+    ``partitioner``: a fork of the run's partitioner (no leaves); ``open_``: the partitions left
+    for the finish, sorted by id, ``batch_of`` the batch of each and ``first_pid`` the first
+    partition id each batch may give out."""
+
+    partitioner: Partitioner
+    open_: Boxes
+    batch_of: np.ndarray
+    first_pid: np.ndarray
+    layout: Layout
+
+    def __call__(self, b: int, res: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """``(rows, leaves)``: each row's leaf ``(rid, pid, qhash)`` (the types the engine gave)
+        and the batch's leaves (:func:`leaf_columns`)."""
+        layout = self.layout
+        seg = self.open_.take((self.batch_of == b).nonzero()[0])
         order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
         batch = Batch(
             np.vstack([res[c][order] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, len(order)), np.int32),
             [res[c][order].astype(np.int64) for c in layout.k],
             [res[c][order].astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
         )
-        rows, pid = partitioner.run_memory(batch, seg)
+        worker = self.partitioner.fork(first_pid=int(self.first_pid[b]))
+        rows, pid = worker.run_memory(batch, seg)
+        self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
         keep = order[rows]
-        chunk = engine.upload(f"leafchunk{b}", {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]})
-        if assignment is None:
-            assignment = chunk
-        else:
-            engine.execute(exp.insert(exp.select("*").from_(g.table(chunk)), g.table(assignment)))
-            engine.drop_temp(chunk)
-    engine.drop_temp(batches)
-    return assignment
+        return {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]}, worker.leaf_table()
 
 
 def _batches(n: np.ndarray, limit: int) -> np.ndarray:

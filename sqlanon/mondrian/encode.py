@@ -46,7 +46,7 @@ def _ordered(engine: Engine, qi: QI, source: exp.Table) -> Domain:
     if qi.kind == "numeric":
         position: exp.Expression = exp.Cast(this=g.col("v"), to=exp.DataType.build("DOUBLE"))
     elif qi.kind == "temporal":
-        position = engine.epoch_us(g.col("v"))
+        position = engine.epoch_us(g.col("v"), qi.data_type)
     else:
         position = g.col("code")
     values = engine.fetch(

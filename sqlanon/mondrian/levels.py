@@ -292,16 +292,20 @@ def advance(
     return new, finished
 
 
-def batch_query(work: str, batches: str, b: int, first_pid: int, last_pid: int, layout: Layout) -> exp.Expression:
-    """The rows of in-memory batch ``b`` (a contiguous range of partition ids)."""
-    return (
+def batch_query(work: str, batches: str, layout: Layout, b: int | None, first_pid: int | None,
+                last_pid: int | None) -> exp.Expression:
+    """The rows of in-memory batch ``b`` (a contiguous range ``first_pid..last_pid`` of partition
+    ids), or with ``b`` None the rows of every batch with their batch number as column ``b``."""
+    query = (
         exp.select(*[g.col(c, "w") for c in layout.carried])
         .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
         .join(exp.alias_(g.table(batches), g.ident("t"), table=True),
               on=exp.EQ(this=g.col("pid", "w"), expression=g.col("pid", "t")))
-        # A range filter the zone maps can use, then the exact membership.
-        .where(exp.and_(
-            exp.Between(this=g.col("pid", "w"), low=g.lit(first_pid), high=g.lit(last_pid)),
-            exp.EQ(this=g.col("b", "t"), expression=g.lit(b)),
-        ))
     )
+    if b is None:
+        return query.select(g.col("b", "t"), copy=False)
+    # A range filter the zone maps can use, then the exact membership.
+    return query.where(exp.and_(
+        exp.Between(this=g.col("pid", "w"), low=g.lit(first_pid), high=g.lit(last_pid)),
+        exp.EQ(this=g.col("b", "t"), expression=g.lit(b)),
+    ))

@@ -377,5 +377,5 @@ def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
 def _number(engine: Engine, qi: QI, value: exp.Expression) -> exp.Expression:
     """A numeric or temporal bound as DOUBLE (temporal: microseconds since the epoch)."""
     if qi.kind == "temporal":
-        value = engine.epoch_us(value)
+        value = engine.epoch_us(value, qi.data_type)
     return exp.Cast(this=value, to=_DOUBLE)

@@ -254,7 +254,7 @@ def coordinate(engine: Engine, qi: QI, value: exp.Expression) -> exp.Expression:
     if t == "DATE":
         return exp.Cast(this=exp.Sub(this=value, expression=exp.Cast(this=g.lit("1970-01-01"),
                                                                       to=exp.DataType.build("DATE"))), to=_BIGINT)
-    return exp.Div(this=exp.Cast(this=engine.epoch_us(value), to=_DOUBLE), expression=g.lit(1_000_000.0))
+    return exp.Div(this=exp.Cast(this=engine.epoch_us(value, qi.data_type), to=_DOUBLE), expression=g.lit(1_000_000.0))
 
 
 def _half_ranks(m: Manifest, qi: QI, other: exp.Table | None) -> exp.Select:

@@ -1,0 +1,388 @@
+"""Spark SQL through a ``pyspark.sql.SparkSession`` (``pip install "sqlanon[spark]"``).
+
+The algorithm, the SQL builders and every decision are the ones DuckDB runs; this module
+answers for what Spark spells or does its own way:
+
+* a query costs ~0.1-0.5 s however small, so statements stay per level, never per partition;
+* temp objects are managed Parquet tables in the session's current database (``CREATE TABLE
+  ... USING parquet AS``), dropped at the end of the run: a temp *view* is a plan, and chaining
+  one per level grows the plan at every level; a persistent view may not read temp objects;
+* there are no transactions: a failed step is undone by dropping what it created (see
+  :meth:`Engine.transaction`), and ``replace=True`` moves the old release aside until the new
+  one has passed its check (:mod:`sqlanon.publish.pipeline`);
+* there are no declared keys: a live view needs ``key=``, else the release is a snapshot;
+* results come back as Arrow (``DataFrame.toArrow``), never row by row; the in-memory finish
+  runs on the executors (:meth:`map_groups`: ``groupBy(b).applyInPandas``), so the table's rows
+  never pass through the driver;
+* ``UPDATE`` does not exist on Parquet tables: writers build a new table instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from . import sqlgen as g
+from .base import CatalogObject, Engine, GroupFunction, Statement, short
+from .frames import sql_type
+from ..errors import EngineError, InputError
+
+try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
+    from py4j.protocol import Py4JError
+except ImportError:  # pragma: no cover - Spark Connect has no py4j
+    Py4JError = PySparkException  # type: ignore[misc,assignment]
+
+#: Spark type names (``DataType.simpleString``) -> the house spelling.
+_TYPES = {
+    "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INTEGER", "bigint": "BIGINT", "float": "FLOAT",
+    "double": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN", "date": "DATE",
+    "timestamp": "TIMESTAMP WITH TIME ZONE", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB", "void": "NULL",
+}
+_PARQUET = exp.FileFormatProperty(this=exp.var("PARQUET"))
+#: Each group's two results travel as one frame: this column says which rows are which.
+_PART = "__sqlanon_part"
+
+
+def house_type(spark_type: str) -> str:
+    """The house spelling of a Spark type name (``decimal(10,2)`` -> ``DECIMAL(10,2)``,
+    ``varchar(20)`` -> ``VARCHAR``, ``timestamp`` -> ``TIMESTAMP WITH TIME ZONE``: Spark's
+    ``TIMESTAMP`` is an instant, its ``TIMESTAMP_NTZ`` the wall-clock type)."""
+    t = spark_type.strip().lower()
+    if t in _TYPES:
+        return _TYPES[t]
+    m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", t)
+    if m:
+        return f"DECIMAL({m.group(1)},{m.group(2)})"
+    if t.startswith(("varchar", "char")):
+        return "VARCHAR"
+    return spark_type.upper()
+
+
+class SparkEngine(Engine):
+    """A ``SparkSession`` plus the temp objects of one run."""
+
+    name = "spark"
+    dialect = "spark"
+    transactions = False
+    distributed = True
+
+    def __init__(self, con: Any) -> None:
+        if not isinstance(con, SparkSession):
+            raise InputError(f"con must be a pyspark.sql.SparkSession, got {type(con).__name__} {short(con)}")
+        super().__init__(con)
+
+    # -- rendering and execution -------------------------------------------------------------
+    def render(self, statement: Statement) -> str:
+        """Spark SQL. A temp table becomes a managed Parquet table of the run (sqlglot would
+        write a temp *view*, which is a plan, not data)."""
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and statement.expression is not None:
+            props = statement.args.get("properties")
+            if props is not None and any(isinstance(p, exp.TemporaryProperty) for p in props.expressions):
+                statement = statement.copy()
+                statement.set("properties", exp.Properties(expressions=[_PARQUET.copy()]))
+        return super().render(statement)
+
+    def _frame(self, sql: str) -> DataFrame:
+        try:
+            return self.con.sql(sql)
+        except (PySparkException, Py4JError) as e:  # the engine's own errors, never ours
+            raise EngineError(_message(e), sql) from e
+
+    def _run(self, sql: str) -> None:
+        self._frame(sql)  # commands run when the statement is read
+
+    def execute(self, statement: Statement) -> None:
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and statement.args.get("replace"):
+            # Parquet tables have no CREATE OR REPLACE: drop, then create
+            statement = statement.copy()
+            statement.set("replace", False)
+            super().execute(exp.Drop(tables=[statement.this.copy()], kind="TABLE", exists=True))
+        super().execute(statement)
+
+    def _arrow(self, sql: str) -> pa.Table:
+        frame = self._frame(sql)
+        try:
+            return frame.toArrow()
+        except (PySparkException, Py4JError) as e:
+            raise EngineError(_message(e), sql) from e
+
+    def _fetch_numpy(self, sql: str) -> dict[str, np.ndarray]:
+        table = self._arrow(sql)
+        return {name: _column(table.column(i)) for i, name in enumerate(table.column_names)}
+
+    def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        frame = self._frame(sql)
+        try:
+            rows = frame.collect()
+        except (PySparkException, Py4JError) as e:
+            raise EngineError(_message(e), sql) from e
+        return list(frame.columns), [tuple(r) for r in rows]
+
+    def fetch_frame(self, statement: Any) -> pd.DataFrame:
+        sql = self.render(statement)
+        self.statements += 1
+        return self._arrow(sql).to_pandas()
+
+    # -- transactions: none -------------------------------------------------------------------
+    def in_transaction(self) -> bool:
+        return False
+
+    def check_writable(self, what: str) -> None:
+        """Spark sessions have no read-only mode; a catalog that refuses writes says so when the
+        first table is created, before anything of the release exists."""
+
+    # -- temp objects -------------------------------------------------------------------------
+    def create_table(self, name: str, query: exp.Expression, *, temporary: bool = True,
+                     replace: bool = False) -> None:
+        self.execute(g.create_table_as(name, query, temporary=temporary, replace=replace))
+
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+        name = self.temp_name(purpose)
+        frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+        self._save(g.table(name), frame)
+        return name
+
+    def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
+        if not replace and self.con.catalog.tableExists(name, schema or self.current()[1]):
+            raise EngineError(f"a table named {name!r} already exists", f"-- save a DataFrame as {name}")
+        self._save(g.table(name, schema), frame)
+
+    def _save(self, table: exp.Table, frame: pd.DataFrame) -> None:
+        """A managed Parquet table holding ``frame`` (replacing one of that name): built on the
+        driver, so for small data only (boxes, maps, test tables)."""
+        schema = T.StructType([T.StructField(str(c), _spark_type(sql_type(frame[c]))) for c in frame.columns])
+        self.statements += 1
+        try:
+            data = self.con.createDataFrame(_plain_frame(frame, schema), schema=schema)
+            data.write.mode("overwrite").format("parquet").saveAsTable(table.sql(self.dialect))
+        except (PySparkException, Py4JError) as e:
+            raise EngineError(_message(e), f"-- save a DataFrame as {table.sql(self.dialect)}") from e
+
+    def map_groups(
+        self, rows: Callable[[int | None], exp.Expression], groups: int, function: GroupFunction,
+        kept: Sequence[str], small: Sequence[str], purpose: str,
+    ) -> tuple[str, dict[str, np.ndarray]]:
+        """``groupBy(b).applyInPandas``: each group is finished by one task on an executor. Both
+        results of a group travel as one frame (:data:`_PART` tells them apart) into one temp
+        table; the kept rows are copied to the returned table and only the small results come
+        back to the driver."""
+        sql = self.render(rows(None))
+        columns = list(dict.fromkeys([*kept, *small]))
+        schema = T.StructType([T.StructField(_PART, T.ByteType(), False)]
+                              + [T.StructField(c, T.LongType(), True) for c in columns])
+
+        def apply(frame: pd.DataFrame) -> pd.DataFrame:
+            b = int(frame["b"].iloc[0])
+            out, little = function(b, {c: frame[c].to_numpy() for c in frame.columns})
+            parts = []
+            for part, result in ((0, out), (1, little)):
+                n = len(next(iter(result.values()))) if result else 0
+                piece = pd.DataFrame({c: np.asarray(result[c], dtype=np.int64) if c in result else
+                                      np.zeros(n, np.int64) for c in columns})
+                piece.insert(0, _PART, np.full(n, part, dtype=np.int8))
+                parts.append(piece)
+            return pd.concat(parts, ignore_index=True)
+
+        both = self.temp_name(f"{purpose}_all")
+        self.statements += 1
+        try:
+            self._frame(sql).groupBy("b").applyInPandas(apply, schema).write.format("parquet") \
+                .saveAsTable(g.table(both).sql(self.dialect))
+        except (PySparkException, Py4JError) as e:
+            raise EngineError(_message(e), sql) from e
+        part = g.col(_PART)
+        table = self.create_temp(purpose, exp.select(*[g.col(c) for c in kept]).from_(g.table(both))
+                                 .where(exp.EQ(this=part, expression=g.lit(0))))
+        results = self.fetch(exp.select(*[g.col(c) for c in small]).from_(g.table(both))
+                             .where(exp.EQ(this=part.copy(), expression=g.lit(1))))
+        self.drop_temp(both)
+        return table, {c: np.asarray(results[c], dtype=np.int64) for c in small}
+
+    # -- what Spark spells its own way ----------------------------------------------------------
+    def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
+        """``xxhash64(v1, v1 IS NULL, ...)``: Spark's hashes skip NULL arguments, so each value's
+        NULL flag goes in too (else ``(NULL, 'a')`` and ``('a', NULL)`` would collide)."""
+        args: list[exp.Expression] = []
+        for v in values:
+            args += [v.copy(), exp.Is(this=v.copy(), expression=exp.Null())]
+        return exp.Anonymous(this="xxhash64", expressions=args)
+
+    def epoch_us(self, value: exp.Expression, data_type: str) -> exp.Expression:
+        """An instant (``TIMESTAMP WITH TIME ZONE``, Spark's ``TIMESTAMP``) by ``unix_micros``;
+        a date or wall-clock timestamp as the microseconds from 1970-01-01 00:00 in
+        ``TIMESTAMP_NTZ`` arithmetic, which no session time zone shifts."""
+        if "ZONE" in data_type.upper():
+            return exp.Anonymous(this="unix_micros", expressions=[value])
+        epoch = exp.Cast(this=g.lit("1970-01-01 00:00:00"), to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
+        wall = exp.Cast(this=value, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
+        return exp.Anonymous(this="timestampdiff", expressions=[exp.var("MICROSECOND"), epoch, wall])
+
+    def is_infinite(self, value: exp.Expression) -> exp.Expression:
+        infinities = [exp.Cast(this=g.lit(v), to=exp.DataType.build("DOUBLE")) for v in ("Infinity", "-Infinity")]
+        return exp.In(this=value, expressions=infinities)
+
+    def is_nan(self, value: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this="isnan", expressions=[value])
+
+    def code_type(self, size: int) -> str:
+        return "SMALLINT" if size <= 2**15 else "INTEGER"
+
+    def row_ids(self, columns: Sequence[str], table: bool) -> exp.Expression:
+        """``monotonically_increasing_id()``: distinct without moving every row to one task (a
+        window over the whole table would); the run reads them once, from its snapshot."""
+        return exp.Anonymous(this="monotonically_increasing_id", expressions=[])
+
+    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
+        key = exp.Anonymous(this="rand", expressions=[g.lit(seed)])
+        return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
+
+    def threads(self) -> int:
+        """Cores of the driver, for the in-memory work that runs here (statistics of the SQL
+        levels); the finish runs on the executors, one task per batch."""
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
+        """The rows are fetched and an in-memory DuckDB, whose writer makes every format
+        ``--out`` names, writes the file (the CLI's ``--out`` is for results that fit here)."""
+        from .duckdb import DuckDBEngine
+        from .duckdb import connect as duckdb_connect
+
+        frame = self.fetch_frame(query)
+        con = duckdb_connect(None)
+        try:
+            local = DuckDBEngine(con)
+            local.create_from_frame("export", frame)
+            local.export(exp.select("*").from_(g.table("export")), path, params)
+        finally:
+            con.close()
+
+    # -- catalog ------------------------------------------------------------------------------
+    def current(self) -> tuple[str, str]:
+        return self.con.catalog.currentCatalog(), self.con.catalog.currentDatabase()
+
+    def objects(self) -> list[CatalogObject]:
+        """Tables and views of the current database, and the session's temp views (as if in
+        the current database: an unqualified name binds to them first)."""
+        catalog, database = self.current()
+        out = []
+        for t in self._tables(database):
+            kind = "view" if t.tableType in ("VIEW", "TEMPORARY") or t.isTemporary else "table"
+            sql = self._view_text(t.name, None if t.isTemporary else database) if kind == "view" else None
+            out.append(CatalogObject(catalog if not t.isTemporary else catalog, database, t.name, kind,
+                                     bool(t.isTemporary), t.description, sql))
+        return out
+
+    def _tables(self, database: str) -> list[Any]:
+        try:
+            return self.con.catalog.listTables(database)
+        except (PySparkException, Py4JError) as e:
+            raise EngineError(_message(e), f"-- list the tables of {database}") from e
+
+    def _view_text(self, name: str, database: str | None) -> str | None:
+        ref = g.table(name, database).sql(self.dialect)
+        try:
+            rows = self.con.sql(f"DESCRIBE TABLE EXTENDED {ref}").collect()
+        except (PySparkException, Py4JError):
+            return None
+        return next((r[1] for r in rows if r[0] in ("View Text", "View Original Text")), None)
+
+    def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
+        found = self._lookup(catalog, schema, name)
+        return [(f.name, house_type(f.dataType.simpleString())) for f in self._frame(
+            f"SELECT * FROM {found}").schema.fields]
+
+    def _lookup(self, catalog: str, schema: str, name: str) -> str:
+        temporary = any(t.isTemporary and t.name.lower() == name.lower() for t in self._tables(schema))
+        return g.table(name).sql(self.dialect) if temporary else g.table(name, schema, catalog).sql(self.dialect)
+
+    def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
+        """Spark's catalog holds no enforced keys: a live view needs ``key=``."""
+        return []
+
+    case_insensitive_names = True
+
+    def find(self, name: str, suffix: str = "") -> CatalogObject | None:
+        """As Spark binds a name: a temp view of the session, then the current database; a
+        dotted name as ``database.name`` or ``catalog.database.name``. Case-insensitively."""
+        catalog, database = self.current()
+        whole = (name + suffix).lower()
+        for o in self.objects():
+            if o.name.lower() == whole:
+                return o
+        parts = name.split(".")
+        if len(parts) in (2, 3) and all(parts):
+            db = parts[-2]
+            if len(parts) == 3 and parts[0].lower() != catalog.lower():
+                return None  # another catalog: not listed through the session catalog
+            try:
+                tables = [t for t in self._tables(db) if not t.isTemporary]
+            except EngineError:
+                return None
+            for t in tables:
+                if t.name.lower() == (parts[-1] + suffix).lower():
+                    kind = "view" if t.tableType == "VIEW" else "table"
+                    return CatalogObject(catalog, db, t.name, kind, False, t.description,
+                                         self._view_text(t.name, db) if kind == "view" else None)
+        return None
+
+    def search_path(self) -> list[tuple[str, str]]:
+        return [self.current()]
+
+    def describe(self, query: exp.Expression) -> list[tuple[str, str]]:
+        self.statements += 1
+        return [(f.name, house_type(f.dataType.simpleString())) for f in self._frame(self.render(query)).schema.fields]
+
+    def set_comment(self, table: str, text: str) -> None:
+        self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+def _message(error: BaseException) -> str:
+    """The first lines of a Spark error (its JVM stack trace is not for users)."""
+    text = str(error).strip()
+    return "\n".join(text.splitlines()[:3]) if text else type(error).__name__
+
+
+def _column(values: pa.ChunkedArray) -> np.ndarray:
+    """One Arrow column as the numpy array DuckDB's ``fetchnumpy`` would give (NULL: NaN in
+    floats, None elsewhere; decimals as floats)."""
+    kind = values.type
+    nulls = values.null_count
+    if pa.types.is_decimal(kind):
+        values = values.cast(pa.float64())
+        kind = values.type
+    if pa.types.is_floating(kind):
+        return values.to_numpy().astype(np.float64)
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        if not nulls:
+            return values.to_numpy()
+        return np.asarray(values.to_pylist(), dtype=object)
+    if pa.types.is_date(kind) or pa.types.is_timestamp(kind):
+        return values.to_numpy()
+    return np.asarray(values.to_pylist(), dtype=object)
+
+
+def _spark_type(house: str) -> T.DataType:
+    """The Spark type of a house type name (for frames saved as tables)."""
+    return T._parse_datatype_string(exp.DataType.build(house, dialect="duckdb").sql("spark").lower())
+
+
+def _plain_frame(frame: pd.DataFrame, schema: T.StructType) -> pd.DataFrame:
+    """``frame`` with object columns of integers turned into nullable integers, which Arrow
+    carries as the declared type (Spark refuses an object column for a LONG field)."""
+    out = {}
+    for f, c in zip(schema.fields, frame.columns):
+        column = frame[c]
+        if column.dtype == object and isinstance(f.dataType, (T.LongType, T.IntegerType, T.ShortType)):
+            column = column.astype("Int64")
+        out[c] = column
+    return pd.DataFrame(out)
