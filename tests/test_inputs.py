@@ -115,7 +115,8 @@ BAD_CONNECTIONS = {"None": None, "str": "db.duckdb", "int": 5, "object": object(
 
 def check_bad_connection(con, entry: str, bad) -> None:
     msg = refused(con, InputError, ENTRY_POINTS[entry], bad)
-    assert msg.startswith("con must be a duckdb.DuckDBPyConnection (duckdb.connect(...)) or a psycopg 3 connection")
+    assert msg.startswith("con must be a duckdb.DuckDBPyConnection (duckdb.connect(...)), a psycopg 3 connection "
+                          "(psycopg.connect(...)) or a pyspark.sql.SparkSession")
     assert type(bad).__name__ in msg
 
 

@@ -70,23 +70,39 @@ def publish_release(
     dropping what ``replace=True`` overwrites (inside it, so a failure restores them), and
     ``check`` the result before the transaction ends.
 
+    An engine without transactions (Spark) moves what ``replace=True`` overwrites aside (renamed)
+    instead of dropping it, and drops it only once the new release has passed its check; a
+    failure drops the new objects and moves the old ones back.
+
     Publication is atomic: when another run publishes the same names at the same time, the
     database refuses one of the two transactions (a write-write conflict) and that run rolls
     back and raises :class:`ObjectExistsError`; exactly one release stands.
     """
-    def undo() -> None:  # in a caller's transaction without savepoints: remove what was created
+    aside: list[tuple[str, str, str]] = []  # (name, kind, where it was moved) without transactions
+
+    def undo() -> None:  # no transaction to roll back: remove what was created, restore what it replaced
         for name, kind in created(spec):
             engine.execute(g.drop(name, kind))
+        for name, kind, moved in aside:
+            engine.execute(_rename(moved, name, kind))
 
     try:
         with engine.transaction(undo):
             for name, kind in spec.outputs.existing:
-                engine.execute(g.drop(name, kind.upper()))
+                if engine.transactions:
+                    engine.execute(g.drop(name, kind.upper()))
+                else:  # kept until the new release has passed its check
+                    moved = f"{engine.prefix}replaced_{len(aside)}"
+                    engine.execute(_rename(name, moved, kind))
+                    aside.append((name, kind, moved))
             region = create_rules(engine, spec, domains, regions)
             manifest.write(engine, spec)
             rowmap = create_rowmap(engine, spec, work, memory, regions, region)
             publish(engine, spec, source, rid, rowmap)
-            return check(engine, spec)
+            result = check(engine, spec)
+        for _, kind, moved in aside:
+            engine.execute(g.drop(moved, kind.upper()))
+        return result
     except EngineError as e:
         if engine.lost_race(e):
             raise ObjectExistsError(
@@ -95,3 +111,7 @@ def publish_release(
             ) from e
         raise
 
+
+def _rename(name: str, to: str, kind: str) -> exp.Alter:
+    """``ALTER TABLE|VIEW name RENAME TO to``."""
+    return exp.Alter(this=g.table(name), kind=kind.upper(), actions=[exp.AlterRename(this=g.table(to))])

@@ -264,7 +264,7 @@ def apply(
         lap("tree")
         order = _branch_order(tree, size, len(m.qis))
         query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types)
-        suppress = (lambda: _suppress(engine, m, name, enforced, root)) if enforced else None
+        suppress = (lambda staging: _suppress(engine, m, staging, enforced, root)) if enforced else None
         rows, placed, (suppressed_classes, suppressed_rows) = _create(engine, name, existing, query, source, m.class_column, suppress)
         lap("walk")
         classes, k_achieved, below_k = _class_sizes(engine, name, m.k, m.class_column)
@@ -311,10 +311,12 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
 
 def _suppress(
     engine: Engine, m: Manifest, name: str, constraints: Sequence[Constraint], root: str | None,
-) -> tuple[int, int]:
+) -> tuple[str, tuple[int, int]]:
     """Suppress every class of the new table ``name`` that breaks a constraint: its rows get
     ``eq_class`` NULL and every QI fully generalized (the hierarchy's root label; the bounds of
-    the whole training table from ``root``), as unplaced rows are. Returns ``(classes, rows)``."""
+    the whole training table from ``root``), as unplaced rows are. The rows are rewritten into a
+    new table (Spark's Parquet tables have no ``UPDATE``), which replaces ``name``. Returns the
+    table now holding the rows and ``(classes, rows)`` suppressed."""
     cls = m.class_column
     placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
     failing = [exp.select(g.col(cls)).from_(exp.Subquery(
@@ -327,27 +329,31 @@ def _suppress(
     engine.execute(g.create_table_as(bad, union))
     classes = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(bad))))
     if not classes:
-        return 0, 0
-    f = "f"
-    generalized: list[exp.Expression] = []
+        return name, (0, 0)
+    n, x, f = "n", "x", "f"
+    generalized: dict[str, exp.Expression] = {cls: exp.Null()}
     for i, q in enumerate(m.qis):
         if q.kind == "hierarchy":
-            label = exp.Cast(this=g.lit(m.hierarchies[q.name].labels[0]), to=_VARCHAR)
-            generalized.append(exp.EQ(this=g.col(q.name), expression=label))
+            generalized[q.name] = exp.Cast(this=g.lit(m.hierarchies[q.name].labels[0]), to=_VARCHAR)
             continue
         for part in ("min", "max"):
-            generalized.append(exp.EQ(this=g.col(f"{q.name}_{part}"), expression=g.col(f"g{part}{i}", f)))
-    generalized.append(exp.EQ(this=g.col(cls), expression=exp.Null()))
-    in_bad = exp.In(this=g.col(cls), query=exp.Subquery(this=exp.select(g.col(cls)).from_(g.table(bad))))
-    # counted before the UPDATE: only DuckDB's UPDATE returns its row count (PostgreSQL's returns no rows)
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(name)).where(in_bad.copy())))
-    update = exp.Update(
-        this=g.table(name), expressions=generalized,
-        from_=exp.From(this=exp.alias_(g.table(root), g.ident(f), table=True)) if root is not None else None,
-        where=exp.Where(this=in_bad),
-    )
-    engine.execute(update)
-    return classes, rows
+            generalized[f"{q.name}_{part}"] = g.col(f"g{part}{i}", f)
+    suppressed = exp.Not(this=exp.Is(this=g.col(cls, x), expression=exp.Null()))
+    columns = [c for c, _ in engine.describe(exp.select(exp.Star()).from_(g.table(name)))]
+    query = exp.select(*[
+        g.alias(exp.Case().when(suppressed.copy(), generalized[c]).else_(g.col(c, n)), c) if c in generalized
+        else g.col(c, n) for c in columns
+    ]).from_(exp.alias_(g.table(name), g.ident(n), table=True)).join(
+        exp.alias_(g.table(bad), g.ident(x), table=True),
+        on=exp.EQ(this=g.col(cls, n), expression=g.col(cls, x)), join_type="left")
+    if root is not None:
+        query = query.join(exp.alias_(g.table(root), g.ident(f), table=True), join_type="cross")
+    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(name)).where(
+        exp.In(this=g.col(cls), query=exp.Subquery(this=exp.select(g.col(cls)).from_(g.table(bad)))))))
+    rewritten = engine.temp_name("enforced")
+    engine.execute(g.create_table_as(rewritten, query, temporary=False))
+    engine.execute(g.drop(name, "TABLE"))
+    return rewritten, (classes, rows)
 
 
 def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int, int]:
@@ -700,20 +706,32 @@ def _walk_query(
 
 def _create(
     engine: Engine, name: str, existing: list[tuple[str, str]], query: exp.Select, source: Source,
-    class_column: str, suppress: Callable[[], tuple[int, int]] | None = None,
+    class_column: str, suppress: Callable[[str], tuple[str, tuple[int, int]]] | None = None,
 ) -> tuple[int, int, tuple[int, int]]:
-    """``CREATE TABLE name AS query`` in one transaction (the caller's, if one is open) that
-    first drops what ``replace`` overwrites, then runs ``suppress`` (enforce); returns ``(rows,
-    placed, (suppressed classes, suppressed rows))``. A row count that differs from the input's
-    rolls everything back."""
-    with engine.transaction(undo=lambda: engine.execute(g.drop(name, "TABLE"))):
-        for found, kind in existing:
-            engine.execute(g.drop(found, kind.upper()))
-        engine.execute(g.create_table_as(name, query, temporary=False))
+    """Create the table ``name`` from ``query`` as one unit (a transaction: the engine's own or
+    the caller's; without transactions, what was created is dropped on failure): the rows go to
+    a staging table, ``suppress(staging)`` (enforce) runs on it, and only then is what ``replace``
+    overwrites dropped and the staging table renamed ``name``; returns ``(rows, placed,
+    (suppressed classes, suppressed rows))``. A row count that differs from the input's stops
+    everything before the old table is touched."""
+    staging = engine.temp_name("applied")
+
+    def undo() -> None:
+        engine.execute(g.drop(staging, "TABLE"))
+        if not existing:  # a table replace=True overwrote is dropped only after every check
+            engine.execute(g.drop(name, "TABLE"))
+
+    with engine.transaction(undo=undo):
+        engine.execute(g.create_table_as(staging, query, temporary=False))
         rows, placed = engine.fetch_rows(
-            exp.select(exp.Count(this=exp.Star()), exp.Count(this=g.col(class_column))).from_(g.table(name)))[0]
+            exp.select(exp.Count(this=exp.Star()), exp.Count(this=g.col(class_column))).from_(g.table(staging)))[0]
         expected = engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref))
         if rows != expected:
             raise SqlanonError(f"internal error: {rows} rows recoded for {expected} input rows; nothing was created")
-        suppressed = suppress() if suppress is not None else (0, 0)
+        suppressed = (0, 0)
+        if suppress is not None:
+            staging, suppressed = suppress(staging)
+        for found, kind in existing:
+            engine.execute(g.drop(found, kind.upper()))
+        engine.execute(exp.Alter(this=g.table(staging), kind="TABLE", actions=[exp.AlterRename(this=g.table(name))]))
     return int(rows), int(placed), suppressed
