@@ -174,3 +174,79 @@ def test_adult_publishes_duckdbs_rules(spark):
         assert sqlanon.verify(spark, out[1].view, qid=qid, k=25).ok
     finally:
         duck.close()
+
+
+# -- every consumer of a release ----------------------------------------------------------------
+
+def test_consumers_agree_with_duckdb(spark):
+    """verify, apply (with enforce), metrics, regions, report and imprecision give DuckDB's answers."""
+    rng = np.random.default_rng(7)
+    n = 500
+    frame = pd.DataFrame({"id": np.arange(n), "age": rng.integers(18, 90, n), "zip": rng.integers(100, 140, n),
+                          "sex": rng.choice(["F", "M"], n), "dx": rng.choice(["flu", "hiv", "cold", "none"], n)})
+    duck = duckdb.connect()
+    try:
+        answers = []
+        for con in (duck, spark):
+            load(con, "p", frame)
+            load(con, "fresh", frame.sample(150, random_state=1).reset_index(drop=True))
+            release = sqlanon.anonymize(con, "p", qid=["age", "zip", "sex"], k=20, sensitive="dx", l=2, key="id",
+                                        selections=["age < 40 AND sex = 'F'"])
+            v = sqlanon.verify(con, release.view, qid=["age", "zip", "sex"], k=20)
+            applied = sqlanon.apply(con, release, "fresh", enforce=True)
+            m = sqlanon.metrics(con, release)
+            points = sqlanon.regions(con, release, as_frame=True)
+            assert release.view in sqlanon.report(con, release, format="markdown")
+            imp = sqlanon.imprecision(con, release, ["age BETWEEN 30 AND 50", "zip > 120 AND sex = 'M'"])
+            answers.append((v.ok, v.rows, v.k_achieved, applied.rows, applied.placed, applied.suppressed_rows,
+                            table_of(con, applied.view), m.dm, m.classes, round(m.gcp, 9),
+                            {q: round(x, 9) for q, x in m.ncp.items()}, dict(m.l_distinct), len(points),
+                            [(p.returned, p.true) for p in imp.predicates]))
+        assert answers[0] == answers[1]
+    finally:
+        duck.close()
+
+
+def test_the_release_stays_fail_closed_while_the_source_changes(spark):
+    """A keyed release is a live view: a row added to the source after the release, or a row
+    whose QIs changed (the table rewritten), is published suppressed -- never in a class."""
+    frame = people(300)
+    load(spark, "p", frame)
+    release = sqlanon.anonymize(spark, "p", qid=["age", "zip"], k=10, key="id")
+    assert not release.materialized and release.rowmap
+    spark.sql("INSERT INTO p VALUES (1000, 30, 3, 'F', 'x', 0.5)")  # a new row
+    changed = table_of(spark, release.view)
+    assert [r for r in changed if r[0] == 1000.0][0][-1] is None  # the class column: suppressed
+    moved = frame.assign(age=np.where(frame["id"] == 0, 89, frame["age"]))
+    load(spark, "p", moved)  # the table rewritten: row 0's age changed, row 1000 gone
+    rows = {r[0]: r for r in table_of(spark, release.view)}
+    assert len(rows) == 300 and rows[0.0][-1] is None and rows[1.0][-1] is not None
+    v = sqlanon.verify(spark, release.view, qid=["age", "zip"], k=10, class_column="eq_class")
+    assert v.ok and v.rows == 300 and sum(r for _, r, _ in v.suppressed) == 1
+
+
+def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):
+    """A release that fails its check leaves nothing behind, and one that was to replace an
+    earlier release leaves that release as it was (Spark has no transactions: the old objects
+    are moved aside and moved back). The base table is never written."""
+    from sqlanon.publish import pipeline
+
+    load(spark, "p", people(200))
+    source = table_of(spark, "p")
+    first = sqlanon.anonymize(spark, "p", qid=["age", "zip"], k=10, key="id")
+    published = table_of(spark, first.view), table_of(spark, first.rules)
+    names = {t.name for t in spark.catalog.listTables()}
+
+    def failing(engine, spec):
+        raise sqlanon.VerificationError("forced")
+
+    monkeypatch.setattr(pipeline, "verified", failing)
+    monkeypatch.setattr(pipeline.publish_release, "__defaults__", (failing,))
+    with pytest.raises(sqlanon.VerificationError):
+        sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, key="id", replace=True)
+    assert {t.name for t in spark.catalog.listTables()} == names
+    assert (table_of(spark, first.view), table_of(spark, first.rules)) == published
+    with pytest.raises(sqlanon.VerificationError):
+        sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, key="id", view="other")
+    assert {t.name for t in spark.catalog.listTables()} == names
+    assert table_of(spark, "p") == source and temp_objects(spark) == []

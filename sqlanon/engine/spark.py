@@ -80,6 +80,8 @@ class SparkEngine(Engine):
         if not isinstance(con, SparkSession):
             raise InputError(f"con must be a pyspark.sql.SparkSession, got {type(con).__name__} {short(con)}")
         super().__init__(con)
+        self._catalog: list[CatalogObject] | None = None  # objects(), until this run writes
+        self._where: tuple[str, str] = ("", "")
 
     # -- rendering and execution -------------------------------------------------------------
     def render(self, statement: Statement) -> str:
@@ -99,6 +101,7 @@ class SparkEngine(Engine):
             raise EngineError(_message(e), sql) from e
 
     def _run(self, sql: str) -> None:
+        self._catalog = None
         self._frame(sql)  # commands run when the statement is read
 
     def execute(self, statement: Statement) -> None:
@@ -162,6 +165,7 @@ class SparkEngine(Engine):
         driver, so for small data only (boxes, maps, test tables)."""
         schema = T.StructType([T.StructField(str(c), _spark_type(sql_type(frame[c]))) for c in frame.columns])
         self.statements += 1
+        self._catalog = None
         try:
             data = self.con.createDataFrame(_plain_frame(frame, schema), schema=schema)
             data.write.mode("overwrite").format("parquet").saveAsTable(table.sql(self.dialect))
@@ -195,6 +199,7 @@ class SparkEngine(Engine):
 
         both = self.temp_name(f"{purpose}_all")
         self.statements += 1
+        self._catalog = None
         try:
             self._frame(sql).groupBy("b").applyInPandas(apply, schema).write.format("parquet") \
                 .saveAsTable(g.table(both).sql(self.dialect))
@@ -272,15 +277,18 @@ class SparkEngine(Engine):
 
     def objects(self) -> list[CatalogObject]:
         """Tables and views of the current database, and the session's temp views (as if in
-        the current database: an unqualified name binds to them first)."""
+        the current database: an unqualified name binds to them first). Listing costs ~0.2 s,
+        so the list is kept until this engine next writes (one public call's reads share it)."""
+        if self._catalog is not None and self._where == self.current():
+            return list(self._catalog)
         catalog, database = self.current()
         out = []
         for t in self._tables(database):
             kind = "view" if t.tableType in ("VIEW", "TEMPORARY") or t.isTemporary else "table"
             sql = self._view_text(t.name, None if t.isTemporary else database) if kind == "view" else None
-            out.append(CatalogObject(catalog if not t.isTemporary else catalog, database, t.name, kind,
-                                     bool(t.isTemporary), t.description, sql))
-        return out
+            out.append(CatalogObject(catalog, database, t.name, kind, bool(t.isTemporary), t.description, sql))
+        self._catalog, self._where = out, (catalog, database)
+        return list(out)
 
     def _tables(self, database: str) -> list[Any]:
         try:

@@ -83,7 +83,7 @@ def publish_release(
     def undo() -> None:  # no transaction to roll back: remove what was created, restore what it replaced
         for name, kind in created(spec):
             engine.execute(g.drop(name, kind))
-        for name, kind, moved in aside:
+        for name, kind, moved in reversed(aside):  # tables first: renaming a view reads what it reads
             engine.execute(_rename(moved, name, kind))
 
     try:
