@@ -28,6 +28,8 @@ Helpers (import them with ``from conftest import ...``):
 Both engines (see ``tests/pg_server.py`` for where the PostgreSQL server comes from):
 
 * ``engine_name``: the engine of this run of the test (from its ``engines`` marker).
+* ``spark``: a local SparkSession (one per test session) working in a Spark database of the
+  test's own; modules that use it are marked ``spark``.
 * ``pg_con``: the psycopg connection alone; ``postgres_url``: the session's server URL. Without
   a server they skip with the reason (how to provide one) -- except in CI (``$CI`` set) or when
   ``$SQLANON_POSTGRES_URL`` is given, where they fail.
@@ -36,6 +38,8 @@ Both engines (see ``tests/pg_server.py`` for where the PostgreSQL server comes f
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -256,6 +260,7 @@ ENGINES = ("duckdb", "postgres")
 
 
 def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "spark: runs on a local Spark (the spark fixture; -m 'not spark' leaves them out)")
     config.addinivalue_line("markers", "engines(*names): the engines the test's ``con`` runs on "
                                        "(default: duckdb only)")
 
@@ -430,3 +435,51 @@ def new_schema(con):
         for name in made:
             run(con, f"DROP SCHEMA IF EXISTS {quote(name)} CASCADE")
         con.commit()
+
+
+# --------------------------------------------------------------------------------------------
+# Spark
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def spark_session():
+    """One local Spark session (``local[2]``) for the test session, its warehouse and temp files in
+    a directory of ours. Spark needs Java and the ``spark`` extra: without them the tests that use
+    it skip with the reason -- except in CI (``$CI`` set), where they fail (``.ci/run`` installs
+    both)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:
+        reason = f'Spark tests need pyspark: pip install ".[test]" (or "sqlanon[spark]") ({e})'
+        pytest.fail(reason, pytrace=False) if pg_server.in_ci() else pytest.skip(reason)
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        reason = "Spark tests need Java 17 (Debian: apt-get install openjdk-17-jre-headless)"
+        pytest.fail(reason, pytrace=False) if pg_server.in_ci() else pytest.skip(reason)
+    where = tempfile.mkdtemp(prefix="sqlanon-spark-")
+    spark = (SparkSession.builder.master("local[2]").appName("sqlanon-tests")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.default.parallelism", "2")
+             .config("spark.sql.warehouse.dir", os.path.join(where, "warehouse"))
+             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}")
+             .config("spark.local.dir", os.path.join(where, "local"))
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.fixture
+def spark(spark_session):
+    """The session, working in a fresh database of this test's own (dropped after it)."""
+    database = f"t_{uuid.uuid4().hex[:10]}"
+    spark_session.sql(f"CREATE DATABASE {database}")
+    spark_session.catalog.setCurrentDatabase(database)
+    try:
+        yield spark_session
+    finally:
+        spark_session.catalog.setCurrentDatabase("default")
+        spark_session.sql(f"DROP DATABASE {database} CASCADE")

@@ -1,19 +1,13 @@
 """Spark SQL: the same releases as DuckDB's, and every consumer of a release, on a local Spark.
 
-One SparkSession (``local[2]``) serves the module; each test works in a Spark database of its
-own, dropped after it. Spark needs Java and the ``spark`` extra: without them these tests skip
-with the reason -- except in CI (``$CI`` set), where they fail (``.ci/run`` installs both).
+The ``spark`` fixture (conftest) is one local SparkSession for the test session, in a Spark
+database of the test's own.
 A Spark statement costs ~0.1-0.5 s however small, so this module runs each kind of release once
 or a few times rather than a property test per feature; the algorithm itself is the same code
 as on DuckDB, whose property tests are in the other modules.
 """
 
 from __future__ import annotations
-
-import os
-import shutil
-import tempfile
-import uuid
 
 import duckdb
 import numpy as np
@@ -28,50 +22,9 @@ from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
 from tests.test_engines import HIERARCHY, TABLES, WORKLOADS
 
-import pg_server
+pytestmark = pytest.mark.spark
 
 TEMP_PREFIX = "__sqlanon_"
-
-
-@pytest.fixture(scope="module")
-def session():
-    """A local Spark session for the module (Spark's own temp files in a directory of ours)."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:
-        reason = f'Spark tests need pyspark: pip install ".[test]" (or "sqlanon[spark]") ({e})'
-        pytest.fail(reason, pytrace=False) if pg_server.in_ci() else pytest.skip(reason)
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        reason = "Spark tests need Java 17 (Debian: apt-get install openjdk-17-jre-headless)"
-        pytest.fail(reason, pytrace=False) if pg_server.in_ci() else pytest.skip(reason)
-    where = tempfile.mkdtemp(prefix="sqlanon-spark-")
-    spark = (SparkSession.builder.master("local[2]").appName("sqlanon-tests")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.default.parallelism", "2")
-             .config("spark.sql.warehouse.dir", os.path.join(where, "warehouse"))
-             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}")
-             .config("spark.local.dir", os.path.join(where, "local"))
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        yield spark
-    finally:
-        spark.stop()
-        shutil.rmtree(where, ignore_errors=True)
-
-
-@pytest.fixture
-def spark(session):
-    """The session, working in a fresh database of this test's own (dropped after it)."""
-    database = f"t_{uuid.uuid4().hex[:10]}"
-    session.sql(f"CREATE DATABASE {database}")
-    session.catalog.setCurrentDatabase(database)
-    try:
-        yield session
-    finally:
-        session.catalog.setCurrentDatabase("default")
-        session.sql(f"DROP DATABASE {database} CASCADE")
 
 
 def table_of(spark, name: str) -> list[tuple]:
