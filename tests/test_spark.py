@@ -71,45 +71,53 @@ def people(n: int = 400, seed: int = 0) -> pd.DataFrame:
 
 # -- identical releases ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("workload", sorted(WORKLOADS))
-def test_every_criterion_and_constraint_publishes_duckdbs_rules(spark, workload):
-    """Every criterion and constraint family: Spark's rules relation is DuckDB's, row by row --
-    through the SQL levels and the executors' finish in several batches (memory_rows=60)."""
-    frame = people()
-    frame["a"], frame["cat"] = frame["age"] % 31, np.array(list("abcde"))[frame["zip"] % 5]
+def _identical(spark, frame: pd.DataFrame, qid: list[str], **kwargs) -> None:
+    """DuckDB and Spark publish the same rules and view for ``frame`` (or refuse it alike)."""
     duck = duckdb.connect()
     try:
         out = []
         for con in (duck, spark):
             load(con, "t", frame)
-            out.append(sqlanon.anonymize(con, "t", qid=["a", "cat", "zip"], k=8, hierarchies={"cat": HIERARCHY},
-                                         memory_rows=60, key="id", **WORKLOADS[workload]))
-        assert rules(duck, out[0]) == rules(spark, out[1])
-        assert out[1].verification.ok and out[1].rows == len(frame)
-        assert sqlanon.verify(spark, out[1].view, qid=["a", "cat", "zip"], k=8).ok
-        assert temp_objects(spark) == []
-    finally:
-        duck.close()
-
-
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 50]))
-def test_random_tables_publish_duckdbs_rules(spark, table, k, memory_rows):
-    """Random tables with NULLs in a numeric and a float column, a hierarchy, both paths."""
-    a, cat, x, label = table
-    frame = pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
-                          "x": pd.array(x, dtype="Float64"), "label": label})
-    duck = duckdb.connect()
-    try:
-        out = []
-        for con in (duck, spark):
-            load(con, "t", frame)
-            out.append(sqlanon.anonymize(con, "t", qid=["a", "cat", "x"], k=k, hierarchies={"cat": HIERARCHY},
-                                         memory_rows=memory_rows, view="t_anon", replace=True, key="id"))
+            try:
+                out.append(sqlanon.anonymize(con, "t", qid=qid, view="t_anon", replace=True, key="id", **kwargs))
+            except sqlanon.InputError as e:
+                out.append(type(e).__name__)
+        if isinstance(out[0], str):
+            assert out[1] == out[0]
+            return
         assert rules(duck, out[0]) == rules(spark, out[1])
         assert table_of(duck, "t_anon") == table_of(spark, "t_anon")
+        assert out[1].verification.ok and out[1].rows == len(frame) and temp_objects(spark) == []
     finally:
         duck.close()
+
+
+def _random_frame(table) -> pd.DataFrame:
+    a, cat, x, label = table
+    return pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
+                         "x": pd.array(x, dtype="Float64"), "label": label})
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 30]))
+def test_every_criterion_and_constraint_publishes_duckdbs_rules(spark, workload, table, k, memory_rows):
+    """Random tables (NULLs, a hierarchy), every criterion and constraint family, through the SQL
+    levels (memory_rows=0) or the executors' finish in several batches: Spark's rules relation
+    and published view are DuckDB's, row by row."""
+    frame = _random_frame(table)
+    if workload in ("regression", "targets", "variance"):
+        frame["x"] = frame["x"].fillna(0.0)
+    _identical(spark, frame, ["a", "cat"], k=k, hierarchies={"cat": HIERARCHY}, memory_rows=memory_rows,
+               **WORKLOADS[workload])
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 30]))
+def test_random_tables_publish_duckdbs_rules(spark, table, k, memory_rows):
+    """A float QI with NULLs beside the others (Spark's and DuckDB's float order and hashing)."""
+    _identical(spark, _random_frame(table), ["a", "cat", "x"], k=k, hierarchies={"cat": HIERARCHY},
+               memory_rows=memory_rows)
 
 
 def test_adult_publishes_duckdbs_rules(spark):
@@ -151,10 +159,14 @@ def test_consumers_agree_with_duckdb(spark):
             points = sqlanon.regions(con, release, as_frame=True)
             assert release.view in sqlanon.report(con, release, format="markdown")
             imp = sqlanon.imprecision(con, release, ["age BETWEEN 30 AND 50", "zip > 120 AND sex = 'M'"])
+            sqlanon.regions(con, release, name="p_regions")
+            query = sqlanon.rewrite("SELECT sex, COUNT(*) FROM p WHERE age < 40 AND zip >= 120 GROUP BY sex", release,
+                                    con=con)
+            counted = sorted(tuple(r) for r in engine_for(con).fetch_rows(query))
             answers.append((v.ok, v.rows, v.k_achieved, applied.rows, applied.placed, applied.suppressed_rows,
                             table_of(con, applied.view), m.dm, m.classes, round(m.gcp, 9),
                             {q: round(x, 9) for q, x in m.ncp.items()}, dict(m.l_distinct), len(points),
-                            [(p.returned, p.true) for p in imp.predicates]))
+                            [(p.returned, p.true) for p in imp.predicates], len(table_of(con, "p_regions")), counted))
         assert answers[0] == answers[1]
     finally:
         duck.close()
