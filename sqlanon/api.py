@@ -205,12 +205,7 @@ def anonymize(
         timings=lap.timings,
         statements=engine.statements,
         verification=verification,
-        notes=(
-            (f"{spec.source.path or spec.source.name!r} has no key (no declared PRIMARY KEY or UNIQUE key, "
-             f"no key=): published a snapshot table {spec.outputs.view!r} that does not follow later "
-             f"changes of the source. Pass key= (or declare a key) for a live view.",)
-            if spec.outputs.materialize else ()
-        ),
+        notes=_notes(engine, spec),
         selections=spec.workload.selections,
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
@@ -218,6 +213,21 @@ def anonymize(
     # Release reads there, even after the session's schema changed
     object.__setattr__(release, "_location", _current(engine))
     return release
+
+
+def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:
+    """Why a release is a snapshot table rather than a live view, if it is one."""
+    if not spec.outputs.materialize:
+        return ()
+    where = repr(spec.source.path or spec.source.name)
+    if spec.source.temporary and not engine.views_read_temporary:
+        why = f"{where} is a temp view, which a {engine.name} view may not read"
+        fix = "Save it as a table for a live view."
+    else:
+        why = f"{where} has no key (no declared PRIMARY KEY or UNIQUE key, no key=)"
+        fix = "Pass key= (or declare a key) for a live view."
+    return (f"{why}: published a snapshot table {spec.outputs.view!r} that does not follow later changes of the "
+            f"source. {fix}",)
 
 
 def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:

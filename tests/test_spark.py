@@ -188,6 +188,10 @@ def test_the_release_stays_fail_closed_while_the_source_changes(spark):
     assert len(rows) == 300 and rows[0.0][-1] is None and rows[1.0][-1] is not None
     v = sqlanon.verify(spark, release.view, qid=["age", "zip"], k=10, class_column="eq_class")
     assert v.ok and v.rows == 300 and sum(r for _, r, _ in v.suppressed) == 1
+    # a temp view as the source: Spark keeps persistent views off temp objects, so a snapshot
+    spark.table("p").createOrReplaceTempView("p_now")
+    snapshot = sqlanon.anonymize(spark, "p_now", qid=["age", "zip"], k=10, key="id")
+    assert snapshot.materialized and snapshot.rowmap is None and snapshot.rows == 300
 
 
 def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):

@@ -73,6 +73,8 @@ class Engine(abc.ABC):
     #: Whether rows live in other processes (Spark's executors): :meth:`map_groups` then runs
     #: its function there, and the function must not hold anything of this process.
     distributed: ClassVar[bool] = False
+    #: Whether a persistent view may read a temp table or view (Spark refuses to create one).
+    views_read_temporary: ClassVar[bool] = True
 
     def __init__(self, con: Any) -> None:
         self.con = con

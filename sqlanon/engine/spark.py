@@ -75,6 +75,7 @@ class SparkEngine(Engine):
     dialect = "spark"
     transactions = False
     distributed = True
+    views_read_temporary = False
 
     def __init__(self, con: Any) -> None:
         if not isinstance(con, SparkSession):
@@ -286,7 +287,9 @@ class SparkEngine(Engine):
         for t in self._tables(database):
             kind = "view" if t.tableType in ("VIEW", "TEMPORARY") or t.isTemporary else "table"
             sql = self._view_text(t.name, None if t.isTemporary else database) if kind == "view" else None
-            out.append(CatalogObject(catalog, database, t.name, kind, bool(t.isTemporary), t.description, sql))
+            # a temp view has no catalog or database: it is named unqualified
+            where = ("", "") if t.isTemporary else (catalog, database)
+            out.append(CatalogObject(*where, t.name, kind, bool(t.isTemporary), t.description, sql))
         self._catalog, self._where = out, (catalog, database)
         return list(out)
 
@@ -297,27 +300,28 @@ class SparkEngine(Engine):
             raise EngineError(_message(e), f"-- list the tables of {database}") from e
 
     def _view_text(self, name: str, database: str | None) -> str | None:
-        ref = g.table(name, database).sql(self.dialect)
+        describe = exp.Describe(this=g.table(name, database), style="EXTENDED")
         try:
-            rows = self.con.sql(f"DESCRIBE TABLE EXTENDED {ref}").collect()
+            rows = self.con.sql(self.render(describe)).collect()
         except (PySparkException, Py4JError):
             return None
         return next((r[1] for r in rows if r[0] in ("View Text", "View Original Text")), None)
 
     def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
-        found = self._lookup(catalog, schema, name)
-        return [(f.name, house_type(f.dataType.simpleString())) for f in self._frame(
-            f"SELECT * FROM {found}").schema.fields]
-
-    def _lookup(self, catalog: str, schema: str, name: str) -> str:
-        temporary = any(t.isTemporary and t.name.lower() == name.lower() for t in self._tables(schema))
-        return g.table(name).sql(self.dialect) if temporary else g.table(name, schema, catalog).sql(self.dialect)
+        query = exp.select(exp.Star()).from_(g.table(name, schema or None, catalog or None))
+        return [(f.name, house_type(f.dataType.simpleString())) for f in self._frame(self.render(query)).schema.fields]
 
     def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
         """Spark's catalog holds no enforced keys: a live view needs ``key=``."""
         return []
 
     case_insensitive_names = True
+
+    def taken(self, name: str, objects: Sequence[CatalogObject] | None = None) -> list[CatalogObject]:
+        """Tables and views of the current database named ``name``, and a temp view of that
+        name: an unqualified name would read the temp view instead of the new object."""
+        listed = self.objects() if objects is None else objects
+        return super().taken(name, listed) + [o for o in listed if o.temporary and o.name.lower() == name.lower()]
 
     def find(self, name: str, suffix: str = "") -> CatalogObject | None:
         """As Spark binds a name: a temp view of the session, then the current database; a

@@ -60,6 +60,7 @@ class Source:
     path: str | None = None  # for files: the path or glob
     reader: exp.Table | None = None  # for files: the engine's relation reading them
     keys: tuple[tuple[str, ...], ...] = ()  # declared PRIMARY KEY / UNIQUE column sets, PK first
+    temporary: bool = False  # a temp table or view of the session
 
     @property
     def ref(self) -> exp.Table:
@@ -201,6 +202,8 @@ def resolve(
         qis=qis,
     )
     identity = _row_identity(engine, source, key)
+    if source.temporary and not engine.views_read_temporary:
+        identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
                        hierarchies)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity)
@@ -264,7 +267,7 @@ def source_of(engine: Engine, found: CatalogObject, count: bool = True) -> Sourc
     keys: tuple[tuple[str, ...], ...] = ()
     if kind == "table":
         keys = tuple(engine.keys(catalog, schema, name))
-    return Source(catalog, schema, name, kind, columns, rows, keys=keys)
+    return Source(catalog, schema, name, kind, columns, rows, keys=keys, temporary=found.temporary)
 
 
 def _is_file(table: str) -> bool:
