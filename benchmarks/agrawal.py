@@ -118,3 +118,31 @@ def write_duckdb(
         con.execute(f"COMMENT ON TABLE {name} IS '{tag}'")  # tag has no quotes: safe literal
     finally:
         con.close()
+
+
+def write_parquet(directory: str | Path, n: int, seed: int = 0, id_column: str = "id") -> Path:
+    """Write n Agrawal rows as Parquet files in ``directory`` (one file per ``BLOCK`` rows,
+    ``part-00000.parquet``, ...), with a first BIGINT column ``id_column``: the row number
+    0..n-1, a key. Returns the directory.
+
+    No-op if the directory already holds these n rows with this seed (recorded in the file
+    ``_agrawal``, written last, so an interrupted write is redone); otherwise it is rewritten.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = Path(directory)
+    tag = f"agrawal n={n} seed={seed} id={id_column}"
+    marker = out / "_agrawal"
+    if marker.exists() and marker.read_text().strip() == tag:
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.parquet"):
+        old.unlink()
+    marker.unlink(missing_ok=True)
+    for i, start in enumerate(range(0, n, BLOCK)):
+        frame = _rows(start, min(n, start + BLOCK), seed)
+        frame.insert(0, id_column, np.arange(start, start + len(frame), dtype=np.int64))
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out / f"part-{i:05d}.parquet")
+    marker.write_text(tag + "\n")  # files starting with '_' are not data to Spark or DuckDB
+    return out

@@ -1,0 +1,833 @@
+"""Spark benchmark (issue 15): the same anonymize() on Spark in local mode and on DuckDB, in one
+run, both from the same Parquet files.
+
+    python benchmarks/bench_spark.py --rows 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
+        [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N]
+        [--shuffle-partitions 8] [--driver-memory 8g] [--baseline-rows auto] [--timeout S]
+
+The Agrawal table (``agrawal.py``: the nine integer QIs, the C2 label, ...) of N rows is written
+once as Parquet, ``<dir>/agrawal_<N>.parquet/part-*.parquet`` (one file per 1M-row block, with a
+first BIGINT column ``id``, the row number, used as the key; reused when present), and loaded,
+outside every measurement, into
+
+* DuckDB: the on-disk file ``<dir>/agrawal_<N>_parquet.duckdb`` (``CREATE TABLE agrawal AS
+  SELECT * FROM read_parquet(...)``; reused when it already holds the table);
+* Spark:  in each child, a fresh ``SparkSession`` (``--masters``; ``spark.ui.enabled=false``,
+  ``spark.driver.memory`` set before the JVM starts -- in local mode the executors are threads
+  of the driver JVM --, ``spark.sql.shuffle.partitions``, Arrow enabled, a warehouse directory
+  of its own under ``<dir>/spark-warehouse``, deleted afterwards), then ``CREATE TABLE agrawal
+  USING parquet LOCATION '<the Parquet directory>'`` and a ``count(*)``. Spark's catalog holds no
+  keys, so ``key="id"`` is what gives a live view; DuckDB gets the same ``key="id"``.
+
+Per criterion (``median``: no target; ``infogain``: ``target="c2"``) and engine, one child
+process (this script with ``--one``; ``machine.measure_child``) runs ``sqlanon.anonymize(con,
+"agrawal", qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True, key="id")`` and reports:
+
+* start-up apart from the run: Spark's session (JVM) start and the table's registration;
+* ``s``: the wall time of anonymize(); ``release.statements``; ``release.timings`` (validate,
+  encode, partition_sql, partition_memory -- the in-memory finish, on Spark the executors'
+  ``groupBy(b).applyInPandas`` with its reads and writes --, publish_verify) and the statements of
+  each of those phases;
+* each SQL level's seconds, statements and open partitions (the ``progress`` callback; DuckDB also
+  reports its in-memory levels, Spark's run on the executors and report nothing);
+* ``driver_s``: seconds inside the engine's calls (every statement timed, outermost call only);
+* on Spark the batches of the in-memory finish (rows per batch), the shuffle partition each
+  batch hashes to (``pmod(hash(b), spark.sql.shuffle.partitions)``, as ``groupBy(b)`` places
+  them: the largest task's rows is the finish's critical path) and the tasks of the stages of its
+  jobs (Spark's status tracker; adaptive execution may coalesce partitions);
+* rows/s per core: N / s / cores (the ``local[n]`` of the master; DuckDB's ``threads``);
+* memory: a sampler thread in the child reads ``/proc`` of the child's process tree every second:
+  ``self_mib`` (the Python child's ``VmHWM``), ``jvm_mib`` (the JVM's), ``workers_mib`` (sum of
+  the ``VmHWM`` of Spark's Python workers) and ``tree_mib`` (the largest sum of ``VmRSS`` over the
+  tree at one sample). ``rss_mib`` (``os.wait4``, as in the other benchmarks) is also kept, but
+  after fork + exec Linux carries the parent's peak into the child's ``ru_maxrss``, so it is at
+  least this script's own peak;
+* on Spark, measured after the run on the warm session, the latency of a trivial statement
+  (median of 3 of a tiny ``CREATE TABLE ... USING parquet AS``, a tiny fetch, a ``DROP``).
+
+Per criterion, one more Spark child on the master with the most cores, the **baseline**: the
+same run on ``--baseline-rows`` rows (default max(100,000, N/50); a prefix of the same table,
+its own Parquet files) with ``memory_rows`` scaled by the same factor, so it has the same SQL
+levels, statements and finish batches: the estimate's fixed costs.
+
+After each criterion the rules relations (``agrawal_anon_rules``, ordered by region; NULL and NaN
+as None, numbers as floats) of DuckDB and of every Spark master are compared row by row.
+
+Prints a machine line (with Java, PySpark and the Spark settings), one JSON line per
+configuration, a table, whether the rules are identical, the ratios Spark/DuckDB and
+local[1]/local[2] per criterion, each run's levels and phases, the slowest calls, and an
+**estimate** for 100M rows on a 64-core cluster from the measured costs (the model is printed
+with it: per phase ``fixed + per_row x rows / cores``, fitted through the N-row run and the
+baseline), also with the finish's batches placed as Spark's ``groupBy(b)`` places them today.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pickle
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
+
+from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
+from machine import machine, measure_child  # noqa: E402
+
+TABLE = "agrawal"
+VIEW = "agrawal_anon"
+KEY = "id"
+SEED = 0
+CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "c2"}}
+#: tds-spark: 20M rows in 2,305 s on 64 cores.
+TDS_ROWS_PER_CORE = 20_000_000 / 2305 / 64
+#: The Spark job group of the in-memory finish (its stages' tasks are counted).
+MAP_GROUPS = "sqlanon-bench-map-groups"
+#: The extrapolation's target.
+CLUSTER_ROWS, CLUSTER_CORES, GOAL_S = 100_000_000, 64, 600.0
+
+
+# ----------------------------------------------------------------------------- paths and loading
+def parquet_dir(directory: str, n: int) -> Path:
+    return Path(directory) / f"agrawal_{n}.parquet"
+
+
+def load_duckdb(directory: str, n: int, parquet: Path) -> tuple[str, float]:
+    """The on-disk DuckDB file holding the Parquet rows as table ``agrawal`` (a no-op when it
+    already does: the table comment records n and the seed, the count makes sure)."""
+    path = Path(directory) / f"agrawal_{n}_parquet.duckdb"
+    tag = f"agrawal parquet n={n} seed={SEED}"
+    start = time.perf_counter()
+    con = duckdb.connect(str(path))
+    try:
+        found = con.execute("SELECT comment FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
+                            [TABLE]).fetchall()  # fmt: skip
+        if not (found and found[0][0] == tag and con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0] == n):
+            files = str(parquet / "*.parquet").replace("'", "''")
+            con.execute(f"CREATE OR REPLACE TABLE {TABLE} AS SELECT * FROM read_parquet('{files}')")
+            con.execute(f"COMMENT ON TABLE {TABLE} IS '{tag}'")
+            con.execute("CHECKPOINT")
+    finally:
+        con.close()  # the children open the file read-write: no other process may hold it
+    return str(path), time.perf_counter() - start
+
+
+def master_cores(master: str) -> int:
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master.strip())
+    if master.strip() == "local":
+        return 1
+    if m is None:
+        raise SystemExit(f"--masters: only local, local[n] and local[*] are benchmarked here, not {master!r}")
+    return len(os.sched_getaffinity(0)) if m.group(1) == "*" else int(m.group(1))
+
+
+def java_version() -> str:
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lines = (out.stderr or out.stdout).strip().splitlines()
+    return lines[0] if lines else "unknown"
+
+
+# ----------------------------------------------------------------------------- inside a child
+def spark_session(master: str, warehouse: str, shuffle: int, driver_memory: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.builder.master(master).appName("sqlanon-bench-spark")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", driver_memory)  # before the JVM starts: it is the executors' too
+            .config("spark.sql.shuffle.partitions", str(shuffle))
+            .config("spark.sql.warehouse.dir", warehouse)
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .getOrCreate())  # fmt: skip
+
+
+def timed_engine(con: Any) -> Any:
+    """The connection's sqlanon engine with every call that reaches the database timed (``.log``:
+    seconds, level, what; only the outermost call when one calls another) and the batches of
+    :meth:`map_groups` recorded (``.groups``: rows per batch)."""
+    from sqlanon.engine import engine_for
+
+    base = type(engine_for(con))
+    names = [m for m in ("_run", "_fetch_numpy", "_fetch_rows", "_arrow", "_save", "map_groups") if hasattr(base, m)]
+
+    class Timed(base):  # type: ignore[misc, valid-type]
+        def __init__(self, con: Any) -> None:
+            super().__init__(con)
+            self.log: list[tuple[float, int, str]] = []
+            self.level = 0
+            self.depth = 0
+            self.groups: list[list[int]] = []
+
+    def timed(name: str) -> Any:
+        method = getattr(base, name)
+
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if name == "map_groups":  # (rows, groups, function, ...): the rows of every batch
+                function = args[2]
+                self.groups.append(np.bincount(function.batch_of, weights=function.open_.n,
+                                               minlength=args[1]).astype(np.int64).tolist())  # fmt: skip
+            spark = name == "map_groups" and hasattr(self.con, "sparkContext")
+            if spark:  # its jobs, to count the tasks of their stages afterwards
+                self.con.sparkContext.setJobGroup(MAP_GROUPS, "sqlanon map_groups")
+            self.depth += 1
+            start = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self.depth -= 1
+                if spark:
+                    self.con.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+                if not self.depth:
+                    what = args[0] if args and isinstance(args[0], str) else name
+                    self.log.append((time.perf_counter() - start, self.level, what))
+
+        return wrapper
+
+    for name in names:
+        setattr(Timed, name, timed(name))
+    return Timed(con)
+
+
+class TreeMemory:
+    """Samples ``/proc`` of this process and its descendants every ``every`` seconds: the peak
+    (``VmHWM``) of each process and the largest sum of ``VmRSS`` at one sample."""
+
+    def __init__(self, every: float = 1.0) -> None:
+        self.every = every
+        self.hwm: dict[int, tuple[str, int]] = {}  # pid -> (command, KiB)
+        self.tree_peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> TreeMemory:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    @staticmethod
+    def _tree() -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry.name}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+        out, todo = [], [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo += children.get(pid, [])
+        return out
+
+    def sample(self) -> None:
+        total = 0
+        for pid in self._tree():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if "VmHWM" not in fields:  # a zombie
+                continue
+            hwm, rss = (int(fields[f].split()[0]) for f in ("VmHWM", "VmRSS"))
+            name = "java" if os.path.basename(command[0].decode(errors="replace")) == "java" else \
+                "self" if pid == os.getpid() else fields.get("Name", "?").strip()
+            self.hwm[pid] = (name, max(hwm, self.hwm.get(pid, ("", 0))[1]))
+            total += rss
+        self.tree_peak = max(self.tree_peak, total)
+
+    def report(self) -> dict[str, Any]:
+        def mib(kib: float) -> float:
+            return round(kib / 1024, 1)
+
+        java = [kib for name, kib in self.hwm.values() if name == "java"]
+        workers = [kib for pid, (name, kib) in self.hwm.items() if name not in ("java", "self")]
+        return {"self_mib": mib(self.hwm.get(os.getpid(), ("", 0))[1]),
+                "jvm_mib": mib(max(java)) if java else None,
+                "workers_mib": mib(sum(workers)) if workers else None, "worker_processes": len(workers),
+                "tree_mib": mib(self.tree_peak)}  # fmt: skip
+
+
+def rules_rows(engine: Any, rules: str) -> list[list[Any]]:
+    """The rules relation ordered by region; NULL/NaN as None, numbers (not booleans) as floats."""
+    from sqlglot import exp
+
+    from sqlanon.engine import sqlgen as g
+
+    frame = engine.fetch_frame(exp.select(exp.Star()).from_(g.table(rules)).order_by(g.col("region")))
+    frame = frame.astype(object).where(frame.notna(), None)
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return None if v != v else float(v)
+        return v
+
+    return [[plain(v) for v in row] for row in frame.values.tolist()]
+
+
+def stage_tasks(spark: Any, group: str) -> list[int]:
+    """Tasks of every stage of the jobs of a job group (in job order), as Spark's status store
+    kept them."""
+    tracker = spark.sparkContext.statusTracker()
+    out = []
+    for job in sorted(tracker.getJobIdsForGroup(group)):
+        info = tracker.getJobInfo(job)
+        for stage in sorted(info.stageIds) if info else ():
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is not None:
+                out.append(stage_info.numTasks)
+    return out
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a BIGINT (Murmur3_x86_32.hashLong), which ``groupBy`` partitions by
+    (``pmod(hash(b), spark.sql.shuffle.partitions)``)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    def mix(h1: int, k1: int) -> int:
+        k1 = rotl((k1 * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+        return (rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+    value &= 0xFFFFFFFFFFFFFFFF
+    h = mix(mix(seed, value & 0xFFFFFFFF), value >> 32) ^ 8
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def largest_bucket(groups: int, partitions: int) -> int:
+    """Batches in the fullest shuffle partition when ``groups`` batches 0..groups-1 are hashed
+    into ``partitions``."""
+    return int(np.bincount([spark_hash_long(b) % partitions for b in range(groups)]).max())
+
+
+def makespan(tasks: list[int], cores: int) -> int:
+    """Longest core's load when ``tasks`` (sizes) run on ``cores``, longest first, each on the
+    least loaded core."""
+    import heapq
+
+    load = [0] * cores
+    for t in sorted(tasks, reverse=True):
+        heapq.heapreplace(load, load[0] + t)
+    return max(load)
+
+
+def statement_latency(spark: Any, repeats: int = 3) -> dict[str, float]:
+    """Median seconds of a tiny CTAS (a Parquet table of 10 rows), a tiny fetch, a DROP."""
+    name = "__bench_latency"
+    out: dict[str, list[float]] = {"ctas": [], "fetch": [], "drop": []}
+    for _ in range(repeats):
+        for step, run in (("ctas", lambda: spark.sql(f"CREATE TABLE {name} USING parquet AS SELECT id FROM range(10)")),
+                          ("fetch", lambda: spark.sql(f"SELECT sum(id) AS s FROM {name}").toArrow()),
+                          ("drop", lambda: spark.sql(f"DROP TABLE {name}"))):  # fmt: skip
+            start = time.perf_counter()
+            run()
+            out[step].append(time.perf_counter() - start)
+    return {f"latency_{step}_s": round(statistics.median(v), 4) for step, v in out.items()}
+
+
+def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None, master: str,
+        shuffle: int, driver_memory: str, warehouse: str, result: str, rules_out: str) -> None:
+    """Inside the child: start the engine, one anonymize() and what it cost."""
+    warnings.filterwarnings("ignore", category=FutureWarning)  # PySpark on pandas 3
+    with TreeMemory() as memory:
+        out: dict[str, Any] = {}
+        start = time.perf_counter()
+        if engine_name == "duckdb":
+            con = duckdb.connect(where)
+            out["cores"] = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+            out["start_s"] = round(time.perf_counter() - start, 3)
+        else:
+            con = spark_session(master, warehouse, shuffle, driver_memory)
+            con.sparkContext.setLogLevel("ERROR")
+            out["session_s"] = round(time.perf_counter() - start, 3)
+            out["cores"] = con.sparkContext.defaultParallelism
+            start = time.perf_counter()
+            con.sql(f"CREATE TABLE {TABLE} USING parquet LOCATION '{where}'")
+            out["table_rows"] = con.sql(f"SELECT count(*) FROM {TABLE}").collect()[0][0]
+            out["register_s"] = round(time.perf_counter() - start, 3)
+            out["start_s"] = round(out["session_s"] + out["register_s"], 3)
+        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows)
+        out.update(result_out.pop("out"))
+        rules = result_out["rules"]
+        if engine_name == "spark":
+            out["shuffle_partitions"] = shuffle
+            if out["groups"]:  # the shuffle partition (task) each batch of the finish hashes to
+                g = len(out["groups"])
+                task = [r[0] for r in con.sql(f"SELECT pmod(hash(id), {shuffle}) FROM range({g}) ORDER BY id").collect()]
+                load = np.bincount(task, weights=out["groups"], minlength=shuffle)
+                out["batch_task"] = task
+                out["largest_task_rows"] = int(load.max())
+                out["busy_tasks"] = int((load > 0).sum())
+            out["finish_stage_tasks"] = stage_tasks(con, MAP_GROUPS)
+            out.update(statement_latency(con))
+        memory.sample()
+    out.update(memory.report())
+    if engine_name == "spark":
+        con.stop()
+    else:
+        start = time.perf_counter()
+        con.close()  # DuckDB may checkpoint the persisted release: reported, not counted
+        out["close_s"] = round(time.perf_counter() - start, 3)
+    Path(result).write_text(json.dumps(out, default=str))
+    Path(rules_out).write_bytes(pickle.dumps(rules))
+
+
+def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_rows: int | None) -> dict[str, Any]:
+    import resource
+
+    import sqlanon
+    import sqlanon.api
+
+    engine = timed_engine(con)
+    levels: list[dict[str, Any]] = []
+    mark = {"t": 0.0, "statements": 0}
+    phases: dict[str, int] = {}
+
+    class Laps(sqlanon.api.Laps):  # the statements of each phase of release.timings
+        def __call__(self, step: str) -> None:
+            super().__call__(step)
+            phases[step] = engine.statements - sum(phases.values())
+            if step == "encode":  # the partitioner starts now: its first level counts from here
+                mark["statements"] = engine.statements
+
+    def progress(p: Any) -> None:  # after each level; p.elapsed counts from the partitioner's start
+        levels.append({"phase": p.phase, "level": p.level, "open": p.open_partitions, "finished": p.rows_finished,
+                       "s": round(p.elapsed - mark["t"], 4), "statements": engine.statements - mark["statements"]})
+        mark["t"], mark["statements"] = p.elapsed, engine.statements
+        engine.level = p.level
+
+    sqlanon.api.Laps = Laps  # type: ignore[misc]
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, view=VIEW, replace=True, key=KEY,
+                                progress=progress, **({} if memory_rows is None else {"memory_rows": memory_rows}),
+                                **CRITERIA[criterion])  # fmt: skip
+    seconds = time.perf_counter() - start
+    log = list(engine.log)
+    rules = rules_rows(engine, release.rules)
+    sql = [lv for lv in levels if lv["phase"] == "sql"]
+    mem = [lv for lv in levels if lv["phase"] == "memory"]
+    slowest = sorted(log, key=lambda x: x[0], reverse=True)[:5]
+    out = {
+        "s": seconds, "statements": release.statements, "timings": dict(release.timings),
+        "phase_statements": phases, "partitions": release.partitions, "k_achieved": release.k_achieved,
+        "rows": release.rows, "rss_before_mib": round(rss_before / 1024, 1),
+        "sql_levels": len(sql), "sql_level_s": [lv["s"] for lv in sql],
+        "sql_level_statements": [lv["statements"] for lv in sql], "sql_level_open": [lv["open"] for lv in sql],
+        "rows_finished_sql": sql[-1]["finished"] if sql else 0,
+        "memory_levels": len(mem), "memory_level_s": [lv["s"] for lv in mem],
+        "driver_s": sum(t for t, _, _ in log), "driver_calls": len(log),
+        "slowest": [{"s": round(t, 3), "level": lv, "sql": s[:300]} for t, lv, s in slowest],
+    }  # fmt: skip
+    out["groups"] = engine.groups[-1] if engine.groups else []
+    return {"out": out, "rules": rules}
+
+
+def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, master: str | None,
+            memory_rows: int | None) -> tuple[dict[str, Any], list[list[Any]] | None]:
+    """One configuration in a fresh interpreter; its results and rules, or an error."""
+    paths = []
+    for suffix in (".json", ".pickle"):
+        fd, path = tempfile.mkstemp(suffix=suffix)
+        os.close(fd)
+        paths.append(path)
+    scratch = None
+    if engine == "spark":  # a warehouse of the child's own: the release's managed tables land there
+        root = Path(args.dir) / "spark-warehouse"
+        root.mkdir(parents=True, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix=f"{criterion}-", dir=root)
+    cmd = [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(args.k),
+           "--warehouse", scratch or "-",
+           "--result", paths[0], "--rules-out", paths[1], "--masters", master or "-",
+           "--shuffle-partitions", str(args.shuffle_partitions), "--driver-memory", args.driver_memory,
+           "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
+    errors = tempfile.TemporaryFile()  # the child's stderr: its last line names a failure
+    returncode, rss, timed_out, seconds = measure_child(cmd, args.timeout, stderr=errors)
+    out: dict[str, Any] = {"rss_mib": rss, "process_s": round(seconds, 2)}
+    rules = None
+    try:
+        if timed_out:
+            out["error"] = f"timed out after {args.timeout:.0f} s"
+        elif returncode != 0:
+            errors.seek(0)
+            lines = [ln for ln in errors.read().decode(errors="replace").strip().splitlines() if ln.strip()]
+            out["error"] = f"child exited with {returncode}: {lines[-1] if lines else ''}"[:400]
+        else:
+            out.update(json.loads(Path(paths[0]).read_text()))
+            rules = pickle.loads(Path(paths[1]).read_bytes())
+    finally:
+        errors.close()
+        for path in paths:
+            os.unlink(path)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return {key: round(v, 4) if isinstance(v, float) else v for key, v in out.items()}, rules
+
+
+# ----------------------------------------------------------------------------- report
+def fmt(v: Any, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(records: list[dict[str, Any]]) -> None:
+    cols = [  # (heading, key, format)
+        ("N", "n", ","), ("engine", "label", ""), ("criterion", "criterion", ""), ("mem rows", "memory_rows_run", ","),
+        ("cores", "cores", ""),
+        ("start s", "start_s", ".1f"), ("anon s", "s", ".2f"), ("rows/s/core", "rows_per_s_core", ",.0f"),
+        ("stmts", "statements", ","), ("driver s", "driver_s", ".2f"), ("validate", "validate_s", ".2f"),
+        ("encode", "encode_s", ".2f"), ("sql lv", "sql_levels", ""), ("sql s", "partition_sql_s", ".2f"),
+        ("s/lv", "s_per_sql_level", ".2f"), ("memory s", "partition_memory_s", ".2f"),
+        ("finish r/s/core", "finish_rows_per_s_core", ",.0f"), ("publish", "publish_verify_s", ".2f"), ("py MiB", "self_mib", ".0f"), ("JVM MiB", "jvm_mib", ".0f"),
+        ("workers MiB", "workers_mib", ".0f"), ("tree MiB", "tree_mib", ".0f"), ("classes", "partitions", ","),
+        ("k min", "k_achieved", ""),
+    ]  # fmt: skip
+    cells = [[h for h, _, _ in cols]] + [[fmt(r.get(key), f) for _, key, f in cols] for r in records]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    for row in cells:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if not a or not b else f"{a / b:.2f}x"
+
+
+def sql_levels_for(n: int, memory_rows: int) -> int:
+    """SQL levels of a run on n rows: Median-like splits halve the partitions until none is
+    larger than memory_rows."""
+    levels = 0
+    while n > memory_rows:
+        n, levels = math.ceil(n / 2), levels + 1
+    return levels
+
+
+def phase_costs(run: dict[str, Any]) -> dict[str, tuple[float, int]]:
+    """Seconds and statements of each phase of a run: validate, encode, every SQL level, the
+    in-memory finish, publish_verify."""
+    t, st = run["timings"], run["phase_statements"]
+    out = {p: (t.get(p, 0.0), st.get(p, 0)) for p in ("validate", "encode")}
+    for i, (s, n) in enumerate(zip(run["sql_level_s"], run["sql_level_statements"])):
+        out[f"level{i + 1}"] = (s, n)
+    out["finish"] = (t.get("partition_memory", 0.0), st.get("partition_memory", 0))
+    out["publish_verify"] = (t.get("publish_verify", 0.0), st.get("publish_verify", 0))
+    return out
+
+
+def fit(big: dict[str, Any], small: dict[str, Any] | None, latency: float) -> dict[str, tuple[float, float, bool]]:
+    """Per phase ``(fixed seconds, core-seconds per row, fitted)`` of ``T = fixed + per_row x rows /
+    cores``: through the two runs (same plan, ``small`` on fewer rows) when there is a small one and
+    the big run took longer in that phase; else (``fitted`` False) ``fixed = statements x latency``."""
+    c, n = big["cores"], big["rows"]
+    costs = phase_costs(big)
+    low = phase_costs(small) if small is not None else {}
+    out = {}
+    for phase, (s, statements) in costs.items():
+        if phase in low and s > low[phase][0]:
+            m = small["rows"]  # type: ignore[index]
+            per_row = (s - low[phase][0]) * c / (n - m)
+            out[phase] = (max(low[phase][0] - per_row * m / c, 0.0), per_row, True)
+        else:  # no baseline, or noise larger than the per-row work: the latency model
+            fixed = min(statements * latency, s)
+            out[phase] = (fixed, (s - fixed) * c / n, False)
+    return out
+
+
+def estimate(runs: dict[str, dict[str, Any]], masters: list[str], memory_rows: int,
+             baseline: dict[str, Any] | None) -> list[str]:
+    """The 100M-row, 64-core estimate for one criterion from its Spark runs (see MODEL)."""
+    ok = [runs[m] for m in masters if m in runs and not runs[m].get("error")]
+    if not ok:
+        return ["  no successful Spark run: no estimate"]
+    base = max(ok, key=lambda r: r["cores"])  # the run with the most cores gives the SQL costs
+    small = baseline if baseline is not None and not baseline.get("error") else None
+    latency = statistics.mean(base[f"latency_{s}_s"] for s in ("ctas", "fetch", "drop"))
+    costs = fit(base, small, latency)
+    levels_measured = [p for p in costs if p.startswith("level")]
+    finish_fixed = costs["finish"][0]
+    per_row_finish = {}
+    for r in ok:  # the finish's core-seconds per row of every master, beyond the fixed cost of the fit
+        rows_mem = r["rows"] - r.get("rows_finished_sql", 0)
+        busy = r["timings"].get("partition_memory", 0.0) - finish_fixed
+        if busy <= 0:  # noise: this run's finish took less than the fixed cost; the latency model
+            busy = r["timings"].get("partition_memory", 0.0) - min(r["phase_statements"].get("partition_memory", 0)
+                                                                   * latency, r["timings"].get("partition_memory", 0.0))
+        per_row_finish[r["label"]] = max(busy, 1e-9) * r["cores"] / rows_mem
+    w_finish = max(per_row_finish.values())  # the slower: conservative
+    N, C = CLUSTER_ROWS, CLUSTER_CORES
+    levels = sql_levels_for(N, memory_rows)
+    if levels_measured:
+        level_fixed = statistics.mean(costs[p][0] for p in levels_measured)
+        level_row = statistics.mean(costs[p][1] for p in levels_measured)
+        level_note = f"mean of the {len(levels_measured)} measured levels"
+        level_statements = statistics.mean(base["sql_level_statements"])
+    else:  # no level at this N: a level is a full pass writing the working table, like encode
+        level_fixed, level_row, _ = costs["encode"]
+        level_note = "NO SQL level measured (all finished in memory): each level costed as the encode phase"
+        level_statements = base["phase_statements"].get("encode", 0)
+    part_rows = N / 2**levels
+    per_batch = max(1, int(memory_rows // part_rows))
+    batches = math.ceil(2**levels / per_batch)
+    waves = math.ceil(batches / C)
+    t_levels = levels * (level_fixed + level_row * N / C)
+    t_finish = finish_fixed + waves * per_batch * part_rows * w_finish
+    hashed = {}  # groupBy(b) places batches by hash: the finish's span in batches, per shuffle partitions
+    for partitions in (C, 200):
+        buckets = np.bincount([spark_hash_long(b) % partitions for b in range(batches)], minlength=partitions)
+        hashed[partitions] = (makespan([int(x) for x in buckets if x], C), int(buckets.max()))
+    others = ("validate", "encode", "publish_verify")
+    t_other = sum(costs[p][0] + costs[p][1] * N / C for p in others)
+    total = t_levels + t_finish + t_other
+    statements = (sum(base["phase_statements"].get(p, 0) for p in (*others, "partition_memory"))
+                  + levels * level_statements)  # fmt: skip
+    per_core = N / total / C
+    how = (f"two-point fit with the {small['rows']:,}-row baseline (memory_rows scaled to {small['memory_rows_run']:,})"
+           if small is not None else f"fixed = statements x L, L = {latency:.3f} s (tiny CTAS/fetch/DROP, warm)")
+    rows_txt = ", ".join(f"{k}: {1 / v:,.0f}" for k, v in per_row_finish.items())
+    lines = [f"  measured on {base['label']} (N={base['rows']:,}, {base['cores']} cores), {how}; per phase "
+             f"fixed s + core-us/row:"]
+    lines.append("    " + "; ".join(f"{p} {f:.2f} s + {w * 1e6:.2f}{'' if fitted else '*'}"
+                                   for p, (f, w, fitted) in costs.items()))
+    if not all(fitted for _, _, fitted in costs.values()):
+        lines.append(f"    * not fitted (no baseline, or the baseline was not faster in that phase): fixed = "
+                     f"statements x L, L = {latency:.3f} s")
+    lines += [
+        f"    finish rows/s per core (beyond its fixed {finish_fixed:.2f} s): {rows_txt}; the slower is used",
+        f"  at {N:,} rows, {C} cores, memory_rows={memory_rows:,}: {levels} SQL levels ({level_note}: "
+        f"{level_fixed:.2f} s + {level_row * 1e6:.2f} core-us/row each), then {batches} batches of "
+        f"~{per_batch * part_rows:,.0f} rows in {waves} wave(s) of tasks",
+        f"  ESTIMATE: SQL levels {t_levels:,.0f} s + in-memory finish {t_finish:,.0f} s + validate/encode/publish "
+        f"{t_other:,.0f} s = {total:,.0f} s ({total / 60:.1f} min; goal {GOAL_S / 60:.0f} min: "
+        f"{'met' if total <= GOAL_S else 'NOT met'}), ~{statements:.0f} statements; {per_core:,.0f} rows/s per core "
+        f"= {per_core / TDS_ROWS_PER_CORE:.1f}x tds-spark's {TDS_ROWS_PER_CORE:.0f} (goal 20x)",
+    ]
+    for partitions, (span, fullest) in hashed.items():
+        t_hash = finish_fixed + span * per_batch * part_rows * w_finish
+        lines.append(f"  ESTIMATE with the batches placed as groupBy(b) places them today (pmod(hash(b), "
+                     f"{partitions}) with spark.sql.shuffle.partitions={partitions}: fullest task {fullest} batches, "
+                     f"busiest core {span} batches instead of {waves}): finish {t_hash:,.0f} s, total "
+                     f"{total - t_finish + t_hash:,.0f} s ({(total - t_finish + t_hash) / 60:.1f} min)")
+    return lines
+
+
+MODEL = """\
+Estimate for 100M rows on a 64-core cluster: an ESTIMATE from the costs measured above, not a measurement.
+Model: every phase (validate, encode, each SQL level, the in-memory finish, publish_verify) costs
+    T = fixed + per_row x rows / cores
+fitted through two Spark runs of the same plan on the master with the most cores: the N-row run and a
+baseline on fewer rows (a prefix of the same table) with memory_rows scaled by the same factor, so both have the
+same SQL levels, statements and finish batches; the baseline's time is (almost all) the fixed cost: statement
+latency, planning, code generation, JVM warm-up, task scheduling -- assumed the same on a cluster. Without a
+baseline, fixed = statements x the latency of a trivial statement. Per-row work is assumed to scale perfectly
+with rows and cores (no network shuffle cost is modelled). SQL levels at 100M: one per halving until partitions
+fit memory_rows, each at the measured mean fixed cost and per-row cost of a level. The finish: its fixed cost +
+one task per batch, in waves of 64 tasks, at the slower per-core rate of local[1] and local[2], assuming every
+batch gets its own task -- and again as Spark places them today: groupBy(b) hashes the batch numbers into
+spark.sql.shuffle.partitions buckets, one task each, so batches share tasks (the busiest core's batches are
+computed with Spark's hash). JVM/session start-up is not counted."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--k", type=int, default=100)
+    p.add_argument("--dir", default="/tmp/sqlanon-bench",
+                   help="where the Parquet files, the DuckDB file and the Spark warehouses live")
+    p.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"], help="Spark masters (local modes)")
+    p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
+    p.add_argument("--memory-rows", default="default",
+                   help="anonymize(memory_rows=...); 'default' passes none (2,000,000)")
+    p.add_argument("--shuffle-partitions", type=int, default=8,
+                   help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
+    p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")
+    p.add_argument("--baseline-rows", default="auto",
+                   help="rows of the Spark baseline run per criterion for the estimate's fixed costs ('auto': "
+                        "max(100000, rows/50); 0: none, fixed costs from the statement latency instead)")
+    p.add_argument("--skip-duckdb", action="store_true", help="Spark only (no ratios, no rule comparison)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per configuration")
+    p.add_argument("--one", nargs=2, metavar=("ENGINE", "CRITERION"), help=argparse.SUPPRESS)
+    p.add_argument("--where", help=argparse.SUPPRESS)
+    p.add_argument("--warehouse", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    p.add_argument("--rules-out", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    memory_rows = None if args.memory_rows == "default" else int(args.memory_rows)
+
+    if args.one:  # inside a measurement process
+        one(args.one[0], args.where, args.one[1], args.k, memory_rows, args.masters[0], args.shuffle_partitions,
+            args.driver_memory, args.warehouse, args.result, args.rules_out)  # fmt: skip
+        return
+
+    from sqlanon.request.spec import DEFAULT_MEMORY_ROWS
+
+    n = args.rows
+    cores = {m: master_cores(m) for m in args.masters}
+    memory = DEFAULT_MEMORY_ROWS if memory_rows is None else memory_rows
+    small = max(100_000, n // 50) if args.baseline_rows == "auto" else int(args.baseline_rows)
+    small = small if 0 < small < n else 0
+    small_memory = max(1, round(memory * small / n))  # the same plan on fewer rows
+    widest = max(args.masters, key=lambda m: cores[m])
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
+    info = machine("pyspark", "pyarrow", "sqlanon")
+    info["java"] = java_version()
+    settings = {"spark.sql.shuffle.partitions": args.shuffle_partitions, "spark.driver.memory": args.driver_memory,
+                "spark.ui.enabled": False, "spark.sql.execution.arrow.pyspark.enabled": True}
+    print(json.dumps({"machine": info, "spark": settings}), flush=True)
+
+    print(f"# N={n:,}: writing/reusing Parquet ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    parquet = write_parquet(parquet_dir(args.dir, n), n, seed=SEED, id_column=KEY)
+    parquet_s = time.perf_counter() - start
+    duck_where, duck_load_s = load_duckdb(args.dir, n, parquet) if not args.skip_duckdb else ("", 0.0)
+    small_parquet = write_parquet(parquet_dir(args.dir, small), small, seed=SEED, id_column=KEY) if small else None
+
+    records: list[dict[str, Any]] = []
+    by: dict[str, dict[str, dict[str, Any]]] = {}
+    baselines: dict[str, dict[str, Any]] = {}
+    identical: list[str] = []
+    for criterion in args.criteria:
+        rules: dict[str, Any] = {}
+        configs = ([("duckdb", None, n)] if not args.skip_duckdb else []) + [("spark", m, n) for m in args.masters]
+        configs += [("spark", widest, small)] if small else []
+        for engine, master, rows in configs:
+            label = "duckdb" if engine == "duckdb" else f"spark {master}"
+            label += " baseline" if rows != n else ""
+            run_memory = memory_rows if rows == n else small_memory
+            print(f"# N={rows:,}: {label} {criterion} ...", file=sys.stderr, flush=True)
+            where = duck_where if engine == "duckdb" else str(parquet if rows == n else small_parquet)
+            out, rules[label] = run_one(engine, where, criterion, args, master, run_memory)
+            timings = out.get("timings") or {}
+            rec = {"n": rows, "engine": engine, "master": master, "label": label, "criterion": criterion,
+                   "memory_rows": "default" if run_memory is None else run_memory,
+                   "memory_rows_run": memory if rows == n else small_memory, "parquet_s": round(parquet_s, 2),
+                   **({"duckdb_load_s": round(duck_load_s, 2)} if engine == "duckdb" else {}),
+                   **out, **{f"{step}_s": v for step, v in timings.items()}}  # fmt: skip
+            rec.setdefault("rows", rows)
+            if rec.get("s"):
+                rec["rows_per_s_core"] = round(rows / rec["s"] / rec["cores"], 1)
+                rows_mem = rows - rec.get("rows_finished_sql", 0)
+                if timings.get("partition_memory"):
+                    rec["finish_rows_per_s_core"] = round(rows_mem / timings["partition_memory"] / rec["cores"], 1)
+            levels = rec.get("sql_level_s") or []
+            rec["s_per_sql_level"] = round(sum(levels) / len(levels), 3) if levels else None
+            records.append(rec)
+            if rows == n:
+                by.setdefault(criterion, {})[label] = rec
+            else:
+                baselines[criterion] = rec
+            print(json.dumps(rec, default=str), flush=True)
+        if "duckdb" in rules:
+            for label in rules:
+                if label == "duckdb" or label.endswith("baseline"):
+                    continue
+                a, b = rules["duckdb"], rules[label]
+                verdict = ("yes" if a is not None and a == b else
+                           "NOT COMPARED (a run failed)" if a is None or b is None else "NO")  # fmt: skip
+                extra = f" ({len(a)} rules)" if a is not None and b is not None else ""
+                if verdict == "NO":
+                    diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                    extra += f"; {len(a)} vs {len(b)} rules, first difference at row {diff}"
+                identical.append(f"{criterion}: rules of duckdb and {label} identical: {verdict}{extra}")
+
+    print(f"\nmachine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; python {info['python']}, "
+          f"duckdb {info['duckdb']}, pyspark {info['pyspark']}, pyarrow {info['pyarrow']}, pandas {info['pandas']}, "
+          f"numpy {info['numpy']}; {info['java']}")
+    print(f"N = {n:,}, k = {args.k}, memory_rows = {args.memory_rows}, key = {KEY!r}; Parquet: {parquet} "
+          f"({len(list(parquet.glob('*.parquet')))} files); DuckDB: on-disk file loaded from it; Spark: "
+          f"spark.sql.shuffle.partitions={args.shuffle_partitions} (small, for local mode, the same for every master), "
+          f"spark.driver.memory={args.driver_memory}, Arrow on, UI off, in-memory catalog; "
+          + (f"baseline (for the estimate): {small:,} rows, memory_rows {small_memory:,}, on {widest}" if small
+             else "no baseline"))
+    print_table(records)
+    print("\nstart s: DuckDB connect; Spark session (JVM) start + CREATE TABLE ... USING parquet + count(*), not in "
+          "anon s. rows/s/core = N / anon s / cores. py MiB: the Python child's VmHWM (the JSON's rss_mib, from os.wait4, "
+          "is at least the parent's peak at fork: Linux carries it over exec); JVM MiB: the "
+          "JVM's VmHWM; workers MiB: sum of the VmHWM of Spark's Python workers; tree MiB: largest sum of VmRSS over "
+          "the child's process tree (1 s samples).")
+    print()
+    for line in identical:
+        print(line)
+    print()
+    for criterion, runs in by.items():
+        duck = runs.get("duckdb", {})
+        parts = [f"spark {m} / duckdb: anon {ratio(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
+                 for m in args.masters if not args.skip_duckdb]  # fmt: skip
+        narrowest = min(args.masters, key=lambda m: cores[m])
+        lo, hi = runs.get(f"spark {narrowest}", {}), runs.get(f"spark {widest}", {})
+        if narrowest != widest and lo.get("s") and hi.get("s"):
+            parts.append(f"{narrowest} / {widest}: anon {ratio(lo.get('s'), hi.get('s'))}, in-memory finish "
+                         f"{ratio(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
+                         f"{ratio(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
+                         f"{ratio(*(sum(r['timings'].get(x, 0) for x in ('validate', 'encode', 'publish_verify')) for r in (lo, hi)))}"
+                         f" (ideal {cores[widest] / cores[narrowest]:.0f}x)")  # fmt: skip
+        print(f"{criterion}: " + "; ".join(parts))
+        if duck.get("s") and hi.get("s"):
+            print(f"  target 'Spark {widest} within 3x of DuckDB': {'met' if hi['s'] <= 3 * duck['s'] else 'NOT met'}"
+                  f" ({hi['s'] / duck['s']:.2f}x)")
+    print()
+    for r in records:
+        head = f"{r['label']} {r['criterion']}"
+        if r.get("error"):
+            print(f"{head}: {r['error']}")
+            continue
+        line = (f"{head}: SQL levels s {r['sql_level_s']} (statements {r['sql_level_statements']}, open "
+                f"{r['sql_level_open']}); phases {r['timings']} statements {r['phase_statements']}")
+        if r["engine"] == "spark":
+            line += (f"; finish batches (rows) {r.get('groups')} -> shuffle partition {r.get('batch_task')} "
+                     f"({r.get('busy_tasks')} busy tasks, largest {r.get('largest_task_rows'):,} rows; tasks of the "
+                     f"finish's stages {r.get('finish_stage_tasks')}); latency "
+                     f"CTAS/fetch/DROP {r.get('latency_ctas_s')}/{r.get('latency_fetch_s')}/{r.get('latency_drop_s')} s"
+                     if r.get("groups") else "")  # fmt: skip
+        else:
+            line += (f"; {r['memory_levels']} in-memory levels, {sum(r['memory_level_s']):.2f} s (the first "
+                     f"{r['memory_level_s'][:1]} s includes the first batch's fetch); finish batches (rows) {r.get('groups')}")
+        print(line)
+    print("\nslowest calls:")
+    for r in records:
+        for s in (r.get("slowest") or [])[:3]:
+            print(f"  {r['label']} {r['criterion']}: {s['s']:.3f} s (level {s['level']}) {s['sql'][:160]}")
+    print("\n" + MODEL)
+    for criterion, runs in by.items():
+        print(f"{criterion}:")
+        for line in estimate(runs, [f"spark {m}" for m in args.masters], memory, baselines.get(criterion)):
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
