@@ -19,9 +19,10 @@ answers for what Spark spells or does its own way:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -202,8 +203,13 @@ class SparkEngine(Engine):
         self.statements += 1
         self._catalog = None
         try:
-            self._frame(sql).groupBy("b").applyInPandas(apply, schema).write.format("parquet") \
-                .saveAsTable(g.table(both).sql(self.dialect))
+            # One task per batch, as far as Spark places them: groupBy alone hashes batches into
+            # shuffle partitions (several batches to a task, idle cores), and adaptive execution
+            # merges small partitions (every batch in one task); range partitioning on the batch
+            # number with merging off gives each batch a task of its own (the first may get two).
+            with _setting(self.con, "spark.sql.adaptive.coalescePartitions.enabled", "false"):
+                self._frame(sql).repartitionByRange(groups, "b").groupBy("b").applyInPandas(apply, schema) \
+                    .write.format("parquet").saveAsTable(g.table(both).sql(self.dialect))
         except (PySparkException, Py4JError) as e:
             raise EngineError(_message(e), sql) from e
         part = g.col(_PART)
@@ -356,6 +362,20 @@ class SparkEngine(Engine):
 
     def set_comment(self, table: str, text: str) -> None:
         self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+@contextlib.contextmanager
+def _setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """A session setting for the statements inside, the caller's restored after."""
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
 
 
 def _message(error: BaseException) -> str:
