@@ -11,6 +11,12 @@
 ``install-macros`` runs ``sql/macros.sql``: the checks as DuckDB table macros
 =================  ===================================================================
 
+DB is a DuckDB database file or a ``postgresql://`` URL; with ``--engine spark`` it names the
+Spark database to work in, the session opened by :func:`sqlanon.engine.spark_session`
+(``--spark-master``, ``--spark-conf``; a cluster's own settings come from ``spark-defaults.conf``
+and ``spark-submit`` as usual). What is DuckDB's alone -- data files read in place, the SQL
+macros -- is refused on the other engines.
+
 Exit status: 0 on success, 1 when a check fails (or the database fails), 2 for usage and input
 errors. Errors are one line on stderr (``sqlanon: error: ...``), never a traceback, in the
 command line's words: the library's messages name its keyword arguments (``pass replace=True``),
@@ -21,6 +27,7 @@ which :func:`cli_words` turns into the flags (``pass --replace``). A standard ou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -54,12 +61,13 @@ from .request.config import (
 )
 from .model.constraints import Constraint, KAnonymity
 from .engine.base import Engine
-from .engine import connect, engine_for
+from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .mondrian.builder import Progress
 from .release.report import FORMATS, collect, render
 from .request.spec import resolve
+from .publish.pipeline import _rename
 from .publish.verify import Verification, verify
 from .publish.violations import Violations, violations
 
@@ -86,6 +94,8 @@ FLAGS = {
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
 # bare multi-word identifiers, unambiguous without '=': "memory_rows must be ..."
 _BARE = re.compile(r"(?<![\w.'\"-])(?P<key>memory_rows|class_column)\b(?!=)")
+#: The engines of ``--engine``.
+ENGINES = ("duckdb", "postgres", "spark")
 #: The QIs of ``sqlanon demo``: age is numeric, the others use the bundled ARX hierarchies.
 DEMO_QID = ("age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation")
 
@@ -224,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="sqlanon", formatter_class=fmt,
-        description="Anonymize DuckDB or PostgreSQL tables in SQL: k-anonymous multidimensional recoding (Mondrian).",
+        description="Anonymize DuckDB, PostgreSQL or Spark tables in SQL: k-anonymous multidimensional recoding\n"
+                    "(Mondrian).",
         epilog="Run 'sqlanon COMMAND --help' for the options of a command.\n"
                "Exit status: 0 ok, 1 a check failed (or the database failed), 2 usage or input error.",
     )
@@ -256,11 +267,15 @@ def build_parser() -> argparse.ArgumentParser:
                "  sqlanon anonymize hospital.duckdb patients --qid age,nation --k 50 \\\n"
                "      --hierarchy nation=nation.csv --view patients_public --replace\n"
                "  sqlanon anonymize patients.parquet --qid age,zip --k 10 --out public.parquet\n"
+               "  sqlanon anonymize --engine spark --spark-master yarn hospital patients --qid age,zip --k 10 \\\n"
+               "      --key patient_id\n"
                "  sqlanon anonymize hospital.duckdb patients --qid age,zip --k 20 --sensitive diagnosis \\\n"
                "      --l 3 --diversity recursive --c 2 --variance cost=1e6 --target hiv --criterion infogain\n"
                "  sqlanon anonymize --config release.toml --k 20\n\n" + _release_file_help(),
     )
-    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file (must exist) or postgresql:// URL, or FILES")
+    p.add_argument("db", nargs="?", metavar="DB",
+                   help="DuckDB database file (must exist) or postgresql:// URL (with --engine spark: the Spark "
+                        "database), or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view (schema.table accepted), or files")
     _request_options(p)
     p.add_argument("--out", metavar="FILE",
@@ -269,11 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "If writing fails, the release is undone: the database is left as it was")
     p.add_argument("--json", action="store_true", help="print the Release as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _engine_options(p)
     p.set_defaults(run=_anonymize)
 
     p = sub.add_parser(
         "verify", formatter_class=fmt, help="check k-anonymity of a table or view (sqlanon.verify)",
         usage="sqlanon verify DB RELATION --qid COLS --k N [constraints] [--class-column COL] [--json]\n"
+              "                     [engine options]\n"
               "       sqlanon verify FILES --qid COLS --k N [constraints] [--class-column COL] [--json]\n"
               "constraints: [--sensitive COLS --l L [--diversity entropy|distinct|recursive] [--c C]]\n"
               "             [--variance COL=V ...]",
@@ -284,14 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "--diversity says otherwise), with --variance COL=V its variance of COL at least V.\n"
                     "Each check is reported on its own line -- ok or FAILED, with the achieved value of the\n"
                     f"worst class -- and each failed one lists its violating classes, worst first (at most\n"
-                    f"{MAX_LISTED}; all are counted). The database is opened read-only.\n\n"
+                    f"{MAX_LISTED}; all are counted). The database is opened read-only (Spark has no read-only\n"
+                    "mode: nothing is written there either).\n\n"
                     "Exit status: 0 every check holds, 1 one fails, 2 usage or input error.",
         epilog="examples:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10\n"
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis\n"
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip --k 10 --sensitive diagnosis --l 2 \\\n"
                "      --diversity distinct --variance cost=1e6 --json",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL, or FILES (Parquet/CSV/JSON) without DB")
+    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL (with --engine spark: the "
+                                           "Spark database), or FILES (Parquet/CSV/JSON) without DB")
     p.add_argument("relation", nargs="?", metavar="RELATION", help="table or view to check")
     p.add_argument("--qid", action="append", required=True, metavar="COLS",
                    help="quasi-identifier columns, comma-separated (repeatable)")
@@ -302,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON: the Verification, the failed checks and each one's violating "
                         "classes")
+    _engine_options(p)
     p.set_defaults(run=_verify)
 
     p = sub.add_parser(
@@ -310,16 +330,19 @@ def build_parser() -> argparse.ArgumentParser:
               "       sqlanon explain FILES --qid COLS --k N [options]\n"
               "       sqlanon explain [DB [TABLE]] --config RELEASE.toml [options]",
         description="Validate an anonymize request against the database (sqlanon.request.spec.resolve) and print\n"
-                    "the SQL each step runs, in DuckDB's dialect, without running anything that writes\n"
-                    "(the database is opened read-only). Statements marked [ran] are the read-only lookups\n"
-                    "explain itself ran; per-level statements are shown for the root level; values that\n"
-                    "depend on the data are said to. The steps are numbered in the order they run; a step\n"
-                    "the request does not need (a snapshot of a table with row ids, say) is left out.",
+                    "the SQL each step runs, in the engine's dialect, without running anything that writes\n"
+                    "(the database is opened read-only; Spark has no read-only mode: nothing is written there\n"
+                    "either). Statements marked [ran] are the read-only lookups explain itself ran; per-level\n"
+                    "statements are shown for the root level; values that depend on the data are said to.\n"
+                    "The steps are numbered in the order they run; a step the request does not need (a\n"
+                    "snapshot of a table with row ids, say) is left out.",
         epilog=_release_file_help(),
     )
-    p.add_argument("db", nargs="?", metavar="DB", help="DuckDB database file or postgresql:// URL, or FILES")
+    p.add_argument("db", nargs="?", metavar="DB",
+                   help="DuckDB database file or postgresql:// URL (with --engine spark: the Spark database), or FILES")
     p.add_argument("table", nargs="?", metavar="TABLE", help="table or view")
     _request_options(p)
+    _engine_options(p)
     p.set_defaults(run=_explain)
 
     p = sub.add_parser(
@@ -333,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "reads in a terminal; JSON holds every number (its \"metrics\" is sqlanon.metrics(...).as_dict()).\n"
                     "Without --target/--numeric-target/--sensitive/--select the release's own workload is used\n"
                     "(the criterion's targets, the constrained columns, the selections it was made for).\n"
-                    "The database is opened read-only.\n\n"
+                    "The database is opened read-only (Spark has no read-only mode: nothing is written there\n"
+                    "either).\n\n"
                     "Exit status: 0 the report was written and the requirement holds, 1 it was written and the\n"
                     "requirement fails (or the database failed), 2 usage or input error.",
         epilog="examples:\n"
@@ -342,7 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
                "  sqlanon report hospital.duckdb patients_anon -o report.json --target hiv \\\n"
                "      --select \"age > 40 AND sex = 'M'\"",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL holding the release")
+    p.add_argument("db", metavar="DB",
+                   help="DuckDB database file or postgresql:// URL (with --engine spark: the Spark database) "
+                        "holding the release")
     p.add_argument("view", metavar="VIEW", help="the release's published view (or its rules relation)")
     p.add_argument("--format", choices=FORMATS,
                    help="html (one file, plots inline), markdown or json; default: from -o's suffix "
@@ -357,11 +383,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sensitive column(s) for achieved l and variance (comma-separated, repeatable)")
     p.add_argument("--select", action="append", metavar="PREDICATE",
                    help="a selection (SQL over the QIs) whose imprecision is reported (repeatable)")
+    _engine_options(p)
     p.set_defaults(run=_report)
 
     p = sub.add_parser(
         "apply", formatter_class=fmt, help="recode another table with a release's rules (sqlanon.apply)",
-        usage="sqlanon apply DB VIEW TABLE [--view OUT] [--replace] [--enforce] [--json]",
+        usage="sqlanon apply DB VIEW TABLE [--view OUT] [--replace] [--enforce] [--json] [engine options]",
         description="Recode TABLE in DB with the stored rules of the release published as VIEW (sqlanon.apply),\n"
                     "into a new table OUT laid out like the release's view: each QI replaced by its published\n"
                     "columns, plus eq_class. TABLE (or Parquet/CSV/JSON files) needs the release's QI columns.\n"
@@ -378,7 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "release's requirement.",
         epilog="example:\n  sqlanon apply hospital.duckdb patients_anon new_patients --view new_patients_anon --enforce",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file (must exist) or postgresql:// URL holding the release")
+    p.add_argument("db", metavar="DB",
+                   help="DuckDB database file (must exist) or postgresql:// URL (with --engine spark: the Spark "
+                        "database) holding the release")
     p.add_argument("release", metavar="VIEW", help="the release's published view, whose rules are applied")
     p.add_argument("table", metavar="TABLE", help="table or view to recode (schema.table accepted), or files")
     p.add_argument("--view", metavar="OUT", help="name of the table to create (default TABLE_anon)")
@@ -387,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suppress every class below the release's k (or breaking its diversity constraints): "
                         "its rows are published fully generalized, eq_class NULL")
     p.add_argument("--json", action="store_true", help="print the result (sqlanon.Applied) as JSON")
+    _engine_options(p)
     p.set_defaults(run=_apply)
 
     p = sub.add_parser(
@@ -402,7 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
                "  duckdb hospital.duckdb \"SELECT * FROM sqlanon_k_check('patients_anon', "
                "['age_min', 'age_max', 'sex'], 10)\"",
     )
-    p.add_argument("db", metavar="DB", help="DuckDB database file (must exist); PostgreSQL has no table macros")
+    p.add_argument("db", metavar="DB",
+                   help="DuckDB database file (must exist); PostgreSQL and Spark have no table macros")
+    _engine_options(p)
     p.set_defaults(run=_install_macros)
     return parser
 
@@ -439,6 +471,22 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+
+
+def _engine_options(p: argparse.ArgumentParser) -> None:
+    """--engine and the Spark session's settings, shared by the commands that open DB."""
+    group = p.add_argument_group("engine options")
+    group.add_argument("--engine", choices=ENGINES,
+                       help="the engine of DB (default: postgres for a postgresql:// URL, else duckdb). With spark, "
+                            "DB is the Spark database to work in (it must exist); the session is SparkSession.builder"
+                            "...getOrCreate(), stopped at the end")
+    group.add_argument("--spark-master", metavar="URL",
+                       help="with --engine spark: the master, e.g. local[4], spark://host:7077, yarn (default: "
+                            "spark.master from spark-defaults.conf or spark-submit, else local[*])")
+    group.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="with --engine spark: a session setting, e.g. spark.sql.warehouse.dir=/data/warehouse "
+                            "(repeatable). A cluster's own settings come from spark-defaults.conf and spark-submit "
+                            "as usual")
 
 
 def _privacy_options(p: argparse.ArgumentParser) -> None:
@@ -493,34 +541,32 @@ def _demo(args: argparse.Namespace) -> int:
 # -- anonymize --------------------------------------------------------------------------------
 def _anonymize(args: argparse.Namespace) -> int:
     request = _request(args)
+    in_memory = _engine(args, request.database) == "duckdb" and request.database is None
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_out(out, request.replace)
-    if request.database is None and out is None:
+    if in_memory and out is None:
         raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
                          "(or name a database: sqlanon anonymize DB FILES ...)")
-    con = _connect(request.database, read_only=False)
-    try:
+    with _opened(args, request.database, read_only=False) as con:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
             kwargs = request.anonymize_kwargs()
-            if out is not None and request.database is not None:
+            if out is not None and not in_memory:
                 release = _publish_and_export(con, kwargs, out, progress)
             else:
                 release = anonymize(con, progress=progress, **kwargs)
                 if out is not None:  # in memory: nothing outlives the command, whatever happens
                     _export(con, release.view, out)
         recorded = manifest.read(con, release.rules)  # the criterion and constraints the library chose
-    finally:
-        con.close()
     if args.json:
         document = _release_document(release)
         document["criterion"] = recorded.criterion
         document["constraints"] = list(recorded.constraints)
-        document["in_memory"] = request.database is None  # the release itself was not kept
+        document["in_memory"] = in_memory  # the release itself was not kept
         document["out"] = str(out) if out is not None else None
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        _write_summary(sys.stdout, release, out_file=out, in_memory=request.database is None,
+        _write_summary(sys.stdout, release, out_file=out, in_memory=in_memory,
                        criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
 
@@ -552,7 +598,8 @@ def _publish_and_export(
     back one that ``--replace`` overwrote, so then the whole run happens in one transaction,
     rolled back on failure. That is kept to this case because a transaction around the run also
     keeps every working table of the partitioning until it ends (about twice the memory for a
-    large table partitioned in SQL).
+    large table partitioned in SQL). An engine without transactions (Spark) moves those objects
+    aside instead, as :func:`sqlanon.anonymize` does there (:func:`_set_aside_while`).
     """
     engine = engine_for(con)
     existing: tuple[tuple[str, str], ...] = ()
@@ -562,14 +609,10 @@ def _publish_and_export(
         finally:
             engine.cleanup()
     if not existing:
-        before = _persistent_objects(engine)
-        release = anonymize(con, progress=progress, **kwargs)
-        try:
-            _export(con, release.view, out)
-        except BaseException:
-            _drop_new_objects(engine, before)
-            raise
-        return release
+        return _publish_then_export(con, kwargs, out, progress)
+    if not engine.transactions:
+        return _set_aside_while(engine, existing, lambda: _publish_then_export(
+            con, {**kwargs, "replace": False}, out, progress))  # moved aside: nothing left to replace
     partial: Path | None = None
     try:
         with engine.transaction():  # one transaction: a failure (or a failed COMMIT) restores the old release
@@ -585,16 +628,53 @@ def _publish_and_export(
     return release
 
 
-def _persistent_objects(engine: Engine) -> set[tuple[str, str, str, str]]:
-    """The database's tables and views (not temporary): ``(catalog, schema, name, kind)``."""
-    return {tuple(o[:4]) for o in engine.objects() if not o.temporary}
+def _publish_then_export(
+    con: Any, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
+) -> Release:
+    """Publish the release, then write it to ``out``; if writing fails, drop exactly the objects
+    the release created (the catalog before and after)."""
+    before = _persistent_objects(con)
+    release = anonymize(con, progress=progress, **kwargs)
+    try:
+        _export(con, release.view, out)
+    except BaseException:
+        _drop_new_objects(con, before)
+        raise
+    return release
 
 
-def _drop_new_objects(engine: Engine, before: set[tuple[str, str, str, str]]) -> None:
+def _set_aside_while(engine: Engine, existing: Sequence[tuple[str, str]], run: Callable[[], Release]) -> Release:
+    """``run()`` with the objects ``existing`` (``(name, kind)``, as the request names them) renamed
+    aside -- on an engine without transactions, what stands for dropping them in one: they are
+    dropped once ``run`` succeeds, moved back if it fails (as :mod:`sqlanon.publish.pipeline` does)."""
+    aside: list[tuple[str, str, str]] = []  # (name, kind, where it was moved)
+    try:
+        for name, kind in existing:
+            moved = f"{engine.prefix}replaced_{len(aside)}"
+            engine.execute(_rename(name, moved, kind))
+            aside.append((name, kind, moved))
+        release = run()
+    except BaseException:
+        for name, kind, moved in reversed(aside):  # tables first: renaming a view reads what it reads
+            engine.execute(_rename(moved, name, kind))
+        raise
+    for _, kind, moved in aside:
+        engine.execute(g.drop(moved, kind.upper()))
+    return release
+
+
+def _persistent_objects(con: Any) -> set[tuple[str, str, str, str]]:
+    """The database's tables and views (not temporary): ``(catalog, schema, name, kind)``. A new
+    engine each time: an engine may keep its listing until it writes itself (Spark)."""
+    return {tuple(o[:4]) for o in engine_for(con).objects() if not o.temporary}
+
+
+def _drop_new_objects(con: Any, before: set[tuple[str, str, str, str]]) -> None:
     """Drop, in one transaction, the tables and views that were not there ``before``."""
-    created = sorted(_persistent_objects(engine) - before, key=lambda o: o[3] != "view")  # views first
+    created = sorted(_persistent_objects(con) - before, key=lambda o: o[3] != "view")  # views first
     if not created:
         return
+    engine = engine_for(con)
     with engine.transaction():
         for catalog, schema, name, kind in created:
             engine.execute(exp.Drop(tables=[g.table(name, schema, catalog)], kind=kind.upper(), exists=True))
@@ -608,7 +688,7 @@ def _release_document(release: Release) -> dict[str, Any]:
 def _request(args: argparse.Namespace) -> ReleaseConfig:
     """The anonymize/explain request: the release file (if any) overridden by the flags."""
     config = load_config(args.config) if args.config else None
-    database, table = _locate(args.db, args.table, config)
+    database, table = _locate(args, config)
     qid = _split(args.qid) if args.qid else list(config.qid if config else [])
     if not qid:
         raise UsageError("name the quasi-identifiers with --qid a,b,c (or [[qi]] in --config)")
@@ -695,19 +775,29 @@ def _spelling(args: argparse.Namespace, config: ReleaseConfig | None, given: dic
     return spell
 
 
-def _locate(db: str | None, table: str | None, config: ReleaseConfig | None) -> tuple[str | None, str]:
-    """(database or None for in-memory, source) from DB [TABLE] and the release file."""
+def _locate(args: argparse.Namespace, config: ReleaseConfig | None) -> tuple[str | None, str]:
+    """(database or None: in-memory, or Spark's current database; source) from DB [TABLE] and
+    the release file."""
+    db, table = args.db, args.table
     if db is not None and table is not None:
         return db, table
     if db is not None:
         if _is_data_path(db):  # FILES alone: anonymized in memory
-            return None, db
+            return _files_alone(args, db)
         if config is not None:
             return db, config.table
         raise UsageError(f"missing TABLE after DB {db!r} (or give FILES alone: .parquet, .csv, .json)")
     if config is not None:
         return config.database, config.table
     raise UsageError("name the source: DB TABLE, FILES, or --config RELEASE.toml")
+
+
+def _files_alone(args: argparse.Namespace, files: str) -> tuple[None, str]:
+    """FILES given without DB: read in place by an in-memory DuckDB, so not with another --engine."""
+    if args.engine not in (None, "duckdb"):
+        raise UsageError(f"{files!r} without DB: files are read in place by an in-memory DuckDB only; with --engine "
+                         f"{args.engine} name DB and a table (load the files into a table first)")
+    return None, files
 
 
 def _split(values: Sequence[str], option: str = "--qid") -> list[str]:
@@ -719,6 +809,42 @@ def _split(values: Sequence[str], option: str = "--qid") -> list[str]:
 
 def _is_data_path(name: str) -> bool:
     return "*" in name or Path(name).suffix.lower() in DATA_SUFFIXES
+
+
+def _engine(args: argparse.Namespace, database: str | None) -> str:
+    """The engine of ``database``: ``--engine``, else postgres for a postgresql:// URL and duckdb
+    otherwise. A usage error when DB or the Spark options do not fit it."""
+    url = database is not None and database.startswith(POSTGRES_URLS)
+    name = args.engine or ("postgres" if url else "duckdb")
+    if name != "spark" and (args.spark_master is not None or args.spark_conf):
+        flag = "--spark-master" if args.spark_master is not None else "--spark-conf"
+        raise UsageError(f"{flag} goes with --engine spark" + (f", not --engine {name}" if args.engine else ""))
+    if name == "postgres" and not url:
+        raise UsageError(f"--engine postgres takes a postgresql:// URL as DB, got {database!r}" if database else
+                         "--engine postgres needs DB: a postgresql:// URL")
+    if url and name != "postgres":
+        raise UsageError(f"--engine {name} does not take a postgresql:// URL as DB (that is --engine postgres)")
+    return name
+
+
+def _spark_conf(items: Sequence[str]) -> dict[str, str]:
+    """``--spark-conf KEY=VALUE`` ... as a dict."""
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf takes KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def _opened(args: argparse.Namespace, database: str | None, read_only: bool) -> contextlib.AbstractContextManager[Any]:
+    """The command's connection to ``database`` on the engine of :func:`_engine`, closed at the end.
+    With --engine spark: :func:`sqlanon.engine.spark_session` (DB the Spark database, None its
+    current one); Spark has no read-only mode, and the commands that open read-only do not write."""
+    if _engine(args, database) == "spark":
+        return spark_session(args.spark_master, _spark_conf(args.spark_conf), database)
+    return contextlib.closing(_connect(database, read_only))
 
 
 def _connect(database: str | None, read_only: bool) -> Any:
@@ -851,21 +977,18 @@ def _verify(args: argparse.Namespace) -> int:
     if args.relation is None:
         if not _is_data_path(args.db):
             raise UsageError(f"missing RELATION after DB {args.db!r} (or give FILES alone)")
-        database, relation = None, args.db
+        database, relation = _files_alone(args, args.db)
     else:
         database, relation = args.db, args.relation
     privacy = _privacy(args, None)
     check_request(lambda key, message: UsageError(message), _spelling(args, None), **privacy,
                   criterion=None, target=(), selections=())
     constraints: list[Constraint] = privacy_constraints(**privacy)
-    con = _connect(database, read_only=True)
-    try:
+    with _opened(args, database, read_only=True) as con:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
         # Per check, the worst class's value and the violating classes, worst first.
         k_classes = violations(con, relation, qid, KAnonymity(args.k), MAX_LISTED) if result.violating else None
         details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
-    finally:
-        con.close()
     k_holds = not result.violating and not result.unplaced and result.classes > 0
     failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
         check.constraint for check in result.checks if not check.ok]
@@ -944,12 +1067,9 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: Vio
 # -- explain ----------------------------------------------------------------------------------
 def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
-    con = _connect(request.database, read_only=True)
-    try:
+    with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
         text = explain(con, kwargs.pop("table"), kwargs.pop("qid"), kwargs.pop("k"), **kwargs)
-    finally:
-        con.close()
     sys.stdout.write(text)
     return 0
 
@@ -967,11 +1087,8 @@ def _report(args: argparse.Namespace) -> int:
         ("sensitive", args.sensitive, "--sensitive"))}
     if args.select is not None and not all(s.strip() for s in args.select):
         raise UsageError("--select: empty predicate")
-    con = _connect(args.db, read_only=True)
-    try:
+    with _opened(args, args.db, read_only=True) as con:
         data = collect(con, args.view, selections=args.select, **columns)
-    finally:
-        con.close()
     text = render(data, fmt)
     if out is None:
         sys.stdout.write(text)
@@ -990,13 +1107,9 @@ def _report(args: argparse.Namespace) -> int:
 
 # -- apply ------------------------------------------------------------------------------------
 def _apply(args: argparse.Namespace) -> int:
-    con = _connect(args.db, read_only=False)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PrivacyWarning)  # reported below, in the CLI's words
-            result = apply(con, args.release, args.table, view=args.view, replace=args.replace, enforce=args.enforce)
-    finally:
-        con.close()
+    with _opened(args, args.db, read_only=False) as con, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyWarning)  # reported below, in the CLI's words
+        result = apply(con, args.release, args.table, view=args.view, replace=args.replace, enforce=args.enforce)
     for warning in caught:
         if issubclass(warning.category, PrivacyWarning):
             sys.stderr.write(f"sqlanon: warning: {cli_words(str(warning.message))}\n")
@@ -1039,11 +1152,11 @@ def install_macros(con: Any) -> list[tuple[str, list[str]]]:
 
 
 def _install_macros(args: argparse.Namespace) -> int:
-    con = _connect(args.db, read_only=False)
-    try:
+    if _engine(args, args.db) == "spark":  # refused before a session starts (the library's words, on postgres)
+        raise UsageError("sqlanon's SQL macros are DuckDB table macros; spark cannot install them "
+                         "(use the Python API or the CLI on spark)")
+    with _opened(args, args.db, read_only=False) as con:
         installed = install_macros(con)
-    finally:
-        con.close()
     sys.stdout.write(f"installed {len(installed)} macros into {args.db}:\n")
     for name, params in installed:
         sys.stdout.write(f"  {name}({', '.join(params)})\n")
