@@ -60,14 +60,13 @@ from .request.config import (
     privacy_constraints,
 )
 from .model.constraints import Constraint, KAnonymity
-from .engine.base import Engine
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .mondrian.builder import Progress
 from .release.report import FORMATS, collect, render
 from .request.spec import resolve
-from .publish.pipeline import _rename
+from .publish.pipeline import set_aside
 from .publish.verify import Verification, verify
 from .publish.violations import Violations, violations
 
@@ -599,7 +598,7 @@ def _publish_and_export(
     rolled back on failure. That is kept to this case because a transaction around the run also
     keeps every working table of the partitioning until it ends (about twice the memory for a
     large table partitioned in SQL). An engine without transactions (Spark) moves those objects
-    aside instead, as :func:`sqlanon.anonymize` does there (:func:`_set_aside_while`).
+    aside instead, as :func:`sqlanon.anonymize` does there (:func:`sqlanon.publish.pipeline.set_aside`).
     """
     engine = engine_for(con)
     existing: tuple[tuple[str, str], ...] = ()
@@ -611,8 +610,8 @@ def _publish_and_export(
     if not existing:
         return _publish_then_export(con, kwargs, out, progress)
     if not engine.transactions:
-        return _set_aside_while(engine, existing, lambda: _publish_then_export(
-            con, {**kwargs, "replace": False}, out, progress))  # moved aside: nothing left to replace
+        with set_aside(engine, existing):  # moved aside: nothing left to replace
+            return _publish_then_export(con, {**kwargs, "replace": False}, out, progress)
     partial: Path | None = None
     try:
         with engine.transaction():  # one transaction: a failure (or a failed COMMIT) restores the old release
@@ -640,26 +639,6 @@ def _publish_then_export(
     except BaseException:
         _drop_new_objects(con, before)
         raise
-    return release
-
-
-def _set_aside_while(engine: Engine, existing: Sequence[tuple[str, str]], run: Callable[[], Release]) -> Release:
-    """``run()`` with the objects ``existing`` (``(name, kind)``, as the request names them) renamed
-    aside -- on an engine without transactions, what stands for dropping them in one: they are
-    dropped once ``run`` succeeds, moved back if it fails (as :mod:`sqlanon.publish.pipeline` does)."""
-    aside: list[tuple[str, str, str]] = []  # (name, kind, where it was moved)
-    try:
-        for name, kind in existing:
-            moved = f"{engine.prefix}replaced_{len(aside)}"
-            engine.execute(_rename(name, moved, kind))
-            aside.append((name, kind, moved))
-        release = run()
-    except BaseException:
-        for name, kind, moved in reversed(aside):  # tables first: renaming a view reads what it reads
-            engine.execute(_rename(moved, name, kind))
-        raise
-    for _, kind, moved in aside:
-        engine.execute(g.drop(moved, kind.upper()))
     return release
 
 

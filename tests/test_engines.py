@@ -19,7 +19,7 @@ from sqlanon.engine import engine_for
 from tests.conftest import load_frame
 
 PACKAGE = Path(sqlanon.__file__).parent
-DRIVERS = {"duckdb", "psycopg", "_duckdb"}
+DRIVERS = {"duckdb", "psycopg", "_duckdb", "pyspark", "py4j"}
 
 
 def test_nothing_outside_the_engine_package_reaches_a_driver():

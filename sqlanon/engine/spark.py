@@ -158,7 +158,7 @@ class SparkEngine(Engine):
         return name
 
     def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
-        if not replace and self.con.catalog.tableExists(name, schema or self.current()[1]):
+        if not replace and self.con.catalog.tableExists(g.table(name, schema).sql(self.dialect)):
             raise EngineError(f"a table named {name!r} already exists", f"-- save a DataFrame as {name}")
         self._save(g.table(name, schema), frame)
 

@@ -30,7 +30,6 @@ import numpy as np
 from sqlglot import exp
 
 from ..model import kernels
-from ..engine import sqlgen as g
 from ..model.constraints import Constraint
 from ..model.criteria import Criterion, rank
 from ..model.domain import Domain

@@ -8,7 +8,8 @@ engine with a check that shows the verification statement instead of running it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 
 from sqlglot import exp
 
@@ -78,31 +79,19 @@ def publish_release(
     database refuses one of the two transactions (a write-write conflict) and that run rolls
     back and raises :class:`ObjectExistsError`; exactly one release stands.
     """
-    aside: list[tuple[str, str, str]] = []  # (name, kind, where it was moved) without transactions
-
-    def undo() -> None:  # no transaction to roll back: remove what was created, restore what it replaced
+    def undo() -> None:  # no transaction to roll back: remove what was created
         for name, kind in created(spec):
             engine.execute(g.drop(name, kind))
-        for name, kind, moved in reversed(aside):  # tables first: renaming a view reads what it reads
-            engine.execute(_rename(moved, name, kind))
 
     try:
-        with engine.transaction(undo):
-            for name, kind in spec.outputs.existing:
-                if engine.transactions:
-                    engine.execute(g.drop(name, kind.upper()))
-                else:  # kept until the new release has passed its check
-                    moved = f"{engine.prefix}replaced_{len(aside)}"
-                    engine.execute(_rename(name, moved, kind))
-                    aside.append((name, kind, moved))
+        # without transactions set_aside runs undo itself, before it moves the old objects back
+        with engine.transaction(undo if engine.transactions else None), \
+                set_aside(engine, spec.outputs.existing, undo):
             region = create_rules(engine, spec, domains, regions)
             manifest.write(engine, spec)
             rowmap = create_rowmap(engine, spec, work, memory, regions, region)
             publish(engine, spec, source, rid, rowmap)
-            result = check(engine, spec)
-        for _, kind, moved in aside:
-            engine.execute(g.drop(moved, kind.upper()))
-        return result
+            return check(engine, spec)
     except EngineError as e:
         if engine.lost_race(e):
             raise ObjectExistsError(
@@ -110,6 +99,35 @@ def publish_release(
                 f"this run was rolled back and left nothing behind"
             ) from e
         raise
+
+
+@contextlib.contextmanager
+def set_aside(engine: Engine, existing: Sequence[tuple[str, str]], undo: Callable[[], None] | None = None,
+              ) -> Iterator[None]:
+    """Inside the block the objects ``existing`` (``(name, kind)``) are gone. An engine with
+    transactions drops them (in the caller's transaction, which undoes that on failure); one
+    without renames them aside, drops them when the block succeeds, and on failure runs
+    ``undo`` (drop what the block created under those names) and moves them back."""
+    if engine.transactions:
+        for name, kind in existing:
+            engine.execute(g.drop(name, kind.upper()))
+        yield
+        return
+    aside: list[tuple[str, str, str]] = []  # (name, kind, where it was moved)
+    try:
+        for name, kind in existing:
+            moved = f"{engine.prefix}replaced_{len(aside)}"
+            engine.execute(_rename(name, moved, kind))
+            aside.append((name, kind, moved))
+        yield
+    except BaseException:
+        if undo is not None:
+            undo()
+        for name, kind, moved in reversed(aside):  # tables first: renaming a view reads what it reads
+            engine.execute(_rename(moved, name, kind))
+        raise
+    for _, kind, moved in aside:
+        engine.execute(g.drop(moved, kind.upper()))
 
 
 def _rename(name: str, to: str, kind: str) -> exp.Alter:
