@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -316,9 +317,9 @@ class Engine(abc.ABC):
     def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
         """A query drawing about ``rows`` rows of ``relation`` at random, repeatably by ``seed``."""
 
-    @abc.abstractmethod
     def threads(self) -> int:
-        """How many cores this run may use for in-memory work."""
+        """How many cores this run may use for in-memory work: this process's."""
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
     def file_source(self, path: str) -> exp.Table:
         """A relation reading data files in place; engines that cannot refuse clearly."""
@@ -327,10 +328,22 @@ class Engine(abc.ABC):
         raise InputError(f"{path!r} looks like a data file, which only the DuckDB engine reads in place; "
                          f"on {self.name} load it into a table first")
 
-    @abc.abstractmethod
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """Write ``query``'s result to the file ``path`` in the format ``params`` name (DuckDB's
-        ``COPY ... TO`` options)."""
+        ``COPY ... TO`` options). Here the rows are fetched and an in-memory DuckDB, whose writer
+        makes every format ``--out`` names, writes the file (for results that fit in memory;
+        the database server may not write the caller's files)."""
+        from .duckdb import DuckDBEngine
+        from .duckdb import connect as duckdb_connect
+
+        frame = self.fetch_frame(query)
+        con = duckdb_connect(None)
+        try:
+            local = DuckDBEngine(con)
+            local.create_from_frame("export", frame)
+            local.export(exp.select("*").from_(g.table("export")), path, params)
+        finally:
+            con.close()
 
     def install_macros(self, script: str, prefix: str) -> list[tuple[str, list[str]]]:
         """Install SQL table macros; only DuckDB has them."""

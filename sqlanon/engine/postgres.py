@@ -296,25 +296,6 @@ class PostgresEngine(Engine):
             exp.Cast(this=exp.column("ctid"), to=exp.DataType.build("TEXT")), g.lit(seed)])
         return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
 
-    def threads(self) -> int:
-        """The in-memory finish runs in this process: its cores."""
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
-        """PostgreSQL's COPY writes files on the server: the rows are fetched and an in-memory
-        DuckDB, whose writer makes every format ``--out`` names, writes the same file."""
-        from .duckdb import DuckDBEngine
-        from .duckdb import connect as duckdb_connect
-
-        frame = self.fetch_frame(query)
-        con = duckdb_connect(None)
-        try:
-            local = DuckDBEngine(con)
-            local.create_from_frame("export", frame)
-            local.export(exp.select("*").from_(g.table("export")), path, params)
-        finally:
-            con.close()
-
     # -- catalog ------------------------------------------------------------------------------
     def objects(self) -> list[CatalogObject]:
         return [CatalogObject(c, s, n, k, bool(t), comment, sql)

@@ -20,7 +20,6 @@ answers for what Spark spells or does its own way:
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -257,26 +256,6 @@ class SparkEngine(Engine):
     def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
         key = exp.Anonymous(this="rand", expressions=[g.lit(seed)])
         return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
-
-    def threads(self) -> int:
-        """Cores of the driver, for the in-memory work that runs here (statistics of the SQL
-        levels); the finish runs on the executors, one task per batch."""
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
-        """The rows are fetched and an in-memory DuckDB, whose writer makes every format
-        ``--out`` names, writes the file (the CLI's ``--out`` is for results that fit here)."""
-        from .duckdb import DuckDBEngine
-        from .duckdb import connect as duckdb_connect
-
-        frame = self.fetch_frame(query)
-        con = duckdb_connect(None)
-        try:
-            local = DuckDBEngine(con)
-            local.create_from_frame("export", frame)
-            local.export(exp.select("*").from_(g.table("export")), path, params)
-        finally:
-            con.close()
 
     # -- catalog ------------------------------------------------------------------------------
     def current(self) -> tuple[str, str]:
