@@ -328,22 +328,10 @@ class Engine(abc.ABC):
         raise InputError(f"{path!r} looks like a data file, which only the DuckDB engine reads in place; "
                          f"on {self.name} load it into a table first")
 
+    @abc.abstractmethod
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """Write ``query``'s result to the file ``path`` in the format ``params`` name (DuckDB's
-        ``COPY ... TO`` options). Here the rows are fetched and an in-memory DuckDB, whose writer
-        makes every format ``--out`` names, writes the file (for results that fit in memory;
-        the database server may not write the caller's files)."""
-        from .duckdb import DuckDBEngine
-        from .duckdb import connect as duckdb_connect
-
-        frame = self.fetch_frame(query)
-        con = duckdb_connect(None)
-        try:
-            local = DuckDBEngine(con)
-            local.create_from_frame("export", frame)
-            local.export(exp.select("*").from_(g.table("export")), path, params)
-        finally:
-            con.close()
+        ``COPY ... TO`` options)."""
 
     def install_macros(self, script: str, prefix: str) -> list[tuple[str, list[str]]]:
         """Install SQL table macros; only DuckDB has them."""

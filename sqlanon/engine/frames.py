@@ -1,10 +1,32 @@
-"""Types of pandas DataFrame columns in the house SQL spelling, for engines that create a table
-from a frame themselves (PostgreSQL, Spark; DuckDB reads the frame directly)."""
+"""pandas DataFrames for engines other than DuckDB: the house SQL type of a frame's columns (for
+engines that create a table from a frame themselves; DuckDB reads the frame directly), and
+files written from a frame by an in-memory DuckDB."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+from sqlglot import exp
+
+from . import sqlgen as g
+
+
+def write_file(frame: pd.DataFrame, path: str, params: Sequence[exp.CopyParameter]) -> None:
+    """Write ``frame`` to ``path`` as DuckDB's ``COPY ... TO`` with ``params`` would: an in-memory
+    DuckDB, whose writer makes every format ``--out`` names, writes it. For engines whose server
+    cannot write the caller's files (PostgreSQL) or whose results are fetched anyway (Spark)."""
+    from .duckdb import DuckDBEngine
+    from .duckdb import connect as duckdb_connect
+
+    con = duckdb_connect(None)
+    try:
+        local = DuckDBEngine(con)
+        local.create_from_frame("export", frame)
+        local.export(exp.select("*").from_(g.table("export")), path, params)
+    finally:
+        con.close()
 
 
 def sql_type(column: pd.Series) -> str:

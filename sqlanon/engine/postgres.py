@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .base import CatalogObject, Engine, Statement, short
-from .frames import sql_type
+from .frames import sql_type, write_file
 from ..errors import EngineError, InputError, ReadOnlyError
 
 #: PostgreSQL type names (``format_type``) -> the house spelling; others are upper-cased as is.
@@ -295,6 +295,10 @@ class PostgresEngine(Engine):
         key = exp.Anonymous(this="hashtextextended", expressions=[
             exp.Cast(this=exp.column("ctid"), to=exp.DataType.build("TEXT")), g.lit(seed)])
         return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
+
+    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
+        """PostgreSQL's COPY writes files on the server: the rows are fetched and written here (:func:`.frames.write_file`)."""
+        write_file(self.fetch_frame(query), path, params)
 
     # -- catalog ------------------------------------------------------------------------------
     def objects(self) -> list[CatalogObject]:

@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
-from .frames import sql_type
+from .frames import sql_type, write_file
 from ..errors import EngineError, InputError
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
@@ -256,6 +256,10 @@ class SparkEngine(Engine):
     def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
         key = exp.Anonymous(this="rand", expressions=[g.lit(seed)])
         return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
+
+    def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
+        """The rows are fetched and written here (the CLI's ``--out`` is for results that fit in memory) (:func:`.frames.write_file`)."""
+        write_file(self.fetch_frame(query), path, params)
 
     # -- catalog ------------------------------------------------------------------------------
     def current(self) -> tuple[str, str]:
