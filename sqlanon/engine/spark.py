@@ -146,10 +146,6 @@ class SparkEngine(Engine):
         first table is created, before anything of the release exists."""
 
     # -- temp objects -------------------------------------------------------------------------
-    def create_table(self, name: str, query: exp.Expression, *, temporary: bool = True,
-                     replace: bool = False) -> None:
-        self.execute(g.create_table_as(name, query, temporary=temporary, replace=replace))
-
     def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
         name = self.temp_name(purpose)
         frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
