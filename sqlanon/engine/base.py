@@ -300,11 +300,6 @@ class Engine(abc.ABC):
     def code_type(self, size: int) -> str:
         """The narrowest integer type (house spelling) holding codes ``0..size-1``."""
 
-    def ordered(self, value: exp.Expression, data_type: str) -> exp.Expression:
-        """``value`` as the engine must sort and compare it so that every engine orders a
-        column alike (text by code point, whatever the database's collation)."""
-        return value
-
     def row_ids(self, columns: Sequence[str], table: bool) -> exp.Expression:
         """An expression giving every row of a relation a distinct integer, for the snapshot a
         run reads (``table``: the relation is a table; ``columns``: its columns). The ids are no
