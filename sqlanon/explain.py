@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sqlglot import exp
 
 from .engine import sqlgen as g
 from .api import _working_source
@@ -22,6 +21,7 @@ from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
 from .mondrian.builder import Partitioner, Regions
 from .publish.pipeline import publish_release
+from .publish.verify import class_sizes_query
 from .request.spec import Spec, _current, resolve
 from .mondrian.split import Children
 from .mondrian.levels import batch_query, extents_query, groups_query, repartition
@@ -162,12 +162,11 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> st
 
 def _show_verification(rec, spec: Spec) -> None:
     """The check of :func:`~sqlanon.publish.pipeline.publish_release`, shown rather than run:
-    the independent verification statement (the classes of the published relation, its
-    suppressed rows checked separately, as :func:`sqlanon.verify` does)."""
+    the independent verification statement (the classes of the published relation and its
+    suppressed rows, in one read, as :func:`sqlanon.verify` does)."""
     published = [c for qi in spec.qis for c in qi.published]
     catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
-    placed = exp.Not(this=exp.Is(this=g.col(spec.outputs.class_column), expression=exp.Null()))
-    checked = exp.Subquery(this=exp.select(exp.Star()).from_(g.table(spec.outputs.view, schema, catalog)).where(placed))
-    rec.show(g.template("class_sizes", k=g.lit(spec.k), source=checked,
-                        columns=[g.col(c) for c in published], unplaced=exp.false()),
+    rules = g.table(spec.outputs.rules, schema, catalog)
+    rec.show(class_sizes_query(g.table(spec.outputs.view, schema, catalog), published, spec.k,
+                               spec.outputs.class_column, (spec.qis, rules, spec.outputs.size_column)),
              "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")

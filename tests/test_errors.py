@@ -732,7 +732,7 @@ CRASHES = {
     "run_sql": (sqlanon.mondrian.builder, "repartition", lambda real: _raise, 0),
     "run_memory": (sqlanon.mondrian.builder.Partitioner, "run_memory", lambda real: _raise, None),
     "create_rules": (sqlanon.publish.pipeline, "create_rules", _raise_after, None),
-    "create_rowmap": (sqlanon.publish.pipeline, "create_rowmap", _raise_after, None),
+    "rowmap_query": (sqlanon.publish.pipeline, "rowmap_query", _raise_after, None),
     "publish": (sqlanon.publish.pipeline, "publish", _raise_after, None),
     "publish_sql_path": (sqlanon.publish.pipeline, "publish", _raise_after, 0),
 }

@@ -308,6 +308,12 @@ class Engine(abc.ABC):
         snapshot lists rows in the order they were loaded."""
         return exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
 
+    def broadcast(self, query: exp.Select, small: Sequence[tuple[str, int]]) -> exp.Select:
+        """``query`` with its joins of the relations aliased ``small`` (``(alias, rows)``: a
+        lookup table of that many rows) planned as broadcasts where the engine plans joins
+        itself no better. Here: unchanged (DuckDB and PostgreSQL plan them well)."""
+        return query
+
     @abc.abstractmethod
     def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
         """A query drawing about ``rows`` rows of ``relation`` at random, repeatably by ``seed``."""

@@ -80,8 +80,10 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         g.alias(engine.row_hash([g.col(c, "b") for c in spec.guarded_columns]), "qhash"),
     ]
     query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
+    lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
     for i, d in enumerate(domains):
         alias = f"d{i}"
+        lookups.append((alias, d.size))
         value = g.col(d.qi.name, "b")
         if d.qi.ordered:
             on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
@@ -101,6 +103,7 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
             query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build(engine.code_type(2), dialect=g.DIALECT)), alias), copy=False)
             continue
         table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
+        lookups.append((alias, stat.size))
         on = exp.EQ(this=g.col(stat.name, "b"), expression=g.col("v", alias))
         query = query.join(exp.alias_(g.table(table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
         code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
@@ -111,5 +114,5 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         value = exp.Cast(this=g.col(stat.name, "b"), to=exp.DataType.build(kind))
         center = exp.Cast(this=g.lit(int(stat.center) if stat.exact else stat.center), to=exp.DataType.build(kind))
         query = query.select(g.alias(exp.Sub(this=value, expression=center), f"t{j}"), copy=False)
-    engine.execute(g.create_table_as(name, query))
+    engine.execute(g.create_table_as(name, engine.broadcast(query, lookups)))
     return name

@@ -20,7 +20,7 @@ from ..model.domain import Domain
 from ..request.spec import Spec
 from . import manifest
 from ..mondrian.builder import Regions
-from .rules import create_rowmap, create_rules, publish
+from .rules import create_rules, publish, rowmap_query
 from .verify import Verification, verify
 
 #: ``check(engine, spec)``: verify the published relation (raise to roll back).
@@ -89,7 +89,7 @@ def publish_release(
                 set_aside(engine, spec.outputs.existing, undo):
             region = create_rules(engine, spec, domains, regions)
             manifest.write(engine, spec)
-            rowmap = create_rowmap(engine, spec, work, memory, regions, region)
+            rowmap = rowmap_query(engine, spec, work, memory, regions, region)
             publish(engine, spec, source, rid, rowmap)
             return check(engine, spec)
     except EngineError as e:

@@ -78,6 +78,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
                        g.alias(g.col("size", "r"), spec.outputs.size_column)).from_(
         exp.alias_(g.table(codes), g.ident("r"), table=True)
     )
+    lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
     for i, d in enumerate(domains):
         qi = d.qi
         if not qi.ordered:
@@ -89,6 +90,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             continue
         for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
             alias = f"d{i}{part}"
+            lookups.append((alias, d.size))
             query = query.join(
                 exp.alias_(g.table(d.table), g.ident(alias), table=True),
                 on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
@@ -97,20 +99,21 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             ).select(g.alias(g.col("v", alias), out), copy=False)
         query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"), copy=False)
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
-        exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident("x")))
+        exp.Subquery(this=engine.broadcast(query, lookups), alias=exp.TableAlias(this=g.ident("x")))
     ).order_by(g.col(spec.outputs.region_column))
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     engine.drop_temp(codes)
     return region
 
 
-def create_rowmap(
+def rowmap_query(
     engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
-) -> str:
-    """A temp table ``(rid, region, qhash)``: each row's region by the run's row id.
+) -> exp.Expression:
+    """The query of ``(rid, region, qhash)``: each row's region by the run's row id.
 
     Rows finished in SQL carry their leaf in the working table; rows finished in memory come
-    from ``memory_assignment``. Both only join the small leaf -> region table.
+    from ``memory_assignment``. Both only join the small leaf -> region table (a temp table of
+    the run). Not materialized: the published relation is written from it directly.
     """
     mapping = engine.upload("pidmap", {"pid": regions.boxes.pid, "region": region, "sql": regions.in_sql})
     m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
@@ -127,10 +130,7 @@ def create_rowmap(
             .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
         )
         query = exp.union(query, in_memory, distinct=False)
-    name = engine.temp_name("rowmap")
-    engine.execute(g.create_table_as(name, query))
-    engine.drop_temp(mapping)
-    return name
+    return query
 
 
 def live_plan(spec: Spec) -> LiveView:
@@ -142,7 +142,7 @@ def live_plan(spec: Spec) -> LiveView:
                     out.region_column, out.size_column, out.class_column)
 
 
-def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
     ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`); else a
     snapshot table of the rows the run read."""
@@ -150,7 +150,7 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str
     if spec.key is None:
         _publish_snapshot(engine, spec, source, rid, rowmap)
         return
-    x = exp.alias_(g.table(rowmap), g.ident("x"), table=True)
+    x = exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("x")))
     if spec.key.direct:  # the run's row id is the key itself
         query = exp.select(g.alias(g.col("rid", "x"), rowmap_key(0))).from_(x)
     else:  # the run read a snapshot numbered by ``rid``: look its key up there
@@ -161,7 +161,7 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str
     engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec))))
 
 
-def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: str) -> None:
+def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> None:
     """The snapshot table: the rows the run read, each with its region's published columns."""
     qis = {q.name: q for q in spec.qis}
     select: list[exp.Expression] = []
@@ -174,7 +174,7 @@ def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, r
     query = (
         exp.select(*select)
         .from_(exp.alias_(source, g.ident("b"), table=True))
-        .join(exp.alias_(g.table(rowmap), g.ident("a"), table=True),
+        .join(exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("a"))),
               on=exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b")), join_type="left")
         .join(
             exp.alias_(g.table(spec.outputs.rules), g.ident("r"), table=True),

@@ -31,6 +31,7 @@ from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
+from ..model.qi import QI
 from ..request.checks import check_int, check_qid
 from ..request.spec import Source, _catalog, _find_source
 from .view import root_bounds, status
@@ -166,24 +167,19 @@ def verify_source(
     if class_column is not None and class_column not in source.column_names:
         raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
     release = _release(engine, source) if class_column is not None else None
+    shape = None if release is None else (release.qis, release.ref(release.rules), release.size_column)
+    query = class_sizes_query(source.ref, columns, k, class_column, shape)
+    classes, smallest, total, violating, unplaced, suppressed, leaked = engine.fetch_rows(query)[0]
+    suppressed_rows, leaked = int(suppressed or 0), int(leaked or 0)
     checked: exp.Expression = source.ref
-    suppressed_rows = leaked = 0
     reasons: tuple[tuple[str, int, int], ...] = ()
-    if release is not None:  # suppressed rows are no class: check them against the root instead
+    if release is not None:  # suppressed rows are no class: the constraints judge the others
         assert class_column is not None
         placed = exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null()))
         checked = exp.Subquery(this=exp.select(exp.Star()).from_(source.ref).where(placed))
-        suppressed_rows, leaked = _suppressed(engine, source.ref, class_column, release)
         live = release.live_view()
         if live is not None and suppressed_rows:
             reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(engine, live)))
-    unplaced_if = (
-        exp.Is(this=g.col(class_column), expression=exp.Null()) if class_column and release is None else exp.false()
-    )
-    query = g.template(
-        "class_sizes", k=g.lit(k), source=checked, columns=[g.col(c) for c in columns], unplaced=unplaced_if
-    )
-    classes, smallest, total, violating, unplaced = engine.fetch_rows(query)[0]
     checks = tuple(_check(engine, source, checked, columns, c) for c in constraints if not isinstance(c, KAnonymity))
     unplaced = int(unplaced or 0) + suppressed_rows
     return Verification(
@@ -214,25 +210,34 @@ def _release(engine: Engine, source: Source) -> Manifest | None:
     return m if m.view.lower() == source.name.lower() else None
 
 
-def _suppressed(engine: Engine, relation: exp.Table, class_column: str, m: Manifest) -> tuple[int, int]:
-    """Suppressed rows of a release (class column NULL), and how many of them are not fully
-    generalized: a QI column that differs from the root (hierarchy root label; the bounds of
-    the whole release for ordered QIs, :func:`sqlanon.publish.view.root_bounds`)."""
-    qis = m.qis
-    differs: list[exp.Expression] = []
-    for q in qis:
-        for p in q.published:
-            root = g.col(p, "z") if q.ordered else g.lit(q.root_label)
-            differs.append(exp.NullSafeNEQ(this=g.col(p, "s"), expression=root))
-    leaked = exp.Sum(this=exp.Case().when(exp.or_(*differs), g.lit(1)).else_(g.lit(0)))
-    query = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(leaked, "leaked"))
-             .from_(exp.alias_(relation.copy(), g.ident("s"), table=True))
-             .where(exp.Is(this=g.col(class_column, "s"), expression=exp.Null())))
-    root = root_bounds(qis, m.ref(m.rules), m.size_column)
-    if root is not None:
-        query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
-    n, bad = engine.fetch_rows(query)[0]
-    return int(n or 0), int(bad or 0)
+def class_sizes_query(relation: exp.Table, columns: Sequence[str], k: int, class_column: str | None = None,
+                      release: tuple[Sequence[QI], exp.Table, str] | None = None) -> exp.Expression:
+    """The one statement over ``relation`` (``sql/class_sizes.sql``). For a release
+    (``release``: its QIs, rules relation and size column), rows with a NULL class column are
+    its suppressed rows: they form no class, and each must be fully generalized -- every QI
+    column equal to the root (the hierarchy's root label; for ordered QIs the bounds of the
+    whole release, :func:`sqlanon.publish.view.root_bounds`), else it is counted as leaked. For
+    any other relation such rows are unplaced."""
+    values = [g.alias(g.col(c, "s"), f"v{i}") for i, c in enumerate(columns)]
+    value_of = {c: g.col(f"v{i}", "c") for i, c in enumerate(columns)}
+    unplaced: exp.Expression = exp.false()
+    suppressed: exp.Expression = exp.false()
+    leaked: exp.Expression = exp.false()
+    root: exp.Expression | None = None
+    if class_column is not None and release is None:
+        unplaced = exp.Is(this=g.col(class_column, "s"), expression=exp.Null())
+    if release is not None:
+        assert class_column is not None
+        qis, rules, size_column = release
+        suppressed = exp.Is(this=g.col(class_column, "s"), expression=exp.Null())
+        differs = [exp.NullSafeNEQ(this=value_of[p].copy(), expression=g.col(p, "z") if q.ordered else g.lit(q.root_label))
+                   for q in qis for p in q.published]
+        leaked = exp.paren(exp.or_(*differs)) if differs else exp.false()
+        root = root_bounds(qis, rules, size_column)
+    one_row = exp.Subquery(this=root if root is not None else exp.select(g.alias(g.lit(1), "one")))
+    groups = [g.col(c, "s") for c in columns] + ([suppressed] if release is not None else [])  # PostgreSQL: no constants
+    return g.template("class_sizes", k=g.lit(k), source=relation.copy(), columns=groups,
+                      grouped=values, unplaced=unplaced, suppressed=suppressed, leaked=leaked, root=one_row)
 
 
 def _check(engine: Engine, source, checked: exp.Expression, columns: tuple[str, ...], c: Constraint) -> Check:
