@@ -90,7 +90,7 @@ def publish_release(
             region = create_rules(engine, spec, domains, regions)
             manifest.write(engine, spec)
             rowmap = rowmap_query(engine, spec, work, memory, regions, region)
-            publish(engine, spec, source, rid, rowmap)
+            publish(engine, spec, source, rid, rowmap, len(regions.boxes))
             return check(engine, spec)
     except EngineError as e:
         if engine.lost_race(e):

@@ -142,10 +142,10 @@ def live_plan(spec: Spec) -> LiveView:
                     out.region_column, out.size_column, out.class_column)
 
 
-def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> None:
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
     ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`); else a
-    snapshot table of the rows the run read."""
+    snapshot table of the rows the run read. ``regions``: the rules' rows."""
     out = spec.outputs
     if spec.key is None:
         _publish_snapshot(engine, spec, source, rid, rowmap)
@@ -158,7 +158,7 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
             exp.alias_(source, g.ident("b"), table=True), on=exp.EQ(this=g.col(rid, "b"), expression=g.col("rid", "x")))
     query = query.select(g.col("region", "x"), g.alias(g.col("qhash", "x"), "rhash"), copy=False)
     engine.execute(g.create_table_as(out.assignment, query, temporary=False))
-    engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec))))
+    engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec), regions)))
 
 
 def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> None:

@@ -85,16 +85,17 @@ def _sub(query: exp.Expression, alias: str) -> exp.Subquery:
 
 
 def _matched(engine: Engine, v: LiveView) -> exp.Select:
-    """Each source row with its region, or NULL when the row map no longer vouches for it."""
-    on = exp.and_(
-        *[exp.EQ(this=g.col(rowmap_key(i), "a"), expression=g.col(c, "b")) for i, c in enumerate(v.key)],
-        exp.EQ(this=g.col("rhash", "a"), expression=engine.row_hash([g.col(c, "b") for c in v.guarded])),
-    )
-    region: exp.Expression = g.col("region", "a")
+    """Each source row with its region, or NULL when the row map no longer vouches for it: the
+    row map holds no row of its key, or the row's hash differs from the one recorded. (Joined on
+    the key alone, the hash compared after: a distributed engine then partitions the rows once,
+    by key, for the join and for counting the rows of a key.)"""
+    on = exp.and_(*[exp.EQ(this=g.col(rowmap_key(i), "a"), expression=g.col(c, "b")) for i, c in enumerate(v.key)])
+    vouched = [exp.EQ(this=g.col("rhash", "a"), expression=engine.row_hash([g.col(c, "b") for c in v.guarded]))]
     if not v.key_declared:  # a key value held twice vouches for neither row
         twice = exp.Window(this=exp.Count(this=exp.Star()),
                            partition_by=[g.col(c, "b") for c in v.key])
-        region = exp.Case().when(exp.EQ(this=twice, expression=g.lit(1)), region)
+        vouched.append(exp.EQ(this=twice, expression=g.lit(1)))
+    region = exp.Case().when(exp.and_(*vouched), g.col("region", "a"))
     return (exp.select(*[g.col(c, "b") for c in v.columns], g.alias(region, v.region_alias))
             .from_(exp.alias_(v.source.copy(), g.ident("b"), table=True))
             .join(_from(v.rowmap, "a"), on=on, join_type="left"))
@@ -121,8 +122,9 @@ def _with(query: exp.Select, ctes: list[tuple[str, exp.Expression]]) -> exp.Sele
     return query
 
 
-def live_view(engine: Engine, v: LiveView) -> exp.Select:
-    """The view's query (module docstring)."""
+def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
+    """The view's query (module docstring); ``regions``: the rules' rows (at most as many live
+    regions: a lookup an engine may broadcast rather than shuffle every row by region)."""
     judged = _judged(v)
     r = v.region_alias
     live = exp.select(g.alias(g.col(r, judged[0][1]), "region")).from_(_from(judged[0][1], judged[0][1]))
@@ -146,6 +148,7 @@ def live_view(engine: Engine, v: LiveView) -> exp.Select:
         .join(_from("live", "l"), on=exp.EQ(this=region.copy(), expression=g.col(r, "m")), join_type="left")
         .join(_from(v.rules, "r"), on=exp.EQ(this=g.col(v.region_column, "r"), expression=region.copy()), join_type="left")
     )
+    query = engine.broadcast(query, [("l", regions)])
     with_ = [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged], ("live", live)]
     root = root_bounds(v.qis, v.rules, v.size_column)
     if root is not None:
