@@ -78,11 +78,13 @@ class Step:
 
 @dataclass(frozen=True)
 class Result:
-    """The final cuts: per QI the value id of every code, the value id per compressed row
-    ``(G, d)``, the refinements performed, ``A(QID)`` per requirement and whether the loop ran
-    out of candidates (False: the budget stopped it)."""
+    """The final cuts: per QI the value id of every code, per interval QI the last code of the
+    interval starting at each id (``ends``), the value id per compressed row ``(G, d)``, the
+    refinements performed, ``A(QID)`` per requirement and whether the loop ran out of
+    candidates (False: the budget stopped it)."""
 
     labels: tuple[np.ndarray, ...]
+    ends: tuple[np.ndarray | None, ...]
     values: np.ndarray
     steps: tuple[Step, ...]
     anonymity: tuple[int, ...]
@@ -178,7 +180,7 @@ class _Refiner:
                 break
             steps.append(best)
             self.perform(best.attribute, best.value)
-        return Result(tuple(self.labels), self.values, tuple(steps), tuple(int(a) for a in self.anonymity), complete)
+        return Result(tuple(self.labels), tuple(self.hi), self.values, tuple(steps), tuple(int(a) for a in self.anonymity), complete)
 
     def best(self) -> Step | None:
         """The valid, beneficial candidate of the best score (ties: first QI, smallest id)."""

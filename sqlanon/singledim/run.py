@@ -1,0 +1,106 @@
+"""A single-dimensional recoding against the database: compress, refine, place the rows.
+
+1. One ``GROUP BY`` over the working table's QI codes, class counts as columns
+   (``count(*) FILTER (WHERE k0 = c)``), fetched to numpy: the compressed table of TKDE 2007,
+   Section 4.1 -- every later statistic is computed from it in memory (:mod:`.tdr`).
+2. :func:`sqlanon.singledim.tdr.refine` finds the cuts.
+3. The cuts become regions (:mod:`.cuts`); one statement gives every row its region by joining
+   the working table to the compressed vectors' regions on the codes. The result has the
+   shape Mondrian's SQL levels leave (``rid, pid, qhash``), so :func:`sqlanon.publish.pipeline.publish_release`
+   publishes it unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..model.domain import Domain
+from ..mondrian.builder import Regions
+from ..request.spec import Spec
+from .cuts import cells, disclosure_hierarchy, disclosure_nodes
+from .tdr import Attribute, Requirement, Result, refine
+
+
+def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes (G, d), counts (G, m))``: one row per distinct QI code vector, with its rows per
+    class of the target (one column of rows without a target)."""
+    d = len(spec.qis)
+    keys = [g.col(f"q{i}") for i in range(d)]
+    star = exp.Count(this=exp.Star())
+    if spec.single is not None and spec.single.target is not None:
+        size = spec.workload.class_stats[0].size
+        counts = [g.alias(exp.Filter(this=star.copy(), expression=exp.Where(
+            this=exp.EQ(this=g.col("k0"), expression=g.lit(c)))), f"y{c}") for c in range(size)]
+    else:
+        counts = [g.alias(star, "y0")]
+    query = exp.select(*[g.alias(k, f"q{i}") for i, k in enumerate(keys)], *counts).from_(g.table(work)).group_by(
+        *[k.copy() for k in keys])
+    res = engine.fetch(query)
+    codes = np.column_stack([res[f"q{i}"].astype(np.int64) for i in range(d)]) if d else np.zeros((0, 0), np.int64)
+    y = np.column_stack([res[c.alias_or_name].astype(np.int64) for c in counts])
+    return codes, y
+
+
+def attributes(spec: Spec, domains: tuple[Domain, ...]) -> list[Attribute]:
+    """The QIs as TDR sees them: intervals (ordered), hierarchies, or ``⊥``-suppressed columns."""
+    assert spec.single is not None
+    out = []
+    for d in domains:
+        if d.qi.name in spec.single.suppressed:
+            out.append(Attribute("suppression", d.size))
+        elif d.qi.ordered:
+            out.append(Attribute("interval", d.size, position=d.num))
+        else:
+            out.append(Attribute("hierarchy", d.size, d.qi.hierarchy))
+    return out
+
+
+def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str
+               ) -> tuple[Spec, tuple[Domain, ...], Regions, str, Result]:
+    """Compress, refine and place every row (module docstring).
+
+    Returns the spec and domains with the published hierarchies of ``⊥``-suppressed QIs, the
+    regions, the temp table ``(rid, pid, qhash)`` of every row's region, and TDR's result.
+    """
+    plan = spec.single
+    assert plan is not None
+    codes, y = compress(engine, spec, work)
+    attrs = attributes(spec, domains)
+    names = [q.name for q in spec.qis]
+    reqs = [Requirement(tuple(names.index(c) for c in columns), k) for columns, k in plan.qids]
+    result = refine(codes, y, attrs, reqs, labelled=plan.target is not None, use_score=plan.use_score,
+                    max_steps=plan.max_steps, max_seconds=plan.max_seconds)
+    values = result.values.copy()
+    qis, new_domains = list(spec.qis), list(domains)
+    for j, a in enumerate(attrs):  # publish a ⊥-suppressed QI through the hierarchy of what was disclosed
+        if a.kind != "suppression":
+            continue
+        old = spec.qis[j].hierarchy
+        assert old is not None
+        h, code = disclosure_hierarchy(old.leaves, result.labels[j] >= 0)
+        values[:, j] = disclosure_nodes(h, code, result.labels[j])[codes[:, j]]
+        qis[j] = dataclasses.replace(spec.qis[j], hierarchy=h)
+        new_domains[j] = dataclasses.replace(domains[j], qi=qis[j])
+        attrs[j] = Attribute("hierarchy", a.size, h)
+    found = cells(values, y.sum(axis=1), attrs, result.ends)
+    placed = _place(engine, work, codes, found.pid)
+    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, result
+
+
+def _place(engine: Engine, work: str, codes: np.ndarray, pid: np.ndarray) -> str:
+    """The temp table ``(rid, pid, qhash)``: every row's region, by its QI codes."""
+    d = codes.shape[1]
+    upload = engine.upload("cells", {**{f"q{i}": codes[:, i] for i in range(d)}, "pid": pid})
+    on = exp.and_(*[exp.EQ(this=g.col(f"q{i}", "w"), expression=g.col(f"q{i}", "c")) for i in range(d)])
+    query = (exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w"))
+             .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
+             .join(exp.alias_(g.table(upload), g.ident("c"), table=True), on=on))
+    name = engine.temp_name("placed")
+    engine.execute(g.create_table_as(name, query))
+    engine.drop_temp(upload)
+    return name
