@@ -87,7 +87,8 @@ FLAGS = {
     "replace": "--replace", "view": "--view", "memory_rows": "--memory-rows", "class_column": "--class-column",
     "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
     "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
-    "enforce": "--enforce", "key": "--key",
+    "enforce": "--enforce", "key": "--key", "recoding": "--recoding", "qids": "--qids", "max_steps": "--max-steps",
+    "max_seconds": "--max-seconds",
 }
 # keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
@@ -470,6 +471,15 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+    p.add_argument("--recoding", choices=("multi", "single"),
+                   help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
+                        "top-down refinement (every QI cut the same way in every row; --criterion score or "
+                        "infogain with one --target, the LM loss without)")
+    p.add_argument("--qids", action="append", metavar="COLS:K",
+                   help="with --recoding single: one QID with its own k, e.g. education,sex:4 (repeatable, "
+                        "instead of --qid/--k)")
+    p.add_argument("--max-steps", type=int, metavar="N", help="with --recoding single: stop after N refinements")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="with --recoding single: stop after S seconds")
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
@@ -668,11 +678,18 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
     """The anonymize/explain request: the release file (if any) overridden by the flags."""
     config = load_config(args.config) if args.config else None
     database, table = _locate(args, config)
+    qids = _qids(args.qids) if args.qids else (config.qids if config and not (args.qid or args.k) else ())
+    if qids and (args.qid or args.k is not None):
+        raise UsageError("give either --qid/--k or --qids COLS:K (each QID with its own k), not both")
     qid = _split(args.qid) if args.qid else list(config.qid if config else [])
+    if args.qids:
+        qid = []
+        for columns, _ in qids:
+            qid += [c for c in columns if c not in qid]
     if not qid:
         raise UsageError("name the quasi-identifiers with --qid a,b,c (or [[qi]] in --config)")
     k = args.k if args.k is not None else (config.k if config else None)
-    if k is None:
+    if k is None and not qids:
         raise UsageError("--k N is required (or privacy.k in --config)")
     hierarchies = {n: h for n, h in (config.hierarchies if config else {}).items() if n in qid}
     for item in args.hierarchy:
@@ -706,7 +723,22 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         path=config.path if config else None,
         key=tuple(_split([args.key], "--key")) if args.key else (config.key if config else None),
         class_column=args.class_column if args.class_column is not None else (config.class_column if config else None),
+        recoding=args.recoding if args.recoding is not None else (config.recoding if config else None),
+        qids=tuple(qids),
+        max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
+        max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
     )
+
+
+def _qids(items: Sequence[str]) -> list[tuple[tuple[str, ...], int]]:
+    """``--qids COLS:K`` values as ``(columns, k)`` pairs."""
+    out = []
+    for item in items:
+        columns, sep, k = item.rpartition(":")
+        if not sep or not columns or not k.strip().isdigit():
+            raise UsageError(f"--qids takes COLS:K, e.g. education,sex:4; got {item!r}")
+        out.append((tuple(_split([columns], "--qids")), int(k)))
+    return out
 
 
 def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str, Any]:
@@ -901,6 +933,10 @@ def _write_summary(
         ("classes", f"{release.partitions:,} ({release.regions:,} rules)"),
         ("k", f"{release.k} required, {release.k_achieved:,} achieved (smallest class, verified)"),
     ]
+    rows += [(f"QID {','.join(q.qid)}", f"k={q.k} required, {q.achieved:,} achieved (verified)")
+             for q in release.verification.qids]
+    if release.recoding == "single":
+        rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))
