@@ -97,7 +97,7 @@ except ImportError:  # pragma: no cover - the message is the point
 ALL_K = (5, 10, 25, 50, 100, 250, 500)
 QUICK_K = (10, 100)
 CRITERIA = ("median", "infogain")
-CRITERION_NAMES = {"median": "Median", "infogain": "InfoGain"}
+CRITERION_NAMES = {"median": "Median", "infogain": "InfoGain", "tdr": "TDR (single)"}
 MAJORITY = "region majority"
 
 ADULT_QID = ("age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country")
@@ -252,7 +252,8 @@ def apply_function() -> Callable[..., Any]:
 def run_release(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold, k: int, criterion: str,
                 models: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     view = f"{task.name}_f{fold.index}_k{k}_{criterion}"
-    request = {"target": task.target} if criterion == "infogain" else {"criterion": sqlanon.Median()}
+    request = ({"target": task.target} if criterion == "infogain" else
+               {"target": task.target, "recoding": "single"} if criterion == "tdr" else {"criterion": sqlanon.Median()})
     times: dict[str, float] = {}
 
     start = time.perf_counter()

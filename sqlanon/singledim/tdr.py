@@ -108,6 +108,17 @@ def refine(
     return _Refiner(codes, counts, attributes, requirements, labelled, use_score).run(max_steps, max_seconds)
 
 
+def candidates(
+    codes: np.ndarray, counts: np.ndarray, attributes: Sequence[Attribute], requirements: Sequence[Requirement], *,
+    labelled: bool = True, use_score: bool = True,
+) -> list[Step]:
+    """Every valid, beneficial refinement of the most masked state with its statistics
+    (e.g. the paper's Table 2b), QIs in order, values by id."""
+    r = _Refiner(codes, counts, attributes, requirements, labelled, use_score)
+    return [Step(j, int(v), float(g), float(l), float(s)) for s_, ids, gain, loss, j in r.scored()
+            for v, g, l, s in zip(ids, gain, loss, s_)]
+
+
 class _Refiner:
     def __init__(self, codes: np.ndarray, counts: np.ndarray, attributes: Sequence[Attribute],
                  requirements: Sequence[Requirement], labelled: bool, use_score: bool) -> None:
@@ -182,9 +193,10 @@ class _Refiner:
             self.perform(best.attribute, best.value)
         return Result(tuple(self.labels), tuple(self.hi), self.values, tuple(steps), tuple(int(a) for a in self.anonymity), complete)
 
-    def best(self) -> Step | None:
-        """The valid, beneficial candidate of the best score (ties: first QI, smallest id)."""
-        found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]] = []
+    def scored(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]:
+        """Per QI with candidates: ``(score, ids, gain, loss, j)`` of its valid, beneficial
+        candidates (ids ascending)."""
+        found = []
         for j in range(len(self.attrs)):
             ids = np.flatnonzero(self.candidate[j] & self.benefit[j])
             if not len(ids):
@@ -201,6 +213,11 @@ class _Refiner:
             loss = scores.anony_loss(self.anonymity, after, self.member[j])
             gain = self.gain[j][ids]
             found.append((scores.score(gain, loss) if self.use_score else gain, ids, gain, loss, j))
+        return found
+
+    def best(self) -> Step | None:
+        """The valid, beneficial candidate of the best score (ties: first QI, smallest id)."""
+        found = self.scored()
         if not found:
             return None
         top = max(float(s.max()) for s, *_ in found)
