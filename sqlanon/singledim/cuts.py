@@ -29,7 +29,7 @@ import numpy as np
 
 from ..model.hierarchy import Hierarchy
 from ..mondrian.builder import Boxes, Regions
-from .tdr import SUPPRESSED, Attribute
+from .tdr import SUPPRESSED, Attribute, factorize
 
 #: Labels of the hierarchy of a categorical QI without one (:func:`disclosure_hierarchy`).
 ROOT, HIDDEN = "*", "⊥"
@@ -96,7 +96,11 @@ def cells(values: np.ndarray, rows: np.ndarray, attributes: Sequence[Attribute],
     p_lo, p_hi, p_node = full_lo[None, :].copy(), full_hi[None, :].copy(), full_node[None, :].copy()
     for j, a in enumerate(attributes):
         space = a.hierarchy.n_nodes if a.kind == "hierarchy" else a.size
-        pairs, prefix = np.unique(prefix * space + values[:, j], return_inverse=True)
+        index, keys = factorize(prefix * space + values[:, j])  # a hash, not a sort of every row ...
+        order = np.argsort(keys, kind="stable")  # ... then the few distinct (slab, value) pairs sorted
+        position = np.empty(len(keys), dtype=np.int64)
+        position[order] = np.arange(len(keys))
+        pairs, prefix = keys[order], position[index]
         parent, value = pairs // space, pairs % space
         if a.kind == "interval":
             box_lo, box_hi, box_node = value, hi[j][value], np.full(len(value), -1)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 from ..model.hierarchy import Hierarchy
 from . import scores
@@ -122,9 +123,10 @@ def candidates(
 class _Refiner:
     def __init__(self, codes: np.ndarray, counts: np.ndarray, attributes: Sequence[Attribute],
                  requirements: Sequence[Requirement], labelled: bool, use_score: bool) -> None:
-        self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        self.codes = np.asfortranarray(codes, dtype=np.int64)  # column-major: every pass reads one QI
         self.y = np.asarray(counts, dtype=np.int64).reshape(len(self.codes), -1)
         self.n = self.y.sum(axis=1)
+        self.weighted = bool((self.n != 1).any())  # else a piece's rows are its count
         self.total = int(self.n.sum())
         self.attrs = tuple(attributes)
         self.reqs = tuple(requirements)
@@ -144,7 +146,7 @@ class _Refiner:
             self.space.append(space)
             self.hi.append(np.full(a.size, a.size - 1, dtype=np.int64) if a.kind == "interval" else None)
             self.cut.append(np.full(a.size, -1, dtype=np.int64) if a.kind == "interval" else None)
-        self.values = np.empty((G, d), dtype=np.int64)
+        self.values = np.empty((G, d), dtype=np.int64, order="F")
         for j in range(d):
             self.values[:, j] = self.labels[j][self.codes[:, j]]
         self.gain = [np.zeros(s, dtype=np.float64) for s in self.space]
@@ -161,7 +163,8 @@ class _Refiner:
                 self.child_rank.append(r)
             else:
                 self.child_rank.append(None)
-        self.fanout = max([2] + [max(len(c) for c in a.hierarchy.children) for a in self.attrs if a.kind == "hierarchy"])
+        # children per refinement: 2 for an interval, the widest node of a hierarchy
+        self.fanout = [max(len(c) for c in a.hierarchy.children) if a.kind == "hierarchy" else 2 for a in self.attrs]
         everything = np.arange(G)
         for j in range(d):
             self._candidates(j, everything)
@@ -251,7 +254,7 @@ class _Refiner:
             self._regroup(i, j, rows)
             for other in self.reqs[i].columns:
                 if other == j and a.kind != "suppression":
-                    self.pieces[i, j][np.unique(self.values[rows, j])] = np.iinfo(np.int64).max
+                    self.pieces[i, j][factorize(self.values[rows, j])[1]] = np.iinfo(np.int64).max
                 self._update_pieces(i, other, rows)
 
     # -- statistics -------------------------------------------------------------------------------
@@ -265,30 +268,29 @@ class _Refiner:
         values = self.values[rows, j]
         if a.kind == "interval":
             codes = self.codes[rows, j]
-            for v in np.unique(values).tolist():
+            for v in sorted(factorize(values)[1].tolist()):
                 self._interval(j, v, codes[values == v], rows[values == v])
             cut = self.cut[j][values]
             self.rank[j][rows] = (codes > cut).astype(np.int64)
             return
         h = a.hierarchy
         inner = np.array([not h.is_leaf(int(x)) for x in range(h.n_nodes)], dtype=bool)
-        ids, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        inverse, ids = factorize(values)
         open_ = inner[values]
         child = np.where(open_, h.ancestors[self.codes[rows, j], np.minimum(h.depth[values] + 1, h.height)], values)
         rank = np.where(open_, self.child_rank[j][child], 0)
         self.rank[j][rows] = rank
-        key = inverse * self.fanout + rank
-        pieces, piece_of = np.unique(key, return_inverse=True)
+        piece_of, pieces = factorize(inverse * self.fanout[j] + rank)
         y = self._sum(piece_of, len(pieces), rows)
         parent = self._sum(inverse, len(ids), rows)
-        owner = pieces // self.fanout
+        owner = pieces // self.fanout[j]
         if self.labelled:
             children = np.bincount(owner, weights=scores.piece_entropy(y), minlength=len(ids))
             gain = scores.info_gain(parent, children)
             benefit = scores.beneficial(parent)
         else:
             width = (h.leaf_hi - h.leaf_lo).astype(np.float64) / max(h.n_leaves - 1, 1)
-            piece_node = child[np.unique(piece_of, return_index=True)[1]]
+            piece_node = child[first_index(piece_of, len(pieces))]
             drop = scores.lm_gain(y[:, 0].astype(np.float64), width[ids[owner]], width[piece_node])
             gain = np.bincount(owner, weights=drop, minlength=len(ids)) / self.total
             benefit = gain > 0
@@ -303,8 +305,7 @@ class _Refiner:
         self.cut[j][v] = -1
         if hi == v:
             return
-        per_code = np.zeros((hi - v + 1, self.y.shape[1]), dtype=np.int64)
-        np.add.at(per_code, codes - v, self.y[rows])
+        per_code = self._sum(codes - v, hi - v + 1, rows)
         position = self.attrs[j].position
         width = None
         if not self.labelled:
@@ -323,9 +324,8 @@ class _Refiner:
         if not len(rows):
             return
         codes = self.codes[rows, j]
-        present = np.unique(codes)
-        y = np.zeros((size, self.y.shape[1]), dtype=np.int64)
-        np.add.at(y, codes, self.y[rows])
+        y = self._sum(codes, size, rows)
+        present = np.flatnonzero(y.sum(axis=1))
         disclosed, parent = y[present], y[present].sum(axis=0)
         rest = parent[None, :] - disclosed
         if self.labelled:
@@ -344,6 +344,12 @@ class _Refiner:
         self.benefit[j][present] = benefit
         self.candidate[j][present] = True
 
+    def _count(self, group: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Rows per ``group`` (aligned with ``rows``)."""
+        if not self.weighted:
+            return np.bincount(group)
+        return np.bincount(group, weights=self.n[rows]).astype(np.int64)
+
     def _sum(self, group: np.ndarray, groups: int, rows: np.ndarray) -> np.ndarray:
         """(groups, m) class counts of ``rows`` per ``group`` (aligned with ``rows``)."""
         out = np.zeros((groups, self.y.shape[1]), dtype=np.int64)
@@ -354,15 +360,14 @@ class _Refiner:
     def _regroup(self, i: int, j: int, rows: np.ndarray) -> None:
         """Give ``rows`` (refined on QI ``j``) their new group of requirement ``i``: groups only split."""
         gid, size = self.gid[i], self.size[i]
-        key = gid[rows] * (self.space[j] + 1) + (self.values[rows, j] + 1)
-        _, new = np.unique(key, return_inverse=True)
+        new, _ = factorize(gid[rows] * (self.space[j] + 1) + (self.values[rows, j] + 1))
         size = size - np.bincount(gid[rows], weights=self.n[rows], minlength=len(size)).astype(np.int64)
         fresh = np.bincount(new, weights=self.n[rows]).astype(np.int64)
         gid[rows] = len(size) + new
         self.size[i] = np.concatenate((size, fresh))
         self.anonymity[i] = min(int(self.anonymity[i]), int(fresh.min()))
         if len(self.size[i]) > 4 * len(gid) + 1024:  # renumber the groups still alive
-            alive, gid[:] = np.unique(gid, return_inverse=True)
+            gid[:], alive = factorize(gid)
             self.size[i] = self.size[i][alive]
 
     def _update_pieces(self, i: int, j: int, rows: np.ndarray) -> None:
@@ -372,10 +377,13 @@ class _Refiner:
             self._suppressed_pieces(i, j)
             return
         gid = self.gid[i][rows]
-        key = gid * self.fanout + self.rank[j][rows]
-        _, piece = np.unique(key, return_inverse=True)
-        size = np.bincount(piece, weights=self.n[rows]).astype(np.int64)
-        np.minimum.at(self.pieces[i, j], self.values[rows, j], size[piece])
+        base = int(gid.min()) if len(gid) else 0
+        span = (int(gid.max()) - base + 1) * self.fanout[j] if len(gid) else 0
+        key = (gid - base) * self.fanout[j] + self.rank[j][rows]  # the rows' groups are numbered together
+        if span > 4 * len(rows) + 1024:  # too many bins: number the pieces present
+            key, _ = factorize(key)
+        size = self._count(key, rows)[key]
+        np.minimum.at(self.pieces[i, j], self.values[rows, j], size)
 
     def _suppressed_pieces(self, i: int, j: int) -> None:
         """Disclosing ``v`` cuts each group holding ``⊥`` rows of code ``v`` into those rows and
@@ -386,7 +394,21 @@ class _Refiner:
         if not len(rows):
             return
         gid, codes = self.gid[i][rows], self.codes[rows, j]
-        _, piece = np.unique(gid * self.attrs[j].size + codes, return_inverse=True)
+        piece, _ = factorize(gid * self.attrs[j].size + codes)
         disclosed = np.bincount(piece, weights=self.n[rows]).astype(np.int64)[piece]
         rest = self.size[i][gid] - disclosed
         np.minimum.at(smallest, codes, np.where(rest > 0, np.minimum(disclosed, rest), disclosed))
+
+
+def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, uniques)``: each key's position among the distinct keys, numbered by first
+    appearance (a hash table, O(n): the refinement loop's hot path; ``np.unique`` sorts)."""
+    index, uniques = pd.factorize(keys, sort=False)
+    return index.astype(np.int64, copy=False), np.asarray(uniques, dtype=np.int64)
+
+
+def first_index(index: np.ndarray, count: int) -> np.ndarray:
+    """The first position of each of ``count`` numbers in ``index``."""
+    first = np.empty(count, dtype=np.int64)
+    first[index[::-1]] = np.arange(len(index) - 1, -1, -1)
+    return first
