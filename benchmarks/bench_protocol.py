@@ -81,7 +81,8 @@ import sqlanon  # noqa: E402
 from machine import machine  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
-from sqlanon.model.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
+from sqlanon.model.hierarchy import Hierarchy  # noqa: E402
+from sqlanon.request.spec import load_hierarchy  # noqa: E402
 
 try:
     from sklearn.ensemble import RandomForestClassifier
