@@ -331,7 +331,7 @@ def accuracy_table(name: str, runs: list[dict], baselines: list[dict], models: S
         rows.append(["–", f"original ({encoding})",
                      *(_mean_sd([b["accuracy"][c] for b in chosen], sd=cv) for c in models), "–"])
     for k in sorted({r["k"] for r in runs if r["dataset"] == name}):
-        for criterion in CRITERIA:
+        for criterion in CRITERION_NAMES:
             chosen = [r for r in runs if r["dataset"] == name and r["k"] == k and r["criterion"] == criterion]
             if chosen:
                 rows.append([k, CRITERION_NAMES[criterion],
@@ -342,7 +342,7 @@ def accuracy_table(name: str, runs: list[dict], baselines: list[dict], models: S
 def metrics_table(name: str, runs: list[dict]) -> str:
     rows = []
     for k in sorted({r["k"] for r in runs if r["dataset"] == name}):
-        for criterion in CRITERIA:
+        for criterion in CRITERION_NAMES:
             chosen = [r for r in runs if r["dataset"] == name and r["k"] == k and r["criterion"] == criterion]
             if not chosen:
                 continue

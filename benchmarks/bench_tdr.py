@@ -39,7 +39,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import sqlanon  # noqa: E402
 from sqlanon import datasets  # noqa: E402
-from machine import machine, measure_child  # noqa: E402
+from machine import machine  # noqa: E402
 
 ALL_K = (5, 10, 25, 50, 100, 250, 500)
 CONTINUOUS = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
@@ -109,9 +109,9 @@ def child(db: str, table: str, qid: list[str], k: int, target: str, hierarchies:
 
 
 def run_child(db: Path, table: str, qid: list[str], k: int, target: str, hierarchies: dict[str, str]) -> None:
+    """One scalability run in a fresh process (its own memory, no warm caches); prints its JSON."""
     cmd = [sys.executable, __file__, "--child", json.dumps([str(db), table, qid, k, target, hierarchies])]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    code, rss, _, wall = 0, 0.0, False, 0.0
     if out.returncode:
         print(out.stderr[-3000:], file=sys.stderr)
         return

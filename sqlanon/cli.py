@@ -1084,7 +1084,7 @@ def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
     with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
-        text = explain(con, kwargs.pop("table"), kwargs.pop("qid"), kwargs.pop("k"), **kwargs)
+        text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)
     sys.stdout.write(text)
     return 0
 

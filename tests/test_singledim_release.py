@@ -202,3 +202,16 @@ def test_errors_before_any_work():
     with pytest.raises(RecodingError, match="NULLs and no hierarchy"):
         sqlanon.anonymize(con, "t", qid=["txt"], k=3, recoding="single")
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == before
+
+
+def test_explain_shows_the_compression(tmp_path: Path, capsys):
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    _load(con, _random_table(5, 100))
+    con.close()
+    assert main(["explain", str(db), "t", "--recoding", "single", "--qids", "num,txt:5", "--target", "y"]) == 0
+    text = capsys.readouterr().out
+    assert "single-dimensional (top-down refinement), QIDs ['num', 'txt'] k=5" in text
+    assert "Compress: one GROUP BY" in text and "Place the rows" in text
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 't_anon%'").fetchone()[0] == 0

@@ -30,6 +30,16 @@ def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndar
     """``(codes (G, d), counts (G, m))``: one row per distinct QI code vector, with its rows per
     class of the target (one column of rows without a target)."""
     d = len(spec.qis)
+    query = compress_query(spec, work)
+    res = engine.fetch(query)
+    codes = np.column_stack([res[f"q{i}"].astype(np.int64) for i in range(d)]) if d else np.zeros((0, 0), np.int64)
+    y = np.column_stack([res[c.alias_or_name].astype(np.int64) for c in query.expressions[d:]])
+    return codes, y
+
+
+def compress_query(spec: Spec, work: str) -> exp.Select:
+    """The compressed table (TKDE 2007, Section 4.1): ``q0.., y0..`` grouped by the codes."""
+    d = len(spec.qis)
     keys = [g.col(f"q{i}") for i in range(d)]
     star = exp.Count(this=exp.Star())
     if spec.single is not None and spec.single.target is not None:
@@ -38,12 +48,8 @@ def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndar
             this=exp.EQ(this=g.col("k0"), expression=g.lit(c)))), f"y{c}") for c in range(size)]
     else:
         counts = [g.alias(star, "y0")]
-    query = exp.select(*[g.alias(k, f"q{i}") for i, k in enumerate(keys)], *counts).from_(g.table(work)).group_by(
+    return exp.select(*[g.alias(k, f"q{i}") for i, k in enumerate(keys)], *counts).from_(g.table(work)).group_by(
         *[k.copy() for k in keys])
-    res = engine.fetch(query)
-    codes = np.column_stack([res[f"q{i}"].astype(np.int64) for i in range(d)]) if d else np.zeros((0, 0), np.int64)
-    y = np.column_stack([res[c.alias_or_name].astype(np.int64) for c in counts])
-    return codes, y
 
 
 def attributes(spec: Spec, domains: tuple[Domain, ...]) -> list[Attribute]:
@@ -88,11 +94,11 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
         new_domains[j] = dataclasses.replace(domains[j], qi=qis[j])
         attrs[j] = Attribute("hierarchy", a.size, h)
     found = cells(values, y.sum(axis=1), attrs, result.ends)
-    placed = _place(engine, work, codes, found.pid)
+    placed = place(engine, work, codes, found.pid)
     return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, result
 
 
-def _place(engine: Engine, work: str, codes: np.ndarray, pid: np.ndarray) -> str:
+def place(engine: Engine, work: str, codes: np.ndarray, pid: np.ndarray) -> str:
     """The temp table ``(rid, pid, qhash)``: every row's region, by its QI codes."""
     d = codes.shape[1]
     upload = engine.upload("cells", {**{f"q{i}": codes[:, i] for i in range(d)}, "pid": pid})
