@@ -168,9 +168,8 @@ def anonymize(
             (AnonyLoss + 1)``, ``criterion=InfoGain(target)`` by InfoGain alone; without a target
             by the drop of the LM loss per anonymity lost. No sensitive/l/constraints/selections.
         qids: with ``recoding="single"``, several QIDs each with its own k, ``[(columns, k),
-            ...]`` instead of ``qid=``/``k=``; each is verified on the view. A release with a QID
-            that is not every QI is published as a snapshot table (the live view enforces k per
-            class, not per QID).
+            ...]`` instead of ``qid=``/``k=``; each is verified on the view, and a live view
+            suppresses every row while some QID's group is below its k.
         max_steps, max_seconds: with ``recoding="single"``, stop after this many refinements or
             seconds (TDR is anytime: the release is valid, only coarser).
 
@@ -255,9 +254,6 @@ def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:
     if not spec.outputs.materialize:
         return ()
     where = repr(spec.source.path or spec.source.name)
-    if spec.single is not None and spec.single.per_qid([q.name for q in spec.qis]):
-        return (f"several QIDs: published a snapshot table {spec.outputs.view!r} (a live view enforces k per "
-                f"equivalence class, not per QID) that does not follow later changes of {where}.",)
     if spec.source.temporary and not engine.views_read_temporary:
         why = f"{where} is a temp view, which a {engine.name} view may not read"
         fix = "Save it as a table for a live view."

@@ -93,7 +93,8 @@ class Manifest:
         return LiveView(g.table(name, schema, catalog), self.source_columns, self.qis, self.key,
                         self.key_declared,
                         self.guarded, self.k, self.constraint_objects, self.ref(self.rowmap), self.ref(self.rules),
-                        self.region_column, self.size_column, self.class_column)
+                        self.region_column, self.size_column, self.class_column,
+                        self.qids if any(set(c) != set(self.qid) for c, _ in self.qids) else ())
 
 
 def write(engine: Engine, spec: Spec) -> None:

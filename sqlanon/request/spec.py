@@ -236,11 +236,6 @@ def resolve(
         qis=qis,
     )
     identity = _row_identity(engine, source, key)
-    if plan is not None and plan.per_qid(qid):
-        if key is not None:
-            raise RecodingError("key= (a live view) with several QIDs: the live view enforces k per equivalence "
-                                "class, not per QID, so such a release is published as a snapshot table; drop key=")
-        identity = None  # a live view could not keep every QID's k as the source changes
     if source.temporary and not engine.views_read_temporary:
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
