@@ -141,6 +141,7 @@ def test_adult(adult):
     report = sqlanon.report(con, release.view, format="json")
     doc = json.loads(report)
     assert doc["verification"]["holds"] and doc["verification"]["qids"][0]["k"] == 50
+    assert "QID age, sex, race" in sqlanon.report(con, release.view, format="markdown")
     gain = sqlanon.anonymize(con, "adult", qid=qid, k=50, criterion=sqlanon.InfoGain("salary-class"),
                              recoding="single", hierarchies={q: hierarchies[q] for q in qid if q != "age"},
                              view="adult_gain")
