@@ -44,11 +44,6 @@ class Single:
     max_steps: int | None = None
     max_seconds: float | None = None
 
-    def cell_k(self, qid: Sequence[str]) -> int:
-        """The k every equivalence class (grid cell) must hold: that of a QID spanning every
-        QI, else 1 -- a cell is then no QID's group; each QID is checked on its own columns."""
-        return max([k for columns, k in self.qids if set(columns) == set(qid)], default=1)
-
     def per_qid(self, qid: Sequence[str]) -> bool:
         """Whether some QID is not the whole QI set (its groups are unions of cells)."""
         return any(set(columns) != set(qid) for columns, _ in self.qids)
