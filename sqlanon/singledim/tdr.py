@@ -149,6 +149,13 @@ class _Refiner:
         self.values = np.empty((G, d), dtype=np.int64, order="F")
         for j in range(d):
             self.values[:, j] = self.labels[j][self.codes[:, j]]
+        # TIPS's links as arrays: per QI the rows ordered by value, each value's rows one segment
+        # [first, end) of that order (slot = value id + 1, so ⊥ = -1 has slot 0) -- R_v costs |R_v|
+        self.order = [np.arange(G, dtype=np.int64) for _ in range(d)]
+        self.first = [np.zeros(s + 1, dtype=np.int64) for s in self.space]
+        self.end = [np.zeros(s + 1, dtype=np.int64) for s in self.space]
+        for j in range(d):
+            self.end[j][int(self.values[0, j]) + 1 if G else 0] = G
         self.gain = [np.zeros(s, dtype=np.float64) for s in self.space]
         self.benefit = [np.zeros(s, dtype=bool) for s in self.space]
         self.candidate = [np.zeros(s, dtype=bool) for s in self.space]
@@ -170,7 +177,10 @@ class _Refiner:
             self._candidates(j, everything)
         # per requirement: group id per row, group sizes, A(QID)
         self.gid = [np.zeros(G, dtype=np.int64) for _ in self.reqs]
-        self.size = [np.array([self.total], dtype=np.int64) for _ in self.reqs]
+        self.size = [np.full(1024, 0, dtype=np.int64) for _ in self.reqs]  # a buffer: groups 0..used-1
+        for size in self.size:
+            size[0] = self.total
+        self.used = [1 for _ in self.reqs]
         self.anonymity = np.array([self.total] * len(self.reqs), dtype=np.int64)
         self.pieces: dict[tuple[int, int], np.ndarray] = {}
         for i, r in enumerate(self.reqs):
@@ -235,7 +245,7 @@ class _Refiner:
         """Refine value ``v`` of QI ``j`` (Section 4.3) and update the statistics (Section 4.4)."""
         a = self.attrs[j]
         # the refined records: R_v, or every suppressed record for a disclosure (R_⊥ splits)
-        rows = np.flatnonzero(self.values[:, j] == (SUPPRESSED if a.kind == "suppression" else v))
+        rows = self.records(j, SUPPRESSED if a.kind == "suppression" else v)
         labels = self.labels[j]
         if a.kind == "interval":
             t, hi = int(self.cut[j][v]), int(self.hi[j][v])
@@ -249,6 +259,7 @@ class _Refiner:
             labels[v] = v
         self.candidate[j][v] = False
         self.values[rows, j] = labels[self.codes[rows, j]]
+        self._resegment(j, SUPPRESSED if a.kind == "suppression" else v, rows)
         self._candidates(j, rows)
         for i in np.flatnonzero(self.member[j]):
             self._regroup(i, j, rows)
@@ -256,6 +267,23 @@ class _Refiner:
                 if other == j and a.kind != "suppression":
                     self.pieces[i, j][factorize(self.values[rows, j])[1]] = np.iinfo(np.int64).max
                 self._update_pieces(i, other, rows)
+
+    def records(self, j: int, v: int) -> np.ndarray:
+        """The rows holding value ``v`` of QI ``j`` (``R_v``)."""
+        return self.order[j][self.first[j][v + 1]: self.end[j][v + 1]]
+
+    def _resegment(self, j: int, v: int, rows: np.ndarray) -> None:
+        """After refining ``v``: its segment of rows ordered by their new values, one segment each."""
+        start = int(self.first[j][v + 1])
+        values = self.values[rows, j]
+        by = np.argsort(values, kind="stable")
+        self.order[j][start: start + len(rows)] = rows[by]
+        values = values[by]
+        heads = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+        slots = values[heads] + 1
+        self.end[j][v + 1] = self.first[j][v + 1]  # emptied, unless a child keeps the id (a left interval)
+        self.first[j][slots] = start + heads
+        self.end[j][slots] = start + np.append(heads[1:], len(values))
 
     # -- statistics -------------------------------------------------------------------------------
     def _candidates(self, j: int, rows: np.ndarray) -> None:
@@ -318,7 +346,7 @@ class _Refiner:
 
     def _suppressed_candidates(self, j: int) -> None:
         """Disclosing each value still suppressed: ``⊥ -> {v, ⊥}`` (eq. 5), from the ``⊥`` rows."""
-        rows = np.flatnonzero(self.values[:, j] == SUPPRESSED)
+        rows = self.records(j, SUPPRESSED)
         size = self.attrs[j].size
         self.candidate[j][:] = False
         if not len(rows):
@@ -359,16 +387,23 @@ class _Refiner:
 
     def _regroup(self, i: int, j: int, rows: np.ndarray) -> None:
         """Give ``rows`` (refined on QI ``j``) their new group of requirement ``i``: groups only split."""
-        gid, size = self.gid[i], self.size[i]
+        gid = self.gid[i]
+        old, old_ids = factorize(gid[rows])
         new, _ = factorize(gid[rows] * (self.space[j] + 1) + (self.values[rows, j] + 1))
-        size = size - np.bincount(gid[rows], weights=self.n[rows], minlength=len(size)).astype(np.int64)
-        fresh = np.bincount(new, weights=self.n[rows]).astype(np.int64)
-        gid[rows] = len(size) + new
-        self.size[i] = np.concatenate((size, fresh))
+        self.size[i][old_ids] -= self._count(old, rows)
+        fresh = self._count(new, rows)
+        used = self.used[i]
+        if used + len(fresh) > len(self.size[i]):
+            if used + len(fresh) > 4 * len(gid) + 1024:  # renumber the groups still alive
+                gid[:], alive = factorize(gid)
+                self.size[i][: len(alive)] = self.size[i][alive]
+                used = len(alive)
+            if used + len(fresh) > len(self.size[i]):  # grow the buffer (doubling: amortized O(1))
+                self.size[i] = np.concatenate((self.size[i], np.zeros(max(len(self.size[i]), len(fresh)), np.int64)))
+        self.size[i][used: used + len(fresh)] = fresh
+        gid[rows] = used + new
+        self.used[i] = used + len(fresh)
         self.anonymity[i] = min(int(self.anonymity[i]), int(fresh.min()))
-        if len(self.size[i]) > 4 * len(gid) + 1024:  # renumber the groups still alive
-            gid[:], alive = factorize(gid)
-            self.size[i] = self.size[i][alive]
 
     def _update_pieces(self, i: int, j: int, rows: np.ndarray) -> None:
         """Each candidate of QI ``j``: the smallest piece its refinement cuts from a group of
@@ -390,7 +425,7 @@ class _Refiner:
         the rest (when there is a rest): recomputed from the ``⊥`` rows."""
         smallest = self.pieces[i, j]
         smallest[:] = np.iinfo(np.int64).max
-        rows = np.flatnonzero(self.values[:, j] == SUPPRESSED)
+        rows = self.records(j, SUPPRESSED)
         if not len(rows):
             return
         gid, codes = self.gid[i][rows], self.codes[rows, j]
