@@ -276,7 +276,11 @@ class _Refiner:
         """After refining ``v``: its segment of rows ordered by their new values, one segment each."""
         start = int(self.first[j][v + 1])
         values = self.values[rows, j]
-        by = np.argsort(values, kind="stable")
+        index, distinct = factorize(values)  # few children: a stable radix sort of their ranks
+        rank = np.empty(len(distinct), dtype=np.int64)
+        rank[np.argsort(distinct)] = np.arange(len(distinct))
+        key = rank[index].astype(np.uint16 if len(distinct) < 2**16 else np.int64)
+        by = np.argsort(key, kind="stable")
         self.order[j][start: start + len(rows)] = rows[by]
         values = values[by]
         heads = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
