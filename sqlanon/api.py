@@ -143,7 +143,8 @@ def anonymize(
         memory_rows: partitions of at most this many rows are finished in memory (numpy), in
             batches of about this many rows; larger ones are split in SQL. 0 keeps everything in
             SQL. The result does not depend on it.
-        progress: called after every tree level with a :class:`~sqlanon.mondrian.builder.Progress`.
+        progress: called after every tree level with a :class:`~sqlanon.mondrian.builder.Progress`
+            (with ``recoding="single"``: after every refinement, phase ``"refine"``).
         sensitive, l: entropy l-diversity of each ``sensitive`` column (KDD 2006, Section 3.1):
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
@@ -201,7 +202,7 @@ def anonymize(
         lap("encode")
         memory = None
         if spec.single is not None:  # top-down refinement over the compressed table
-            spec, domains, regions, work, result = run_single(engine, spec, domains, work)
+            spec, domains, regions, work, result = run_single(engine, spec, domains, work, progress)
             refinements = len(result.steps)
             lap("refine")
         else:

@@ -103,8 +103,10 @@ def test_random_releases(seed: int, rows: int, labelled: bool, shape: str, k: in
     else:
         qids = [(["num"], k + 5), (["txt", "day"], k), (["num", "cat"], 2)]
         request = {"qids": qids}
-    release = sqlanon.anonymize(con, "t", recoding="single", hierarchies={"cat": TREE},
+    heard: list[sqlanon.Progress] = []
+    release = sqlanon.anonymize(con, "t", recoding="single", hierarchies={"cat": TREE}, progress=heard.append,
                                 target="y" if labelled else None, max_steps=steps, **request)
+    assert [p.level for p in heard] == list(range(1, release.refinements + 1))
     if steps is not None:
         assert release.refinements <= steps
     check_single(con, release, data, qids)

@@ -220,9 +220,7 @@ def resolve(
         qis.append(QI(name, kind, data_type, has_null=nulls[name], position=position))
     _check_finite(engine, source, qis)
     plan = None
-    if single:
-        for columns, _ in pairs:
-            _check_qid(list(columns), source)
+    if single:  # (every QID's columns are in the union qid, checked above)
         plan, criterion = resolve_single(
             pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
             sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 from sqlglot import exp
@@ -20,7 +21,7 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..model.domain import Domain
-from ..mondrian.builder import Regions
+from ..mondrian.builder import Progress, Regions
 from ..request.spec import Spec
 from .cuts import cells, disclosure_hierarchy, disclosure_nodes
 from .tdr import Attribute, Requirement, Result, refine
@@ -66,9 +67,11 @@ def attributes(spec: Spec, domains: tuple[Domain, ...]) -> list[Attribute]:
     return out
 
 
-def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str
+def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str,
+               progress: Callable[[Progress], None] | None = None,
                ) -> tuple[Spec, tuple[Domain, ...], Regions, str, Result]:
-    """Compress, refine and place every row (module docstring).
+    """Compress, refine and place every row (module docstring); ``progress`` hears of every
+    refinement (phase ``"refine"``, ``level`` the refinements so far).
 
     Returns the spec and domains with the published hierarchies of ``⊥``-suppressed QIs, the
     regions, the temp table ``(rid, pid, qhash)`` of every row's region, and TDR's result.
@@ -79,8 +82,14 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     attrs = attributes(spec, domains)
     names = [q.name for q in spec.qis]
     reqs = [Requirement(tuple(names.index(c) for c in columns), k) for columns, k in plan.qids]
+    rows = int(y.sum())
+
+    def step(n: int, elapsed: float) -> None:
+        if progress is not None:
+            progress(Progress("refine", n, 0, rows, elapsed))
+
     result = refine(codes, y, attrs, reqs, labelled=plan.target is not None, use_score=plan.use_score,
-                    max_steps=plan.max_steps, max_seconds=plan.max_seconds)
+                    max_steps=plan.max_steps, max_seconds=plan.max_seconds, on_step=step)
     values = result.values.copy()
     qis, new_domains = list(spec.qis), list(domains)
     for j, a in enumerate(attrs):  # publish a ⊥-suppressed QI through the hierarchy of what was disclosed

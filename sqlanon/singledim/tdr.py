@@ -31,7 +31,7 @@ in pre-order, smallest code).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,6 +95,7 @@ class Result:
 def refine(
     codes: np.ndarray, counts: np.ndarray, attributes: Sequence[Attribute], requirements: Sequence[Requirement], *,
     labelled: bool = True, use_score: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
+    on_step: Callable[[int, float], None] | None = None,
 ) -> Result:
     """Run TDR over a compressed table.
 
@@ -105,8 +106,9 @@ def refine(
         labelled: the gain is InfoGain of the class counts; else the drop of LM.
         use_score: rank by ``Score = gain / (AnonyLoss + 1)``; else by the gain alone.
         max_steps, max_seconds: the anytime budget (None: none).
+        on_step: called after every refinement with their number and the seconds since the start.
     """
-    return _Refiner(codes, counts, attributes, requirements, labelled, use_score).run(max_steps, max_seconds)
+    return _Refiner(codes, counts, attributes, requirements, labelled, use_score).run(max_steps, max_seconds, on_step)
 
 
 def candidates(
@@ -189,7 +191,8 @@ class _Refiner:
                 self._update_pieces(i, j, everything)
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self, max_steps: int | None, max_seconds: float | None) -> Result:
+    def run(self, max_steps: int | None, max_seconds: float | None,
+            on_step: Callable[[int, float], None] | None = None) -> Result:
         started = time.perf_counter()
         steps: list[Step] = []
         complete = False
@@ -204,6 +207,8 @@ class _Refiner:
                 break
             steps.append(best)
             self.perform(best.attribute, best.value)
+            if on_step is not None:
+                on_step(len(steps), time.perf_counter() - started)
         return Result(tuple(self.labels), tuple(self.hi), self.values, tuple(steps), tuple(int(a) for a in self.anonymity), complete)
 
     def scored(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]:
