@@ -108,7 +108,9 @@ def refine(
         max_steps, max_seconds: the anytime budget (None: none).
         on_step: called after every refinement with their number and the seconds since the start.
     """
-    return _Refiner(codes, counts, attributes, requirements, labelled, use_score).run(max_steps, max_seconds, on_step)
+    started = time.perf_counter()  # the budget counts the statistics of the most masked state too
+    refiner = _Refiner(codes, counts, attributes, requirements, labelled, use_score)
+    return refiner.run(max_steps, max_seconds, on_step, started)
 
 
 def candidates(
@@ -123,6 +125,9 @@ def candidates(
 
 
 class _Refiner:
+    """The state of one run: the cuts, TIPS's segments, every candidate's statistics and every
+    QID's groups (module docstring); :meth:`best` chooses, :meth:`perform` refines."""
+
     def __init__(self, codes: np.ndarray, counts: np.ndarray, attributes: Sequence[Attribute],
                  requirements: Sequence[Requirement], labelled: bool, use_score: bool) -> None:
         self.codes = np.asfortranarray(codes, dtype=np.int64)  # column-major: every pass reads one QI
@@ -163,6 +168,8 @@ class _Refiner:
         self.candidate = [np.zeros(s, dtype=bool) for s in self.space]
         self.rank = [np.zeros(G, dtype=np.int64) for _ in range(d)]  # each row's child under its own value's refinement
         self.child_rank = []
+        self.inner = [np.array([len(c) > 0 for c in a.hierarchy.children], dtype=bool) if a.kind == "hierarchy"
+                      else None for a in self.attrs]
         for a in self.attrs:
             if a.kind == "hierarchy":
                 h = a.hierarchy
@@ -192,8 +199,8 @@ class _Refiner:
 
     # -- the loop ---------------------------------------------------------------------------------
     def run(self, max_steps: int | None, max_seconds: float | None,
-            on_step: Callable[[int, float], None] | None = None) -> Result:
-        started = time.perf_counter()
+            on_step: Callable[[int, float], None] | None = None, started: float | None = None) -> Result:
+        started = time.perf_counter() if started is None else started
         steps: list[Step] = []
         complete = False
         while True:
@@ -311,7 +318,7 @@ class _Refiner:
             self.rank[j][rows] = (codes > cut).astype(np.int64)
             return
         h = a.hierarchy
-        inner = np.array([not h.is_leaf(int(x)) for x in range(h.n_nodes)], dtype=bool)
+        inner = self.inner[j]
         inverse, ids = factorize(values)
         open_ = inner[values]
         child = np.where(open_, h.ancestors[self.codes[rows, j], np.minimum(h.depth[values] + 1, h.height)], values)
