@@ -251,3 +251,34 @@ def test_oracle_detects_a_wrong_tie_break() -> None:
     first = oracle.step()
     wrong = refine(codes, y, attrs, reqs, use_score=False).steps[0]
     assert (wrong.attribute, wrong.value) != first
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 12))
+def test_cells_tile_the_domain(seed: int, steps: int) -> None:
+    """The regions of the cuts are disjoint boxes covering every point of the code domain; the
+    non-empty ones are exactly the grid cells holding rows, each with its rows' count."""
+    from sqlanon.singledim.cuts import cells, disclosure_hierarchy, disclosure_nodes
+
+    codes, y, attrs, reqs = _table(seed, True)
+    result = refine(codes, y, attrs, reqs, max_steps=steps)
+    values = result.values.copy()
+    attrs = list(attrs)
+    h, code = disclosure_hierarchy([f"s{i}" for i in range(4)], result.labels[2] >= 0)
+    values[:, 2] = disclosure_nodes(h, code, result.labels[2])[codes[:, 2]]
+    attrs[2] = Attribute("hierarchy", 4, h)
+    mapped = codes.copy()
+    mapped[:, 2] = code[codes[:, 2]]  # the published hierarchy's leaf codes
+    found = cells(values, y.sum(axis=1), attrs, result.ends).regions
+    boxes = found.boxes
+    grid = np.stack(np.meshgrid(*[np.arange(a.size) for a in attrs], indexing="ij"), -1).reshape(-1, 3)
+    inside = ((boxes.lo[None, :, :] <= grid[:, None, :]) & (grid[:, None, :] <= boxes.hi[None, :, :])).all(axis=2)
+    assert (inside.sum(axis=1) == 1).all(), "the regions must tile the domain"
+    holder = inside[np.searchsorted(np.ravel_multi_index(grid.T, [a.size for a in attrs]),
+                                    np.ravel_multi_index(mapped.T, [a.size for a in attrs]))].argmax(axis=1)
+    counts = np.bincount(holder, weights=y.sum(axis=1), minlength=len(boxes))
+    assert np.array_equal(counts, boxes.n)
+    assert len(np.unique(values, axis=0)) == int((boxes.n > 0).sum())
+    # each row's region is its cell: rows with equal values share it, others do not
+    pid = cells(values, y.sum(axis=1), attrs, result.ends).pid
+    assert np.array_equal(boxes.pid[holder], pid)

@@ -7,9 +7,11 @@ domain), but a grid has exponentially many. A guillotine tiling covers them with
 split the domain on the first QI's values, split each slab *that holds rows* on the second QI's
 values, and so on; a slab without rows stays one empty region spanning the whole domain of the
 later QIs, and runs of empty values are merged (adjacent empty intervals into one interval, an
-empty hierarchy subtree into its top node). There are at most ``d`` empty regions per non-empty
-cell and value (times the hierarchy depth), and every region is a box -- a region of the same
-kind as Mondrian's, so publishing, apply, regions, metrics and report work unchanged.
+empty hierarchy subtree into its top node). Per QI, each slab with rows adds at most one empty
+region per present interval plus one, or per child of a node on the paths to its present nodes
+-- polynomial in the non-empty cells, not a product of the QIs' values -- and every region is a
+box of the same kind as Mondrian's, so publishing, apply, regions, metrics and report work
+unchanged.
 
 Published bounds: every row of a cell shows its value's bounds on each QI -- an interval's first
 and last value (not the smallest and largest of the cell's rows: every row of the interval shows
