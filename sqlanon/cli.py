@@ -1006,7 +1006,8 @@ def _verify(args: argparse.Namespace) -> int:
         details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
     k_holds = not result.violating and not result.unplaced and result.classes > 0
     failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
-        check.constraint for check in result.checks if not check.ok]
+        check.constraint for check in result.checks if not check.ok] + [
+        f"QID {', '.join(q.qid)} k={q.k}" for q in result.qids if not q.ok]
     if args.json:
         document = {"relation": relation, "holds": not failed, "failed": failed, **dataclasses.asdict(result),
                     "violating_classes": _listed(k_classes)}
@@ -1020,6 +1021,10 @@ def _verify(args: argparse.Namespace) -> int:
         _write_verification(sys.stdout, relation, result, k_classes)
         for check, detail in zip(result.checks, details):
             _write_check(sys.stdout, check.ok, detail)
+        for q in result.qids:  # a single-dimensional release's QIDs, as its manifest records them
+            verdict = "ok" if q.ok else "FAILED"
+            below = f", {q.violating:,} groups below k" if not q.ok else ""
+            sys.stdout.write(f"{verdict}: QID {', '.join(q.qid)}: k={q.k}, smallest group {q.achieved:,}{below}\n")
         if constraints:
             checks = 1 + len(constraints)
             sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if not failed else

@@ -124,6 +124,8 @@ def test_several_qids_distort_less_than_their_union():
                               recoding="single", hierarchies={"cat": TREE}, view="s")
     assert split.partitions > union.partitions
     check_single(con, split, data, [(["num", "cat"], 10), (["txt", "day"], 10)])
+    with pytest.raises(RecodingError, match="several QIDs"):  # apply's enforce knows one k
+        sqlanon.apply(con, split, "t", view="enforced", enforce=True)
     # verify reads the QIDs from the manifest; a stricter k on a QID fails
     assert sqlanon.verify(con, "s", ["num", "cat", "txt", "day"], 1, class_column="eq_class").ok
     strict = sqlanon.verify(con, "s", ["num", "cat", "txt", "day"], 1, qids=[(["num", "cat"], 10**6)])
@@ -174,6 +176,7 @@ def test_cli_and_release_file(tmp_path: Path, capsys):
     assert doc["refinements"] <= 2 and doc["criterion"] == "infogain('y')"
     # the reloaded release verifies its QIDs from the manifest
     assert main(["verify", str(db), "from_file", "--qid", "num,cat", "--k", "1", "--class-column", "eq_class"]) == 0
+    assert "ok: QID num, cat: k=6" in capsys.readouterr().out
     con = duckdb.connect(str(db))
     v = sqlanon.verify(con, "from_file", ["num", "cat"], 1, class_column="eq_class")
     assert v.ok and [(q.qid, q.k) for q in v.qids] == [(("num", "cat"), 6)]
