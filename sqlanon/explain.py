@@ -73,7 +73,8 @@ def explain_entries(
             rec.show(compress_query(spec, work), "fetched to numpy: top-down refinement computes every refinement's "
                      "statistics from it in memory, no statement per candidate")
             rec.section = "Place the rows: each distinct QI code vector's region, joined to the working table (once)"
-            work = place(rec, work, np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64))
+            work = place(rec, work, [np.zeros(d.size, np.int64) for d in domains],
+                         np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64))
             w = spec.workload
             root = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns).root(spec.source.rows)
             memory = None

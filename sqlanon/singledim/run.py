@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sqlglot import exp
@@ -103,19 +104,49 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
         new_domains[j] = dataclasses.replace(domains[j], qi=qis[j])
         attrs[j] = Attribute("hierarchy", a.size, h)
     found = cells(values, y.sum(axis=1), attrs, result.ends)
-    placed = place(engine, work, codes, found.pid)
+    placed = place(engine, work, result.labels, codes, found.pid)
     return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, result
 
 
-def place(engine: Engine, work: str, codes: np.ndarray, pid: np.ndarray) -> str:
-    """The temp table ``(rid, pid, qhash)``: every row's region, by its QI codes."""
+def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray) -> str:
+    """The temp table ``(rid, pid, qhash)``: every row's region, from its QI codes.
+
+    A row's cell is its value on every QI, so the cell gets a number ``sum_j index_j *
+    radix_j`` (``index_j``: the value's rank among QI ``j``'s final values, from a small
+    ``code -> index`` table per refined QI) and the rows join one small table ``(cell, pid)``:
+    a few joins with small build sides instead of a join of every row with every distinct
+    code vector. When the numbers would not fit a BIGINT, the rows join the code vectors.
+    """
     d = codes.shape[1]
-    upload = engine.upload("cells", {**{f"q{i}": codes[:, i] for i in range(d)}, "pid": pid})
-    on = exp.and_(*[exp.EQ(this=g.col(f"q{i}", "w"), expression=g.col(f"q{i}", "c")) for i in range(d)])
-    query = (exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w"))
-             .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
-             .join(exp.alias_(g.table(upload), g.ident("c"), table=True), on=on))
+    index = [np.unique(labels[j], return_inverse=True)[1].astype(np.int64) for j in range(d)]
+    width = [int(ix.max()) + 1 if len(ix) else 1 for ix in index]
+    refined = [j for j in range(d) if width[j] > 1]  # a QI left whole adds nothing to the number
+    w = exp.alias_(g.table(work), g.ident("w"), table=True)
+    if math.prod(width[j] for j in refined) < 2**62:
+        radix, r = {}, 1
+        for j in refined:
+            radix[j], r = r, r * width[j]
+        cell = np.zeros(len(codes), dtype=np.int64)
+        for j in refined:
+            cell += index[j][codes[:, j]] * radix[j]
+        first = np.unique(cell, return_index=True)[1]
+        uploads = [engine.upload("cells", {"cell": cell[first], "pid": pid[first]})]
+        number: exp.Expression = g.lit(0)
+        query = exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w")).from_(w)
+        for j in refined:
+            uploads.append(engine.upload(f"index{j}", {"code": np.arange(len(index[j])), "ix": index[j]}))
+            query = query.join(exp.alias_(g.table(uploads[-1]), g.ident(f"m{j}"), table=True),
+                               on=exp.EQ(this=g.col("code", f"m{j}"), expression=g.col(f"q{j}", "w")), copy=False)
+            number = exp.Add(this=number, expression=exp.Mul(this=g.col("ix", f"m{j}"), expression=g.lit(radix[j])))
+        query = query.join(exp.alias_(g.table(uploads[0]), g.ident("c"), table=True),
+                           on=exp.EQ(this=g.col("cell", "c"), expression=number), copy=False)
+    else:
+        uploads = [engine.upload("cells", {**{f"q{i}": codes[:, i] for i in range(d)}, "pid": pid})]
+        on = exp.and_(*[exp.EQ(this=g.col(f"q{i}", "w"), expression=g.col(f"q{i}", "c")) for i in range(d)])
+        query = (exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w")).from_(w)
+                 .join(exp.alias_(g.table(uploads[0]), g.ident("c"), table=True), on=on))
     name = engine.temp_name("placed")
     engine.execute(g.create_table_as(name, query))
-    engine.drop_temp(upload)
+    for upload in uploads:
+        engine.drop_temp(upload)
     return name
