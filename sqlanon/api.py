@@ -195,6 +195,7 @@ def anonymize(
                    max_seconds=max_seconds)
     lap("validate")
     refinements = None
+    stopped: tuple[str, ...] = ()
     try:
         source, rid = _working_source(engine, spec)
         domains = build_domains(engine, spec, source)
@@ -204,6 +205,9 @@ def anonymize(
         if spec.single is not None:  # top-down refinement over the compressed table
             spec, domains, regions, work, result = run_single(engine, spec, domains, work, progress)
             refinements = len(result.steps)
+            if not result.complete:
+                stopped = (f"the refinement budget (max_steps/max_seconds) stopped top-down refinement after "
+                           f"{refinements} refinements: the release is valid, and coarser than a full run",)
             lap("refine")
         else:
             w = spec.workload
@@ -237,7 +241,7 @@ def anonymize(
         timings=lap.timings,
         statements=engine.statements,
         verification=verification,
-        notes=_notes(engine, spec),
+        notes=_notes(engine, spec) + stopped,
         selections=spec.workload.selections,
         recoding="single" if spec.single is not None else "multi",
         qids=spec.single.qids if spec.single is not None else (),

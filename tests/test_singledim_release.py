@@ -109,6 +109,7 @@ def test_random_releases(seed: int, rows: int, labelled: bool, shape: str, k: in
     assert [p.level for p in heard] == list(range(1, release.refinements + 1))
     if steps is not None:
         assert release.refinements <= steps
+        assert any("budget" in n for n in release.notes) == (release.refinements == steps)
     check_single(con, release, data, qids)
 
 
