@@ -81,7 +81,8 @@ import sqlanon  # noqa: E402
 from machine import machine  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
-from sqlanon.model.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
+from sqlanon.model.hierarchy import Hierarchy  # noqa: E402
+from sqlanon.request.spec import load_hierarchy  # noqa: E402
 
 try:
     from sklearn.ensemble import RandomForestClassifier
@@ -97,7 +98,7 @@ except ImportError:  # pragma: no cover - the message is the point
 ALL_K = (5, 10, 25, 50, 100, 250, 500)
 QUICK_K = (10, 100)
 CRITERIA = ("median", "infogain")
-CRITERION_NAMES = {"median": "Median", "infogain": "InfoGain"}
+CRITERION_NAMES = {"median": "Median", "infogain": "InfoGain", "tdr": "TDR (single)"}
 MAJORITY = "region majority"
 
 ADULT_QID = ("age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country")
@@ -252,7 +253,8 @@ def apply_function() -> Callable[..., Any]:
 def run_release(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold, k: int, criterion: str,
                 models: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     view = f"{task.name}_f{fold.index}_k{k}_{criterion}"
-    request = {"target": task.target} if criterion == "infogain" else {"criterion": sqlanon.Median()}
+    request = ({"target": task.target} if criterion == "infogain" else
+               {"target": task.target, "recoding": "single"} if criterion == "tdr" else {"criterion": sqlanon.Median()})
     times: dict[str, float] = {}
 
     start = time.perf_counter()
@@ -329,7 +331,7 @@ def accuracy_table(name: str, runs: list[dict], baselines: list[dict], models: S
         rows.append(["–", f"original ({encoding})",
                      *(_mean_sd([b["accuracy"][c] for b in chosen], sd=cv) for c in models), "–"])
     for k in sorted({r["k"] for r in runs if r["dataset"] == name}):
-        for criterion in CRITERIA:
+        for criterion in CRITERION_NAMES:
             chosen = [r for r in runs if r["dataset"] == name and r["k"] == k and r["criterion"] == criterion]
             if chosen:
                 rows.append([k, CRITERION_NAMES[criterion],
@@ -340,7 +342,7 @@ def accuracy_table(name: str, runs: list[dict], baselines: list[dict], models: S
 def metrics_table(name: str, runs: list[dict]) -> str:
     rows = []
     for k in sorted({r["k"] for r in runs if r["dataset"] == name}):
-        for criterion in CRITERIA:
+        for criterion in CRITERION_NAMES:
             chosen = [r for r in runs if r["dataset"] == name and r["k"] == k and r["criterion"] == criterion]
             if not chosen:
                 continue

@@ -26,7 +26,7 @@ process (this script with ``--one``; ``machine.measure_child``) runs ``sqlanon.a
 * start-up apart from the run: Spark's session (JVM) start and the table's registration;
 * ``s``: the wall time of anonymize(); ``release.statements``; ``release.timings`` (validate,
   encode, partition_sql, partition_memory -- the in-memory finish, on Spark the executors'
-  ``groupBy(b).applyInPandas`` with its reads and writes --, publish_verify) and the statements of
+  ``groupBy(b).applyInArrow`` with its reads and writes --, publish_verify) and the statements of
   each of those phases;
 * each SQL level's seconds, statements and open partitions (the ``progress`` callback; DuckDB also
   reports its in-memory levels, Spark's run on the executors and report nothing);

@@ -19,7 +19,7 @@ from .model.constraints import (
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from .model.criteria import InfoGain, Median, Regression, Selections, Targets
+from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
 from .errors import (
     EngineError,
     HierarchyError,
@@ -27,6 +27,7 @@ from .errors import (
     ObjectExistsError,
     PrivacyWarning,
     ReadOnlyError,
+    RecodingError,
     SqlanonError,
     UnknownColumnError,
     UnknownTableError,
@@ -55,6 +56,7 @@ __all__ = [
     "Regression",
     "Selections",
     "SelectionError",
+    "Score",
     "RewriteError",
     "Targets",
     "VarianceDiversity",
@@ -70,6 +72,7 @@ __all__ = [
     "PrivacyWarning",
     "Progress",
     "ReadOnlyError",
+    "RecodingError",
     "Release",
     "SqlanonError",
     "UnknownColumnError",

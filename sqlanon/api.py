@@ -22,6 +22,7 @@ from .publish.pipeline import publish_release
 from .request.checks import check_callable
 from .request.spec import Spec, _current, free_name, resolve
 from .publish.verify import Verification
+from .singledim.run import run_single
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class Release:
         verification: the independent check of the published relation.
         notes: anything the caller should know about this release.
         selections: the workload's selection predicates (Selection Mondrian), as given.
+        recoding: ``"multi"`` (Mondrian) or ``"single"`` (top-down refinement).
+        qids: for ``"single"``, the ``<QID, k>`` pairs, each verified on the view; ``k`` is then
+            the k of a QID spanning every QI (1 if none: a class is no QID's group).
+        refinements: for ``"single"``, the refinements performed.
     """
 
     view: str
@@ -75,6 +80,9 @@ class Release:
     verification: Verification
     notes: tuple[str, ...] = field(default=())
     selections: tuple[str, ...] = field(default=())
+    recoding: str = "multi"
+    qids: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
+    refinements: int | None = None
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
@@ -94,8 +102,8 @@ class Release:
 def anonymize(
     con: Any,
     table: str,
-    qid: Sequence[str],
-    k: int,
+    qid: Sequence[str] | None = None,
+    k: int | None = None,
     *,
     hierarchies: Mapping[str, Any] | None = None,
     view: str | None = None,
@@ -110,8 +118,13 @@ def anonymize(
     selections: str | Sequence[str] | None = None,
     key: str | Sequence[str] | None = None,
     class_column: str | None = None,
+    recoding: str = "multi",
+    qids: Sequence[tuple[Sequence[str], int]] | None = None,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
 ) -> Release:
-    """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian).
+    """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian), or a
+    single-dimensional one (``recoding="single"``: top-down refinement).
 
     Args:
         con: a DuckDB or PostgreSQL (psycopg) connection; the source is read, never written.
@@ -130,7 +143,8 @@ def anonymize(
         memory_rows: partitions of at most this many rows are finished in memory (numpy), in
             batches of about this many rows; larger ones are split in SQL. 0 keeps everything in
             SQL. The result does not depend on it.
-        progress: called after every tree level with a :class:`~sqlanon.mondrian.builder.Progress`.
+        progress: called after every tree level with a :class:`~sqlanon.mondrian.builder.Progress`
+            (with ``recoding="single"``: after every refinement, phase ``"refine"``).
         sensitive, l: entropy l-diversity of each ``sensitive`` column (KDD 2006, Section 3.1):
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
@@ -149,6 +163,16 @@ def anonymize(
             :mod:`sqlanon.publish.view`); without one it is a snapshot table.
         class_column: name of the equivalence-class column (default ``eq_class``, or
             ``eq_class_1``, ... if the source has a column of that name).
+        recoding: ``"multi"`` (Mondrian, the default) or ``"single"``: top-down refinement
+            (Fung, Wang & Yu, TKDE 2007; :mod:`sqlanon.singledim`): every QI is cut the same way
+            in every row. ``target=`` (one class label) ranks refinements by ``Score = InfoGain /
+            (AnonyLoss + 1)``, ``criterion=InfoGain(target)`` by InfoGain alone; without a target
+            by the drop of the LM loss per anonymity lost. No sensitive/l/constraints/selections.
+        qids: with ``recoding="single"``, several QIDs each with its own k, ``[(columns, k),
+            ...]`` instead of ``qid=``/``k=``; each is verified on the view, and a live view
+            suppresses every row while some QID's group is below its k.
+        max_steps, max_seconds: with ``recoding="single"``, stop after this many refinements or
+            seconds (TDR is anytime: the release is valid, only coarser).
 
     Returns:
         The :class:`Release`.
@@ -167,21 +191,33 @@ def anonymize(
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections, key=key,
-                   class_column=class_column)
+                   class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
+                   max_seconds=max_seconds)
     lap("validate")
+    refinements = None
+    stopped: tuple[str, ...] = ()
     try:
         source, rid = _working_source(engine, spec)
         domains = build_domains(engine, spec, source)
         work = encode(engine, spec, domains, source, g.col(rid, "b"))
         lap("encode")
-        w = spec.workload
-        partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
-                                  threads=engine.threads())
-        work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
-        lap("partition_sql")
-        memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
-        lap("partition_memory")
-        regions = partitioner.leaves.collect()
+        memory = None
+        if spec.single is not None:  # top-down refinement over the compressed table
+            spec, domains, regions, work, result = run_single(engine, spec, domains, work, progress)
+            refinements = len(result.steps)
+            if not result.complete:
+                stopped = (f"the refinement budget (max_steps/max_seconds) stopped top-down refinement after "
+                           f"{refinements} refinements: the release is valid, and coarser than a full run",)
+            lap("refine")
+        else:
+            w = spec.workload
+            partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
+                                      threads=engine.threads())
+            work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
+            lap("partition_sql")
+            memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
+            lap("partition_memory")
+            regions = partitioner.leaves.collect()
         verification = publish_release(engine, spec, domains, regions, work, memory, source, rid)
         lap("publish_verify")
     finally:
@@ -205,8 +241,11 @@ def anonymize(
         timings=lap.timings,
         statements=engine.statements,
         verification=verification,
-        notes=_notes(engine, spec),
+        notes=_notes(engine, spec) + stopped,
         selections=spec.workload.selections,
+        recoding="single" if spec.single is not None else "multi",
+        qids=spec.single.qids if spec.single is not None else (),
+        refinements=refinements,
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this

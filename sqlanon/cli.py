@@ -87,7 +87,8 @@ FLAGS = {
     "replace": "--replace", "view": "--view", "memory_rows": "--memory-rows", "class_column": "--class-column",
     "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
     "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
-    "enforce": "--enforce", "key": "--key",
+    "enforce": "--enforce", "key": "--key", "recoding": "--recoding", "qids": "--qids", "max_steps": "--max-steps",
+    "max_seconds": "--max-seconds",
 }
 # keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
@@ -470,6 +471,15 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+    p.add_argument("--recoding", choices=("multi", "single"),
+                   help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
+                        "top-down refinement (every QI cut the same way in every row; --criterion score or "
+                        "infogain with one --target, the LM loss without)")
+    p.add_argument("--qids", action="append", metavar="COLS:K",
+                   help="with --recoding single: one QID with its own k, e.g. education,sex:4 (repeatable, "
+                        "instead of --qid/--k)")
+    p.add_argument("--max-steps", type=int, metavar="N", help="with --recoding single: stop after N refinements")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="with --recoding single: stop after S seconds")
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
@@ -668,11 +678,18 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
     """The anonymize/explain request: the release file (if any) overridden by the flags."""
     config = load_config(args.config) if args.config else None
     database, table = _locate(args, config)
+    qids = _qids(args.qids) if args.qids else (config.qids if config and not (args.qid or args.k) else ())
+    if qids and (args.qid or args.k is not None):
+        raise UsageError("give either --qid/--k or --qids COLS:K (each QID with its own k), not both")
     qid = _split(args.qid) if args.qid else list(config.qid if config else [])
+    if args.qids:
+        qid = []
+        for columns, _ in qids:
+            qid += [c for c in columns if c not in qid]
     if not qid:
         raise UsageError("name the quasi-identifiers with --qid a,b,c (or [[qi]] in --config)")
     k = args.k if args.k is not None else (config.k if config else None)
-    if k is None:
+    if k is None and not qids:
         raise UsageError("--k N is required (or privacy.k in --config)")
     hierarchies = {n: h for n, h in (config.hierarchies if config else {}).items() if n in qid}
     for item in args.hierarchy:
@@ -706,7 +723,22 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         path=config.path if config else None,
         key=tuple(_split([args.key], "--key")) if args.key else (config.key if config else None),
         class_column=args.class_column if args.class_column is not None else (config.class_column if config else None),
+        recoding=args.recoding if args.recoding is not None else (config.recoding if config else None),
+        qids=tuple(qids),
+        max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
+        max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
     )
+
+
+def _qids(items: Sequence[str]) -> list[tuple[tuple[str, ...], int]]:
+    """``--qids COLS:K`` values as ``(columns, k)`` pairs."""
+    out = []
+    for item in items:
+        columns, sep, k = item.rpartition(":")
+        if not sep or not columns or not k.strip().isdigit():
+            raise UsageError(f"--qids takes COLS:K, e.g. education,sex:4; got {item!r}")
+        out.append((tuple(_split([columns], "--qids")), int(k)))
+    return out
 
 
 def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str, Any]:
@@ -901,6 +933,10 @@ def _write_summary(
         ("classes", f"{release.partitions:,} ({release.regions:,} rules)"),
         ("k", f"{release.k} required, {release.k_achieved:,} achieved (smallest class, verified)"),
     ]
+    rows += [(f"QID {','.join(q.qid)}", f"k={q.k} required, {q.achieved:,} achieved (verified)")
+             for q in release.verification.qids]
+    if release.recoding == "single":
+        rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))
@@ -970,7 +1006,8 @@ def _verify(args: argparse.Namespace) -> int:
         details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
     k_holds = not result.violating and not result.unplaced and result.classes > 0
     failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
-        check.constraint for check in result.checks if not check.ok]
+        check.constraint for check in result.checks if not check.ok] + [
+        f"QID {', '.join(q.qid)} k={q.k}" for q in result.qids if not q.ok]
     if args.json:
         document = {"relation": relation, "holds": not failed, "failed": failed, **dataclasses.asdict(result),
                     "violating_classes": _listed(k_classes)}
@@ -984,6 +1021,10 @@ def _verify(args: argparse.Namespace) -> int:
         _write_verification(sys.stdout, relation, result, k_classes)
         for check, detail in zip(result.checks, details):
             _write_check(sys.stdout, check.ok, detail)
+        for q in result.qids:  # a single-dimensional release's QIDs, as its manifest records them
+            verdict = "ok" if q.ok else "FAILED"
+            below = f", {q.violating:,} groups below k" if not q.ok else ""
+            sys.stdout.write(f"{verdict}: QID {', '.join(q.qid)}: k={q.k}, smallest group {q.achieved:,}{below}\n")
         if constraints:
             checks = 1 + len(constraints)
             sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if not failed else
@@ -1048,7 +1089,7 @@ def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
     with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
-        text = explain(con, kwargs.pop("table"), kwargs.pop("qid"), kwargs.pop("k"), **kwargs)
+        text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)
     sys.stdout.write(text)
     return 0
 

@@ -39,6 +39,11 @@ class ObjectExistsError(InputError):
     """An output name collides with an existing table, view or column."""
 
 
+class RecodingError(InputError):
+    """The request combines ``recoding="single"`` (top-down refinement) with something it does
+    not support, or several QIDs (``qids=``) with the multidimensional recoding."""
+
+
 class ReadOnlyError(InputError):
     """The database the request would write to (a release, an applied table) is read-only."""
 

@@ -20,6 +20,7 @@ from .engine import engine_for
 from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
 from .mondrian.builder import Partitioner, Regions
+from .singledim.run import compress_query, place
 from .publish.pipeline import publish_release
 from .publish.verify import class_sizes_query
 from .request.spec import Spec, _current, resolve
@@ -67,56 +68,68 @@ def explain_entries(
         work = encode(rec, spec, domains, source, g.col(rid, "b"))
         rec.live_reads = False
         rec.placeholder = True
-        w = spec.workload
-        partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
-        layout = partitioner.layout
-        root = partitioner.root(spec.source.rows)
-        rec.section = (f"Partition in SQL: repeats at every tree level while an open partition has more than "
-                       f"memory_rows={spec.memory_rows:,} rows; shown for the root level (partition 0)")
-        if spec.source.rows > spec.memory_rows:
-            rec.show(extents_query(work, root.pid, layout),
-                     "extents of the open partitions: count, min and max code of every QI")
-            # At the root every code of an ordered QI occurs, so its extents are the domain's.
-            exclude = (root.n < 2 * partitioner.min_size)[:, None] & (root.node < 0)
-            order = rank(np.zeros_like(root.lo), root.hi.copy(), root.node, domains, exclude=exclude)[0]
-            order = order[order >= 0]
-            if len(order):
-                if w.criterion.one_at_a_time:  # Median: one QI at a time, widest normalized range first
-                    asked = order[:1]
-                    note = (f"frequency groups of each partition's candidate QI; at the root "
-                            f"{spec.qis[order[0]].name!r} (widest normalized range). A further round only for "
-                            f"partitions whose candidate has no allowable split")
-                else:
-                    asked = order
-                    note = "frequency groups of every candidate QI of every partition (the criterion compares them all)"
-                rec.show(groups_query(rec, work, np.repeat(root.pid, len(asked)), asked, layout), note)
-                kids = Children(np.zeros(2, np.int64), np.array([0, 1]), np.array([0, 1]), np.full(2, -1),
-                                np.ones(2, np.int64))  # stand-ins: the cut depends on the data
-                rec.show("-- one CREATE TABLE AS per level gives every row its child's id (the last SQL level also "
-                         "orders the rows by pid, so that each in-memory batch reads only its own row groups)")
-                work = repartition(rec, work, kids, asked[:1], root.pid, np.array([1, 2]),
-                                   np.ones(2, dtype=bool), layout)
+        if spec.single is not None:
+            rec.section = "Compress: one GROUP BY over the QI codes, class counts as columns (once)"
+            rec.show(compress_query(spec, work), "fetched to numpy: top-down refinement computes every refinement's "
+                     "statistics from it in memory, no statement per candidate")
+            rec.section = "Place the rows: each distinct QI code vector's region, joined to the working table (once)"
+            work = place(rec, work, [np.zeros(d.size, np.int64) for d in domains],
+                         np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64))
+            w = spec.workload
+            root = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns).root(spec.source.rows)
+            memory = None
+            regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([True]))
         else:
-            rec.show(f"-- none: the source has {spec.source.rows:,} rows, at most memory_rows="
-                     f"{spec.memory_rows:,}, so it is partitioned in memory")
-        memory = None
-        if spec.memory_rows > 0:
-            rec.section = (f"Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
-                           "batches of about as many rows; repeats per batch (ids shown for the root)")
-            batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
-            if rec.distributed:
-                rec.show(batch_query(work, batches, layout, None, None, None), "the rows of every batch")
-                rec.show("-- grouped by batch (groupBy(b).applyInPandas): one task per batch finishes its partitions "
-                         "on an executor with numpy and writes its rows' leaves to one temp table (depends on the "
-                         "data); only the leaves' boxes come back to the driver")
+            w = spec.workload
+            partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
+            layout = partitioner.layout
+            root = partitioner.root(spec.source.rows)
+            rec.section = (f"Partition in SQL: repeats at every tree level while an open partition has more than "
+                           f"memory_rows={spec.memory_rows:,} rows; shown for the root level (partition 0)")
+            if spec.source.rows > spec.memory_rows:
+                rec.show(extents_query(work, root.pid, layout),
+                         "extents of the open partitions: count, min and max code of every QI")
+                # At the root every code of an ordered QI occurs, so its extents are the domain's.
+                exclude = (root.n < 2 * partitioner.min_size)[:, None] & (root.node < 0)
+                order = rank(np.zeros_like(root.lo), root.hi.copy(), root.node, domains, exclude=exclude)[0]
+                order = order[order >= 0]
+                if len(order):
+                    if w.criterion.one_at_a_time:  # Median: one QI at a time, widest normalized range first
+                        asked = order[:1]
+                        note = (f"frequency groups of each partition's candidate QI; at the root "
+                                f"{spec.qis[order[0]].name!r} (widest normalized range). A further round only for "
+                                f"partitions whose candidate has no allowable split")
+                    else:
+                        asked = order
+                        note = "frequency groups of every candidate QI of every partition (the criterion compares them all)"
+                    rec.show(groups_query(rec, work, np.repeat(root.pid, len(asked)), asked, layout), note)
+                    kids = Children(np.zeros(2, np.int64), np.array([0, 1]), np.array([0, 1]), np.full(2, -1),
+                                    np.ones(2, np.int64))  # stand-ins: the cut depends on the data
+                    rec.show("-- one CREATE TABLE AS per level gives every row its child's id (the last SQL level also "
+                             "orders the rows by pid, so that each in-memory batch reads only its own row groups)")
+                    work = repartition(rec, work, kids, asked[:1], root.pid, np.array([1, 2]),
+                                       np.ones(2, dtype=bool), layout)
             else:
-                rec.show(batch_query(work, batches, layout, 0, 0, 0), "the rows of one batch")
-                rec.show("-- numpy finishes the batch's partitions; the rows' leaves are uploaded and appended to one "
-                         "temp table (depends on the data)")
-            memory = rec.temp_name("leaves0")
-            rec.upload_placeholder(memory)
+                rec.show(f"-- none: the source has {spec.source.rows:,} rows, at most memory_rows="
+                         f"{spec.memory_rows:,}, so it is partitioned in memory")
+            memory = None
+            if spec.memory_rows > 0:
+                rec.section = (f"Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
+                               "batches of about as many rows; repeats per batch (ids shown for the root)")
+                batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
+                if rec.distributed:
+                    rec.show(batch_query(work, batches, layout, None, None, None), "the rows of every batch")
+                    rec.show("-- grouped by batch (groupBy(b).applyInArrow): one task per batch finishes its partitions "
+                             "on an executor with numpy and writes its rows' leaves to one temp table (depends on the "
+                             "data); only the leaves' boxes come back to the driver")
+                else:
+                    rec.show(batch_query(work, batches, layout, 0, 0, 0), "the rows of one batch")
+                    rec.show("-- numpy finishes the batch's partitions; the rows' leaves are uploaded and appended to one "
+                             "temp table (depends on the data)")
+                memory = rec.temp_name("leaves0")
+                rec.upload_placeholder(memory)
+            regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
-        regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         publish_release(rec, spec, domains, regions, work, memory, source, rid, check=_show_verification)
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
@@ -133,7 +146,9 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> st
     )
     source = spec.source.path or spec.source.name
     lines = [
-        f"-- sqlanon explain: {source!r} ({spec.source.kind}, {spec.source.rows:,} rows), k={spec.k}",
+        f"-- sqlanon explain: {source!r} ({spec.source.kind}, {spec.source.rows:,} rows), k={spec.k}"
+        + ("" if spec.single is None else "; single-dimensional (top-down refinement), QIDs "
+           + ", ".join(f"{list(c)} k={k}" for c, k in spec.single.qids)),
         f"-- QIs: {qis}",
         f"-- publishes: {spec.outputs.view} ({'table' if spec.outputs.materialize else 'view'}), "
         f"{spec.outputs.rules}" + ("" if spec.outputs.materialize else f", {spec.outputs.assignment}")

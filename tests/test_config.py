@@ -122,7 +122,7 @@ def test_anonymize_kwargs_run_a_release(tmp_path):
         (("k = 5", "k = 5\nvariance = 3"), "privacy.variance: must be a table of column = smallest variance"),
         (("k = 5", "k = 5\nvariance = { salary = -1 }"), "privacy.variance.salary: must be a number >= 0, got -1"),
         (("[privacy]", "[workload]\ncriterion = 'info'\ntarget = 'y'\n[privacy]"),
-         'workload.criterion: must be one of median, infogain, regression, selection, got "info". Did you mean '
+         'workload.criterion: must be one of median, infogain, regression, selection, score, got "info". Did you mean '
          "'infogain'?"),
         (("[privacy]", "[workload]\ncriterion = 'median'\ntarget = 'y'\n[privacy]"),
          "workload.criterion: criterion median takes no target"),

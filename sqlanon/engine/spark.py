@@ -12,7 +12,7 @@ answers for what Spark spells or does its own way:
   one has passed its check (:mod:`sqlanon.publish.pipeline`);
 * there are no declared keys: a live view needs ``key=``, else the release is a snapshot;
 * results come back as Arrow (``DataFrame.toArrow``), never row by row; the in-memory finish
-  runs on the executors (:meth:`map_groups`: ``groupBy(b).applyInPandas``), so the table's rows
+  runs on the executors (:meth:`map_groups`: ``groupBy(b).applyInArrow``), so the table's rows
   never pass through the driver;
 * ``UPDATE`` does not exist on Parquet tables: writers build a new table instead.
 """

@@ -324,7 +324,36 @@ class Selections:
         return f"selections({list(self.predicates)!r}, then={self.then.describe()})"
 
 
-Criterion = Median | InfoGain | Regression | Targets | Selections
+@dataclass(frozen=True, init=False)
+class Score:
+    """Top-down refinement's trade-off (single-dimensional recoding only; Fung, Wang & Yu, TKDE
+    2007, eq. 1): the refinement with the largest ``gain / (AnonyLoss + 1)``, the gain being the
+    InfoGain of the class label (one target), or without a target the drop of Iyengar's loss
+    metric LM (see :mod:`sqlanon.singledim.scores`). ``InfoGain(target)`` with
+    ``recoding="single"`` ranks by the InfoGain alone.
+
+    Args:
+        targets: at most one class label (none: the LM gain).
+    """
+
+    targets: tuple[str, ...]
+    min_gain: ClassVar[float] = 0.0
+    numeric_columns: ClassVar[tuple[str, ...]] = ()
+    one_at_a_time: ClassVar[bool] = False
+    levels: ClassVar[int] = 1
+
+    def __init__(self, *targets: str | Sequence[str]) -> None:
+        object.__setattr__(self, "targets", _names(targets))
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return self.targets
+
+    def describe(self) -> str:
+        return f"score({', '.join(map(repr, self.targets))})" if self.targets else "score(lm)"
+
+
+Criterion = Median | InfoGain | Regression | Targets | Selections | Score
 
 
 def weighted_entropy(counts: np.ndarray) -> np.ndarray:
@@ -345,6 +374,8 @@ def criterion_record(c: Criterion) -> dict[str, object]:
     Mondrian's parsed query boxes are not recorded (its predicates are, and parse again)."""
     if isinstance(c, Median):
         return {"type": "Median"}
+    if isinstance(c, Score):
+        return {"type": "Score", "targets": list(c.targets)}
     if isinstance(c, (InfoGain, Regression)):
         return {"type": type(c).__name__, "targets": list(c.targets), "min_gain": c.min_gain}
     if isinstance(c, Targets):
@@ -362,6 +393,8 @@ def criterion_from_record(record: dict[str, object]) -> Criterion:
     try:
         if kind == "Median":
             found = Median()
+        elif kind == "Score":
+            found = Score(*fields.pop("targets"))  # type: ignore[arg-type]
         elif kind in ("InfoGain", "Regression"):
             cls = InfoGain if kind == "InfoGain" else Regression
             found = cls(*fields.pop("targets"), min_gain=float(fields.pop("min_gain")))  # type: ignore[arg-type]

@@ -66,6 +66,8 @@ class Manifest:
     catalog: str | None = None
     schema: str | None = None
     bare: bool = True
+    recoding: str = "multi"  # "single": top-down refinement (a grid of cuts)
+    qids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its <QID, k> pairs, each verified on its own
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -91,7 +93,8 @@ class Manifest:
         return LiveView(g.table(name, schema, catalog), self.source_columns, self.qis, self.key,
                         self.key_declared,
                         self.guarded, self.k, self.constraint_objects, self.ref(self.rowmap), self.ref(self.rules),
-                        self.region_column, self.size_column, self.class_column)
+                        self.region_column, self.size_column, self.class_column,
+                        self.qids if any(set(c) != set(self.qid) for c, _ in self.qids) else ())
 
 
 def write(engine: Engine, spec: Spec) -> None:
@@ -134,6 +137,8 @@ def write(engine: Engine, spec: Spec) -> None:
         "source_columns": list(spec.source.column_names),
         "columns": {"class": spec.outputs.class_column, "region": spec.outputs.region_column,
                     "size": spec.outputs.size_column},
+        "recoding": "single" if spec.single is not None else "multi",
+        "qids": [[list(c), k] for c, k in spec.single.qids] if spec.single is not None else [],
     }
     engine.set_comment(spec.outputs.rules, json.dumps(document))
 
@@ -206,6 +211,8 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         source_relation=tuple(document["source_relation"]) if document.get("source_relation") else None,
         source_columns=tuple(document.get("source_columns", ())),
         catalog=found.catalog, schema=found.schema, bare=bare,
+        recoding=document.get("recoding", "multi"),
+        qids=tuple((tuple(c), int(k)) for c, k in document.get("qids", ())),
     )
 
 

@@ -44,7 +44,8 @@ def verified(engine: Engine, spec: Spec) -> Verification:
         VerificationError: naming each problem; the transaction then rolls back.
     """
     result = verify(engine, spec.outputs.view, [q.name for q in spec.qis], spec.k,
-                    class_column=spec.outputs.class_column, constraints=spec.workload.constraints)
+                    class_column=spec.outputs.class_column, constraints=spec.workload.constraints,
+                    qids=spec.single.qids if spec.single is not None else None)
     problems = []
     if result.violating:
         problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
@@ -54,6 +55,7 @@ def verified(engine: Engine, spec: Spec) -> Verification:
     if result.unplaced:
         problems.append(f"{result.unplaced} rows without an equivalence class")
     problems += [f"{c.violating} class(es) violate {c.constraint}" for c in result.checks if not c.ok]
+    problems += [f"{q.violating} group(s) of QID {list(q.qid)} smaller than k={q.k}" for q in result.qids if not q.ok]
     if problems:
         raise VerificationError(
             f"the published relation {spec.outputs.view!r} failed verification: "

@@ -139,7 +139,8 @@ def live_plan(spec: Spec) -> LiveView:
     out = spec.outputs
     return LiveView(spec.source.ref, spec.source.column_names, spec.qis, spec.key.columns, spec.key.declared,
                     spec.guarded_columns, spec.k, spec.workload.constraints, out.assignment, out.rules,
-                    out.region_column, out.size_column, out.class_column)
+                    out.region_column, out.size_column, out.class_column,
+                    spec.single.qids if spec.single is not None and spec.single.per_qid([q.name for q in spec.qis]) else ())
 
 
 def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int) -> None:

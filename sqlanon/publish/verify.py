@@ -59,6 +59,8 @@ class Verification:
             suppressed now: new, changed or duplicate-key rows, classes below k, classes that
             violate a constraint (the view enforces the requirement when it is read).
         leaked: suppressed rows of a release whose QI columns are not fully generalized.
+        qids: one :class:`QIDCheck` per ``<QID, k>`` pair checked (several QIDs, TKDE 2007
+            Definition 1: each QID's groups over its own published columns).
     """
 
     ok: bool
@@ -72,6 +74,19 @@ class Verification:
     checks: tuple[Check, ...] = ()
     suppressed: tuple[tuple[str, int, int], ...] = ()
     leaked: int = 0
+    qids: tuple[QIDCheck, ...] = ()
+
+
+@dataclass(frozen=True)
+class QIDCheck:
+    """One ``<QID, k>`` verified on the published relation: the rows (suppressed ones apart)
+    grouped on the QID's published columns, the smallest group and the groups below ``k``."""
+
+    qid: tuple[str, ...]
+    k: int
+    ok: bool
+    achieved: int
+    violating: int
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,7 @@ def verify(
     *,
     class_column: str | None = None,
     constraints: Sequence[Constraint] = (),
+    qids: Sequence[tuple[Sequence[str], int]] | None = None,
 ) -> Verification:
     """Check k-anonymity of ``relation`` over the QIs, in one SQL statement.
 
@@ -128,6 +144,9 @@ def verify(
         constraints: further constraints to check per class (``DistinctLDiversity``,
             ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``), each with
             its own SQL statement over the relation.
+        qids: further ``(columns, k)`` pairs (several QIDs, each with its own k): each checked
+            by its own statement grouping the relation on that QID's columns. Default: those a
+            single-dimensional release recorded in its manifest (when ``class_column`` is given).
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``); without
     a release's class column, rows with identical published values form one class like any
@@ -148,8 +167,9 @@ def verify(
     constraints = check_constraints(constraints)
     if class_column is not None and (not isinstance(class_column, str) or not class_column):
         raise InputError(f"class_column must be a column name (or None), got {class_column!r}")
+    pairs = None if qids is None else [(tuple(check_qid(c)), check_int("qids k", n, 1)) for c, n in qids]
     source = _find_source(engine, _catalog(engine), relation, count=False)
-    return verify_source(engine, source, qid, k, class_column=class_column, constraints=constraints)
+    return verify_source(engine, source, qid, k, class_column=class_column, constraints=constraints, qids=pairs)
 
 
 def verify_source(
@@ -160,6 +180,7 @@ def verify_source(
     *,
     class_column: str | None = None,
     constraints: Sequence[Constraint] = (),
+    qids: Sequence[tuple[Sequence[str], int]] | None = None,
 ) -> Verification:
     """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
     are used), with the arguments already checked."""
@@ -181,10 +202,13 @@ def verify_source(
         if live is not None and suppressed_rows:
             reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(engine, live)))
     checks = tuple(_check(engine, source, checked, columns, c) for c in constraints if not isinstance(c, KAnonymity))
+    if qids is None and release is not None:
+        qids = release.qids
+    per_qid = tuple(_check_qid(engine, source, checked, tuple(c), n) for c, n in (qids or ()))
     unplaced = int(unplaced or 0) + suppressed_rows
     return Verification(
         ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
-            and (release is not None or not unplaced) and all(c.ok for c in checks)),
+            and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)),
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -195,7 +219,15 @@ def verify_source(
         checks=checks,
         suppressed=reasons,
         leaked=leaked,
+        qids=per_qid,
     )
+
+
+def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tuple[str, ...], k: int) -> QIDCheck:
+    """``<QID, k>``: the placed rows grouped on the QID's published columns (one statement)."""
+    columns = class_columns(source.column_names, qid)
+    classes, smallest, _, violating, *_ = engine.fetch_rows(class_sizes_query(checked, columns, k))[0]
+    return QIDCheck(qid, k, not int(violating or 0), int(smallest or 0), int(violating or 0))
 
 
 def _release(engine: Engine, source: Source) -> Manifest | None:
@@ -210,7 +242,7 @@ def _release(engine: Engine, source: Source) -> Manifest | None:
     return m if m.view.lower() == source.name.lower() else None
 
 
-def class_sizes_query(relation: exp.Table, columns: Sequence[str], k: int, class_column: str | None = None,
+def class_sizes_query(relation: exp.Expression, columns: Sequence[str], k: int, class_column: str | None = None,
                       release: tuple[Sequence[QI], exp.Table, str] | None = None) -> exp.Expression:
     """The one statement over ``relation`` (``sql/class_sizes.sql``). For a release
     (``release``: its QIs, rules relation and size column), rows with a NULL class column are

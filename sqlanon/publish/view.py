@@ -60,6 +60,7 @@ class LiveView:
     region_column: str
     size_column: str
     class_column: str
+    qids: tuple[tuple[tuple[str, ...], int], ...] = ()  # a single-dimensional release's <QID, k> pairs
 
     @property
     def region_alias(self) -> str:
@@ -122,6 +123,32 @@ def _with(query: exp.Select, ctes: list[tuple[str, exp.Expression]]) -> exp.Sele
     return query
 
 
+#: Why every row of a live view with several QIDs is suppressed (see :func:`_qids_hold`).
+QID_BELOW_K = "a QID group below its k"
+
+
+def _qids_hold(v: LiveView) -> exp.Select:
+    """One row, ``ok``: every ``<QID, k>`` of a single-dimensional release holds on the matched
+    rows (grouped on the QID's published columns, read from the rules by region). When one does
+    not, the view suppresses every row: a class's rows count in several QIDs' groups, so
+    suppressing only some classes could break another QID -- all or nothing stays sound."""
+    placed = exp.Not(this=exp.Is(this=g.col(v.region_alias, "m"), expression=exp.Null()))
+    qis = {q.name: q for q in v.qis}
+    failing: list[exp.Expression] = []
+    for columns, k in v.qids:
+        keys = [g.col(p, "r") for c in columns for p in qis[c].published]
+        groups = (exp.select(g.alias(exp.Count(this=exp.Star()), "n")).from_(_from("matched", "m"))
+                  .join(_from(v.rules, "r"), on=exp.EQ(this=g.col(v.region_column, "r"),
+                                                        expression=g.col(v.region_alias, "m")))
+                  .where(placed.copy()).group_by(*keys))
+        failing.append(exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(_sub(groups, "q"))
+                                    .where(exp.LT(this=g.col("n"), expression=g.lit(k)))))
+    total = failing[0]
+    for f in failing[1:]:
+        total = exp.Add(this=total, expression=f)
+    return exp.select(g.alias(exp.EQ(this=total, expression=g.lit(0)), "ok"))
+
+
 def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
     """The view's query (module docstring); ``regions``: the rules' rows (at most as many live
     regions: a lookup an engine may broadcast rather than shuffle every row by region)."""
@@ -131,6 +158,8 @@ def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
     for _, name, _ in judged[1:]:  # every region appears in every judgement (same grouping)
         live = live.join(_from(name, name), on=exp.EQ(this=g.col(r, name), expression=g.col(r, judged[0][1])))
     live = live.where(exp.and_(*[exp.Not(this=_failed(name)) for _, name, _ in judged]))
+    if v.qids:
+        live = live.join(_from("qids_hold", "h"), join_type="cross").where(g.col("ok", "h"))
     region = g.col("region", "l")
     suppressed = exp.Is(this=region.copy(), expression=exp.Null())
     published: dict[str, list[exp.Expression]] = {}
@@ -149,7 +178,8 @@ def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
         .join(_from(v.rules, "r"), on=exp.EQ(this=g.col(v.region_column, "r"), expression=region.copy()), join_type="left")
     )
     query = engine.broadcast(query, [("l", regions)])
-    with_ = [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged], ("live", live)]
+    with_ = [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged],
+             *([("qids_hold", _qids_hold(v))] if v.qids else []), ("live", live)]
     root = root_bounds(v.qis, v.rules, v.size_column)
     if root is not None:
         query = query.join(_from("root", "z"), join_type="cross")
@@ -187,11 +217,16 @@ def status(engine: Engine, v: LiveView) -> exp.Select:
     reason = exp.Case().when(exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
     for why, name, _ in judged:
         reason = reason.when(_failed(name), g.lit(why))
+    if v.qids:
+        reason = reason.when(exp.Not(this=g.col("ok", "h")), g.lit(QID_BELOW_K))
     rows = exp.select(g.alias(g.col(r, "m"), "region"), g.alias(reason, "reason")).from_(_from("matched", "m"))
     for _, name, _ in judged:
         rows = rows.join(_from(name, name), on=exp.EQ(this=g.col(r, name), expression=g.col(r, "m")), join_type="left")
+    if v.qids:
+        rows = rows.join(_from("qids_hold", "h"), join_type="cross")
     query = (exp.select(g.col("reason"), g.alias(exp.Count(this=exp.Star()), "rows"),
                         g.alias(exp.Count(this=exp.Distinct(expressions=[g.col("region")])), "classes"))
              .from_(_sub(rows, "x")).where(exp.Not(this=exp.Is(this=g.col("reason"), expression=exp.Null())))
              .group_by(g.col("reason")).order_by(g.col("reason")))
-    return _with(query, [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged]])
+    return _with(query, [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged],
+                         *([("qids_hold", _qids_hold(v))] if v.qids else [])])

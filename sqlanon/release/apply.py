@@ -114,6 +114,7 @@ from ..errors import (
     InputError,
     ObjectExistsError,
     PrivacyWarning,
+    RecodingError,
     SqlanonError,
     UnknownColumnError,
     UnsupportedTypeError,
@@ -290,6 +291,10 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
     records; refuses constraints this version cannot read back and constrained columns the
     input lacks."""
     out: list[Constraint] = [KAnonymity(m.k)]
+    if any(set(columns) != set(m.qid) for columns, _ in m.qids):
+        raise RecodingError(f"cannot enforce release {m.view!r}: it has several QIDs, each with its own k, and "
+                            f"enforce suppresses classes below one k; check the output per QID with "
+                            f"sqlanon.verify(con, view, qid, 1, qids=[...]) instead")
     if m.unknown_constraints:
         raise InputError(f"cannot enforce the constraint {', '.join(map(repr, m.unknown_constraints))} of release "
                          f"{m.view!r}: this "

@@ -348,6 +348,9 @@ def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
         what = "violating classes" if c.constraint.startswith("recursive") else "worst class"
         rows.append((c.constraint, f"{what} {number(c.achieved)}" + (f"; {c.violating:,} classes fail" if not c.ok else ""),
                      c.ok))
+    rows += [(f"QID {', '.join(q.qid)} (k={q.k})",
+              f"smallest group {q.achieved:,}" + (f"; {q.violating:,} groups below k" if not q.ok else ""), q.ok)
+             for q in v.qids]
     rows += [(text, "not re-checked: not a constraint this version can rebuild", None) for text in r.unchecked]
     return rows
 

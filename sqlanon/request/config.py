@@ -14,6 +14,9 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     key = ["id"]                  # optional: the column(s) identifying a row (default: the table's
                                   # declared primary/unique key; without one a snapshot table)
     class_column = "eq_class"     # optional: the name of the equivalence-class column
+    recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
+    max_steps = 100               # optional, single only: stop after this many refinements (anytime)
+    max_seconds = 5.0             # optional, single only: stop after this many seconds
 
     [[qi]]                        # one entry per quasi-identifier, in order
     name = "age"
@@ -23,7 +26,8 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*)
 
     [privacy]
-    k = 50                        # required: an integer >= 1
+    k = 50                        # required (unless qids): an integer >= 1
+    qids = [{ columns = ["age", "sex"], k = 10 }]  # optional, single only: several QIDs, each its k
     sensitive = ["diagnosis"]     # optional, with l: l-diversity of each of these columns
     l = 3                         # optional, with sensitive: a number >= 1 (an integer unless entropy)
     diversity = "entropy"         # optional: entropy (default), distinct, or recursive (with c)
@@ -77,7 +81,7 @@ from ..model.constraints import (
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from ..model.criteria import Criterion, InfoGain, Median, Regression
+from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..errors import InputError, did_you_mean
 
 #: File suffixes that make ``table`` a path (DuckDB reads them in place).
@@ -85,9 +89,10 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
-_RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column")
+_RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
+                 "max_steps", "max_seconds")
 _QI_KEYS = ("name", "hierarchy")
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance")
+_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
@@ -102,7 +107,7 @@ SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRI
 #: The l-diversity variants (``privacy.diversity``, ``--diversity``); entropy is the default.
 DIVERSITIES = ("entropy", "distinct", "recursive")
 #: The criteria (``workload.criterion``, ``--criterion``).
-CRITERIA = ("median", "infogain", "regression", "selection")
+CRITERIA = ("median", "infogain", "regression", "selection", "score")
 #: Where each request key lives in a release file (for error messages).
 KEY_PATHS = {"sensitive": "privacy.sensitive", "l": "privacy.l", "diversity": "privacy.diversity",
              "c": "privacy.c", "variance": "privacy.variance", "target": "workload.target",
@@ -139,15 +144,17 @@ class ReleaseConfig:
         c: the c of recursive (c,l)-diversity.
         variance: variance diversity: ``(column, smallest class variance)`` pairs.
         target: the workload's target columns.
-        criterion: ``median``, ``infogain``, ``regression`` or ``selection``; None lets the
-            targets' types choose (as ``target=`` does).
+        criterion: ``median``, ``infogain``, ``regression``, ``selection`` or ``score`` (single
+            recoding); None lets the targets' types choose (as ``target=`` does).
+        recoding, qids, max_steps, max_seconds: as for :func:`sqlanon.anonymize` (None/empty =
+            its default); with ``qids`` the request has no ``k``.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
     """
 
     table: str
     qis: tuple[QIConfig, ...]
-    k: int
+    k: int | None
     database: str | None = None
     view: str | None = None
     replace: bool = False
@@ -163,6 +170,10 @@ class ReleaseConfig:
     criterion: str | None = None
     key: tuple[str, ...] | None = None
     class_column: str | None = None
+    recoding: str | None = None
+    qids: tuple[tuple[tuple[str, ...], int], ...] = ()
+    max_steps: int | None = None
+    max_seconds: float | None = None
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -191,8 +202,7 @@ class ReleaseConfig:
         criterion = criterion_object(self.criterion, self.target)
         return {
             "table": self.table,
-            "qid": list(self.qid),
-            "k": self.k,
+            **({"qids": [(list(c), k) for c, k in self.qids]} if self.qids else {"qid": list(self.qid), "k": self.k}),
             "hierarchies": self.hierarchies or None,
             "view": self.view,
             "replace": self.replace,
@@ -206,6 +216,9 @@ class ReleaseConfig:
             **({"criterion": criterion} if criterion is not None else
                {"target": list(self.target)} if self.target else {}),
             **({"selections": list(self.selections)} if self.selections else {}),
+            **({"recoding": self.recoding} if self.recoding else {}),
+            **({"max_steps": self.max_steps} if self.max_steps is not None else {}),
+            **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
         }
 
 
@@ -236,6 +249,8 @@ def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str])
         return InfoGain(*target)
     if criterion == "regression":
         return Regression(*target)
+    if criterion == "score":
+        return Score(*target)
     return None
 
 
@@ -368,9 +383,23 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
 
     privacy = _table(document["privacy"], "privacy", fail)
     _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
-    if "k" not in privacy:
+    recoding = release.get("recoding")
+    if recoding is not None:
+        recoding = _choice(recoding, "release.recoding", ("multi", "single"), fail)
+    max_steps = release.get("max_steps")
+    if max_steps is not None:
+        max_steps = _integer(max_steps, "release.max_steps", 0, fail)
+    max_seconds = release.get("max_seconds")
+    if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
+        raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
+    qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
+    if qids and "k" in privacy:
+        raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
+    if (qids or max_steps is not None or max_seconds is not None) and recoding != "single":
+        raise fail("release.recoding", 'qids, max_steps and max_seconds need recoding = "single"')
+    if "k" not in privacy and not qids:
         raise fail("privacy.k", "missing: every class must hold at least k rows")
-    k = _integer(privacy["k"], "privacy.k", 1, fail)
+    k = _integer(privacy["k"], "privacy.k", 1, fail) if not qids else None
     sensitive = _names(privacy.get("sensitive", []), "privacy.sensitive", fail)
     l = privacy.get("l")
     if l is not None and (not _is_number(l) or l < 1):
@@ -397,7 +426,35 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          l=None if l is None else float(l), target=tuple(target),
                          selections=tuple(selections), path=label, diversity=diversity,
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
-                         key=None if key is None else tuple(key), class_column=class_column)
+                         key=None if key is None else tuple(key), class_column=class_column,
+                         recoding=recoding, qids=qids, max_steps=max_steps,
+                         max_seconds=None if max_seconds is None else float(max_seconds))
+
+
+def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """``privacy.qids``: an array of ``{ columns = [...], k = N }`` over the declared QIs, which
+    must each belong to some QID."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
+        raise fail("privacy.qids", f"must be an array of {{ columns = [...], k = N }} tables, got {_show(value)}")
+    out = []
+    for i, entry in enumerate(value, 1):
+        where = f"privacy.qids[{i}]"
+        _known(entry, where, ("columns", "k"), {}, fail)
+        if "columns" not in entry or "k" not in entry:
+            raise fail(where, "needs columns = [...] and k = N")
+        columns = _names(entry["columns"], f"{where}.columns", fail)
+        if not columns:
+            raise fail(f"{where}.columns", "empty: a QID needs at least one column")
+        for c in columns:
+            if c not in declared:
+                raise fail(f"{where}.columns", f"{_show(c)} is not a declared [[qi]]." + did_you_mean(c, declared))
+        out.append((tuple(columns), _integer(entry["k"], f"{where}.k", 1, fail)))
+    unused = [q for q in declared if not any(q in c for c, _ in out)]
+    if unused:
+        raise fail("privacy.qids", f"the [[qi]] {unused[0]!r} is in no QID: add it to one or drop it")
+    return tuple(out)
 
 
 def _is_number(value: Any) -> bool:

@@ -26,15 +26,18 @@ from ..errors import (
     HierarchyError,
     InputError,
     ObjectExistsError,
+    RecodingError,
     UnknownColumnError,
     UnknownTableError,
     UnsupportedTypeError,
     did_you_mean,
 )
 from ..model import manifest_format
+from ..model.criteria import Score
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
 from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_qid
+from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
 
 
@@ -120,6 +123,7 @@ class Spec:
     replace: bool
     workload: Workload
     key: RowIdentity | None = None  # None: published as a snapshot table
+    single: Single | None = None  # a single-dimensional recoding (TDR); None: Mondrian
 
     @property
     def guarded_columns(self) -> tuple[str, ...]:
@@ -134,8 +138,8 @@ class Spec:
 def resolve(
     engine: Engine,
     table: str,
-    qid: Sequence[str],
-    k: int,
+    qid: Sequence[str] | None,
+    k: int | None,
     *,
     hierarchies: Mapping[str, Any] | None = None,
     view: str | None = None,
@@ -149,12 +153,23 @@ def resolve(
     selections: str | Sequence[str] | None = None,
     key: str | Sequence[str] | None = None,
     class_column: str | None = None,
+    recoding: str = "multi",
+    qids: Sequence[tuple[Sequence[str], int]] | None = None,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
     Raises:
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
+    single = check_recoding(recoding) == "single"
+    if not single and (qids is not None or max_steps is not None or max_seconds is not None):
+        raise RecodingError("qids=, max_steps= and max_seconds= need recoding='single' (top-down refinement); "
+                            "the multidimensional recoding takes one qid= with its k=")
+    pairs: tuple[tuple[tuple[str, ...], int], ...] = ()
+    if single:
+        qid, k, pairs = requirement(qid, k, qids)
     qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
     k = check_int("k", k, minimum=1)
     replace = check_bool("replace", replace)
@@ -179,8 +194,16 @@ def resolve(
     types = dict(source.columns)
     nulls = _null_presence(engine, source, qid)
     qis = []
+    suppressed = []
     for position, name in enumerate(qid):
         data_type = types[name]
+        if single and name not in hierarchies and classify(data_type) == "ordinal":
+            # TDR suppresses a categorical column without a hierarchy (⊥) and discloses values
+            suppressed.append(name)
+            rows = distinct_values(engine, name, source.ref, False)
+            qis.append(QI(name, "hierarchy", data_type, flat_hierarchy(sorted(str(t) for t in rows["t"])),
+                          has_null=nulls[name], position=position))
+            continue
         if name in hierarchies:
             h = hierarchy_from(hierarchies[name], lambda table: table_rows(engine, table))
             _check_leaves(engine, source, name, h)
@@ -196,6 +219,15 @@ def resolve(
             )
         qis.append(QI(name, kind, data_type, has_null=nulls[name], position=position))
     _check_finite(engine, source, qis)
+    plan = None
+    if single:  # (every QID's columns are in the union qid, checked above)
+        plan, criterion = resolve_single(
+            pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
+            sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
+            max_seconds=max_seconds)
+        target = None
+    elif isinstance(criterion, Score):
+        raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
         constraints=constraints, target=target, criterion=criterion, selections=selections,
@@ -206,7 +238,7 @@ def resolve(
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
                        hierarchies)
-    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity)
+    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan)
 
 
 

@@ -29,7 +29,7 @@ from ..model.constraints import (
     RecursiveCLDiversity,
     VarianceDiversity,
 )
-from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Selections, Targets
+from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..engine.base import Engine
 from ..errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
 from ..model.qi import QI, classify
@@ -116,7 +116,7 @@ def resolve_workload(
         raise InputError("give either target= or criterion=, not both")
     if criterion is None:
         criterion = _criterion_for(target_list, columns, classify)
-    elif not isinstance(criterion, (Median, InfoGain, Regression, Targets, Selections)):
+    elif not isinstance(criterion, (Median, InfoGain, Regression, Targets, Selections, Score)):  # Score: spec checks
         raise InputError(f"criterion= takes Median(), InfoGain(...), Regression(...), Targets(...) or "
                          f"Selections(...), got {criterion!r}")
     criterion = _with_selections(criterion, selections, qis)

@@ -1,0 +1,139 @@
+"""The request of a single-dimensional recoding (``recoding="single"``: top-down refinement,
+:mod:`sqlanon.singledim.tdr`), validated before any work.
+
+An anonymity requirement is one or more ``<QID, k>`` pairs (TKDE 2007, Definition 1): ``qid=``
+with ``k=`` is one pair, ``qids=[(columns, k), ...]`` several; the QIs are their union (in order
+of first mention). The criterion is :class:`~sqlanon.model.criteria.Score` (default) or
+:class:`~sqlanon.model.criteria.InfoGain` (the gain alone), with at most one class label
+(``target=``); without one the gain is the drop of the LM loss. What TDR does not support is
+refused here with :class:`~sqlanon.errors.RecodingError`: selections, l-diversity and other
+constraints, numeric or several targets, and NULLs in a categorical QI without a hierarchy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
+from ..model.criteria import InfoGain, Score
+from ..model.hierarchy import Hierarchy
+from .checks import _shown, check_int, check_names, check_number
+
+#: ``recoding=``: multidimensional (Mondrian, the default) or single-dimensional (TDR).
+RECODINGS = ("multi", "single")
+
+
+@dataclass(frozen=True)
+class Single:
+    """A validated single-dimensional request.
+
+    Attributes:
+        qids: the ``<QID, k>`` pairs, QIDs as column names.
+        use_score: rank by ``Score`` (else by the gain alone).
+        target: the class label (None: the LM gain).
+        suppressed: categorical QIs without a hierarchy: refined by disclosing values from ``⊥``.
+        max_steps, max_seconds: the anytime budget (None: run to the end).
+    """
+
+    qids: tuple[tuple[tuple[str, ...], int], ...]
+    use_score: bool = True
+    target: str | None = None
+    suppressed: tuple[str, ...] = ()
+    max_steps: int | None = None
+    max_seconds: float | None = None
+
+    def per_qid(self, qid: Sequence[str]) -> bool:
+        """Whether some QID is not the whole QI set (its groups are unions of cells)."""
+        return any(set(columns) != set(qid) for columns, _ in self.qids)
+
+
+def check_recoding(recoding: Any) -> str:
+    if recoding not in RECODINGS:
+        raise InputError(f"recoding must be one of {list(RECODINGS)}, got {_shown(recoding)}")
+    return recoding
+
+
+def requirement(qid: Any, k: Any, qids: Any) -> tuple[list[str], int, tuple[tuple[tuple[str, ...], int], ...]]:
+    """``(union of the QIs, k of the whole union or 1, the <QID, k> pairs)`` from ``qid=``/``k=``
+    or ``qids=`` (shape only; the columns are checked against the table later)."""
+    if qids is None:
+        if qid is None or k is None:
+            raise InputError("give the quasi-identifiers and k (qid=[...], k=...), or qids=[(columns, k), ...]")
+        names = check_names("qid", qid, " (e.g. ['age', 'zip'])")
+        return names, check_int("k", k, 1), ((tuple(names), check_int("k", k, 1)),)
+    if qid is not None or k is not None:
+        raise InputError("give either qid= and k=, or qids=[(columns, k), ...] (each QID with its own k), not both")
+    if isinstance(qids, (str, bytes)) or not isinstance(qids, Sequence) or not qids:
+        raise InputError(f"qids must be a non-empty list of (columns, k) pairs, got {_shown(qids)}")
+    pairs: list[tuple[tuple[str, ...], int]] = []
+    for pair in qids:
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise InputError(f"qids: each QID is a (columns, k) pair, e.g. (['age', 'sex'], 10); got {_shown(pair)}")
+        columns = check_names("qids", pair[0], " (e.g. ['age', 'sex'])")
+        if not columns:
+            raise InputError("qids: a QID needs at least one column")
+        pairs.append((tuple(columns), check_int("qids k", pair[1], 1)))
+    union: list[str] = []
+    for columns, _ in pairs:
+        union += [c for c in columns if c not in union]
+    return union, max([k for c, k in pairs if set(c) == set(union)], default=1), tuple(pairs)
+
+
+def resolve_single(
+    pairs: tuple[tuple[tuple[str, ...], int], ...], rows: int, columns: dict[str, str], qid: Sequence[str],
+    suppressed: Sequence[str], nulls: dict[str, bool], *, target: Any, criterion: Any, sensitive: Any, l: Any,
+    constraints: Any, selections: Any, max_steps: Any, max_seconds: Any,
+) -> tuple[Single, Score | InfoGain]:
+    """Check the single-dimensional request; return it with its criterion.
+
+    Raises:
+        RecodingError: an option TDR does not support; InputError for a bad value.
+    """
+    for option, value in (("sensitive=", sensitive), ("l=", l), ("selections=", selections)):
+        if value not in (None, (), []):
+            raise RecodingError(f"{option} is not supported with recoding='single' (top-down refinement checks "
+                                f"k-anonymity per QID only); use the default multidimensional recoding")
+    if constraints not in (None, (), []):
+        raise RecodingError("constraints= are not supported with recoding='single' (top-down refinement checks "
+                            "k-anonymity per QID only); use the default multidimensional recoding")
+    for qid_columns, k in pairs:
+        if k > rows:
+            raise InputError(f"k={k} of QID {list(qid_columns)} is larger than the table ({rows} rows): "
+                             f"no anonymization can meet it")
+    targets = [target] if isinstance(target, str) else list(target or [])
+    if criterion is not None:
+        if targets:
+            raise InputError("give either target= or criterion=, not both")
+        if not isinstance(criterion, (Score, InfoGain)):
+            raise RecodingError(f"with recoding='single' criterion= takes Score(...) (InfoGain / (AnonyLoss + 1), "
+                                f"the default) or InfoGain(...) (the gain alone), got {criterion!r}")
+        targets = list(criterion.targets)
+    if len(targets) > 1 or not all(isinstance(t, str) for t in targets):
+        raise RecodingError(f"recoding='single' takes at most one class label as target, got {targets!r}")
+    if isinstance(criterion, InfoGain) and not targets:
+        raise RecodingError("criterion=InfoGain(...) needs its class label")
+    for t in targets:
+        if t not in columns:
+            raise UnknownColumnError(f"no column {t!r}." + did_you_mean(t, columns))
+        if t in qid:
+            raise InputError(f"{t!r} is both a QI and the target: a column can only be one of them")
+    for name in suppressed:
+        if nulls[name]:
+            raise RecodingError(
+                f"QI {name!r} has NULLs and no hierarchy: recoding='single' suppresses such a column's values "
+                f"and discloses them one by one, which is not supported with NULLs; give it a hierarchy "
+                f"(hierarchies={{{name!r}: ...}}) or replace the NULLs first")
+    steps = None if max_steps is None else check_int("max_steps", max_steps, 0)
+    seconds = None if max_seconds is None else check_number("max_seconds", max_seconds, 0.0)
+    chosen = criterion if criterion is not None else Score(*targets)
+    return Single(pairs, not isinstance(chosen, InfoGain), targets[0] if targets else None, tuple(suppressed),
+                  steps, seconds), chosen
+
+
+def flat_hierarchy(values: Sequence[str]) -> Hierarchy:
+    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values (the
+    published hierarchy is rebuilt from what TDR discloses,
+    :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
+    return Hierarchy._build("*", {v: {} for v in values})

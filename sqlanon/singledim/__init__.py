@@ -1,0 +1,1 @@
+"""Single-dimensional recoding: every QI is generalized the same way in every row."""

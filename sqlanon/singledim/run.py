@@ -1,0 +1,152 @@
+"""A single-dimensional recoding against the database: compress, refine, place the rows.
+
+1. One ``GROUP BY`` over the working table's QI codes, class counts as columns
+   (``count(*) FILTER (WHERE k0 = c)``), fetched to numpy: the compressed table of TKDE 2007,
+   Section 4.1 -- every later statistic is computed from it in memory (:mod:`.tdr`).
+2. :func:`sqlanon.singledim.tdr.refine` finds the cuts.
+3. The cuts become regions (:mod:`.cuts`); one statement gives every row its region by joining
+   the working table to the compressed vectors' regions on the codes. The result has the
+   shape Mondrian's SQL levels leave (``rid, pid, qhash``), so :func:`sqlanon.publish.pipeline.publish_release`
+   publishes it unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..model.domain import Domain
+from ..mondrian.builder import Progress, Regions
+from ..request.spec import Spec
+from .cuts import cells, disclosure_hierarchy, disclosure_nodes
+from .tdr import Attribute, Requirement, Result, refine
+
+
+def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes (G, d), counts (G, m))``: one row per distinct QI code vector, with its rows per
+    class of the target (one column of rows without a target)."""
+    d = len(spec.qis)
+    query = compress_query(spec, work)
+    res = engine.fetch(query)
+    codes = np.column_stack([res[f"q{i}"].astype(np.int64) for i in range(d)]) if d else np.zeros((0, 0), np.int64)
+    y = np.column_stack([res[c.alias_or_name].astype(np.int64) for c in query.expressions[d:]])
+    return codes, y
+
+
+def compress_query(spec: Spec, work: str) -> exp.Select:
+    """The compressed table (TKDE 2007, Section 4.1): ``q0.., y0..`` grouped by the codes."""
+    d = len(spec.qis)
+    keys = [g.col(f"q{i}") for i in range(d)]
+    star = exp.Count(this=exp.Star())
+    if spec.single is not None and spec.single.target is not None:
+        size = spec.workload.class_stats[0].size
+        counts = [g.alias(exp.Filter(this=star.copy(), expression=exp.Where(
+            this=exp.EQ(this=g.col("k0"), expression=g.lit(c)))), f"y{c}") for c in range(size)]
+    else:
+        counts = [g.alias(star, "y0")]
+    return exp.select(*[g.alias(k, f"q{i}") for i, k in enumerate(keys)], *counts).from_(g.table(work)).group_by(
+        *[k.copy() for k in keys])
+
+
+def attributes(spec: Spec, domains: tuple[Domain, ...]) -> list[Attribute]:
+    """The QIs as TDR sees them: intervals (ordered), hierarchies, or ``⊥``-suppressed columns."""
+    assert spec.single is not None
+    out = []
+    for d in domains:
+        if d.qi.name in spec.single.suppressed:
+            out.append(Attribute("suppression", d.size))
+        elif d.qi.ordered:
+            out.append(Attribute("interval", d.size, position=d.num))
+        else:
+            out.append(Attribute("hierarchy", d.size, d.qi.hierarchy))
+    return out
+
+
+def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str,
+               progress: Callable[[Progress], None] | None = None,
+               ) -> tuple[Spec, tuple[Domain, ...], Regions, str, Result]:
+    """Compress, refine and place every row (module docstring); ``progress`` hears of every
+    refinement (phase ``"refine"``, ``level`` the refinements so far).
+
+    Returns the spec and domains with the published hierarchies of ``⊥``-suppressed QIs, the
+    regions, the temp table ``(rid, pid, qhash)`` of every row's region, and TDR's result.
+    """
+    plan = spec.single
+    assert plan is not None
+    codes, y = compress(engine, spec, work)
+    attrs = attributes(spec, domains)
+    names = [q.name for q in spec.qis]
+    reqs = [Requirement(tuple(names.index(c) for c in columns), k) for columns, k in plan.qids]
+    rows = int(y.sum())
+
+    def step(n: int, elapsed: float) -> None:
+        if progress is not None:
+            progress(Progress("refine", n, 0, rows, elapsed))
+
+    result = refine(codes, y, attrs, reqs, labelled=plan.target is not None, use_score=plan.use_score,
+                    max_steps=plan.max_steps, max_seconds=plan.max_seconds, on_step=step)
+    values = result.values.copy()
+    qis, new_domains = list(spec.qis), list(domains)
+    for j, a in enumerate(attrs):  # publish a ⊥-suppressed QI through the hierarchy of what was disclosed
+        if a.kind != "suppression":
+            continue
+        old = spec.qis[j].hierarchy
+        assert old is not None
+        h, code = disclosure_hierarchy(old.leaves, result.labels[j] >= 0)
+        values[:, j] = disclosure_nodes(h, code, result.labels[j])[codes[:, j]]
+        qis[j] = dataclasses.replace(spec.qis[j], hierarchy=h)
+        new_domains[j] = dataclasses.replace(domains[j], qi=qis[j])
+        attrs[j] = Attribute("hierarchy", a.size, h)
+    found = cells(values, y.sum(axis=1), attrs, result.ends)
+    placed = place(engine, work, result.labels, codes, found.pid)
+    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, result
+
+
+def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray) -> str:
+    """The temp table ``(rid, pid, qhash)``: every row's region, from its QI codes.
+
+    A row's cell is its value on every QI, so the cell gets a number ``sum_j index_j *
+    radix_j`` (``index_j``: the value's rank among QI ``j``'s final values, from a small
+    ``code -> index`` table per refined QI) and the rows join one small table ``(cell, pid)``:
+    a few joins with small build sides instead of a join of every row with every distinct
+    code vector. When the numbers would not fit a BIGINT, the rows join the code vectors.
+    """
+    d = codes.shape[1]
+    index = [np.unique(labels[j], return_inverse=True)[1].astype(np.int64) for j in range(d)]
+    width = [int(ix.max()) + 1 if len(ix) else 1 for ix in index]
+    refined = [j for j in range(d) if width[j] > 1]  # a QI left whole adds nothing to the number
+    w = exp.alias_(g.table(work), g.ident("w"), table=True)
+    if math.prod(width[j] for j in refined) < 2**62:
+        radix, r = {}, 1
+        for j in refined:
+            radix[j], r = r, r * width[j]
+        cell = np.zeros(len(codes), dtype=np.int64)
+        for j in refined:
+            cell += index[j][codes[:, j]] * radix[j]
+        first = np.unique(cell, return_index=True)[1]
+        uploads = [engine.upload("cells", {"cell": cell[first], "pid": pid[first]})]
+        number: exp.Expression = g.lit(0)
+        query = exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w")).from_(w)
+        for j in refined:
+            uploads.append(engine.upload(f"index{j}", {"code": np.arange(len(index[j])), "ix": index[j]}))
+            query = query.join(exp.alias_(g.table(uploads[-1]), g.ident(f"m{j}"), table=True),
+                               on=exp.EQ(this=g.col("code", f"m{j}"), expression=g.col(f"q{j}", "w")), copy=False)
+            number = exp.Add(this=number, expression=exp.Mul(this=g.col("ix", f"m{j}"), expression=g.lit(radix[j])))
+        query = query.join(exp.alias_(g.table(uploads[0]), g.ident("c"), table=True),
+                           on=exp.EQ(this=g.col("cell", "c"), expression=number), copy=False)
+    else:
+        uploads = [engine.upload("cells", {**{f"q{i}": codes[:, i] for i in range(d)}, "pid": pid})]
+        on = exp.and_(*[exp.EQ(this=g.col(f"q{i}", "w"), expression=g.col(f"q{i}", "c")) for i in range(d)])
+        query = (exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w")).from_(w)
+                 .join(exp.alias_(g.table(uploads[0]), g.ident("c"), table=True), on=on))
+    name = engine.temp_name("placed")
+    engine.execute(g.create_table_as(name, query))
+    for upload in uploads:
+        engine.drop_temp(upload)
+    return name
