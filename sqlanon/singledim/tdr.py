@@ -192,10 +192,11 @@ class _Refiner:
         self.used = [1 for _ in self.reqs]
         self.anonymity = np.array([self.total] * len(self.reqs), dtype=np.int64)
         self.pieces: dict[tuple[int, int], np.ndarray] = {}
+        weights = self.n[everything] if self.weighted else None
         for i, r in enumerate(self.reqs):
             for j in r.columns:
                 self.pieces[i, j] = np.full(self.space[j], np.iinfo(np.int64).max, dtype=np.int64)
-                self._update_pieces(i, j, everything)
+                self._update_pieces(i, j, everything, self.gid[i][everything], weights)
 
     # -- the loop ---------------------------------------------------------------------------------
     def run(self, max_steps: int | None, max_seconds: float | None,
@@ -273,12 +274,14 @@ class _Refiner:
         self.values[rows, j] = labels[self.codes[rows, j]]
         self._resegment(j, SUPPRESSED if a.kind == "suppression" else v, rows)
         self._candidates(j, rows)
+        weights = self.n[rows] if self.weighted else None
         for i in np.flatnonzero(self.member[j]):
             self._regroup(i, j, rows)
+            gid = self.gid[i][rows]  # the same for every QI of the requirement: gathered once
             for other in self.reqs[i].columns:
                 if other == j and a.kind != "suppression":
                     self.pieces[i, j][factorize(self.values[rows, j])[1]] = np.iinfo(np.int64).max
-                self._update_pieces(i, other, rows)
+                self._update_pieces(i, other, rows, gid, weights)
 
     def records(self, j: int, v: int) -> np.ndarray:
         """The rows holding value ``v`` of QI ``j`` (``R_v``)."""
@@ -421,19 +424,19 @@ class _Refiner:
         self.used[i] = used + len(fresh)
         self.anonymity[i] = min(int(self.anonymity[i]), int(fresh.min()))
 
-    def _update_pieces(self, i: int, j: int, rows: np.ndarray) -> None:
+    def _update_pieces(self, i: int, j: int, rows: np.ndarray, gid: np.ndarray, weights: np.ndarray | None) -> None:
         """Each candidate of QI ``j``: the smallest piece its refinement cuts from a group of
-        requirement ``i``, lowered by the pieces of ``rows`` (whose groups hold no other rows)."""
+        requirement ``i``, lowered by the pieces of ``rows`` (whose groups hold no other rows;
+        ``gid``: their groups, ``weights``: their row counts, None when each stands for one row)."""
         if self.attrs[j].kind == "suppression":
             self._suppressed_pieces(i, j)
             return
-        gid = self.gid[i][rows]
         base = int(gid.min()) if len(gid) else 0
         span = (int(gid.max()) - base + 1) * self.fanout[j] if len(gid) else 0
         key = (gid - base) * self.fanout[j] + self.rank[j][rows]  # the rows' groups are numbered together
         if span > 4 * len(rows) + 1024:  # too many bins: number the pieces present
             key, _ = factorize(key)
-        size = self._count(key, rows)[key]
+        size = (np.bincount(key) if weights is None else np.bincount(key, weights=weights).astype(np.int64))[key]
         np.minimum.at(self.pieces[i, j], self.values[rows, j], size)
 
     def _suppressed_pieces(self, i: int, j: int) -> None:
