@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import objects, temp_objects
+from conftest import is_postgres, objects, temp_objects
 
 import sqlanon
 from sqlanon import InputError, UnknownColumnError, UnknownTableError, Verification
@@ -168,3 +168,22 @@ def test_verify_checks_a_real_release_independently(con):
         [r[0] for r in con.execute(f"SELECT * FROM {release.view} LIMIT 0").description]
     bad = sqlanon.verify(con, "tampered", ["age", "c"], 10, class_column="eq_class")
     assert (bad.ok, bad.k_achieved, bad.violating, bad.classes) == (False, 1, 1, v.classes + 1)
+
+
+def test_a_suppressed_row_showing_values_is_leaked(con):
+    """A release's suppressed rows (class NULL) must show the fully generalized values: one that
+    shows its own is counted as leaked and fails the check; one that is fully generalized does not."""
+    rows = "generate_series(0, 59) i" if is_postgres(con) else "range(60) t(i)"
+    con.execute(f"CREATE TABLE people AS SELECT i AS id, i % 30 AS age, i % 3 AS zip FROM {rows}")
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5)  # no key: a snapshot table
+    assert release.materialized and release.verification.ok and release.verification.leaked == 0
+    first = release.rules
+    con.execute(f"UPDATE {release.view} SET eq_class = NULL WHERE id IN (0, 1)")  # suppressed, still showing values
+    check = sqlanon.verify(con, release.view, ["age", "zip"], 5, class_column="eq_class")
+    assert (check.ok, check.unplaced, check.leaked) == (False, 2, 2)
+    # fully generalized: the release's smallest lower and largest upper bound of every QI
+    con.execute(f"UPDATE {release.view} SET age_min = (SELECT min(age_min) FROM {first}), "
+                f"age_max = (SELECT max(age_max) FROM {first}), zip_min = (SELECT min(zip_min) FROM {first}), "
+                f"zip_max = (SELECT max(zip_max) FROM {first}) WHERE id IN (0, 1)")
+    check = sqlanon.verify(con, release.view, ["age", "zip"], 5, class_column="eq_class")
+    assert check.unplaced == 2 and check.leaked == 0
