@@ -37,7 +37,6 @@ import os
 import pickle
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
 
 from agrawal import BLOCK, QI_COLUMNS, _rows, write_duckdb  # noqa: E402
-from machine import machine, measure_child  # noqa: E402
+from machine import machine, run_child  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
@@ -188,33 +187,13 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
 def run_one(engine: str, where: str, criterion: str, k: int, memory_rows: int | None,
             timeout: float | None) -> tuple[dict[str, Any], list[list[Any]] | None]:
     """One configuration in a fresh interpreter; its peak RSS (MiB) and rules, or an error."""
-    paths = []
-    for suffix in (".json", ".pickle"):
-        fd, path = tempfile.mkstemp(suffix=suffix)
-        os.close(fd)
-        paths.append(path)
-    cmd = [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(k),
-           "--result", paths[0], "--rules-out", paths[1],
-           "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
-    errors = tempfile.TemporaryFile()  # the child's stderr: its last line names a failure
-    returncode, rss, timed_out, seconds = measure_child(cmd, timeout, stderr=errors)
-    out: dict[str, Any] = {"rss_mib": rss, "process_s": round(seconds, 2)}
-    rules = None
-    try:
-        if timed_out:
-            out["error"] = f"timed out after {timeout:.0f} s"
-        elif returncode != 0:
-            errors.seek(0)
-            lines = errors.read().decode(errors="replace").strip().splitlines()
-            out["error"] = f"child exited with {returncode}: {lines[-1] if lines else ''}"[:400]
-        else:
-            out.update(json.loads(Path(paths[0]).read_text()))
-            rules = pickle.loads(Path(paths[1]).read_bytes())
-    finally:
-        errors.close()
-        for path in paths:
-            os.unlink(path)
-    return {key: round(v, 4) if isinstance(v, float) else v for key, v in out.items()}, rules
+
+    def command(result: str, rules_out: str) -> list[str]:
+        return [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(k),
+                "--result", result, "--rules-out", rules_out,
+                "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
+
+    return run_child(command, timeout)
 
 
 # ----------------------------------------------------------------------------- loading

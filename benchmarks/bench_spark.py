@@ -88,7 +88,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
 
 from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
-from machine import machine, measure_child  # noqa: E402
+from machine import machine, run_child  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
@@ -464,42 +464,24 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
 def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, master: str | None,
             memory_rows: int | None) -> tuple[dict[str, Any], list[list[Any]] | None]:
     """One configuration in a fresh interpreter; its results and rules, or an error."""
-    paths = []
-    for suffix in (".json", ".pickle"):
-        fd, path = tempfile.mkstemp(suffix=suffix)
-        os.close(fd)
-        paths.append(path)
     scratch = None
     if engine == "spark":  # a warehouse of the child's own: the release's managed tables land there
         root = Path(args.dir) / "spark-warehouse"
         root.mkdir(parents=True, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix=f"{criterion}-", dir=root)
-    cmd = [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(args.k),
-           "--warehouse", scratch or "-",
-           "--result", paths[0], "--rules-out", paths[1], "--masters", master or "-",
-           "--shuffle-partitions", str(args.shuffle_partitions), "--driver-memory", args.driver_memory,
-           "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
-    errors = tempfile.TemporaryFile()  # the child's stderr: its last line names a failure
-    returncode, rss, timed_out, seconds = measure_child(cmd, args.timeout, stderr=errors)
-    out: dict[str, Any] = {"rss_mib": rss, "process_s": round(seconds, 2)}
-    rules = None
+
+    def command(result: str, rules_out: str) -> list[str]:
+        return [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(args.k),
+                "--warehouse", scratch or "-",
+                "--result", result, "--rules-out", rules_out, "--masters", master or "-",
+                "--shuffle-partitions", str(args.shuffle_partitions), "--driver-memory", args.driver_memory,
+                "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
+
     try:
-        if timed_out:
-            out["error"] = f"timed out after {args.timeout:.0f} s"
-        elif returncode != 0:
-            errors.seek(0)
-            lines = [ln for ln in errors.read().decode(errors="replace").strip().splitlines() if ln.strip()]
-            out["error"] = f"child exited with {returncode}: {lines[-1] if lines else ''}"[:400]
-        else:
-            out.update(json.loads(Path(paths[0]).read_text()))
-            rules = pickle.loads(Path(paths[1]).read_bytes())
+        return run_child(command, args.timeout)
     finally:
-        errors.close()
-        for path in paths:
-            os.unlink(path)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    return {key: round(v, 4) if isinstance(v, float) else v for key, v in out.items()}, rules
 
 
 # ----------------------------------------------------------------------------- report

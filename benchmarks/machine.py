@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
+import pickle
 import platform
 import subprocess
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +57,34 @@ def measure_child(cmd: list[str], timeout: float | None, **popen: Any) -> tuple[
         time.sleep(0.05)
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: keep Popen from waiting
     return proc.returncode, round(usage.ru_maxrss / 1024, 1), timed_out, time.perf_counter() - start  # KiB on Linux
+
+
+def run_child(command: Callable[[str, str], list[str]], timeout: float | None) -> tuple[dict[str, Any], Any]:
+    """Run the child ``command(result_path, rules_path)`` (:func:`measure_child`): it writes its
+    results as JSON to the first path and its rules pickled to the second. Returns the results
+    (with ``rss_mib`` and ``process_s``; floats to 4 places) and the rules -- or, when the child
+    timed out or failed, an ``error`` naming why (its stderr's last line) and no rules."""
+    paths = []
+    for suffix in (".json", ".pickle"):
+        fd, path = tempfile.mkstemp(suffix=suffix)
+        os.close(fd)
+        paths.append(path)
+    errors = tempfile.TemporaryFile()  # the child's stderr: its last line names a failure
+    returncode, rss, timed_out, seconds = measure_child(command(*paths), timeout, stderr=errors)
+    out: dict[str, Any] = {"rss_mib": rss, "process_s": round(seconds, 2)}
+    rules = None
+    try:
+        if timed_out:
+            out["error"] = f"timed out after {timeout:.0f} s"
+        elif returncode != 0:
+            errors.seek(0)
+            lines = [ln for ln in errors.read().decode(errors="replace").strip().splitlines() if ln.strip()]
+            out["error"] = f"child exited with {returncode}: {lines[-1] if lines else ''}"[:400]
+        else:
+            out.update(json.loads(Path(paths[0]).read_text()))
+            rules = pickle.loads(Path(paths[1]).read_bytes())
+    finally:
+        errors.close()
+        for path in paths:
+            os.unlink(path)
+    return {key: round(v, 4) if isinstance(v, float) else v for key, v in out.items()}, rules
