@@ -72,7 +72,8 @@ def published_bounds(d: Domain, lo: np.ndarray, hi: np.ndarray, cmin: np.ndarray
     holds_null = np.where(empty, lo < first, cmin < first)
     a = np.where(empty | (cmin < first), np.maximum(lo, first), cmin)
     b = np.where(empty, hi, cmax)
-    b = np.where(b < first, first, b)  # a NULL-only region publishes NULL, NULL: any node will do
+    null_only = b < first  # a class (or empty box) of only NULLs publishes NULL, NULL
+    b = np.where(null_only, np.maximum(a, first), b)  # any node will do there
     low, high = qi.intervals.bounds(qi.intervals.covering(d.num[a], d.num[b]))
     none = np.full(len(lo), None, dtype=object)
     return "text", np.where(holds_null, none, low), np.where(null_only, none, high)
