@@ -277,3 +277,61 @@ def test_intervals_covering_matches_enumeration():
     b = np.maximum(a, rng.integers(0, 50, 300))
     low, high = iv.bounds(iv.covering(a, b))
     assert [(int(x), int(y)) for x, y in zip(low, high)] == [smallest_cover(x, y) for x, y in zip(a, b)]
+
+
+# -- PostgreSQL and Spark publish DuckDB's bounds ---------------------------------------------------
+REQUESTS = [("domain", None), ({"age": "hierarchy"}, {"age": AGE_ROWS})]
+
+
+def _plain(values: list[tuple]) -> list[tuple]:
+    return sorted((tuple(float(v) if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                         else v for v in row) for row in values), key=repr)
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_publishes_duckdbs_bounds(con):
+    from conftest import load_frame
+
+    frame = table(5, n=80, nulls=True)[["id", "age", "zip", "cat"]]
+    types = {"id": "BIGINT", "age": "BIGINT", "zip": "BIGINT", "cat": "VARCHAR"}
+    duck = duckdb.connect()
+    for c in (duck, con):
+        load_frame(c, "t", frame, primary_key="id", types=types)
+    for published, hierarchies in REQUESTS:
+        out = [sqlanon.anonymize(c, "t", qid=["age", "zip", "cat"], k=4, view="v", replace=True, published=published,
+                                 hierarchies={"cat": CAT, **(hierarchies or {})}) for c in (duck, con)]
+        assert out[1].published == out[0].published and out[1].verification.ok
+        assert _plain(rows(con, "SELECT * FROM v_rules")) == _plain(rows(duck, "SELECT * FROM v_rules"))
+        for c in (duck, con):
+            sqlanon.apply(c, "v", "t", view="again", replace=True)
+        query = "SELECT id, age_min, age_max, zip_min, zip_max, cat, eq_class FROM {}"
+        assert _plain(rows(con, query.format("again"))) == _plain(rows(duck, query.format("v"))) == \
+            _plain(rows(con, query.format("v")))
+        predicates = ["age > 20", "age BETWEEN 10 AND 25 AND zip < 3"]
+        assert [p.returned for p in sqlanon.imprecision(con, "v", predicates).predicates] == \
+            [p.returned for p in sqlanon.imprecision(duck, "v", predicates).predicates]
+        assert sqlanon.metrics(con, "v").ncp == pytest.approx(sqlanon.metrics(duck, "v").ncp)
+
+
+@pytest.mark.spark
+def test_spark_publishes_duckdbs_bounds(spark):
+    from sqlanon.engine import engine_for
+
+    frame = table(6, n=80, nulls=True)[["id", "age", "zip", "cat"]]
+    duck = duckdb.connect()
+
+    def fetch(c, sql):
+        return _plain([tuple(r) for r in engine_for(c).fetch_frame(sql).astype(object).where(
+            lambda f: f.notna(), None).values.tolist()])
+
+    for c in (duck, spark):
+        engine_for(c).create_from_frame("t", frame, replace=True)
+    for published, hierarchies in REQUESTS:
+        out = [sqlanon.anonymize(c, "t", qid=["age", "zip", "cat"], k=4, view="v", replace=True, key="id",
+                                 published=published, hierarchies={"cat": CAT, **(hierarchies or {})})
+               for c in (duck, spark)]
+        assert out[1].published == out[0].published and out[1].verification.ok
+        from sqlglot import exp
+
+        assert fetch(spark, exp.select("*").from_("v_rules")) == fetch(duck, exp.select("*").from_("v_rules"))
+        assert fetch(spark, exp.select("*").from_("v")) == fetch(duck, exp.select("*").from_("v"))
