@@ -33,7 +33,7 @@ def make(seed: int, n: int, nulls: bool) -> pd.DataFrame:
     }, index=pd.Index(rng.permutation(n) * 10, name="rid"))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), n=st.integers(12, 80), nulls=st.booleans(),
        options=st.sampled_from([{}, {"published": "domain"}, {"target": "income"}, {"sensitive": "note", "l": 1.5},
                                 {"recoding": "single"}]))
