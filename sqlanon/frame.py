@@ -77,9 +77,11 @@ def anonymize_frame(
         raise FrameError("anonymize_frame keys the rows by their position: key= is not an option here")
     if not isinstance(name, str) or not name:
         raise FrameError(f"name must be a non-empty string, got {name!r}")
-    own = con is None
-    if own:
+    if con is None:
         con = duckdb_connect(None)
+    elif not hasattr(con, "register") or type(con).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+        raise FrameError(f"con must be a DuckDB connection (the frame is loaded into it), got {type(con).__name__}; "
+                         "for PostgreSQL or Spark, load the frame into a table and call sqlanon.anonymize")
     row = free_name("__sqlanon_row", columns)
     _load(con, name, frame, arrow, row, bool(options.get("replace", False)))
     release = anonymize(con, name, qid, k, key=row, **options)

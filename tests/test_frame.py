@@ -90,5 +90,7 @@ def test_not_a_frame_fails_clearly():
         sqlanon.anonymize_frame(pd.DataFrame([[1, 2]], columns=["a", "A"]), qid=["a"], k=1)
     with pytest.raises(sqlanon.FrameError, match="key="):
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, key="a")
+    with pytest.raises(sqlanon.FrameError, match="DuckDB connection"):
+        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, con=object())
     with pytest.raises(sqlanon.UnknownColumnError, match="age"):
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["age"], k=1)

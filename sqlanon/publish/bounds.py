@@ -47,7 +47,7 @@ Codes = tuple[Literal["codes"], np.ndarray, np.ndarray]
 Texts = tuple[Literal["text"], np.ndarray, np.ndarray]
 
 
-def published_bounds(d: Domain, lo: np.ndarray, hi: np.ndarray, cmin: np.ndarray, cmax: np.ndarray,
+def region_bounds(d: Domain, lo: np.ndarray, hi: np.ndarray, cmin: np.ndarray, cmax: np.ndarray,
                      n: np.ndarray) -> Codes | Texts:
     """The published ``q_min``/``q_max`` of every region for the ordered QI of ``d``: as domain
     codes (``("codes", min, max)``; -1, or code 0 of a column with NULLs, publishes NULL) or, for

@@ -35,7 +35,7 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..mondrian.builder import Boxes, Regions
 from ..request.spec import Spec
-from .bounds import empty_marker, published_bounds
+from .bounds import empty_marker, region_bounds
 from .view import LiveView, live_view, rowmap_key
 
 
@@ -64,7 +64,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             first = d.first_value
             start = np.maximum(lo, first)  # the box's first non-NULL code
             empty = start > hi  # the box holds only NULL
-            kind, low, high = published_bounds(d, lo, hi, cmin[:, i], cmax[:, i], boxes.n)
+            kind, low, high = region_bounds(d, lo, hi, cmin[:, i], cmax[:, i], boxes.n)
             columns[f"c{i}_min"], columns[f"c{i}_max"] = low, high
             if kind == "text":  # published="hierarchy": interval bounds, cast to the column's type below
                 casts.add(i)
@@ -98,7 +98,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             continue
         for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
             if i in casts and part in ("min", "max"):
-                value = exp.Cast(this=g.col(f"c{i}_{part}", "r"), to=exp.DataType.build(qi.data_type))
+                value = exp.Cast(this=g.col(f"c{i}_{part}", "r"), to=exp.DataType.build(qi.data_type, dialect="duckdb"))
                 query = query.select(g.alias(value, out), copy=False)
                 continue
             alias = f"d{i}{part}"

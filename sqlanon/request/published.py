@@ -86,7 +86,7 @@ def with_bounds(engine: Engine, source: exp.Table, qis: Sequence[QI], modes: Map
     (:meth:`Intervals.of`) and must cover every value of its column (one query)."""
     out = []
     for q in qis:
-        mode = modes.get(q.name, "data")
+        mode = modes.get(q.name, "data") if q.ordered else "data"  # (TDR makes plain text hierarchical)
         if mode == "hierarchy":
             h = hierarchy_from(hierarchies[q.name], read_table)
             intervals = Intervals.of(q.name, h, q.integer)
