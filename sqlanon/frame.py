@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlglot import exp
 
@@ -83,8 +84,13 @@ def anonymize_frame(
         raise FrameError(f"con must be a DuckDB connection (the frame is loaded into it), got {type(con).__name__}; "
                          "for PostgreSQL or Spark, load the frame into a table and call sqlanon.anonymize")
     row = free_name("__sqlanon_row", columns)
-    _load(con, name, frame, arrow, row, bool(options.get("replace", False)))
-    release = anonymize(con, name, qid, k, key=row, **options)
+    created = _load(con, name, frame, arrow, row, bool(options.get("replace", False)))
+    try:
+        release = anonymize(con, name, qid, k, key=row, **options)
+    except BaseException:
+        if created:  # a refused request leaves the connection as it was
+            con.execute(g.drop(name, "TABLE").sql(dialect="duckdb"))
+        raise
     published = [p for c in columns for p in _published(release, c)] + [release.class_column]
     query = exp.select(*[g.col(c) for c in published]).from_(g.table(release.view)).order_by(g.col(row))
     relation = con.sql(query.sql(dialect="duckdb"))
@@ -101,10 +107,9 @@ def _is_arrow(frame: Any) -> bool:
     return isinstance(frame, pa.Table)
 
 
-def _load(con: Any, name: str, frame: Any, arrow: bool, row: str, replace: bool) -> None:
-    """Create table ``name`` in ``con`` from ``frame`` plus the row position ``row`` (BIGINT)."""
-    import numpy as np
-
+def _load(con: Any, name: str, frame: Any, arrow: bool, row: str, replace: bool) -> bool:
+    """Create table ``name`` in ``con`` from ``frame`` plus the row position ``row`` (BIGINT);
+    True when it is new (not a replaced one)."""
     n = frame.num_rows if arrow else len(frame)
     positions = np.arange(n, dtype=np.int64)
     if arrow:
@@ -125,6 +130,7 @@ def _load(con: Any, name: str, frame: Any, arrow: bool, row: str, replace: bool)
         con.execute(create.sql(dialect="duckdb"))
     finally:
         con.unregister(staging)
+    return not found
 
 
 def _pa() -> Any:

@@ -92,5 +92,7 @@ def test_not_a_frame_fails_clearly():
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, key="a")
     with pytest.raises(sqlanon.FrameError, match="DuckDB connection"):
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, con=object())
+    con = duckdb.connect()
     with pytest.raises(sqlanon.UnknownColumnError, match="age"):
-        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["age"], k=1)
+        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["age"], k=1, con=con)
+    assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]  # nothing left behind
