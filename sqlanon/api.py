@@ -58,6 +58,8 @@ class Release:
         qids: for ``"single"``, the ``<QID, k>`` pairs, each verified on the view; ``k`` is then
             the k of a QID spanning every QI (1 if none: a class is no QID's group).
         refinements: for ``"single"``, the refinements performed.
+        published: what each ordered QI's ``q_min``/``q_max`` publish (``published=``):
+            ``{qi: "data" | "domain" | "hierarchy"}``.
     """
 
     view: str
@@ -83,6 +85,7 @@ class Release:
     recoding: str = "multi"
     qids: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
     refinements: int | None = None
+    published: Mapping[str, str] = field(default_factory=dict)
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
@@ -122,6 +125,7 @@ def anonymize(
     qids: Sequence[tuple[Sequence[str], int]] | None = None,
     max_steps: int | None = None,
     max_seconds: float | None = None,
+    published: str | Mapping[str, str] | None = None,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian), or a
     single-dimensional one (``recoding="single"``: top-down refinement).
@@ -173,6 +177,13 @@ def anonymize(
             suppresses every row while some QID's group is below its k.
         max_steps, max_seconds: with ``recoding="single"``, stop after this many refinements or
             seconds (TDR is anytime: the release is valid, only coarser).
+        published: what an ordered QI's ``q_min``/``q_max`` publish (:mod:`sqlanon.publish.bounds`):
+            ``"data"`` (default: each class's own smallest and largest value), ``"domain"`` (the
+            region's box: its cut points, ``q_min < v <= q_max``, NULL for an open end -- the
+            column's own extremes are never printed), ``"hierarchy"`` (a numeric QI given a
+            hierarchy keeps its numeric cuts and publishes the smallest interval of its hierarchy
+            covering the class), or a dict ``{qi: mode}``. Recorded in the manifest, so
+            :func:`sqlanon.apply`, imprecision, rewrite and metrics read the bounds the same way.
 
     Returns:
         The :class:`Release`.
@@ -192,7 +203,7 @@ def anonymize(
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections, key=key,
                    class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
-                   max_seconds=max_seconds)
+                   max_seconds=max_seconds, published=published)
     lap("validate")
     refinements = None
     stopped: tuple[str, ...] = ()
@@ -246,6 +257,7 @@ def anonymize(
         recoding="single" if spec.single is not None else "multi",
         qids=spec.single.qids if spec.single is not None else (),
         refinements=refinements,
+        published={q.name: q.bounds for q in spec.qis if q.ordered},
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this

@@ -88,7 +88,7 @@ FLAGS = {
     "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
     "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
     "enforce": "--enforce", "key": "--key", "recoding": "--recoding", "qids": "--qids", "max_steps": "--max-steps",
-    "max_seconds": "--max-seconds",
+    "max_seconds": "--max-seconds", "published": "--published",
 }
 # keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
@@ -480,6 +480,10 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "instead of --qid/--k)")
     p.add_argument("--max-steps", type=int, metavar="N", help="with --recoding single: stop after N refinements")
     p.add_argument("--max-seconds", type=float, metavar="S", help="with --recoding single: stop after S seconds")
+    p.add_argument("--published", action="append", metavar="MODE|COL=MODE",
+                   help="what an ordered QI's _min/_max publish: data (each class's own extremes, the default), "
+                        "domain (the cut points; NULL for an open end, so the column's extremes never appear) or "
+                        "hierarchy (a numeric QI's --hierarchy intervals); COL=MODE per QI (repeatable)")
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
@@ -727,7 +731,21 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         qids=tuple(qids),
         max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
         max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
+        published=_published(args.published) if args.published else (config.published if config else None),
     )
+
+
+def _published(items: Sequence[str]) -> str | tuple[tuple[str, str], ...]:
+    """``--published MODE`` (every ordered QI) or ``--published COL=MODE`` (repeatable)."""
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0].strip()
+    pairs = []
+    for item in items:
+        name, sep, mode = item.rpartition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--published takes one MODE, or COL=MODE per QI (repeatable); got {item!r}")
+        pairs.append((name.strip(), mode.strip()))
+    return tuple(pairs)
 
 
 def _qids(items: Sequence[str]) -> list[tuple[tuple[str, ...], int]]:
@@ -937,6 +955,9 @@ def _write_summary(
              for q in release.verification.qids]
     if release.recoding == "single":
         rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
+    bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
+    if bounds:
+        rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))

@@ -124,7 +124,8 @@ def write(engine: Engine, spec: Spec) -> None:
         "hierarchies": table,
         "materialized": spec.outputs.materialize,
         "k": spec.k,
-        "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null} for q in spec.qis],
+        "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null,
+                 **({"bounds": q.bounds} if q.bounds != "data" else {})} for q in spec.qis],
         "constraints": [c.describe() for c in spec.workload.constraints],
         "constraint_records": [to_record(c) for c in spec.workload.constraints],
         "criterion": spec.workload.criterion.describe(),
@@ -192,7 +193,8 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
             if q["kind"] == "hierarchy":
                 h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])])
                 hierarchies[q["name"]] = h.with_null_leaf() if q["has_null"] else h
-    qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i)
+    qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i,
+                   bounds=q.get("bounds", "data"))  # published= (sqlanon.publish.bounds)
                 for i, q in enumerate(recorded))
     known, unknown = _constraints(document["constraints"], document.get("constraint_records"))
     return Manifest(

@@ -7,8 +7,10 @@ does not depend on how the partition was computed:
 * ``region`` (the class column of the view) and ``size`` (rows in it; 0 for a hierarchy node no
   row falls into, kept so the rules cover the domain) -- named ``region_1``/``size_1``, ... when
   a hierarchical QI is called ``region`` or ``size`` (the manifest records the names);
-* per ordered QI ``q``: published ``q_min``/``q_max`` (the smallest and largest value of the
-  region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs) and the
+* per ordered QI ``q``: published ``q_min``/``q_max`` (by default the smallest and largest value
+  of the region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs; with
+  ``published="domain"`` or ``"hierarchy"`` the box's cut points or a hierarchy interval, and for
+  an empty region its box: :mod:`sqlanon.publish.bounds`) and the
   region's box in the domain: ``q_lo`` < value <= ``q_hi`` (NULL = unbounded) plus ``q_null``
   (NULL values fall in this region); a NULL-only region has ``q_lo = q_hi`` (empty range);
 * per hierarchical QI ``q``: published ``q`` (the node label) and ``q_node`` (node id in the
@@ -33,6 +35,7 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..mondrian.builder import Boxes, Regions
 from ..request.spec import Spec
+from .bounds import empty_marker, region_bounds
 from .view import LiveView, live_view, rowmap_key
 
 
@@ -54,15 +57,20 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     region = np.empty(len(order), dtype=np.int64)
     region[order] = np.arange(len(order))
     columns: dict[str, np.ndarray] = {"region": region, "size": boxes.n}
+    casts: set[int] = set()  # ordered QIs whose published bounds are uploaded as text
     for i, d in enumerate(domains):
         lo, hi = boxes.lo[:, i], boxes.hi[:, i]
         if d.qi.ordered:
             first = d.first_value
             start = np.maximum(lo, first)  # the box's first non-NULL code
             empty = start > hi  # the box holds only NULL
-            columns[f"c{i}_min"], columns[f"c{i}_max"] = cmin[:, i], cmax[:, i]
-            columns[f"c{i}_lo"] = np.where(empty, first, np.where(start - 1 >= first, start - 1, -1))
-            columns[f"c{i}_hi"] = np.where(empty, first, np.where(hi < d.size - 1, hi, -1))
+            kind, low, high = region_bounds(d, lo, hi, cmin[:, i], cmax[:, i], boxes.n)
+            columns[f"c{i}_min"], columns[f"c{i}_max"] = low, high
+            if kind == "text":  # published="hierarchy": interval bounds, cast to the column's type below
+                casts.add(i)
+            mark = empty_marker(d, hi)
+            columns[f"c{i}_lo"] = np.where(empty, mark, np.where(start - 1 >= first, start - 1, -1))
+            columns[f"c{i}_hi"] = np.where(empty, mark, np.where(hi < d.size - 1, hi, -1))
             columns[f"c{i}_null"] = lo == 0  # NULL sorts first, also for later rows
         else:
             h = d.qi.hierarchy
@@ -89,6 +97,10 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             )
             continue
         for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
+            if i in casts and part in ("min", "max"):
+                value = exp.Cast(this=g.col(f"c{i}_{part}", "r"), to=exp.DataType.build(qi.data_type, dialect="duckdb"))
+                query = query.select(g.alias(value, out), copy=False)
+                continue
             alias = f"d{i}{part}"
             lookups.append((alias, d.size))
             query = query.join(

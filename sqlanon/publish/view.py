@@ -196,15 +196,18 @@ def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> 
     for q in ordered:
         low, high = q.published
         query = query.select(g.alias(root_bound(rules, size_column, low, lowest=True), low),
-                             g.alias(root_bound(rules, size_column, high, lowest=False), high), copy=False)
+                             g.alias(root_bound(rules, size_column, high, lowest=False, unbounded=q.unbounded_ends),
+                                     high), copy=False)
     return query
 
 
-def root_bound(rules: str | exp.Table, size_column: str, column: str, *, lowest: bool) -> exp.Subquery:
+def root_bound(rules: str | exp.Table, size_column: str, column: str, *, lowest: bool,
+               unbounded: bool = False) -> exp.Subquery:
     """One fully generalized bound over the non-empty regions: the smallest ``column`` (NULL if
-    any is NULL: NULL sorts first), or the largest (NULLs ignored). The first row in order, not
-    MIN/MAX: PostgreSQL has no MIN/MAX of BOOLEAN."""
-    order = exp.Ordered(this=g.col(column), desc=not lowest, nulls_first=lowest)
+    any is NULL: NULL sorts first), or the largest (NULLs ignored; with ``unbounded``, a QI
+    published with ``published="domain"``, NULL if any is NULL: NULL is the open end above). The first row in
+    order, not MIN/MAX: PostgreSQL has no MIN/MAX of BOOLEAN."""
+    order = exp.Ordered(this=g.col(column), desc=not lowest, nulls_first=lowest or unbounded)
     return exp.Subquery(this=exp.select(g.col(column)).from_(_ref(rules))
                         .where(exp.GT(this=g.col(size_column), expression=g.lit(0))).order_by(order).limit(1))
 

@@ -28,6 +28,12 @@ with low information loss*, VLDB 2007) and in Iyengar's LM (KDD 2002, Section 3.
   ``M_P`` the leaves under it and ``M`` the leaves of the hierarchy (including the NULL leaf
   when the column has NULLs), so 0 for a leaf and 1 for the root;
 * a domain of one value (``U = L``, ``M = 1``) has loss 0;
+* an ordered QI published as its cut points (``published="domain"``, :mod:`sqlanon.publish.bounds`):
+  the region is ``(q_min, q_max]`` with NULL ends unbounded; the loss is ``(q_max - q_min) /
+  (U - L)`` with an open end at ``L``/``U``, which are then the column's own smallest and
+  largest value read from the release's source (the rules hold only cut points), so a class
+  reaching an end costs its whole way there. Text, booleans and enums: ranks of the cut points
+  0..R-1, an open end at -1 below and R above (``U - L = R + 1``);
 * a suppressed row has loss 1 on every QI (Iyengar: suppression is generalization to the
   column bounds / the root).
 """
@@ -47,7 +53,7 @@ from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
-from .imprecision import imprecision
+from .imprecision import imprecision, source_ref
 from ..publish.manifest import Manifest
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
 from ..model.qi import QI, classify
@@ -357,6 +363,20 @@ def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
                     query = query.join(derived(ranks, f"{side}{i}"), join_type="left",
                                        on=exp.EQ(this=g.col("v", f"{side}{i}"), expression=g.col(column, "r")))
                 low, high = g.col("r", f"a{i}"), g.col("r", f"b{i}")
+                if qi.unbounded_ends:  # published="domain": an open end is one rank beyond the cuts
+                    domain = exp.select(g.alias(g.lit(-1.0), "lo"), g.alias(
+                        exp.Cast(this=exp.Count(this=exp.Star()), to=_DOUBLE), "hi")).from_(derived(ranks, "k"))
+                    high = exp.Coalesce(this=high, expressions=[g.col("hi", dom)])
+            elif qi.unbounded_ends:
+                # published="domain": the bounds are cut points, an open end (NULL) reaches the
+                # column's own smallest / largest value, read from the source (the rules never
+                # hold them)
+                column = _number(engine, qi, g.col(qi.name))
+                domain = exp.select(g.alias(exp.Min(this=column), "lo"), g.alias(exp.Max(this=column.copy()), "hi")
+                                    ).from_(source_ref(engine, m))
+                low = _number(engine, qi, g.col(f"{qi.name}_min", "r"))
+                high = exp.Coalesce(this=_number(engine, qi, g.col(f"{qi.name}_max", "r")),
+                                    expressions=[g.col("hi", dom)])
             else:
                 domain = exp.select(
                     # q_min is NULL for a class holding NULLs: its q_max still bounds the domain

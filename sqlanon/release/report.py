@@ -210,7 +210,9 @@ def collect(
     timings = getattr(release, "timings", None)
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
-        qis=tuple((q.name, q.kind, q.data_type) for q in m.qis),
+        # the kind, and how an ordered QI's bounds are published when not its own data (issue 19)
+        qis=tuple((q.name, q.kind if q.bounds == "data" else f"{q.kind}, published: {q.bounds}", q.data_type)
+                  for q in m.qis),
         k=m.k, constraints=m.constraints, criterion=m.criterion, criterion_object=m.criterion_object,
         verification=checked, unchecked=unchecked, metrics=figures,
         class_sizes=_class_sizes(engine, view_ref, m.class_column),

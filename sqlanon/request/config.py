@@ -90,7 +90,7 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds")
+                 "max_steps", "max_seconds", "published")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
@@ -174,6 +174,7 @@ class ReleaseConfig:
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()
     max_steps: int | None = None
     max_seconds: float | None = None
+    published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -219,6 +220,8 @@ class ReleaseConfig:
             **({"recoding": self.recoding} if self.recoding else {}),
             **({"max_steps": self.max_steps} if self.max_steps is not None else {}),
             **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
+            **({"published": self.published if isinstance(self.published, str) else dict(self.published)}
+               if self.published else {}),
         }
 
 
@@ -392,6 +395,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     max_seconds = release.get("max_seconds")
     if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
         raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
+    published = _published(release.get("published"), fail)
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
@@ -428,7 +432,21 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
-                         max_seconds=None if max_seconds is None else float(max_seconds))
+                         max_seconds=None if max_seconds is None else float(max_seconds), published=published)
+
+
+def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
+    """``release.published``: ``"data"``, ``"domain"`` or ``"hierarchy"``, or a table
+    ``{ age = "hierarchy", hours = "domain" }`` (checked against the QIs by anonymize)."""
+    from ..publish.bounds import MODES
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _choice(value, "release.published", MODES, fail)
+    if isinstance(value, dict) and value:
+        return tuple((str(q), _choice(m, f"release.published.{q}", MODES, fail)) for q, m in value.items())
+    raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:

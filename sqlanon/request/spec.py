@@ -39,6 +39,7 @@ from ..model.qi import QI, classify
 from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_qid
 from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
+from .published import interval_columns, published_modes, with_bounds
 
 
 #: The column of the published view holding the equivalence-class (region) id.
@@ -157,6 +158,7 @@ def resolve(
     qids: Sequence[tuple[Sequence[str], int]] | None = None,
     max_steps: int | None = None,
     max_seconds: float | None = None,
+    published: Any = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
@@ -192,6 +194,10 @@ def resolve(
     if unknown:
         raise HierarchyError(f"hierarchies given for columns that are not QIs: {unknown}; QIs: {qid}")
     types = dict(source.columns)
+    # published= (sqlanon.request.published): a numeric QI whose hierarchy is published as
+    # intervals is partitioned as an ordered QI, so its hierarchy leaves the loop below
+    modes = published_modes(published, qid, types, hierarchies)
+    given, hierarchies = hierarchies, {q: h for q, h in hierarchies.items() if q not in interval_columns(modes)}
     nulls = _null_presence(engine, source, qid)
     qis = []
     suppressed = []
@@ -218,6 +224,7 @@ def resolve(
                 f"or any type with a hierarchy."
             )
         qis.append(QI(name, kind, data_type, has_null=nulls[name], position=position))
+    qis = with_bounds(engine, source.ref, qis, modes, given, lambda table: table_rows(engine, table))
     _check_finite(engine, source, qis)
     plan = None
     if single:  # (every QID's columns are in the union qid, checked above)
@@ -237,7 +244,7 @@ def resolve(
     if source.temporary and not engine.views_read_temporary:
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
-                       hierarchies)
+                       given)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan)
 
 
