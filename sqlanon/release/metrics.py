@@ -83,6 +83,8 @@ class Metrics:
         l_entropy: smallest exp(entropy in nats) of a class, per sensitive column.
         min_variance: smallest population variance in a class, per numeric sensitive column.
         imprecision: ``|Pr(V)| - |Pr(T)|`` per selection predicate (KDD 2006, Section 3.4).
+        aecs: ARX's average equivalence class size, the suppressed rows forming one class:
+            N / (classes + [suppressed > 0]).
     """
 
     view: str
@@ -106,6 +108,7 @@ class Metrics:
     l_entropy: Mapping[str, float | None] = field(default_factory=dict)
     min_variance: Mapping[str, float | None] = field(default_factory=dict)
     imprecision: Mapping[str, int] = field(default_factory=dict)
+    aecs: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
@@ -168,7 +171,11 @@ def metrics(
           *Mondrian Multidimensional k-Anonymity*, ICDE 2006; the suppressed rows, in no class,
           are left out);
         * ``dm = sum_E |E|^2 + S * N`` (discernibility, Bayardo & Agrawal, *Data Privacy
-          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N);
+          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N; ARX's
+          non-monotonic DM); ``aecs = N / (|classes| + [S > 0])`` (ARX's average equivalence
+          class size). ARX's Loss per QI is ``ncp[q]`` for a hierarchical QI, and the
+          search-time metrics (Precision, non-uniform entropy) are in
+          :mod:`sqlanon.model.utility`;
         * ``ncp[q] = (sum_E |E| * loss_E(q) + S) / N`` with the cell loss of the module
           docstring (NCP, Xu et al. 2006); ``gcp = mean_q ncp[q]`` (GCP, Ghinita et al. 2007);
         * ``lm = sum_q ncp[q]``: Iyengar's general loss metric exactly as defined (KDD 2002,
@@ -289,6 +296,7 @@ def metrics(
         l_entropy=l_entropy,
         min_variance=min_variance,
         imprecision={p.text: p.imprecision for p in measured.predicates} if measured else {},
+        aecs=n / (classes + (1 if s else 0)) if classes + (1 if s else 0) else None,
     )
 
 

@@ -73,13 +73,12 @@ class Result:
 
 @dataclass(frozen=True)
 class Table:
-    """The classes of one node: a key per class (``sum_q node_q * radix_q``), rows per target
-    label ``y`` (C, m), rows ``n`` and each QI's hierarchy node per class (``cols``)."""
+    """The classes of one node: a key per class (``sum_q node_q * radix_q``, so a QI's node is
+    ``key // radix_q % width_q``), rows per target label ``y`` (C, m) and rows ``n``."""
 
     key: np.ndarray
     y: np.ndarray
     n: np.ndarray
-    cols: tuple[np.ndarray, ...]
 
 
 class Lattice:
@@ -102,6 +101,7 @@ class Lattice:
             raise RecodingError("search='optimal': the QIs' hierarchies have too many nodes together for the "
                                 "lattice's 64-bit class keys; use fewer QIs or smaller hierarchies")
         self.radix = np.cumprod([1] + widths[:-1]).astype(np.int64)
+        self.width = np.array(widths, dtype=np.int64)
         self.up = []  # a node's parent (the root its own), per QI
         self.node_loss = []  # (M_P - 1) / (M - 1) per node, per QI
         for h in self.h:
@@ -111,23 +111,40 @@ class Lattice:
             leaves = (h.leaf_hi - h.leaf_lo + 1).astype(np.float64)
             self.node_loss.append((leaves - 1) / max(h.n_leaves - 1, 1))
         codes = np.asarray(codes, dtype=np.int64).reshape(len(codes), self.d)
-        cols = tuple(np.asarray(h.leaf_node, dtype=np.int64)[codes[:, j]] for j, h in enumerate(self.h))
+        self.leaf_node = [np.asarray(h.leaf_node, dtype=np.int64)[codes[:, j]] for j, h in enumerate(self.h)]
         key = np.zeros(len(codes), dtype=np.int64)
         for j in range(self.d):
-            key += cols[j] * self.radix[j]
-        self.bottom = Table(key, y, y.sum(axis=1), cols)  # distinct keys: the compressed rows are
+            key += self.leaf_node[j] * self.radix[j]
+        self.bottom = Table(key, y, y.sum(axis=1))  # distinct keys: the compressed rows are
         # per QI: rows per leaf code, for the entropy metric
         self.leaf_rows = [np.bincount(codes[:, j], weights=self.bottom.n, minlength=h.n_leaves).astype(np.int64)
                           for j, h in enumerate(self.h)]
+        # per QI and level, with nothing suppressed: sum_rows loss / N, and the entropy term
+        self.level_loss: list[list[float]] = []
+        self.level_entropy: list[list[float]] = []
+        for j, h in enumerate(self.h):
+            node = np.asarray(h.leaf_node, dtype=np.int64)
+            losses, entropies = [], []
+            for _ in range(int(self.heights[j]) + 1):
+                rows = np.bincount(node, weights=self.leaf_rows[j], minlength=h.n_nodes)
+                losses.append(float((self.leaf_rows[j] * self.node_loss[j][node]).sum()) / max(self.total, 1))
+                entropies.append(utility.generalization_entropy(self.leaf_rows[j], rows[node]))
+                node = self.up[j][node]
+            self.level_loss.append(losses)
+            self.level_entropy.append(entropies)
 
     @property
     def size(self) -> int:
         """Number of nodes."""
         return int(np.prod(self.heights + 1))
 
+    def col(self, t: Table, j: int) -> np.ndarray:
+        """QI ``j``'s hierarchy node in each class of ``t``."""
+        return (t.key // self.radix[j]) % self.width[j]
+
     def roll(self, t: Table, j: int) -> tuple[Table, np.ndarray]:
         """Raise QI ``j`` one level: the new classes and the new class of each old one."""
-        old = t.cols[j]
+        old = self.col(t, j)
         new = self.up[j][old]
         index, keys = pd.factorize(t.key + (new - old) * self.radix[j], sort=False)
         index = index.astype(np.int64, copy=False)
@@ -135,15 +152,12 @@ class Lattice:
         y = np.empty((C, t.y.shape[1]), dtype=np.int64)
         for c in range(t.y.shape[1]):
             y[:, c] = np.bincount(index, weights=t.y[:, c], minlength=C)
-        first = np.empty(C, dtype=np.int64)
-        first[index[::-1]] = np.arange(len(index) - 1, -1, -1)
-        cols = tuple(new[first] if i == j else c[first] for i, c in enumerate(t.cols))
         n = y[:, 0].copy() if y.shape[1] == 1 else y.sum(axis=1)
-        return Table(np.asarray(keys, dtype=np.int64), y, n, cols), index
+        return Table(np.asarray(keys, dtype=np.int64), y, n), index
 
     def classes(self, t: Table, loss: bool) -> utility.Classes:
         """The classes of a table, with each class's per-QI loss when ``loss``."""
-        cells = (np.column_stack([self.node_loss[j][t.cols[j]] for j in range(self.d)]) if loss and self.d
+        cells = (np.column_stack([self.node_loss[j][self.col(t, j)] for j in range(self.d)]) if loss and self.d
                  else np.zeros((len(t.n), 0)))
         return utility.Classes(t.n, t.y, cells)
 
@@ -161,45 +175,58 @@ class Lattice:
         """(G, d) the hierarchy node of every compressed row's value at ``levels``."""
         out = np.empty((len(self.bottom.key), self.d), dtype=np.int64)
         for j in range(self.d):
-            node = self.bottom.cols[j]
+            node = self.leaf_node[j]
             for _ in range(levels[j]):
                 node = self.up[j][node]
             out[:, j] = node
         return out
 
     def metric(self, name: str, levels: Sequence[int], t: Table, k: int) -> float:
-        """A node's metric (:mod:`sqlanon.model.utility`) from its classes."""
+        """A node's metric (:mod:`sqlanon.model.utility`) from its classes. LM, Loss and Entropy
+        start from their per-level sums (:meth:`per_qi`) and correct for the suppressed classes
+        only -- the same numbers as :func:`sqlanon.model.utility.value` on every class."""
+        if name in ("DM", "AECS", "CM"):
+            return utility.value(name, self.classes(t, False), k)
+        small = t.n < k
+        S = int(t.n[small].sum())
         if name == "Precision":
-            return utility.precision(self.total, utility.suppressed_rows(t.n, k), np.asarray(levels, float),
-                                     self.heights.astype(float))
-        if name == "Entropy":
-            return self.entropy(levels, t, k)
-        return utility.value(name, self.classes(t, name in ("LM", "Loss")), k)
+            return utility.precision(self.total, S, np.asarray(levels, float), self.heights.astype(float))
+        per = self.per_qi(name, levels)
+        if S:
+            for j in range(self.d):
+                node = self.col(t, j)[small]
+                if name == "Entropy":
+                    s = np.bincount(node, weights=t.n[small], minlength=self.h[j].n_nodes)
+                    per[j] += utility.suppression_entropy(s)
+                else:  # a suppressed row loses 1 instead of its node's loss
+                    per[j] += (S - float((t.n[small] * self.node_loss[j][node]).sum())) / self.total
+        return self.aggregate(name, per)
 
-    def bound(self, name: str, levels: Sequence[int], t: Table, k: int) -> float:
-        """:func:`sqlanon.model.utility.bound`: monotone, never above the metric here or above."""
+    def per_qi(self, name: str, levels: Sequence[int]) -> np.ndarray:
+        """Per QI, the metric's share with nothing suppressed -- a function of the levels alone:
+        LM's/Loss's ``sum_rows loss / N``, Entropy's ``sum_v c_v log2(c_g(v) / c_v)``."""
+        table = self.level_entropy if name == "Entropy" else self.level_loss
+        return np.array([table[j][level] for j, level in enumerate(levels)], dtype=np.float64)
+
+    def aggregate(self, name: str, per: np.ndarray) -> float:
+        """LM and Entropy sum the QIs; ARX's Loss takes their geometric mean."""
+        if name == "Loss":
+            return float(np.exp(np.log1p(per).mean()) - 1.0) if len(per) else 0.0
+        return float(per.sum())
+
+    def bound(self, name: str, levels: Sequence[int], t: Table | None, k: int) -> float:
+        """:func:`sqlanon.model.utility.bound`: monotone, never above the metric here or above.
+        For LM, Loss, Precision and Entropy a function of the levels alone (``t`` may be None)."""
         if name == "Precision":
             return utility.precision(self.total, 0, np.asarray(levels, float), self.heights.astype(float))
-        if name == "Entropy":
-            return self.entropy(levels, None, 0)
-        return utility.bound(name, self.classes(t, name in ("LM", "Loss")), k)
+        if name in ("LM", "Loss", "Entropy"):
+            return self.aggregate(name, self.per_qi(name, levels))
+        assert t is not None
+        return utility.bound(name, self.classes(t, False), k)
 
     def entropy(self, levels: Sequence[int], t: Table | None, k: int) -> float:
-        """Non-uniform entropy (:mod:`sqlanon.model.utility`); the suppression term only with the
-        classes ``t``. As ARX computes it, the suppressed rows' term is over their *generalized*
-        values at the node (its classes' values), not the original ones."""
-        total = 0.0
-        small = None if t is None else t.n < k
-        for j, h in enumerate(self.h):
-            node = np.asarray(h.leaf_node, dtype=np.int64).copy()
-            for _ in range(levels[j]):
-                node = self.up[j][node]
-            rows = np.bincount(node, weights=self.leaf_rows[j], minlength=h.n_nodes)
-            total += utility.generalization_entropy(self.leaf_rows[j], rows[node])
-            if t is not None and small is not None and small.any():
-                s = np.bincount(t.cols[j][small], weights=t.n[small], minlength=h.n_nodes)
-                total += utility.suppression_entropy(s)
-        return total
+        """Non-uniform entropy of a node (its suppression term only with the classes ``t``)."""
+        return self.metric("Entropy", levels, t, k) if t is not None else self.bound("Entropy", levels, None, k)
 
     def search(self, metric: str, k: int, limit: int, on_node: Callable[[int, Node | None], None] | None = None,
                ) -> Result:
@@ -211,6 +238,7 @@ class Lattice:
         best: Node | None = None
         checked = pruned = 0
         top = self.heights
+        by_levels = metric in ("LM", "Loss", "Precision", "Entropy")  # bounds need no table
 
         def beaten(b: float) -> bool:
             return best is not None and b > best.value + TIE * max(1.0, abs(best.value))
@@ -239,16 +267,19 @@ class Lattice:
                 node = tuple(levels)
                 if better(v, node):
                     best = Node(node, suppressed, v)
-            children = []
+            children = []  # (bound, QI, table or None: rolled when visited)
             for j in range(last, self.d):
                 if levels[j] < top[j]:
-                    child, _ = self.roll(t, j)
                     levels[j] += 1
+                    child = None if by_levels else self.roll(t, j)[0]
                     children.append((self.bound(metric, levels, child, k), j, child))
                     levels[j] -= 1
             for cb, j, child in sorted(children, key=lambda c: (c[0], c[1])):
+                if beaten(cb):  # also before rolling: the best may have improved meanwhile
+                    pruned += 1
+                    continue
                 levels[j] += 1
-                visit(levels, child, cb, j)
+                visit(levels, child if child is not None else self.roll(t, j)[0], cb, j)
                 levels[j] -= 1
 
         root = [0] * self.d
