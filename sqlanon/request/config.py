@@ -90,7 +90,9 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds")
+                 "max_steps", "max_seconds") + ("search", "metric", "suppression", "seed", "budget", "iterations")
+#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize).
+SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
@@ -148,6 +150,9 @@ class ReleaseConfig:
             recoding); None lets the targets' types choose (as ``target=`` does).
         recoding, qids, max_steps, max_seconds: as for :func:`sqlanon.anonymize` (None/empty =
             its default); with ``qids`` the request has no ``k``.
+        search: the single-dimensional searches' options given (``search``, ``metric``,
+            ``suppression``, ``seed``, ``budget``, ``iterations``), checked by
+            :func:`sqlanon.anonymize`.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
     """
@@ -174,6 +179,7 @@ class ReleaseConfig:
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()
     max_steps: int | None = None
     max_seconds: float | None = None
+    search: dict[str, Any] = field(default_factory=dict)
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -219,6 +225,7 @@ class ReleaseConfig:
             **({"recoding": self.recoding} if self.recoding else {}),
             **({"max_steps": self.max_steps} if self.max_steps is not None else {}),
             **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
+            **{key: value for key, value in self.search.items() if value is not None},
         }
 
 
@@ -428,7 +435,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
-                         max_seconds=None if max_seconds is None else float(max_seconds))
+                         max_seconds=None if max_seconds is None else float(max_seconds),
+                         search={key: release[key] for key in SEARCH_KEYS if key in release})
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:

@@ -28,6 +28,7 @@ from ..mondrian.builder import Progress, Regions
 from ..request.spec import Spec
 from ..publish.suppression import SUPPRESSED_PID
 from .cuts import cells, disclosure_hierarchy, disclosure_nodes
+from .genetic import Column, Genetic
 from .lattice import Lattice, Node
 from .tdr import Attribute, Requirement, refine
 
@@ -114,9 +115,7 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     if plan.search == "optimal":
         return (spec, domains) + run_optimal(engine, spec, work, codes, y, progress)
     if plan.search == "genetic":
-        from .genetic import run_genetic  # the GA's own module: imported only when used
-
-        return run_genetic(engine, spec, domains, work, codes, y, progress)
+        return (spec, domains) + run_genetic(engine, spec, domains, work, codes, y, progress)
     attrs = attributes(spec, domains)
     names = [q.name for q in spec.qis]
     reqs = [Requirement(tuple(names.index(c) for c in columns), k) for columns, k in plan.qids]
@@ -226,3 +225,38 @@ def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.nda
     for upload in uploads:
         engine.drop_temp(upload)
     return name
+
+
+def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str, codes: np.ndarray, y: np.ndarray,
+                progress: Callable[[Progress], None] | None) -> tuple[Regions, str, Outcome]:
+    """Iyengar's genetic algorithm (:mod:`.genetic`), its classes as regions, the rows placed:
+    a class below k is suppressed (its rows get :data:`SUPPRESSED_PID`). A QI with a hierarchy
+    (or a categorical one without: its flat hierarchy) is cut into hierarchy nodes; an ordered
+    QI into intervals of its codes."""
+    plan = spec.single
+    assert plan is not None
+    columns = [Column(d.size, d.qi.hierarchy) if not d.qi.ordered else Column(d.size, position=d.num)
+               for d in domains]
+    rows = int(y.sum())
+    ga = Genetic(codes, y, columns, plan.metric or "LM", spec.k, plan.suppression_limit(rows))
+    started = time.perf_counter()
+
+    def report(iteration: int, best: float) -> None:
+        if progress is not None:
+            progress(Progress("genetic", iteration, 0, rows, time.perf_counter() - started, best))
+
+    result = ga.run(seed=plan.seed, iterations=plan.iterations, budget=plan.budget, on_generation=report)
+    best = result.best
+    values = np.column_stack([best.labels[j][codes[:, j]] for j in range(len(columns))])
+    n = y.sum(axis=1)
+    cls, count = ga.classes(ga.decode(best.bits)[1])
+    kept = (np.bincount(cls, weights=n, minlength=count) >= spec.k)[cls]
+    attrs = [Attribute("interval", c.size, position=c.position) if c.hierarchy is None
+             else Attribute("hierarchy", c.size, c.hierarchy) for c in columns]
+    pid = np.full(len(codes), SUPPRESSED_PID, dtype=np.int64)
+    found = cells(values[kept], n[kept], attrs, list(best.ends))
+    pid[kept] = found.pid
+    placed = place(engine, work, list(best.labels), codes, pid)
+    outcome = Outcome("genetic", result.complete, metric=plan.metric, score=best.fitness, suppressed=best.suppressed,
+                      evaluated=result.evaluations)
+    return found.regions, placed, outcome
