@@ -328,3 +328,40 @@ def test_errors(con):
     with pytest.raises(RecodingError, match="genetic"):
         sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, recoding="single",
                           search="optimal", seed=3)
+
+
+def test_cli_and_release_file(tmp_path, capsys):
+    import json as _json
+
+    from sqlanon.cli import main
+    from sqlanon.request.config import load_config
+
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.register("frame", _people(200))
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    con.close()
+    tree = tmp_path / "t.csv"
+    tree.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(TREE).to_rows()))
+    small = tmp_path / "s.csv"
+    small.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(SMALL).to_rows()))
+    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
+                 "--metric", "LM", "--suppression", "0.05", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}",
+                 "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "optimal" and doc["metric"] == "LM" and set(doc["levels"]) == {"t", "s"}
+    assert doc["suppressed"] <= 10 and doc["verification"]["ok"]
+    toml = tmp_path / "release.toml"
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "ga"\nrecoding = "single"\n'
+                    f'search = "genetic"\nmetric = "CM"\nsuppression = 0.02\nseed = 4\niterations = 50\n'
+                    f'[[qi]]\nname = "t"\nhierarchy = "{tree}"\n[[qi]]\nname = "s"\nhierarchy = "{small}"\n'
+                    f'[privacy]\nk = 8\n[workload]\ntarget = ["lab"]\n')
+    kwargs = load_config(toml).anonymize_kwargs()
+    assert kwargs["search"] == "genetic" and kwargs["iterations"] == 50 and kwargs["seed"] == 4
+    assert main(["anonymize", "--config", str(toml), "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "genetic" and doc["metric"] == "CM" and doc["suppressed"] <= 4
+    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
+                 "--metric", "LM", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}", "--view", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "levels t=" in out and "suppressed" in out

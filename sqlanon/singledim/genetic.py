@@ -26,7 +26,7 @@ population, so a feasible solution always exists; the result never violates k.
 
 **GENITOR steady state**: the population is kept sorted by fitness; each iteration picks two
 parents by linear rank bias (bias 1.5, Whitley's recommendation), makes one child by two-point
-crossover, flips each bit with probability ``mutation``, repairs it, and the child replaces the
+crossover or (half the time) by taking each QI's bits whole from either parent, flips each bit with probability ``mutation``, repairs it, and the child replaces the
 worst member when it is better and not already present. Stops after ``iterations`` or ``budget``
 seconds (whichever is given; default 10,000 iterations). Reproducible: everything random comes
 from ``numpy.random.default_rng(seed)``; with ``iterations=`` the result is a function of the
@@ -235,7 +235,7 @@ class Genetic:
         tries = 0
         while len(pool) < population and tries < 20 * population:
             tries += 1
-            density = rng.uniform(0.0, 0.5)
+            density = rng.uniform(0.0, 0.5) ** 2  # mostly coarse: fine ones need heavy suppression
             s = self.evaluate(rng.random(self.length) < density)
             evaluations += 1
             if s.bits.tobytes() not in seen:
@@ -253,7 +253,8 @@ class Genetic:
                 complete = limit_iter is None
                 break
             a, b = _rank_pick(rng, P), _rank_pick(rng, P)
-            child = _two_point(rng, pool[a].bits, pool[b].bits)
+            child = (_two_point(rng, pool[a].bits, pool[b].bits) if rng.random() < 0.5 else
+                     _per_qi(rng, pool[a].bits, pool[b].bits, self.offsets))
             child ^= rng.random(self.length) < rate
             s = self.evaluate(child)
             evaluations += 1
@@ -303,6 +304,16 @@ def _two_point(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.nda
     if len(a) > 1:
         i, j = sorted(rng.integers(0, len(a) + 1, size=2))
         child[i:j] = b[i:j]
+    return child
+
+
+def _per_qi(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Uniform crossover of whole QIs: each QI's bits from one parent or the other (a QI's
+    generalization is the building block)."""
+    child = a.copy()
+    take = rng.random(len(offsets) - 1) < 0.5
+    for j in np.flatnonzero(take):
+        child[offsets[j]: offsets[j + 1]] = b[offsets[j]: offsets[j + 1]]
     return child
 
 
