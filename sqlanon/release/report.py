@@ -373,7 +373,7 @@ def _verdict(r: ReleaseReport) -> str:
 _MEANING = {
     "k": "the required smallest class size",
     "rows": "rows of the view (N)",
-    "suppressed": "rows without a class (new, changed, or in a class that no longer meets the requirement; QIs fully generalized)",
+    "suppressed": "rows without a class (suppressed by the recoding, new, changed, or in a class that no longer meets the requirement; QIs fully generalized)",
     "classes": "equivalence classes",
     "k_achieved": "the smallest class",
     "avg_class_size": "(N - suppressed) / classes",
