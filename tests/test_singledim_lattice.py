@@ -98,17 +98,26 @@ def test_arx_reference_values():
 
 
 # -- brute force, independently ----------------------------------------------------------------
-def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None):
-    """Every node evaluated with pandas from the hierarchies' ARX rows ``[leaf, ..., root]``."""
+def _generalized(df: pd.DataFrame, qid, hierarchies, target=None) -> list[tuple[tuple[int, ...], pd.DataFrame]]:
+    """Every node's generalized table, from the hierarchies' ARX rows ``[leaf, ..., root]``."""
+    rows = [{r[0]: r for r in h.to_rows()} for h in hierarchies]
+    out = []
+    for levels in itertools.product(*[range(h.height + 1) for h in hierarchies]):
+        gen = pd.DataFrame({q: df[q].map({v: r[l] for v, r in rows[j].items()}) for j, (q, l) in enumerate(zip(qid, levels))})
+        if target:
+            gen["_t"] = df[target]
+        out.append((levels, gen))
+    return out
+
+
+def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None, nodes=None):
+    """Every node evaluated with pandas (``nodes``: :func:`_generalized`, computed if None)."""
     N = len(df)
     rows = [{r[0]: r for r in h.to_rows()} for h in hierarchies]
     heights = [h.height for h in hierarchies]
     leaves = [h.n_leaves for h in hierarchies]
     best = None
-    for levels in itertools.product(*[range(h + 1) for h in heights]):
-        gen = pd.DataFrame({q: df[q].map(lambda v, j=j, l=l: rows[j][v][l]) for j, (q, l) in enumerate(zip(qid, levels))})
-        if target:
-            gen["_t"] = df[target]
+    for levels, gen in (nodes if nodes is not None else _generalized(df, qid, hierarchies, target)):
         size = gen.groupby(list(qid))[qid[0]].transform("size")
         small = size < k
         S = int(small.sum())
@@ -161,11 +170,12 @@ def test_optimum_equals_brute_force_random(seed):
     hierarchies = [Hierarchy.from_dict(TREE), Hierarchy.from_dict(SMALL), Hierarchy.from_dict(FLAT)]
     codes, y = _compressed(df, qid, hierarchies, "lab")
     lattice = Lattice(codes, y, hierarchies)
+    nodes = _generalized(df, qid, hierarchies, "lab")
     for metric in utility.METRICS:
         for k, fraction in ((2, 0.0), (4, 0.05), (6, 0.2)):
             limit = int(fraction * len(df))
             found = lattice.search(metric, k, limit).best
-            expected = _brute(df, qid, hierarchies, metric, k, limit, "lab")
+            expected = _brute(df, qid, hierarchies, metric, k, limit, "lab", nodes)
             assert found is not None and expected is not None
             assert found.levels == expected[1], (metric, k, fraction)
             assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
