@@ -316,9 +316,3 @@ def _per_qi(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, offsets: np.
         child[offsets[j]: offsets[j + 1]] = b[offsets[j]: offsets[j + 1]]
     return child
 
-
-def best_of(codes: np.ndarray, counts: np.ndarray, columns: Sequence[Column], metric: str, k: int, limit: int,
-            **run: object) -> Result:
-    """:meth:`Genetic.run` of a compressed table."""
-    return Genetic(codes, counts, columns, metric, k, limit).run(**run)  # type: ignore[arg-type]
-
