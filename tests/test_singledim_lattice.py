@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame
+from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame, run
 
 import sqlanon
 from sqlanon.errors import InputError, RecodingError
@@ -273,6 +273,14 @@ def test_release(con, key):
         assert release.verification.suppressed == (("suppressed by the recoding", release.suppressed, 0),)
     again = sqlanon.verify(con, release.view, ["t", "s", "f"], 12, class_column="eq_class")
     assert again.ok and again.unplaced == release.suppressed and again.leaked == 0
+    assert again.suppression_limit == 20  # floor(0.05 * 400), from the manifest
+    if key is None:  # a snapshot suppressing more than the limit fails verification
+        big = frame(con, f'SELECT eq_class, count(*) AS n FROM "{release.view}" WHERE eq_class IS NOT NULL '
+                         f'GROUP BY eq_class ORDER BY n DESC').iloc[0]
+        run(con, f'UPDATE "{release.view}" SET eq_class = NULL, t = \'*\', s = \'*\', f = \'*\' '
+                 f'WHERE eq_class = {int(big["eq_class"])}')
+        tampered = sqlanon.verify(con, release.view, ["t", "s", "f"], 12, class_column="eq_class")
+        assert not tampered.ok and tampered.leaked == 0 and tampered.unplaced == release.suppressed + big["n"]
 
 
 def test_adult_all_nine_columns(adult):

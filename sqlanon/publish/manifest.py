@@ -28,6 +28,7 @@ from ..model import manifest_format
 from ..model.constraints import Constraint, from_record, to_record
 from ..model.criteria import Criterion, criterion_from_record, criterion_record
 from ..request.spec import EQ_CLASS, Spec
+from . import suppression
 from .view import LiveView
 
 
@@ -68,6 +69,7 @@ class Manifest:
     bare: bool = True
     recoding: str = "multi"  # "single": top-down refinement (a grid of cuts)
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its <QID, k> pairs, each verified on its own
+    suppression_limit: int | None = None  # rows the recoding may suppress (None: not recorded)
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -139,6 +141,7 @@ def write(engine: Engine, spec: Spec) -> None:
                     "size": spec.outputs.size_column},
         "recoding": "single" if spec.single is not None else "multi",
         "qids": [[list(c), k] for c, k in spec.single.qids] if spec.single is not None else [],
+        "suppression_limit": suppression.allowed(spec),
     }
     engine.set_comment(spec.outputs.rules, json.dumps(document))
 
@@ -213,6 +216,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         catalog=found.catalog, schema=found.schema, bare=bare,
         recoding=document.get("recoding", "multi"),
         qids=tuple((tuple(c), int(k)) for c, k in document.get("qids", ())),
+        suppression_limit=document.get("suppression_limit"),
     )
 
 
