@@ -269,6 +269,8 @@ def test_release(con, key):
     m = sqlanon.metrics(con, release, targets=["lab"])
     assert m.lm == pytest.approx(best.value) and m.suppressed == release.suppressed
     assert m.aecs == pytest.approx(len(df) / (m.classes + 1))
+    levels = np.array(best.levels, dtype=float)
+    assert m.precision == pytest.approx(np.mean(((400 - best.suppressed) * levels / [3, 2, 1] + best.suppressed) / 400))
     if key is not None:
         assert release.verification.suppressed == (("suppressed by the recoding", release.suppressed, 0),)
     again = sqlanon.verify(con, release.view, ["t", "s", "f"], 12, class_column="eq_class")

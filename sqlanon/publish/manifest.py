@@ -70,6 +70,7 @@ class Manifest:
     recoding: str = "multi"  # "single": top-down refinement (a grid of cuts)
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its <QID, k> pairs, each verified on its own
     suppression_limit: int | None = None  # rows the recoding may suppress (None: not recorded)
+    levels: tuple[int, ...] | None = None  # a full-domain release's level per QI
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -142,6 +143,7 @@ def write(engine: Engine, spec: Spec) -> None:
         "recoding": "single" if spec.single is not None else "multi",
         "qids": [[list(c), k] for c, k in spec.single.qids] if spec.single is not None else [],
         "suppression_limit": suppression.allowed(spec),
+        "levels": list(spec.single.levels) if spec.single is not None and spec.single.levels is not None else None,
     }
     engine.set_comment(spec.outputs.rules, json.dumps(document))
 
@@ -217,6 +219,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         recoding=document.get("recoding", "multi"),
         qids=tuple((tuple(c), int(k)) for c, k in document.get("qids", ())),
         suppression_limit=document.get("suppression_limit"),
+        levels=tuple(document["levels"]) if document.get("levels") is not None else None,
     )
 
 

@@ -379,6 +379,8 @@ _MEANING = {
     "avg_class_size": "(N - suppressed) / classes",
     "c_avg": "avg_class_size / k (LeFevre et al., ICDE 2006)",
     "dm": "discernibility: sum of squared class sizes + suppressed x N (Bayardo & Agrawal)",
+    "aecs": "ARX's average class size: N / (classes + 1 if any row is suppressed)",
+    "precision": "ARX's Precision of a full-domain release: mean over QIs of level / height (suppressed: 1)",
     "ncp": "mean normalized width of the QI's published values, 0..1 (NCP)",
     "gcp": "mean NCP over the QIs (GCP)",
     "lm": "Iyengar's loss metric LM: the sum of NCP over the QIs",

@@ -45,6 +45,7 @@ class Single:
         suppression: the fraction of rows the recoding may suppress (genetic, optimal).
         seed, budget, iterations: the genetic algorithm's seed and its budget (seconds, or
             iterations; None: the default of :mod:`sqlanon.singledim.genetic`).
+        levels: the full-domain node the lattice search chose (per QI), once it has run.
     """
 
     qids: tuple[tuple[tuple[str, ...], int], ...]
@@ -59,6 +60,7 @@ class Single:
     seed: int = 0
     budget: float | None = None
     iterations: int | None = None
+    levels: tuple[int, ...] | None = None  # set by the lattice search: the node published
 
     def suppression_limit(self, rows: int) -> int:
         """The most rows the recoding may suppress: ``floor(suppression * rows)``."""

@@ -113,7 +113,10 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     assert plan is not None
     codes, y = compress(engine, spec, work)
     if plan.search == "optimal":
-        return (spec, domains) + run_optimal(engine, spec, work, codes, y, progress)
+        regions, placed, outcome = run_optimal(engine, spec, work, codes, y, progress)
+        assert outcome.levels is not None  # the manifest records the node (sqlanon.metrics' Precision)
+        spec = dataclasses.replace(spec, single=dataclasses.replace(plan, levels=tuple(outcome.levels.values())))
+        return spec, domains, regions, placed, outcome
     if plan.search == "genetic":
         return (spec, domains) + run_genetic(engine, spec, domains, work, codes, y, progress)
     attrs = attributes(spec, domains)
