@@ -23,12 +23,16 @@ How:
   QI at or after that one. Every node is reached exactly once, by a depth-first walk that keeps
   only the tables on the current path.
 * **Monotone pruning, sound with suppression.** Generalizing only merges classes, so the
-  suppressed rows never grow upward (a node above a satisfying node satisfies; one below a
-  failing node fails: Flash's predictive tagging -- here a node's class table gives both its
-  suppression and its metric, so the tags save the metric of failing nodes, never evaluated).
-  The metrics with suppression are not monotone, but their *bounds* (the metric with nothing
-  suppressed, :func:`sqlanon.model.utility.bound`) are: when a node's bound exceeds the best
-  value found, so does every node above it, and its whole subtree is skipped.
+  suppressed rows never grow upward: a node above a satisfying node satisfies, one below a
+  failing node fails (the monotonicity Flash's and OLA's predictive tagging rest on). Here a
+  node's class table gives its suppression and its metric at once, and the walk goes upward, so
+  the tags themselves save little: what they buy is that a failing node's metric is never
+  computed. The metrics with suppression are not monotone, but their *bounds*
+  (:func:`sqlanon.model.utility.bound`: the metric with nothing suppressed, tighter for DM and
+  AECS) never decrease upward and never exceed the metric: when a node's bound exceeds the best
+  value found, so does every node above it, and its whole subtree is skipped. For LM, Loss,
+  Precision and Entropy the bound is a function of the levels alone, so a pruned child is never
+  even rolled up; children are visited in order of their bounds, so good nodes come early.
 * **Exact, with deterministic ties.** Every node not pruned that satisfies the request is
   evaluated; among nodes of equal metric (within a relative ``1e-12``) the one with the smallest
   sum of levels wins, then the smallest level vector in QI order.
