@@ -142,7 +142,8 @@ def anonymize(
     iterations: int | None = None,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian), or a
-    single-dimensional one (``recoding="single"``: top-down refinement).
+    single-dimensional one (``recoding="single"``: top-down refinement, Iyengar's genetic
+    algorithm or the optimal full-domain lattice, ``search=``).
 
     Args:
         con: a DuckDB or PostgreSQL (psycopg) connection; the source is read, never written.

@@ -8,6 +8,12 @@ of first mention). The criterion is :class:`~sqlanon.model.criteria.Score` (defa
 (``target=``); without one the gain is the drop of the LM loss. What TDR does not support is
 refused here with :class:`~sqlanon.errors.RecodingError`: selections, l-diversity and other
 constraints, numeric or several targets, and NULLs in a categorical QI without a hierarchy.
+
+``search=`` chooses the search (:data:`SEARCHES`): TDR, Iyengar's genetic algorithm or the
+optimal full-domain lattice; the latter two take one QID, a ``metric=`` (:data:`SEARCH_METRICS`)
+and a ``suppression=`` limit (a fraction of the rows), the GA a ``seed=`` and a ``budget=`` or
+``iterations=``, and the lattice a hierarchy for every QI -- each refused clearly where it does
+not apply.
 """
 
 from __future__ import annotations
