@@ -60,6 +60,12 @@ class Release:
         refinements: for ``"single"``, the refinements performed.
         published: what each ordered QI's ``q_min``/``q_max`` publish (``published=``):
             ``{qi: "data" | "domain" | "hierarchy"}``.
+        search: for ``"single"``, ``"tdr"``, ``"genetic"`` or ``"optimal"``.
+        metric, score: the metric the genetic or lattice search minimized, and its value.
+        levels: for ``search="optimal"``, the full-domain node: ``{qi: level}`` (0 the values,
+            the hierarchy's height its root).
+        suppressed: rows the recoding suppressed (published fully generalized, class NULL).
+        evaluated: lattice nodes whose classes were computed, or the GA's fitness evaluations.
     """
 
     view: str
@@ -86,6 +92,12 @@ class Release:
     qids: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
     refinements: int | None = None
     published: Mapping[str, str] = field(default_factory=dict)
+    search: str | None = None
+    metric: str | None = None
+    score: float | None = None
+    levels: Mapping[str, int] | None = None
+    suppressed: int = 0
+    evaluated: int | None = None
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
@@ -126,9 +138,16 @@ def anonymize(
     max_steps: int | None = None,
     max_seconds: float | None = None,
     published: str | Mapping[str, str] | None = None,
+    search: str | None = None,
+    metric: str | None = None,
+    suppression: float | None = None,
+    seed: int | None = None,
+    budget: float | None = None,
+    iterations: int | None = None,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian), or a
-    single-dimensional one (``recoding="single"``: top-down refinement).
+    single-dimensional one (``recoding="single"``: top-down refinement, Iyengar's genetic
+    algorithm or the optimal full-domain lattice, ``search=``).
 
     Args:
         con: a DuckDB or PostgreSQL (psycopg) connection; the source is read, never written.
@@ -184,6 +203,17 @@ def anonymize(
             hierarchy keeps its numeric cuts and publishes the smallest interval of its hierarchy
             covering the class), or a dict ``{qi: mode}``. Recorded in the manifest, so
             :func:`sqlanon.apply`, imprecision, rewrite and metrics read the bounds the same way.
+        search: with ``recoding="single"``: ``"tdr"`` (top-down refinement, the default),
+            ``"genetic"`` (Iyengar's genetic algorithm, :mod:`sqlanon.singledim.genetic`) or
+            ``"optimal"`` (the optimal full-domain generalization, :mod:`sqlanon.singledim.lattice`;
+            every QI needs a hierarchy).
+        metric: what ``"genetic"`` (``"LM"``, ``"CM"``) or ``"optimal"`` (also ``"DM"``,
+            ``"AECS"``, ``"Loss"``, ``"Precision"``, ``"Entropy"``) minimizes
+            (:mod:`sqlanon.model.utility`); default CM with a target, else LM.
+        suppression: the fraction of rows ``"genetic"``/``"optimal"`` may suppress (default 0):
+            published with every QI fully generalized and class NULL, verified in SQL.
+        seed, budget, iterations: the genetic algorithm's seed, and its budget in seconds or in
+            iterations.
 
     Returns:
         The :class:`Release`.
@@ -203,9 +233,11 @@ def anonymize(
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections, key=key,
                    class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
-                   max_seconds=max_seconds, published=published)
+                   max_seconds=max_seconds, published=published, search=search, metric=metric,
+                   suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
     refinements = None
+    outcome = None
     stopped: tuple[str, ...] = ()
     try:
         source, rid = _working_source(engine, spec)
@@ -214,9 +246,9 @@ def anonymize(
         lap("encode")
         memory = None
         if spec.single is not None:  # top-down refinement over the compressed table
-            spec, domains, regions, work, result = run_single(engine, spec, domains, work, progress)
-            refinements = len(result.steps)
-            if not result.complete:
+            spec, domains, regions, work, outcome = run_single(engine, spec, domains, work, progress)
+            refinements = outcome.refinements
+            if not outcome.complete and outcome.search == "tdr":
                 stopped = (f"the refinement budget (max_steps/max_seconds) stopped top-down refinement after "
                            f"{refinements} refinements: the release is valid, and coarser than a full run",)
             lap("refine")
@@ -258,6 +290,12 @@ def anonymize(
         qids=spec.single.qids if spec.single is not None else (),
         refinements=refinements,
         published={q.name: q.bounds for q in spec.qis if q.ordered},
+        search=outcome.search if outcome is not None else None,
+        metric=outcome.metric if outcome is not None else None,
+        score=outcome.score if outcome is not None else None,
+        levels=outcome.levels if outcome is not None else None,
+        suppressed=verification.unplaced if spec.single is not None else 0,
+        evaluated=outcome.evaluated if outcome is not None else None,
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this

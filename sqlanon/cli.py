@@ -52,6 +52,7 @@ from .request.config import (
     DIVERSITIES,
     KEY_PATHS,
     SCHEMA,
+    SEARCH_KEYS,
     ConfigError,
     QIConfig,
     ReleaseConfig,
@@ -88,7 +89,8 @@ FLAGS = {
     "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
     "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
     "enforce": "--enforce", "key": "--key", "recoding": "--recoding", "qids": "--qids", "max_steps": "--max-steps",
-    "max_seconds": "--max-seconds", "published": "--published",
+    "max_seconds": "--max-seconds", "published": "--published", "search": "--search", "metric": "--metric", "suppression": "--suppression",
+    "seed": "--seed", "budget": "--budget", "iterations": "--iterations",
 }
 # keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
@@ -484,6 +486,16 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                    help="what an ordered QI's _min/_max publish: data (each class's own extremes, the default), "
                         "domain (the cut points; NULL for an open end, so the column's extremes never appear) or "
                         "hierarchy (a numeric QI's --hierarchy intervals); COL=MODE per QI (repeatable)")
+    p.add_argument("--search", choices=("tdr", "genetic", "optimal"),
+                   help="with --recoding single: top-down refinement (default), Iyengar's genetic algorithm, or the "
+                        "optimal full-domain generalization (every QI needs a --hierarchy)")
+    p.add_argument("--metric", metavar="M", help="what --search genetic (LM, CM) or optimal (also DM, AECS, Loss, "
+                                                  "Precision, Entropy) minimizes; default CM with --target, else LM")
+    p.add_argument("--suppression", type=float, metavar="F",
+                   help="with --search genetic/optimal: the fraction of rows that may be suppressed (default 0)")
+    p.add_argument("--seed", type=int, metavar="N", help="with --search genetic: the random seed (default 0)")
+    p.add_argument("--budget", type=float, metavar="S", help="with --search genetic: stop after S seconds")
+    p.add_argument("--iterations", type=int, metavar="N", help="with --search genetic: stop after N iterations")
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
@@ -732,6 +744,8 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
         max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
         published=_published(args.published) if args.published else (config.published if config else None),
+        search={**(config.search if config else {}),
+                **{key: getattr(args, key) for key in SEARCH_KEYS if getattr(args, key) is not None}},
     )
 
 
@@ -953,8 +967,14 @@ def _write_summary(
     ]
     rows += [(f"QID {','.join(q.qid)}", f"k={q.k} required, {q.achieved:,} achieved (verified)")
              for q in release.verification.qids]
-    if release.recoding == "single":
+    if release.recoding == "single" and release.search in (None, "tdr"):
         rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
+    elif release.recoding == "single":
+        found = ("levels " + ", ".join(f"{q}={v}" for q, v in (release.levels or {}).items())
+                 if release.search == "optimal" else "genetic algorithm")
+        rows.append(("recoding", f"single-dimensional, {found}; {release.metric} = {release.score:.6g}, "
+                                 f"{release.evaluated:,} {'nodes' if release.search == 'optimal' else 'evaluations'}"))
+        rows.append(("suppressed", f"{release.suppressed:,} rows (fully generalized, class NULL; verified)"))
     bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
     if bounds:
         rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
@@ -985,9 +1005,16 @@ class _ProgressLine:
 
     def __call__(self, p: Progress) -> None:
         now = time.monotonic()
-        if p.open_partitions and now - self.last < 0.1:
+        if (p.open_partitions or p.phase in ("lattice", "genetic")) and now - self.last < 0.1:
             return  # at most ten updates a second
         self.last = now
+        if p.phase in ("lattice", "genetic"):  # the single-dimensional searches: count and best so far
+            what = "lattice nodes checked" if p.phase == "lattice" else "iterations"
+            best = "" if p.best is None else f", best {p.best:.6g}"
+            self.stream.write(f"\rsqlanon: {p.level:,} {what}{best}, {p.elapsed:.1f} s\x1b[K")
+            self.stream.flush()
+            self.drawn = True
+            return
         tail = ", publishing and verifying" if p.open_partitions == 0 else ""
         self.stream.write(f"\rsqlanon: level {p.level} ({p.phase}): {p.open_partitions:,} open partitions, "
                           f"{p.rows_finished:,} rows finished, {p.elapsed:.1f} s{tail}\x1b[K")

@@ -108,6 +108,7 @@ class Progress:
     open_partitions: int
     rows_finished: int
     elapsed: float
+    best: float | None = None  # the single-dimensional searches: the best metric so far
 
 
 class Partitioner:

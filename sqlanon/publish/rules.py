@@ -36,7 +36,8 @@ from ..engine.base import Engine
 from ..mondrian.builder import Boxes, Regions
 from ..request.spec import Spec
 from .bounds import empty_marker, region_bounds
-from .view import LiveView, live_view, rowmap_key
+from .suppression import generalized
+from .view import LiveView, live_view, root_bounds, rowmap_key
 
 
 def number_regions(boxes: Boxes) -> np.ndarray:
@@ -155,13 +156,15 @@ def live_plan(spec: Spec) -> LiveView:
                     spec.single.qids if spec.single is not None and spec.single.per_qid([q.name for q in spec.qis]) else ())
 
 
-def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int) -> None:
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int,
+            suppressed: bool = False) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
     ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`); else a
-    snapshot table of the rows the run read. ``regions``: the rules' rows."""
+    snapshot table of the rows the run read. ``regions``: the rules' rows; ``suppressed``: the
+    row map may hold rows without a region (:mod:`sqlanon.publish.suppression`)."""
     out = spec.outputs
     if spec.key is None:
-        _publish_snapshot(engine, spec, source, rid, rowmap)
+        _publish_snapshot(engine, spec, source, rid, rowmap, suppressed)
         return
     x = exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("x")))
     if spec.key.direct:  # the run's row id is the key itself
@@ -174,12 +177,17 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
     engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec), regions)))
 
 
-def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> None:
-    """The snapshot table: the rows the run read, each with its region's published columns."""
+def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression,
+                      suppressed: bool = False) -> None:
+    """The snapshot table: the rows the run read, each with its region's published columns (a
+    row without a region, when ``suppressed``, fully generalized: :mod:`sqlanon.publish.suppression`)."""
     qis = {q.name: q for q in spec.qis}
     select: list[exp.Expression] = []
     for name in spec.source.column_names:
-        if name in qis:
+        if name in qis and suppressed:
+            select += [g.alias(generalized(qis[name], p, g.col("region", "a"), "r", "z"), p)
+                       for p in qis[name].published]
+        elif name in qis:
             select += [g.alias(g.col(p, "r"), p) for p in qis[name].published]
         else:
             select.append(g.alias(g.col(name, "b"), name))
@@ -195,4 +203,7 @@ def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, r
             join_type="left",
         )
     )
+    root = root_bounds(spec.qis, spec.outputs.rules, spec.outputs.size_column) if suppressed else None
+    if root is not None:
+        query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
     engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))

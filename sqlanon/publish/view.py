@@ -20,6 +20,9 @@ hold at query time, not only when it was published. Each time the view is read:
    diversity through deletes or updates disappears as a whole, and no raw QI value is ever
    shown.
 
+A row the recoding itself suppressed (:mod:`sqlanon.publish.suppression`: its row map region is
+NULL) is published the same way, from the start.
+
 :func:`status` counts the suppressed rows by reason with the same building blocks, for
 :func:`sqlanon.verify`.
 """
@@ -40,6 +43,8 @@ from ..request.spec import free_name
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"
+#: ... and when the recoding suppressed it (:data:`sqlanon.publish.suppression.REASON`).
+SUPPRESSED = "suppressed by the recoding"
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,12 @@ class LiveView:
     def region_alias(self) -> str:
         """The matched rows' region column: a name none of the source's columns has."""
         return free_name("__sqlanon_region", self.columns)
+
+    @property
+    def suppressed_alias(self) -> str:
+        """The matched rows' flag: the row map vouches for the row and the recoding suppressed
+        it (:mod:`sqlanon.publish.suppression`)."""
+        return free_name("__sqlanon_suppressed", self.columns)
 
 
 def rowmap_key(i: int) -> str:
@@ -97,7 +108,11 @@ def _matched(engine: Engine, v: LiveView) -> exp.Select:
                            partition_by=[g.col(c, "b") for c in v.key])
         vouched.append(exp.EQ(this=twice, expression=g.lit(1)))
     region = exp.Case().when(exp.and_(*vouched), g.col("region", "a"))
-    return (exp.select(*[g.col(c, "b") for c in v.columns], g.alias(region, v.region_alias))
+    recoded = exp.Case().when(exp.and_(*[e.copy() for e in vouched],
+                                       exp.Is(this=g.col("region", "a"), expression=exp.Null())), exp.true()
+                              ).else_(exp.false())
+    return (exp.select(*[g.col(c, "b") for c in v.columns], g.alias(region, v.region_alias),
+                       g.alias(recoded, v.suppressed_alias))
             .from_(exp.alias_(v.source.copy(), g.ident("b"), table=True))
             .join(_from(v.rowmap, "a"), on=on, join_type="left"))
 
@@ -217,7 +232,8 @@ def status(engine: Engine, v: LiveView) -> exp.Select:
     (:data:`CHANGED`, then k, then each constraint in order)."""
     judged = _judged(v)
     r = v.region_alias
-    reason = exp.Case().when(exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
+    reason = exp.Case().when(g.col(v.suppressed_alias, "m"), g.lit(SUPPRESSED)).when(
+        exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
     for why, name, _ in judged:
         reason = reason.when(_failed(name), g.lit(why))
     if v.qids:

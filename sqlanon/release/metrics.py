@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlglot import exp
 
@@ -56,6 +57,7 @@ from ..errors import InputError, UnknownColumnError, did_you_mean
 from .imprecision import imprecision, source_ref
 from ..publish.manifest import Manifest
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
+from ..model import utility
 from ..model.qi import QI, classify
 from ..request.checks import check_names
 
@@ -89,6 +91,10 @@ class Metrics:
         l_entropy: smallest exp(entropy in nats) of a class, per sensitive column.
         min_variance: smallest population variance in a class, per numeric sensitive column.
         imprecision: ``|Pr(V)| - |Pr(T)|`` per selection predicate (KDD 2006, Section 3.4).
+        aecs: ARX's average equivalence class size, the suppressed rows forming one class:
+            N / (classes + [suppressed > 0]).
+        precision: for a full-domain release (``search="optimal"``), ARX's non-monotonic
+            Precision ``mean_q ((N - S) l_q / h_q + S) / N`` (level ``l_q`` of height ``h_q``).
     """
 
     view: str
@@ -112,6 +118,8 @@ class Metrics:
     l_entropy: Mapping[str, float | None] = field(default_factory=dict)
     min_variance: Mapping[str, float | None] = field(default_factory=dict)
     imprecision: Mapping[str, int] = field(default_factory=dict)
+    aecs: float | None = None
+    precision: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
@@ -174,7 +182,12 @@ def metrics(
           *Mondrian Multidimensional k-Anonymity*, ICDE 2006; the suppressed rows, in no class,
           are left out);
         * ``dm = sum_E |E|^2 + S * N`` (discernibility, Bayardo & Agrawal, *Data Privacy
-          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N);
+          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N; ARX's
+          non-monotonic DM); ``aecs = N / (|classes| + [S > 0])`` (ARX's average equivalence
+          class size); ``precision`` of a full-domain release (ARX's non-monotonic Precision).
+          ARX's Loss per QI is ``ncp[q]`` for a hierarchical QI; the non-uniform entropy needs
+          the original values, which the view does not show: it is in
+          :mod:`sqlanon.model.utility` (the searches' metrics);
         * ``ncp[q] = (sum_E |E| * loss_E(q) + S) / N`` with the cell loss of the module
           docstring (NCP, Xu et al. 2006); ``gcp = mean_q ncp[q]`` (GCP, Ghinita et al. 2007);
         * ``lm = sum_q ncp[q]``: Iyengar's general loss metric exactly as defined (KDD 2002,
@@ -295,7 +308,17 @@ def metrics(
         l_entropy=l_entropy,
         min_variance=min_variance,
         imprecision={p.text: p.imprecision for p in measured.predicates} if measured else {},
+        aecs=n / (classes + (1 if s else 0)) if classes + (1 if s else 0) else None,
+        precision=_precision(m, n, s),
     )
+
+
+def _precision(m: Manifest, n: int, s: int) -> float | None:
+    """ARX's Precision of a full-domain release (its manifest records the levels), else None."""
+    if m.levels is None or not n or len(m.levels) != len(m.qis):
+        return None
+    heights = [float(m.hierarchies[q.name].height) if q.name in m.hierarchies else 0.0 for q in m.qis]
+    return utility.precision(n, s, np.asarray(m.levels, dtype=float), np.asarray(heights))
 
 
 def _clean(value: Any) -> float | None:

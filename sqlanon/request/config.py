@@ -90,7 +90,10 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds", "published")
+                 "max_steps", "max_seconds", "published") + ("search", "metric", "suppression", "seed", "budget",
+                                                             "iterations")
+#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize).
+SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
@@ -148,6 +151,9 @@ class ReleaseConfig:
             recoding); None lets the targets' types choose (as ``target=`` does).
         recoding, qids, max_steps, max_seconds: as for :func:`sqlanon.anonymize` (None/empty =
             its default); with ``qids`` the request has no ``k``.
+        search: the single-dimensional searches' options given (``search``, ``metric``,
+            ``suppression``, ``seed``, ``budget``, ``iterations``), checked by
+            :func:`sqlanon.anonymize`.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
     """
@@ -175,6 +181,7 @@ class ReleaseConfig:
     max_steps: int | None = None
     max_seconds: float | None = None
     published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
+    search: dict[str, Any] = field(default_factory=dict)
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -222,6 +229,7 @@ class ReleaseConfig:
             **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
             **({"published": self.published if isinstance(self.published, str) else dict(self.published)}
                if self.published else {}),
+            **{key: value for key, value in self.search.items() if value is not None},
         }
 
 
@@ -432,7 +440,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
-                         max_seconds=None if max_seconds is None else float(max_seconds), published=published)
+                         max_seconds=None if max_seconds is None else float(max_seconds), published=published,
+                         search={key: release[key] for key in SEARCH_KEYS if key in release})
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:

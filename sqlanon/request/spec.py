@@ -159,6 +159,12 @@ def resolve(
     max_steps: int | None = None,
     max_seconds: float | None = None,
     published: Any = None,
+    search: str | None = None,
+    metric: str | None = None,
+    suppression: float | None = None,
+    seed: int | None = None,
+    budget: float | None = None,
+    iterations: int | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
@@ -166,6 +172,11 @@ def resolve(
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
     single = check_recoding(recoding) == "single"
+    searching = {"search": search, "metric": metric, "suppression": suppression, "seed": seed, "budget": budget,
+                 "iterations": iterations}
+    if not single and any(v is not None for v in searching.values()):
+        raise RecodingError(f"{[f'{o}=' for o, v in searching.items() if v is not None]} need recoding='single' "
+                            f"(the single-dimensional searches)")
     if not single and (qids is not None or max_steps is not None or max_seconds is not None):
         raise RecodingError("qids=, max_steps= and max_seconds= need recoding='single' (top-down refinement); "
                             "the multidimensional recoding takes one qid= with its k=")
@@ -231,7 +242,7 @@ def resolve(
         plan, criterion = resolve_single(
             pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
             sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
-            max_seconds=max_seconds)
+            max_seconds=max_seconds, hierarchical=tuple(hierarchies), **searching)
         target = None
     elif isinstance(criterion, Score):
         raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")
