@@ -19,6 +19,7 @@ from .laps import Laps
 from .errors import InputError
 from .mondrian.builder import Partitioner, Progress, finish_in_memory
 from .publish.pipeline import publish_release
+from .publish.suppression import allowed as suppression_budget
 from .request.checks import check_callable
 from .request.spec import Spec, _current, free_name, resolve
 from .publish.verify import Verification
@@ -256,7 +257,8 @@ def anonymize(
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
                                       threads=engine.threads())
-            work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
+            root = partitioner.root(spec.source.rows, suppression_budget(spec))
+            work, open_ = partitioner.run_sql(engine, work, root, spec.memory_rows)
             lap("partition_sql")
             memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
             lap("partition_memory")
@@ -294,7 +296,7 @@ def anonymize(
         metric=outcome.metric if outcome is not None else None,
         score=outcome.score if outcome is not None else None,
         levels=outcome.levels if outcome is not None else None,
-        suppressed=verification.unplaced if spec.single is not None else 0,
+        suppressed=verification.unplaced if spec.single is not None or spec.suppression else 0,
         evaluated=outcome.evaluated if outcome is not None else None,
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()

@@ -104,7 +104,7 @@ def explain_entries(
                         note = "frequency groups of every candidate QI of every partition (the criterion compares them all)"
                     rec.show(groups_query(rec, work, np.repeat(root.pid, len(asked)), asked, layout), note)
                     kids = Children(np.zeros(2, np.int64), np.array([0, 1]), np.array([0, 1]), np.full(2, -1),
-                                    np.ones(2, np.int64))  # stand-ins: the cut depends on the data
+                                    np.ones(2, np.int64), np.zeros(2, dtype=bool))  # stand-ins: the cut depends on the data
                     rec.show("-- one CREATE TABLE AS per level gives every row its child's id (the last SQL level also "
                              "orders the rows by pid, so that each in-memory batch reads only its own row groups)")
                     work = repartition(rec, work, kids, asked[:1], root.pid, np.array([1, 2]),

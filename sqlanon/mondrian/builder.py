@@ -37,6 +37,7 @@ from ..engine.base import Engine
 from ..model.parallel import run_all
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
+from .split import _passes as passes
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats
 from .levels import (
     Layout, advance, batch_query, extents_query, groups_from_result, groups_query, repartition,
@@ -48,20 +49,27 @@ log = logging.getLogger("sqlanon")
 
 @dataclass
 class Boxes:
-    """Partitions as arrays: id, size, per-QI code box ``[lo, hi]`` and hierarchy node."""
+    """Partitions as arrays: id, size, per-QI code box ``[lo, hi]`` and hierarchy node, and the
+    rows each may still suppress (``budget``: the local suppression budget, see
+    :mod:`sqlanon.mondrian.split`; 0 without ``suppression=``)."""
 
     pid: np.ndarray
     n: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     node: np.ndarray
+    budget: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.budget is None:
+            self.budget = np.zeros(len(self.pid), dtype=np.int64)
 
     def take(self, idx: np.ndarray) -> Boxes:
-        return Boxes(self.pid[idx], self.n[idx], self.lo[idx], self.hi[idx], self.node[idx])
+        return Boxes(self.pid[idx], self.n[idx], self.lo[idx], self.hi[idx], self.node[idx], self.budget[idx])
 
     @classmethod
     def concat(cls, parts: Sequence[Boxes]) -> Boxes:
-        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("pid", "n", "lo", "hi", "node")))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("pid", "n", "lo", "hi", "node", "budget")))
 
     def __len__(self) -> int:
         return len(self.pid)
@@ -75,17 +83,28 @@ class Leaves:
     cmin: list[np.ndarray] = field(default_factory=list)
     cmax: list[np.ndarray] = field(default_factory=list)
     in_sql: list[np.ndarray] = field(default_factory=list)
+    suppressed: list[np.ndarray] = field(default_factory=list)
 
-    def add(self, boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray, in_sql: bool = False) -> None:
-        """Record final partitions; ``in_sql``: their rows carry the leaf id in the working table."""
+    def add(self, boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray, in_sql: bool = False,
+            suppressed: bool | np.ndarray = False) -> None:
+        """Record final partitions; ``in_sql``: their rows carry the leaf id in the working table;
+        ``suppressed``: suppressed leaves (recorded as empty regions: their rows get no region)."""
         self.boxes.append(boxes)
         self.cmin.append(cmin)
         self.cmax.append(cmax)
         self.in_sql.append(np.full(len(boxes), in_sql))
+        self.suppressed.append(np.broadcast_to(np.asarray(suppressed, dtype=bool), (len(boxes),)).copy())
+
+    def add_suppressed(self, boxes: Boxes, in_sql: bool = False) -> None:
+        """Record suppressed leaves: regions of the rules without rows (the rows they had are
+        published suppressed, :mod:`sqlanon.publish.suppression`)."""
+        none = np.full((len(boxes), boxes.lo.shape[1]), -1, dtype=np.int64)
+        empty = Boxes(boxes.pid, np.zeros(len(boxes), np.int64), boxes.lo, boxes.hi, boxes.node)
+        self.add(empty, none, none, in_sql, True)
 
     def collect(self) -> Regions:
         return Regions(Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
-                       np.concatenate(self.in_sql))
+                       np.concatenate(self.in_sql), np.concatenate(self.suppressed))
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,7 @@ class Regions:
     cmin: np.ndarray
     cmax: np.ndarray
     in_sql: np.ndarray
+    suppressed: np.ndarray | None = None  # leaves whose rows are suppressed (no region)
 
 
 @dataclass
@@ -169,11 +189,12 @@ class Partitioner:
         """The leaves as integer columns (:func:`leaf_columns`), to travel between processes."""
         if self.leaves.boxes:
             leaves = self.leaves.collect()
-            boxes, cmin, cmax = leaves.boxes, leaves.cmin, leaves.cmax
+            boxes, cmin, cmax, dropped = leaves.boxes, leaves.cmin, leaves.cmax, leaves.suppressed
         else:
             boxes = self.root(0).take(np.zeros(0, np.int64))
             cmin = cmax = boxes.lo
-        out = {"pid": boxes.pid, "n": boxes.n}
+            dropped = np.zeros(0, dtype=bool)
+        out = {"pid": boxes.pid, "n": boxes.n, "suppressed": dropped.astype(np.int64)}
         for part, values in (("lo", boxes.lo), ("hi", boxes.hi), ("node", boxes.node), ("cmin", cmin), ("cmax", cmax)):
             out.update({f"{part}{i}": values[:, i].astype(np.int64) for i in range(self.d)})
         return out
@@ -186,18 +207,20 @@ class Partitioner:
             return np.column_stack([table[f"{part}{i}"] for i in range(d)]).astype(np.int64).reshape(-1, d)
 
         boxes = Boxes(table["pid"].astype(np.int64), table["n"].astype(np.int64), matrix("lo"), matrix("hi"), matrix("node"))
-        self.leaves.add(boxes, matrix("cmin"), matrix("cmax"))
+        self.leaves.add(boxes, matrix("cmin"), matrix("cmax"), suppressed=table["suppressed"].astype(bool))
 
     @property
     def min_size(self) -> int:
         """The fewest rows any constraint lets a non-empty class have."""
         return max(c.min_size for c in self.constraints)
 
-    def root(self, n: int) -> Boxes:
+    def root(self, n: int, budget: int = 0) -> Boxes:
+        """The root partition of ``n`` rows, which may suppress ``budget`` of them."""
         d = self.d
         hi = np.array([dom.size - 1 for dom in self.domains], dtype=np.int64)
         node = np.array([-1 if dom.num is not None else 0 for dom in self.domains], dtype=np.int64)
-        return Boxes(np.zeros(1, np.int64), np.array([n], np.int64), np.zeros((1, d), np.int64), hi[None, :], node[None, :])
+        return Boxes(np.zeros(1, np.int64), np.array([n], np.int64), np.zeros((1, d), np.int64), hi[None, :], node[None, :],
+                     np.array([budget], np.int64))
 
     # -- the shared decision step ----------------------------------------------------------------
     def decide(
@@ -219,6 +242,13 @@ class Partitioner:
         children (``parent`` indexes ``parts``) and the index of the chosen pair among all pairs
         asked for in this call (-1 if none), so that the in-memory loop can keep the row order
         that pair's statistics produced.
+
+        Suppression (partitions with ``parts.budget > 0``; :mod:`sqlanon.mondrian.split`): the
+        budget buys splits first. A suppressing split is taken only by a partition none of whose
+        QIs has an ordinary one; among its suppressing splits, the fewest suppressed rows, ties
+        by the criterion's usual order (rank; key, rank, balance, cut). A partition asked one QI
+        at a time (Median, settled partitions) therefore keeps its best suppressing split aside
+        while later QIs are asked, and takes it only when none of them has an ordinary split.
         """
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
@@ -231,6 +261,12 @@ class Partitioner:
         found: list[Children] = []
         asked = 0
         one = self.criterion.one_at_a_time
+        spending = bool((parts.budget > 0).any())
+        # a partition asked one QI at a time keeps its best suppressing split here meanwhile
+        aside_lost = np.full(P, np.iinfo(np.int64).max, dtype=np.int64)
+        aside_pair = np.full(P, -1, dtype=np.int64)
+        aside_attr = np.full(P, -1, dtype=np.int64)
+        aside: list[tuple[np.ndarray, Children]] = []  # (pair index of each child's parent, children)
         for r in range(self.d if one or settled is not None else 1):
             if one or r > 0:  # the r-th QI in rank order of partitions without an allowable split yet
                 ask = (chosen_pair < 0) & (order[:, r] >= 0)
@@ -246,18 +282,48 @@ class Partitioner:
             attr = order[idx, pos]
             groups = groups_for(idx, attr)
             ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self,
-                          self.threads)
+                          self.threads, parts.budget[idx] if spending else None)
             pick = self._pick(idx, pos, ev, P)
+            lost = ev.suppress[pick]
             kids = children(
                 pick, np.where(self._median(ev, pick), ev.median_cut[pick], ev.cut[pick]),
                 np.where(self._median(ev, pick), ev.median_left[pick], ev.left[pick]),
                 attr, parts.lo[idx, attr], parts.hi[idx, attr], parts.node[idx, attr], groups, self.domains,
+                ev.drop[pick] if spending else None, lost > 0 if spending else None, self._passes,
             )
-            chosen_pair[idx[pick]] = asked + pick
-            chosen_attr[idx[pick]] = attr[pick]
-            found.append(Children(idx[pick][kids.parent], kids.lo, kids.hi, kids.node, kids.count))
+            kids = Children(idx[pick][kids.parent], kids.lo, kids.hi, kids.node, kids.count, kids.suppressed)
+            # a suppressing split seen one QI at a time waits until every QI has been asked
+            if one:
+                waits = lost > 0
+            elif settled is not None:  # unsettled partitions saw every QI at once: their pick is final
+                waits = (lost > 0) & settled[idx[pick]]
+            else:
+                waits = np.zeros(len(pick), dtype=bool)
+            final = ~waits
+            chosen_pair[idx[pick[final]]] = asked + pick[final]
+            chosen_attr[idx[pick[final]]] = attr[pick[final]]
+            keep = final[np.searchsorted(idx[pick], kids.parent)] if len(pick) else np.zeros(0, bool)
+            found.append(_take_children(kids, keep))
+            if waits.any():
+                w = pick[waits]
+                better = lost[waits] < aside_lost[idx[w]]  # ties: the earlier QI in rank order
+                w = w[better]
+                aside_lost[idx[w]], aside_pair[idx[w]], aside_attr[idx[w]] = ev.suppress[w], asked + w, attr[w]
+                pair_of = np.full(P, -1, dtype=np.int64)
+                pair_of[idx[w]] = asked + w
+                mine = pair_of[kids.parent] >= 0
+                aside.append((pair_of[kids.parent[mine]], _take_children(kids, mine)))
             asked += len(idx)
+        late = (chosen_pair < 0) & (aside_pair >= 0)
+        if late.any():  # partitions whose only splits suppress: their best one
+            chosen_pair[late], chosen_attr[late] = aside_pair[late], aside_attr[late]
+            for pair_of_kid, kids in aside:
+                found.append(_take_children(kids, late[kids.parent] & (aside_pair[kids.parent] == pair_of_kid)))
         return chosen_pair >= 0, chosen_attr, Children.concat(found), chosen_pair
+
+    def _passes(self, stats: ClassStats) -> np.ndarray:
+        """Which of ``stats`` satisfy every constraint (the failing children a suppressing split drops)."""
+        return passes(self.constraints, stats, self)
 
     def _median(self, ev: Evaluation, pick: np.ndarray) -> np.ndarray:
         """Whether each picked pair is split the Median way (Median, or a gain below min_gain)."""
@@ -276,11 +342,12 @@ class Partitioner:
         if self.criterion.one_at_a_time or len(ok) == 0:
             return ok
         keys = ev.key[ok].T[::-1]  # lexsort: the last key is the primary one
-        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], *keys, idx[ok]))]
+        # an ordinary split (suppress 0) before any suppressing one, then the fewest suppressed
+        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], *keys, ev.suppress[ok], idx[ok]))]
         best = best[first_of_run(idx[best])]
         weak = self.criterion.weak(ev.gain[best])
         if weak.any():
-            median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], idx[ok]))]
+            median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], ev.suppress[ok], idx[ok]))]
             median = median[first_of_run(idx[median])]
             best = np.where(weak, median, best)  # both are in partition order
         return best
@@ -301,12 +368,21 @@ class Partitioner:
         lo[rows, attr], hi[rows, attr], node[rows, attr] = kids.lo, kids.hi, kids.node
         pid = np.arange(self.next_pid, self.next_pid + c, dtype=np.int64)
         self.next_pid += c
-        boxes = Boxes(pid, kids.count.astype(np.int64), lo, hi, node)
+        boxes = Boxes(pid, kids.count.astype(np.int64), lo, hi, node, share_budget(parts, kids))
         empty = kids.count == 0
         if empty.any():
             none = np.full((int(empty.sum()), self.d), -1, dtype=np.int64)
             self.leaves.add(boxes.take(empty.nonzero()[0]), none, none)
         return boxes
+
+    def _suppress(self, children: Boxes, kids: Children, in_sql: bool = False) -> np.ndarray:
+        """Record the suppressed children as suppressed leaves; returns which children go on
+        (non-empty and not suppressed)."""
+        dropped = kids.suppressed.astype(bool)
+        if dropped.any():
+            self.leaves.add_suppressed(children.take(dropped.nonzero()[0]), in_sql)
+            self.rows_finished += int(children.n[dropped].sum())
+        return (children.n > 0) & ~dropped
 
     def _report(self, phase: str, open_partitions: int) -> None:
         self.levels += 1
@@ -365,11 +441,13 @@ class Partitioner:
             self.rows_finished += int(parts.n[done].sum())
             children = self.children_boxes(parts, chosen, kids)
             kin = Kin.of(parts.pid, chosen, kids, children.pid)
-            live = children.n > 0
-            open_ = Boxes.concat([rest, children.take(live.nonzero()[0])])
+            live = children.n > 0  # rows move to every non-empty child, suppressed ones too
+            going = self._suppress(children, kids, in_sql=True)  # suppressed: leaves, rows leave the SQL levels
+            open_ = Boxes.concat([rest, children.take(going.nonzero()[0])])
             if live.any() or finished is not None:
                 moved, finished = advance(engine, work, finished, kids, chosen, parts.pid, children.pid, live,
-                                          children.n > memory_rows, len(done) > 0, layout, rewrite=repartition)
+                                          (children.n > memory_rows) & going, len(done) > 0, layout,
+                                          rewrite=repartition)
                 work = moved if moved is not None else work
             self._report("sql", len(open_))
 
@@ -427,9 +505,16 @@ class Partitioner:
             out_pid.append(seg.pid[seg_of_row[finished]])
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
+            going = self._suppress(children, kids)
+            nonempty = children.take((children.n > 0).nonzero()[0])
+            if len(nonempty) > int(going.sum()):  # rows of suppressed children finish here
+                dropped = np.repeat(~going[children.n > 0], nonempty.n)  # nxt holds the children's runs in order
+                out_row.append(row[nxt[dropped]])
+                out_pid.append(np.repeat(nonempty.pid, nonempty.n)[dropped])
+                nxt = nxt[~dropped]
             # one gather per level: compacts and reorders, so children are contiguous runs
             batch, row = batch.take(nxt, self.threads), np.take(row, nxt)
-            seg = children.take((children.n > 0).nonzero()[0])
+            seg = children.take(going.nonzero()[0])
             if lists is not None and len(seg):
                 lists = self._follow(lists, nxt, seg, M)
             self._report("memory", len(seg))
@@ -562,6 +647,30 @@ class Partitioner:
         rows, local = _rows_of(seg_of_row, S, which, M)
         order = sort_and_group(local, kernels.codes_of_pairs(batch.codes, attr[which], local, rows))[0]
         arranged[rows] = rows[order]
+
+
+def share_budget(parts: Boxes, kids: Children) -> np.ndarray:
+    """Each child's suppression budget: a parent with budget ``b`` whose split suppresses ``s``
+    rows (its suppressed children's) leaves ``b - s`` to its kept children ``i`` in proportion to
+    their rows, rounded down: ``b_i = floor((b - s) n_i / (n - s))`` (``n`` the parent's rows);
+    suppressed and empty children get 0. Integer arithmetic, so SQL and memory agree exactly."""
+    c = len(kids.parent)
+    out = np.zeros(c, dtype=np.int64)
+    b = parts.budget[kids.parent]
+    if c == 0 or not (b > 0).any():
+        return out
+    dropped = kids.suppressed.astype(bool)
+    lost = np.bincount(kids.parent, weights=np.where(dropped, kids.count, 0), minlength=len(parts)).astype(np.int64)
+    s = lost[kids.parent]
+    kept = parts.n[kids.parent] - s
+    left = b - s
+    assert (left >= 0).all(), "a split suppressed more rows than its partition's budget"
+    n = kids.count.astype(np.int64)
+    return np.where(dropped | (kept <= 0), 0, left * n // np.maximum(kept, 1))
+
+
+def _take_children(kids: Children, keep: np.ndarray) -> Children:
+    return Children(*(getattr(kids, f)[keep] for f in Children.__dataclass_fields__))
 
 
 def _runs(local: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -700,7 +809,7 @@ def finish_in_memory(
 
 def leaf_columns(d: int) -> tuple[str, ...]:
     """The columns of leaves as :meth:`Partitioner.leaf_table` gives them."""
-    return ("pid", "n", *(f"{part}{i}" for part in ("lo", "hi", "node", "cmin", "cmax") for i in range(d)))
+    return ("pid", "n", "suppressed", *(f"{part}{i}" for part in ("lo", "hi", "node", "cmin", "cmax") for i in range(d)))
 
 
 @dataclass(frozen=True)

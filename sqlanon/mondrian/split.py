@@ -9,6 +9,19 @@ first, the criterion ranks what is left — and :func:`children` spells out the 
   all pairs are judged in one vectorized pass.
 * Hierarchical QI: the split replaces the partition's node by its children (KDD 2006, Figure
   "basic Mondrian algorithm"); it is allowable when every non-empty child is.
+
+**Suppression** (``suppression=``, ARX's suppression limit, carried as a *local* budget): each
+partition carries the rows ``b`` it may still suppress (the root ``floor(fraction x N)``). A
+pair with no allowable split but ``b > 0`` gets a *suppressing* split when one exists: a split
+(the node's children, or an ordered cut) whose children that break the constraints (any of
+them, not only k) hold together at most ``b`` rows while at least one child passes them; the
+failing children become suppressed leaves. :func:`evaluate` reports it with ``suppress`` (the
+rows it suppresses, 0 for an ordinary split) and ``drop`` (ordered cuts: 1 the left side is
+suppressed, 2 the right); of a pair's suppressing cuts it takes the fewest suppressed rows, then
+the most balanced, then the lowest cut. The budget buys splits first: a partition takes a
+suppressing split only when no QI has an ordinary one (:meth:`Partitioner.decide
+<sqlanon.mondrian.builder.Partitioner.decide>`), so with every budget 0 nothing here runs and
+the rules are exactly those without suppression.
 """
 
 from __future__ import annotations
@@ -47,6 +60,7 @@ class Children:
     hi: np.ndarray
     node: np.ndarray
     count: np.ndarray
+    suppressed: np.ndarray
 
     @classmethod
     def concat(cls, parts: Sequence[Children]) -> Children:
@@ -56,7 +70,7 @@ class Children:
         return cls(*(getattr(merged, f)[order] for f in cls.__dataclass_fields__))
 
 
-_EMPTY = Children(*(np.zeros(0, np.int64) for _ in range(5)))
+_EMPTY = Children(*(np.zeros(0, np.int64) for _ in range(5)), np.zeros(0, dtype=bool))
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,10 @@ class Evaluation:
     ``cut`` is the largest code of the left child (-1 for a hierarchy split); ``left`` its rows;
     ``key`` (Q, levels) the split's impurity normalized by the partition's, one column per level
     of the criterion, compared lexicographically (0 for Median); ``gain`` (Q, levels) the
-    impurity removed per row at each level; ``balance`` is ``|2 L - n|``.
+    impurity removed per row at each level; ``balance`` is ``|2 L - n|``. ``suppress``: the rows
+    a suppressing split suppresses (0: an ordinary split); ``drop``: which side of a suppressing
+    ordered cut is suppressed (1 left, 2 right, 0 none or hierarchical). A suppressing split has
+    ``key`` and ``gain`` 0 and its median fields equal to its own.
     """
 
     allowed: np.ndarray
@@ -79,6 +96,8 @@ class Evaluation:
     median_cut: np.ndarray
     median_left: np.ndarray
     median_balance: np.ndarray
+    suppress: np.ndarray
+    drop: np.ndarray
 
 
 def evaluate(
@@ -90,6 +109,7 @@ def evaluate(
     criterion: Criterion,
     layout: Layout,
     threads: int = 1,
+    budget: np.ndarray | None = None,
 ) -> Evaluation:
     """Best allowable split of each (partition, QI) pair (on up to ``threads`` threads; the
     result does not depend on how many).
@@ -98,10 +118,12 @@ def evaluate(
         attr: (Q,) the QI of each pair.
         node: (Q,) the partition's node on that QI if hierarchical, else -1.
         groups: frequency groups of the pairs (``groups.part`` indexes pairs).
+        budget: (Q,) the rows the pair's partition may still suppress (None: none may).
     """
     Q = len(attr)
     total = groups.totals(Q)
-    out = {f: np.zeros(Q, dtype=np.int64) for f in ("cut", "left", "balance", "median_cut", "median_left", "median_balance")}
+    out = {f: np.zeros(Q, dtype=np.int64) for f in ("cut", "left", "balance", "median_cut", "median_left",
+                                                    "median_balance", "suppress", "drop")}
     levels = criterion.levels
     out.update(allowed=np.zeros(Q, dtype=bool), key=np.zeros((Q, levels)), gain=np.zeros((Q, levels)))
     partition_terms = criterion.terms(total, layout)  # (Q, targets), None for Median
@@ -113,7 +135,72 @@ def evaluate(
         assert h is not None
         _hierarchical(groups, hierarchical & (attr[groups.part] == j), node, h, total, partition_terms,
                       constraints, criterion, layout, out)
+    if budget is not None:
+        spend = ~out["allowed"] & (budget > 0)  # only pairs without an ordinary split may suppress
+        if spend.any():
+            _suppressing(groups, attr, node, domains, spend, budget, total, constraints, layout, out)
     return Evaluation(**out)
+
+
+def _suppressing(groups, attr, node, domains, spend, budget, total, constraints, layout, out) -> None:
+    """The suppressing split of the pairs ``spend`` (no ordinary split, budget > 0), into ``out``.
+
+    Ordered QI: every cut (both sides non-empty) where exactly one side fails the constraints
+    and holds at most the budget; the pair's choice is the fewest suppressed rows, then the
+    smallest ``|2 L - n|``, then the lowest cut. Hierarchical QI: the node's children, when the
+    non-empty ones that fail hold at most the budget and at least one passes.
+    """
+    in_spend = spend[groups.part]
+    hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
+    rows = in_spend & ~hierarchical
+    if rows.any():
+        idx = rows.nonzero()[0]
+        sub = FrequencyGroups(groups.part[idx], groups.code[idx], groups.stats.take(idx))
+        running = Running(sub)
+        judged = _positions(layout, total, constraints)
+        running.prepare(*judged)
+        part = sub.part
+        last = np.append(part[1:] != part[:-1], True)  # a pair's last group: its right side is empty
+        g = (~last).nonzero()[0]
+        if len(g):
+            left = running.left(g, *judged)
+            right = Running.right(total, part[g], left)
+            ok_l, ok_r = _passes(constraints, left, layout), _passes(constraints, right, layout)
+            nl = left.n
+            nr = total.n[part[g]] - nl
+            b = budget[part[g]]
+            drop_left = ~ok_l & ok_r & (nl <= b)
+            drop_right = ok_l & ~ok_r & (nr <= b)
+            cand = (drop_left | drop_right).nonzero()[0]
+            if len(cand):
+                p = part[g[cand]]
+                lost = np.where(drop_left[cand], nl[cand], nr[cand])
+                balance = np.abs(2 * nl[cand] - total.n[p])
+                code = sub.code[g[cand]].astype(np.int64)
+                best = _best(p, (lost, balance, code))
+                q, c = p[best], cand[best]
+                out["allowed"][q] = True
+                out["cut"][q] = out["median_cut"][q] = code[best]
+                out["left"][q] = out["median_left"][q] = nl[c]
+                out["balance"][q] = out["median_balance"][q] = balance[best]
+                out["suppress"][q] = lost[best]
+                out["drop"][q] = np.where(drop_left[c], 1, 2)
+                out["key"][q], out["gain"][q] = 0.0, 0.0
+    for j in np.unique(attr[groups.part[in_spend & hierarchical]]):
+        h = domains[j].qi.hierarchy
+        _, run_part, _, stats = _runs(groups, in_spend & hierarchical & (attr[groups.part] == j), node, h)
+        if len(run_part) == 0:
+            continue
+        ok = _passes(constraints, stats, layout)
+        P = len(node)
+        lost = np.bincount(run_part, weights=np.where(ok, 0, stats.n), minlength=P).astype(np.int64)
+        passing = np.bincount(run_part, weights=ok, minlength=P) > 0
+        q = (spend & passing & (lost <= budget) & (lost > 0)).nonzero()[0]
+        q = q[np.isin(q, run_part)]
+        out["allowed"][q] = True
+        out["cut"][q] = out["median_cut"][q] = -1
+        out["suppress"][q] = lost[q]
+        out["key"][q], out["gain"][q] = 0.0, 0.0
 
 
 def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout) -> np.ndarray:
@@ -521,12 +608,19 @@ def children(
     node: np.ndarray,
     groups: FrequencyGroups,
     domains: Sequence[Domain],
+    drop: np.ndarray | None = None,
+    suppressing: np.ndarray | None = None,
+    judge=None,
 ) -> Children:
     """The children of the chosen splits, one per chosen pair (``pairs`` index the groups' pairs).
 
     Ordered: ``[lo, cut]`` with ``left`` rows and ``[cut + 1, hi]`` with the rest. Hierarchical:
     every child of the node, the empty ones too — the rules must cover the domain.
     ``Children.parent`` is the index into ``pairs``.
+
+    Suppressing splits (:func:`evaluate`'s ``suppress`` > 0): ``drop`` (per chosen pair) names the
+    suppressed side of an ordered cut; ``suppressing`` marks the chosen pairs whose failing
+    hierarchy children are suppressed, judged by ``judge(stats) -> passes``.
     """
     total = FrequencyGroups(groups.part, groups.code, ClassStats(groups.stats.n)).totals(len(attr)).n  # counts only
     ordered = np.array([d.num is not None for d in domains], dtype=bool)[attr[pairs]]
@@ -540,6 +634,8 @@ def children(
             hi=np.column_stack((cut[i], box_hi[q])).ravel(),
             node=np.full(2 * len(i), -1, dtype=np.int64),
             count=np.column_stack((left[i], total[q] - left[i])).ravel(),
+            suppressed=(np.column_stack((drop[i] == 1, drop[i] == 2)).ravel() if drop is not None
+                        else np.zeros(2 * len(i), dtype=bool)),
         ))
     for j in np.unique(attr[pairs[~ordered]]):
         i = ((attr[pairs] == j) & ~ordered).nonzero()[0]
@@ -547,11 +643,12 @@ def children(
         assert h is not None
         chosen = np.zeros(len(attr), dtype=bool)
         chosen[pairs[i]] = True
-        out.append(_node_children(groups, chosen[groups.part], node, h, pairs, i))
+        out.append(_node_children(groups, chosen[groups.part], node, h, pairs, i,
+                                  None if suppressing is None else suppressing[i], judge))
     return Children.concat(out)
 
 
-def _node_children(groups, rows, node, h: Hierarchy, pairs, i) -> Children:
+def _node_children(groups, rows, node, h: Hierarchy, pairs, i, suppressing=None, judge=None) -> Children:
     _, run_part, run_child, stats = _runs(groups, rows, node, h)
     first = np.array([0] + [len(c) for c in h.children], dtype=np.int64).cumsum()[:-1]
     count = np.array([len(c) for c in h.children], dtype=np.int64)
@@ -566,6 +663,13 @@ def _node_children(groups, rows, node, h: Hierarchy, pairs, i) -> Children:
     stride = h.n_nodes + 1
     emitted = np.repeat(q, reps) * stride + kid_nodes
     by_key = np.argsort(emitted, kind="stable")
-    counts[by_key[np.searchsorted(emitted[by_key], run_part * stride + run_child)]] = stats.n
+    at = by_key[np.searchsorted(emitted[by_key], run_part * stride + run_child)]
+    counts[at] = stats.n
+    dropped = np.zeros(len(kid_nodes), dtype=bool)
+    if suppressing is not None and suppressing.any():  # the failing children of suppressing splits
+        mine = np.zeros(len(node), dtype=bool)
+        mine[pairs[i[suppressing]]] = True
+        r = mine[run_part].nonzero()[0]
+        dropped[at[r]] = ~judge(stats.take(r))
     return Children(parent_idx, h.leaf_lo[kid_nodes].astype(np.int64), h.leaf_hi[kid_nodes].astype(np.int64),
-                    kid_nodes, counts)
+                    kid_nodes, counts, dropped)

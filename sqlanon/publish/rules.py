@@ -119,6 +119,10 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     return region
 
 
+#: The row map's region of a suppressed leaf's rows before NULLIF makes it NULL.
+SUPPRESSED_REGION = -1
+
+
 def rowmap_query(
     engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
 ) -> exp.Expression:
@@ -128,9 +132,14 @@ def rowmap_query(
     from ``memory_assignment``. Both only join the small leaf -> region table (a temp table of
     the run). Not materialized: the published relation is written from it directly.
     """
+    dropped = regions.suppressed is not None and bool(regions.suppressed.any())
+    if dropped:  # rows of suppressed leaves get no region (sqlanon.publish.suppression)
+        region = np.where(regions.suppressed, SUPPRESSED_REGION, region)
     mapping = engine.upload("pidmap", {"pid": regions.boxes.pid, "region": region, "sql": regions.in_sql})
     m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
-    cols = [g.col("rid", "x"), g.col("region", "m"), g.col("qhash", "x")]
+    published = (g.alias(exp.Nullif(this=g.col("region", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
+                 if dropped else g.col("region", "m"))
+    cols = [g.col("rid", "x"), published, g.col("qhash", "x")]
     query = (
         exp.select(*cols)
         .from_(exp.alias_(g.table(work), g.ident("x"), table=True))

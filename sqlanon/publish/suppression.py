@@ -43,7 +43,7 @@ def allowed(spec: Spec) -> int:
     """The most rows the release may suppress (0 when the request allows none)."""
     if spec.single is not None:
         return spec.single.suppression_limit(spec.source.rows)
-    return 0
+    return int(spec.suppression * spec.source.rows + 1e-9)  # Mondrian: the root's budget
 
 
 def rowmap_rows(work: str) -> exp.Select:

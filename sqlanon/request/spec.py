@@ -36,7 +36,7 @@ from ..model import manifest_format
 from ..model.criteria import Score
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
-from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_qid
+from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_number, check_qid
 from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
 from .published import interval_columns, published_modes, with_bounds
@@ -125,6 +125,7 @@ class Spec:
     workload: Workload
     key: RowIdentity | None = None  # None: published as a snapshot table
     single: Single | None = None  # a single-dimensional recoding (TDR); None: Mondrian
+    suppression: float = 0.0  # Mondrian: the fraction of rows that may be suppressed
 
     @property
     def guarded_columns(self) -> tuple[str, ...]:
@@ -174,6 +175,13 @@ def resolve(
     single = check_recoding(recoding) == "single"
     searching = {"search": search, "metric": metric, "suppression": suppression, "seed": seed, "budget": budget,
                  "iterations": iterations}
+    fraction = 0.0
+    if not single and suppression is not None:  # Mondrian's suppression limit (sqlanon.mondrian.split)
+        fraction = check_number("suppression", suppression, 0.0)
+        if fraction >= 1.0:
+            raise InputError(f"suppression is the fraction of rows that may be suppressed, in [0, 1); got "
+                             f"{suppression!r}")
+        searching = {**searching, "suppression": None}
     if not single and any(v is not None for v in searching.values()):
         raise RecodingError(f"{[f'{o}=' for o, v in searching.items() if v is not None]} need recoding='single' "
                             f"(the single-dimensional searches)")
@@ -256,7 +264,7 @@ def resolve(
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
                        given)
-    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan)
+    return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
 
 
 
