@@ -62,7 +62,7 @@ def test_derived_groups_equal_computed_groups(seed, rows, parents):
         pid_of_row[mine & ~right], pid_of_row[mine & right] = child_pid[2 * j], child_pid[2 * j + 1]
         count[2 * j], count[2 * j + 1] = (mine & ~right).sum(), (mine & right).sum()
     kids = Children(parent_idx, np.where(side == 0, 0, cut[parent_idx] + 1), np.where(side == 0, cut[parent_idx], 29),
-                    np.full(len(parent_idx), -1), count)
+                    np.full(len(parent_idx), -1), count, np.zeros(len(parent_idx), dtype=bool))
     kin = Kin.of(ppid, chosen, kids, child_pid)
     live = child_pid[count > 0]
     # the children ask for a random subset of their QIs

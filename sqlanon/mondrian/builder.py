@@ -253,7 +253,8 @@ class Partitioner:
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
         ordered = np.array([d.num is not None for d in self.domains], dtype=bool)
-        small = parts.n < 2 * self.min_size
+        # (A partition with a suppression budget may still trim a failing side off: it keeps them.)
+        small = (parts.n < 2 * self.min_size) & (parts.budget == 0)
         order = rank(cmin, cmax, parts.node, self.domains, exclude=small[:, None] & ordered[None, :])
         P = len(parts)
         chosen_pair = np.full(P, -1, dtype=np.int64)

@@ -1,0 +1,239 @@
+"""Mondrian with ``suppression=`` (issue 19, part 1): a local budget carried down the tree.
+
+The oracle below states the rule of :mod:`sqlanon.mondrian.split` in plain Python, on top of
+the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first takes
+today's split (Median: the first QI in rank order with an allowable split, the most balanced
+cut); only without one it may suppress -- a split whose children failing the constraints hold
+at most its budget ``b`` (and one child passes), the fewest suppressed rows first, ties by rank,
+balance, cut; its kept children share ``b - s`` by ``floor((b - s) n_i / (n - s))``.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sqlanon
+from conftest import frame, rows, run
+from sqlanon.errors import InputError
+from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
+from tests.test_api import load, tables
+
+pytestmark = pytest.mark.engines("duckdb", "postgres")
+
+
+# -- the oracle --------------------------------------------------------------------------------
+def _splits(dom, rows, node, ok, budget):
+    """``(lost, balance, cut, children)`` of every split of one attribute that is allowable with
+    at most ``budget`` rows suppressed; ``children``: ``(rows, box, suppressed)``."""
+    codes = dom.codes[rows]
+    n = len(rows)
+    out = []
+    if isinstance(dom, HierarchyDomain):
+        parts = []
+        for child in dom.children[node]:
+            first, last = dom.interval[child]
+            r = rows[(codes >= first) & (codes <= last)]
+            parts.append((r, child, len(r) > 0 and not ok(r)))
+        lost = sum(len(r) for r, _, bad in parts if bad)
+        if lost <= budget and any(len(r) and not bad for r, _, bad in parts):
+            out.append((lost, 0, -1, parts))
+        return out
+    lo, hi = node
+    for cut in np.unique(codes)[:-1]:
+        left, right = rows[codes <= cut], rows[codes > cut]
+        bad_l, bad_r = not ok(left), not ok(right)
+        if bad_l and bad_r:
+            continue
+        lost = len(left) if bad_l else (len(right) if bad_r else 0)
+        if lost <= budget:
+            out.append((lost, abs(2 * len(left) - n), int(cut),
+                        [(left, (lo, int(cut)), bad_l), (right, (int(cut) + 1, hi), bad_r)]))
+    return out
+
+
+def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction: float, ok=None):
+    """``(classes, suppressed)``: the classes (frozensets of row positions) and the suppressed rows."""
+    domains = [(_hierarchy_domain(df[c].tolist(), hierarchies[c]) if c in hierarchies else _ordered_domain(df[c].tolist()))
+               for c in qid]
+    state = tuple(d.root if isinstance(d, HierarchyDomain) else (0, len(d.nums) - 1) for d in domains)
+    judge = (lambda r: len(r) >= k and (ok is None or ok(r)))
+    classes, suppressed = set(), set()
+
+    def go(rows, state, b):
+        if len(rows) == 0:
+            return
+        ranked = sorted((-w, i) for i, d in enumerate(domains) if (w := _width(d, rows, state[i])) is not None)
+        best = None
+        for r, (_, i) in enumerate(ranked):  # today's rule: no suppression
+            plain = [s for s in _splits(domains[i], rows, state[i], judge, 0) if s[0] == 0]
+            if plain:
+                best = (i, min(plain, key=lambda s: (s[1], s[2])))
+                break
+        if best is None and b > 0:  # the budget: the fewest suppressed rows, then rank, balance, cut
+            options = [(s[0], r, s[1], s[2], i, s) for r, (_, i) in enumerate(ranked)
+                       for s in _splits(domains[i], rows, state[i], judge, b)]
+            if options:
+                o = min(options, key=lambda o: o[:4])
+                best = (o[4], o[5])
+        if best is None:
+            classes.add(frozenset(int(x) for x in rows))
+            return
+        i, (lost, _, _, children) = best
+        kept = len(rows) - lost
+        for child, box, bad in children:
+            if bad:
+                suppressed.update(int(x) for x in child)
+            elif len(child):
+                go(child, state[:i] + (box,) + state[i + 1:], (b - lost) * len(child) // kept)
+
+    go(np.arange(len(df)), state, int(fraction * len(df) + 1e-9))
+    return classes, suppressed
+
+
+def published(con, view: str):
+    groups: dict = {}
+    dropped = set()
+    for rid, cls in rows(con, f'SELECT id, eq_class FROM "{view}"'):
+        if cls is None:
+            dropped.add(rid)
+        else:
+            groups.setdefault(cls, set()).add(rid)
+    return {frozenset(g) for g in groups.values()}, dropped
+
+
+# -- the motivating case -----------------------------------------------------------------------
+ZIP = [[f"{a}{b}", f"{a}*", "*"] for a in "123" for b in "12"]
+
+
+def motivating(n_small: int = 9) -> pd.DataFrame:
+    """Three ZIP branches; branch 3 holds ``n_small`` (< k) rows, so without suppression the
+    root never splits."""
+    z = ["11"] * 10 + ["12"] * 10 + ["21"] * 10 + ["22"] * 10 + ["31"] * n_small
+    return pd.DataFrame({"zip": z, "age": np.arange(len(z)) % 7})
+
+
+def test_a_small_branch_no_longer_blocks_the_root(con):
+    data = load(con, motivating())
+    before = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id")
+    assert published(con, before.view)[0] == {frozenset(range(len(data)))} and before.suppressed == 0
+    after = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id", suppression=0.2,
+                              replace=True)
+    classes, dropped = published(con, after.view)
+    assert dropped == set(range(40, 49)) and after.suppressed == 9  # branch 3: 9 <= floor(0.2 * 49) = 9
+    assert classes == {frozenset(range(0, 10)), frozenset(range(10, 20)), frozenset(range(20, 30)),
+                       frozenset(range(30, 40))}
+    assert after.verification.ok and after.k_achieved == 10
+    view = frame(con, f'SELECT * FROM "{after.view}" WHERE eq_class IS NULL')
+    assert (view["zip"] == "*").all()  # suppressed: fully generalized
+    # a budget one row short: nothing is suppressed
+    short = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id", suppression=0.18,
+                              replace=True)
+    assert short.suppressed == 0 and published(con, short.view)[0] == {frozenset(range(len(data)))}
+
+
+def test_ordered_cut_trims_outliers(con):
+    """Hand-computed. 22 rows, k=10, budget floor(0.1 x 22) = 2. The root has an ordinary cut
+    (11 | 11), so it spends nothing and each half gets floor(2 x 11 / 22) = 1. A half of 11 rows
+    has no ordinary cut; trimming one row off either end suppresses 1 with balance 9 both ways,
+    so the lower cut wins: rows 0 and 11 are trimmed off."""
+    x = list(range(20)) + [1000, 2000]
+    data = load(con, pd.DataFrame({"x": x}))
+    release = sqlanon.anonymize(con, "t", ["x"], 10, key="id", suppression=0.1, memory_rows=0)
+    classes, dropped = published(con, release.view)
+    assert (classes, dropped) == oracle(data.drop(columns=["id"]), ["x"], 10, {}, 0.1)
+    assert dropped == {0, 11} and classes == {frozenset(range(1, 11)), frozenset([*range(12, 20), 20, 21])}
+    bounds = frame(con, f'SELECT DISTINCT x_min, x_max FROM "{release.view}" WHERE eq_class IS NOT NULL ORDER BY 1')
+    assert bounds.values.tolist() == [[1, 10], [12, 2000]]
+
+
+def test_snapshot_and_live_view(con):
+    data = load(con, motivating())
+    snap = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, view="s")
+    assert snap.materialized and snap.suppressed == 9 and snap.verification.ok
+    assert published(con, "s")[1] == set(range(40, 49))
+    live = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, view="l", key="id")
+    assert not live.materialized and live.suppressed == 9
+    check = sqlanon.verify(con, "l", ["zip"], 10, class_column="eq_class", release=live) if _verify_takes_release() \
+        else live.verification
+    assert check.ok
+    assert len(data) == rows(con, 'SELECT count(*) FROM "l"')[0][0]
+
+
+def _verify_takes_release() -> bool:
+    import inspect
+    return "release" in inspect.signature(sqlanon.verify).parameters
+
+
+def test_bad_fraction_is_refused(con):
+    load(con, motivating())
+    for bad in (1.0, -0.1, "x"):
+        with pytest.raises(InputError):
+            sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=bad)
+
+
+# -- properties --------------------------------------------------------------------------------
+@pytest.mark.engines("duckdb")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.5]), st.sampled_from([0, 5, 10**9]))
+def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
+    df, qid, k, hierarchies = case
+    k = min(k, 4)
+    con = duckdb.connect()
+    data = load(con, df)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
+                                suppression=fraction, key="id")
+    classes, dropped = published(con, release.view)
+    assert (classes, dropped) == oracle(data.drop(columns=["id"]), qid, k, hierarchies, fraction)
+    assert len(dropped) <= int(fraction * len(df) + 1e-9) and release.suppressed == len(dropped)
+    assert all(len(c) >= k for c in classes) and release.verification.ok
+    if fraction == 0.0:  # today's rules exactly
+        plain = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
+                                  key="id", view="plain")
+        assert published(con, plain.view) == (classes, dropped)
+        assert frame(con, f'SELECT * FROM "{plain.rules}" ORDER BY region').equals(
+            frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region'))
+
+
+@pytest.mark.engines("duckdb")
+@settings(max_examples=15, deadline=None)
+@given(st.integers(60, 300), st.integers(1, 3), st.integers(2, 20), st.sampled_from([0.01, 0.05, 0.2]),
+       st.integers(0, 2**31))
+def test_memory_threshold_does_not_change_the_result(n, d, k, fraction, seed):
+    rng = np.random.default_rng(seed)
+    # skewed columns: rare values that block splits
+    df = pd.DataFrame({f"a{j}": np.minimum(rng.geometric(0.3, n), 12) * (j + 1) for j in range(d)})
+    con = duckdb.connect()
+    load(con, df)
+    results = []
+    for memory_rows in (0, int(rng.integers(1, n)), n):
+        release = sqlanon.anonymize(con, "t", qid=list(df.columns), k=k, memory_rows=memory_rows, replace=True,
+                                    suppression=fraction, key="id")
+        assert release.suppressed <= int(fraction * n + 1e-9)
+        results.append((published(con, release.view), frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region')))
+    for partition, rules in results[1:]:
+        assert partition == results[0][0]
+        pd.testing.assert_frame_equal(rules, results[0][1])
+
+
+def _entropy_l(values: pd.Series) -> float:
+    p = values.value_counts(normalize=True).to_numpy()
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def test_l_diversity_with_suppression(con):
+    """Every child failing any constraint (here entropy l-diversity, l = 1.5) may be suppressed."""
+    z = ["11"] * 6 + ["12"] * 6 + ["21"] * 6 + ["22"] * 6 + ["31"] * 6
+    s = ["a", "b"] * 12 + ["a"] * 6  # branch 3 holds one sensitive value: not 2-diverse
+    data = load(con, pd.DataFrame({"zip": z, "s": s}))
+    release = sqlanon.anonymize(con, "t", ["zip"], 3, hierarchies={"zip": ZIP}, sensitive="s", l=1.5,
+                                suppression=0.2, key="id")
+    classes, dropped = published(con, release.view)
+    assert dropped == set(range(24, 30)) and release.verification.ok
+    expected = oracle(data.drop(columns=["id"]), ["zip"], 3, {"zip": ZIP}, 0.2,
+                      ok=lambda r: _entropy_l(data["s"].iloc[r]) >= 1.5)
+    assert (classes, dropped) == expected
