@@ -95,6 +95,9 @@ class Metrics:
             N / (classes + [suppressed > 0]).
         precision: for a full-domain release (``search="optimal"``), ARX's non-monotonic
             Precision ``mean_q ((N - S) l_q / h_q + S) / N`` (level ``l_q`` of height ``h_q``).
+        at_root: per QI, the share of rows published generalized to the whole domain (a class
+            whose cell loss is 1: the hierarchy's root, or the column's whole range), suppressed
+            rows included -- what ``suppression=`` is for (issue 19).
     """
 
     view: str
@@ -120,6 +123,7 @@ class Metrics:
     imprecision: Mapping[str, int] = field(default_factory=dict)
     aecs: float | None = None
     precision: float | None = None
+    at_root: Mapping[str, float | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
@@ -244,12 +248,15 @@ def metrics(
     placed = n - s
 
     ncp: dict[str, float | None] = {}
+    at_root: dict[str, float | None] = {}
     if n:
         losses = engine.fetch_rows(_ncp_query(engine, m, view_ref))[0]
-        for qi, loss in zip(m.qis, losses):
+        for qi, loss, root in zip(m.qis, losses, losses[len(m.qis):]):
             ncp[qi.name] = (float(loss or 0.0) + s) / n
+            at_root[qi.name] = (int(root or 0) + s) / n
     else:
         ncp = {qi.name: None for qi in m.qis}
+        at_root = {qi.name: None for qi in m.qis}
     gcp = sum(ncp.values()) / len(ncp) if n and ncp else None  # type: ignore[arg-type]
     lm = sum(ncp.values()) if n else None  # type: ignore[arg-type]
 
@@ -310,6 +317,7 @@ def metrics(
         imprecision={p.text: p.imprecision for p in measured.predicates} if measured else {},
         aecs=n / (classes + (1 if s else 0)) if classes + (1 if s else 0) else None,
         precision=_precision(m, n, s),
+        at_root=at_root,
     )
 
 
@@ -345,8 +353,13 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
 
 
 # -- NCP ---------------------------------------------------------------------------------------
+#: A class's cell loss at least ``1 - ROOT_TOLERANCE`` is the whole domain (``at_root``).
+ROOT_TOLERANCE = 1e-9
+
+
 def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
-    """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring)."""
+    """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring), then
+    for each QI the rows of the classes whose loss is 1 (generalized to the whole domain)."""
     rules = m.ref(m.rules)
     non_empty = exp.GT(this=g.col(m.size_column), expression=g.lit(0))
     sizes = (exp.select(g.alias(exp.Count(this=exp.Star()), "n"), g.alias(g.col(m.class_column), "region"))
@@ -358,6 +371,7 @@ def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
              .join(exp.alias_(rules.copy(), g.ident("r"), table=True),
                    on=exp.EQ(this=g.col(m.region_column, "r"), expression=g.col("region", "c"))))
     losses: list[exp.Expression] = []
+    roots: list[exp.Expression] = []
     for i, qi in enumerate(m.qis):
         if qi.kind == "hierarchy":
             h = m.hierarchies[qi.name]
@@ -414,7 +428,10 @@ def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
             loss = exp.Coalesce(this=exp.Div(this=exp.Paren(this=extent), expression=exp.Nullif(
                 this=exp.Paren(this=width), expression=g.lit(0))), expressions=[g.lit(0.0)])
         losses.append(g.alias(exp.Sum(this=exp.Mul(this=g.col("n", "c"), expression=loss)), f"loss{i}"))
-    return query.select(*losses, copy=False)
+        # rows of classes generalized to the whole domain (loss 1, up to rounding): at_root
+        whole = exp.GTE(this=loss.copy(), expression=g.lit(1.0 - ROOT_TOLERANCE))
+        roots.append(g.alias(exp.Sum(this=exp.Case().when(whole, g.col("n", "c")).else_(g.lit(0))), f"root{i}"))
+    return query.select(*losses, *roots, copy=False)
 
 
 def _number(engine: Engine, qi: QI, value: exp.Expression) -> exp.Expression:

@@ -265,7 +265,8 @@ def _widths(engine: Engine, m: Manifest, view_ref: exp.Table, suppressed: int) -
     Reuses the NCP query of :mod:`sqlanon.release.metrics`, whose select list is
     ``sum(c.n * loss_q)`` per QI: the per-class ``loss_q`` is taken out of it and bucketed."""
     ncp = _ncp_query(engine, m, view_ref)
-    losses = [e.this.this.expression for e in ncp.expressions]  # Alias(Sum(Mul(c.n, loss)))
+    # Alias(Sum(Mul(c.n, loss))) per QI first (then the at_root sums)
+    losses = [e.this.this.expression for e in ncp.expressions[:len(m.qis)]]
     per_class = ncp.copy()
     per_class.set("expressions", [g.alias(g.col("n", "c"), "n")] + [
         g.alias(_bucket(loss.copy()), f"w{i}") for i, loss in enumerate(losses)])
@@ -383,6 +384,7 @@ _MEANING = {
     "dm": "discernibility: sum of squared class sizes + suppressed x N (Bayardo & Agrawal)",
     "aecs": "ARX's average class size: N / (classes + 1 if any row is suppressed)",
     "precision": "ARX's Precision of a full-domain release: mean over QIs of level / height (suppressed: 1)",
+    "at_root": "share of rows generalized to the whole domain (root or full range; suppressed rows included)",
     "ncp": "mean normalized width of the QI's published values, 0..1 (NCP)",
     "gcp": "mean NCP over the QIs (GCP)",
     "lm": "Iyengar's loss metric LM: the sum of NCP over the QIs",
