@@ -20,6 +20,7 @@ from .errors import InputError
 from .mondrian.builder import Partitioner, Progress, finish_in_memory
 from .publish.pipeline import publish_release
 from .publish.suppression import allowed as suppression_budget
+from .mondrian.budget import baseline, root_shares
 from .request.checks import check_callable
 from .request.spec import Spec, _current, free_name, resolve
 from .publish.verify import Verification
@@ -67,6 +68,9 @@ class Release:
             the hierarchy's height its root).
         suppressed: rows the recoding suppressed (published fully generalized, class NULL).
         evaluated: lattice nodes whose classes were computed, or the GA's fitness evaluations.
+        at_root, at_root_before: Mondrian with ``suppression=``: per QI, the share of rows
+            generalized to the whole domain, with suppression and without it (the same request
+            partitioned once more without suppression; :mod:`sqlanon.mondrian.budget`).
     """
 
     view: str
@@ -99,6 +103,8 @@ class Release:
     levels: Mapping[str, int] | None = None
     suppressed: int = 0
     evaluated: int | None = None
+    at_root: Mapping[str, float] | None = None
+    at_root_before: Mapping[str, float] | None = None
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
@@ -238,6 +244,7 @@ def anonymize(
                    suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
     refinements = None
+    shares: tuple = (None, None)  # at_root_before, at_root (Mondrian with suppression=)
     outcome = None
     stopped: tuple[str, ...] = ()
     try:
@@ -257,12 +264,19 @@ def anonymize(
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
                                       threads=engine.threads())
+            if spec.suppression:  # the "before" of the root shares: the same request without suppression
+                plain = baseline(engine, Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns,
+                                                     threads=engine.threads()), work,
+                                 spec.source.rows, spec.memory_rows)
+                shares = (root_shares(plain, domains, spec.source.rows), None)
             root = partitioner.root(spec.source.rows, suppression_budget(spec))
             work, open_ = partitioner.run_sql(engine, work, root, spec.memory_rows)
             lap("partition_sql")
             memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
             lap("partition_memory")
             regions = partitioner.leaves.collect()
+            if spec.suppression:
+                shares = (shares[0], root_shares(regions, domains, spec.source.rows))
         verification = publish_release(engine, spec, domains, regions, work, memory, source, rid)
         lap("publish_verify")
     finally:
@@ -298,6 +312,8 @@ def anonymize(
         levels=outcome.levels if outcome is not None else None,
         suppressed=verification.unplaced if spec.single is not None or spec.suppression else 0,
         evaluated=outcome.evaluated if outcome is not None else None,
+        at_root=shares[1],
+        at_root_before=shares[0],
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this

@@ -130,6 +130,11 @@ def test_a_small_branch_no_longer_blocks_the_root(con):
     assert after.verification.ok and after.k_achieved == 10
     view = frame(con, f'SELECT * FROM "{after.view}" WHERE eq_class IS NULL')
     assert (view["zip"] == "*").all()  # suppressed: fully generalized
+    # before: every row at the root; after: only the 9 suppressed rows (metrics agree, in SQL)
+    assert after.at_root_before["zip"] == 1.0 and after.at_root["zip"] == 9 / 49
+    assert sqlanon.metrics(con, after).at_root["zip"] == 9 / 49
+    assert sqlanon.metrics(con, after).suppressed == 9
+    assert sqlanon.metrics(con, before).at_root["zip"] == 1.0 and before.at_root is None
     # a budget one row short: nothing is suppressed
     short = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id", suppression=0.18,
                               replace=True)

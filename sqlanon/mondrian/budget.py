@@ -1,0 +1,77 @@
+"""Outlier suppression for Mondrian (``anonymize(..., suppression=f)``, issue 19 part 1).
+
+ARX's suppression limit, made *local* so that the decision is the same in the SQL levels and in
+the in-memory batches (which run independently, even on Spark executors), whatever
+``memory_rows`` is:
+
+* **The budget.** The root may suppress ``B = floor(f x N)`` rows. Every partition carries the
+  rows it may still suppress (``Boxes.budget``, through :meth:`Partitioner.run_sql`, the batches
+  of :func:`finish_in_memory` and :meth:`Partitioner.run_memory`). A split that suppresses ``s``
+  rows of a partition with budget ``b`` and ``n`` rows gives each kept child ``i`` (``n_i``
+  rows) ``floor((b - s) n_i / (n - s))`` (:func:`sqlanon.mondrian.builder.share_budget`);
+  suppressed and empty children get 0. What a partition that stops splitting has left is not
+  passed on: the total suppressed never exceeds ``B``.
+* **A suppressing split** (:func:`sqlanon.mondrian.split.evaluate`): a hierarchy node into its
+  children, or an ordered QI's binary cut, whose children that break the constraints -- any
+  of them: k, l-diversity, ... -- hold together at most ``b`` rows while at least one child
+  satisfies them. The failing children become suppressed leaves.
+* **The budget buys splits first.** A partition first looks for an ordinary split (today's
+  decision, unchanged, so ``suppression=0`` gives exactly the rules without it); only a
+  partition with none on any QI may suppress, and it takes the suppressing split that
+  suppresses the fewest rows, ties broken by the criterion's usual order (rank order for
+  Median; key, rank, balance, cut for the workload criteria), then the most balanced cut and
+  the lowest. An ordered cut whose one side fails and fits the budget thus trims outliers off
+  a class whose range could not shrink otherwise.
+* **Publication** (:mod:`sqlanon.publish.suppression`): a suppressed leaf is a region of the
+  rules without rows; its rows get no region in the row map, so they are published with every
+  QI fully generalized and ``eq_class`` NULL, are no class, and are counted and verified
+  (at most ``B``) like the single-dimensional searches' suppressed rows.
+
+:func:`root_shares` measures what suppression buys: per QI, the share of rows published
+generalized to the whole domain; :func:`baseline` partitions once more without suppression
+for the "before" figures of :class:`sqlanon.Release` (``at_root_before``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..model.domain import Domain
+from .builder import Partitioner, Regions, finish_in_memory
+
+
+def root_shares(regions: Regions, domains: Sequence[Domain], rows: int) -> dict[str, float]:
+    """Per QI, the share of the ``rows`` rows whose class is generalized to the whole domain:
+    a hierarchical QI at the root node, an ordered QI whose class spans the smallest to the
+    largest code of the table (the data bounds). Suppressed rows (the rows no leaf holds) count."""
+    boxes = regions.boxes
+    kept = boxes.n > 0
+    if regions.suppressed is not None:
+        kept &= ~regions.suppressed
+    n = boxes.n[kept]
+    suppressed = rows - int(n.sum())
+    out = {}
+    for j, d in enumerate(domains):
+        if d.num is None:  # hierarchical: the root node is 0
+            whole = boxes.node[kept, j] == 0
+        else:
+            lo, hi = regions.cmin[kept, j], regions.cmax[kept, j]
+            whole = (lo == lo.min()) & (hi == hi.max()) if len(lo) else np.zeros(0, dtype=bool)
+        out[d.qi.name] = (int(n[whole].sum()) + suppressed) / rows if rows else 0.0
+    return out
+
+
+def baseline(engine: Engine, partitioner: Partitioner, work: str, rows: int, memory_rows: int) -> Regions:
+    """The regions of the same request without suppression (nothing published), partitioned
+    by a fresh ``partitioner`` from a copy of the working table ``work`` (left as it is)."""
+    copy = engine.temp_name("baseline")
+    engine.execute(g.create_table_as(copy, exp.select(exp.Star()).from_(g.table(work))))
+    work, open_ = partitioner.run_sql(engine, copy, partitioner.root(rows), memory_rows)
+    finish_in_memory(engine, partitioner, work, open_, memory_rows)
+    return partitioner.leaves.collect()
