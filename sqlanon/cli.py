@@ -492,7 +492,8 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", metavar="M", help="what --search genetic (LM, CM) or optimal (also DM, AECS, Loss, "
                                                   "Precision, Entropy) minimizes; default CM with --target, else LM")
     p.add_argument("--suppression", type=float, metavar="F",
-                   help="with --search genetic/optimal: the fraction of rows that may be suppressed (default 0)")
+                   help="the fraction of rows that may be suppressed (default 0): Mondrian spends it as a local "
+                        "budget down the tree, --search genetic/optimal as a limit")
     p.add_argument("--seed", type=int, metavar="N", help="with --search genetic: the random seed (default 0)")
     p.add_argument("--budget", type=float, metavar="S", help="with --search genetic: stop after S seconds")
     p.add_argument("--iterations", type=int, metavar="N", help="with --search genetic: stop after N iterations")
@@ -975,6 +976,10 @@ def _write_summary(
         rows.append(("recoding", f"single-dimensional, {found}; {release.metric} = {release.score:.6g}, "
                                  f"{release.evaluated:,} {'nodes' if release.search == 'optimal' else 'evaluations'}"))
         rows.append(("suppressed", f"{release.suppressed:,} rows (fully generalized, class NULL; verified)"))
+    if getattr(release, "at_root", None) is not None:  # Mondrian with --suppression
+        rows.append(("suppressed", f"{release.suppressed:,} rows (fully generalized, class NULL; verified)"))
+        rows.append(("at the root", ", ".join(f"{q} {release.at_root_before[q]:.1%} -> {v:.1%}"
+                                              for q, v in release.at_root.items()) + " of rows (without -> with suppression)"))
     bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
     if bounds:
         rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
