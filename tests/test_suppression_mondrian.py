@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, rows, run
+from conftest import frame, rows
 from sqlanon.errors import InputError
 from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
 from tests.test_api import load, tables
