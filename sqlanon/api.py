@@ -217,8 +217,10 @@ def anonymize(
         metric: what ``"genetic"`` (``"LM"``, ``"CM"``) or ``"optimal"`` (also ``"DM"``,
             ``"AECS"``, ``"Loss"``, ``"Precision"``, ``"Entropy"``) minimizes
             (:mod:`sqlanon.model.utility`); default CM with a target, else LM.
-        suppression: the fraction of rows ``"genetic"``/``"optimal"`` may suppress (default 0):
-            published with every QI fully generalized and class NULL, verified in SQL.
+        suppression: the fraction of rows that may be suppressed (default 0): published with
+            every QI fully generalized and class NULL, verified in SQL. ``"genetic"``/``"optimal"``
+            take it as a limit; Mondrian as a local budget carried down the tree, spent only
+            where no ordinary split exists (:mod:`sqlanon.mondrian.budget`).
         seed, budget, iterations: the genetic algorithm's seed, and its budget in seconds or in
             iterations.
 
