@@ -266,3 +266,12 @@ def test_cli_and_release_file(tmp_path, capsys):
         for view in ("flags", "file"):
             assert published(con, view)[1] == set(range(40, 49))
             assert manifest.read(con, view).suppression_limit == 9
+
+
+@pytest.mark.spark
+def test_spark_publishes_duckdbs_rules(spark):
+    """The in-memory batches on Spark's executors carry the budgets: same rules as DuckDB."""
+    from tests.test_spark import _identical, people
+
+    frame = people(300, seed=3)
+    _identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)

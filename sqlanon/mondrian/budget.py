@@ -73,5 +73,5 @@ def baseline(engine: Engine, partitioner: Partitioner, work: str, rows: int, mem
     copy = engine.temp_name("baseline")
     engine.execute(g.create_table_as(copy, exp.select(exp.Star()).from_(g.table(work))))
     work, open_ = partitioner.run_sql(engine, copy, partitioner.root(rows), memory_rows)
-    finish_in_memory(engine, partitioner, work, open_, memory_rows)
+    finish_in_memory(engine, partitioner, work, open_, memory_rows, purpose="baseline")
     return partitioner.leaves.collect()

@@ -772,14 +772,14 @@ def sort_and_group(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np
 
 
 def finish_in_memory(
-    engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int
+    engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int, purpose: str = "leaves",
 ) -> str | None:
     """Finish the remaining partitions in batches of about ``memory_rows`` rows, each by
     :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
     into this process one batch at a time, or on Spark's executors), and record their leaves.
 
     Returns the temp table ``(rid, pid, qhash)`` of the rows finished in memory, with their leaf
-    (None if there were none).
+    (None if there were none). ``purpose`` names the engine's temp tables (one per run).
     """
     if not len(open_):
         return None
@@ -801,7 +801,7 @@ def finish_in_memory(
         return batch_query(work, batches, layout, b, first.get(b), last.get(b))
 
     assignment, leaves = engine.map_groups(rows, groups, finish, ("rid", "pid", "qhash"), leaf_columns(partitioner.d),
-                                           "leaves")
+                                           purpose)
     partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
     partitioner.add_leaves(leaves)
     engine.drop_temp(batches)
