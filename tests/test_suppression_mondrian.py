@@ -208,17 +208,20 @@ def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
 @pytest.mark.engines("duckdb")
 @settings(max_examples=10, deadline=None)
 @given(st.integers(60, 300), st.integers(1, 3), st.integers(2, 20), st.sampled_from([0.01, 0.05, 0.2]),
-       st.integers(0, 2**31))
-def test_memory_threshold_does_not_change_the_result(n, d, k, fraction, seed):
+       st.booleans(), st.integers(0, 2**31))
+def test_memory_threshold_does_not_change_the_result(n, d, k, fraction, infogain, seed):
+    """Median, or InfoGain (every QI judged at once, settled partitions one at a time)."""
     rng = np.random.default_rng(seed)
     # skewed columns: rare values that block splits
     df = pd.DataFrame({f"a{j}": np.minimum(rng.geometric(0.3, n), 12) * (j + 1) for j in range(d)})
+    qid = list(df.columns)
+    df["label"] = np.where(rng.random(n) < 0.8, "x", "y")
     con = duckdb.connect()
     load(con, df)
     results = []
     for memory_rows in (0, int(rng.integers(1, n)), n):
-        release = sqlanon.anonymize(con, "t", qid=list(df.columns), k=k, memory_rows=memory_rows, replace=True,
-                                    suppression=fraction, key="id")
+        release = sqlanon.anonymize(con, "t", qid=qid, k=k, memory_rows=memory_rows, replace=True,
+                                    suppression=fraction, key="id", target="label" if infogain else None)
         assert release.suppressed <= int(fraction * n + 1e-9)
         results.append((published(con, release.view), frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region')))
     for partition, rules in results[1:]:
