@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,6 +272,7 @@ def anonymize(
                                                      threads=engine.threads()), work,
                                  spec.source.rows, spec.memory_rows)
                 shares = (root_shares(plain, domains, spec.source.rows), None)
+                spec = dataclasses.replace(spec, at_root_before=shares[0])  # recorded in the manifest
             root = partitioner.root(spec.source.rows, suppression_budget(spec))
             work, open_ = partitioner.run_sql(engine, work, root, spec.memory_rows)
             lap("partition_sql")

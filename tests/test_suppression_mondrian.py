@@ -134,6 +134,8 @@ def test_a_small_branch_no_longer_blocks_the_root(con):
     # before: every row at the root; after: only the 9 suppressed rows (metrics agree, in SQL)
     assert after.at_root_before["zip"] == 1.0 and after.at_root["zip"] == 9 / 49
     assert sqlanon.metrics(con, after).at_root["zip"] == 9 / 49
+    assert sqlanon.metrics(con, after).at_root_before == {"zip": 1.0}  # recorded in the manifest
+    assert "at_root_before[zip]" in sqlanon.report(con, after, format="markdown")
     assert sqlanon.metrics(con, after).suppressed == 9
     assert before.at_root is None  # no suppression asked: no second partitioning
     # a budget one row short: nothing is suppressed

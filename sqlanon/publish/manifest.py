@@ -71,6 +71,7 @@ class Manifest:
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its <QID, k> pairs, each verified on its own
     suppression_limit: int | None = None  # rows the recoding may suppress (None: not recorded)
     levels: tuple[int, ...] | None = None  # a full-domain release's level per QI
+    at_root_before: Mapping[str, float] | None = None  # Mondrian with suppression: root shares without it
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -145,6 +146,7 @@ def write(engine: Engine, spec: Spec) -> None:
         "qids": [[list(c), k] for c, k in spec.single.qids] if spec.single is not None else [],
         "suppression_limit": suppression.allowed(spec),
         "levels": list(spec.single.levels) if spec.single is not None and spec.single.levels is not None else None,
+        "at_root_before": dict(spec.at_root_before) if spec.at_root_before is not None else None,
     }
     engine.set_comment(spec.outputs.rules, json.dumps(document))
 
@@ -222,6 +224,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         qids=tuple((tuple(c), int(k)) for c, k in document.get("qids", ())),
         suppression_limit=document.get("suppression_limit"),
         levels=tuple(document["levels"]) if document.get("levels") is not None else None,
+        at_root_before=document.get("at_root_before"),
     )
 
 

@@ -98,6 +98,8 @@ class Metrics:
         at_root: per QI, the share of rows published generalized to the whole domain (a class
             whose cell loss is 1: the hierarchy's root, or the column's whole range), suppressed
             rows included -- what ``suppression=`` is for (issue 19).
+        at_root_before: for a Mondrian release with ``suppression=``, the same share had the
+            request been partitioned without suppression (recorded in the manifest; empty otherwise).
     """
 
     view: str
@@ -124,6 +126,7 @@ class Metrics:
     aecs: float | None = None
     precision: float | None = None
     at_root: Mapping[str, float | None] = field(default_factory=dict)
+    at_root_before: Mapping[str, float | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
@@ -318,6 +321,7 @@ def metrics(
         aecs=n / (classes + (1 if s else 0)) if classes + (1 if s else 0) else None,
         precision=_precision(m, n, s),
         at_root=at_root,
+        at_root_before=dict(m.at_root_before or {}),
     )
 
 

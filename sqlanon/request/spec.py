@@ -126,6 +126,7 @@ class Spec:
     key: RowIdentity | None = None  # None: published as a snapshot table
     single: Single | None = None  # a single-dimensional recoding (TDR); None: Mondrian
     suppression: float = 0.0  # Mondrian: the fraction of rows that may be suppressed
+    at_root_before: Mapping[str, float] | None = None  # ... and the root shares without it (manifest)
 
     @property
     def guarded_columns(self) -> tuple[str, ...]:
