@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, rows
+from conftest import frame, rows, run
 from sqlanon.errors import InputError
 from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
 from tests.test_api import load, tables
@@ -166,15 +166,13 @@ def test_snapshot_and_live_view(con):
     assert published(con, "s")[1] == set(range(40, 49))
     live = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, view="l", key="id")
     assert not live.materialized and live.suppressed == 9
-    check = sqlanon.verify(con, "l", ["zip"], 10, class_column="eq_class", release=live) if _verify_takes_release() \
-        else live.verification
-    assert check.ok
-    assert len(data) == rows(con, 'SELECT count(*) FROM "l"')[0][0]
-
-
-def _verify_takes_release() -> bool:
-    import inspect
-    return "release" in inspect.signature(sqlanon.verify).parameters
+    assert rows(con, 'SELECT count(*) FROM "l"')[0][0] == len(data)
+    for view in ("s", "l"):  # re-verified from the view alone, with the limit the manifest records
+        check = sqlanon.verify(con, view, ["zip"], 10, class_column="eq_class")
+        assert check.ok and check.unplaced == 9 and check.suppression_limit == 9 and not check.leaked
+    # one more row without a region than the limit: the check fails closed
+    run(con, f'UPDATE "{live.rowmap}" SET region = NULL WHERE key0 = 0')
+    assert not sqlanon.verify(con, "l", ["zip"], 10, class_column="eq_class").ok
 
 
 def test_bad_fraction_is_refused(con):
