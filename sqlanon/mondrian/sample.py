@@ -175,32 +175,32 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
         outcome.rounds += 1
         forest = _grow(engine, partitioner, work, parts, layout, options)
         outcome.scans += len(parts)
-        if (forest.parent >= 0).any():
+        stuck = np.ones(len(parts), dtype=bool)
+        if (forest.parent >= 0).any():  # else no sample split at all: nothing to check
             stats = _leaf_stats(engine, work, forest, layout)
             outcome.scans += 1
-        else:  # no split on any sample: nothing to check
-            stats = ClassStats(parts.n)
-        final, stuck, pruned = _prune(partitioner, forest, stats)
-        outcome.pruned += pruned
-        keep = (forest.parent >= 0) & final.visible
-        if keep.any():
-            work = _repartition(engine, work, forest, keep, layout)
-            outcome.scans += 1
-            outcome.writes += 1
-        leaves = forest.boxes.take(final.leaves)
-        leaves = Boxes(leaves.pid, final.n[final.leaves], leaves.lo, leaves.hi, leaves.node)
-        empty = leaves.n == 0
-        if empty.any():
-            none = np.full((int(empty.sum()), partitioner.d), -1, dtype=np.int64)
-            partitioner.leaves.add(leaves.take(empty.nonzero()[0]), none, none)
-        is_stuck = np.isin(leaves.pid, parts.pid[stuck])
-        open_ = Boxes.concat([rest, leaves.take((~empty & ~is_stuck).nonzero()[0])])
+            final, stuck, pruned = _prune(partitioner, forest, stats)
+            outcome.pruned += pruned
+            keep = (forest.parent >= 0) & final.visible
+            if keep.any():
+                work = _repartition(engine, work, forest, keep, layout)
+                outcome.scans += 1
+                outcome.writes += 1
+            leaves = forest.boxes.take(final.leaves)
+            leaves = Boxes(leaves.pid, final.n[final.leaves], leaves.lo, leaves.hi, leaves.node)
+            leaves = leaves.take((~np.isin(leaves.pid, parts.pid[stuck])).nonzero()[0])
+            empty = leaves.n == 0
+            if empty.any():
+                none = np.full((int(empty.sum()), partitioner.d), -1, dtype=np.int64)
+                partitioner.leaves.add(leaves.take(empty.nonzero()[0]), none, none)
+            rest = Boxes.concat([rest, leaves.take((~empty).nonzero()[0])])
         if stuck.any():  # no split survived: Rothko-T takes these partitions (TR footnote 9)
             outcome.rescued += int(stuck.sum())
             before = partitioner.levels
             work, fitted = partitioner.run_sql(engine, work, parts.take(stuck.nonzero()[0]), options.sample_rows)
             outcome.add_levels(partitioner.levels - before)
-            open_ = Boxes.concat([open_, fitted])
+            rest = Boxes.concat([rest, fitted])
+        open_ = rest
         partitioner._report("sample", len(open_))
 
 
