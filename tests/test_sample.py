@@ -123,7 +123,7 @@ def _hierarchies(data, rows):
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.integers(1, 12), st.sampled_from([0.05, 0.5, 0.95]), st.integers(0, 3))
 def test_sample_strategy_is_k_anonymous_tiled_and_minimal(case, sample_rows, confidence, seed):
     """Random tables (NULLs, duplicates, hierarchies) with samples of 1-12 rows: every
@@ -158,7 +158,7 @@ def _minimal(data: pd.DataFrame, classes, qid, ok, hierarchies) -> None:
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.integers(1, 10), st.sampled_from([0.05, 0.5, 0.95]))
 def test_sample_strategy_satisfies_every_constraint_and_criterion(case, sample_rows, confidence):
     """Every constraint (l-diversity in three forms, variance diversity) under every criterion,
@@ -192,13 +192,14 @@ def _skewed(n: int, seed: int) -> pd.DataFrame:
         "c": rng.integers(0, 3, n),
         "s": rng.choice(list("ABCDEF"), n, p=[0.5, 0.2, 0.1, 0.1, 0.05, 0.05]),
         "y": rng.exponential(10, n).round(1),
+        "z": rng.normal(50, 10, n).round(1),
         "label": rng.choice(["p", "q"], n, p=[0.8, 0.2]),
     })
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=12, deadline=None)
-@given(st.integers(300, 1500), st.integers(0, 2**31), st.sampled_from([20, 80, 200]),
+@settings(max_examples=6, deadline=None)
+@given(st.integers(300, 900), st.integers(0, 2**31), st.sampled_from([40, 100, 250]),
        st.sampled_from(["k", "recursive", "entropy", "variance"]), st.sampled_from(["median", "infogain", "regression"]))
 def test_pruning_keeps_skewed_tables_sound(n, seed, sample_rows, kind, crit):
     """Skewed tables, small samples, a low confidence: splits are made in error and pruned, and
@@ -208,7 +209,7 @@ def test_pruning_keeps_skewed_tables_sound(n, seed, sample_rows, kind, crit):
     data = load(con, df).drop(columns=["id"])
     constraint = {"k": None, "recursive": sqlanon.RecursiveCLDiversity("s", c=3.0, l=2),
                   "entropy": sqlanon.EntropyLDiversity("s", 2.0), "variance": sqlanon.VarianceDiversity("y", 20.0)}[kind]
-    criterion = {"median": sqlanon.Median(), "infogain": sqlanon.InfoGain("label"), "regression": sqlanon.Regression("y")}[crit]
+    criterion = {"median": sqlanon.Median(), "infogain": sqlanon.InfoGain("label"), "regression": sqlanon.Regression("z")}[crit]
     constraints = [constraint] if constraint else []
     verdict = judge(data, constraint) if constraint else (lambda rows: True)
     if not verdict(np.arange(len(data))):
@@ -233,7 +234,7 @@ def test_pruning_happens_and_is_counted():
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.sampled_from([0, 3, 10**9]))
 def test_a_sample_of_the_whole_table_equals_levels(case, memory_rows):
     df, qid, k, hierarchies, constraint, criterion = case
@@ -293,10 +294,10 @@ def test_engine_sample_is_a_seeded_subset(con):
 def test_bad_sampling_arguments_are_refused_before_any_work(kw, match):
     con = duckdb.connect()
     load(con, _skewed(50, 1))
-    before = con.sql("SELECT count(*) FROM duckdb_tables()").fetchone()
+    before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
     with pytest.raises(sqlanon.InputError, match=match):
         sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, **kw)
-    assert con.sql("SELECT count(*) FROM duckdb_tables()").fetchone() == before
+    assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == before
 
 
 @pytest.mark.spark
