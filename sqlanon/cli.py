@@ -60,6 +60,7 @@ from .request.config import (
     privacy_constraints,
 )
 from .model.constraints import Constraint, KAnonymity
+from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
@@ -471,6 +472,14 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+    p.add_argument("--strategy", choices=("auto", "levels", "sample"),
+                   help="levels: Rothko-T (SQL levels, then in memory); sample: Rothko-S (the tree grown on a "
+                        "seeded sample, the table repartitioned once, splits that fail on the full data pruned); "
+                        "auto (default): sample when the table has more than 8 times --memory-rows rows")
+    p.add_argument("--sample-rows", type=int, metavar="N", help="rows of a Rothko-S sample (default: --memory-rows)")
+    p.add_argument("--confidence", type=float, metavar="P",
+                   help="confidence of Rothko-S's hypothesis tests (default 0.95)")
+    p.add_argument("--seed", type=int, metavar="S", help="seed of Rothko-S's sample (default 0)")
     p.add_argument("--recoding", choices=("multi", "single"),
                    help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
                         "top-down refinement (every QI cut the same way in every row; --criterion score or "
@@ -559,7 +568,7 @@ def _anonymize(args: argparse.Namespace) -> int:
                          "(or name a database: sqlanon anonymize DB FILES ...)")
     with _opened(args, request.database, read_only=False) as con:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            kwargs = request.anonymize_kwargs()
+            kwargs = {**request.anonymize_kwargs(), **_sampling(args)}
             if out is not None and not in_memory:
                 release = _publish_and_export(con, kwargs, out, progress)
             else:
@@ -578,6 +587,14 @@ def _anonymize(args: argparse.Namespace) -> int:
         _write_summary(sys.stdout, release, out_file=out, in_memory=in_memory,
                        criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """``--strategy``, ``--sample-rows``, ``--confidence``, ``--seed`` as anonymize's keywords
+    (those given; :func:`sqlanon.mondrian.sample.check_options` judges them)."""
+    given = {"strategy": getattr(args, "strategy", None), "sample_rows": getattr(args, "sample_rows", None),
+             "confidence": getattr(args, "confidence", None), "seed": getattr(args, "seed", None)}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _check_out(out: Path, replace: bool) -> None:
@@ -937,6 +954,9 @@ def _write_summary(
              for q in release.verification.qids]
     if release.recoding == "single":
         rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
+    fields = partitioning(release)
+    if fields is not None:
+        rows.append(("partitioning", describe(fields)))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))

@@ -367,11 +367,23 @@ def levels_passes(levels: int, finished: bool) -> tuple[int, int]:
     return 2 * levels + int(finished), levels
 
 
-def distance_note(outcome: Outcome) -> str:
-    """One line for reports: what the sampling did."""
-    if outcome.strategy != "sample":
-        return f"strategy levels (Rothko-T): {outcome.scans} reads and {outcome.writes} writes of the working table"
-    return (f"strategy sample (Rothko-S): {outcome.rounds} sample round(s), {outcome.scans} reads and "
-            f"{outcome.writes} writes of the working table, {outcome.pruned} tree node(s) pruned, "
-            f"{outcome.rescued} partition(s) handed to Rothko-T, distance from minimal {outcome.distance_from_minimal}")
+#: The Release fields that say how the partition was computed, in order.
+FIELDS = ("strategy", "sample_rounds", "scans", "writes", "pruned", "rescued", "distance_from_minimal")
 
+
+def partitioning(release: object) -> dict[str, object] | None:
+    """The :data:`FIELDS` of a Release (None for a release without them: single-dimensional,
+    or known only by its view's name)."""
+    if getattr(release, "strategy", None) is None:
+        return None
+    return {f: getattr(release, f) for f in FIELDS}
+
+
+def describe(fields: dict[str, object]) -> str:
+    """One line for reports and the CLI: what the partitioning did."""
+    passes = f"{fields['scans']} reads and {fields['writes']} writes of the working table"
+    if fields["strategy"] != "sample":
+        return f"levels (Rothko-T): {passes}"
+    return (f"sample (Rothko-S): {fields['sample_rounds']} sample round(s), {passes}, {fields['pruned']} tree "
+            f"node(s) pruned, {fields['rescued']} partition(s) handed to Rothko-T, distance from minimal "
+            f"{fields['distance_from_minimal']}")
