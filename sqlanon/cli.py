@@ -1107,6 +1107,9 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: Vio
 # -- explain ----------------------------------------------------------------------------------
 def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
+    if _sampling(args).get("strategy") == "sample":
+        raise UsageError("explain shows the statements of --strategy levels; Rothko-S's statements depend on "
+                         "its sample (run anonymize and read the report's partitioning line)")
     with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
         text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)

@@ -8,6 +8,7 @@ the same for the same seed.
 
 from __future__ import annotations
 
+import json
 import math
 
 import duckdb
@@ -310,3 +311,25 @@ def test_sample_strategy_on_spark(spark):
                                 memory_rows=1000)
     assert release.strategy == "sample" and release.sample_rounds >= 1 and release.k_achieved >= 12
     assert release.verification.ok
+
+
+def test_cli_and_report_say_how_the_partition_was_computed(capsys, tmp_path):
+    from sqlanon.cli import main
+
+    path = tmp_path / "db.duckdb"
+    con = duckdb.connect(str(path))
+    load(con, _skewed(600, 2))
+    con.close()
+    assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "sample",
+                 "--sample-rows", "150", "--confidence", "0.9", "--seed", "5", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["strategy"] == "sample" and document["sample_rounds"] >= 1 and document["k_achieved"] >= 10
+    assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "levels", "--replace"]) == 0
+    out = capsys.readouterr().out
+    assert "partitioning  levels (Rothko-T):" in out
+    assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "rows"]) == 2
+    con = duckdb.connect(str(path))
+    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=10, strategy="sample", sample_rows=150, replace=True)
+    text = sqlanon.report(con, release, format="markdown")
+    assert f"Partitioning: sample (Rothko-S): {release.sample_rounds} sample round(s)" in text
+    assert json.loads(sqlanon.report(con, release, format="json"))["partitioning"]["pruned"] == release.pruned
