@@ -142,12 +142,16 @@ class _Forest:
     lo: np.ndarray
     hi: np.ndarray
 
-    @property
-    def depth(self) -> np.ndarray:
-        out = np.zeros(len(self.parent), dtype=np.int64)
-        for i in (self.parent >= 0).nonzero()[0]:  # parents come first
-            out[i] = out[self.parent[i]] + 1
-        return out
+    def __post_init__(self) -> None:
+        # each node's depth below its root: one vectorized step per tree level
+        has = self.parent >= 0
+        depth = np.zeros(len(self.parent), dtype=np.int64)
+        while True:
+            deeper = np.where(has, depth[np.maximum(self.parent, 0)] + 1, 0)
+            if np.array_equal(deeper, depth):
+                break
+            depth = deeper
+        self.depth = depth
 
     @property
     def is_leaf(self) -> np.ndarray:
