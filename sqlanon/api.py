@@ -200,8 +200,8 @@ def anonymize(
             (:mod:`sqlanon.mondrian.sample`): the tree is grown on a seeded sample of
             ``sample_rows`` rows under hypothesis tests, the table repartitioned once, splits that
             fail on the full data pruned, larger leaves sampled again; ``"auto"`` (default):
-            ``"sample"`` when the table has more than 8 times ``memory_rows`` rows, else
-            ``"levels"``. Either result satisfies the requirement and is minimal; with
+            ``"sample"`` when the table has at least 10M rows and more than 8 times
+            ``memory_rows``, else ``"levels"``. Either result satisfies the requirement and is minimal; with
             ``sample_rows`` at least the table's rows, ``"sample"`` equals ``"levels"``.
         sample_rows: rows of a Rothko-S sample, the memory budget of its rounds (default
             ``memory_rows``).

@@ -475,7 +475,7 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", choices=("auto", "levels", "sample"),
                    help="levels: Rothko-T (SQL levels, then in memory); sample: Rothko-S (the tree grown on a "
                         "seeded sample, the table repartitioned once, splits that fail on the full data pruned); "
-                        "auto (default): sample when the table has more than 8 times --memory-rows rows")
+                        "auto (default): sample when the table has at least 10M rows and more than 8 times --memory-rows")
     p.add_argument("--sample-rows", type=int, metavar="N", help="rows of a Rothko-S sample (default: --memory-rows)")
     p.add_argument("--confidence", type=float, metavar="P",
                    help="confidence of Rothko-S's hypothesis tests (default 0.95)")

@@ -25,7 +25,7 @@ from sqlanon.mondrian.hypotheses import (
     CLTest, EntropyTest, VarianceTest, chi2_upper, entropy_statistic, k_threshold, recursive_cl_statistic,
     sample_constraints, z_upper,
 )
-from sqlanon.mondrian.sample import AUTO_FACTOR, choose
+from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
 from tests.test_api import _null, check_release, load, partition_of, rules_frame, tables
 from tests.test_workload import judge, workloads
 
@@ -107,7 +107,8 @@ def test_sample_constraints_are_the_constraints_on_the_whole_partition():
 
 def test_auto_rule():
     assert choose("auto", 10 * 10**6, 2 * 10**6, None, 0.95, 0).strategy == "levels"
-    assert choose("auto", AUTO_FACTOR * 10**6 + 1, 10**6, None, 0.95, 0).strategy == "sample"
+    assert choose("auto", AUTO_FACTOR * 2 * 10**6 + 1, 2 * 10**6, None, 0.95, 0).strategy == "sample"
+    assert choose("auto", AUTO_MIN_ROWS - 1, 1000, None, 0.95, 0).strategy == "levels"  # small tables: levels
     assert choose("auto", 10**9, 0, None, 0.95, 0).strategy == "levels"  # memory_rows=0: all in SQL
     assert choose("sample", 10, 7, None, 0.95, 0).sample_rows == 7
 

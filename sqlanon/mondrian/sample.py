@@ -56,8 +56,11 @@ STRATEGIES = ("auto", "levels", "sample")
 
 #: ``strategy="auto"`` samples when the table has more than this many times ``memory_rows`` rows:
 #: Rothko-T then needs at least ``log2(AUTO_FACTOR)`` SQL levels, two reads and a write each, plus
-#: the finish's read, while a sample round costs three reads and a write (TR 1590, Section 4).
+#: the finish's read, while a sample round costs three reads and a write (TR 1590, Section 4) ...
 AUTO_FACTOR = 8
+#: ... and at least this many rows: below, a pass costs less than a round's fixed work (the
+#: sample's top-N, the tree's joins), and ``memory_rows`` keeps not changing the result.
+AUTO_MIN_ROWS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,13 @@ def check_options(strategy: object, sample_rows: object, confidence: object, see
 def choose(strategy: str, rows: int, memory_rows: int, sample_rows: int | None, confidence: float,
            seed: int) -> SampleOptions:
     """Resolve ``"auto"``: ``"sample"`` when the table has more than ``AUTO_FACTOR`` times the
-    memory budget's rows (``memory_rows``; with ``memory_rows=0``, everything in SQL, never), else
-    ``"levels"``. ``sample_rows`` defaults to ``memory_rows`` (at least 1)."""
+    memory budget's rows (``memory_rows``; with ``memory_rows=0``, everything in SQL, never) and
+    at least ``AUTO_MIN_ROWS``, else ``"levels"``. ``sample_rows`` defaults to ``memory_rows`` (at
+    least 1)."""
     budget = sample_rows if sample_rows is not None else max(memory_rows, 1)
     if strategy == "auto":
-        strategy = "sample" if memory_rows > 0 and rows > AUTO_FACTOR * memory_rows else "levels"
+        big = rows >= AUTO_MIN_ROWS and rows > AUTO_FACTOR * memory_rows
+        strategy = "sample" if memory_rows > 0 and big else "levels"
     return SampleOptions(strategy, budget, float(confidence), seed)
 
 
