@@ -47,7 +47,7 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..errors import InputError
-from ..model.stats import ClassStats
+from ..model.stats import ClassStats, first_of_run
 from .builder import Batch, Boxes, Partitioner
 from .hypotheses import sample_constraints
 from .levels import Layout, attr_value, groups_from_result, stat_aggregates
@@ -255,45 +255,77 @@ def _seed(seed: int, pid: int) -> int:
     return (seed * 1_000_003 + pid * 7_919) % 2**31
 
 
-def _leaf_of(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: Layout
-             ) -> tuple[exp.Select, exp.Expression, str]:
-    """``work w`` joined to the splits ``keep`` (non-root nodes), once per tree level, and the
-    expression of each row's leaf id: ``s1`` matches the split of the row's partition that the
-    row falls on, ``s2`` the split of that child, ...; the leaf is the deepest match (or the
-    row's own partition). Returns the query (no columns yet), the leaf expression and the
-    uploaded splits table (to drop)."""
+def _walk(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: Layout
+          ) -> tuple[exp.Select, exp.Expression, str]:
+    """``work w`` walked down the tree made of the roots and the nodes ``keep``: one inner hash
+    join per level of a binary form of the tree, as :mod:`sqlanon.release.apply` walks a
+    release's rules (one equi-join per level with a ``CASE`` picking the child is many times
+    faster than joining each level's children by range).
+
+    Every split becomes binary cuts ``code(attr) <= cut``: an ordered split one cut, a split into
+    ``m`` hierarchy children (consecutive leaf-code intervals) a chain of ``m - 1`` cuts through
+    intermediate nodes (negative ids), a node with one child a step to it; a leaf is a
+    pass-through entry (both sides itself), so the rows of shallower leaves stay put. The inner joins keep only the rows of the roots.
+    Returns the query (no columns yet), the expression of each row's leaf id and the node table
+    (to drop)."""
+    pid = forest.boxes.pid
     idx = keep.nonzero()[0]
-    splits = engine.upload(f"splits{engine.statements}", {
-        "pid": forest.boxes.pid[forest.parent[idx]], "a": forest.attr[idx], "lo": forest.lo[idx],
-        "hi": forest.hi[idx], "child": forest.boxes.pid[idx]})
-    depth = int(forest.depth[idx].max())
+    idx = idx[np.lexsort((forest.lo[idx], forest.parent[idx]))]  # siblings together, by interval
+    par = forest.parent[idx]
+    starts = first_of_run(par)
+    m = np.diff(np.append(starts, len(idx)))
+    pos = np.arange(len(idx)) - np.repeat(starts, m)
+    last = pos == np.repeat(m - 1, m)
+    cuts = (~last).nonzero()[0]  # child j < m - 1 of its parent: the cut after it
+    ids = np.where(pos[cuts] == 0, pid[par[cuts]], -(np.arange(len(cuts), dtype=np.int64) + 1))
+    after = cuts + 1  # the next sibling: the last one, or the next cut's node
+    right = np.where(last[after], pid[idx[np.minimum(after, len(idx) - 1)]],
+                     ids[np.minimum(np.arange(len(cuts)) + 1, max(len(cuts) - 1, 0))])
+    inner = np.zeros(len(pid), dtype=bool)
+    inner[par] = True
+    leaf = ((forest.parent < 0) | keep) & ~inner
+    only = idx[starts[m == 1]]  # a hierarchy node with one child: a step without a cut
+    # pass-through entries: leaves to themselves, a one-child node to its child
+    through_node = np.concatenate((pid[leaf], pid[forest.parent[only]]))
+    through = np.concatenate((pid[leaf], pid[only]))
+    zeros = np.zeros(len(through), np.int64)
+    nodes = engine.upload(f"nodes{engine.statements}", {
+        "node": np.concatenate((ids, through_node)),
+        "a": np.concatenate((forest.attr[idx[cuts]], zeros)),
+        "cut": np.concatenate((forest.hi[idx[cuts]], zeros)),
+        "l": np.concatenate((pid[idx[cuts]], through)),
+        "r": np.concatenate((right, through)),
+    })
+    # binary depth: child j of a parent is j + 1 cuts below it (the last child m - 1; an only
+    # child 1)
+    step = np.maximum(np.minimum(pos + 1, np.repeat(m - 1, m)), 1)
+    depth = np.zeros(len(pid), dtype=np.int64)
+    for d in range(1, int(forest.depth.max()) + 1):
+        at = forest.depth[idx] == d
+        depth[idx[at]] = depth[par[at]] + step[at]
     query = exp.select().from_(exp.alias_(g.table(work), g.ident("w"), table=True))
-    node: exp.Expression = g.col("pid", "w")
-    matched: list[exp.Expression] = []
-    for j in range(1, depth + 1):
-        s = f"s{j}"
-        on = exp.and_(exp.EQ(this=g.col("pid", s), expression=node),
-                      exp.Between(this=attr_value(g.col("a", s), layout.q, "w"), low=g.col("lo", s), high=g.col("hi", s)))
-        query = query.join(exp.alias_(g.table(splits), g.ident(s), table=True), on=on, join_type="left", copy=False)
-        node = g.col("child", s)
-        matched.insert(0, node)
-    leaf = exp.Coalesce(this=matched[0], expressions=[*matched[1:], g.col("pid", "w")])
-    return query, leaf, splits
+    cur: exp.Expression = g.col("pid", "w")
+    for level in range(int(depth[leaf].max())):
+        n = f"n{level}"
+        query = query.join(exp.alias_(g.table(nodes), g.ident(n), table=True), join_type="inner",
+                           on=exp.EQ(this=g.col("node", n), expression=cur), copy=False)
+        below = exp.LTE(this=attr_value(g.col("a", n), layout.q, "w"), expression=g.col("cut", n))
+        cur = exp.Case().when(below, g.col("l", n)).else_(g.col("r", n))
+    return query, cur, nodes
 
 
 def _leaf_stats(engine: Engine, work: str, forest: _Forest, layout: Layout) -> ClassStats:
     """The real statistics of every node of the forest (one scan): each leaf's from its rows
     (``GROUP BY`` leaf), an inner node's the sum of its children's."""
     T = len(forest.parent)
-    roots = forest.boxes.pid[forest.parent < 0]
-    inner, leaf, splits = _leaf_of(engine, work, forest, forest.parent >= 0, layout)
+    inner, leaf, nodes = _walk(engine, work, forest, forest.parent >= 0, layout)
     carried = [g.col(c, "w") for c in (*layout.k, *layout.t)]
-    inner = inner.select(g.alias(leaf, "part"), *carried, copy=False).where(g.in_list(g.col("pid", "w"), roots.tolist()))
+    inner = inner.select(g.alias(leaf, "part"), *carried, copy=False)
     query = (exp.select(g.col("part"), g.alias(g.lit(0), "v"), *stat_aggregates(layout, "x"))
              .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=g.ident("x"))))
              .group_by(g.col("part")))
     groups = groups_from_result(engine.fetch(query), layout)
-    engine.drop_temp(splits)
+    engine.drop_temp(nodes)
     order = np.argsort(forest.boxes.pid)
     at = order[np.searchsorted(forest.boxes.pid[order], groups.part)]
     n = np.zeros(T, np.int64)
@@ -359,15 +391,22 @@ def _prune(partitioner: Partitioner, forest: _Forest, stats: ClassStats) -> tupl
 
 
 def _repartition(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: Layout) -> str:
-    """Rewrite the working table with every row's surviving leaf (one statement), clustered by
-    partition id for the in-memory batches (see :func:`sqlanon.mondrian.levels.repartition`)."""
-    query, leaf, splits = _leaf_of(engine, work, forest, keep, layout)
-    query = query.select(*[g.alias(leaf, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried],
-                         copy=False).order_by(g.col("pid"))
+    """Rewrite the working table with every row's surviving leaf (one statement: the rows of the
+    round's partitions walk the pruned tree, the others are copied), clustered
+    by partition id for the in-memory batches (see :func:`sqlanon.mondrian.levels.repartition`)."""
+    walked, leaf, nodes = _walk(engine, work, forest, keep, layout)
+    walked = walked.select(*[g.alias(leaf, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried],
+                           copy=False)
+    roots = forest.boxes.pid[forest.parent < 0]  # every root is in the walk's node table
+    others = exp.select(*[g.col(c) for c in layout.carried]).from_(g.table(work)).where(
+        exp.Not(this=g.in_list(g.col("pid"), roots.tolist())))
+    both = exp.union(walked, others, distinct=False)
+    query = exp.select(exp.Star()).from_(exp.Subquery(this=both, alias=exp.TableAlias(this=g.ident("u")))).order_by(
+        g.col("pid"))
     new = engine.temp_name(f"work{engine.statements}")
     engine.execute(g.create_table_as(new, query))
     engine.drop_temp(work)
-    engine.drop_temp(splits)
+    engine.drop_temp(nodes)
     return new
 
 
