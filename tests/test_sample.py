@@ -334,3 +334,16 @@ def test_cli_and_report_say_how_the_partition_was_computed(capsys, tmp_path):
     text = sqlanon.report(con, release, format="markdown")
     assert f"Partitioning: sample (Rothko-S): {release.sample_rounds} sample round(s)" in text
     assert json.loads(sqlanon.report(con, release, format="json"))["partitioning"]["pruned"] == release.pruned
+
+
+def test_unsplit_partitions_of_a_round_keep_their_rows_once():
+    """A round over several partitions where one keeps no split and another has a hierarchy
+    node with a single child (found by the property test above): every row once, in its class."""
+    con = duckdb.connect()
+    df = pd.DataFrame({"q0": ["v0"] * 20 + [None, None], "q1": ["v0"] * 22, "payload": [f"p{i}" for i in range(22)]})
+    data = load(con, df)
+    rows = {"q0": [["v0", "g0", "*"]], "q1": [["v0", "g0", "*"]]}
+    release = sqlanon.anonymize(con, "t", qid=["q0", "q1"], k=1, hierarchies=rows, strategy="sample",
+                                sample_rows=1, confidence=0.05, memory_rows=3)
+    assert release.sample_rounds >= 2
+    check_release(con, release, data, ["q0", "q1"], 1, _hierarchies(data, rows))
