@@ -347,3 +347,15 @@ def test_unsplit_partitions_of_a_round_keep_their_rows_once():
                                 sample_rows=1, confidence=0.05, memory_rows=3)
     assert release.sample_rounds >= 2
     check_release(con, release, data, ["q0", "q1"], 1, _hierarchies(data, rows))
+
+
+def test_selection_mondrian_on_a_sample(con):
+    """Selection Mondrian (the indicator columns ride along in the sample) with l-diversity."""
+    df = _skewed(900, 11)
+    load(con, df)
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=12, selections=["a > 20 AND b <= 3", "c = 1"],
+                                sensitive="s", l=1.5, strategy="sample", sample_rows=200, seed=2)
+    assert release.strategy == "sample" and release.sample_rounds >= 1
+    check = sqlanon.verify(con, release.view, ["a", "b", "c"], 12, constraints=[sqlanon.EntropyLDiversity("s", 1.5)])
+    assert check.ok and release.k_achieved >= 12
+    assert all(p.imprecision >= 0 for p in release.imprecision().predicates)
