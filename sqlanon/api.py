@@ -201,12 +201,13 @@ def anonymize(
             ``sample_rows`` rows under hypothesis tests, the table repartitioned once, splits that
             fail on the full data pruned, larger leaves sampled again; ``"auto"`` (default):
             ``"sample"`` when the table has at least 10M rows and more than 8 times
-            ``memory_rows``, else ``"levels"``. Either result satisfies the requirement and is minimal; with
-            ``sample_rows`` at least the table's rows, ``"sample"`` equals ``"levels"``.
+            ``memory_rows``, else ``"levels"``. Either result satisfies the requirement and is
+            minimal; with ``sample_rows`` at least the table's rows, ``"sample"`` equals
+            ``"levels"``.
         sample_rows: rows of a Rothko-S sample, the memory budget of its rounds (default
             ``memory_rows``).
         confidence: Rothko-S's tests make a split on the sample when it holds on the full data
-            with this confidence (Bonferroni over the split's children).
+            with this confidence (Bonferroni over the most children a split can make).
         seed: Rothko-S's sample seed: the same seed draws the same rows (on every engine).
 
     Returns:
