@@ -125,7 +125,7 @@ def _hierarchies(data, rows):
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.integers(1, 12), st.sampled_from([0.05, 0.5, 0.95]), st.integers(0, 3))
 def test_sample_strategy_is_k_anonymous_tiled_and_minimal(case, sample_rows, confidence, seed):
     """Random tables (NULLs, duplicates, hierarchies) with samples of 1-12 rows: every
@@ -160,7 +160,7 @@ def _minimal(data: pd.DataFrame, classes, qid, ok, hierarchies) -> None:
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=22, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.integers(1, 10), st.sampled_from([0.05, 0.5, 0.95]))
 def test_sample_strategy_satisfies_every_constraint_and_criterion(case, sample_rows, confidence):
     """Every constraint (l-diversity in three forms, variance diversity) under every criterion,
@@ -236,7 +236,7 @@ def test_pruning_happens_and_is_counted():
 
 
 @pytest.mark.engines("duckdb")
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.sampled_from([0, 3, 10**9]))
 def test_a_sample_of_the_whole_table_equals_levels(case, memory_rows):
     df, qid, k, hierarchies, constraint, criterion = case
