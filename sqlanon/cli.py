@@ -744,6 +744,8 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         qids=tuple(qids),
         max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
         max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
+        strategy=config.strategy if config else None, sample_rows=config.sample_rows if config else None,
+        confidence=config.confidence if config else None, seed=config.seed if config else None,
     )
 
 

@@ -359,3 +359,17 @@ def test_selection_mondrian_on_a_sample(con):
     check = sqlanon.verify(con, release.view, ["a", "b", "c"], 12, constraints=[sqlanon.EntropyLDiversity("s", 1.5)])
     assert check.ok and release.k_achieved >= 12
     assert all(p.imprecision >= 0 for p in release.imprecision().predicates)
+
+
+def test_release_files_take_the_sampling_keys(tmp_path):
+    from sqlanon.request.config import load_config
+
+    path = tmp_path / "r.toml"
+    body = ('[release]\ntable = "t"\nstrategy = "sample"\nsample_rows = 500\nconfidence = 0.9\nseed = 7\n'
+            '[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
+    path.write_text(body)
+    kwargs = load_config(path).anonymize_kwargs()
+    assert (kwargs["strategy"], kwargs["sample_rows"], kwargs["confidence"], kwargs["seed"]) == ("sample", 500, 0.9, 7)
+    path.write_text(body.replace('"sample"', '"sampled"'))
+    with pytest.raises(sqlanon.InputError, match="release.strategy"):
+        load_config(path)

@@ -17,6 +17,10 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
     max_steps = 100               # optional, single only: stop after this many refinements (anytime)
     max_seconds = 5.0             # optional, single only: stop after this many seconds
+    strategy = "sample"           # optional: auto (default), levels (Rothko-T) or sample (Rothko-S)
+    sample_rows = 1000000         # optional: rows of a Rothko-S sample (default memory_rows)
+    confidence = 0.95             # optional: confidence of Rothko-S's hypothesis tests
+    seed = 0                      # optional: seed of Rothko-S's sample
 
     [[qi]]                        # one entry per quasi-identifier, in order
     name = "age"
@@ -90,7 +94,7 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds")
+                 "max_steps", "max_seconds", "strategy", "sample_rows", "confidence", "seed")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
@@ -150,6 +154,8 @@ class ReleaseConfig:
             its default); with ``qids`` the request has no ``k``.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
+        strategy, sample_rows, confidence, seed: as for :func:`sqlanon.anonymize` (None = its
+            default).
     """
 
     table: str
@@ -174,6 +180,10 @@ class ReleaseConfig:
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()
     max_steps: int | None = None
     max_seconds: float | None = None
+    strategy: str | None = None
+    sample_rows: int | None = None
+    confidence: float | None = None
+    seed: int | None = None
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -219,6 +229,9 @@ class ReleaseConfig:
             **({"recoding": self.recoding} if self.recoding else {}),
             **({"max_steps": self.max_steps} if self.max_steps is not None else {}),
             **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
+            **{name: value for name, value in (("strategy", self.strategy), ("sample_rows", self.sample_rows),
+                                               ("confidence", self.confidence), ("seed", self.seed))
+               if value is not None},
         }
 
 
@@ -392,6 +405,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     max_seconds = release.get("max_seconds")
     if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
         raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
+    sampling = _sampling(release, fail)
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
@@ -428,7 +442,24 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
-                         max_seconds=None if max_seconds is None else float(max_seconds))
+                         max_seconds=None if max_seconds is None else float(max_seconds), **sampling)
+
+
+def _sampling(release: dict[str, Any], fail) -> dict[str, Any]:
+    """``release.strategy``, ``sample_rows``, ``confidence``, ``seed`` (Rothko-S), those given."""
+    out: dict[str, Any] = {}
+    if "strategy" in release:
+        out["strategy"] = _choice(release["strategy"], "release.strategy", ("auto", "levels", "sample"), fail)
+    if "sample_rows" in release:
+        out["sample_rows"] = _integer(release["sample_rows"], "release.sample_rows", 1, fail)
+    if "confidence" in release:
+        value = release["confidence"]
+        if not _is_number(value) or not 0 < value < 1:
+            raise fail("release.confidence", f"must be a number strictly between 0 and 1, got {_show(value)}")
+        out["confidence"] = float(value)
+    if "seed" in release:
+        out["seed"] = _integer(release["seed"], "release.seed", 0, fail)
+    return out
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:
