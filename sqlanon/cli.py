@@ -61,6 +61,7 @@ from .request.config import (
     privacy_constraints,
 )
 from .model.constraints import Constraint, KAnonymity
+from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
@@ -473,6 +474,13 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+    p.add_argument("--strategy", choices=("auto", "levels", "sample"),
+                   help="levels: Rothko-T (SQL levels, then in memory); sample: Rothko-S (the tree grown on a "
+                        "seeded sample, the table repartitioned once, splits that fail on the full data pruned); "
+                        "auto (default): sample when the table has at least 10M rows and more than 8 times --memory-rows")
+    p.add_argument("--sample-rows", type=int, metavar="N", help="rows of a Rothko-S sample (default: --memory-rows)")
+    p.add_argument("--confidence", type=float, metavar="P",
+                   help="confidence of Rothko-S's hypothesis tests (default 0.95)")
     p.add_argument("--recoding", choices=("multi", "single"),
                    help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
                         "top-down refinement (every QI cut the same way in every row; --criterion score or "
@@ -493,7 +501,8 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                                                   "Precision, Entropy) minimizes; default CM with --target, else LM")
     p.add_argument("--suppression", type=float, metavar="F",
                    help="with --search genetic/optimal: the fraction of rows that may be suppressed (default 0)")
-    p.add_argument("--seed", type=int, metavar="N", help="with --search genetic: the random seed (default 0)")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="the seed of --search genetic and of --strategy sample's sample (default 0)")
     p.add_argument("--budget", type=float, metavar="S", help="with --search genetic: stop after S seconds")
     p.add_argument("--iterations", type=int, metavar="N", help="with --search genetic: stop after N iterations")
 
@@ -575,7 +584,7 @@ def _anonymize(args: argparse.Namespace) -> int:
                          "(or name a database: sqlanon anonymize DB FILES ...)")
     with _opened(args, request.database, read_only=False) as con:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            kwargs = request.anonymize_kwargs()
+            kwargs = {**request.anonymize_kwargs(), **_sampling(args)}
             if out is not None and not in_memory:
                 release = _publish_and_export(con, kwargs, out, progress)
             else:
@@ -594,6 +603,14 @@ def _anonymize(args: argparse.Namespace) -> int:
         _write_summary(sys.stdout, release, out_file=out, in_memory=in_memory,
                        criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """``--strategy``, ``--sample-rows``, ``--confidence``, ``--seed`` as anonymize's keywords
+    (those given; :func:`sqlanon.mondrian.sample.check_options` judges them)."""
+    given = {"strategy": getattr(args, "strategy", None), "sample_rows": getattr(args, "sample_rows", None),
+             "confidence": getattr(args, "confidence", None), "seed": getattr(args, "seed", None)}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _check_out(out: Path, replace: bool) -> None:
@@ -746,6 +763,8 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         published=_published(args.published) if args.published else (config.published if config else None),
         search={**(config.search if config else {}),
                 **{key: getattr(args, key) for key in SEARCH_KEYS if getattr(args, key) is not None}},
+        strategy=config.strategy if config else None, sample_rows=config.sample_rows if config else None,
+        confidence=config.confidence if config else None,
     )
 
 
@@ -978,6 +997,9 @@ def _write_summary(
     bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
     if bounds:
         rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
+    fields = partitioning(release)
+    if fields is not None:
+        rows.append(("partitioning", describe(fields)))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))
@@ -1135,6 +1157,9 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: Vio
 # -- explain ----------------------------------------------------------------------------------
 def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
+    if _sampling(args).get("strategy") == "sample":
+        raise UsageError("explain shows the statements of --strategy levels; Rothko-S's statements depend on "
+                         "its sample (run anonymize and read the report's partitioning line)")
     with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
         text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)

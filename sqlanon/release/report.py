@@ -37,6 +37,7 @@ from ..publish.manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
+from ..mondrian.sample import describe, partitioning
 from ..request.spec import Source
 from ..publish.verify import Verification, verify_source
 
@@ -98,6 +99,7 @@ class ReleaseReport:
     generated: str
     key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
     criterion_object: Criterion | None = None  # the recorded criterion (None: a release of sqlanon 0.1)
+    partitioning: Mapping[str, Any] | None = None  # how the partition was computed (sqlanon.mondrian.sample.FIELDS)
 
     @property
     def holds(self) -> bool:
@@ -128,6 +130,7 @@ class ReleaseReport:
             "timings": None if self.timings is None else
             {"elapsed": self.elapsed, "statements": self.statements, "steps": dict(self.timings)},
             "objects": [asdict(o) for o in self.objects],
+            "partitioning": None if self.partitioning is None else dict(self.partitioning),
         }
 
 
@@ -223,6 +226,7 @@ def collect(
         statements=getattr(release, "statements", None) if timings is not None else None,
         objects=_objects(engine, m, figures.rows),
         generated=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        partitioning=partitioning(release),
     )
 
 
@@ -504,6 +508,8 @@ def render_markdown(r: ReleaseReport) -> str:
         out += _md_table(["step", "seconds"], [*((s, number(t)) for s, t in r.timings.items()),
                                                ("total (elapsed)", number(r.elapsed))])
         out += [f"{number(r.statements)} SQL statements.", ""]
+    if r.partitioning is not None:
+        out += [f"Partitioning: {describe(r.partitioning)}.", ""]
     out += ["## SQL objects", ""]
     out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
     return "\n".join(out)
@@ -637,6 +643,8 @@ def render_html(r: ReleaseReport) -> str:
         s += [svg_rows(list(r.timings), [(t,) for t in r.timings.values()], [f"{number(t)} s" for t in r.timings.values()],
                         "Seconds per step"),
               f"<p>Total {number(r.elapsed)} s, {number(r.statements)} SQL statements.</p>"]
+    if r.partitioning is not None:
+        s.append(f"<p>Partitioning: {esc(describe(r.partitioning))}.</p>")
     s += ["</section>", '<section id="objects"><h2>SQL objects</h2>',
           _html_table(["role", "name", "kind", "rows"],
                       [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],

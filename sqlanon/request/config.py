@@ -17,6 +17,10 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
     max_steps = 100               # optional, single only: stop after this many refinements (anytime)
     max_seconds = 5.0             # optional, single only: stop after this many seconds
+    strategy = "sample"           # optional: auto (default), levels (Rothko-T) or sample (Rothko-S)
+    sample_rows = 1000000         # optional: rows of a Rothko-S sample (default memory_rows)
+    confidence = 0.95             # optional: confidence of Rothko-S's hypothesis tests
+    seed = 0                      # optional: seed of Rothko-S's sample
 
     [[qi]]                        # one entry per quasi-identifier, in order
     name = "age"
@@ -90,9 +94,10 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds", "published") + ("search", "metric", "suppression", "seed", "budget",
-                                                             "iterations")
-#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize).
+                 "max_steps", "max_seconds", "published", "strategy", "sample_rows", "confidence") + (
+                 "search", "metric", "suppression", "seed", "budget", "iterations")
+#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize); ``seed`` is
+#: also Rothko-S's.
 SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
@@ -156,6 +161,8 @@ class ReleaseConfig:
             :func:`sqlanon.anonymize`.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
+        strategy, sample_rows, confidence, seed: as for :func:`sqlanon.anonymize` (None = its
+            default).
     """
 
     table: str
@@ -182,6 +189,9 @@ class ReleaseConfig:
     max_seconds: float | None = None
     published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
     search: dict[str, Any] = field(default_factory=dict)
+    strategy: str | None = None
+    sample_rows: int | None = None
+    confidence: float | None = None
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -230,6 +240,9 @@ class ReleaseConfig:
             **({"published": self.published if isinstance(self.published, str) else dict(self.published)}
                if self.published else {}),
             **{key: value for key, value in self.search.items() if value is not None},
+            **{name: value for name, value in (("strategy", self.strategy), ("sample_rows", self.sample_rows),
+                                               ("confidence", self.confidence))
+               if value is not None},
         }
 
 
@@ -404,6 +417,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
         raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
     published = _published(release.get("published"), fail)
+    sampling = _sampling(release, fail)
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
@@ -441,7 +455,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
                          max_seconds=None if max_seconds is None else float(max_seconds), published=published,
-                         search={key: release[key] for key in SEARCH_KEYS if key in release})
+                         search={key: release[key] for key in SEARCH_KEYS if key in release}, **sampling)
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
@@ -456,6 +470,22 @@ def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     if isinstance(value, dict) and value:
         return tuple((str(q), _choice(m, f"release.published.{q}", MODES, fail)) for q, m in value.items())
     raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
+
+
+def _sampling(release: dict[str, Any], fail) -> dict[str, Any]:
+    """``release.strategy``, ``sample_rows``, ``confidence`` (Rothko-S), those given (``seed`` is
+    among the searches' keys, checked by :func:`sqlanon.anonymize`)."""
+    out: dict[str, Any] = {}
+    if "strategy" in release:
+        out["strategy"] = _choice(release["strategy"], "release.strategy", ("auto", "levels", "sample"), fail)
+    if "sample_rows" in release:
+        out["sample_rows"] = _integer(release["sample_rows"], "release.sample_rows", 1, fail)
+    if "confidence" in release:
+        value = release["confidence"]
+        if not _is_number(value) or not 0 < value < 1:
+            raise fail("release.confidence", f"must be a number strictly between 0 and 1, got {_show(value)}")
+        out["confidence"] = float(value)
+    return out
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:
