@@ -172,7 +172,8 @@ def resolve(
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
     single = check_recoding(recoding) == "single"
-    searching = {"search": search, "metric": metric, "suppression": suppression, "seed": seed, "budget": budget,
+    # seed= also seeds Rothko-S's sample (strategy="sample"), so the multidimensional recoding takes it too
+    searching = {"search": search, "metric": metric, "suppression": suppression, "budget": budget,
                  "iterations": iterations}
     if not single and any(v is not None for v in searching.values()):
         raise RecodingError(f"{[f'{o}=' for o, v in searching.items() if v is not None]} need recoding='single' "
