@@ -44,6 +44,9 @@ from .release.report import report
 from .release.rewrite import RewriteError, rewrite
 from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
+from .model.constraints import TCloseness
+#M
+#R
 
 __version__ = "0.1.0"
 
@@ -90,4 +93,9 @@ __all__ = [
     "report",
     "rewrite",
     "verify",
+    "TCloseness",
+    "Measures",
+    "measures",
+    "Risk",
+    "risk",
 ]
