@@ -27,7 +27,7 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..model.closeness import _subtree_heights
 from ..model.constraints import TOLERANCE, TCloseness
-from ..model.hierarchy import Hierarchy
+from ..model.hierarchy import Hierarchy, hierarchy_from
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 
@@ -132,11 +132,11 @@ def closeness_query(source: exp.Expression, columns: Sequence[str], c: TClosenes
     return query
 
 
-def tree_values(h: Hierarchy) -> exp.Select:
+def tree_values(h: Hierarchy | object) -> exp.Select:
     """The hierarchy as rows ``(leaf, node, parent, w)``: for every leaf text (NULL for the NULL
     leaf) each non-root node on its path and that node's parent with ``w = height(parent)/H``
     (a hierarchy with a NULL leaf; one is added when missing, as the partitioner does)."""
-    h = h.with_null_leaf()
+    h = hierarchy_from(h).with_null_leaf()
     height = _subtree_heights(h)
     total = max(h.height, 1)
     rows = []
