@@ -46,7 +46,7 @@ from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
 from .model.constraints import TCloseness
 #M
-#R
+from .release.risk import Risk, risk
 
 __version__ = "0.1.0"
 
