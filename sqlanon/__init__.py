@@ -45,7 +45,7 @@ from .release.rewrite import RewriteError, rewrite
 from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
 from .model.constraints import TCloseness
-#M
+from .release.measures import Measures, measures
 from .release.risk import Risk, risk
 
 __version__ = "0.1.0"
