@@ -142,7 +142,7 @@ def _class_emds(frame: pd.DataFrame, view: pd.DataFrame, c: sqlanon.TCloseness) 
     return out
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), distance=st.sampled_from(["equal", "ordered", "hierarchical"]),
        t=st.sampled_from([0.1, 0.2, 0.35]), k=st.integers(2, 8))
 def test_every_published_class_is_t_close(engine_name, con, seed, distance, t, k):
