@@ -146,7 +146,7 @@ RISK_THRESHOLD = 0.2
 def _risk_dict(r: Risk | None) -> dict[str, Any] | None:
     if r is None:
         return None
-    return {"relation": r.relation, "rows": r.rows, "suppressed": r.suppressed, "classes": r.classes,
+    return {"rows": r.rows, "suppressed": r.suppressed, "classes": r.classes,
             "highest": r.highest, "average": r.average, "unique": r.unique, "at_risk": r.at_risk(RISK_THRESHOLD)}
 
 
