@@ -60,6 +60,7 @@ from .request.config import (
     privacy_constraints,
 )
 from .model.constraints import Constraint, KAnonymity
+from .model.closeness import DISTANCES
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
@@ -535,6 +536,10 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variance", action="append", default=[], metavar="COL=V",
                    help="variance diversity: every class's variance of the numeric column COL is at least V "
                         "(repeatable)")
+    p.add_argument("--t-closeness", action="append", default=[], metavar="COL:T[:DISTANCE[:HIERARCHY]]",
+                   help="t-closeness: in every class the Earth Mover's Distance of COL's distribution from the "
+                        "whole table's is at most T; DISTANCE equal (default), ordered, or hierarchical with an "
+                        "ARX hierarchy CSV over COL's values (repeatable)")
 
 
 def _release_file_help() -> str:
@@ -785,13 +790,31 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
     def pick(flag: Any, key: str, empty: Any = None) -> Any:
         return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
 
+    closeness = [_t_closeness(item) for item in args.t_closeness]
+
     return {
         "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
         "l": pick(args.l, "l"),
         "diversity": pick(args.diversity, "diversity"),
         "c": pick(args.c, "c"),
         "variance": variance or list(config.variance if config else []),
+        "t_closeness": closeness or list(config.t_closeness if config else []),
     }
+
+
+def _t_closeness(item: str) -> tuple[str, float, str, str | None]:
+    """``--t-closeness COL:T[:DISTANCE[:HIERARCHY]]`` as ``(column, t, distance, hierarchy)``."""
+    column, _, rest = item.partition(":")
+    t_text, _, rest = rest.partition(":")
+    distance, _, hierarchy = rest.partition(":")
+    try:
+        t = float(t_text)
+    except ValueError:
+        t = float("nan")
+    if not column or not t >= 0 or (distance or "equal") not in DISTANCES or (
+            (distance == "hierarchical") != bool(hierarchy)):
+        raise UsageError(f"--t-closeness takes COL:T[:equal|ordered|hierarchical:HIERARCHY.csv] with T >= 0, got {item!r}")
+    return column, t, distance or "equal", hierarchy or None
 
 
 def _spelling(args: argparse.Namespace, config: ReleaseConfig | None, given: dict[str, bool] | None = None):

@@ -233,3 +233,37 @@ def test_live_view_suppresses_a_class_that_drifts(con, engine_name):
     checked = sqlanon.verify(con, "t_anon", ["q"], 10, class_column="eq_class", constraints=[c])
     assert checked.ok and [r for r in checked.suppressed if "t-closeness" in r[0]] == [
         ("violates t-closeness('s', t=0.3, distance=equal)", 10, 1)]
+
+
+def test_cli_and_release_file(tmp_path, capsys):
+    """--t-closeness on anonymize and verify, and privacy.t_closeness in a release file."""
+    from sqlanon.cli import main
+
+    path = tmp_path / "db.duckdb"
+    db = duckdb.connect(str(path))
+    load_frame(db, "t", _frame(300, 11), primary_key="id")
+    db.close()
+    tree = tmp_path / "s.csv"
+    tree.write_text("".join(f"{leaf};{group};*\n" for leaf, group in
+                            [("a", "ab"), ("b", "ab"), ("c", "cf"), ("d", "cf"), ("e", "cf"), ("f", "cf")]))
+    assert main(["anonymize", str(path), "t", "--qid", "age,zip", "--k", "3", "--t-closeness", "s:0.2:ordered",
+                 "--t-closeness", f"s:0.25:hierarchical:{tree}"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(path), "t_anon", "--qid", "age,zip", "--k", "3", "--class-column", "eq_class",
+                 "--t-closeness", "s:0.2:ordered"]) == 0
+    assert "t-closeness('s', t=0.2, distance=ordered)" in capsys.readouterr().out
+    assert main(["verify", str(path), "t_anon", "--qid", "age,zip", "--k", "3", "--class-column", "eq_class",
+                 "--t-closeness", "s:0.01"]) == 1
+    assert main(["verify", str(path), "t_anon", "--qid", "age,zip", "--k", "3", "--t-closeness", "s:x"]) == 2
+    config = tmp_path / "release.toml"
+    config.write_text(f'[release]\ndatabase = "{path}"\ntable = "t"\nview = "t2"\n[[qi]]\nname = "age"\n'
+                      '[privacy]\nk = 3\nt_closeness = { s = { t = 0.3, distance = "hierarchical", '
+                      'hierarchy = "s.csv" } }\n')
+    assert main(["anonymize", "--config", str(config)]) == 0
+    db = duckdb.connect(str(path), read_only=True)
+    from sqlanon.publish import manifest
+
+    recorded = manifest.read(engine_for(db), "t2").constraint_objects
+    assert [c.describe() for c in recorded if isinstance(c, sqlanon.TCloseness)] == [
+        "t-closeness('s', t=0.3, distance=hierarchical)"]
+    db.close()
