@@ -154,7 +154,7 @@ def test_every_published_class_is_t_close(engine_name, con, seed, distance, t, k
         c = _constraint(distance, t)
         release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=k, constraints=[c], view="t_anon", replace=True)
         engine = engine_for(con)
-        view = engine.fetch_frame(f'SELECT * FROM "t_anon"')
+        view = engine.fetch_frame('SELECT * FROM "t_anon"')
         emds = _class_emds(frame, view, c)
         assert max(emds.values()) <= t + 1e-9
         sql = engine.fetch(per_class_query(g.table("t_anon"), ["eq_class"], c))

@@ -36,6 +36,11 @@ def _sub(query: exp.Expression, alias: str) -> exp.Subquery:
     return exp.Subquery(this=query, alias=exp.TableAlias(this=g.ident(alias)))
 
 
+def _cte(name: str) -> str:
+    """A CTE's name, prefixed so that it never hides a user's relation the query reads."""
+    return f"__sqlanon_{name}"
+
+
 def _double(e: exp.Expression) -> exp.Expression:
     return exp.Cast(this=e, to=_DOUBLE.copy())
 
@@ -62,70 +67,75 @@ def closeness_query(source: exp.Expression, columns: Sequence[str], c: TClosenes
     domain = (exp.select(g.col("__i"), g.col("__v"),
                          g.alias(exp.Div(this=_double(exp.Sum(this=g.col("__n"))),
                                          expression=_double(exp.Max(this=g.col("__total")))), "__q"))
-              .from_(g.table("ranked")).group_by(g.col("__i"), g.col("__v")))
+              .from_(g.table(_cte("ranked"))).group_by(g.col("__i"), g.col("__v")))
     classes = (exp.select(g.col("__cid"), *[k.copy() for k in keys], g.alias(exp.Sum(this=g.col("__n")), "__size"))
-               .from_(g.table("ranked")).where(exp.EQ(this=g.col("__placed"), expression=g.lit(1)))
+               .from_(g.table(_cte("ranked"))).where(exp.EQ(this=g.col("__placed"), expression=g.lit(1)))
                .group_by(g.col("__cid"), *[k.copy() for k in keys]))
     present = (exp.select(g.col("__cid"), g.col("__i"), g.alias(exp.Sum(this=g.col("__n")), "__n"))
-               .from_(g.table("ranked")).where(exp.EQ(this=g.col("__placed"), expression=g.lit(1)))
+               .from_(g.table(_cte("ranked"))).where(exp.EQ(this=g.col("__placed"), expression=g.lit(1)))
                .group_by(g.col("__cid"), g.col("__i")))
     share = exp.Div(this=_double(exp.Coalesce(this=g.col("__n", "x"), expressions=[g.lit(0)])),
                     expression=_double(g.col("__size", "k")))
     diff = (exp.select(g.col("__cid", "k"), g.col("__i", "d"), g.col("__v", "d"),
                        g.alias(exp.Sub(this=share, expression=g.col("__q", "d")), "__r"))
-            .from_(exp.alias_(g.table("classes"), g.ident("k"), table=True))
-            .join(exp.alias_(g.table("domain"), g.ident("d"), table=True), join_type="cross")
-            .join(exp.alias_(g.table("present"), g.ident("x"), table=True), join_type="left", on=exp.and_(
+            .from_(exp.alias_(g.table(_cte("classes")), g.ident("k"), table=True))
+            .join(exp.alias_(g.table(_cte("domain")), g.ident("d"), table=True), join_type="cross")
+            .join(exp.alias_(g.table(_cte("present")), g.ident("x"), table=True), join_type="left", on=exp.and_(
                 exp.EQ(this=g.col("__cid", "x"), expression=g.col("__cid", "k")),
                 exp.EQ(this=g.col("__i", "x"), expression=g.col("__i", "d")))))
-    ctes = [("ranked", ranked), ("domain", domain), ("classes", classes), ("present", present), ("diff", diff)]
+    ctes = [(_cte("ranked"), ranked), (_cte("domain"), domain), (_cte("classes"), classes),
+            (_cte("present"), present), (_cte("diff"), diff)]
     r = g.col("__r")
     unmatched: exp.Expression = g.lit(0)
     if c.distance == "equal":
         per = exp.select(g.col("__cid"), g.alias(exp.Mul(this=g.lit(0.5), expression=exp.Sum(this=exp.Abs(this=r))),
-                                                "__d")).from_(g.table("diff")).group_by(g.col("__cid"))
+                                                "__d")).from_(g.table(_cte("diff"))).group_by(g.col("__cid"))
     elif c.distance == "ordered":
         running = exp.Window(this=exp.Sum(this=r.copy()), partition_by=[g.col("__cid")],
                              order=exp.Order(expressions=[exp.Ordered(this=g.col("__i"))]),
                              spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING",
                                                  end="CURRENT ROW"))
-        cum = exp.select(g.col("__cid"), g.alias(running, "__f")).from_(g.table("diff"))
-        m = exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(g.table("domain")))
+        cum = exp.select(g.col("__cid"), g.alias(running, "__f")).from_(g.table(_cte("diff")))
+        m = exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(g.table(_cte("domain"))))
         scale = exp.Greatest(this=_double(exp.Sub(this=m, expression=g.lit(1))), expressions=[g.lit(1.0)])
-        ctes.append(("cum", cum))
+        ctes.append((_cte("cum"), cum))
         per = exp.select(g.col("__cid"), g.alias(exp.Div(this=exp.Sum(this=exp.Abs(this=g.col("__f"))), expression=scale),
-                                                "__d")).from_(g.table("cum")).group_by(g.col("__cid"))
+                                                "__d")).from_(g.table(_cte("cum"))).group_by(g.col("__cid"))
     else:
-        ctes.append(("tree", tree_values(c.hierarchy)))
+        ctes.append((_cte("tree"), tree_values(c.hierarchy)))
         text = exp.Cast(this=g.col("__v", "f"), to=exp.DataType.build("VARCHAR"))
         extra = (exp.select(g.col("__cid", "f"), g.col("node", "t"), g.col("parent", "t"), g.col("w", "t"),
                             g.alias(exp.Sum(this=g.col("__r", "f")), "__e"))
-                 .from_(exp.alias_(g.table("diff"), g.ident("f"), table=True))
-                 .join(exp.alias_(g.table("tree"), g.ident("t"), table=True),
+                 .from_(exp.alias_(g.table(_cte("diff")), g.ident("f"), table=True))
+                 .join(exp.alias_(g.table(_cte("tree")), g.ident("t"), table=True),
                        on=exp.NullSafeEQ(this=text, expression=g.col("leaf", "t")))
                  .group_by(g.col("__cid", "f"), g.col("node", "t"), g.col("parent", "t"), g.col("w", "t")))
         e = g.col("__e")
-        sides = (exp.select(g.col("__cid"), g.col("parent"), g.col("w"),
-                            g.alias(exp.Sum(this=exp.Greatest(this=e.copy(), expressions=[g.lit(0.0)])), "__pos"),
-                            g.alias(exp.Sum(this=exp.Greatest(this=exp.Neg(this=e.copy()), expressions=[g.lit(0.0)])), "__neg"))
-                 .from_(g.table("extra")).group_by(g.col("__cid"), g.col("parent"), g.col("w")))
-        ctes += [("extra", extra), ("sides", sides)]
+        def positive(x: exp.Expression) -> exp.Expression:
+            return exp.Sum(this=exp.Greatest(this=x, expressions=[g.lit(0.0)]))
+
+        sides = (exp.select(g.col("__cid"), g.col("parent"), g.col("w"), g.alias(positive(e.copy()), "__pos"),
+                            g.alias(positive(exp.Neg(this=e.copy())), "__neg"))
+                 .from_(g.table(_cte("extra"))).group_by(g.col("__cid"), g.col("parent"), g.col("w")))
+        ctes += [(_cte("extra"), extra), (_cte("sides"), sides)]
         cost = exp.Mul(this=g.col("w"), expression=exp.Least(this=g.col("__pos"), expressions=[g.col("__neg")]))
-        per = exp.select(g.col("__cid"), g.alias(exp.Sum(this=cost), "__d")).from_(g.table("sides")).group_by(g.col("__cid"))
+        per = (exp.select(g.col("__cid"), g.alias(exp.Sum(this=cost), "__d")).from_(g.table(_cte("sides")))
+               .group_by(g.col("__cid")))
         # domain values that are no leaf: the distance is unmeasurable, every class fails
-        leaves = exp.select(g.col("leaf")).from_(g.table("tree"))
-        unmatched = exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table("domain"), g.ident("d"), table=True))
-                                 .where(exp.Not(this=exp.Exists(this=leaves.where(exp.NullSafeEQ(
-                                     this=g.col("leaf"), expression=exp.Cast(this=g.col("__v", "d"),
-                                                                             to=exp.DataType.build("VARCHAR"))))))))
-    ctes.append(("per", per))
+        leaves = exp.select(g.col("leaf")).from_(g.table(_cte("tree")))
+        leaf_of = exp.NullSafeEQ(this=g.col("leaf"), expression=exp.Cast(this=g.col("__v", "d"),
+                                                                           to=exp.DataType.build("VARCHAR")))
+        unmatched = exp.Subquery(this=exp.select(exp.Count(this=exp.Star()))
+                                 .from_(exp.alias_(g.table(_cte("domain")), g.ident("d"), table=True))
+                                 .where(exp.Not(this=exp.Exists(this=leaves.where(leaf_of)))))
+    ctes.append((_cte("per"), per))
     d = exp.Coalesce(this=g.col("__d", "p"), expressions=[g.lit(0.0)])
     fails = exp.or_(exp.GT(this=d.copy(), expression=g.lit(float(c.t) + TOLERANCE)),
                     exp.GT(this=unmatched, expression=g.lit(0)))
     query = (exp.select(*[g.col(x, "k") for x in columns], g.alias(g.col("__size", "k"), size), g.alias(d, value),
                         g.alias(fails, bad))
-             .from_(exp.alias_(g.table("classes"), g.ident("k"), table=True))
-             .join(exp.alias_(g.table("per"), g.ident("p"), table=True), join_type="left",
+             .from_(exp.alias_(g.table(_cte("classes")), g.ident("k"), table=True))
+             .join(exp.alias_(g.table(_cte("per")), g.ident("p"), table=True), join_type="left",
                    on=exp.EQ(this=g.col("__cid", "p"), expression=g.col("__cid", "k"))))
     for name, body in ctes:
         query = query.with_(g.ident(name), as_=body, copy=False)
