@@ -92,3 +92,6 @@ def test_spark_raw_table_and_release(spark):
     release = sqlanon.anonymize(spark, "t", qid=["q"], k=2, view="t_anon")
     after = sqlanon.risk(spark, release)
     assert after.release and after.classes == release.partitions and after.highest == pytest.approx(1 / release.k_achieved)
+    # the measures' GROUP BY and window ranks on Spark: the table's own classes, by hand
+    got = sqlanon.measures(spark, "t", qid=["q", "z"], sensitive="q").of("q")
+    assert got.l_distinct == 1 and got.t_equal == pytest.approx(1 - 1 / 7)  # a class of one value: 1 - q(value)

@@ -144,8 +144,9 @@ def verify(
             relation) they are its suppressed rows, which form no class and must each be fully
             generalized; for any other relation they fail the check.
         constraints: further constraints to check per class (``DistinctLDiversity``,
-            ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``), each with
-            its own SQL statement over the relation.
+            ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``,
+            ``TCloseness``: the whole relation's distribution, suppressed rows included, is its
+            reference), each with its own SQL statement over the relation.
         qids: further ``(columns, k)`` pairs (several QIDs, each with its own k): each checked
             by its own statement grouping the relation on that QID's columns. Default: those a
             single-dimensional release recorded in its manifest (when ``class_column`` is given).
