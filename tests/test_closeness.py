@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import sqlanon
-from sqlanon.model.closeness import Ground, _subtree_heights
+from sqlanon.model.closeness import Ground, subtree_heights
 from sqlanon.model.constraints import from_record, to_record
 from sqlanon.model.stats import ClassStats
 from sqlanon.publish.class_checks import SIZE, VALUE, per_class_query
@@ -36,7 +36,7 @@ def ground_matrix(distance: str, m: int, h: sqlanon.Hierarchy | None = None, lea
         return (i != j).astype(float)
     if distance == "ordered":
         return np.abs(i - j) / max(m - 1, 1)
-    height = _subtree_heights(h)
+    height = subtree_heights(h)
     out = np.zeros((m, m))
     for a in range(m):
         for b in range(m):

@@ -74,7 +74,7 @@ class Ground:
         order = nodes[np.argsort(h.parent[nodes], kind="stable")]
         parents = h.parent[order]
         starts = np.flatnonzero(np.concatenate(([True], parents[1:] != parents[:-1])))
-        height = _subtree_heights(h)
+        height = subtree_heights(h)
         total = max(h.height, 1)
         weight = height[parents[starts]] / total
         # leaves of the data below each node: positions in sorted_leaves within [leaf_lo, leaf_hi]
@@ -87,7 +87,14 @@ class Ground:
         return emd(counts, self)
 
 
-def _subtree_heights(h: Hierarchy) -> np.ndarray:
+def leaves_of(h: Hierarchy, texts: list[str | None]) -> np.ndarray:
+    """The leaf code of each value given as the database's text (NULL as None), -1 where none:
+    matched exactly, as the SQL check matches them (``CAST(value AS VARCHAR) = leaf``)."""
+    index = {leaf: i for i, leaf in enumerate(h.leaves)}
+    return np.array([index.get(t, -1) for t in texts], dtype=np.int64)
+
+
+def subtree_heights(h: Hierarchy) -> np.ndarray:
     """The height of the subtree under every node (0 for a leaf)."""
     height = np.zeros(h.n_nodes, dtype=np.float64)
     for node in range(h.n_nodes - 1, 0, -1):  # pre-order: children come after their parent

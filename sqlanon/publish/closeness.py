@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.closeness import _subtree_heights
+from ..model.closeness import subtree_heights
 from ..model.constraints import TOLERANCE, TCloseness
 from ..model.hierarchy import Hierarchy, hierarchy_from
 
@@ -147,7 +147,7 @@ def tree_values(h: Hierarchy | object) -> exp.Select:
     leaf) each non-root node on its path and that node's parent with ``w = height(parent)/H``
     (a hierarchy with a NULL leaf; one is added when missing, as the partitioner does)."""
     h = hierarchy_from(h).with_null_leaf()
-    height = _subtree_heights(h)
+    height = subtree_heights(h)
     total = max(h.height, 1)
     rows = []
     for code, leaf in enumerate(h.leaves):

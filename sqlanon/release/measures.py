@@ -37,12 +37,11 @@ from sqlglot import exp
 from ..engine import engine_for, sqlgen as g
 from ..engine.calls import serialized
 from ..errors import InputError, UnknownColumnError, did_you_mean
-from ..model.closeness import Ground
+from ..model.closeness import Ground, leaves_of
 from ..model.hierarchy import hierarchy_from
 from ..publish.verify import class_columns
 from ..request.checks import check_qid
-from ..request.spec import _catalog, _find_source
-from .risk import _manifest
+from .risk import relation_of
 
 
 @dataclass(frozen=True)
@@ -92,28 +91,24 @@ def measures(con: Any, relation: Any, qid: Sequence[str] | None = None, sensitiv
         hierarchies: ``{sensitive column: hierarchy}`` for the hierarchical t-closeness.
     """
     engine = engine_for(con)
-    name = getattr(relation, "view", relation)
-    if not isinstance(name, str) or not name:
-        raise InputError(f"measures() takes a relation name or a sqlanon.Release, got {relation!r}")
-    source = _find_source(engine, _catalog(engine), name, count=False)
-    m = _manifest(engine, source, relation)
+    ref, column_names, m, name = relation_of(con, engine, relation)
     if qid is None and m is None:
         raise InputError(f"{name!r} is not a sqlanon release: pass qid= (the quasi-identifier columns)")
     columns = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     for c in columns:
-        if c not in source.column_names:
-            raise UnknownColumnError(f"{name!r} has no column {c!r}." + did_you_mean(c, source.column_names))
+        if c not in column_names:
+            raise UnknownColumnError(f"{name!r} has no column {c!r}." + did_you_mean(c, column_names))
     hierarchies = {c: hierarchy_from(h) for c, h in (hierarchies or {}).items()}
     if m is not None:
         keys = [m.class_column]
         placed = exp.Not(this=exp.Is(this=g.col(m.class_column), expression=exp.Null()))
     else:
-        keys = list(class_columns(source.column_names, check_qid(qid)))
+        keys = list(class_columns(column_names, check_qid(qid)))
         placed = exp.true()
-    sizes, suppressed = _class_sizes(engine, source.ref, keys, placed)
+    sizes, suppressed = _class_sizes(engine, ref, keys, placed)
     out = []
     for c in columns:
-        cid, sup, vid, n, texts = _cells(engine, source.ref, keys, placed, c)
+        cid, sup, vid, n, texts = _cells(engine, ref, keys, placed, c)
         out.append(sensitive_measures(c, cid, sup, vid, n, texts, hierarchies.get(c)))
     return Measures(relation=name, k=int(sizes.min()) if len(sizes) else 0, classes=len(sizes),
                     rows=int(sizes.sum()), suppressed=suppressed, sensitive=tuple(out))
@@ -180,7 +175,7 @@ def sensitive_measures(column: str, cid: np.ndarray, sup: np.ndarray, vid: np.nd
     if hierarchy is not None:
         h = hierarchy_from(hierarchy)
         h = h.with_null_leaf() if None in texts else h
-        leaves = h.code_of(list(texts))
+        leaves = leaves_of(h, list(texts))
         if (leaves < 0).any():
             missing = [t for t, c in zip(texts, leaves) if c < 0]
             raise InputError(f"the hierarchy for {column!r} misses value(s) {missing[:10]}")

@@ -44,6 +44,8 @@ from ..errors import InputError, PrivacyWarning, UnknownColumnError, did_you_mea
 from ..publish import manifest as manifest_module
 from ..request.checks import check_qid
 from ..request.spec import _catalog, _find_source
+from ..publish.manifest import Manifest
+from .regions import load_release, resolve_relation
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,7 @@ def risk(con: Any, table_or_release: Any, qid: Sequence[str] | None = None, popu
         InputError: (and subclasses) for an unknown relation or column, a missing ``qid``.
     """
     engine = engine_for(con)
-    name = getattr(table_or_release, "view", table_or_release)
-    if not isinstance(name, str) or not name:
-        raise InputError(f"risk() takes a table name or a sqlanon.Release, got {table_or_release!r}")
-    source = _find_source(engine, _catalog(engine), name, count=False)
-    m = _manifest(engine, source, table_or_release)
+    ref, column_names, m, name = relation_of(con, engine, table_or_release)
     if qid is None:
         if m is None:
             raise InputError(f"{name!r} is not a sqlanon release: pass qid= (the quasi-identifier columns)")
@@ -131,8 +129,8 @@ def risk(con: Any, table_or_release: Any, qid: Sequence[str] | None = None, popu
     qid = check_qid(qid)
     if m is None:
         for q in qid:
-            if q not in source.column_names:
-                raise UnknownColumnError(f"{name!r} has no column {q!r}." + did_you_mean(q, source.column_names))
+            if q not in column_names:
+                raise UnknownColumnError(f"{name!r} has no column {q!r}." + did_you_mean(q, column_names))
     keys = [g.col(m.class_column)] if m is not None else [g.col(q) for q in qid]
     pop_source = None
     if population is not None:
@@ -144,7 +142,7 @@ def risk(con: Any, table_or_release: Any, qid: Sequence[str] | None = None, popu
     suppressed = 0
     if m is not None:
         null = exp.Is(this=g.col(m.class_column), expression=exp.Null())
-        suppressed = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref).where(null)) or 0)
+        suppressed = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref.copy()).where(null)) or 0)
     applied = None
     try:
         population_ref: exp.Expression | None = None
@@ -158,7 +156,7 @@ def risk(con: Any, table_or_release: Any, qid: Sequence[str] | None = None, popu
             population_ref = g.table(applied)
         elif pop_source is not None:
             population_ref = pop_source.ref
-        histogram = engine.fetch_rows(_histogram(source.ref, keys, m is not None, population_ref))
+        histogram = engine.fetch_rows(_histogram(ref, keys, m is not None, population_ref))
     finally:
         if applied is not None:
             engine.execute(g.drop(applied, "TABLE"))
@@ -190,6 +188,21 @@ def _model(size: np.ndarray, f: np.ndarray, c: np.ndarray, average: float) -> Mo
     per = np.array([records[risk_of == v].sum() for v in values], dtype=np.int64)
     unique = float(records[size == 1].sum() / total)
     return Model(float(risk_of.max()), float(average), unique, tuple(values.tolist()), tuple(per.tolist()))
+
+
+def relation_of(con: Any, engine: Any, given: Any) -> tuple[exp.Table, list[str], Manifest | None, str]:
+    """What ``given`` names: its reference, column names, release manifest (None for a plain
+    relation) and a label. A :class:`~sqlanon.Release` or manifest is read where it was made
+    (another schema's release of the same name never answers); a name binds as the engine binds
+    it, and is a release when a manifest describes it."""
+    if isinstance(given, Manifest) or (not isinstance(given, str) and hasattr(given, "view")):
+        m = load_release(con, given)
+        ref, columns = resolve_relation(engine, m.ref(m.view))
+        return ref, [c for c, _ in columns], m, m.view
+    if not isinstance(given, str) or not given:
+        raise InputError(f"expected a table name or a sqlanon.Release, got {given!r}")
+    source = _find_source(engine, _catalog(engine), given, count=False)
+    return source.ref, list(source.column_names), _manifest(engine, source, given), given
 
 
 def _manifest(engine, source, given: Any):

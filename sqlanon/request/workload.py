@@ -30,7 +30,7 @@ from ..model.constraints import (
     TCloseness,
     VarianceDiversity,
 )
-from ..model.closeness import DISTANCES, Ground
+from ..model.closeness import DISTANCES, Ground, leaves_of
 from ..model.hierarchy import hierarchy_from
 from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..engine.base import Engine
@@ -243,12 +243,12 @@ def bind_closeness(engine: Engine, source_ref: exp.Expression, c: TCloseness) ->
     h = c.hierarchy
     if None in texts:
         h = h.with_null_leaf()
-    leaves = h.code_of(texts)
+    leaves = leaves_of(h, texts)
     missing = [t for t, code in zip(texts, leaves) if code < 0]
     if missing:
         shown = ", ".join(repr(v) for v in missing[:20])
         raise HierarchyError(f"the t-closeness hierarchy for {c.sensitive!r} misses {len(missing)} value(s) present "
-                             f"in the data: {shown}. Every value (as the database writes it) must be a leaf.")
+                             f"in the data: {shown}. Every value, as the database writes it as text, must be a leaf.")
     return c.bound(Ground.of("hierarchical", counts, h, leaves))
 
 
