@@ -251,10 +251,14 @@ def apply_function() -> Callable[..., Any]:
 
 
 def run_release(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold, k: int, criterion: str,
-                models: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+                models: Mapping[str, Callable[[], Any]], request: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One release of the protocol; ``request``: the anonymize() arguments instead of the
+    criterion's own (e.g. the single-dimensional searches, ``bench_singledim.py``)."""
     view = f"{task.name}_f{fold.index}_k{k}_{criterion}"
-    request = ({"target": task.target} if criterion == "infogain" else
-               {"target": task.target, "recoding": "single"} if criterion == "tdr" else {"criterion": sqlanon.Median()})
+    if request is None:
+        request = ({"target": task.target} if criterion == "infogain" else
+                   {"target": task.target, "recoding": "single"} if criterion == "tdr" else
+                   {"criterion": sqlanon.Median()})
     times: dict[str, float] = {}
 
     start = time.perf_counter()
@@ -290,7 +294,7 @@ def run_release(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold, k: int, 
         "cond_entropy": m.cond_entropy[task.target], "entropy": m.entropy[task.target],
         "cm": m.cm[task.target], "lm": m.lm, "lm_per_qi": m.lm / len(task.qid), "gcp": m.gcp,
         "unplaced": applied.unplaced, "filled": filled, "no_region": no_region,
-        "accuracy": accuracy, "seconds": times,
+        "accuracy": accuracy, "seconds": times, "suppressed": m.suppressed,
     }  # fmt: skip
 
 

@@ -11,6 +11,7 @@ True
 from __future__ import annotations
 
 from .api import Release, anonymize
+from .frame import anonymize_frame
 from .release.apply import Applied, apply
 from .model.constraints import (
     DistinctLDiversity,
@@ -22,6 +23,7 @@ from .model.constraints import (
 from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
 from .errors import (
     EngineError,
+    FrameError,
     HierarchyError,
     InputError,
     ObjectExistsError,
@@ -84,6 +86,8 @@ __all__ = [
     "Verification",
     "VerificationError",
     "anonymize",
+    "anonymize_frame",
+    "FrameError",
     "apply",
     "imprecision",
     "load_hierarchy",

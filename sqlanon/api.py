@@ -18,6 +18,7 @@ from .engine import engine_for
 from .laps import Laps
 from .errors import InputError
 from .mondrian.builder import Partitioner, Progress, finish_in_memory
+from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish.pipeline import publish_release
 from .request.checks import check_callable
 from .request.spec import Spec, _current, free_name, resolve
@@ -58,6 +59,24 @@ class Release:
         qids: for ``"single"``, the ``<QID, k>`` pairs, each verified on the view; ``k`` is then
             the k of a QID spanning every QI (1 if none: a class is no QID's group).
         refinements: for ``"single"``, the refinements performed.
+        published: what each ordered QI's ``q_min``/``q_max`` publish (``published=``):
+            ``{qi: "data" | "domain" | "hierarchy"}``.
+        search: for ``"single"``, ``"tdr"``, ``"genetic"`` or ``"optimal"``.
+        metric, score: the metric the genetic or lattice search minimized, and its value.
+        levels: for ``search="optimal"``, the full-domain node: ``{qi: level}`` (0 the values,
+            the hierarchy's height its root).
+        suppressed: rows the recoding suppressed (published fully generalized, class NULL).
+        evaluated: lattice nodes whose classes were computed, or the GA's fitness evaluations.
+        strategy: how the multidimensional partition was computed: ``"levels"`` (Rothko-T and
+            the in-memory finish) or ``"sample"`` (Rothko-S, :mod:`sqlanon.mondrian.sample`);
+            None for ``"single"``.
+        sample_rounds, scans, writes, pruned, rescued, distance_from_minimal: Rothko-S's sample
+            rounds; reads and writes of the working table by the partitioning (TR 1590's I/O
+            model: a SQL level reads twice and writes once, a sample round reads three times
+            and writes once, the in-memory finish reads once); tree nodes undone by pruning;
+            partitions whose round kept no split, handed to Rothko-T; leaves that might still
+            have an allowable split (TR 1590, Figure 28's measure; 0: every leaf is settled by an
+            exact decision).
     """
 
     view: str
@@ -83,6 +102,20 @@ class Release:
     recoding: str = "multi"
     qids: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
     refinements: int | None = None
+    published: Mapping[str, str] = field(default_factory=dict)
+    search: str | None = None
+    metric: str | None = None
+    score: float | None = None
+    levels: Mapping[str, int] | None = None
+    suppressed: int = 0
+    evaluated: int | None = None
+    strategy: str | None = None
+    sample_rounds: int = 0
+    scans: int = 0
+    writes: int = 0
+    pruned: int = 0
+    rescued: int = 0
+    distance_from_minimal: int = 0
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published
@@ -122,9 +155,20 @@ def anonymize(
     qids: Sequence[tuple[Sequence[str], int]] | None = None,
     max_steps: int | None = None,
     max_seconds: float | None = None,
+    published: str | Mapping[str, str] | None = None,
+    search: str | None = None,
+    metric: str | None = None,
+    suppression: float | None = None,
+    seed: int | None = None,
+    budget: float | None = None,
+    iterations: int | None = None,
+    strategy: str = "auto",
+    sample_rows: int | None = None,
+    confidence: float = 0.95,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian), or a
-    single-dimensional one (``recoding="single"``: top-down refinement).
+    single-dimensional one (``recoding="single"``: top-down refinement, Iyengar's genetic
+    algorithm or the optimal full-domain lattice, ``search=``).
 
     Args:
         con: a DuckDB or PostgreSQL (psycopg) connection; the source is read, never written.
@@ -174,6 +218,38 @@ def anonymize(
             suppresses every row while some QID's group is below its k.
         max_steps, max_seconds: with ``recoding="single"``, stop after this many refinements or
             seconds (TDR is anytime: the release is valid, only coarser).
+        published: what an ordered QI's ``q_min``/``q_max`` publish (:mod:`sqlanon.publish.bounds`):
+            ``"data"`` (default: each class's own smallest and largest value), ``"domain"`` (the
+            region's box: its cut points, ``q_min < v <= q_max``, NULL for an open end -- the
+            column's own extremes are never printed), ``"hierarchy"`` (a numeric QI given a
+            hierarchy keeps its numeric cuts and publishes the smallest interval of its hierarchy
+            covering the class), or a dict ``{qi: mode}``. Recorded in the manifest, so
+            :func:`sqlanon.apply`, imprecision, rewrite and metrics read the bounds the same way.
+        search: with ``recoding="single"``: ``"tdr"`` (top-down refinement, the default),
+            ``"genetic"`` (Iyengar's genetic algorithm, :mod:`sqlanon.singledim.genetic`) or
+            ``"optimal"`` (the optimal full-domain generalization, :mod:`sqlanon.singledim.lattice`;
+            every QI needs a hierarchy).
+        metric: what ``"genetic"`` (``"LM"``, ``"CM"``) or ``"optimal"`` (also ``"DM"``,
+            ``"AECS"``, ``"Loss"``, ``"Precision"``, ``"Entropy"``) minimizes
+            (:mod:`sqlanon.model.utility`); default CM with a target, else LM.
+        suppression: the fraction of rows ``"genetic"``/``"optimal"`` may suppress (default 0):
+            published with every QI fully generalized and class NULL, verified in SQL.
+        seed: the seed of the genetic algorithm and of Rothko-S's sample (default 0): the same
+            seed gives the same release, on every engine.
+        budget, iterations: the genetic algorithm's budget, in seconds or in iterations.
+        strategy: ``"levels"`` — Rothko-T: partitions larger than ``memory_rows`` are split in
+            SQL level by level, the rest in memory; ``"sample"`` — Rothko-S
+            (:mod:`sqlanon.mondrian.sample`): the tree is grown on a seeded sample of
+            ``sample_rows`` rows under hypothesis tests, the table repartitioned once, splits that
+            fail on the full data pruned, larger leaves sampled again; ``"auto"`` (default):
+            ``"sample"`` when the table has at least 10M rows and more than 8 times
+            ``memory_rows``, else ``"levels"``. Either result satisfies the requirement and is
+            minimal; with ``sample_rows`` at least the table's rows, ``"sample"`` equals
+            ``"levels"``.
+        sample_rows: rows of a Rothko-S sample, the memory budget of its rounds (default
+            ``memory_rows``).
+        confidence: Rothko-S's tests make a split on the sample when it holds on the full data
+            with this confidence (Bonferroni over the most children a split can make).
 
     Returns:
         The :class:`Release`.
@@ -189,13 +265,19 @@ def anonymize(
     engine = engine_for(con)
     check_callable("progress", progress)  # first called only after a level of partitioning
     engine.check_writable("the release (its view, rules relation and row map)")
+    check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
+    if recoding == "single" and strategy == "sample":
+        raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections, key=key,
                    class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
-                   max_seconds=max_seconds)
+                   max_seconds=max_seconds, published=published, search=search, metric=metric,
+                   suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
     refinements = None
+    outcome = None  # the single-dimensional search's
+    partitioning: Outcome | None = None  # how a multidimensional partition was computed
     stopped: tuple[str, ...] = ()
     try:
         source, rid = _working_source(engine, spec)
@@ -204,9 +286,9 @@ def anonymize(
         lap("encode")
         memory = None
         if spec.single is not None:  # top-down refinement over the compressed table
-            spec, domains, regions, work, result = run_single(engine, spec, domains, work, progress)
-            refinements = len(result.steps)
-            if not result.complete:
+            spec, domains, regions, work, outcome = run_single(engine, spec, domains, work, progress)
+            refinements = outcome.refinements
+            if not outcome.complete and outcome.search == "tdr":
                 stopped = (f"the refinement budget (max_steps/max_seconds) stopped top-down refinement after "
                            f"{refinements} refinements: the release is valid, and coarser than a full run",)
             lap("refine")
@@ -214,9 +296,18 @@ def anonymize(
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
                                       threads=engine.threads())
-            work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
-            lap("partition_sql")
+            options = choose(strategy, spec.source.rows, spec.memory_rows, sample_rows, confidence,
+                             0 if seed is None else seed)
+            partitioning = Outcome(options.strategy)
+            if options.strategy == "sample":
+                work, open_ = run_sample(engine, partitioner, work, spec.source.rows, options, partitioning)
+                lap("partition_sample")
+            else:
+                work, open_ = partitioner.run_sql(engine, work, partitioner.root(spec.source.rows), spec.memory_rows)
+                partitioning.add_levels(partitioner.levels)
+                lap("partition_sql")
             memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
+            partitioning.scans += int(len(open_) > 0)
             lap("partition_memory")
             regions = partitioner.leaves.collect()
         verification = publish_release(engine, spec, domains, regions, work, memory, source, rid)
@@ -247,12 +338,27 @@ def anonymize(
         recoding="single" if spec.single is not None else "multi",
         qids=spec.single.qids if spec.single is not None else (),
         refinements=refinements,
+        published={q.name: q.bounds for q in spec.qis if q.ordered},
+        search=outcome.search if outcome is not None else None,
+        metric=outcome.metric if outcome is not None else None,
+        score=outcome.score if outcome is not None else None,
+        levels=outcome.levels if outcome is not None else None,
+        suppressed=verification.unplaced if spec.single is not None else 0,
+        evaluated=outcome.evaluated if outcome is not None else None,
+        **(_outcome_fields(partitioning) if partitioning is not None else {}),
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this
     # Release reads there, even after the session's schema changed
     object.__setattr__(release, "_location", _current(engine))
     return release
+
+
+def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
+    """The Release fields saying how the partition was computed (:mod:`sqlanon.mondrian.sample`)."""
+    return {"strategy": outcome.strategy, "sample_rounds": outcome.rounds, "scans": outcome.scans,
+            "writes": outcome.writes, "pruned": outcome.pruned, "rescued": outcome.rescued,
+            "distance_from_minimal": outcome.distance_from_minimal}
 
 
 def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:

@@ -52,6 +52,7 @@ from .request.config import (
     DIVERSITIES,
     KEY_PATHS,
     SCHEMA,
+    SEARCH_KEYS,
     ConfigError,
     QIConfig,
     ReleaseConfig,
@@ -61,6 +62,7 @@ from .request.config import (
 )
 from .model.constraints import Constraint, KAnonymity
 from .model.closeness import DISTANCES
+from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
@@ -90,7 +92,8 @@ FLAGS = {
     "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
     "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
     "enforce": "--enforce", "key": "--key", "recoding": "--recoding", "qids": "--qids", "max_steps": "--max-steps",
-    "max_seconds": "--max-seconds",
+    "max_seconds": "--max-seconds", "published": "--published", "search": "--search", "metric": "--metric", "suppression": "--suppression",
+    "seed": "--seed", "budget": "--budget", "iterations": "--iterations",
 }
 # keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
@@ -494,6 +497,13 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+    p.add_argument("--strategy", choices=("auto", "levels", "sample"),
+                   help="levels: Rothko-T (SQL levels, then in memory); sample: Rothko-S (the tree grown on a "
+                        "seeded sample, the table repartitioned once, splits that fail on the full data pruned); "
+                        "auto (default): sample when the table has at least 10M rows and more than 8 times --memory-rows")
+    p.add_argument("--sample-rows", type=int, metavar="N", help="rows of a Rothko-S sample (default: --memory-rows)")
+    p.add_argument("--confidence", type=float, metavar="P",
+                   help="confidence of Rothko-S's hypothesis tests (default 0.95)")
     p.add_argument("--recoding", choices=("multi", "single"),
                    help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
                         "top-down refinement (every QI cut the same way in every row; --criterion score or "
@@ -503,6 +513,21 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "instead of --qid/--k)")
     p.add_argument("--max-steps", type=int, metavar="N", help="with --recoding single: stop after N refinements")
     p.add_argument("--max-seconds", type=float, metavar="S", help="with --recoding single: stop after S seconds")
+    p.add_argument("--published", action="append", metavar="MODE|COL=MODE",
+                   help="what an ordered QI's _min/_max publish: data (each class's own extremes, the default), "
+                        "domain (the cut points; NULL for an open end, so the column's extremes never appear) or "
+                        "hierarchy (a numeric QI's --hierarchy intervals); COL=MODE per QI (repeatable)")
+    p.add_argument("--search", choices=("tdr", "genetic", "optimal"),
+                   help="with --recoding single: top-down refinement (default), Iyengar's genetic algorithm, or the "
+                        "optimal full-domain generalization (every QI needs a --hierarchy)")
+    p.add_argument("--metric", metavar="M", help="what --search genetic (LM, CM) or optimal (also DM, AECS, Loss, "
+                                                  "Precision, Entropy) minimizes; default CM with --target, else LM")
+    p.add_argument("--suppression", type=float, metavar="F",
+                   help="with --search genetic/optimal: the fraction of rows that may be suppressed (default 0)")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="the seed of --search genetic and of --strategy sample's sample (default 0)")
+    p.add_argument("--budget", type=float, metavar="S", help="with --search genetic: stop after S seconds")
+    p.add_argument("--iterations", type=int, metavar="N", help="with --search genetic: stop after N iterations")
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
@@ -586,7 +611,7 @@ def _anonymize(args: argparse.Namespace) -> int:
                          "(or name a database: sqlanon anonymize DB FILES ...)")
     with _opened(args, request.database, read_only=False) as con:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            kwargs = request.anonymize_kwargs()
+            kwargs = {**request.anonymize_kwargs(), **_sampling(args)}
             if out is not None and not in_memory:
                 release = _publish_and_export(con, kwargs, out, progress)
             else:
@@ -605,6 +630,14 @@ def _anonymize(args: argparse.Namespace) -> int:
         _write_summary(sys.stdout, release, out_file=out, in_memory=in_memory,
                        criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """``--strategy``, ``--sample-rows``, ``--confidence``, ``--seed`` as anonymize's keywords
+    (those given; :func:`sqlanon.mondrian.sample.check_options` judges them)."""
+    given = {"strategy": getattr(args, "strategy", None), "sample_rows": getattr(args, "sample_rows", None),
+             "confidence": getattr(args, "confidence", None), "seed": getattr(args, "seed", None)}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _check_out(out: Path, replace: bool) -> None:
@@ -754,7 +787,25 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         qids=tuple(qids),
         max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
         max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
+        published=_published(args.published) if args.published else (config.published if config else None),
+        search={**(config.search if config else {}),
+                **{key: getattr(args, key) for key in SEARCH_KEYS if getattr(args, key) is not None}},
+        strategy=config.strategy if config else None, sample_rows=config.sample_rows if config else None,
+        confidence=config.confidence if config else None,
     )
+
+
+def _published(items: Sequence[str]) -> str | tuple[tuple[str, str], ...]:
+    """``--published MODE`` (every ordered QI) or ``--published COL=MODE`` (repeatable)."""
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0].strip()
+    pairs = []
+    for item in items:
+        name, sep, mode = item.rpartition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--published takes one MODE, or COL=MODE per QI (repeatable); got {item!r}")
+        pairs.append((name.strip(), mode.strip()))
+    return tuple(pairs)
 
 
 def _qids(items: Sequence[str]) -> list[tuple[tuple[str, ...], int]]:
@@ -980,8 +1031,20 @@ def _write_summary(
     ]
     rows += [(f"QID {','.join(q.qid)}", f"k={q.k} required, {q.achieved:,} achieved (verified)")
              for q in release.verification.qids]
-    if release.recoding == "single":
+    if release.recoding == "single" and release.search in (None, "tdr"):
         rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
+    elif release.recoding == "single":
+        found = ("levels " + ", ".join(f"{q}={v}" for q, v in (release.levels or {}).items())
+                 if release.search == "optimal" else "genetic algorithm")
+        rows.append(("recoding", f"single-dimensional, {found}; {release.metric} = {release.score:.6g}, "
+                                 f"{release.evaluated:,} {'nodes' if release.search == 'optimal' else 'evaluations'}"))
+        rows.append(("suppressed", f"{release.suppressed:,} rows (fully generalized, class NULL; verified)"))
+    bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
+    if bounds:
+        rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
+    fields = partitioning(release)
+    if fields is not None:
+        rows.append(("partitioning", describe(fields)))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))
@@ -1009,9 +1072,16 @@ class _ProgressLine:
 
     def __call__(self, p: Progress) -> None:
         now = time.monotonic()
-        if p.open_partitions and now - self.last < 0.1:
+        if (p.open_partitions or p.phase in ("lattice", "genetic")) and now - self.last < 0.1:
             return  # at most ten updates a second
         self.last = now
+        if p.phase in ("lattice", "genetic"):  # the single-dimensional searches: count and best so far
+            what = "lattice nodes checked" if p.phase == "lattice" else "iterations"
+            best = "" if p.best is None else f", best {p.best:.6g}"
+            self.stream.write(f"\rsqlanon: {p.level:,} {what}{best}, {p.elapsed:.1f} s\x1b[K")
+            self.stream.flush()
+            self.drawn = True
+            return
         tail = ", publishing and verifying" if p.open_partitions == 0 else ""
         self.stream.write(f"\rsqlanon: level {p.level} ({p.phase}): {p.open_partitions:,} open partitions, "
                           f"{p.rows_finished:,} rows finished, {p.elapsed:.1f} s{tail}\x1b[K")
@@ -1132,6 +1202,9 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: Vio
 # -- explain ----------------------------------------------------------------------------------
 def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
+    if _sampling(args).get("strategy") == "sample":
+        raise UsageError("explain shows the statements of --strategy levels; Rothko-S's statements depend on "
+                         "its sample (run anonymize and read the report's partitioning line)")
     with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
         text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)

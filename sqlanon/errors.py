@@ -60,6 +60,11 @@ class VerificationError(SqlanonError):
     """The published view failed its independent privacy check (it has been dropped)."""
 
 
+class FrameError(InputError):
+    """:func:`sqlanon.anonymize_frame` was given something that is not a pandas DataFrame or a
+    PyArrow table, or a frame whose column names a database cannot hold."""
+
+
 class PrivacyWarning(UserWarning):
     """Something was published that does not meet the privacy requirement one might assume.
 

@@ -148,10 +148,25 @@ def _expected(con, view: str, training: str, relation: str) -> list[tuple]:
                 and code >= 0 and h.leaf_lo[r["j_node"]] <= code <= h.leaf_hi[r["j_node"]]]
         assert len(hits) == (1 if code >= 0 else 0), (row, hits)  # the boxes tile the domain
         rule = hits[0] if hits else None
-        bounds = {q: (rule[f"{q}_min"], rule[f"{q}_max"]) if rule and rule["size"] > 0 else full[q] for q in ORDERED}
+        bounds = {q: (rule[f"{q}_min"], rule[f"{q}_max"]) if rule and rule["size"] > 0
+                  else _box(rule, q, train, full[q]) if rule else full[q] for q in ORDERED}
         out.append((row["id"], *[v for q in ORDERED for v in bounds[q]],
                     rule["j"] if rule else "*", row["y"], rule["region"] if rule else None))
     return out
+
+
+def _box(rule: dict, q: str, train: list[dict], full: tuple) -> tuple:
+    """What an empty region publishes for ordered QI ``q`` (issue 19): its box in the training
+    domain -- the smallest training value above ``q_lo`` (NULL when the box admits NULLs of a
+    column that has them) and ``q_hi`` (the largest value when open) -- or, for a box of only
+    NULLs (stored NULL, NULL), the fully generalized bounds."""
+    lo, hi = rule[f"{q}_lo"], rule[f"{q}_hi"]
+    if lo is not None and lo == hi:
+        return full
+    present = [r[q] for r in train if r[q] is not None]
+    has_null = len(present) < len(train)
+    low = None if has_null and rule[f"{q}_null"] else min(v for v in present if lo is None or v > lo)
+    return low, (max(present) if hi is None else hi)
 
 
 def _same_as_view(con, view: str, applied: str) -> None:

@@ -186,9 +186,17 @@ def test_rules_relation(con, base):
     assert release.regions == count
     assert release.partitions == con.execute(f"SELECT count(*) FROM {rules} WHERE size > 0").fetchone()[0]
     # 'X' never occurs: its empty region is kept so the rules cover the domain
-    empty = con.execute(f"SELECT DISTINCT size, age_min, age_max, zip_min, zip_max FROM {rules} WHERE sex = 'X'"
-                        ).fetchall()
-    assert empty == [(0, None, None, None, None)]
+    # (issue 19) it publishes its box: the training values between its cuts, open ends at the
+    # column's own smallest / largest value
+    empty = con.execute(f"SELECT size, age_min, age_max, zip_min, zip_max, age_lo, age_hi, zip_lo, zip_hi FROM {rules} "
+                        f"WHERE sex = 'X'").fetchall()
+    ages = sorted(20 + (i * 7) % 60 for i in range(300))
+    zips = sorted(f"{v:05d}" for v in (i * 13 % 40 for i in range(300)))
+    assert empty and all(
+        (size, a_min, a_max, z_min, z_max) == (
+            0, min(v for v in ages if a_lo is None or v > a_lo), ages[-1] if a_hi is None else a_hi,
+            min(v for v in zips if z_lo is None or v > z_lo), zips[-1] if z_hi is None else z_hi)
+        for size, a_min, a_max, z_min, z_max, a_lo, a_hi, z_lo, z_hi in empty)
     assert con.execute(f"SELECT count(*) FROM {rules} WHERE size = 0 AND sex <> 'X'").fetchone()[0] == 0
     assert release.partitions < release.regions
     # the view's classes are the non-empty regions, with the sizes the rules state

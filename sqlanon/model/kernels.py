@@ -91,11 +91,34 @@ def counts_of_groups(codes: np.ndarray, rows: np.ndarray, bins: np.ndarray, grou
 
 @njit(nogil=True, cache=True)
 def codes_of_pairs(codes: np.ndarray, attr: np.ndarray, local: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``codes[attr[local[i]], rows[i]]``: each row's code on its pair's QI (``codes`` is (d, M))."""
+    """``codes[attr[local[i]], rows[i]]``: each row's code on its pair's QI (``codes`` is (d, M));
+    also the gather of attribute lists (a (d, M) array of rows)."""
     out = np.empty(len(rows), dtype=codes.dtype)
     for i in range(len(rows)):
         out[i] = codes[attr[local[i]], rows[i]]
     return out
+
+
+@njit(nogil=True, cache=True)
+def follow_list(order: np.ndarray, dest: np.ndarray, starts_new: np.ndarray, out: np.ndarray) -> None:
+    """Carry one attribute list through a level's splits (SLIQ's list split, Mehta, Agrawal &
+    Rissanen, EDBT 1996).
+
+    ``order`` holds the batch rows partition by partition, each partition's sorted by the QI's
+    code; ``dest[r]`` is ``(p << 32) | q`` for a row ``r`` that stays — ``q`` its position in the
+    next level's batch, ``p`` its partition there, whose first position is ``starts_new[p]`` —
+    and -1 for a row that leaves (one lookup per row, not two: the lookups are the cost). One
+    pass in list order appends every row that stays to its child's run of ``out``, so each
+    child's run comes out sorted by the code too — children are subsets of their parent — and
+    no sort is needed at any level after the first (about 10x cheaper than sorting).
+    """
+    cursor = starts_new.copy()
+    for e in range(len(order)):
+        v = dest[order[e]]
+        if v >= 0:
+            p = v >> 32
+            out[cursor[p]] = v & 0xFFFFFFFF
+            cursor[p] += 1
 
 
 @njit(nogil=True, cache=True)

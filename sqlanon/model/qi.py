@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from ..errors import InputError
 from .hierarchy import Hierarchy
+from .intervals import Intervals
 
 Kind = Literal["numeric", "temporal", "ordinal", "hierarchy"]
 KINDS = ("numeric", "temporal", "ordinal", "hierarchy")
@@ -56,6 +57,13 @@ class QI:
             leaf when the column has NULLs).
         has_null: whether the column held NULLs when the release was made.
         position: the QI's index in the request (-1 for one made outside a request).
+        bounds: what an ordered QI's ``<name>_min``/``<name>_max`` publish
+            (:mod:`sqlanon.publish.bounds`): ``"data"`` (the class's own smallest and largest
+            value), ``"domain"`` (the region's box: the cut points, NULL for an open end) or
+            ``"hierarchy"`` (the smallest interval of :attr:`intervals` covering the class).
+            ``"data"`` for hierarchical QIs, which publish their node label.
+        intervals: for ``bounds="hierarchy"``, the numeric hierarchy whose intervals are
+            published (only while publishing; a reloaded release reads its bounds from the rules).
     """
 
     name: str
@@ -64,6 +72,8 @@ class QI:
     hierarchy: Hierarchy | None = None
     has_null: bool = False
     position: int = -1
+    bounds: str = "data"
+    intervals: Intervals | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -74,6 +84,12 @@ class QI:
     @property
     def ordered(self) -> bool:
         return self.kind != "hierarchy"
+
+    @property
+    def unbounded_ends(self) -> bool:
+        """Whether a NULL ``q_min``/``q_max`` means "no bound" (``bounds="domain"``: an open end
+        of the domain, below or above every value) rather than "the class holds NULLs"."""
+        return self.ordered and self.bounds == "domain"
 
     @property
     def published(self) -> tuple[str, ...]:

@@ -108,6 +108,7 @@ class Progress:
     open_partitions: int
     rows_finished: int
     elapsed: float
+    best: float | None = None  # the single-dimensional searches: the best metric so far
 
 
 class Partitioner:
@@ -141,6 +142,10 @@ class Partitioner:
         # QI at a time (Median) sorts: the layer asked is usually the one split, whose rows
         # must be sorted anyway.
         self.counting = not criterion.one_at_a_time
+        # Keep one attribute list per QI (rows sorted by code within each partition) through the
+        # in-memory levels where every candidate QI is judged at every level: a list is carried
+        # through a split in one pass instead of sorting rows per QI per level (see _lists).
+        self.lists = not criterion.one_at_a_time and _LISTS
 
     @property
     def d(self) -> int:
@@ -377,6 +382,7 @@ class Partitioner:
         row = np.arange(batch.rows, dtype=np.int64)
         out_row: list[np.ndarray] = []
         out_pid: list[np.ndarray] = []
+        lists: np.ndarray | None = None
         while len(seg):
             M = batch.rows
             XT = batch.codes
@@ -384,6 +390,8 @@ class Partitioner:
             cmin = np.minimum.reduceat(XT, starts, axis=1).T.astype(np.int64)
             cmax = np.maximum.reduceat(XT, starts, axis=1).T.astype(np.int64)
             seg_of_row = np.repeat(np.arange(len(seg)), seg.n)
+            if self.lists and lists is None:
+                lists = self._lists(batch, seg_of_row)
             # Sorted row orders computed for the statistics, one per layer of pairs; the chosen
             # pair's order becomes the next level's row order, so children are contiguous runs.
             layers: list[tuple[int, int, np.ndarray, np.ndarray]] = []
@@ -396,41 +404,79 @@ class Partitioner:
                 # Each layer's groups are computed alone, so the layers may run on several threads.
                 done = run_all(lambda b: self._layer(
                     batch, seg_of_row, len(seg), idx[b[0]:b[1]], attr[b[0]:b[1]], M,
-                    cmin[idx[b[0]:b[1]], attr[b[0]:b[1]]], cmax[idx[b[0]:b[1]], attr[b[0]:b[1]]]), bounds, self.threads)
+                    cmin[idx[b[0]:b[1]], attr[b[0]:b[1]]], cmax[idx[b[0]:b[1]], attr[b[0]:b[1]]], lists),
+                    bounds, self.threads)
                 out = []
                 for (lo, hi), (rows, ordered_rows, groups) in zip(bounds, done):
-                    layers.append((asked + lo, asked + hi, rows, ordered_rows))
+                    if lists is None:  # else the lists give the next level's order
+                        layers.append((asked + lo, asked + hi, rows, ordered_rows))
                     out.append(FrequencyGroups(groups.part + lo, groups.code, groups.stats))
                 asked += len(idx)
                 return FrequencyGroups.concat(out, self.threads)
 
             split, chosen, kids, pair = self.decide(seg, cmin, cmax, groups_for, self._settled(batch, seg, seg_of_row))
-            arranged = np.arange(M, dtype=np.int64)
-            unordered = np.zeros(len(seg), dtype=bool)  # chosen from a layer counted without a sort
-            for i, (first, last, rows, ordered_rows) in enumerate(layers):
-                mine = (pair >= first) & (pair < last)
-                if ordered_rows is None:
-                    unordered |= mine
-                elif i == 0 and len(rows) == M:  # a first layer of every partition: take it whole
-                    arranged = ordered_rows
-                elif mine.any():
-                    arranged[rows[mine[seg_of_row[rows]]]] = ordered_rows[mine[seg_of_row[ordered_rows]]]
-            if unordered.any():
-                self._arrange(batch, seg_of_row, len(seg), unordered.nonzero()[0], chosen, arranged, M)
+            finished = ~split[seg_of_row]
+            if lists is not None:  # each split partition's rows in its chosen QI's list order
+                stay = (~finished).nonzero()[0]
+                nxt = lists[chosen[seg_of_row[stay]], stay]
+            else:
+                nxt = self._arranged(batch, seg_of_row, len(seg), layers, pair, chosen, M)[~finished]
             done = (~split).nonzero()[0]
             self.leaves.add(seg.take(done), cmin[done], cmax[done])
-            finished = ~split[seg_of_row]
             out_row.append(row[finished])
             out_pid.append(seg.pid[seg_of_row[finished]])
             self.rows_finished += int(finished.sum())
             children = self.children_boxes(seg, chosen, kids)
-            nxt = arranged[~finished]  # one gather per level: compacts and reorders
+            # one gather per level: compacts and reorders, so children are contiguous runs
             batch, row = batch.take(nxt, self.threads), np.take(row, nxt)
             seg = children.take((children.n > 0).nonzero()[0])
+            if lists is not None and len(seg):
+                lists = self._follow(lists, nxt, seg, M)
             self._report("memory", len(seg))
         if not out_row:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
+
+    def _arranged(self, batch: Batch, seg_of_row: np.ndarray, S: int, layers: list, pair: np.ndarray,
+                  chosen: np.ndarray, M: int) -> np.ndarray:
+        """The batch rows in the next level's order without attribute lists: each split
+        partition's rows as its chosen pair's layer sorted them (sorted afterwards when that layer
+        was counted without a sort)."""
+        arranged = np.arange(M, dtype=np.int64)
+        unordered = np.zeros(S, dtype=bool)  # chosen from a layer counted without a sort
+        for i, (first, last, rows, ordered_rows) in enumerate(layers):
+            mine = (pair >= first) & (pair < last)
+            if ordered_rows is None:
+                unordered |= mine
+            elif i == 0 and len(rows) == M:  # a first layer of every partition: take it whole
+                arranged = ordered_rows
+            elif mine.any():
+                arranged[rows[mine[seg_of_row[rows]]]] = ordered_rows[mine[seg_of_row[ordered_rows]]]
+        if unordered.any():
+            self._arrange(batch, seg_of_row, S, unordered.nonzero()[0], chosen, arranged, M)
+        return arranged
+
+    def _lists(self, batch: Batch, seg_of_row: np.ndarray) -> np.ndarray:
+        """SLIQ's attribute lists (Mehta, Agrawal & Rissanen, EDBT 1996): (d, M), row ``j`` the
+        batch rows partition by partition, each partition's sorted by QI ``j``'s code — one sort
+        per QI for the whole finish; :meth:`_follow` carries them through every level's splits."""
+        lists = np.empty((self.d, batch.rows), dtype=np.int64)
+
+        def one(j: int) -> None:
+            lists[j] = sort_and_group(seg_of_row, batch.codes[j])[0]
+
+        run_all(one, range(self.d), self.threads)
+        return lists
+
+    def _follow(self, lists: np.ndarray, nxt: np.ndarray, seg: Boxes, M: int) -> np.ndarray:
+        """The attribute lists of the next level: ``nxt`` the old position of each new one,
+        ``seg`` the next level's partitions (:func:`sqlanon.model.kernels.follow_list`)."""
+        dest = np.full(M, -1, dtype=np.int64)
+        dest[nxt] = np.repeat(np.arange(len(seg), dtype=np.int64) << 32, seg.n) | np.arange(len(nxt))
+        starts_new = np.cumsum(seg.n) - seg.n
+        out = np.empty((self.d, len(nxt)), dtype=np.int64)
+        run_all(lambda j: kernels.follow_list(lists[j], dest, starts_new, out[j]), range(self.d), self.threads)
+        return out
 
     def _settled(self, batch: Batch, seg: Boxes, seg_of_row: np.ndarray) -> np.ndarray | None:
         """The batch's partitions in which every split scores alike (:func:`sqlanon.mondrian.split.settled`),
@@ -455,7 +501,7 @@ class Partitioner:
         return settled(self.criterion, stats, self)
 
     def _layer(self, batch: Batch, seg_of_row: np.ndarray, S: int, idx: np.ndarray, attr: np.ndarray, M: int,
-               lo: np.ndarray, hi: np.ndarray):
+               lo: np.ndarray, hi: np.ndarray, lists: np.ndarray | None = None):
         """Frequency groups of one layer of pairs (each partition at most once), in numpy.
 
         ``lo``, ``hi``: each pair's smallest and largest code present. Returns ``(rows,
@@ -471,13 +517,17 @@ class Partitioner:
         same counts and integer sums; floating-point sums are added in a different order.
         """
         rows, local = _rows_of(seg_of_row, S, idx, M)
-        values = kernels.codes_of_pairs(batch.codes, attr, local, rows)
         width = hi - lo + 1
         if self.counting and int(width.sum()) <= _BINS_PER_ROW * len(rows):
+            values = kernels.codes_of_pairs(batch.codes, attr, local, rows)
             return rows, None, self._counted(batch, rows, local, values, lo, width)
-        order, part, code, starts = sort_and_group(local, values)
-        ordered_rows = order if len(rows) == M else rows[order]  # rows is 0..M-1 when whole
-        n = np.diff(np.append(starts, len(order)))
+        if lists is not None:  # the rows in each pair's list order: sorted without a sort
+            ordered_rows = kernels.codes_of_pairs(lists, attr, local, rows)
+            part, code, starts = _runs(local, kernels.codes_of_pairs(batch.codes, attr, local, ordered_rows))
+        else:
+            order, part, code, starts = sort_and_group(local, kernels.codes_of_pairs(batch.codes, attr, local, rows))
+            ordered_rows = order if len(rows) == M else rows[order]  # rows is 0..M-1 when whole
+        n = np.diff(np.append(starts, len(ordered_rows)))
         if not self.stat_columns:  # Median under k-anonymity: counts are all it needs
             return rows, ordered_rows, FrequencyGroups(part, code, ClassStats(n))
         counts, moments = group_stats(
@@ -514,6 +564,18 @@ class Partitioner:
         arranged[rows] = rows[order]
 
 
+def _runs(local: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(part, code, starts)`` of the runs of equal ``(local, values)`` in rows already sorted
+    by them: each run's pair, code and first position."""
+    change = np.empty(len(local), dtype=bool)
+    if len(local):
+        change[0] = True
+        np.not_equal(values[1:], values[:-1], out=change[1:])
+        change[1:] |= local[1:] != local[:-1]
+    starts = np.flatnonzero(change)
+    return local[starts].astype(np.int64), values[starts].astype(np.int32), starts
+
+
 def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
     """The batch rows of partitions ``idx`` (sorted) and each row's position in ``idx``."""
     if len(idx) == S:
@@ -526,6 +588,8 @@ def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[n
 
 #: Counting path of the frequency groups while the bins are at most this many per row.
 _BINS_PER_ROW = 2
+#: Attribute lists for criteria that judge every QI at every level (tests switch them off).
+_LISTS = True
 
 
 @dataclass

@@ -28,6 +28,7 @@ from ..model import manifest_format
 from ..model.constraints import Constraint, from_record, to_record
 from ..model.criteria import Criterion, criterion_from_record, criterion_record
 from ..request.spec import EQ_CLASS, Spec
+from . import suppression
 from .view import LiveView
 
 
@@ -68,6 +69,8 @@ class Manifest:
     bare: bool = True
     recoding: str = "multi"  # "single": top-down refinement (a grid of cuts)
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its <QID, k> pairs, each verified on its own
+    suppression_limit: int | None = None  # rows the recoding may suppress (None: not recorded)
+    levels: tuple[int, ...] | None = None  # a full-domain release's level per QI
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -124,7 +127,8 @@ def write(engine: Engine, spec: Spec) -> None:
         "hierarchies": table,
         "materialized": spec.outputs.materialize,
         "k": spec.k,
-        "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null} for q in spec.qis],
+        "qid": [{"name": q.name, "kind": q.kind, "type": q.data_type, "has_null": q.has_null,
+                 **({"bounds": q.bounds} if q.bounds != "data" else {})} for q in spec.qis],
         "constraints": [c.describe() for c in spec.workload.constraints],
         "constraint_records": [to_record(c) for c in spec.workload.constraints],
         "criterion": spec.workload.criterion.describe(),
@@ -139,6 +143,8 @@ def write(engine: Engine, spec: Spec) -> None:
                     "size": spec.outputs.size_column},
         "recoding": "single" if spec.single is not None else "multi",
         "qids": [[list(c), k] for c, k in spec.single.qids] if spec.single is not None else [],
+        "suppression_limit": suppression.allowed(spec),
+        "levels": list(spec.single.levels) if spec.single is not None and spec.single.levels is not None else None,
     }
     engine.set_comment(spec.outputs.rules, json.dumps(document))
 
@@ -192,7 +198,8 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
             if q["kind"] == "hierarchy":
                 h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])])
                 hierarchies[q["name"]] = h.with_null_leaf() if q["has_null"] else h
-    qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i)
+    qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i,
+                   bounds=q.get("bounds", "data"))  # published= (sqlanon.publish.bounds)
                 for i, q in enumerate(recorded))
     known, unknown = _constraints(document["constraints"], document.get("constraint_records"))
     return Manifest(
@@ -213,6 +220,8 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
         catalog=found.catalog, schema=found.schema, bare=bare,
         recoding=document.get("recoding", "multi"),
         qids=tuple((tuple(c), int(k)) for c, k in document.get("qids", ())),
+        suppression_limit=document.get("suppression_limit"),
+        levels=tuple(document["levels"]) if document.get("levels") is not None else None,
     )
 
 

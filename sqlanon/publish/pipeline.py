@@ -18,7 +18,7 @@ from ..engine.base import Engine
 from ..errors import EngineError, ObjectExistsError, VerificationError
 from ..model.domain import Domain
 from ..request.spec import Spec
-from . import manifest
+from . import manifest, suppression
 from ..mondrian.builder import Regions
 from .rules import create_rules, publish, rowmap_query
 from .verify import Verification, verify
@@ -47,13 +47,17 @@ def verified(engine: Engine, spec: Spec) -> Verification:
                     class_column=spec.outputs.class_column, constraints=spec.workload.constraints,
                     qids=spec.single.qids if spec.single is not None else None)
     problems = []
+    limit = suppression.allowed(spec)
     if result.violating:
         problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
                         f"(smallest {result.k_achieved})")
     if result.rows != spec.source.rows:
         problems.append(f"{result.rows} published rows for {spec.source.rows} source rows")
-    if result.unplaced:
-        problems.append(f"{result.unplaced} rows without an equivalence class")
+    if result.unplaced > limit:
+        problems.append(f"{result.unplaced} rows without an equivalence class (suppressed)"
+                        + (f", more than the {limit} the request allows" if limit else ""))
+    if result.leaked:
+        problems.append(f"{result.leaked} suppressed rows not fully generalized")
     problems += [f"{c.violating} class(es) violate {c.constraint}" for c in result.checks if not c.ok]
     problems += [f"{q.violating} group(s) of QID {list(q.qid)} smaller than k={q.k}" for q in result.qids if not q.ok]
     if problems:
@@ -92,7 +96,9 @@ def publish_release(
             region = create_rules(engine, spec, domains, regions)
             manifest.write(engine, spec)
             rowmap = rowmap_query(engine, spec, work, memory, regions, region)
-            publish(engine, spec, source, rid, rowmap, len(regions.boxes))
+            if suppression.allowed(spec):  # rows the recoding suppressed: no region
+                rowmap = exp.union(rowmap, suppression.rowmap_rows(work), distinct=False)
+            publish(engine, spec, source, rid, rowmap, len(regions.boxes), suppressed=bool(suppression.allowed(spec)))
             return check(engine, spec)
     except EngineError as e:
         if engine.lost_race(e):

@@ -7,8 +7,10 @@ does not depend on how the partition was computed:
 * ``region`` (the class column of the view) and ``size`` (rows in it; 0 for a hierarchy node no
   row falls into, kept so the rules cover the domain) -- named ``region_1``/``size_1``, ... when
   a hierarchical QI is called ``region`` or ``size`` (the manifest records the names);
-* per ordered QI ``q``: published ``q_min``/``q_max`` (the smallest and largest value of the
-  region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs) and the
+* per ordered QI ``q``: published ``q_min``/``q_max`` (by default the smallest and largest value
+  of the region's rows; NULL sorts first, so ``q_min`` is NULL when the region holds NULLs; with
+  ``published="domain"`` or ``"hierarchy"`` the box's cut points or a hierarchy interval, and for
+  an empty region its box: :mod:`sqlanon.publish.bounds`) and the
   region's box in the domain: ``q_lo`` < value <= ``q_hi`` (NULL = unbounded) plus ``q_null``
   (NULL values fall in this region); a NULL-only region has ``q_lo = q_hi`` (empty range);
 * per hierarchical QI ``q``: published ``q`` (the node label) and ``q_node`` (node id in the
@@ -33,7 +35,9 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..mondrian.builder import Boxes, Regions
 from ..request.spec import Spec
-from .view import LiveView, live_view, rowmap_key
+from .bounds import empty_marker, region_bounds
+from .suppression import generalized
+from .view import LiveView, live_view, root_bounds, rowmap_key
 
 
 def number_regions(boxes: Boxes) -> np.ndarray:
@@ -54,15 +58,20 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     region = np.empty(len(order), dtype=np.int64)
     region[order] = np.arange(len(order))
     columns: dict[str, np.ndarray] = {"region": region, "size": boxes.n}
+    casts: set[int] = set()  # ordered QIs whose published bounds are uploaded as text
     for i, d in enumerate(domains):
         lo, hi = boxes.lo[:, i], boxes.hi[:, i]
         if d.qi.ordered:
             first = d.first_value
             start = np.maximum(lo, first)  # the box's first non-NULL code
             empty = start > hi  # the box holds only NULL
-            columns[f"c{i}_min"], columns[f"c{i}_max"] = cmin[:, i], cmax[:, i]
-            columns[f"c{i}_lo"] = np.where(empty, first, np.where(start - 1 >= first, start - 1, -1))
-            columns[f"c{i}_hi"] = np.where(empty, first, np.where(hi < d.size - 1, hi, -1))
+            kind, low, high = region_bounds(d, lo, hi, cmin[:, i], cmax[:, i], boxes.n)
+            columns[f"c{i}_min"], columns[f"c{i}_max"] = low, high
+            if kind == "text":  # published="hierarchy": interval bounds, cast to the column's type below
+                casts.add(i)
+            mark = empty_marker(d, hi)
+            columns[f"c{i}_lo"] = np.where(empty, mark, np.where(start - 1 >= first, start - 1, -1))
+            columns[f"c{i}_hi"] = np.where(empty, mark, np.where(hi < d.size - 1, hi, -1))
             columns[f"c{i}_null"] = lo == 0  # NULL sorts first, also for later rows
         else:
             h = d.qi.hierarchy
@@ -89,6 +98,10 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             )
             continue
         for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
+            if i in casts and part in ("min", "max"):
+                value = exp.Cast(this=g.col(f"c{i}_{part}", "r"), to=exp.DataType.build(qi.data_type, dialect="duckdb"))
+                query = query.select(g.alias(value, out), copy=False)
+                continue
             alias = f"d{i}{part}"
             lookups.append((alias, d.size))
             query = query.join(
@@ -143,13 +156,15 @@ def live_plan(spec: Spec) -> LiveView:
                     spec.single.qids if spec.single is not None and spec.single.per_qid([q.name for q in spec.qis]) else ())
 
 
-def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int) -> None:
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int,
+            suppressed: bool = False) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
     ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`); else a
-    snapshot table of the rows the run read. ``regions``: the rules' rows."""
+    snapshot table of the rows the run read. ``regions``: the rules' rows; ``suppressed``: the
+    row map may hold rows without a region (:mod:`sqlanon.publish.suppression`)."""
     out = spec.outputs
     if spec.key is None:
-        _publish_snapshot(engine, spec, source, rid, rowmap)
+        _publish_snapshot(engine, spec, source, rid, rowmap, suppressed)
         return
     x = exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("x")))
     if spec.key.direct:  # the run's row id is the key itself
@@ -162,12 +177,17 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
     engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec), regions)))
 
 
-def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> None:
-    """The snapshot table: the rows the run read, each with its region's published columns."""
+def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression,
+                      suppressed: bool = False) -> None:
+    """The snapshot table: the rows the run read, each with its region's published columns (a
+    row without a region, when ``suppressed``, fully generalized: :mod:`sqlanon.publish.suppression`)."""
     qis = {q.name: q for q in spec.qis}
     select: list[exp.Expression] = []
     for name in spec.source.column_names:
-        if name in qis:
+        if name in qis and suppressed:
+            select += [g.alias(generalized(qis[name], p, g.col("region", "a"), "r", "z"), p)
+                       for p in qis[name].published]
+        elif name in qis:
             select += [g.alias(g.col(p, "r"), p) for p in qis[name].published]
         else:
             select.append(g.alias(g.col(name, "b"), name))
@@ -183,4 +203,7 @@ def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, r
             join_type="left",
         )
     )
+    root = root_bounds(spec.qis, spec.outputs.rules, spec.outputs.size_column) if suppressed else None
+    if root is not None:
+        query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
     engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))

@@ -36,7 +36,7 @@ from .manifest import Manifest
 from ..model.qi import QI
 from ..request.checks import check_int, check_qid
 from ..request.spec import Source, _catalog, _find_source
-from .view import root_bounds, status
+from .view import SUPPRESSED, root_bounds, status
 from ..request.workload import check_constraints
 
 
@@ -63,6 +63,10 @@ class Verification:
         leaked: suppressed rows of a release whose QI columns are not fully generalized.
         qids: one :class:`QIDCheck` per ``<QID, k>`` pair checked (several QIDs, TKDE 2007
             Definition 1: each QID's groups over its own published columns).
+        suppression_limit: for a release that records it, the most rows its recoding may
+            suppress (:mod:`sqlanon.publish.suppression`); ``ok`` then also requires that the
+            rows the recoding suppressed -- a snapshot's rows without a class, a live view's
+            rows suppressed "by the recoding" -- are at most that many.
     """
 
     ok: bool
@@ -77,6 +81,7 @@ class Verification:
     suppressed: tuple[tuple[str, int, int], ...] = ()
     leaked: int = 0
     qids: tuple[QIDCheck, ...] = ()
+    suppression_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,9 +216,13 @@ def verify_source(
         qids = release.qids
     per_qid = tuple(_check_qid(engine, source, checked, tuple(c), n) for c, n in (qids or ()))
     unplaced = int(unplaced or 0) + suppressed_rows
+    limit = release.suppression_limit if release is not None else None
+    recoded = (sum(n for r, n, _ in reasons if r == SUPPRESSED) if release is not None and release.live_view() is not None
+               else suppressed_rows)
     return Verification(
         ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
-            and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)),
+            and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)
+            and (limit is None or recoded <= limit)),
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -225,6 +234,7 @@ def verify_source(
         suppressed=reasons,
         leaked=leaked,
         qids=per_qid,
+        suppression_limit=limit,
     )
 
 

@@ -20,6 +20,9 @@ hold at query time, not only when it was published. Each time the view is read:
    diversity through deletes or updates disappears as a whole, and no raw QI value is ever
    shown.
 
+A row the recoding itself suppressed (:mod:`sqlanon.publish.suppression`: its row map region is
+NULL) is published the same way, from the start.
+
 :func:`status` counts the suppressed rows by reason with the same building blocks, for
 :func:`sqlanon.verify`.
 """
@@ -40,6 +43,8 @@ from ..request.spec import free_name
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"
+#: ... and when the recoding suppressed it (:data:`sqlanon.publish.suppression.REASON`).
+SUPPRESSED = "suppressed by the recoding"
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,12 @@ class LiveView:
     def region_alias(self) -> str:
         """The matched rows' region column: a name none of the source's columns has."""
         return free_name("__sqlanon_region", self.columns)
+
+    @property
+    def suppressed_alias(self) -> str:
+        """The matched rows' flag: the row map vouches for the row and the recoding suppressed
+        it (:mod:`sqlanon.publish.suppression`)."""
+        return free_name("__sqlanon_suppressed", self.columns)
 
 
 def rowmap_key(i: int) -> str:
@@ -97,7 +108,11 @@ def _matched(engine: Engine, v: LiveView) -> exp.Select:
                            partition_by=[g.col(c, "b") for c in v.key])
         vouched.append(exp.EQ(this=twice, expression=g.lit(1)))
     region = exp.Case().when(exp.and_(*vouched), g.col("region", "a"))
-    return (exp.select(*[g.col(c, "b") for c in v.columns], g.alias(region, v.region_alias))
+    recoded = exp.Case().when(exp.and_(*[e.copy() for e in vouched],
+                                       exp.Is(this=g.col("region", "a"), expression=exp.Null())), exp.true()
+                              ).else_(exp.false())
+    return (exp.select(*[g.col(c, "b") for c in v.columns], g.alias(region, v.region_alias),
+                       g.alias(recoded, v.suppressed_alias))
             .from_(exp.alias_(v.source.copy(), g.ident("b"), table=True))
             .join(_from(v.rowmap, "a"), on=on, join_type="left"))
 
@@ -196,15 +211,18 @@ def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> 
     for q in ordered:
         low, high = q.published
         query = query.select(g.alias(root_bound(rules, size_column, low, lowest=True), low),
-                             g.alias(root_bound(rules, size_column, high, lowest=False), high), copy=False)
+                             g.alias(root_bound(rules, size_column, high, lowest=False, unbounded=q.unbounded_ends),
+                                     high), copy=False)
     return query
 
 
-def root_bound(rules: str | exp.Table, size_column: str, column: str, *, lowest: bool) -> exp.Subquery:
+def root_bound(rules: str | exp.Table, size_column: str, column: str, *, lowest: bool,
+               unbounded: bool = False) -> exp.Subquery:
     """One fully generalized bound over the non-empty regions: the smallest ``column`` (NULL if
-    any is NULL: NULL sorts first), or the largest (NULLs ignored). The first row in order, not
-    MIN/MAX: PostgreSQL has no MIN/MAX of BOOLEAN."""
-    order = exp.Ordered(this=g.col(column), desc=not lowest, nulls_first=lowest)
+    any is NULL: NULL sorts first), or the largest (NULLs ignored; with ``unbounded``, a QI
+    published with ``published="domain"``, NULL if any is NULL: NULL is the open end above). The first row in
+    order, not MIN/MAX: PostgreSQL has no MIN/MAX of BOOLEAN."""
+    order = exp.Ordered(this=g.col(column), desc=not lowest, nulls_first=lowest or unbounded)
     return exp.Subquery(this=exp.select(g.col(column)).from_(_ref(rules))
                         .where(exp.GT(this=g.col(size_column), expression=g.lit(0))).order_by(order).limit(1))
 
@@ -214,7 +232,8 @@ def status(engine: Engine, v: LiveView) -> exp.Select:
     (:data:`CHANGED`, then k, then each constraint in order)."""
     judged = _judged(v)
     r = v.region_alias
-    reason = exp.Case().when(exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
+    reason = exp.Case().when(g.col(v.suppressed_alias, "m"), g.lit(SUPPRESSED)).when(
+        exp.Is(this=g.col(r, "m"), expression=exp.Null()), g.lit(CHANGED))
     for why, name, _ in judged:
         reason = reason.when(_failed(name), g.lit(why))
     if v.qids:

@@ -68,8 +68,12 @@ a row reaches holds its values. Then:
 * placed in a region with rows: ``eq_class`` = the region, the QIs its published columns, as in
   the view (on the training table itself the output equals the view);
 * placed in an *empty* region (a hierarchy node no training row fell in, kept so the rules tile
-  the domain; its stored ``q_min``/``q_max`` are NULL): ``eq_class`` = the region, hierarchical
-  QIs its node label, ordered QIs the fully generalized bounds below;
+  the domain): ``eq_class`` = the region, hierarchical QIs its node label, ordered QIs the
+  region's *box* as its rules store it (:mod:`sqlanon.publish.bounds`: under ``published="data"``
+  the training values its box spans, under ``"domain"`` its cut points, under ``"hierarchy"``
+  the smallest interval covering them) -- not the training table's overall bounds, which would
+  tell a learner nothing. (Rules of releases made before this stored NULL there: such a region's
+  ordered QIs are then fully generalized, as below);
 * not placed -- a value of a hierarchical QI that is no leaf of the hierarchy (an unseen
   category), or NULL in a hierarchical QI whose training column had no NULLs (so the hierarchy
   has no NULL leaf); ordered QIs place every value, NULL included (NULL sorts first) and NaN
@@ -613,7 +617,7 @@ def _root_table(engine: Engine, m: Manifest) -> str | None:
         return None
     for i, q in ordered:
         lowest = root_bound(m.ref(m.rules), m.size_column, f"{q.name}_min", lowest=True)
-        highest = root_bound(m.ref(m.rules), m.size_column, f"{q.name}_max", lowest=False)
+        highest = root_bound(m.ref(m.rules), m.size_column, f"{q.name}_max", lowest=False, unbounded=q.unbounded_ends)
         query = query.select(g.alias(lowest, f"gmin{i}"), g.alias(highest, f"gmax{i}"), copy=False)
     name = engine.temp_name("root")
     engine.execute(g.create_table_as(name, query))
@@ -702,8 +706,12 @@ def _walk_query(
             label = exp.Cast(this=g.lit(m.hierarchies[q.name].labels[0]), to=_VARCHAR)
             select.append(g.alias(exp.Case().when(placed.copy(), g.col(f"p{i}", t)).else_(label), q.name))
             continue
+        # an empty region publishes its box (stored in its rules since issue 19); rules of an
+        # older release stored NULL, NULL there, which still reads as fully generalized
+        stored = exp.or_(with_rows.copy(), exp.and_(placed.copy(), exp.or_(
+            *[exp.Not(this=exp.Is(this=g.col(f"{p}{i}", t), expression=exp.Null())) for p in ("min", "max")])))
         for part in ("min", "max"):
-            select.append(g.alias(exp.Case().when(with_rows.copy(), g.col(f"{part}{i}", t))
+            select.append(g.alias(exp.Case().when(stored.copy(), g.col(f"{part}{i}", t))
                                   .else_(g.col(f"g{part}{i}", f)), f"{q.name}_{part}"))
     select.append(g.alias(exp.Case().when(placed, g.col("region", t)), m.class_column))
     return query.select(*select, copy=False)

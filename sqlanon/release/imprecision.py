@@ -19,6 +19,10 @@ a region twice):
   which reads as "from the bottom of the domain", so it overlaps every ``high``; a region of
   only NULLs (``q_max`` NULL) overlaps no range;
 * ordered QI, query ``IS NULL``: the region holds NULLs (``q_min`` is NULL);
+* an ordered QI published as its cut points (``published="domain"``,
+  :mod:`sqlanon.publish.bounds`): the region is ``q_min < v <= q_max`` with a NULL end
+  unbounded, so it overlaps ``Range(low, high)`` iff ``q_max`` is NULL or ``>= low`` (``>``) and
+  ``q_min`` is NULL or ``< high``; ``IS NULL`` as above (an open lower end may hold NULLs);
 * hierarchical QI, query leaf set ``L`` (:class:`~sqlanon.model.selection.Members`): the published
   node has a leaf in ``L`` (the NULL leaf, when the column has NULLs, is a leaf under the root).
 
@@ -220,6 +224,8 @@ def condition_overlap(c: Range | IsNull | Members, published: Callable[[str], ex
     q_min, q_max = published(f"{c.name}_min"), published(f"{c.name}_max")
     if isinstance(c, IsNull):
         return exp.Is(this=q_min, expression=exp.Null())
+    if c.qi.unbounded_ends:
+        return _domain_overlap(c, q_min, q_max)
     parts: list[exp.Expression] = []
     if c.low is None:  # a region of only NULLs (q_max NULL) holds no value of any range
         parts.append(exp.Not(this=exp.Is(this=q_max, expression=exp.Null())))
@@ -230,6 +236,24 @@ def condition_overlap(c: Range | IsNull | Members, published: Callable[[str], ex
         op = exp.LTE if c.high.closed else exp.LT
         parts.append(exp.or_(exp.Is(this=q_min.copy(), expression=exp.Null()),
                              op(this=q_min, expression=literal(c.qi, c.high.value)), copy=False))
+    return exp.and_(*parts, copy=False) if len(parts) > 1 else parts[0]
+
+
+def _domain_overlap(c: Range, q_min: exp.Expression, q_max: exp.Expression) -> exp.Expression:
+    """Overlap of ``Range(low, high)`` with a box published as its cut points
+    (``published="domain"``): the region is ``q_min < v <= q_max``, a NULL end unbounded. It
+    overlaps iff ``q_max >= low`` (``>`` for an open bound) and ``q_min < high`` (for either kind
+    of bound: ``q_min`` itself is outside the region)."""
+    parts: list[exp.Expression] = []
+    if c.low is not None:
+        op = exp.GTE if c.low.closed else exp.GT
+        parts.append(exp.or_(exp.Is(this=q_max.copy(), expression=exp.Null()),
+                             op(this=q_max, expression=literal(c.qi, c.low.value)), copy=False))
+    if c.high is not None:
+        parts.append(exp.or_(exp.Is(this=q_min.copy(), expression=exp.Null()),
+                             exp.LT(this=q_min, expression=literal(c.qi, c.high.value)), copy=False))
+    if not parts:
+        return exp.true()
     return exp.and_(*parts, copy=False) if len(parts) > 1 else parts[0]
 
 

@@ -28,6 +28,12 @@ with low information loss*, VLDB 2007) and in Iyengar's LM (KDD 2002, Section 3.
   ``M_P`` the leaves under it and ``M`` the leaves of the hierarchy (including the NULL leaf
   when the column has NULLs), so 0 for a leaf and 1 for the root;
 * a domain of one value (``U = L``, ``M = 1``) has loss 0;
+* an ordered QI published as its cut points (``published="domain"``, :mod:`sqlanon.publish.bounds`):
+  the region is ``(q_min, q_max]`` with NULL ends unbounded; the loss is ``(q_max - q_min) /
+  (U - L)`` with an open end at ``L``/``U``, which are then the column's own smallest and
+  largest value read from the release's source (the rules hold only cut points), so a class
+  reaching an end costs its whole way there. Text, booleans and enums: ranks of the cut points
+  0..R-1, an open end at -1 below and R above (``U - L = R + 1``);
 * a suppressed row has loss 1 on every QI (Iyengar: suppression is generalization to the
   column bounds / the root).
 """
@@ -39,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlglot import exp
 
@@ -47,9 +54,10 @@ from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
-from .imprecision import imprecision
+from .imprecision import imprecision, source_ref
 from ..publish.manifest import Manifest
 from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
+from ..model import utility
 from ..model.qi import QI, classify
 from ..request.checks import check_names
 
@@ -83,6 +91,10 @@ class Metrics:
         l_entropy: smallest exp(entropy in nats) of a class, per sensitive column.
         min_variance: smallest population variance in a class, per numeric sensitive column.
         imprecision: ``|Pr(V)| - |Pr(T)|`` per selection predicate (KDD 2006, Section 3.4).
+        aecs: ARX's average equivalence class size, the suppressed rows forming one class:
+            N / (classes + [suppressed > 0]).
+        precision: for a full-domain release (``search="optimal"``), ARX's non-monotonic
+            Precision ``mean_q ((N - S) l_q / h_q + S) / N`` (level ``l_q`` of height ``h_q``).
     """
 
     view: str
@@ -106,6 +118,8 @@ class Metrics:
     l_entropy: Mapping[str, float | None] = field(default_factory=dict)
     min_variance: Mapping[str, float | None] = field(default_factory=dict)
     imprecision: Mapping[str, int] = field(default_factory=dict)
+    aecs: float | None = None
+    precision: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
@@ -168,7 +182,12 @@ def metrics(
           *Mondrian Multidimensional k-Anonymity*, ICDE 2006; the suppressed rows, in no class,
           are left out);
         * ``dm = sum_E |E|^2 + S * N`` (discernibility, Bayardo & Agrawal, *Data Privacy
-          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N);
+          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N; ARX's
+          non-monotonic DM); ``aecs = N / (|classes| + [S > 0])`` (ARX's average equivalence
+          class size); ``precision`` of a full-domain release (ARX's non-monotonic Precision).
+          ARX's Loss per QI is ``ncp[q]`` for a hierarchical QI; the non-uniform entropy needs
+          the original values, which the view does not show: it is in
+          :mod:`sqlanon.model.utility` (the searches' metrics);
         * ``ncp[q] = (sum_E |E| * loss_E(q) + S) / N`` with the cell loss of the module
           docstring (NCP, Xu et al. 2006); ``gcp = mean_q ncp[q]`` (GCP, Ghinita et al. 2007);
         * ``lm = sum_q ncp[q]``: Iyengar's general loss metric exactly as defined (KDD 2002,
@@ -289,7 +308,17 @@ def metrics(
         l_entropy=l_entropy,
         min_variance=min_variance,
         imprecision={p.text: p.imprecision for p in measured.predicates} if measured else {},
+        aecs=n / (classes + (1 if s else 0)) if classes + (1 if s else 0) else None,
+        precision=_precision(m, n, s),
     )
+
+
+def _precision(m: Manifest, n: int, s: int) -> float | None:
+    """ARX's Precision of a full-domain release (its manifest records the levels), else None."""
+    if m.levels is None or not n or len(m.levels) != len(m.qis):
+        return None
+    heights = [float(m.hierarchies[q.name].height) if q.name in m.hierarchies else 0.0 for q in m.qis]
+    return utility.precision(n, s, np.asarray(m.levels, dtype=float), np.asarray(heights))
 
 
 def _clean(value: Any) -> float | None:
@@ -357,6 +386,20 @@ def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
                     query = query.join(derived(ranks, f"{side}{i}"), join_type="left",
                                        on=exp.EQ(this=g.col("v", f"{side}{i}"), expression=g.col(column, "r")))
                 low, high = g.col("r", f"a{i}"), g.col("r", f"b{i}")
+                if qi.unbounded_ends:  # published="domain": an open end is one rank beyond the cuts
+                    domain = exp.select(g.alias(g.lit(-1.0), "lo"), g.alias(
+                        exp.Cast(this=exp.Count(this=exp.Star()), to=_DOUBLE), "hi")).from_(derived(ranks, "k"))
+                    high = exp.Coalesce(this=high, expressions=[g.col("hi", dom)])
+            elif qi.unbounded_ends:
+                # published="domain": the bounds are cut points, an open end (NULL) reaches the
+                # column's own smallest / largest value, read from the source (the rules never
+                # hold them)
+                column = _number(engine, qi, g.col(qi.name))
+                domain = exp.select(g.alias(exp.Min(this=column), "lo"), g.alias(exp.Max(this=column.copy()), "hi")
+                                    ).from_(source_ref(engine, m))
+                low = _number(engine, qi, g.col(f"{qi.name}_min", "r"))
+                high = exp.Coalesce(this=_number(engine, qi, g.col(f"{qi.name}_max", "r")),
+                                    expressions=[g.col("hi", dom)])
             else:
                 domain = exp.select(
                     # q_min is NULL for a class holding NULLs: its q_max still bounds the domain

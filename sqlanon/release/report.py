@@ -39,6 +39,7 @@ from ..publish.manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
+from ..mondrian.sample import describe, partitioning
 from ..request.spec import Source
 from ..publish.verify import Verification, verify_source
 
@@ -100,6 +101,7 @@ class ReleaseReport:
     generated: str
     key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
     criterion_object: Criterion | None = None  # the recorded criterion (None: a release of sqlanon 0.1)
+    partitioning: Mapping[str, Any] | None = None  # how the partition was computed (sqlanon.mondrian.sample.FIELDS)
     measures: Measures | None = None  # pycanon's measures of the view (sqlanon.release.measures)
     risk_before: Risk | None = None  # re-identification risk of the source on the QIs (None: unreadable now)
     risk_after: Risk | None = None  # ... and of the release (its classes)
@@ -133,6 +135,7 @@ class ReleaseReport:
             "timings": None if self.timings is None else
             {"elapsed": self.elapsed, "statements": self.statements, "steps": dict(self.timings)},
             "objects": [asdict(o) for o in self.objects],
+            "partitioning": None if self.partitioning is None else dict(self.partitioning),
             "measures": None if self.measures is None else asdict(self.measures),
             "risk": {"before": _risk_dict(self.risk_before), "after": _risk_dict(self.risk_after),
                      "threshold": RISK_THRESHOLD},
@@ -230,7 +233,9 @@ def collect(
     hierarchies = {c.sensitive: c.hierarchy for c in rebuilt if isinstance(c, TCloseness) and c.hierarchy is not None}
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
-        qis=tuple((q.name, q.kind, q.data_type) for q in m.qis),
+        # the kind, and how an ordered QI's bounds are published when not its own data (issue 19)
+        qis=tuple((q.name, q.kind if q.bounds == "data" else f"{q.kind}, published: {q.bounds}", q.data_type)
+                  for q in m.qis),
         k=m.k, constraints=m.constraints, criterion=m.criterion, criterion_object=m.criterion_object,
         verification=checked, unchecked=unchecked, metrics=figures,
         class_sizes=_class_sizes(engine, view_ref, m.class_column),
@@ -241,6 +246,7 @@ def collect(
         statements=getattr(release, "statements", None) if timings is not None else None,
         objects=_objects(engine, m, figures.rows),
         generated=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        partitioning=partitioning(release),
         measures=measures(con, m, sensitive=workload["sensitive"] if sensitive is None else sensitive,
                           hierarchies=hierarchies),
         risk_before=_source_risk(con, m), risk_after=risk(con, m),
@@ -406,12 +412,14 @@ def _verdict(r: ReleaseReport) -> str:
 _MEANING = {
     "k": "the required smallest class size",
     "rows": "rows of the view (N)",
-    "suppressed": "rows without a class (new, changed, or in a class that no longer meets the requirement; QIs fully generalized)",
+    "suppressed": "rows without a class (suppressed by the recoding, new, changed, or in a class that no longer meets the requirement; QIs fully generalized)",
     "classes": "equivalence classes",
     "k_achieved": "the smallest class",
     "avg_class_size": "(N - suppressed) / classes",
     "c_avg": "avg_class_size / k (LeFevre et al., ICDE 2006)",
     "dm": "discernibility: sum of squared class sizes + suppressed x N (Bayardo & Agrawal)",
+    "aecs": "ARX's average class size: N / (classes + 1 if any row is suppressed)",
+    "precision": "ARX's Precision of a full-domain release: mean over QIs of level / height (suppressed: 1)",
     "ncp": "mean normalized width of the QI's published values, 0..1 (NCP)",
     "gcp": "mean NCP over the QIs (GCP)",
     "lm": "Iyengar's loss metric LM: the sum of NCP over the QIs",
@@ -579,6 +587,8 @@ def render_markdown(r: ReleaseReport) -> str:
         out += _md_table(["step", "seconds"], [*((s, number(t)) for s, t in r.timings.items()),
                                                ("total (elapsed)", number(r.elapsed))])
         out += [f"{number(r.statements)} SQL statements.", ""]
+    if r.partitioning is not None:
+        out += [f"Partitioning: {describe(r.partitioning)}.", ""]
     out += ["## SQL objects", ""]
     out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
     return "\n".join(out)
@@ -717,6 +727,8 @@ def render_html(r: ReleaseReport) -> str:
         s += [svg_rows(list(r.timings), [(t,) for t in r.timings.values()], [f"{number(t)} s" for t in r.timings.values()],
                         "Seconds per step"),
               f"<p>Total {number(r.elapsed)} s, {number(r.statements)} SQL statements.</p>"]
+    if r.partitioning is not None:
+        s.append(f"<p>Partitioning: {esc(describe(r.partitioning))}.</p>")
     s += ["</section>", '<section id="objects"><h2>SQL objects</h2>',
           _html_table(["role", "name", "kind", "rows"],
                       [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],

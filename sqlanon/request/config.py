@@ -17,6 +17,10 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
     max_steps = 100               # optional, single only: stop after this many refinements (anytime)
     max_seconds = 5.0             # optional, single only: stop after this many seconds
+    strategy = "sample"           # optional: auto (default), levels (Rothko-T) or sample (Rothko-S)
+    sample_rows = 1000000         # optional: rows of a Rothko-S sample (default memory_rows)
+    confidence = 0.95             # optional: confidence of Rothko-S's hypothesis tests
+    seed = 0                      # optional: seed of Rothko-S's sample
 
     [[qi]]                        # one entry per quasi-identifier, in order
     name = "age"
@@ -95,7 +99,11 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds")
+                 "max_steps", "max_seconds", "published", "strategy", "sample_rows", "confidence") + (
+                 "search", "metric", "suppression", "seed", "budget", "iterations")
+#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize); ``seed`` is
+#: also Rothko-S's.
+SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
 _PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
@@ -154,8 +162,13 @@ class ReleaseConfig:
             recoding); None lets the targets' types choose (as ``target=`` does).
         recoding, qids, max_steps, max_seconds: as for :func:`sqlanon.anonymize` (None/empty =
             its default); with ``qids`` the request has no ``k``.
+        search: the single-dimensional searches' options given (``search``, ``metric``,
+            ``suppression``, ``seed``, ``budget``, ``iterations``), checked by
+            :func:`sqlanon.anonymize`.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
+        strategy, sample_rows, confidence, seed: as for :func:`sqlanon.anonymize` (None = its
+            default).
     """
 
     table: str
@@ -180,6 +193,11 @@ class ReleaseConfig:
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()
     max_steps: int | None = None
     max_seconds: float | None = None
+    published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
+    search: dict[str, Any] = field(default_factory=dict)
+    strategy: str | None = None
+    sample_rows: int | None = None
+    confidence: float | None = None
     t_closeness: tuple[tuple[str, float, str, str | None], ...] = ()  # (column, t, distance, hierarchy file)
 
     @property
@@ -226,6 +244,12 @@ class ReleaseConfig:
             **({"recoding": self.recoding} if self.recoding else {}),
             **({"max_steps": self.max_steps} if self.max_steps is not None else {}),
             **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
+            **({"published": self.published if isinstance(self.published, str) else dict(self.published)}
+               if self.published else {}),
+            **{key: value for key, value in self.search.items() if value is not None},
+            **{name: value for name, value in (("strategy", self.strategy), ("sample_rows", self.sample_rows),
+                                               ("confidence", self.confidence))
+               if value is not None},
         }
 
 
@@ -404,6 +428,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     max_seconds = release.get("max_seconds")
     if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
         raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
+    published = _published(release.get("published"), fail)
+    sampling = _sampling(release, fail)
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
@@ -441,8 +467,39 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
-                         max_seconds=None if max_seconds is None else float(max_seconds),
+                         max_seconds=None if max_seconds is None else float(max_seconds), published=published,
+                         search={key: release[key] for key in SEARCH_KEYS if key in release}, **sampling,
                          t_closeness=t_closeness)
+
+
+def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
+    """``release.published``: ``"data"``, ``"domain"`` or ``"hierarchy"``, or a table
+    ``{ age = "hierarchy", hours = "domain" }`` (checked against the QIs by anonymize)."""
+    from ..publish.bounds import MODES
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _choice(value, "release.published", MODES, fail)
+    if isinstance(value, dict) and value:
+        return tuple((str(q), _choice(m, f"release.published.{q}", MODES, fail)) for q, m in value.items())
+    raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
+
+
+def _sampling(release: dict[str, Any], fail) -> dict[str, Any]:
+    """``release.strategy``, ``sample_rows``, ``confidence`` (Rothko-S), those given (``seed`` is
+    among the searches' keys, checked by :func:`sqlanon.anonymize`)."""
+    out: dict[str, Any] = {}
+    if "strategy" in release:
+        out["strategy"] = _choice(release["strategy"], "release.strategy", ("auto", "levels", "sample"), fail)
+    if "sample_rows" in release:
+        out["sample_rows"] = _integer(release["sample_rows"], "release.sample_rows", 1, fail)
+    if "confidence" in release:
+        value = release["confidence"]
+        if not _is_number(value) or not 0 < value < 1:
+            raise fail("release.confidence", f"must be a number strictly between 0 and 1, got {_show(value)}")
+        out["confidence"] = float(value)
+    return out
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:

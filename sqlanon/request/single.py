@@ -8,10 +8,17 @@ of first mention). The criterion is :class:`~sqlanon.model.criteria.Score` (defa
 (``target=``); without one the gain is the drop of the LM loss. What TDR does not support is
 refused here with :class:`~sqlanon.errors.RecodingError`: selections, l-diversity and other
 constraints, numeric or several targets, and NULLs in a categorical QI without a hierarchy.
+
+``search=`` chooses the search (:data:`SEARCHES`): TDR, Iyengar's genetic algorithm or the
+optimal full-domain lattice; the latter two take one QID, a ``metric=`` (:data:`SEARCH_METRICS`)
+and a ``suppression=`` limit (a fraction of the rows), the GA a ``seed=`` and a ``budget=`` or
+``iterations=``, and the lattice a hierarchy for every QI -- each refused clearly where it does
+not apply.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +30,11 @@ from .checks import _shown, check_int, check_names, check_number
 
 #: ``recoding=``: multidimensional (Mondrian, the default) or single-dimensional (TDR).
 RECODINGS = ("multi", "single")
+#: ``search=`` of a single-dimensional recoding: top-down refinement (the default), Iyengar's
+#: genetic algorithm, or the optimal full-domain generalization (the lattice).
+SEARCHES = ("tdr", "genetic", "optimal")
+#: ``metric=`` each search minimizes (:mod:`sqlanon.model.utility`).
+SEARCH_METRICS = {"genetic": ("LM", "CM"), "optimal": ("LM", "CM", "DM", "AECS", "Loss", "Precision", "Entropy")}
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,11 @@ class Single:
         target: the class label (None: the LM gain).
         suppressed: categorical QIs without a hierarchy: refined by disclosing values from ``⊥``.
         max_steps, max_seconds: the anytime budget (None: run to the end).
+        search: ``"tdr"``, ``"genetic"`` or ``"optimal"``; metric: what the latter two minimize.
+        suppression: the fraction of rows the recoding may suppress (genetic, optimal).
+        seed, budget, iterations: the genetic algorithm's seed and its budget (seconds, or
+            iterations; None: the default of :mod:`sqlanon.singledim.genetic`).
+        levels: the full-domain node the lattice search chose (per QI), once it has run.
     """
 
     qids: tuple[tuple[tuple[str, ...], int], ...]
@@ -43,6 +60,17 @@ class Single:
     suppressed: tuple[str, ...] = ()
     max_steps: int | None = None
     max_seconds: float | None = None
+    search: str = "tdr"
+    metric: str | None = None
+    suppression: float = 0.0
+    seed: int = 0
+    budget: float | None = None
+    iterations: int | None = None
+    levels: tuple[int, ...] | None = None  # set by the lattice search: the node published
+
+    def suppression_limit(self, rows: int) -> int:
+        """The most rows the recoding may suppress: ``floor(suppression * rows)``."""
+        return int(self.suppression * rows + 1e-9)
 
     def per_qid(self, qid: Sequence[str]) -> bool:
         """Whether some QID is not the whole QI set (its groups are unions of cells)."""
@@ -85,6 +113,8 @@ def resolve_single(
     pairs: tuple[tuple[tuple[str, ...], int], ...], rows: int, columns: dict[str, str], qid: Sequence[str],
     suppressed: Sequence[str], nulls: dict[str, bool], *, target: Any, criterion: Any, sensitive: Any, l: Any,
     constraints: Any, selections: Any, max_steps: Any, max_seconds: Any,
+    search: Any = None, metric: Any = None, suppression: Any = None, seed: Any = None, budget: Any = None,
+    iterations: Any = None, hierarchical: Sequence[str] = (),
 ) -> tuple[Single, Score | InfoGain]:
     """Check the single-dimensional request; return it with its criterion.
 
@@ -128,8 +158,57 @@ def resolve_single(
     steps = None if max_steps is None else check_int("max_steps", max_steps, 0)
     seconds = None if max_seconds is None else check_number("max_seconds", max_seconds, 0.0)
     chosen = criterion if criterion is not None else Score(*targets)
-    return Single(pairs, not isinstance(chosen, InfoGain), targets[0] if targets else None, tuple(suppressed),
-                  steps, seconds), chosen
+    plan = Single(pairs, not isinstance(chosen, InfoGain), targets[0] if targets else None, tuple(suppressed),
+                  steps, seconds)
+    return _search(plan, qid, hierarchical, search=search, metric=metric, suppression=suppression, seed=seed,
+                   budget=budget, iterations=iterations), chosen
+
+
+def _search(plan: Single, qid: Sequence[str], hierarchical: Sequence[str], *, search: Any, metric: Any,
+            suppression: Any, seed: Any, budget: Any, iterations: Any) -> Single:
+    """The search options of a single-dimensional request, checked (``search=None``: TDR)."""
+    chosen = "tdr" if search is None else search
+    if chosen not in SEARCHES:
+        raise InputError(f"search must be one of {list(SEARCHES)}, got {_shown(search)}")
+    if chosen == "tdr":
+        for option, value in (("metric=", metric), ("suppression=", suppression), ("seed=", seed),
+                              ("budget=", budget), ("iterations=", iterations)):
+            if value is not None:
+                raise RecodingError(f"{option} needs search='genetic' or search='optimal'; top-down refinement "
+                                    f"(search='tdr', the default) ranks by its score and never suppresses rows")
+        return plan
+    if len(plan.qids) != 1 or set(plan.qids[0][0]) != set(qid):
+        raise RecodingError(f"search={chosen!r} takes one QID (qid= with k=), not several (qids=)")
+    if plan.max_steps is not None or plan.max_seconds is not None:
+        raise RecodingError("max_steps= and max_seconds= are top-down refinement's budget; "
+                            + ("the genetic algorithm takes budget= (seconds) or iterations=" if chosen == "genetic"
+                               else "the lattice search is exact and has none"))
+    allowed = SEARCH_METRICS[chosen]
+    name = ("CM" if plan.target is not None else "LM") if metric is None else metric
+    match = [m for m in allowed if isinstance(name, str) and m.lower() == name.lower()]
+    if not match:
+        raise InputError(f"metric for search={chosen!r} must be one of {list(allowed)}, got {_shown(metric)}")
+    if match[0] == "CM" and plan.target is None:
+        raise RecodingError("metric='CM' (Iyengar's classification metric) needs the class label: pass target=")
+    fraction = 0.0 if suppression is None else check_number("suppression", suppression, 0.0)
+    if fraction >= 1.0:
+        raise InputError(f"suppression is the fraction of rows that may be suppressed, in [0, 1); got {suppression!r}")
+    if chosen == "optimal":
+        if plan.suppressed or set(qid) - set(hierarchical):
+            missing = [q for q in qid if q not in hierarchical]
+            raise RecodingError(f"search='optimal' generalizes every QI to a level of its hierarchy: give one for "
+                                f"{missing} (hierarchies={{...}})")
+        for option, value in (("seed=", seed), ("budget=", budget), ("iterations=", iterations)):
+            if value is not None:
+                raise RecodingError(f"{option} is the genetic algorithm's; the lattice search is exact and "
+                                    f"deterministic")
+    if budget is not None and iterations is not None:
+        raise InputError("give the genetic algorithm either budget= (seconds) or iterations=, not both")
+    return dataclasses.replace(
+        plan, search=chosen, metric=match[0], suppression=fraction,
+        seed=0 if seed is None else check_int("seed", seed, 0),
+        budget=None if budget is None else check_number("budget", budget, 0.0),
+        iterations=None if iterations is None else check_int("iterations", iterations, 0))
 
 
 def flat_hierarchy(values: Sequence[str]) -> Hierarchy:

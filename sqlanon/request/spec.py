@@ -39,6 +39,7 @@ from ..model.qi import QI, classify
 from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_qid
 from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
+from .published import interval_columns, published_modes, with_bounds
 
 
 #: The column of the published view holding the equivalence-class (region) id.
@@ -157,6 +158,13 @@ def resolve(
     qids: Sequence[tuple[Sequence[str], int]] | None = None,
     max_steps: int | None = None,
     max_seconds: float | None = None,
+    published: Any = None,
+    search: str | None = None,
+    metric: str | None = None,
+    suppression: float | None = None,
+    seed: int | None = None,
+    budget: float | None = None,
+    iterations: int | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
 
@@ -164,6 +172,11 @@ def resolve(
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
     single = check_recoding(recoding) == "single"
+    searching = {"search": search, "metric": metric, "suppression": suppression, "seed": seed, "budget": budget,
+                 "iterations": iterations}
+    if not single and any(v is not None for v in searching.values()):
+        raise RecodingError(f"{[f'{o}=' for o, v in searching.items() if v is not None]} need recoding='single' "
+                            f"(the single-dimensional searches)")
     if not single and (qids is not None or max_steps is not None or max_seconds is not None):
         raise RecodingError("qids=, max_steps= and max_seconds= need recoding='single' (top-down refinement); "
                             "the multidimensional recoding takes one qid= with its k=")
@@ -192,6 +205,10 @@ def resolve(
     if unknown:
         raise HierarchyError(f"hierarchies given for columns that are not QIs: {unknown}; QIs: {qid}")
     types = dict(source.columns)
+    # published= (sqlanon.request.published): a numeric QI whose hierarchy is published as
+    # intervals is partitioned as an ordered QI, so its hierarchy leaves the loop below
+    modes = published_modes(published, qid, types, hierarchies)
+    given, hierarchies = hierarchies, {q: h for q, h in hierarchies.items() if q not in interval_columns(modes)}
     nulls = _null_presence(engine, source, qid)
     qis = []
     suppressed = []
@@ -218,13 +235,14 @@ def resolve(
                 f"or any type with a hierarchy."
             )
         qis.append(QI(name, kind, data_type, has_null=nulls[name], position=position))
+    qis = with_bounds(engine, source.ref, qis, modes, given, lambda table: table_rows(engine, table))
     _check_finite(engine, source, qis)
     plan = None
     if single:  # (every QID's columns are in the union qid, checked above)
         plan, criterion = resolve_single(
             pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
             sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
-            max_seconds=max_seconds)
+            max_seconds=max_seconds, hierarchical=tuple(hierarchies), **searching)
         target = None
     elif isinstance(criterion, Score):
         raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")
@@ -237,7 +255,7 @@ def resolve(
     if source.temporary and not engine.views_read_temporary:
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
-                       hierarchies)
+                       given)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan)
 
 

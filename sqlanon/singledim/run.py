@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -24,8 +26,35 @@ from ..engine.base import Engine
 from ..model.domain import Domain
 from ..mondrian.builder import Progress, Regions
 from ..request.spec import Spec
+from ..publish.suppression import SUPPRESSED_PID
 from .cuts import cells, disclosure_hierarchy, disclosure_nodes
-from .tdr import Attribute, Requirement, Result, refine
+from .genetic import Column, Genetic
+from .lattice import Lattice, Node
+from .tdr import Attribute, Requirement, refine
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a single-dimensional search found, for the :class:`~sqlanon.Release`.
+
+    Attributes:
+        search: ``"tdr"``, ``"genetic"`` or ``"optimal"``.
+        complete: False when a budget stopped the search (TDR, GA): valid, but not finished.
+        refinements: TDR's refinements performed (None for the other searches).
+        metric, score: the metric minimized and its value for the release (None for TDR).
+        levels: the full-domain node, ``{qi: level}`` (``"optimal"`` only).
+        suppressed: rows the recoding suppresses.
+        evaluated: lattice nodes whose classes were computed, or GA fitness evaluations.
+    """
+
+    search: str
+    complete: bool
+    refinements: int | None = None
+    metric: str | None = None
+    score: float | None = None
+    levels: dict[str, int] | None = None
+    suppressed: int = 0
+    evaluated: int | None = None
 
 
 def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndarray]:
@@ -70,16 +99,26 @@ def attributes(spec: Spec, domains: tuple[Domain, ...]) -> list[Attribute]:
 
 def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str,
                progress: Callable[[Progress], None] | None = None,
-               ) -> tuple[Spec, tuple[Domain, ...], Regions, str, Result]:
-    """Compress, refine and place every row (module docstring); ``progress`` hears of every
-    refinement (phase ``"refine"``, ``level`` the refinements so far).
+               ) -> tuple[Spec, tuple[Domain, ...], Regions, str, Outcome]:
+    """Compress, search and place every row (module docstring); ``progress`` hears of every
+    refinement (phase ``"refine"``, ``level`` the refinements so far), of the lattice's nodes
+    (phase ``"lattice"``, ``level`` the nodes checked, ``best`` the best metric so far) or of the
+    genetic algorithm's generations (phase ``"genetic"``).
 
     Returns the spec and domains with the published hierarchies of ``⊥``-suppressed QIs, the
-    regions, the temp table ``(rid, pid, qhash)`` of every row's region, and TDR's result.
+    regions, the temp table ``(rid, pid, qhash)`` of every row's region (``pid``
+    :data:`~sqlanon.publish.suppression.SUPPRESSED_PID` for a suppressed row), and the outcome.
     """
     plan = spec.single
     assert plan is not None
     codes, y = compress(engine, spec, work)
+    if plan.search == "optimal":
+        regions, placed, outcome = run_optimal(engine, spec, work, codes, y, progress)
+        assert outcome.levels is not None  # the manifest records the node (sqlanon.metrics' Precision)
+        spec = dataclasses.replace(spec, single=dataclasses.replace(plan, levels=tuple(outcome.levels.values())))
+        return spec, domains, regions, placed, outcome
+    if plan.search == "genetic":
+        return (spec, domains) + run_genetic(engine, spec, domains, work, codes, y, progress)
     attrs = attributes(spec, domains)
     names = [q.name for q in spec.qis]
     reqs = [Requirement(tuple(names.index(c) for c in columns), k) for columns, k in plan.qids]
@@ -105,7 +144,46 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
         attrs[j] = Attribute("hierarchy", a.size, h)
     found = cells(values, y.sum(axis=1), attrs, result.ends)
     placed = place(engine, work, result.labels, codes, found.pid)
-    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, result
+    outcome = Outcome("tdr", result.complete, refinements=len(result.steps))
+    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, outcome
+
+
+def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.ndarray,
+                progress: Callable[[Progress], None] | None) -> tuple[Regions, str, Outcome]:
+    """The optimal full-domain node (:mod:`.lattice`), its classes as regions, the rows placed:
+    a class below k is suppressed (its rows get :data:`SUPPRESSED_PID`)."""
+    plan = spec.single
+    assert plan is not None
+    hierarchies = [q.hierarchy for q in spec.qis]
+    assert all(h is not None for h in hierarchies)
+    lattice = Lattice(codes, y, hierarchies)  # type: ignore[arg-type]
+    rows = lattice.total
+    started = time.perf_counter()
+
+    def report(checked: int, best: Node | None) -> None:
+        if progress is not None:
+            progress(Progress("lattice", checked, 0, rows, time.perf_counter() - started,
+                              None if best is None else best.value))
+
+    found = lattice.search(plan.metric or "DM", spec.k, plan.suppression_limit(rows), report)
+    best = found.best
+    assert best is not None  # the top node (every QI at its root) is one class of all rows >= k
+    values = lattice.generalized(best.levels)
+    table, member = lattice.table(best.levels)
+    kept = table.n[member] >= spec.k
+    attrs = [Attribute("hierarchy", h.n_leaves, h) for h in hierarchies]  # type: ignore[union-attr]
+    pid = np.full(len(codes), SUPPRESSED_PID, dtype=np.int64)
+    placed_cells = cells(values[kept], lattice.bottom.n[kept], attrs, [None] * len(attrs))
+    pid[kept] = placed_cells.pid
+    labels = [np.asarray(h.leaf_node, dtype=np.int64) for h in hierarchies]  # type: ignore[union-attr]
+    for j, level in enumerate(best.levels):
+        for _ in range(level):
+            labels[j] = lattice.up[j][labels[j]]
+    placed = place(engine, work, labels, codes, pid)
+    outcome = Outcome("optimal", True, metric=plan.metric, score=best.value,
+                      levels={q.name: int(v) for q, v in zip(spec.qis, best.levels)}, suppressed=best.suppressed,
+                      evaluated=found.checked)
+    return placed_cells.regions, placed, outcome
 
 
 def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray) -> str:
@@ -150,3 +228,38 @@ def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.nda
     for upload in uploads:
         engine.drop_temp(upload)
     return name
+
+
+def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str, codes: np.ndarray, y: np.ndarray,
+                progress: Callable[[Progress], None] | None) -> tuple[Regions, str, Outcome]:
+    """Iyengar's genetic algorithm (:mod:`.genetic`), its classes as regions, the rows placed:
+    a class below k is suppressed (its rows get :data:`SUPPRESSED_PID`). A QI with a hierarchy
+    (or a categorical one without: its flat hierarchy) is cut into hierarchy nodes; an ordered
+    QI into intervals of its codes."""
+    plan = spec.single
+    assert plan is not None
+    columns = [Column(d.size, d.qi.hierarchy) if not d.qi.ordered else Column(d.size, position=d.num)
+               for d in domains]
+    rows = int(y.sum())
+    ga = Genetic(codes, y, columns, plan.metric or "LM", spec.k, plan.suppression_limit(rows))
+    started = time.perf_counter()
+
+    def report(iteration: int, best: float) -> None:
+        if progress is not None:
+            progress(Progress("genetic", iteration, 0, rows, time.perf_counter() - started, best))
+
+    result = ga.run(seed=plan.seed, iterations=plan.iterations, budget=plan.budget, on_generation=report)
+    best = result.best
+    values = np.column_stack([best.labels[j][codes[:, j]] for j in range(len(columns))])
+    n = y.sum(axis=1)
+    cls, count = ga.classes(ga.decode(best.bits)[1])
+    kept = (np.bincount(cls, weights=n, minlength=count) >= spec.k)[cls]
+    attrs = [Attribute("interval", c.size, position=c.position) if c.hierarchy is None
+             else Attribute("hierarchy", c.size, c.hierarchy) for c in columns]
+    pid = np.full(len(codes), SUPPRESSED_PID, dtype=np.int64)
+    found = cells(values[kept], n[kept], attrs, list(best.ends))
+    pid[kept] = found.pid
+    placed = place(engine, work, list(best.labels), codes, pid)
+    outcome = Outcome("genetic", result.complete, metric=plan.metric, score=best.fitness, suppressed=best.suppressed,
+                      evaluated=result.evaluations)
+    return found.regions, placed, outcome

@@ -1,0 +1,388 @@
+"""The optimal full-domain lattice (``search="optimal"``) and ARX's metrics.
+
+* every ARX expectation of ``TestUtilityMetrics`` for Adult, k = 5 (DM, DM*, AECS, Loss, Precision,
+  non-uniform entropy, height; 0 % and 5 % suppression) is reproduced by
+  :mod:`sqlanon.model.utility` / :class:`~sqlanon.singledim.lattice.Lattice`;
+* the search's optimum equals brute force over the whole lattice -- computed here independently
+  with pandas from the hierarchies' ARX rows -- on small random tables and on Adult, for every
+  metric, several k and suppression limits;
+* the published release: one row per source row, every kept class >= k, the suppressed rows
+  fully generalized with class NULL and at most the limit, on DuckDB and PostgreSQL (snapshot and
+  live view) and Spark; the request's errors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame, run
+
+import sqlanon
+from sqlanon.errors import InputError, RecodingError
+from sqlanon.model import utility
+from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.singledim.lattice import Lattice
+
+REFERENCE = Path(__file__).parent / "data" / "reference_TestUtilityMetrics_adult_k5.json"
+TREE = {"*": {"a": {"a1": ["a11", "a12"], "a2": ["a21", "a22"]}, "b": {"b1": ["b11", "b12"], "b2": ["b21", "b22"]}}}
+SMALL = {"*": {"x": ["x1", "x2", "x3"], "y": ["y1", "y2"]}}
+FLAT = {"*": ["p", "q", "r"]}
+
+
+def _adult_frame() -> pd.DataFrame:
+    return pd.read_csv(ADULT_CSV, sep=";", dtype=str)
+
+
+def _compressed(df: pd.DataFrame, qid, hierarchies, target=None):
+    codes = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hierarchies)])
+    assert (codes >= 0).all()
+    labels = (pd.factorize(df[target], sort=True)[0] if target else np.zeros(len(df), dtype=np.int64))
+    keys, inverse = np.unique(codes, axis=0, return_inverse=True)
+    m = int(labels.max()) + 1
+    y = np.zeros((len(keys), m), dtype=np.int64)
+    np.add.at(y, (inverse.ravel(), labels), 1)
+    return keys, y
+
+
+# -- ARX's own expectations --------------------------------------------------------------------
+def test_arx_reference_values():
+    ref = json.loads(REFERENCE.read_text())
+    qid = ref["qid"]
+    hierarchies = [Hierarchy.from_csv(ADULT_HIERARCHIES[q]) for q in qid]
+    codes, y = _compressed(_adult_frame(), qid, hierarchies)
+    lattice = Lattice(codes, y, hierarchies)
+    k = ref["k"]
+    compared = 0
+    for case in ref["cases"]:
+        name = case["metric"]
+        for node in case["nodes"]:
+            levels = node["levels"]
+            t, _ = lattice.table(levels)
+            c = lattice.classes(t, True)
+            kept = c.n >= k
+            S = utility.suppressed_rows(c.n, k)
+            heights = lattice.heights.astype(float)
+            if name.startswith("createLossMetric"):  # ARX's RANK aggregate: per QI, rounded down, descending
+                got = sorted((math.floor(v * 1e10) / 1e10 for v in utility.loss_per_qi(c, kept)), reverse=True)
+                assert got == pytest.approx(json.loads(node["expected"]), abs=1e-8), (name, levels)
+                compared += 1
+                continue
+            got = {
+                "createAECSMetric()": lambda: utility.aecs(c, kept),
+                "createDiscernabilityMetric(false)": lambda: utility.dm(c, kept),
+                "createDiscernabilityMetric(true)": lambda: utility.dm(c, np.ones_like(kept)),
+                "createEntropyMetric()": lambda: lattice.entropy(levels, t, k),
+                "createEntropyMetric(false)": lambda: lattice.entropy(levels, t, k),
+                "createEntropyMetric(true)": lambda: lattice.entropy(levels, None, k),
+                "createHeightMetric()": lambda: float(sum(levels)),
+                "createPrecisionMetric(false)": lambda: utility.precision(lattice.total, S, np.array(levels, float), heights),
+                "createPrecisionMetric(true)": lambda: utility.precision(lattice.total, 0, np.array(levels, float), heights),
+            }[name]()
+            expected = float(node["expected"])
+            assert abs(got - expected) <= 1e-8 * max(1.0, abs(expected)), (name, case["suppression"], levels, got)
+            # the search's own evaluation of the node agrees
+            short = {"createAECSMetric()": "AECS", "createDiscernabilityMetric(false)": "DM",
+                     "createEntropyMetric()": "Entropy", "createEntropyMetric(false)": "Entropy",
+                     "createPrecisionMetric(false)": "Precision"}.get(name)
+            if short:
+                assert lattice.metric(short, levels, t, k) == pytest.approx(expected, rel=1e-10)
+            compared += 1
+    assert compared == sum(len(c["nodes"]) for c in ref["cases"]) == 177
+
+
+# -- brute force, independently ----------------------------------------------------------------
+def _generalized(df: pd.DataFrame, qid, hierarchies, target=None) -> list[tuple[tuple[int, ...], pd.DataFrame]]:
+    """Every node's generalized table, from the hierarchies' ARX rows ``[leaf, ..., root]``."""
+    rows = [{r[0]: r for r in h.to_rows()} for h in hierarchies]
+    out = []
+    for levels in itertools.product(*[range(h.height + 1) for h in hierarchies]):
+        gen = pd.DataFrame({q: df[q].map({v: r[l] for v, r in rows[j].items()}) for j, (q, l) in enumerate(zip(qid, levels))})
+        if target:
+            gen["_t"] = df[target]
+        out.append((levels, gen))
+    return out
+
+
+def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None, nodes=None):
+    """Every node evaluated with pandas (``nodes``: :func:`_generalized`, computed if None)."""
+    N = len(df)
+    rows = [{r[0]: r for r in h.to_rows()} for h in hierarchies]
+    heights = [h.height for h in hierarchies]
+    leaves = [h.n_leaves for h in hierarchies]
+    best = None
+    for levels, gen in (nodes if nodes is not None else _generalized(df, qid, hierarchies, target)):
+        size = gen.groupby(list(qid))[qid[0]].transform("size")
+        small = size < k
+        S = int(small.sum())
+        if S > limit:
+            continue
+        kept = gen[~small]
+        if metric == "DM":
+            v = float((kept.groupby(list(qid)).size() ** 2).sum() + N * S)
+        elif metric == "AECS":
+            v = N / (kept.groupby(list(qid)).ngroups + (1 if S else 0))
+        elif metric == "CM":
+            counts = kept.groupby(list(qid))["_t"].value_counts().unstack(fill_value=0)
+            v = ((counts.sum(axis=1) - counts.max(axis=1)).sum() + S) / N
+        elif metric == "Precision":
+            v = float(np.mean([((N - S) * (l / h if h else 0) + S) / N for l, h in zip(levels, heights)]))
+        elif metric in ("LM", "Loss"):
+            per = []
+            for j, q in enumerate(qid):
+                under = {label: n for label, n in pd.Series([r[levels[j]] for r in rows[j].values()]).value_counts().items()}
+                loss = kept[q].map(lambda x: (under[x] - 1) / max(leaves[j] - 1, 1)).sum()
+                per.append((loss + S) / N)
+            v = float(sum(per)) if metric == "LM" else float(np.exp(np.log1p(per).mean()) - 1)
+        else:  # Entropy: original values against their generalized values, suppressed by generalized values
+            v = 0.0
+            for q in qid:
+                c = df[q].value_counts()
+                g = gen[q].groupby(df[q]).first()
+                cg = gen[q].value_counts()
+                v += float(sum(c[x] * math.log2(cg[g[x]] / c[x]) for x in c.index))
+                s = gen.loc[small, q].value_counts()
+                v += float(sum(s[x] * math.log2(S / s[x]) for x in s.index))
+        key = (round(v, 9), sum(levels), levels)
+        if best is None or key < best[0]:
+            best = (key, levels, v, S)
+    return best
+
+
+def _random_frame(seed: int, n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    leaves = ["a11", "a12", "a21", "a22", "b11", "b12", "b21", "b22"]
+    p = rng.dirichlet(np.ones(len(leaves)) * 0.7)
+    return pd.DataFrame({"id": np.arange(n), "t": rng.choice(leaves, n, p=p), "s": rng.choice(["x1", "x2", "x3", "y1", "y2"], n),
+                         "f": rng.choice(["p", "q", "r"], n), "lab": rng.choice(["no", "yes"], n, p=[0.7, 0.3])})
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_optimum_equals_brute_force_random(seed):
+    df = _random_frame(seed, 60 + 20 * seed)
+    qid = ["t", "s", "f"]
+    hierarchies = [Hierarchy.from_dict(TREE), Hierarchy.from_dict(SMALL), Hierarchy.from_dict(FLAT)]
+    codes, y = _compressed(df, qid, hierarchies, "lab")
+    lattice = Lattice(codes, y, hierarchies)
+    nodes = _generalized(df, qid, hierarchies, "lab")
+    for metric in utility.METRICS:
+        for k, fraction in ((2, 0.0), (4, 0.05), (6, 0.2)):
+            limit = int(fraction * len(df))
+            found = lattice.search(metric, k, limit).best
+            expected = _brute(df, qid, hierarchies, metric, k, limit, "lab", nodes)
+            assert found is not None and expected is not None
+            assert found.levels == expected[1], (metric, k, fraction)
+            assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
+            assert found.suppressed == expected[3] <= limit
+
+
+@pytest.mark.parametrize("metric,k,fraction", [("DM", 50, 0.02), ("LM", 10, 0.01), ("AECS", 25, 0.04),
+                                               ("Entropy", 5, 0.04), ("CM", 20, 0.01)])
+def test_optimum_equals_brute_force_adult(metric, k, fraction):
+    """Five Adult QIs (240 nodes): the search against every node evaluated from the bottom
+    (the random tables above check the evaluation itself against pandas)."""
+    df = _adult_frame()
+    qid = ["sex", "age", "race", "marital-status", "education"]
+    hierarchies = [Hierarchy.from_csv(ADULT_HIERARCHIES[q]) for q in qid]
+    codes, y = _compressed(df, qid, hierarchies, "salary-class")
+    lattice = Lattice(codes, y, hierarchies)
+    limit = int(fraction * len(df))
+    found = lattice.search(metric, k, limit)
+    candidates = []
+    for levels in lattice.all_nodes():
+        t, _ = lattice.table(levels)
+        S = utility.suppressed_rows(t.n, k)
+        if S <= limit:
+            if metric == "Precision":
+                v = utility.precision(lattice.total, S, np.array(levels, float), lattice.heights.astype(float))
+            elif metric == "Entropy":
+                v = lattice.entropy(levels, t, k)
+            else:
+                v = utility.value(metric, lattice.classes(t, True), k)
+            candidates.append((v, sum(levels), levels))
+    best = min(candidates, key=lambda c: (round(c[0], 9), c[1], c[2]))
+    assert found.best is not None and found.best.levels == best[2] and found.best.value == pytest.approx(best[0])
+    assert found.checked + found.pruned <= lattice.size
+
+
+def test_progress_and_pruning():
+    df = _adult_frame()
+    qid = list(ADULT_COLUMNS)
+    hierarchies = [Hierarchy.from_csv(ADULT_HIERARCHIES[q]) for q in qid]
+    codes, y = _compressed(df, qid, hierarchies)
+    seen = []
+    found = Lattice(codes, y, hierarchies).search("LM", 5, int(0.04 * len(df)), lambda n, best: seen.append((n, best)))
+    assert found.pruned > 0 and found.checked < found.size == 12960
+    assert seen[-1][0] == found.checked and seen[-1][1] == found.best
+    assert [n for n, _ in seen] == sorted(n for n, _ in seen)
+
+
+# -- the published release -----------------------------------------------------------------------
+def _people(rows: int = 400, seed: int = 5) -> pd.DataFrame:
+    df = _random_frame(seed, rows)
+    return df
+
+
+def _check_release(con, release, df: pd.DataFrame, k: int, fraction: float) -> pd.DataFrame:
+    view = frame(con, f'SELECT * FROM "{release.view}" ORDER BY id')
+    assert len(view) == len(df) and view["id"].tolist() == df["id"].tolist()
+    assert view["lab"].tolist() == df["lab"].tolist()
+    cls = view["eq_class"]
+    suppressed = view[cls.isna()]
+    assert len(suppressed) == release.suppressed <= int(fraction * len(df))
+    for q in release.qid:  # fully generalized
+        assert (suppressed[q] == "*").all()
+    sizes = view[cls.notna()].groupby("eq_class").size()
+    assert (sizes >= k).all()
+    # full-domain: every kept row shows its value's ancestor at the node's level
+    trees = {"t": Hierarchy.from_dict(TREE), "s": Hierarchy.from_dict(SMALL), "f": Hierarchy.from_dict(FLAT)}
+    kept = view[cls.notna()]
+    for q in release.qid:
+        rows = {r[0]: r for r in trees[q].to_rows()}
+        expected = df.loc[cls.notna().to_numpy(), q].map(lambda v: rows[v][release.levels[q]])
+        assert kept[q].tolist() == expected.tolist()
+    assert release.verification.ok and release.verification.unplaced == release.suppressed
+    return view
+
+
+@pytest.mark.engines("duckdb", "postgres")
+@pytest.mark.parametrize("key", [None, "id"])
+def test_release(con, key):
+    df = _people()
+    load_frame(con, "t", df)
+    hierarchies = {"t": TREE, "s": SMALL, "f": FLAT}
+    release = sqlanon.anonymize(con, "t", qid=["t", "s", "f"], k=12, hierarchies=hierarchies, target="lab",
+                                recoding="single", search="optimal", metric="LM", suppression=0.05, key=key)
+    assert release.search == "optimal" and release.metric == "LM" and release.materialized == (key is None)
+    hs = [Hierarchy.from_dict(x) for x in (TREE, SMALL, FLAT)]
+    codes, y = _compressed(df, ["t", "s", "f"], hs)
+    best = Lattice(codes, y, hs).search("LM", 12, int(0.05 * len(df))).best
+    assert tuple(release.levels.values()) == best.levels and release.score == best.value
+    assert release.suppressed == best.suppressed > 0  # the optimum suppresses here
+    _check_release(con, release, df, 12, 0.05)
+    m = sqlanon.metrics(con, release, targets=["lab"])
+    assert m.lm == pytest.approx(best.value) and m.suppressed == release.suppressed
+    assert m.aecs == pytest.approx(len(df) / (m.classes + 1))
+    levels = np.array(best.levels, dtype=float)
+    assert m.precision == pytest.approx(np.mean(((400 - best.suppressed) * levels / [3, 2, 1] + best.suppressed) / 400))
+    if key is not None:
+        assert release.verification.suppressed == (("suppressed by the recoding", release.suppressed, 0),)
+    again = sqlanon.verify(con, release.view, ["t", "s", "f"], 12, class_column="eq_class")
+    assert again.ok and again.unplaced == release.suppressed and again.leaked == 0
+    assert again.suppression_limit == 20  # floor(0.05 * 400), from the manifest
+    if key is None:  # a snapshot suppressing more than the limit fails verification
+        big = frame(con, f'SELECT eq_class, count(*) AS n FROM "{release.view}" WHERE eq_class IS NOT NULL '
+                         f'GROUP BY eq_class ORDER BY n DESC').iloc[0]
+        run(con, f'UPDATE "{release.view}" SET eq_class = NULL, t = \'*\', s = \'*\', f = \'*\' '
+                 f'WHERE eq_class = {int(big["eq_class"])}')
+        tampered = sqlanon.verify(con, release.view, ["t", "s", "f"], 12, class_column="eq_class")
+        assert not tampered.ok and tampered.leaked == 0 and tampered.unplaced == release.suppressed + big["n"]
+
+
+def test_adult_all_nine_columns(adult):
+    con, hierarchies = adult
+    release = sqlanon.anonymize(con, "adult", qid=list(ADULT_COLUMNS), k=5, hierarchies=hierarchies,
+                                recoding="single", search="optimal", metric="DM", suppression=0.04)
+    assert release.levels == {"sex": 0, "age": 0, "race": 1, "marital-status": 2, "education": 3,
+                              "native-country": 2, "workclass": 2, "occupation": 1, "salary-class": 1}
+    assert release.suppressed == 105 and release.score == 7220555.0 and release.verification.ok
+    assert sqlanon.metrics(con, release).dm == 7220555
+
+
+def test_metric_cm_and_loss_on_adult(adult):
+    con, hierarchies = adult
+    qid = ["age", "education", "marital-status", "sex"]
+    r = sqlanon.anonymize(con, "adult", qid=qid, k=50, hierarchies={q: hierarchies[q] for q in qid},
+                          target="salary-class", recoding="single", search="optimal", metric="cm", suppression=0.01)
+    m = sqlanon.metrics(con, r, targets=["salary-class"])
+    assert r.metric == "CM" and m.cm["salary-class"] == pytest.approx(r.score)
+    loss = sqlanon.anonymize(con, "adult", qid=qid, k=50, hierarchies={q: hierarchies[q] for q in qid},
+                             recoding="single", search="optimal", metric="LM", suppression=0.01, view="adult_lm")
+    assert sqlanon.metrics(con, loss).lm == pytest.approx(loss.score)
+
+
+@pytest.mark.spark
+def test_spark_equals_duckdb(spark):
+    from sqlanon.engine import engine_for
+
+    """The lattice's release (with suppressed rows) on Spark equals DuckDB's (the GA publishes
+    through the same code: only its search differs, which runs in numpy)."""
+    df = _people(400, 5)
+    out = []
+    for con in (duckdb.connect(), spark):
+        engine_for(con).create_from_frame("t", df, replace=True)
+        release = sqlanon.anonymize(con, "t", qid=["t", "s", "f"], k=12, hierarchies={"t": TREE, "s": SMALL, "f": FLAT},
+                                    recoding="single", search="optimal", metric="LM", suppression=0.05,
+                                    view="t_opt", replace=True)
+        assert release.verification.ok and release.suppressed == 10
+        view = engine_for(con).fetch_frame("SELECT * FROM t_opt ORDER BY id")
+        out.append((release.levels, release.suppressed, view.astype(object).where(view.notna(), None).values.tolist()))
+    assert out[0] == out[1]
+
+
+def test_errors(con):
+    df = _people(50)
+    load_frame(con, "t", df)
+    with pytest.raises(RecodingError, match="hierarchy"):
+        sqlanon.anonymize(con, "t", qid=["t", "s", "id"], k=5, hierarchies={"t": TREE, "s": SMALL},
+                          recoding="single", search="optimal")
+    with pytest.raises(InputError, match="metric"):
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL},
+                          recoding="single", search="optimal", metric="XYZ")
+    with pytest.raises(RecodingError, match="target"):
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, recoding="single",
+                          search="optimal", metric="CM")
+    with pytest.raises(InputError, match="suppression"):
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, recoding="single",
+                          search="optimal", suppression=1.5)
+    with pytest.raises(RecodingError, match="recoding='single'"):
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, search="optimal")
+    with pytest.raises(RecodingError, match="suppression="):
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, recoding="single",
+                          suppression=0.1)
+    with pytest.raises(RecodingError, match="genetic"):
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, recoding="single",
+                          search="optimal", seed=3)
+
+
+def test_cli_and_release_file(tmp_path, capsys):
+    import json as _json
+
+    from sqlanon.cli import main
+    from sqlanon.request.config import load_config
+
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.register("frame", _people(200))
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    con.close()
+    tree = tmp_path / "t.csv"
+    tree.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(TREE).to_rows()))
+    small = tmp_path / "s.csv"
+    small.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(SMALL).to_rows()))
+    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
+                 "--metric", "LM", "--suppression", "0.05", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}",
+                 "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "optimal" and doc["metric"] == "LM" and set(doc["levels"]) == {"t", "s"}
+    assert doc["suppressed"] <= 10 and doc["verification"]["ok"]
+    toml = tmp_path / "release.toml"
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "ga"\nrecoding = "single"\n'
+                    f'search = "genetic"\nmetric = "CM"\nsuppression = 0.02\nseed = 4\niterations = 50\n'
+                    f'[[qi]]\nname = "t"\nhierarchy = "{tree}"\n[[qi]]\nname = "s"\nhierarchy = "{small}"\n'
+                    f'[privacy]\nk = 8\n[workload]\ntarget = ["lab"]\n')
+    kwargs = load_config(toml).anonymize_kwargs()
+    assert kwargs["search"] == "genetic" and kwargs["iterations"] == 50 and kwargs["seed"] == 4
+    assert main(["anonymize", "--config", str(toml), "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "genetic" and doc["metric"] == "CM" and doc["suppressed"] <= 4
+    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
+                 "--metric", "LM", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}", "--view", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "levels t=" in out and "suppressed" in out
