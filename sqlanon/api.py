@@ -193,7 +193,8 @@ def anonymize(
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
             :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
-            :class:`~sqlanon.VarianceDiversity` (k-anonymity with ``k`` always applies).
+            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness` (k-anonymity with ``k``
+            always applies).
         target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
             columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,

@@ -33,6 +33,9 @@ the whole partition) every test is the constraint itself, exactly.
   over ``v``. The upper quantile of chi-square comes from the Wilson–Hilferty transform
   (:func:`chi2_upper`; within 1% of the exact quantile from 3 degrees of freedom on, which a
   rule of thumb does not notice).
+* t-closeness: no test; the sample child's distance from the table's distribution is the
+  estimate (the constraint itself judges the sample statistics). A child whose population is
+  farther than t is merged back by pruning, which judges the real statistics.
 
 In every test a degenerate variance (0) rejects when the estimate is on the right side, and an
 empty sample child passes (the constraints' own convention: an empty class is no class).
@@ -227,6 +230,6 @@ def sample_constraints(constraints: Sequence[Constraint], population: int, sampl
             out.append(EntropyTest(c, population, sample, alpha))
         elif isinstance(c, VarianceDiversity):
             out.append(VarianceTest(c, alpha))
-        else:  # distinct l-diversity: what the sample shows the population has
-            out.append(c)
+        else:  # distinct l-diversity: what the sample shows the population has; t-closeness:
+            out.append(c)  # the sample's distance as the estimate (pruning corrects it)
     return tuple(out)
