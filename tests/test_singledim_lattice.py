@@ -27,6 +27,7 @@ from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_fr
 import sqlanon
 from sqlanon.errors import InputError, RecodingError
 from sqlanon.model import utility
+from sqlanon.model.constraints import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.singledim.lattice import Lattice
 
@@ -110,8 +111,10 @@ def _generalized(df: pd.DataFrame, qid, hierarchies, target=None) -> list[tuple[
     return out
 
 
-def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None, nodes=None):
-    """Every node evaluated with pandas (``nodes``: :func:`_generalized`, computed if None)."""
+def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None, nodes=None,
+           fails=None):
+    """Every node evaluated with pandas (``nodes``: :func:`_generalized`, computed if None;
+    ``fails``: per node, the rows of classes failing an l-diversity requirement, suppressed too)."""
     N = len(df)
     rows = [{r[0]: r for r in h.to_rows()} for h in hierarchies]
     heights = [h.height for h in hierarchies]
@@ -120,6 +123,8 @@ def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, 
     for levels, gen in (nodes if nodes is not None else _generalized(df, qid, hierarchies, target)):
         size = gen.groupby(list(qid))[qid[0]].transform("size")
         small = size < k
+        if fails is not None:
+            small = small | fails[levels]
         S = int(small.sum())
         if S > limit:
             continue
@@ -155,6 +160,26 @@ def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, 
     return best
 
 
+def _diversity_fails(gen: pd.DataFrame, qid, sensitive: pd.Series, kind: str, l: float, c: float = 0.0) -> pd.Series:
+    """Per row: whether its class fails distinct / entropy / recursive (c, l)-diversity of
+    ``sensitive`` -- with pandas, from the definitions (Machanavajjhala et al.), not the
+    constraint objects."""
+    frame = gen[list(qid)].assign(_s=sensitive.to_numpy())
+    counts = frame.groupby(list(qid) + ["_s"]).size()
+    verdict = {}
+    for cls, per in counts.groupby(level=list(range(len(qid)))):
+        x = np.sort(per.to_numpy())[::-1].astype(float)
+        if kind == "distinct":
+            ok = len(x) >= l
+        elif kind == "entropy":
+            p = x / x.sum()
+            ok = -(p * np.log(p)).sum() >= math.log(l) - 1e-9
+        else:
+            ok = x[0] < c * x[int(l) - 1:].sum()
+        verdict[cls if isinstance(cls, tuple) else (cls,)] = not ok
+    return pd.Series([verdict[tuple(r)] for r in frame[list(qid)].itertuples(index=False)], index=gen.index)
+
+
 def _random_frame(seed: int, n: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     leaves = ["a11", "a12", "a21", "a22", "b11", "b12", "b21", "b22"]
@@ -180,6 +205,50 @@ def test_optimum_equals_brute_force_random(seed):
             assert found.levels == expected[1], (metric, k, fraction)
             assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
             assert found.suppressed == expected[3] <= limit
+
+
+DIVERSITY = {"distinct": DistinctLDiversity("d", 3), "entropy": EntropyLDiversity("d", 2.5),
+             "recursive": RecursiveCLDiversity("d", 2.0, 3)}
+
+
+@pytest.mark.parametrize("kind", sorted(DIVERSITY))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_optimum_with_diversity_equals_brute_force(kind, seed):
+    """l-diversity: a class is kept only with >= k rows and the sensitive column diverse enough,
+    judged here by pandas from the definitions; the search's optimum over every metric and
+    several k and suppression limits is the brute-force one -- and differs from k's alone
+    somewhere, so the constraint is really judged."""
+    df = _random_frame(seed, 90 + 30 * seed)
+    rng = np.random.default_rng(seed + 10)
+    df["d"] = rng.choice(["d1", "d2", "d3", "d4", "d5"], len(df), p=[0.4, 0.25, 0.15, 0.1, 0.1])
+    qid = ["t", "s", "f"]
+    hierarchies = [Hierarchy.from_dict(TREE), Hierarchy.from_dict(SMALL), Hierarchy.from_dict(FLAT)]
+    codes, y = _compressed(df, qid, hierarchies, "lab")
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hierarchies)])
+    keys, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    assert (keys == codes).all()
+    sensitive = np.zeros((len(keys), 5), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), pd.factorize(df["d"], sort=True)[0]), 1)
+    constraint = DIVERSITY[kind]
+    lattice = Lattice(codes, y, hierarchies, {"d": sensitive}, [constraint])
+    plain = Lattice(codes, y, hierarchies)
+    nodes = _generalized(df, qid, hierarchies, "lab")
+    l = constraint.l
+    fails = {levels: _diversity_fails(gen, qid, df["d"], kind, l, getattr(constraint, "c", 0.0))
+             for levels, gen in nodes}
+    assert any(f.any() for f in fails.values()) and not all(f.any() for f in fails.values())
+    differs = 0
+    for metric in utility.METRICS:
+        for k, fraction in ((2, 0.05), (4, 0.1), (3, 0.3)):
+            limit = int(fraction * len(df))
+            found = lattice.search(metric, k, limit).best
+            expected = _brute(df, qid, hierarchies, metric, k, limit, "lab", nodes, fails)
+            assert found is not None and expected is not None
+            assert found.levels == expected[1], (metric, k, fraction)
+            assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
+            assert found.suppressed == expected[3] <= limit
+            differs += found.levels != plain.search(metric, k, limit).best.levels
+    assert differs > 0
 
 
 @pytest.mark.parametrize("metric,k,fraction", [("DM", 50, 0.02), ("LM", 10, 0.01), ("AECS", 25, 0.04),
