@@ -455,3 +455,152 @@ def test_cli_and_release_file(tmp_path, capsys):
                  "--metric", "LM", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}", "--view", "text"]) == 0
     out = capsys.readouterr().out
     assert "levels t=" in out and "suppressed" in out
+
+
+# -- l-diversity: suppression, the release, the request ---------------------------------------
+def test_diversity_suppression_grows_upward():
+    """Why the search tags no node as satisfying (lattice module docstring): with entropy
+    l-diversity the suppressed rows may *grow* when generalizing. Class x = {a, b} is 2-diverse,
+    class y = {a x 10} is not; their union {a x 11, b} is not either: 10 rows suppressed at the
+    bottom, 12 at the top -- so with a limit of 10 only the bottom satisfies."""
+    h = Hierarchy.from_dict({"*": ["x", "y"]})
+    codes = np.array([[h.code_of(["x"])[0]], [h.code_of(["y"])[0]]])
+    y = np.array([[2], [10]])
+    sensitive = np.array([[1, 1], [10, 0]])  # rows of a, b
+    lattice = Lattice(codes, y, [h], {"d": sensitive}, [EntropyLDiversity("d", 2)])
+    suppressed = [int(t.n[~lattice.kept(t, 1)].sum()) for t in (lattice.table((0,))[0], lattice.table((1,))[0])]
+    assert suppressed == [10, 12]
+    found = lattice.search("DM", 1, 10)
+    assert found.best.levels == (0,) and found.best.suppressed == 10 and found.best.value == 4 + 12 * 10
+    assert lattice.search("DM", 1, 9).best is None
+
+
+def _diverse_classes(view: pd.DataFrame, sensitive: str, l: float) -> bool:
+    """Every kept class of a published view has entropy of ``sensitive`` >= ln l (pandas)."""
+    kept = view[view["eq_class"].notna()]
+    p = kept.groupby("eq_class")[sensitive].value_counts(normalize=True)
+    entropy = (-p * np.log(p)).groupby(level=0).sum()
+    return bool((entropy >= math.log(l) - 1e-9).all())
+
+
+def test_adult_entropy_l_diversity_on_occupation(adult):
+    """Adult, five QIs, entropy 4-diversity of occupation within 2 % suppression: the release is
+    the optimum over every node (each judged from the bottom), differs from k's alone (whose
+    optimum has classes that are not 4-diverse), and its kept classes are 4-diverse (pandas)."""
+    con, hierarchies = adult
+    qid = ["age", "education", "marital-status", "sex", "race"]
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=5, hierarchies={q: hierarchies[q] for q in qid},
+                                recoding="single", search="optimal", metric="DM", suppression=0.02,
+                                sensitive="occupation", l=4)
+    assert release.verification.ok and release.verification.unplaced == release.suppressed
+    [check] = release.verification.checks
+    assert check.ok and check.achieved >= 4 - 1e-9 and "entropy" in check.constraint
+    df = _adult_frame()
+    hs = [Hierarchy.from_csv(ADULT_HIERARCHIES[q]) for q in qid]
+    codes, y = _compressed(df, qid, hs)
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hs)])
+    _, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    occupation, values = pd.factorize(df["occupation"], sort=True)
+    sensitive = np.zeros((len(codes), len(values)), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), occupation), 1)
+    lattice = Lattice(codes, y, hs, {"occupation": sensitive}, [EntropyLDiversity("occupation", 4)])
+    limit = int(0.02 * len(df))
+    candidates = []
+    for levels in lattice.all_nodes():
+        t, _ = lattice.table(levels)
+        kept = lattice.kept(t, 5)
+        S = int(t.n[~kept].sum())
+        if S <= limit:
+            candidates.append((utility.value("DM", lattice.classes(t, False), 5, kept), sum(levels), levels, S))
+    best = min(candidates)
+    assert tuple(release.levels.values()) == best[2] and release.score == best[0] and release.suppressed == best[3]
+    plain = Lattice(codes, y, hs).search("DM", 5, limit).best
+    assert plain.levels != best[2] and plain.value < best[0]
+    view = frame(con, f'SELECT * FROM "{release.view}"')
+    assert len(view) == len(df) and (view[view["eq_class"].isna()][qid] == "*").all().all()
+    assert _diverse_classes(view, "occupation", 4) and view.groupby("eq_class").size().min() >= 5
+    assert sqlanon.metrics(con, release).dm == release.score
+
+
+@pytest.mark.engines("duckdb", "postgres")
+@pytest.mark.parametrize("key", [None, "id"])
+def test_release_with_diversity(con, key):
+    """Entropy and recursive (c, l)-diversity end to end (snapshot and live view): the node the
+    lattice finds on the test's own compressed table, the view verified in SQL with the
+    suppressed rows excluded, its kept classes diverse by pandas."""
+    df = _people()
+    df["d"] = np.random.default_rng(3).choice(["d1", "d2", "d3", "d4"], len(df), p=[0.55, 0.2, 0.15, 0.1])
+    load_frame(con, "t", df)
+    hs = [Hierarchy.from_dict(x) for x in (TREE, SMALL, FLAT)]
+    codes, y = _compressed(df, ["t", "s", "f"], hs, "lab")
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(["t", "s", "f"], hs)])
+    _, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    sensitive = np.zeros((len(codes), 4), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), pd.factorize(df["d"], sort=True)[0]), 1)
+    suppressed = []
+    for options, constraint in (({"sensitive": "d", "l": 2.5}, EntropyLDiversity("d", 2.5)),
+                                ({"constraints": [RecursiveCLDiversity("d", 1.5, 2)]}, RecursiveCLDiversity("d", 1.5, 2))):
+        release = sqlanon.anonymize(con, "t", qid=["t", "s", "f"], k=8, hierarchies={"t": TREE, "s": SMALL, "f": FLAT},
+                                    target="lab", recoding="single", search="optimal", metric="LM", suppression=0.15,
+                                    key=key, view="t_div", replace=True, **options)
+        best = Lattice(codes, y, hs, {"d": sensitive}, [constraint]).search("LM", 8, int(0.15 * len(df))).best
+        plain = Lattice(codes, y, hs).search("LM", 8, int(0.15 * len(df))).best
+        assert best.levels != plain.levels  # the requirement matters here
+        assert tuple(release.levels.values()) == best.levels and release.suppressed == best.suppressed
+        assert release.verification.ok and release.verification.checks[0].ok
+        assert release.verification.unplaced == release.suppressed
+        view = frame(con, 'SELECT * FROM "t_div" ORDER BY id')
+        assert view["id"].tolist() == df["id"].tolist() and view["d"].tolist() == df["d"].tolist()
+        if isinstance(constraint, EntropyLDiversity):
+            assert _diverse_classes(view, "d", 2.5)
+        again = sqlanon.verify(con, "t_div", ["t", "s", "f"], 8, class_column="eq_class", constraints=[constraint])
+        assert again.ok and again.unplaced == release.suppressed
+        suppressed.append(release.suppressed)
+    assert suppressed[0] == 0 < suppressed[1]  # recursive (1.5, 2) suppresses 60 rows at its optimum
+
+
+def test_diversity_errors(con):
+    df = _people(60)
+    load_frame(con, "t", df)
+    common = {"qid": ["t", "s"], "k": 5, "hierarchies": {"t": TREE, "s": SMALL}, "recoding": "single"}
+    for search in (None, "genetic"):
+        with pytest.raises(RecodingError, match="search='optimal'"):
+            sqlanon.anonymize(con, "t", search=search, sensitive="f", l=2, **common)
+        with pytest.raises(RecodingError, match="search='optimal'"):
+            sqlanon.anonymize(con, "t", search=search, constraints=[DistinctLDiversity("f", 2)], **common)
+    from sqlanon.model.constraints import TCloseness, VarianceDiversity
+    for c in (TCloseness("f", 0.2), VarianceDiversity("id", 1.0)):
+        with pytest.raises(RecodingError, match="distinct, entropy or recursive"):
+            sqlanon.anonymize(con, "t", search="optimal", constraints=[c], **common)
+    with pytest.raises(RecodingError, match="selections"):
+        sqlanon.anonymize(con, "t", search="optimal", selections="t = 'a11'", **common)
+    with pytest.raises(InputError, match="sensitive= and l= go together"):
+        sqlanon.anonymize(con, "t", search="optimal", sensitive="f", **common)
+
+
+def test_cli_diversity(tmp_path, capsys):
+    import json as _json
+
+    from sqlanon.cli import main
+
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.register("frame", _people(200))
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    con.close()
+    tree = tmp_path / "t.csv"
+    tree.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(TREE).to_rows()))
+    base = ["anonymize", str(db), "t", "--qid", "t", "--k", "5", "--recoding", "single", "--search", "optimal",
+            "--suppression", "0.05", "--hierarchy", f"t={tree}", "--sensitive", "s", "--json"]
+    assert main(base + ["--l", "3", "--diversity", "recursive", "--c", "2"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "optimal" and doc["verification"]["ok"] and doc["suppressed"] <= 10
+    assert "recursive" in doc["verification"]["checks"][0]["constraint"]
+    toml = tmp_path / "release.toml"
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "div"\nrecoding = "single"\n'
+                    f'search = "optimal"\nmetric = "DM"\nsuppression = 0.05\n'
+                    f'[[qi]]\nname = "t"\nhierarchy = "{tree}"\n'
+                    f'[privacy]\nk = 5\nsensitive = ["s"]\nl = 4\ndiversity = "distinct"\n')
+    assert main(["anonymize", "--config", str(toml), "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "optimal" and doc["verification"]["ok"] and "distinct" in doc["verification"]["checks"][0]["constraint"]
