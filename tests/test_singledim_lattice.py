@@ -563,6 +563,9 @@ def test_release_with_diversity(con, key):
         again = sqlanon.verify(con, "t_div", ["t", "s", "f"], 8, class_column="eq_class", constraints=[constraint])
         assert again.ok and again.unplaced == release.suppressed
         suppressed.append(release.suppressed)
+        if key is None:  # the manifest records the constraint: apply enforces it on the same rows alike
+            applied = sqlanon.apply(con, release, "t", view="t_again", replace=True, enforce=True)
+            assert applied.enforced[1] == constraint.describe() and applied.suppressed_rows == release.suppressed
     assert suppressed[0] == 0 < suppressed[1]  # recursive (1.5, 2) suppresses 60 rows at its optimum
 
 
