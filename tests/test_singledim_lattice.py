@@ -22,6 +22,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame, run
 
 import sqlanon
@@ -249,6 +251,38 @@ def test_optimum_with_diversity_equals_brute_force(kind, seed):
             assert found.suppressed == expected[3] <= limit
             differs += found.levels != plain.search(metric, k, limit).best.levels
     assert differs > 0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), rows=st.integers(30, 90), metric=st.sampled_from(utility.METRICS),
+       kind=st.sampled_from(sorted(DIVERSITY)), l=st.sampled_from([1.5, 2, 3]), k=st.integers(1, 6),
+       fraction=st.sampled_from([0.0, 0.05, 0.2, 0.5]))
+def test_diversity_property(seed, rows, metric, kind, l, k, fraction):
+    """Hypothesis: any small table (three sensitive values, skewed), any variant and parameter:
+    the search's optimum is brute force's (None for both when no node satisfies)."""
+    df = _random_frame(seed, rows)
+    df["d"] = np.random.default_rng(seed).choice(["d1", "d2", "d3"], rows, p=[0.6, 0.3, 0.1])
+    qid = ["t", "s", "f"]
+    hierarchies = [Hierarchy.from_dict(TREE), Hierarchy.from_dict(SMALL), Hierarchy.from_dict(FLAT)]
+    codes, y = _compressed(df, qid, hierarchies, "lab")
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hierarchies)])
+    _, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    values, sensitive_codes = np.unique(df["d"], return_inverse=True)
+    sensitive = np.zeros((len(codes), len(values)), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), sensitive_codes), 1)
+    c = 2.0
+    constraint = {"distinct": DistinctLDiversity("d", int(l)), "entropy": EntropyLDiversity("d", float(l)),
+                  "recursive": RecursiveCLDiversity("d", c, int(l))}[kind]
+    nodes = _generalized(df, qid, hierarchies, "lab")
+    fails = {levels: _diversity_fails(gen, qid, df["d"], kind, constraint.l, c) for levels, gen in nodes}
+    limit = int(fraction * rows)
+    found = Lattice(codes, y, hierarchies, {"d": sensitive}, [constraint]).search(metric, k, limit).best
+    expected = _brute(df, qid, hierarchies, metric, k, limit, "lab", nodes, fails)
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None and found.levels == expected[1] and found.suppressed == expected[3] <= limit
+    assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("metric,k,fraction", [("DM", 50, 0.02), ("LM", 10, 0.01), ("AECS", 25, 0.04),
