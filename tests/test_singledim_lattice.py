@@ -6,6 +6,10 @@
 * the search's optimum equals brute force over the whole lattice -- computed here independently
   with pandas from the hierarchies' ARX rows -- on small random tables and on Adult, for every
   metric, several k and suppression limits;
+* with distinct / entropy / recursive (c, l)-diversity: the optimum equals brute force whose
+  classes are judged by pandas from the definitions (fixed tables and hypothesis), the
+  suppressed rows may grow upward (why nothing is tagged), Adult, DuckDB / PostgreSQL / Spark,
+  ``apply(enforce=True)``, the CLI and release files, the refusals of TDR and the GA;
 * the published release: one row per source row, every kept class >= k, the suppressed rows
   fully generalized with class NULL and at most the limit, on DuckDB and PostgreSQL (snapshot and
   live view) and Spark; the request's errors.
