@@ -198,9 +198,7 @@ class Lattice:
         index, keys = pd.factorize(t.key + (new - old) * self.radix[j], sort=False)
         index = index.astype(np.int64, copy=False)
         C = len(keys)
-        y = np.empty((C, t.y.shape[1]), dtype=np.int64)
-        for c in range(t.y.shape[1]):
-            y[:, c] = np.bincount(index, weights=t.y[:, c], minlength=C)
+        y = _sum_rows(index, t.y, C)
         n = y[:, 0].copy() if y.shape[1] == 1 else y.sum(axis=1)
         return Table(np.asarray(keys, dtype=np.int64), y, n, tuple(_sum_rows(index, a, C) for a in t.s)), index
 
