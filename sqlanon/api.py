@@ -212,7 +212,8 @@ def anonymize(
             (Fung, Wang & Yu, TKDE 2007; :mod:`sqlanon.singledim`): every QI is cut the same way
             in every row. ``target=`` (one class label) ranks refinements by ``Score = InfoGain /
             (AnonyLoss + 1)``, ``criterion=InfoGain(target)`` by InfoGain alone; without a target
-            by the drop of the LM loss per anonymity lost. No sensitive/l/constraints/selections.
+            by the drop of the LM loss per anonymity lost. No sensitive/l/constraints/selections
+            (but ``search="optimal"`` judges distinct, entropy and recursive (c, l)-diversity).
         qids: with ``recoding="single"``, several QIDs each with its own k, ``[(columns, k),
             ...]`` instead of ``qid=``/``k=``; each is verified on the view, and a live view
             suppresses every row while some QID's group is below its k.

@@ -243,7 +243,7 @@ def resolve(
         plan, criterion = resolve_single(
             pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
             sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
-            max_seconds=max_seconds, hierarchical=tuple(hierarchies), **searching)
+            max_seconds=max_seconds, hierarchical=tuple(hierarchies), seed=seed, **searching)
         target = None
     elif isinstance(criterion, Score):
         raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")
