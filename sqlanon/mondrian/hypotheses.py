@@ -129,27 +129,30 @@ def _ratio(num: np.ndarray, var: np.ndarray, ni: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class CLTest:
-    """Recursive (c, l)-diversity judged on a sample (TR 3.1.2)."""
+class _DiversityTest:
+    """A diversity constraint over a sensitive column's value counts, judged on a sample: a class
+    passes when its test statistic exceeds the upper ``alpha`` quantile of the standard normal."""
 
-    constraint: RecursiveCLDiversity
+    constraint: RecursiveCLDiversity | EntropyLDiversity
     population: int
     sample: int
     alpha: float
+
+    numeric_columns = ()
 
     @property
     def class_columns(self) -> tuple[str, ...]:
         return self.constraint.class_columns
 
-    numeric_columns = ()
-
     @property
     def min_size(self) -> int:
         return max(2, self.constraint.min_size)
 
+    def statistic(self, counts: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
     def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
-        c = self.constraint
-        t = recursive_cl_statistic(layout.counts(stats, c.sensitive), c.c, c.l, self.population, self.sample)
+        t = self.statistic(layout.counts(stats, self.constraint.sensitive))
         return (t > z_upper(self.alpha)) | (stats.n == 0)
 
     def describe(self) -> str:
@@ -157,31 +160,20 @@ class CLTest:
 
 
 @dataclass(frozen=True)
-class EntropyTest:
+class CLTest(_DiversityTest):
+    """Recursive (c, l)-diversity judged on a sample (TR 3.1.2)."""
+
+    def statistic(self, counts: np.ndarray) -> np.ndarray:
+        c = self.constraint
+        return recursive_cl_statistic(counts, c.c, c.l, self.population, self.sample)
+
+
+@dataclass(frozen=True)
+class EntropyTest(_DiversityTest):
     """Entropy l-diversity judged on a sample (delta method; the TR has no test)."""
 
-    constraint: EntropyLDiversity
-    population: int
-    sample: int
-    alpha: float
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return self.constraint.class_columns
-
-    numeric_columns = ()
-
-    @property
-    def min_size(self) -> int:
-        return max(2, self.constraint.min_size)
-
-    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
-        c = self.constraint
-        t = entropy_statistic(layout.counts(stats, c.sensitive), c.l, self.population, self.sample)
-        return (t > z_upper(self.alpha)) | (stats.n == 0)
-
-    def describe(self) -> str:
-        return f"sample test of {self.constraint.describe()}"
+    def statistic(self, counts: np.ndarray) -> np.ndarray:
+        return entropy_statistic(counts, self.constraint.l, self.population, self.sample)
 
 
 @dataclass(frozen=True)
