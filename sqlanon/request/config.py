@@ -475,7 +475,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     """``release.published``: ``"data"``, ``"domain"`` or ``"hierarchy"``, or a table
     ``{ age = "hierarchy", hours = "domain" }`` (checked against the QIs by anonymize)."""
-    from ..publish.bounds import MODES
+    from ..model.qi import BOUNDS as MODES
 
     if value is None:
         return None
