@@ -46,6 +46,9 @@ from .release.report import report
 from .release.rewrite import RewriteError, rewrite
 from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
+from .model.constraints import TCloseness
+from .release.measures import Measures, measures
+from .release.risk import Risk, risk
 
 __version__ = "0.1.0"
 
@@ -94,4 +97,9 @@ __all__ = [
     "report",
     "rewrite",
     "verify",
+    "TCloseness",
+    "Measures",
+    "measures",
+    "Risk",
+    "risk",
 ]

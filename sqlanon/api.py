@@ -17,8 +17,9 @@ from .engine.base import Engine
 from .engine.calls import serialized
 from .engine import engine_for
 from .laps import Laps
-from .errors import InputError
+from .errors import InputError, RecodingError
 from .mondrian.builder import Partitioner, Progress, finish_in_memory
+from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish.pipeline import publish_release
 from .publish.suppression import allowed as suppression_budget
 from .mondrian.budget import baseline, root_shares
@@ -69,6 +70,16 @@ class Release:
             the hierarchy's height its root).
         suppressed: rows the recoding suppressed (published fully generalized, class NULL).
         evaluated: lattice nodes whose classes were computed, or the GA's fitness evaluations.
+        strategy: how the multidimensional partition was computed: ``"levels"`` (Rothko-T and
+            the in-memory finish) or ``"sample"`` (Rothko-S, :mod:`sqlanon.mondrian.sample`);
+            None for ``"single"``.
+        sample_rounds, scans, writes, pruned, rescued, distance_from_minimal: Rothko-S's sample
+            rounds; reads and writes of the working table by the partitioning (TR 1590's I/O
+            model: a SQL level reads twice and writes once, a sample round reads three times
+            and writes once, the in-memory finish reads once); tree nodes undone by pruning;
+            partitions whose round kept no split, handed to Rothko-T; leaves that might still
+            have an allowable split (TR 1590, Figure 28's measure; 0: every leaf is settled by an
+            exact decision).
         at_root, at_root_before: Mondrian with ``suppression=``: per QI, the share of rows
             generalized to the whole domain, with suppression and without it (the same request
             partitioned once more without suppression; :mod:`sqlanon.mondrian.budget`).
@@ -104,6 +115,13 @@ class Release:
     levels: Mapping[str, int] | None = None
     suppressed: int = 0
     evaluated: int | None = None
+    strategy: str | None = None
+    sample_rounds: int = 0
+    scans: int = 0
+    writes: int = 0
+    pruned: int = 0
+    rescued: int = 0
+    distance_from_minimal: int = 0
     at_root: Mapping[str, float] | None = None
     at_root_before: Mapping[str, float] | None = None
 
@@ -152,6 +170,9 @@ def anonymize(
     seed: int | None = None,
     budget: float | None = None,
     iterations: int | None = None,
+    strategy: str = "auto",
+    sample_rows: int | None = None,
+    confidence: float = 0.95,
 ) -> Release:
     """Publish a k-anonymous multidimensional recoding of ``table`` (Median Mondrian), or a
     single-dimensional one (``recoding="single"``: top-down refinement, Iyengar's genetic
@@ -180,7 +201,8 @@ def anonymize(
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
             :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
-            :class:`~sqlanon.VarianceDiversity` (k-anonymity with ``k`` always applies).
+            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness` (k-anonymity with ``k``
+            always applies).
         target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
             columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,
@@ -198,7 +220,8 @@ def anonymize(
             (Fung, Wang & Yu, TKDE 2007; :mod:`sqlanon.singledim`): every QI is cut the same way
             in every row. ``target=`` (one class label) ranks refinements by ``Score = InfoGain /
             (AnonyLoss + 1)``, ``criterion=InfoGain(target)`` by InfoGain alone; without a target
-            by the drop of the LM loss per anonymity lost. No sensitive/l/constraints/selections.
+            by the drop of the LM loss per anonymity lost. No sensitive/l/constraints/selections
+            (but ``search="optimal"`` judges distinct, entropy and recursive (c, l)-diversity).
         qids: with ``recoding="single"``, several QIDs each with its own k, ``[(columns, k),
             ...]`` instead of ``qid=``/``k=``; each is verified on the view, and a live view
             suppresses every row while some QID's group is below its k.
@@ -222,8 +245,22 @@ def anonymize(
             every QI fully generalized and class NULL, verified in SQL. ``"genetic"``/``"optimal"``
             take it as a limit; Mondrian as a local budget carried down the tree, spent only
             where no ordinary split exists (:mod:`sqlanon.mondrian.budget`).
-        seed, budget, iterations: the genetic algorithm's seed, and its budget in seconds or in
-            iterations.
+        seed: the seed of the genetic algorithm and of Rothko-S's sample (default 0): the same
+            seed gives the same release, on every engine.
+        budget, iterations: the genetic algorithm's budget, in seconds or in iterations.
+        strategy: ``"levels"`` — Rothko-T: partitions larger than ``memory_rows`` are split in
+            SQL level by level, the rest in memory; ``"sample"`` — Rothko-S
+            (:mod:`sqlanon.mondrian.sample`): the tree is grown on a seeded sample of
+            ``sample_rows`` rows under hypothesis tests, the table repartitioned once, splits that
+            fail on the full data pruned, larger leaves sampled again; ``"auto"`` (default):
+            ``"sample"`` when the table has at least 10M rows and more than 8 times
+            ``memory_rows``, else ``"levels"``. Either result satisfies the requirement and is
+            minimal; with ``sample_rows`` at least the table's rows, ``"sample"`` equals
+            ``"levels"``.
+        sample_rows: rows of a Rothko-S sample, the memory budget of its rounds (default
+            ``memory_rows``).
+        confidence: Rothko-S's tests make a split on the sample when it holds on the full data
+            with this confidence (Bonferroni over the most children a split can make).
 
     Returns:
         The :class:`Release`.
@@ -239,6 +276,9 @@ def anonymize(
     engine = engine_for(con)
     check_callable("progress", progress)  # first called only after a level of partitioning
     engine.check_writable("the release (its view, rules relation and row map)")
+    check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
+    if recoding == "single" and strategy == "sample":
+        raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
     spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
                    target=target, criterion=criterion, selections=selections, key=key,
@@ -248,7 +288,8 @@ def anonymize(
     lap("validate")
     refinements = None
     shares: tuple = (None, None)  # at_root_before, at_root (Mondrian with suppression=)
-    outcome = None
+    outcome = None  # the single-dimensional search's
+    partitioning: Outcome | None = None  # how a multidimensional partition was computed
     stopped: tuple[str, ...] = ()
     try:
         source, rid = _working_source(engine, spec)
@@ -267,16 +308,28 @@ def anonymize(
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
                                       threads=engine.threads())
+            options = choose(strategy, spec.source.rows, spec.memory_rows, sample_rows, confidence,
+                             0 if seed is None else seed)
+            partitioning = Outcome(options.strategy)
+            if spec.suppression and options.strategy == "sample":  # Rothko-S does not carry the budget
+                raise RecodingError("suppression= is not supported with strategy='sample' (Rothko-S): pass "
+                                    "strategy='levels'")
             if spec.suppression:  # the "before" of the root shares: the same request without suppression
                 plain = baseline(engine, Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns,
                                                      threads=engine.threads()), work,
                                  spec.source.rows, spec.memory_rows)
                 shares = (root_shares(plain, domains, spec.source.rows), None)
                 spec = dataclasses.replace(spec, at_root_before=shares[0])  # recorded in the manifest
-            root = partitioner.root(spec.source.rows, suppression_budget(spec))
-            work, open_ = partitioner.run_sql(engine, work, root, spec.memory_rows)
-            lap("partition_sql")
+            if options.strategy == "sample":
+                work, open_ = run_sample(engine, partitioner, work, spec.source.rows, options, partitioning)
+                lap("partition_sample")
+            else:
+                root = partitioner.root(spec.source.rows, suppression_budget(spec))
+                work, open_ = partitioner.run_sql(engine, work, root, spec.memory_rows)
+                partitioning.add_levels(partitioner.levels)
+                lap("partition_sql")
             memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
+            partitioning.scans += int(len(open_) > 0)
             lap("partition_memory")
             regions = partitioner.leaves.collect()
             if spec.suppression:
@@ -318,12 +371,20 @@ def anonymize(
         evaluated=outcome.evaluated if outcome is not None else None,
         at_root=shares[1],
         at_root_before=shares[0],
+        **(_outcome_fields(partitioning) if partitioning is not None else {}),
     )
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this
     # Release reads there, even after the session's schema changed
     object.__setattr__(release, "_location", _current(engine))
     return release
+
+
+def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
+    """The Release fields saying how the partition was computed (:mod:`sqlanon.mondrian.sample`)."""
+    return {"strategy": outcome.strategy, "sample_rounds": outcome.rounds, "scans": outcome.scans,
+            "writes": outcome.writes, "pruned": outcome.pruned, "rescued": outcome.rescued,
+            "distance_from_minimal": outcome.distance_from_minimal}
 
 
 def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:

@@ -61,11 +61,14 @@ from .request.config import (
     privacy_constraints,
 )
 from .model.constraints import Constraint, KAnonymity
+from .model.closeness import DISTANCES
+from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .mondrian.builder import Progress
 from .release.report import FORMATS, collect, render
+from .release.risk import risk
 from .request.spec import resolve
 from .publish.pipeline import set_aside
 from .publish.verify import Verification, verify
@@ -422,6 +425,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_apply)
 
     p = sub.add_parser(
+        "risk", formatter_class=fmt, help="re-identification risk of a table or a release (sqlanon.risk)",
+        usage="sqlanon risk DB TABLE [--qid COLS] [--population TABLE] [--threshold T] [--json] [engine options]",
+        description="Measure the re-identification risk of TABLE in SQL (sqlanon.release.risk): the prosecutor\n"
+                    "model (highest = 1/smallest class, average = classes/records, records alone in their\n"
+                    "class, records whose risk exceeds --threshold), and with --population the journalist and\n"
+                    "marketer models. A release's view is grouped on its class column (its suppressed rows\n"
+                    "left out and counted); any other table on --qid.",
+    )
+    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL (with --engine spark: the "
+                                            "Spark database)")
+    p.add_argument("table", metavar="TABLE", help="a table, or a release's view")
+    p.add_argument("--qid", action="append", metavar="COLS", help="QI columns (default for a release: its QIs)")
+    p.add_argument("--population", metavar="TABLE", help="the population the data was drawn from (journalist, "
+                                                          "marketer); for a release it is recoded by a temporary apply")
+    p.add_argument("--threshold", type=float, default=0.2, metavar="T",
+                   help="records at risk: those whose risk exceeds T (default 0.2)")
+    p.add_argument("--json", action="store_true", help="print the Risk as JSON")
+    _engine_options(p)
+    p.set_defaults(run=_risk)
+
+    p = sub.add_parser(
         "install-macros", formatter_class=fmt, help="install the SQL check macros into a database",
         description="Run sql/macros.sql on DB: DuckDB table macros that check any table, view or file without\n"
                     "Python (the same as `duckdb DB < sql/macros.sql`):\n\n"
@@ -473,6 +497,13 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
                    help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+    p.add_argument("--strategy", choices=("auto", "levels", "sample"),
+                   help="levels: Rothko-T (SQL levels, then in memory); sample: Rothko-S (the tree grown on a "
+                        "seeded sample, the table repartitioned once, splits that fail on the full data pruned); "
+                        "auto (default): sample when the table has at least 10M rows and more than 8 times --memory-rows")
+    p.add_argument("--sample-rows", type=int, metavar="N", help="rows of a Rothko-S sample (default: --memory-rows)")
+    p.add_argument("--confidence", type=float, metavar="P",
+                   help="confidence of Rothko-S's hypothesis tests (default 0.95)")
     p.add_argument("--recoding", choices=("multi", "single"),
                    help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
                         "top-down refinement (every QI cut the same way in every row; --criterion score or "
@@ -494,7 +525,8 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suppression", type=float, metavar="F",
                    help="the fraction of rows that may be suppressed (default 0): Mondrian spends it as a local "
                         "budget down the tree, --search genetic/optimal as a limit")
-    p.add_argument("--seed", type=int, metavar="N", help="with --search genetic: the random seed (default 0)")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="the seed of --search genetic and of --strategy sample's sample (default 0)")
     p.add_argument("--budget", type=float, metavar="S", help="with --search genetic: stop after S seconds")
     p.add_argument("--iterations", type=int, metavar="N", help="with --search genetic: stop after N iterations")
 
@@ -530,6 +562,10 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variance", action="append", default=[], metavar="COL=V",
                    help="variance diversity: every class's variance of the numeric column COL is at least V "
                         "(repeatable)")
+    p.add_argument("--t-closeness", action="append", default=[], metavar="COL:T[:DISTANCE[:HIERARCHY]]",
+                   help="t-closeness: in every class the Earth Mover's Distance of COL's distribution from the "
+                        "whole table's is at most T; DISTANCE equal (default), ordered, or hierarchical with an "
+                        "ARX hierarchy CSV over COL's values (repeatable)")
 
 
 def _release_file_help() -> str:
@@ -576,7 +612,7 @@ def _anonymize(args: argparse.Namespace) -> int:
                          "(or name a database: sqlanon anonymize DB FILES ...)")
     with _opened(args, request.database, read_only=False) as con:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            kwargs = request.anonymize_kwargs()
+            kwargs = {**request.anonymize_kwargs(), **_sampling(args)}
             if out is not None and not in_memory:
                 release = _publish_and_export(con, kwargs, out, progress)
             else:
@@ -595,6 +631,14 @@ def _anonymize(args: argparse.Namespace) -> int:
         _write_summary(sys.stdout, release, out_file=out, in_memory=in_memory,
                        criterion=recorded.criterion, constraints=recorded.constraints)
     return 0
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """``--strategy``, ``--sample-rows``, ``--confidence``, ``--seed`` as anonymize's keywords
+    (those given; :func:`sqlanon.mondrian.sample.check_options` judges them)."""
+    given = {"strategy": getattr(args, "strategy", None), "sample_rows": getattr(args, "sample_rows", None),
+             "confidence": getattr(args, "confidence", None), "seed": getattr(args, "seed", None)}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _check_out(out: Path, replace: bool) -> None:
@@ -747,6 +791,8 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         published=_published(args.published) if args.published else (config.published if config else None),
         search={**(config.search if config else {}),
                 **{key: getattr(args, key) for key in SEARCH_KEYS if getattr(args, key) is not None}},
+        strategy=config.strategy if config else None, sample_rows=config.sample_rows if config else None,
+        confidence=config.confidence if config else None,
     )
 
 
@@ -796,13 +842,31 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
     def pick(flag: Any, key: str, empty: Any = None) -> Any:
         return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
 
+    closeness = [_t_closeness(item) for item in args.t_closeness]
+
     return {
         "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
         "l": pick(args.l, "l"),
         "diversity": pick(args.diversity, "diversity"),
         "c": pick(args.c, "c"),
         "variance": variance or list(config.variance if config else []),
+        "t_closeness": closeness or list(config.t_closeness if config else []),
     }
+
+
+def _t_closeness(item: str) -> tuple[str, float, str, str | None]:
+    """``--t-closeness COL:T[:DISTANCE[:HIERARCHY]]`` as ``(column, t, distance, hierarchy)``."""
+    column, _, rest = item.partition(":")
+    t_text, _, rest = rest.partition(":")
+    distance, _, hierarchy = rest.partition(":")
+    try:
+        t = float(t_text)
+    except ValueError:
+        t = float("nan")
+    if not column or not t >= 0 or (distance or "equal") not in DISTANCES or (
+            (distance == "hierarchical") != bool(hierarchy)):
+        raise UsageError(f"--t-closeness takes COL:T[:equal|ordered|hierarchical:HIERARCHY.csv] with T >= 0, got {item!r}")
+    return column, t, distance or "equal", hierarchy or None
 
 
 def _spelling(args: argparse.Namespace, config: ReleaseConfig | None, given: dict[str, bool] | None = None):
@@ -983,6 +1047,9 @@ def _write_summary(
     bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
     if bounds:
         rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
+    fields = partitioning(release)
+    if fields is not None:
+        rows.append(("partitioning", describe(fields)))
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))
@@ -1140,6 +1207,9 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: Vio
 # -- explain ----------------------------------------------------------------------------------
 def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
+    if _sampling(args).get("strategy") == "sample":
+        raise UsageError("explain shows the statements of --strategy levels; Rothko-S's statements depend on "
+                         "its sample (run anonymize and read the report's partitioning line)")
     with _opened(args, request.database, read_only=True) as con:
         kwargs = request.anonymize_kwargs()
         text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)
@@ -1233,4 +1303,32 @@ def _install_macros(args: argparse.Namespace) -> int:
     sys.stdout.write(f"installed {len(installed)} macros into {args.db}:\n")
     for name, params in installed:
         sys.stdout.write(f"  {name}({', '.join(params)})\n")
+    return 0
+
+
+# -- risk -------------------------------------------------------------------------------------
+def _risk(args: argparse.Namespace) -> int:
+    qid = _split(args.qid) if args.qid else None
+    with _opened(args, args.db, read_only=args.population is None) as con:  # a release's population is applied
+        result = risk(con, args.table, qid=qid, population=args.population)
+    models = [("prosecutor", result.prosecutor)] + ([("journalist", result.journalist)] if result.journalist else [])
+    if args.json:
+        document = {"relation": result.relation, "release": result.release, "qid": list(result.qid),
+                    "rows": result.rows, "suppressed": result.suppressed, "classes": result.classes,
+                    "threshold": args.threshold, "marketer": result.marketer}
+        for name, m in models:
+            document[name] = {"highest": m.highest, "average": m.average, "unique": m.unique,
+                              "at_risk": m.at_risk(args.threshold)}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return 0
+    what = "release" if result.release else "table"
+    out = [f"{what} {result.relation}: {result.rows} records in {result.classes} classes over "
+           f"{', '.join(result.qid)}" + (f" ({result.suppressed} suppressed rows left out)" if result.suppressed else "")]
+    for name, m in models:
+        out += [f"{name}:", f"  highest risk       {m.highest:.4f}", f"  average risk       {m.average:.4f}",
+                f"  unique records     {m.unique:.4f}", f"  records at risk    {m.at_risk(args.threshold):.4f} "
+                f"(risk > {args.threshold:g})"]
+    if result.marketer is not None:
+        out.append(f"marketer:\n  expected re-identified share {result.marketer:.4f}")
+    sys.stdout.write("\n".join(out) + "\n")
     return 0

@@ -535,10 +535,10 @@ def test_enforce_needs_readable_constraints_and_their_columns(con):
     assert apply(con, release, "no_dx", view="loose").rows == 300  # without enforce the column is not needed
     con.execute("DROP TABLE loose")
     comment = _comment(con, "people_anon_rules")
-    edited = comment.replace("entropy l-diversity('dx', l=2)", "t-closeness('dx', t=0.2)").replace(
-        '"type": "EntropyLDiversity"', '"type": "TCloseness"')  # a constraint this version does not know
+    edited = comment.replace("entropy l-diversity('dx', l=2)", "delta-presence('dx', delta=0.2)").replace(
+        '"type": "EntropyLDiversity"', '"type": "DeltaPresence"')  # a constraint this version does not know
     con.execute("COMMENT ON TABLE people_anon_rules IS " + "'" + edited.replace("'", "''") + "'")
-    with pytest.raises(sqlanon.InputError, match="cannot enforce the constraint \"t-closeness"):
+    with pytest.raises(sqlanon.InputError, match="cannot enforce the constraint \"delta-presence"):
         apply(con, release, "people", view="x", enforce=True)
     with pytest.raises(sqlanon.InputError, match="enforce must be True or False"):
         apply(con, release, "people", view="x", enforce="yes")

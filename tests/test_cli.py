@@ -320,7 +320,7 @@ def test_release_file_errors_name_the_key(capsys, db, tmp_path):
     path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\nt = 0.2\n')
     code, _, err = run(capsys, "explain", "--config", path)
     assert code == 2
-    assert_one_line_error(err, "privacy.t: not supported yet")
+    assert_one_line_error(err, "privacy.t: t-closeness is written t_closeness = { column = t }")
 
 
 @pytest.mark.parametrize("source, out", [("people.parquet", "anon.parquet"), ("people.csv", "anon.csv"),

@@ -78,6 +78,7 @@ WORKLOADS = {
     "distinct-l": {"constraints": [sqlanon.DistinctLDiversity("label", 2)]},
     "recursive-cl": {"constraints": [sqlanon.RecursiveCLDiversity("label", 3, 2)]},
     "variance": {"constraints": [sqlanon.VarianceDiversity("x", 0.5)]},
+    "t-closeness": {"constraints": [sqlanon.TCloseness("label", 0.3, "ordered")]},
 }
 
 

@@ -221,11 +221,11 @@ def test_every_constraint_is_rebuilt_and_rechecked(con):
     # a constraint this version cannot rebuild is listed, and the verdict says so
     comment = _comment(con, "p_anon_rules")
     document = json.loads(comment)
-    document["constraints"].append("t-closeness('disease', t=0.2)")  # a kind of a later version
-    document["constraint_records"].append({"type": "TCloseness", "sensitive": "disease", "t": 0.2})
+    document["constraints"].append("delta-presence('disease', delta=0.2)")  # a kind of a later version
+    document["constraint_records"].append({"type": "DeltaPresence", "sensitive": "disease", "delta": 0.2})
     con.execute(f"COMMENT ON TABLE p_anon_rules IS {_sql_string(json.dumps(document))}")
     data = collect(con, release.view)
-    assert data.unchecked == ("t-closeness('disease', t=0.2)",) and not data.holds
+    assert data.unchecked == ("delta-presence('disease', delta=0.2)",) and not data.holds
     assert "Requirement: NOT FULLY CHECKED" in render(data, "markdown")
     assert "not re-checked" in render(data, "html")
 

@@ -6,6 +6,10 @@
 * the search's optimum equals brute force over the whole lattice -- computed here independently
   with pandas from the hierarchies' ARX rows -- on small random tables and on Adult, for every
   metric, several k and suppression limits;
+* with distinct / entropy / recursive (c, l)-diversity: the optimum equals brute force whose
+  classes are judged by pandas from the definitions (fixed tables and hypothesis), the
+  suppressed rows may grow upward (why nothing is tagged), Adult, DuckDB / PostgreSQL / Spark,
+  ``apply(enforce=True)``, the CLI and release files, the refusals of TDR and the GA;
 * the published release: one row per source row, every kept class >= k, the suppressed rows
   fully generalized with class NULL and at most the limit, on DuckDB and PostgreSQL (snapshot and
   live view) and Spark; the request's errors.
@@ -22,11 +26,14 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame, run
 
 import sqlanon
 from sqlanon.errors import InputError, RecodingError
 from sqlanon.model import utility
+from sqlanon.model.constraints import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.singledim.lattice import Lattice
 
@@ -110,8 +117,10 @@ def _generalized(df: pd.DataFrame, qid, hierarchies, target=None) -> list[tuple[
     return out
 
 
-def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None, nodes=None):
-    """Every node evaluated with pandas (``nodes``: :func:`_generalized`, computed if None)."""
+def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, target=None, nodes=None,
+           fails=None):
+    """Every node evaluated with pandas (``nodes``: :func:`_generalized`, computed if None;
+    ``fails``: per node, the rows of classes failing an l-diversity requirement, suppressed too)."""
     N = len(df)
     rows = [{r[0]: r for r in h.to_rows()} for h in hierarchies]
     heights = [h.height for h in hierarchies]
@@ -120,6 +129,8 @@ def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, 
     for levels, gen in (nodes if nodes is not None else _generalized(df, qid, hierarchies, target)):
         size = gen.groupby(list(qid))[qid[0]].transform("size")
         small = size < k
+        if fails is not None:
+            small = small | fails[levels]
         S = int(small.sum())
         if S > limit:
             continue
@@ -155,6 +166,26 @@ def _brute(df: pd.DataFrame, qid, hierarchies, metric: str, k: int, limit: int, 
     return best
 
 
+def _diversity_fails(gen: pd.DataFrame, qid, sensitive: pd.Series, kind: str, l: float, c: float = 0.0) -> pd.Series:
+    """Per row: whether its class fails distinct / entropy / recursive (c, l)-diversity of
+    ``sensitive`` -- with pandas, from the definitions (Machanavajjhala et al.), not the
+    constraint objects."""
+    frame = gen[list(qid)].assign(_s=sensitive.to_numpy())
+    counts = frame.groupby(list(qid) + ["_s"]).size()
+    verdict = {}
+    for cls, per in counts.groupby(level=list(range(len(qid)))):
+        x = np.sort(per.to_numpy())[::-1].astype(float)
+        if kind == "distinct":
+            ok = len(x) >= l
+        elif kind == "entropy":
+            p = x / x.sum()
+            ok = -(p * np.log(p)).sum() >= math.log(l) - 1e-9
+        else:
+            ok = x[0] < c * x[int(l) - 1:].sum()
+        verdict[cls if isinstance(cls, tuple) else (cls,)] = not ok
+    return pd.Series([verdict[tuple(r)] for r in frame[list(qid)].itertuples(index=False)], index=gen.index)
+
+
 def _random_frame(seed: int, n: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     leaves = ["a11", "a12", "a21", "a22", "b11", "b12", "b21", "b22"]
@@ -180,6 +211,82 @@ def test_optimum_equals_brute_force_random(seed):
             assert found.levels == expected[1], (metric, k, fraction)
             assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
             assert found.suppressed == expected[3] <= limit
+
+
+DIVERSITY = {"distinct": DistinctLDiversity("d", 3), "entropy": EntropyLDiversity("d", 2.5),
+             "recursive": RecursiveCLDiversity("d", 2.0, 3)}
+
+
+@pytest.mark.parametrize("kind", sorted(DIVERSITY))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_optimum_with_diversity_equals_brute_force(kind, seed):
+    """l-diversity: a class is kept only with >= k rows and the sensitive column diverse enough,
+    judged here by pandas from the definitions; the search's optimum over every metric and
+    several k and suppression limits is the brute-force one -- and differs from k's alone
+    somewhere, so the constraint is really judged."""
+    df = _random_frame(seed, 90 + 30 * seed)
+    rng = np.random.default_rng(seed + 10)
+    df["d"] = rng.choice(["d1", "d2", "d3", "d4", "d5"], len(df), p=[0.4, 0.25, 0.15, 0.1, 0.1])
+    qid = ["t", "s", "f"]
+    hierarchies = [Hierarchy.from_dict(TREE), Hierarchy.from_dict(SMALL), Hierarchy.from_dict(FLAT)]
+    codes, y = _compressed(df, qid, hierarchies, "lab")
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hierarchies)])
+    keys, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    assert (keys == codes).all()
+    sensitive = np.zeros((len(keys), 5), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), pd.factorize(df["d"], sort=True)[0]), 1)
+    constraint = DIVERSITY[kind]
+    lattice = Lattice(codes, y, hierarchies, {"d": sensitive}, [constraint])
+    plain = Lattice(codes, y, hierarchies)
+    nodes = _generalized(df, qid, hierarchies, "lab")
+    l = constraint.l
+    fails = {levels: _diversity_fails(gen, qid, df["d"], kind, l, getattr(constraint, "c", 0.0))
+             for levels, gen in nodes}
+    assert any(f.any() for f in fails.values()) and not all(f.any() for f in fails.values())
+    differs = 0
+    for metric in utility.METRICS:
+        for k, fraction in ((2, 0.05), (4, 0.1), (3, 0.3)):
+            limit = int(fraction * len(df))
+            found = lattice.search(metric, k, limit).best
+            expected = _brute(df, qid, hierarchies, metric, k, limit, "lab", nodes, fails)
+            assert found is not None and expected is not None
+            assert found.levels == expected[1], (metric, k, fraction)
+            assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
+            assert found.suppressed == expected[3] <= limit
+            differs += found.levels != plain.search(metric, k, limit).best.levels
+    assert differs > 0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), rows=st.integers(30, 90), metric=st.sampled_from(utility.METRICS),
+       kind=st.sampled_from(sorted(DIVERSITY)), l=st.sampled_from([1.5, 2, 3]), k=st.integers(1, 6),
+       fraction=st.sampled_from([0.0, 0.05, 0.2, 0.5]))
+def test_diversity_property(seed, rows, metric, kind, l, k, fraction):
+    """Hypothesis: any small table (three sensitive values, skewed), any variant and parameter:
+    the search's optimum is brute force's (None for both when no node satisfies)."""
+    df = _random_frame(seed, rows)
+    df["d"] = np.random.default_rng(seed).choice(["d1", "d2", "d3"], rows, p=[0.6, 0.3, 0.1])
+    qid = ["t", "s", "f"]
+    hierarchies = [Hierarchy.from_dict(TREE), Hierarchy.from_dict(SMALL), Hierarchy.from_dict(FLAT)]
+    codes, y = _compressed(df, qid, hierarchies, "lab")
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hierarchies)])
+    _, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    values, sensitive_codes = np.unique(df["d"], return_inverse=True)
+    sensitive = np.zeros((len(codes), len(values)), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), sensitive_codes), 1)
+    c = 2.0
+    constraint = {"distinct": DistinctLDiversity("d", int(l)), "entropy": EntropyLDiversity("d", float(l)),
+                  "recursive": RecursiveCLDiversity("d", c, int(l))}[kind]
+    nodes = _generalized(df, qid, hierarchies, "lab")
+    fails = {levels: _diversity_fails(gen, qid, df["d"], kind, constraint.l, c) for levels, gen in nodes}
+    limit = int(fraction * rows)
+    found = Lattice(codes, y, hierarchies, {"d": sensitive}, [constraint]).search(metric, k, limit).best
+    expected = _brute(df, qid, hierarchies, metric, k, limit, "lab", nodes, fails)
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None and found.levels == expected[1] and found.suppressed == expected[3] <= limit
+    assert found.value == pytest.approx(expected[2], rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("metric,k,fraction", [("DM", 50, 0.02), ("LM", 10, 0.01), ("AECS", 25, 0.04),
@@ -314,6 +421,7 @@ def test_spark_equals_duckdb(spark):
     """The lattice's release (with suppressed rows) on Spark equals DuckDB's (the GA publishes
     through the same code: only its search differs, which runs in numpy)."""
     df = _people(400, 5)
+    df["d"] = np.random.default_rng(3).choice(["d1", "d2", "d3", "d4"], len(df), p=[0.55, 0.2, 0.15, 0.1])
     out = []
     for con in (duckdb.connect(), spark):
         engine_for(con).create_from_frame("t", df, replace=True)
@@ -323,7 +431,13 @@ def test_spark_equals_duckdb(spark):
         assert release.verification.ok and release.suppressed == 10
         view = engine_for(con).fetch_frame("SELECT * FROM t_opt ORDER BY id")
         out.append((release.levels, release.suppressed, view.astype(object).where(view.notna(), None).values.tolist()))
-    assert out[0] == out[1]
+        # recursive (c, l)-diversity: the sensitive value counts come from the same GROUP BY
+        diverse = sqlanon.anonymize(con, "t", qid=["t", "s", "f"], k=8, hierarchies={"t": TREE, "s": SMALL, "f": FLAT},
+                                    recoding="single", search="optimal", metric="LM", suppression=0.15,
+                                    constraints=[RecursiveCLDiversity("d", 1.5, 2)], view="t_div", replace=True)
+        assert diverse.verification.ok and diverse.verification.checks[0].ok and diverse.suppressed == 60
+        out.append((diverse.levels, diverse.suppressed))
+    assert out[:2] == out[2:]
 
 
 def test_errors(con):
@@ -386,3 +500,155 @@ def test_cli_and_release_file(tmp_path, capsys):
                  "--metric", "LM", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}", "--view", "text"]) == 0
     out = capsys.readouterr().out
     assert "levels t=" in out and "suppressed" in out
+
+
+# -- l-diversity: suppression, the release, the request ---------------------------------------
+def test_diversity_suppression_grows_upward():
+    """Why the search tags no node as satisfying (lattice module docstring): with entropy
+    l-diversity the suppressed rows may *grow* when generalizing. Class x = {a, b} is 2-diverse,
+    class y = {a x 10} is not; their union {a x 11, b} is not either: 10 rows suppressed at the
+    bottom, 12 at the top -- so with a limit of 10 only the bottom satisfies."""
+    h = Hierarchy.from_dict({"*": ["x", "y"]})
+    codes = np.array([[h.code_of(["x"])[0]], [h.code_of(["y"])[0]]])
+    y = np.array([[2], [10]])
+    sensitive = np.array([[1, 1], [10, 0]])  # rows of a, b
+    lattice = Lattice(codes, y, [h], {"d": sensitive}, [EntropyLDiversity("d", 2)])
+    suppressed = [int(t.n[~lattice.kept(t, 1)].sum()) for t in (lattice.table((0,))[0], lattice.table((1,))[0])]
+    assert suppressed == [10, 12]
+    found = lattice.search("DM", 1, 10)
+    assert found.best.levels == (0,) and found.best.suppressed == 10 and found.best.value == 4 + 12 * 10
+    assert lattice.search("DM", 1, 9).best is None
+
+
+def _diverse_classes(view: pd.DataFrame, sensitive: str, l: float) -> bool:
+    """Every kept class of a published view has entropy of ``sensitive`` >= ln l (pandas)."""
+    kept = view[view["eq_class"].notna()]
+    p = kept.groupby("eq_class")[sensitive].value_counts(normalize=True)
+    entropy = (-p * np.log(p)).groupby(level=0).sum()
+    return bool((entropy >= math.log(l) - 1e-9).all())
+
+
+def test_adult_entropy_l_diversity_on_occupation(adult):
+    """Adult, five QIs, entropy 4-diversity of occupation within 2 % suppression: the release is
+    the optimum over every node (each judged from the bottom), differs from k's alone (whose
+    optimum has classes that are not 4-diverse), and its kept classes are 4-diverse (pandas)."""
+    con, hierarchies = adult
+    qid = ["age", "education", "marital-status", "sex", "race"]
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=5, hierarchies={q: hierarchies[q] for q in qid},
+                                recoding="single", search="optimal", metric="DM", suppression=0.02,
+                                sensitive="occupation", l=4)
+    assert release.verification.ok and release.verification.unplaced == release.suppressed
+    [check] = release.verification.checks
+    assert check.ok and check.achieved >= 4 - 1e-9 and "entropy" in check.constraint
+    df = _adult_frame()
+    hs = [Hierarchy.from_csv(ADULT_HIERARCHIES[q]) for q in qid]
+    codes, y = _compressed(df, qid, hs)
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(qid, hs)])
+    _, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    occupation, values = pd.factorize(df["occupation"], sort=True)
+    sensitive = np.zeros((len(codes), len(values)), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), occupation), 1)
+    lattice = Lattice(codes, y, hs, {"occupation": sensitive}, [EntropyLDiversity("occupation", 4)])
+    limit = int(0.02 * len(df))
+    candidates = []
+    for levels in lattice.all_nodes():
+        t, _ = lattice.table(levels)
+        kept = lattice.kept(t, 5)
+        S = int(t.n[~kept].sum())
+        if S <= limit:
+            candidates.append((utility.value("DM", lattice.classes(t, False), 5, kept), sum(levels), levels, S))
+    best = min(candidates)
+    assert tuple(release.levels.values()) == best[2] and release.score == best[0] and release.suppressed == best[3]
+    plain = Lattice(codes, y, hs).search("DM", 5, limit).best
+    assert plain.levels != best[2] and plain.value < best[0]
+    view = frame(con, f'SELECT * FROM "{release.view}"')
+    assert len(view) == len(df) and (view[view["eq_class"].isna()][qid] == "*").all().all()
+    assert _diverse_classes(view, "occupation", 4) and view.groupby("eq_class").size().min() >= 5
+    assert sqlanon.metrics(con, release).dm == release.score
+
+
+@pytest.mark.engines("duckdb", "postgres")
+@pytest.mark.parametrize("key", [None, "id"])
+def test_release_with_diversity(con, key):
+    """Entropy and recursive (c, l)-diversity end to end (snapshot and live view): the node the
+    lattice finds on the test's own compressed table, the view verified in SQL with the
+    suppressed rows excluded, its kept classes diverse by pandas."""
+    df = _people()
+    df["d"] = np.random.default_rng(3).choice(["d1", "d2", "d3", "d4"], len(df), p=[0.55, 0.2, 0.15, 0.1])
+    load_frame(con, "t", df)
+    hs = [Hierarchy.from_dict(x) for x in (TREE, SMALL, FLAT)]
+    codes, y = _compressed(df, ["t", "s", "f"], hs, "lab")
+    vectors = np.column_stack([h.code_of(df[q].tolist()) for q, h in zip(["t", "s", "f"], hs)])
+    _, inverse = np.unique(vectors, axis=0, return_inverse=True)
+    sensitive = np.zeros((len(codes), 4), dtype=np.int64)
+    np.add.at(sensitive, (inverse.ravel(), pd.factorize(df["d"], sort=True)[0]), 1)
+    suppressed = []
+    for options, constraint in (({"sensitive": "d", "l": 2.5}, EntropyLDiversity("d", 2.5)),
+                                ({"constraints": [RecursiveCLDiversity("d", 1.5, 2)]}, RecursiveCLDiversity("d", 1.5, 2))):
+        release = sqlanon.anonymize(con, "t", qid=["t", "s", "f"], k=8, hierarchies={"t": TREE, "s": SMALL, "f": FLAT},
+                                    target="lab", recoding="single", search="optimal", metric="LM", suppression=0.15,
+                                    key=key, view="t_div", replace=True, **options)
+        best = Lattice(codes, y, hs, {"d": sensitive}, [constraint]).search("LM", 8, int(0.15 * len(df))).best
+        plain = Lattice(codes, y, hs).search("LM", 8, int(0.15 * len(df))).best
+        assert best.levels != plain.levels  # the requirement matters here
+        assert tuple(release.levels.values()) == best.levels and release.suppressed == best.suppressed
+        assert release.verification.ok and release.verification.checks[0].ok
+        assert release.verification.unplaced == release.suppressed
+        view = frame(con, 'SELECT * FROM "t_div" ORDER BY id')
+        assert view["id"].tolist() == df["id"].tolist() and view["d"].tolist() == df["d"].tolist()
+        if isinstance(constraint, EntropyLDiversity):
+            assert _diverse_classes(view, "d", 2.5)
+        again = sqlanon.verify(con, "t_div", ["t", "s", "f"], 8, class_column="eq_class", constraints=[constraint])
+        assert again.ok and again.unplaced == release.suppressed
+        suppressed.append(release.suppressed)
+        if key is None:  # the manifest records the constraint: apply enforces it on the same rows alike
+            applied = sqlanon.apply(con, release, "t", view="t_again", replace=True, enforce=True)
+            assert applied.enforced[1] == constraint.describe() and applied.suppressed_rows == release.suppressed
+    assert suppressed[0] == 0 < suppressed[1]  # recursive (1.5, 2) suppresses 60 rows at its optimum
+
+
+def test_diversity_errors(con):
+    df = _people(60)
+    load_frame(con, "t", df)
+    common = {"qid": ["t", "s"], "k": 5, "hierarchies": {"t": TREE, "s": SMALL}, "recoding": "single"}
+    for search in (None, "genetic"):
+        with pytest.raises(RecodingError, match="search='optimal'"):
+            sqlanon.anonymize(con, "t", search=search, sensitive="f", l=2, **common)
+        with pytest.raises(RecodingError, match="search='optimal'"):
+            sqlanon.anonymize(con, "t", search=search, constraints=[DistinctLDiversity("f", 2)], **common)
+    from sqlanon.model.constraints import TCloseness, VarianceDiversity
+    for c in (TCloseness("f", 0.2), VarianceDiversity("id", 1.0)):
+        with pytest.raises(RecodingError, match="distinct, entropy or recursive"):
+            sqlanon.anonymize(con, "t", search="optimal", constraints=[c], **common)
+    with pytest.raises(RecodingError, match="selections"):
+        sqlanon.anonymize(con, "t", search="optimal", selections="t = 'a11'", **common)
+    with pytest.raises(InputError, match="sensitive= and l= go together"):
+        sqlanon.anonymize(con, "t", search="optimal", sensitive="f", **common)
+
+
+def test_cli_diversity(tmp_path, capsys):
+    import json as _json
+
+    from sqlanon.cli import main
+
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.register("frame", _people(200))
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    con.close()
+    tree = tmp_path / "t.csv"
+    tree.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(TREE).to_rows()))
+    base = ["anonymize", str(db), "t", "--qid", "t", "--k", "5", "--recoding", "single", "--search", "optimal",
+            "--suppression", "0.05", "--hierarchy", f"t={tree}", "--sensitive", "s", "--json"]
+    assert main(base + ["--l", "3", "--diversity", "recursive", "--c", "2"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "optimal" and doc["verification"]["ok"] and doc["suppressed"] <= 10
+    assert "recursive" in doc["verification"]["checks"][0]["constraint"]
+    toml = tmp_path / "release.toml"
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "div"\nrecoding = "single"\n'
+                    f'search = "optimal"\nmetric = "DM"\nsuppression = 0.05\n'
+                    f'[[qi]]\nname = "t"\nhierarchy = "{tree}"\n'
+                    f'[privacy]\nk = 5\nsensitive = ["s"]\nl = 4\ndiversity = "distinct"\n')
+    assert main(["anonymize", "--config", str(toml), "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["search"] == "optimal" and doc["verification"]["ok"] and "distinct" in doc["verification"]["checks"][0]["constraint"]

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.mondrian import split
+from sqlanon.model.closeness import Ground
 from sqlanon.model.criteria import InfoGain
 from sqlanon.model.stats import ClassStats, FrequencyGroups, first_of_run
 
@@ -74,6 +75,17 @@ def plain(attr, groups, constraints, criterion, layout) -> dict[str, np.ndarray]
     return out
 
 
+#: t-closeness of the 4-valued ``sensitive`` column under each ground distance, bound to a table
+#: distribution as a resolved request would be.
+_TREE = sqlanon.Hierarchy.from_dict({"*": {"x": ["a", "b"], "y": ["c", "d"]}})
+CLOSENESS = [
+    sqlanon.TCloseness("sensitive", 0.3).bound(Ground.of("equal", np.array([4, 3, 2, 1]))),
+    sqlanon.TCloseness("sensitive", 0.2, "ordered").bound(Ground.of("ordered", np.array([1, 2, 3, 4]))),
+    sqlanon.TCloseness("sensitive", 0.25, "hierarchical", _TREE).bound(
+        Ground.of("hierarchical", np.array([2, 2, 1, 5]), _TREE, np.array([0, 1, 2, 3]))),
+]
+
+
 @st.composite
 def searches(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -113,6 +125,7 @@ def searches(draw):
         sqlanon.RecursiveCLDiversity("sensitive", c=2.0, l=2),
         sqlanon.VarianceDiversity("v", 0.5),
         sqlanon.VarianceDiversity("y2", 2.0),
+        *CLOSENESS,
     ]), max_size=2, unique=True))
     criterion = draw(st.sampled_from([
         sqlanon.Median(),

@@ -278,3 +278,14 @@ def test_spark_publishes_duckdbs_rules(spark):
 
     frame = people(300, seed=3)
     _identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)
+
+
+def test_sample_strategy_is_refused(con):
+    """Rothko-S does not carry the budget: refused, nothing published."""
+    from conftest import objects
+
+    load(con, motivating())
+    before = objects(con)
+    with pytest.raises(sqlanon.RecodingError, match="strategy='sample'"):
+        sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, strategy="sample")
+    assert objects(con) == before

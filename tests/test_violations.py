@@ -26,8 +26,17 @@ from sqlanon.model.criteria import criterion_from_record, criterion_record
 from sqlanon.publish.violations import violations
 
 
-def _measure(rows: pd.DataFrame, c) -> tuple[float, bool]:
-    """(the constraint's measure, fails) of one class, by hand."""
+def _measure(rows: pd.DataFrame, c, whole: pd.DataFrame | None = None) -> tuple[float, bool]:
+    """(the constraint's measure, fails) of one class, by hand (t-closeness against ``whole``)."""
+    if isinstance(c, sqlanon.TCloseness):
+        nulls = ["<NULL>"] if whole[c.sensitive].isna().any() else []
+        order = [*nulls, *sorted(whole[c.sensitive].dropna().unique())]  # NULL first, then ascending
+        def share(frame):
+            counts = frame[c.sensitive].fillna("<NULL>").value_counts()
+            return np.array([counts.get(v, 0) for v in order], dtype=float) / len(frame)
+        r = share(rows) - share(whole)
+        d = 0.5 * np.abs(r).sum() if c.distance == "equal" else np.abs(np.cumsum(r)).sum() / max(len(order) - 1, 1)
+        return float(d), d > c.t + 1e-9
     if isinstance(c, sqlanon.KAnonymity):
         return float(len(rows)), len(rows) < c.k
     if isinstance(c, sqlanon.VarianceDiversity):
@@ -61,6 +70,8 @@ def test_violations_against_verify_and_brute_force(n, seed):
         sqlanon.EntropyLDiversity("s", float(rng.uniform(1, 3.5))),
         sqlanon.RecursiveCLDiversity("s", float(rng.uniform(0.3, 4)), int(rng.integers(1, 4))),
         sqlanon.VarianceDiversity("v", float(rng.uniform(0, 12))),
+        sqlanon.TCloseness("s", float(rng.uniform(0.05, 0.5))),
+        sqlanon.TCloseness("s", float(rng.uniform(0.05, 0.5)), "ordered"),
     ]
     con = duckdb.connect()
     try:
@@ -72,18 +83,19 @@ def test_violations_against_verify_and_brute_force(n, seed):
             check = sqlanon.verify(con, "t", ["a", "b"], c.k if isinstance(c, sqlanon.KAnonymity) else 1,
                                    constraints=[] if isinstance(c, sqlanon.KAnonymity) else [c])
             violating = check.violating if isinstance(c, sqlanon.KAnonymity) else check.checks[0].violating
-            per_class = [(_measure(rows, c), rows) for rows in groups]
+            per_class = [(_measure(rows, c, frame), rows) for rows in groups]
             bad = [m for (m, fails), _ in per_class if fails]
             assert found.violating == violating == len(bad), c
-            worst = (max if isinstance(c, sqlanon.RecursiveCLDiversity) else min)(m for (m, _), _ in per_class)
+            worst = (max if isinstance(c, (sqlanon.RecursiveCLDiversity, sqlanon.TCloseness)) else min)(
+                m for (m, _), _ in per_class)
             assert found.worst == pytest.approx(worst), c
             assert found.constraint == c.describe() and len(found.classes) == min(7, len(bad))
-            ordered = sorted(bad, reverse=isinstance(c, sqlanon.RecursiveCLDiversity))
+            ordered = sorted(bad, reverse=isinstance(c, (sqlanon.RecursiveCLDiversity, sqlanon.TCloseness)))
             assert [v.value for v in found.classes] == pytest.approx(ordered[:7]), c
             for v in found.classes:
                 rows = frame[(frame["a"] == v.key["a"]) & (frame["b"].isna() if v.key["b"] is None
                                                            else frame["b"] == v.key["b"])]
-                assert len(rows) == v.size and _measure(rows, c) == (pytest.approx(v.value), True)
+                assert len(rows) == v.size and _measure(rows, c, frame) == (pytest.approx(v.value), True)
     finally:
         con.close()
 
@@ -92,7 +104,9 @@ def test_records_round_trip_exactly():
     for c in [sqlanon.KAnonymity(10), sqlanon.DistinctLDiversity("it's, (odd)", 3),
               sqlanon.EntropyLDiversity("dx", 1.5), sqlanon.EntropyLDiversity("dx", 50),
               sqlanon.EntropyLDiversity("dx", 1.23456789012), sqlanon.RecursiveCLDiversity("dx", 0.1 + 0.2, 2),
-              sqlanon.VarianceDiversity("cost", 1e6), sqlanon.VarianceDiversity("a=1, l=2", 1 / 3)]:
+              sqlanon.VarianceDiversity("cost", 1e6), sqlanon.VarianceDiversity("a=1, l=2", 1 / 3),
+              sqlanon.TCloseness("dx", 0.1 + 0.2), sqlanon.TCloseness("dx", 0.25, "ordered"),
+              sqlanon.TCloseness("dx", 1 / 3, "hierarchical", sqlanon.Hierarchy.from_dict({"*": {"ab": ["a", "b"]}}))]:
         back = from_record(json.loads(json.dumps(to_record(c))))  # as the manifest stores it
         assert back == c and type(back) is type(c)
     for criterion in [sqlanon.Median(), sqlanon.InfoGain("y", "z", min_gain=0.1 + 0.2), sqlanon.Regression("cost"),
@@ -103,7 +117,7 @@ def test_records_round_trip_exactly():
     # short texts stay short (reports show them)
     assert sqlanon.EntropyLDiversity("dx", 50).describe() == "entropy l-diversity('dx', l=50)"
     assert sqlanon.EntropyLDiversity("dx", 1.23456789012).describe() == "entropy l-diversity('dx', l=1.23456789012)"
-    for record in [{"type": "TCloseness", "sensitive": "dx", "t": 0.2}, {"type": "KAnonymity", "k": 2, "l": 3}]:
+    for record in [{"type": "DeltaPresence", "sensitive": "dx", "delta": 0.2}, {"type": "KAnonymity", "k": 2, "l": 3}]:
         with pytest.raises((ValueError, TypeError)):
             from_record(record)
     for record in [{"type": "Median", "targets": ["y"]}, {"type": "InfoGain"}, {"type": "Genetic"}, ["Median"],

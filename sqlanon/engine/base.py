@@ -314,9 +314,22 @@ class Engine(abc.ABC):
         itself no better. Here: unchanged (DuckDB and PostgreSQL plan them well)."""
         return query
 
+    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid") -> exp.Expression:
+        """A query drawing ``rows`` rows of ``relation`` (all of them if it has fewer) uniformly
+        at random without replacement, the same rows for the same ``seed`` on every run and
+        every engine plan: the rows with the smallest :meth:`seeded_hash` of their unique
+        integer ``key`` (ties by the key). A hash behaves as a random permutation of the rows, so
+        its first ``rows`` are a simple random sample — what a reservoir sample draws (TR 1590,
+        Section 3) — and unlike ``TABLESAMPLE`` or ``rand()`` the draw does not depend on
+        threads, partitions or storage order. One scan; the engine keeps a top-``rows`` heap."""
+        source = relation if isinstance(relation, exp.Table) else exp.Subquery(
+            this=relation, alias=exp.TableAlias(this=g.ident("sampled")))
+        return (exp.select(exp.Star()).from_(source)
+                .order_by(self.seeded_hash(g.col(key), seed), g.col(key)).limit(rows))
+
     @abc.abstractmethod
-    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
-        """A query drawing about ``rows`` rows of ``relation`` at random, repeatably by ``seed``."""
+    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
+        """A 64-bit hash of the integer ``key`` mixed with ``seed`` (deterministic)."""
 
     def threads(self) -> int:
         """How many cores this run may use for in-memory work: this process's."""

@@ -134,9 +134,9 @@ class DuckDBEngine(Engine):
             return exp.column("rowid")
         return super().row_ids(columns, table)
 
-    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
-        sample = exp.TableSample(method="reservoir", size=g.lit(rows), seed=g.lit(seed))
-        return exp.select(exp.Star()).from_(relation.copy().set("sample", sample) or relation)
+    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
+        """DuckDB's ``hash(key, seed)`` (several arguments are hashed together)."""
+        return exp.Anonymous(this="hash", expressions=[key, g.lit(seed)])
 
     def threads(self) -> int:
         """The connection's DuckDB ``threads`` setting."""

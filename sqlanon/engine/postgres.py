@@ -291,10 +291,10 @@ class PostgresEngine(Engine):
         ordered = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=exp.column("ctid"))]))
         return exp.Sub(this=ordered, expression=g.lit(1))
 
-    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
-        key = exp.Anonymous(this="hashtextextended", expressions=[
-            exp.Cast(this=exp.column("ctid"), to=exp.DataType.build("TEXT")), g.lit(seed)])
-        return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
+    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
+        """``hashint8extended(key::bigint, seed)``: PostgreSQL's seeded 64-bit integer hash."""
+        return exp.Anonymous(this="hashint8extended", expressions=[
+            exp.Cast(this=key, to=exp.DataType.build("BIGINT")), g.lit(seed)])
 
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """PostgreSQL's COPY writes files on the server: the rows are fetched and written here (:func:`.frames.write_file`)."""

@@ -266,9 +266,9 @@ class SparkEngine(Engine):
         query.set("hint", exp.Hint(expressions=hints))
         return query
 
-    def sample(self, relation: exp.Table, rows: int, seed: int) -> exp.Expression:
-        key = exp.Anonymous(this="rand", expressions=[g.lit(seed)])
-        return exp.select(exp.Star()).from_(relation.copy()).order_by(key).limit(rows)
+    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
+        """``xxhash64(key, seed)``: the seed is hashed along with the key."""
+        return exp.Anonymous(this="xxhash64", expressions=[key, g.lit(seed)])
 
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """The rows are fetched and written here (the CLI's ``--out`` is for results that fit in memory) (:func:`.frames.write_file`)."""

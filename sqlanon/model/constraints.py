@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from .closeness import Ground
+from .hierarchy import Hierarchy
 from .stats import ClassStats
 
 #: Relative tolerance of threshold comparisons on floating-point statistics (entropy,
@@ -188,6 +190,55 @@ class VarianceDiversity:
         return f"variance diversity({self.sensitive!r}, v={_number(self.v)})"
 
 
+@dataclass(frozen=True)
+class TCloseness:
+    """t-closeness (Li, Li & Venkatasubramanian, ICDE 2007): in every class, the Earth Mover's
+    Distance between the distribution of ``sensitive`` and its distribution in the whole table
+    is at most ``t`` (:mod:`sqlanon.model.closeness`; NULL counts as a value).
+
+    ``distance`` is ARX's ground distance: ``"equal"`` (EMD = half the L1 distance),
+    ``"ordered"`` (values in the database's sort order, NULL first, ``m - 1`` normalization) or
+    ``"hierarchical"`` (``hierarchy``: a generalization hierarchy over the sensitive values,
+    anything :func:`sqlanon.load_hierarchy` reads but a table name; values match its leaves by
+    their text in the database).
+
+    Unlike k, t-closeness is not monotone: a child of a split can be farther from the table's
+    distribution than its parent, so a partition that fails never has children that all pass
+    only because they are smaller -- and a split is allowable, as for every constraint, when
+    every child it creates satisfies it. The whole table has distance 0, so the root always
+    passes. The table's distribution is computed once per request (``ground``, bound by
+    :meth:`bound` when the request is resolved); an unbound constraint cannot judge classes.
+    """
+
+    sensitive: str
+    t: float
+    distance: str = "equal"
+    hierarchy: Any = None
+    ground: Ground | None = field(default=None, compare=False, repr=False)
+    numeric_columns: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return (self.sensitive,)
+
+    @property
+    def min_size(self) -> int:
+        return 1
+
+    def bound(self, ground: Ground) -> TCloseness:
+        """This constraint measuring against ``ground`` (the whole table's distribution)."""
+        return dataclasses.replace(self, ground=ground)
+
+    def allowed(self, stats: ClassStats, layout: Layout) -> np.ndarray:
+        if self.ground is None:
+            raise ValueError(f"{self.describe()} has no reference distribution: resolve the request first")
+        distance = self.ground.emd(layout.counts(stats, self.sensitive))
+        return (distance <= self.t + TOLERANCE) | (stats.n == 0)
+
+    def describe(self) -> str:
+        return f"t-closeness({self.sensitive!r}, t={_number(self.t)}, distance={self.distance})"
+
+
 def _number(x: float) -> str:
     """A threshold as ``describe()`` writes it: short (``1.5``, ``50``) when that reads back as
     the same float, else every digit (reports show these texts; manifests keep the exact
@@ -261,11 +312,15 @@ def squared_error(moments: np.ndarray) -> np.ndarray:
 
 #: The constraints a manifest can record, by class name.
 RECORDABLE: dict[str, type] = {c.__name__: c for c in (KAnonymity, DistinctLDiversity, EntropyLDiversity,
-                                                        RecursiveCLDiversity, VarianceDiversity)}
+                                                        RecursiveCLDiversity, VarianceDiversity, TCloseness)}
 
 
 def to_record(c: Constraint) -> dict[str, object]:
-    """A constraint as a JSON-ready dict (exact parameters), for the release manifest."""
+    """A constraint as a JSON-ready dict (exact parameters), for the release manifest (a
+    t-closeness hierarchy as its ARX rows; its bound reference distribution is not a parameter)."""
+    if isinstance(c, TCloseness):
+        rows = c.hierarchy.to_rows() if isinstance(c.hierarchy, Hierarchy) else c.hierarchy
+        return {"type": "TCloseness", "sensitive": c.sensitive, "t": c.t, "distance": c.distance, "hierarchy": rows}
     return {"type": type(c).__name__, **dataclasses.asdict(c)}  # type: ignore[call-overload]
 
 
@@ -275,4 +330,6 @@ def from_record(record: dict[str, object]) -> Constraint:
     kind = RECORDABLE.get(str(fields.pop("type", "")))
     if kind is None:
         raise ValueError(f"unknown constraint record {record!r}")
+    if kind is TCloseness and fields.get("hierarchy") is not None:
+        fields["hierarchy"] = Hierarchy.from_rows(fields["hierarchy"])  # type: ignore[arg-type]
     return kind(**fields)

@@ -43,6 +43,11 @@ def classify(data_type: str) -> Kind | None:
     return None
 
 
+#: The choices of ``published=``: what an ordered QI's ``<name>_min``/``<name>_max`` publish
+#: (:attr:`QI.bounds`, :mod:`sqlanon.publish.bounds`).
+BOUNDS = ("data", "domain", "hierarchy")
+
+
 @dataclass(frozen=True)
 class QI:
     """One quasi-identifier — the one QI type of the request, the builder, the published view,

@@ -127,9 +127,11 @@ def suppression_entropy(counts: np.ndarray) -> float:
     return float((s * np.log2(s.sum() / s)).sum()) if len(s) else 0.0
 
 
-def value(metric: str, c: Classes, k: int) -> float:
-    """LM, CM, DM, AECS or Loss of the classes with those below ``k`` suppressed."""
-    kept = c.n >= k
+def value(metric: str, c: Classes, k: int, kept: np.ndarray | None = None) -> float:
+    """LM, CM, DM, AECS or Loss of the classes with those below ``k`` suppressed (or those not
+    ``kept``, when given: a class may also fail an l-diversity constraint)."""
+    if kept is None:
+        kept = c.n >= k
     return {"LM": lm, "CM": cm, "DM": dm, "AECS": aecs, "Loss": arx_loss}[metric](c, kept)
 
 

@@ -98,19 +98,7 @@ def groups_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, 
     ``n``), ``sum`` and ``sum of squares`` of their centered values, summed as integers (cast
     back to BIGINT) when exact.
     """
-    aggs: list[exp.Expression] = [g.alias(exp.Count(this=exp.Star()), "n")]
-    for c, stat in zip(layout.k, layout.class_stats):
-        aggs += _value_counts(c, stat, first=1)
-    for c, stat in zip(layout.t, layout.numeric_stats):
-        square = exp.Mul(this=g.col(c, "w"), expression=g.col(c, "w"))
-        # A group of only NULLs sums to NULL: make it 0, like the numpy path.
-        sums = [exp.Coalesce(this=exp.Sum(this=g.col(c, "w")), expressions=[g.lit(0)]),
-                exp.Coalesce(this=exp.Sum(this=square), expressions=[g.lit(0)])]
-        if stat.exact:
-            sums = [exp.Cast(this=s, to=exp.DataType.build("BIGINT")) for s in sums]
-        if stat.nulls:  # without NULLs the count is n (one aggregate fewer)
-            aggs.append(g.alias(exp.Count(this=g.col(c, "w")), f"{c}_n"))
-        aggs += [g.alias(sums[0], f"{c}_s1"), g.alias(sums[1], f"{c}_s2")]
+    aggs = stat_aggregates(layout)
     many = len(pids) > 256
     pairs = candidates(engine, pids, attr) if many else None
     branches = []
@@ -136,6 +124,26 @@ def groups_query(engine: Engine, work: str, pids: np.ndarray, attr: np.ndarray, 
     for branch in branches[1:]:
         query = exp.union(query, branch, distinct=False)
     return query
+
+
+def stat_aggregates(layout: Layout, alias: str = "w") -> list[exp.Expression]:
+    """The aggregates of a group's statistics (see :func:`groups_query`) over rows aliased
+    ``alias``: ``n``, each class column's counts but the first code's, each numeric column's
+    moments; :func:`groups_from_result` reads them back."""
+    aggs: list[exp.Expression] = [g.alias(exp.Count(this=exp.Star()), "n")]
+    for c, stat in zip(layout.k, layout.class_stats):
+        aggs += _value_counts(c, stat, first=1)
+    for c, stat in zip(layout.t, layout.numeric_stats):
+        square = exp.Mul(this=g.col(c, alias), expression=g.col(c, alias))
+        # A group of only NULLs sums to NULL: make it 0, like the numpy path.
+        sums = [exp.Coalesce(this=exp.Sum(this=g.col(c, alias)), expressions=[g.lit(0)]),
+                exp.Coalesce(this=exp.Sum(this=square), expressions=[g.lit(0)])]
+        if stat.exact:
+            sums = [exp.Cast(this=s, to=exp.DataType.build("BIGINT")) for s in sums]
+        if stat.nulls:  # without NULLs the count is n (one aggregate fewer)
+            aggs.append(g.alias(exp.Count(this=g.col(c, alias)), f"{c}_n"))
+        aggs += [g.alias(sums[0], f"{c}_s1"), g.alias(sums[1], f"{c}_s2")]
+    return aggs
 
 
 def _value_counts(column: str, stat: StatColumn, first: int = 0) -> list[exp.Expression]:

@@ -39,9 +39,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..model.domain import Domain
+from ..model.qi import BOUNDS
 
 #: The choices of ``published=``.
-MODES = ("data", "domain", "hierarchy")
+MODES = BOUNDS
 
 Codes = tuple[Literal["codes"], np.ndarray, np.ndarray]
 Texts = tuple[Literal["text"], np.ndarray, np.ndarray]

@@ -23,9 +23,11 @@ from ..model.constraints import (
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
 from ..errors import InputError
+from .closeness import closeness_query
 
 #: Columns of :func:`per_class_query` besides the class columns (names no relation should use).
 SIZE, VALUE, BAD = "__sqlanon_size", "__sqlanon_value", "__sqlanon_bad"
@@ -60,6 +62,8 @@ def per_class_query(
         bad = exp.LT(this=variance.copy(), expression=g.lit(float(constraint.v) * (1 - TOLERANCE)))
         return rows.select(g.alias(size, SIZE), g.alias(variance, VALUE), g.alias(bad, BAD),
                            copy=False).group_by(*[k.copy() for k in keys])
+    if isinstance(constraint, TCloseness):  # the whole relation's distribution, then each class's EMD
+        return closeness_query(source, columns, constraint, where, SIZE, VALUE, BAD)
     if not isinstance(constraint, (DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity)):
         raise InputError(f"not a sqlanon constraint: {constraint!r}")
     # Counts of each sensitive value per class, ranked, then one row per class (as the

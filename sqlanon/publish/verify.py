@@ -23,9 +23,11 @@ from ..model.constraints import (
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
 from . import manifest
+from .class_checks import BAD, VALUE, per_class_query
 from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
@@ -147,8 +149,9 @@ def verify(
             relation) they are its suppressed rows, which form no class and must each be fully
             generalized; for any other relation they fail the check.
         constraints: further constraints to check per class (``DistinctLDiversity``,
-            ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``), each with
-            its own SQL statement over the relation.
+            ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``,
+            ``TCloseness``: the whole relation's distribution, suppressed rows included, is its
+            reference), each with its own SQL statement over the relation.
         qids: further ``(columns, k)`` pairs (several QIDs, each with its own k): each checked
             by its own statement grouping the relation on that QID's columns. Default: those a
             single-dimensional release recorded in its manifest (when ``class_column`` is given).
@@ -206,7 +209,9 @@ def verify_source(
         live = release.live_view()
         if live is not None and suppressed_rows:
             reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(engine, live)))
-    checks = tuple(_check(engine, source, checked, columns, c) for c in constraints if not isinstance(c, KAnonymity))
+    checks = tuple(_closeness(engine, source, columns, c, class_column if release is not None else None)
+                   if isinstance(c, TCloseness) else _check(engine, source, checked, columns, c)
+                   for c in constraints if not isinstance(c, KAnonymity))
     if qids is None and release is not None:
         qids = release.qids
     per_qid = tuple(_check_qid(engine, source, checked, tuple(c), n) for c, n in (qids or ()))
@@ -307,6 +312,23 @@ def _check(engine: Engine, source, checked: exp.Expression, columns: tuple[str, 
         ok = float(entropy or 0.0) >= math.log(c.l) - TOLERANCE
         return Check(c.describe(), ok, math.exp(float(entropy or 0.0)), 0 if ok else _count_below(engine, common, c))
     return Check(c.describe(), not recursive_bad, float(recursive_bad or 0), int(recursive_bad or 0))
+
+
+def _closeness(engine: Engine, source: Source, columns: tuple[str, ...], c: TCloseness, class_column: str | None) -> Check:
+    """Verify t-closeness on every class (``sql/check_closeness.sql`` over the per-class EMDs of
+    :mod:`sqlanon.publish.closeness`): the reference distribution is the whole relation's,
+    suppressed rows included; the classes are its rows with a class (all rows without a
+    release's class column). ``achieved`` is the largest EMD."""
+    if c.sensitive not in source.column_names:
+        raise UnknownColumnError(f"no column {c.sensitive!r} to check {c.describe()}."
+                                 + did_you_mean(c.sensitive, source.column_names))
+    placed = None if class_column is None else exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null()))
+    per = exp.Subquery(this=per_class_query(source.ref, columns, c, where=placed), alias=exp.TableAlias(this=g.ident("p")))
+    classes, worst, bad = engine.fetch_rows(g.template("check_closeness", per_class=per, value=g.col(VALUE),
+                                                       bad=g.col(BAD)))[0]
+    if not classes:
+        return Check(c.describe(), True, math.nan, 0)
+    return Check(c.describe(), not bad, float(worst or 0.0), int(bad or 0))
 
 
 def _count_below(engine: Engine, common: dict, c: Constraint) -> int:

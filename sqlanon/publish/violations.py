@@ -34,6 +34,7 @@ from ..model.constraints import (
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
 from .class_checks import BAD, SIZE, VALUE, per_class_query
@@ -49,6 +50,7 @@ MEASURES: dict[type, str] = {
     EntropyLDiversity: "l = e^entropy",
     RecursiveCLDiversity: "x1/(xl+...+xm)",
     VarianceDiversity: "variance",
+    TCloseness: "EMD from the whole relation",
 }
 
 
@@ -105,7 +107,7 @@ def violations(
             raise UnknownColumnError(f"no column {name!r} to check {constraint.describe()}."
                                      + did_you_mean(name, source.column_names))
     per = exp.Subquery(this=per_class_query(source.ref, columns, constraint), alias=exp.TableAlias(this=g.ident("c")))
-    highest = isinstance(constraint, RecursiveCLDiversity)  # a larger ratio is worse
+    highest = isinstance(constraint, (RecursiveCLDiversity, TCloseness))  # a larger ratio / distance is worse
     worst_of = exp.Max if highest else exp.Min
     bad_count, worst = engine.fetch_rows(exp.select(
         exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=g.col(BAD))),

@@ -26,17 +26,20 @@ from typing import Any
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import Constraint, KAnonymity
+from ..model.constraints import Constraint, KAnonymity, TCloseness
 from ..model.criteria import Criterion, Selections
 from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError
 from .imprecision import imprecision
+from .measures import Measures, measures
+from .risk import Risk, risk
 from ..publish.manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
+from ..mondrian.sample import describe, partitioning
 from ..request.spec import Source
 from ..publish.verify import Verification, verify_source
 
@@ -98,6 +101,10 @@ class ReleaseReport:
     generated: str
     key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
     criterion_object: Criterion | None = None  # the recorded criterion (None: a release of sqlanon 0.1)
+    partitioning: Mapping[str, Any] | None = None  # how the partition was computed (sqlanon.mondrian.sample.FIELDS)
+    measures: Measures | None = None  # pycanon's measures of the view (sqlanon.release.measures)
+    risk_before: Risk | None = None  # re-identification risk of the source on the QIs (None: unreadable now)
+    risk_after: Risk | None = None  # ... and of the release (its classes)
 
     @property
     def holds(self) -> bool:
@@ -128,7 +135,22 @@ class ReleaseReport:
             "timings": None if self.timings is None else
             {"elapsed": self.elapsed, "statements": self.statements, "steps": dict(self.timings)},
             "objects": [asdict(o) for o in self.objects],
+            "partitioning": None if self.partitioning is None else dict(self.partitioning),
+            "measures": None if self.measures is None else asdict(self.measures),
+            "risk": {"before": _risk_dict(self.risk_before), "after": _risk_dict(self.risk_after),
+                     "threshold": RISK_THRESHOLD},
         }
+
+
+#: The report's records-at-risk threshold (ARX's default highest acceptable risk is 0.2 too).
+RISK_THRESHOLD = 0.2
+
+
+def _risk_dict(r: Risk | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"rows": r.rows, "suppressed": r.suppressed, "classes": r.classes,
+            "highest": r.highest, "average": r.average, "unique": r.unique, "at_risk": r.at_risk(RISK_THRESHOLD)}
 
 
 @serialized
@@ -208,6 +230,7 @@ def collect(
     checked = verify_source(engine, published, m.qid, m.k, class_column=m.class_column,
                             constraints=rebuilt)
     timings = getattr(release, "timings", None)
+    hierarchies = {c.sensitive: c.hierarchy for c in rebuilt if isinstance(c, TCloseness) and c.hierarchy is not None}
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
         # the kind, and how an ordered QI's bounds are published when not its own data (issue 19)
@@ -223,7 +246,21 @@ def collect(
         statements=getattr(release, "statements", None) if timings is not None else None,
         objects=_objects(engine, m, figures.rows),
         generated=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        partitioning=partitioning(release),
+        measures=measures(con, m, sensitive=workload["sensitive"] if sensitive is None else sensitive,
+                          hierarchies=hierarchies),
+        risk_before=_source_risk(con, m), risk_after=risk(con, m),
     )
+
+
+def _source_risk(con: Any, m: Manifest) -> Risk | None:
+    """The source's risk on the release's QIs (raw values), or None when it cannot be read now
+    (dropped, renamed, or its QI columns changed)."""
+    name = m.source if m.source_relation is None else ".".join(p for p in m.source_relation[1:] if p)
+    try:
+        return risk(con, name, qid=list(m.qid))
+    except InputError:
+        return None
 
 
 # -- what the manifest records -----------------------------------------------------------------
@@ -412,6 +449,48 @@ def _metric_rows(m: Metrics) -> list[tuple[str, str, str]]:
     return rows
 
 
+MEASURES_NOTE = ("What pycanon measures, computed in SQL from the view (one GROUP BY of class x sensitive "
+                 "value; sqlanon.release.measures): the whole view's distribution, suppressed rows included, is "
+                 "the reference of t-closeness, delta-disclosure and beta-likeness.")
+RISK_NOTE = ("Prosecutor model (sqlanon.release.risk): a record's risk is 1 / its class size; the source is "
+             "grouped on its raw QI values, the release on its classes (suppressed rows left out). Records at "
+             f"risk: risk above {RISK_THRESHOLD:g}.")
+
+
+def _measure_table(r: ReleaseReport) -> tuple[list[str], list[list[str]]]:
+    """``measure`` rows, one column per sensitive column (k alone without one)."""
+    m = r.measures
+    if m is None:
+        return ["measure", "value"], []
+    columns = list(m.sensitive)
+    rows = [["k (smallest class)", *([number(m.k)] * max(len(columns), 1))]]
+    for label, field in (("distinct l-diversity", "l_distinct"), ("entropy l (exp of min entropy)", "l_entropy"),
+                         ("recursive (c,l): c", "recursive_c"), ("recursive (c,l): l", "recursive_l"),
+                         ("t-closeness, equal distance", "t_equal"), ("t-closeness, ordered distance", "t_ordered"),
+                         ("t-closeness, hierarchical distance", "t_hierarchical"),
+                         ("delta-disclosure", "delta"), ("beta-likeness, basic", "beta_basic"),
+                         ("beta-likeness, enhanced", "beta_enhanced")):
+        values = [getattr(c, field) for c in columns]
+        if values and any(v is not None for v in values):
+            rows.append([label, *("-" if v is None else number(v) for v in values)])
+    return ["measure", *([c.column for c in columns] or ["value"])], rows
+
+
+def _risk_table(r: ReleaseReport) -> tuple[list[str], list[list[str]]]:
+    """Prosecutor risk, source (before) and release (after)."""
+    def cells(x: Risk | None, field: str) -> str:
+        if x is None:
+            return "source not readable"
+        value = x.at_risk(RISK_THRESHOLD) if field == "at_risk" else getattr(x, field)
+        return number(value)
+
+    rows = [[label, cells(r.risk_before, f), cells(r.risk_after, f)] for label, f in (
+        ("records", "rows"), ("classes", "classes"), ("highest risk (1 / smallest class)", "highest"),
+        ("average risk (classes / records)", "average"), ("unique records (share)", "unique"),
+        (f"records at risk (share, risk > {RISK_THRESHOLD:g})", "at_risk"))]
+    return ["prosecutor", "before (source)", "after (release)"], rows
+
+
 def _median_size(sizes: Sequence[tuple[int, int]]) -> int | None:
     total = sum(c for _, c in sizes)
     seen = 0
@@ -481,6 +560,10 @@ def render_markdown(r: ReleaseReport) -> str:
         out += ["Suppressed now:", ""] + [f"* {line}" for line in suppression_lines(r)] + [""]
     out += ["## Metrics", ""]
     out += _md_table(["metric", "value", "meaning"], _metric_rows(m))
+    out += ["## Privacy measures", "", MEASURES_NOTE, ""]
+    out += _md_table(*_measure_table(r))
+    out += ["## Re-identification risk", "", RISK_NOTE, ""]
+    out += _md_table(*_risk_table(r))
     out += ["## Equivalence-class sizes", "", _size_summary(r) + ".", ""]
     bins = class_size_bins(r.class_sizes)
     if bins:
@@ -507,6 +590,8 @@ def render_markdown(r: ReleaseReport) -> str:
         out += _md_table(["step", "seconds"], [*((s, number(t)) for s, t in r.timings.items()),
                                                ("total (elapsed)", number(r.elapsed))])
         out += [f"{number(r.statements)} SQL statements.", ""]
+    if r.partitioning is not None:
+        out += [f"Partitioning: {describe(r.partitioning)}.", ""]
     out += ["## SQL objects", ""]
     out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
     return "\n".join(out)
@@ -606,6 +691,11 @@ def render_html(r: ReleaseReport) -> str:
          '<section id="metrics"><h2>Metrics</h2>',
          _html_table(["metric", "value", "meaning"],
                      [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
+         "</section>", '<section id="measures"><h2>Privacy measures</h2>', f"<p>{esc(MEASURES_NOTE)}</p>",
+         _html_table([esc(h) for h in _measure_table(r)[0]], [[esc(c) for c in row] for row in _measure_table(r)[1]],
+                     numeric=tuple(range(1, 1 + len(_measure_table(r)[0])))),
+         "</section>", '<section id="risk"><h2>Re-identification risk</h2>', f"<p>{esc(RISK_NOTE)}</p>",
+         _html_table(list(_risk_table(r)[0]), [[esc(c) for c in row] for row in _risk_table(r)[1]], numeric=(1, 2)),
          "</section>", '<section id="class-sizes"><h2>Equivalence-class sizes</h2>',
          f"<p>{esc(_size_summary(r))}.</p>"]
     bins = class_size_bins(r.class_sizes)
@@ -640,6 +730,8 @@ def render_html(r: ReleaseReport) -> str:
         s += [svg_rows(list(r.timings), [(t,) for t in r.timings.values()], [f"{number(t)} s" for t in r.timings.values()],
                         "Seconds per step"),
               f"<p>Total {number(r.elapsed)} s, {number(r.statements)} SQL statements.</p>"]
+    if r.partitioning is not None:
+        s.append(f"<p>Partitioning: {esc(describe(r.partitioning))}.</p>")
     s += ["</section>", '<section id="objects"><h2>SQL objects</h2>',
           _html_table(["role", "name", "kind", "rows"],
                       [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],

@@ -17,6 +17,10 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
     max_steps = 100               # optional, single only: stop after this many refinements (anytime)
     max_seconds = 5.0             # optional, single only: stop after this many seconds
+    strategy = "sample"           # optional: auto (default), levels (Rothko-T) or sample (Rothko-S)
+    sample_rows = 1000000         # optional: rows of a Rothko-S sample (default memory_rows)
+    confidence = 0.95             # optional: confidence of Rothko-S's hypothesis tests
+    seed = 0                      # optional: seed of Rothko-S's sample
 
     [[qi]]                        # one entry per quasi-identifier, in order
     name = "age"
@@ -33,6 +37,8 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     diversity = "entropy"         # optional: entropy (default), distinct, or recursive (with c)
     c = 2                         # recursive only: recursive (c,l)-diversity, a number > 0
     variance = { salary = 1e6 }   # optional: variance diversity, column = smallest class variance
+    t_closeness = { diagnosis = 0.2 }  # optional: t-closeness, column = t (equal distance), or
+                                  # column = { t = 0.2, distance = "ordered" | "hierarchical", hierarchy = "dx.csv" }
 
     [workload]                    # optional
     target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
@@ -72,6 +78,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ..model.constraints import (
@@ -79,8 +86,10 @@ from ..model.constraints import (
     DistinctLDiversity,
     EntropyLDiversity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
+from ..model.closeness import DISTANCES
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..errors import InputError, did_you_mean
 
@@ -90,18 +99,19 @@ DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson"
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table"}
 _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds", "published") + ("search", "metric", "suppression", "seed", "budget",
-                                                             "iterations")
-#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize).
+                 "max_steps", "max_seconds", "published", "strategy", "sample_rows", "confidence") + (
+                 "search", "metric", "suppression", "seed", "budget", "iterations")
+#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize); ``seed`` is
+#: also Rothko-S's.
 SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids")
+_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
                    "criterion": "workload.criterion"}
 # Recognized so that release files written for later versions fail clearly, not as typos.
-_LATER_PRIVACY = {"t": "t-closeness"}
+_LATER_PRIVACY: dict[str, str] = {}
 _LATER_WORKLOAD: dict[str, str] = {}
 #: Every section of a release file and its keys, for help texts and errors.
 SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRIVACY_KEYS),
@@ -114,7 +124,8 @@ CRITERIA = ("median", "infogain", "regression", "selection", "score")
 #: Where each request key lives in a release file (for error messages).
 KEY_PATHS = {"sensitive": "privacy.sensitive", "l": "privacy.l", "diversity": "privacy.diversity",
              "c": "privacy.c", "variance": "privacy.variance", "target": "workload.target",
-             "criterion": "workload.criterion", "selections": "workload.selections"}
+             "criterion": "workload.criterion", "selections": "workload.selections",
+             "t_closeness": "privacy.t_closeness"}
 
 
 class ConfigError(InputError):
@@ -156,6 +167,8 @@ class ReleaseConfig:
             :func:`sqlanon.anonymize`.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
+        strategy, sample_rows, confidence, seed: as for :func:`sqlanon.anonymize` (None = its
+            default).
     """
 
     table: str
@@ -182,6 +195,10 @@ class ReleaseConfig:
     max_seconds: float | None = None
     published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
     search: dict[str, Any] = field(default_factory=dict)
+    strategy: str | None = None
+    sample_rows: int | None = None
+    confidence: float | None = None
+    t_closeness: tuple[tuple[str, float, str, str | None], ...] = ()  # (column, t, distance, hierarchy file)
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -195,7 +212,7 @@ class ReleaseConfig:
     @property
     def constraints(self) -> list[Constraint]:
         """The privacy constraints besides k-anonymity, as objects (for ``sqlanon.verify``)."""
-        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance)
+        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance, self.t_closeness)
 
     def anonymize_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``sqlanon.anonymize(con, **kwargs)``.
@@ -230,15 +247,20 @@ class ReleaseConfig:
             **({"published": self.published if isinstance(self.published, str) else dict(self.published)}
                if self.published else {}),
             **{key: value for key, value in self.search.items() if value is not None},
+            **{name: value for name, value in (("strategy", self.strategy), ("sample_rows", self.sample_rows),
+                                               ("confidence", self.confidence))
+               if value is not None},
         }
 
 
 def privacy_constraints(
     sensitive: tuple[str, ...] | list[str], l: float | None, diversity: str | None, c: float | None,
     variance: tuple[tuple[str, float], ...] | list[tuple[str, float]],
+    t_closeness: Sequence[tuple[str, float, str, str | None]] = (),
 ) -> list[Constraint]:
     """The constraint objects of a checked request (see :func:`check_request`): l-diversity of
-    each sensitive column in the chosen variant, then variance diversity of each column."""
+    each sensitive column in the chosen variant, then variance diversity of each column, then
+    t-closeness ``(column, t, distance, hierarchy file)``."""
     out: list[Constraint] = []
     for column in sensitive if l is not None else ():
         if diversity == "distinct":
@@ -248,6 +270,7 @@ def privacy_constraints(
         else:
             out.append(EntropyLDiversity(column, float(l)))
     out += [VarianceDiversity(column, float(v)) for column, v in variance]
+    out += [TCloseness(column, float(t), distance, hierarchy) for column, t, distance, hierarchy in t_closeness]
     return out
 
 
@@ -266,7 +289,7 @@ def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str])
 
 
 def check_request(fail, spell, *, sensitive: Any, l: Any, diversity: Any, c: Any, variance: Any,
-                  criterion: Any, target: Any, selections: Any) -> None:
+                  criterion: Any, target: Any, selections: Any, t_closeness: Any = ()) -> None:
     """Reject contradictory privacy and workload settings, in the words of the caller.
 
     Shared by release files and command-line flags, so both refuse the same requests.
@@ -393,6 +416,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         qis.append(QIConfig(name, hierarchy))
 
     privacy = _table(document["privacy"], "privacy", fail)
+    if "t" in privacy:
+        raise fail("privacy.t", "t-closeness is written t_closeness = { column = t }")
     _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
     recoding = release.get("recoding")
     if recoding is not None:
@@ -404,6 +429,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
         raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
     published = _published(release.get("published"), fail)
+    sampling = _sampling(release, fail)
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
@@ -423,6 +449,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     if c is not None and (not _is_number(c) or not c > 0):
         raise fail("privacy.c", f"must be a number > 0, got {_show(c)}")
     variance = _variance(privacy.get("variance", {}), "privacy.variance", fail)
+    t_closeness = _closeness(privacy.get("t_closeness", {}), "privacy.t_closeness", base, fail)
     workload = _table(document.get("workload", {}), "workload", fail)
     _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
     target = _names(workload.get("target", []), "workload.target", fail)
@@ -441,13 +468,14 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          key=None if key is None else tuple(key), class_column=class_column,
                          recoding=recoding, qids=qids, max_steps=max_steps,
                          max_seconds=None if max_seconds is None else float(max_seconds), published=published,
-                         search={key: release[key] for key in SEARCH_KEYS if key in release})
+                         search={key: release[key] for key in SEARCH_KEYS if key in release}, **sampling,
+                         t_closeness=t_closeness)
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     """``release.published``: ``"data"``, ``"domain"`` or ``"hierarchy"``, or a table
     ``{ age = "hierarchy", hours = "domain" }`` (checked against the QIs by anonymize)."""
-    from ..publish.bounds import MODES
+    from ..model.qi import BOUNDS as MODES
 
     if value is None:
         return None
@@ -456,6 +484,22 @@ def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     if isinstance(value, dict) and value:
         return tuple((str(q), _choice(m, f"release.published.{q}", MODES, fail)) for q, m in value.items())
     raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
+
+
+def _sampling(release: dict[str, Any], fail) -> dict[str, Any]:
+    """``release.strategy``, ``sample_rows``, ``confidence`` (Rothko-S), those given (``seed`` is
+    among the searches' keys, checked by :func:`sqlanon.anonymize`)."""
+    out: dict[str, Any] = {}
+    if "strategy" in release:
+        out["strategy"] = _choice(release["strategy"], "release.strategy", ("auto", "levels", "sample"), fail)
+    if "sample_rows" in release:
+        out["sample_rows"] = _integer(release["sample_rows"], "release.sample_rows", 1, fail)
+    if "confidence" in release:
+        value = release["confidence"]
+        if not _is_number(value) or not 0 < value < 1:
+            raise fail("release.confidence", f"must be a number strictly between 0 and 1, got {_show(value)}")
+        out["confidence"] = float(value)
+    return out
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:
@@ -506,6 +550,33 @@ def _variance(value: Any, key: str, fail) -> tuple[tuple[str, float], ...]:
         if not _is_number(v) or v < 0:
             raise fail(f"{key}.{column}", f"must be a number >= 0, got {_show(v)}")
         out.append((column, float(v)))
+    return tuple(out)
+
+
+def _closeness(value: Any, key: str, base: Path, fail) -> tuple[tuple[str, float, str, str | None], ...]:
+    """``{column = t}`` or ``{column = { t = ..., distance = ..., hierarchy = "file.csv" }}``:
+    t-closeness of each column (a relative hierarchy path is relative to the release file)."""
+    if not isinstance(value, dict):
+        raise fail(key, f"must be a table of column = t, e.g. {{ diagnosis = 0.2 }}, got {_show(value)}")
+    out = []
+    for column, v in value.items():
+        spec = v if isinstance(v, dict) else {"t": v}
+        unknown = sorted(set(spec) - {"t", "distance", "hierarchy"})
+        if unknown:
+            raise fail(f"{key}.{column}.{unknown[0]}", "unknown key. It takes t, distance, hierarchy")
+        t = spec.get("t")
+        if not _is_number(t) or t < 0:
+            raise fail(f"{key}.{column}", f"t must be a number >= 0, got {_show(t)}")
+        distance = _choice(spec.get("distance", "equal"), f"{key}.{column}.distance", DISTANCES, fail)
+        hierarchy = spec.get("hierarchy")
+        if (distance == "hierarchical") != (hierarchy is not None):
+            raise fail(f"{key}.{column}", "hierarchy goes with distance = \"hierarchical\" (and only with it)")
+        if hierarchy is not None:
+            resolved = _resolve(base, _string(hierarchy, f"{key}.{column}.hierarchy", fail))
+            if not resolved.is_file():
+                raise fail(f"{key}.{column}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
+            hierarchy = str(resolved)
+        out.append((column, float(t), distance, hierarchy))
     return tuple(out)
 
 

@@ -25,7 +25,7 @@ from ..errors import HierarchyError, InputError
 from ..model.hierarchy import hierarchy_from
 from ..model.intervals import Intervals
 from ..model.qi import QI, classify
-from ..publish.bounds import MODES
+from ..model.qi import BOUNDS as MODES
 from .checks import _shown
 
 

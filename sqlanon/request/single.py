@@ -7,7 +7,8 @@ of first mention). The criterion is :class:`~sqlanon.model.criteria.Score` (defa
 :class:`~sqlanon.model.criteria.InfoGain` (the gain alone), with at most one class label
 (``target=``); without one the gain is the drop of the LM loss. What TDR does not support is
 refused here with :class:`~sqlanon.errors.RecodingError`: selections, l-diversity and other
-constraints, numeric or several targets, and NULLs in a categorical QI without a hierarchy.
+constraints (but for the lattice search, which judges distinct, entropy and recursive (c, l)-
+diversity), numeric or several targets, and NULLs in a categorical QI without a hierarchy.
 
 ``search=`` chooses the search (:data:`SEARCHES`): TDR, Iyengar's genetic algorithm or the
 optimal full-domain lattice; the latter two take one QID, a ``metric=`` (:data:`SEARCH_METRICS`)
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
+from ..model.constraints import TCloseness, VarianceDiversity
 from ..model.criteria import InfoGain, Score
 from ..model.hierarchy import Hierarchy
 from .checks import _shown, check_int, check_names, check_number
@@ -121,13 +123,11 @@ def resolve_single(
     Raises:
         RecodingError: an option TDR does not support; InputError for a bad value.
     """
-    for option, value in (("sensitive=", sensitive), ("l=", l), ("selections=", selections)):
-        if value not in (None, (), []):
-            raise RecodingError(f"{option} is not supported with recoding='single' (top-down refinement checks "
-                                f"k-anonymity per QID only); use the default multidimensional recoding")
-    if constraints not in (None, (), []):
-        raise RecodingError("constraints= are not supported with recoding='single' (top-down refinement checks "
-                            "k-anonymity per QID only); use the default multidimensional recoding")
+    if selections not in (None, (), []):
+        raise RecodingError("selections= is not supported with recoding='single' (the single-dimensional searches "
+                            "check k-anonymity, and l-diversity for search='optimal'); use the default "
+                            "multidimensional recoding")
+    _check_diversity(search, sensitive, l, constraints)
     for qid_columns, k in pairs:
         if k > rows:
             raise InputError(f"k={k} of QID {list(qid_columns)} is larger than the table ({rows} rows): "
@@ -162,6 +162,26 @@ def resolve_single(
                   steps, seconds)
     return _search(plan, qid, hierarchical, search=search, metric=metric, suppression=suppression, seed=seed,
                    budget=budget, iterations=iterations), chosen
+
+
+def _check_diversity(search: Any, sensitive: Any, l: Any, constraints: Any) -> None:
+    """l-diversity (``sensitive=``/``l=``, or :data:`LATTICE_CONSTRAINTS` in ``constraints=``) is
+    judged by the lattice search only (:mod:`sqlanon.singledim.lattice`); TDR and the genetic
+    algorithm check k alone, and refuse it. (The constraints' own shape is checked with the
+    workload.)"""
+    asked = [o for o, v in (("sensitive=", sensitive), ("l=", l), ("constraints=", constraints))
+             if v not in (None, (), [])]
+    if not asked:
+        return
+    if search != "optimal":
+        raise RecodingError(f"{' and '.join(asked)} with recoding='single' need search='optimal' (the lattice "
+                            f"search judges l-diversity; top-down refinement and the genetic algorithm check "
+                            f"k-anonymity only); or use the default multidimensional recoding")
+    listed = [constraints] if not isinstance(constraints, (list, tuple)) else list(constraints or [])
+    for c in listed:
+        if isinstance(c, (VarianceDiversity, TCloseness)):
+            raise RecodingError(f"search='optimal' judges k-anonymity and distinct, entropy or recursive (c, l)-"
+                                f"diversity, not {c.describe()}; use the default multidimensional recoding")
 
 
 def _search(plan: Single, qid: Sequence[str], hierarchical: Sequence[str], *, search: Any, metric: Any,

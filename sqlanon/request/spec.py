@@ -174,7 +174,8 @@ def resolve(
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
     single = check_recoding(recoding) == "single"
-    searching = {"search": search, "metric": metric, "suppression": suppression, "seed": seed, "budget": budget,
+    # seed= also seeds Rothko-S's sample (strategy="sample"), so the multidimensional recoding takes it too
+    searching = {"search": search, "metric": metric, "suppression": suppression, "budget": budget,
                  "iterations": iterations}
     fraction = 0.0
     if not single and suppression is not None:  # Mondrian's suppression limit (sqlanon.mondrian.split)
@@ -251,7 +252,7 @@ def resolve(
         plan, criterion = resolve_single(
             pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
             sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
-            max_seconds=max_seconds, hierarchical=tuple(hierarchies), **searching)
+            max_seconds=max_seconds, hierarchical=tuple(hierarchies), seed=seed, **searching)
         target = None
     elif isinstance(criterion, Score):
         raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")

@@ -27,11 +27,14 @@ from ..model.constraints import (
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
+from ..model.closeness import DISTANCES, Ground, leaves_of
+from ..model.hierarchy import hierarchy_from
 from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..engine.base import Engine
-from ..errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
+from ..errors import HierarchyError, InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
 from ..model.qi import QI, classify
 from ..model.selection import QueryBox, parse_selection
 from ..model.stats import ClassStats, StatColumn
@@ -41,7 +44,8 @@ from .checks import check_int, check_number
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
 
 #: The constraint classes ``constraints=`` accepts (k-anonymity with ``k`` applies anyway).
-CONSTRAINT_TYPES = (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity)
+CONSTRAINT_TYPES = (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity,
+                    TCloseness)
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ def resolve_workload(
                                        f"diversity attribute must be a number")
 
     stat_columns = _stat_columns(engine, source_ref, columns, rows, chosen, criterion)
+    chosen = [bind_closeness(engine, source_ref, c) if isinstance(c, TCloseness) else c for c in chosen]
     workload = Workload(tuple(chosen), criterion, stat_columns)
     _check_whole_table(engine, source_ref, workload)
     return workload
@@ -205,7 +210,46 @@ def _check_constraint(c: Constraint) -> Constraint:
     if isinstance(c, VarianceDiversity):
         _number("VarianceDiversity v", c.v, 0.0)
         c = dataclasses.replace(c, v=_plain(c.v))
+    if isinstance(c, TCloseness):
+        _number("TCloseness t", c.t, 0.0)
+        if c.distance not in DISTANCES:
+            raise InputError(f"TCloseness distance must be one of {list(DISTANCES)}, got {c.distance!r}")
+        if (c.distance == "hierarchical") != (c.hierarchy is not None):
+            raise InputError("TCloseness takes a hierarchy= exactly when distance='hierarchical' (the hierarchy "
+                             f"over the sensitive values gives the ground distance), got distance={c.distance!r}, "
+                             f"hierarchy={c.hierarchy!r}")
+        hierarchy = hierarchy_from(c.hierarchy) if c.hierarchy is not None else None
+        c = dataclasses.replace(c, t=_plain(c.t), hierarchy=hierarchy, ground=None)
     return c
+
+
+def value_counts(engine: Engine, source_ref: exp.Expression, column: str) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of ``column`` (as the database's text, NULL as None) and their row
+    counts, in the order of their codes (:func:`sqlanon.mondrian.encode.code_table`: ascending,
+    NULL first)."""
+    text = exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR"))
+    query = (exp.select(g.alias(text, "t"), g.alias(exp.Count(this=exp.Star()), "n"))
+             .from_(source_ref.copy()).group_by(g.col(column))
+             .order_by(exp.Ordered(this=g.col(column), nulls_first=True)))
+    rows = engine.fetch_rows(query)
+    return [r[0] for r in rows], np.array([int(r[1]) for r in rows], dtype=np.int64)
+
+
+def bind_closeness(engine: Engine, source_ref: exp.Expression, c: TCloseness) -> TCloseness:
+    """``c`` measuring against the whole table's distribution of its column (one GROUP BY)."""
+    texts, counts = value_counts(engine, source_ref, c.sensitive)
+    if c.distance != "hierarchical":
+        return c.bound(Ground.of(c.distance, counts))
+    h = c.hierarchy
+    if None in texts:
+        h = h.with_null_leaf()
+    leaves = leaves_of(h, texts)
+    missing = [t for t, code in zip(texts, leaves) if code < 0]
+    if missing:
+        shown = ", ".join(repr(v) for v in missing[:20])
+        raise HierarchyError(f"the t-closeness hierarchy for {c.sensitive!r} misses {len(missing)} value(s) present "
+                             f"in the data: {shown}. Every value, as the database writes it as text, must be a leaf.")
+    return c.bound(Ground.of("hierarchical", counts, h, leaves))
 
 
 def _count(c: Constraint, name: str) -> int:
@@ -308,9 +352,9 @@ def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload
         if workload.indicator(stat.name) is not None:  # no constraint reads these
             counts.append(np.zeros((1, stat.size), dtype=np.int64))
             continue
-        rows = engine.fetch_rows(exp.select(exp.Count(this=exp.Star())).from_(source_ref).group_by(g.col(stat.name)))
         vector = np.zeros((1, stat.size), dtype=np.int64)
-        vector[0, : len(rows)] = sorted((r[0] for r in rows), reverse=True)
+        found = value_counts(engine, source_ref, stat.name)[1]  # in code order (t-closeness reads it so)
+        vector[0, : len(found)] = found
         counts.append(vector)
     moments = []
     for stat in workload.numeric_stats:

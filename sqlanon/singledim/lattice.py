@@ -4,9 +4,12 @@ k-anonymity*, PASSAT 2012; El Emam et al.'s OLA, JAMIA 2009; LeFevre, DeWitt & R
 Incognito, SIGMOD 2005, whose rollups this follows).
 
 Every QI has a hierarchy; a *node* gives each QI a level (0 the leaves, ``h_q`` the root) and
-generalizes every value of that QI to its ancestor that many steps up. A node *satisfies* the
-request when the rows of its classes smaller than ``k`` -- which it suppresses -- are at most the
-suppression limit. The search returns the satisfying node of least metric
+generalizes every value of that QI to its ancestor that many steps up. A class of a node is
+*kept* when it has at least ``k`` rows and satisfies every further constraint asked for
+(distinct, entropy or recursive (c, l)-diversity of a sensitive column, judged by the
+constraint objects' own ``allowed`` on the class's value counts, :meth:`Lattice.kept`); the
+other classes are suppressed. A node *satisfies* the request when its suppressed rows are at
+most the suppression limit. The search returns the satisfying node of least metric
 (:mod:`sqlanon.model.utility`).
 
 How:
@@ -22,17 +25,27 @@ How:
 * **Enumeration tree.** A node's parent lowers its *last* raised QI by one; its children raise a
   QI at or after that one. Every node is reached exactly once, by a depth-first walk that keeps
   only the tables on the current path.
-* **Monotone pruning, sound with suppression.** Generalizing only merges classes, so the
-  suppressed rows never grow upward: a node above a satisfying node satisfies, one below a
-  failing node fails (the monotonicity Flash's and OLA's predictive tagging rest on). Here a
-  node's class table gives its suppression and its metric at once, and the walk goes upward, so
-  the tags themselves save little: what they buy is that a failing node's metric is never
-  computed. The metrics with suppression are not monotone, but their *bounds*
+* **Pruning by bounds only, sound with suppression and l-diversity.** Generalizing only merges
+  classes. With k alone the suppressed rows never grow upward (a merge of classes containing a
+  kept one is kept), and so for distinct l-diversity (the union of value sets only grows) --
+  the monotonicity Flash's and OLA's predictive tagging rest on. Entropy and recursive (c, l)-
+  diversity are monotone only *without* suppression (Machanavajjhala et al., TKDD 2007,
+  Section 5: the union of two classes that satisfy them satisfies them), but a kept class merged
+  with a failing one may fail: ``{a, b}`` is entropy 2-diverse, ``{a x 100}`` is not, and their
+  union ``{a x 101, b}`` is not either -- its 102 rows are suppressed where 100 were (ARX too
+  treats such models as monotone only at a suppression limit of 0). So the search tags nothing
+  as satisfying or failing: every node it reaches gets its classes judged. (Here a node's
+  class table gives its suppression and its metric at once, and the walk goes upward, so tags
+  would save little anyway.) What it prunes with are the metrics' *bounds*
   (:func:`sqlanon.model.utility.bound`: the metric with nothing suppressed, tighter for DM and
-  AECS) never decrease upward and never exceed the metric: when a node's bound exceeds the best
-  value found, so does every node above it, and its whole subtree is skipped. For LM, Loss,
-  Precision and Entropy the bound is a function of the levels alone, so a pruned child is never
-  even rolled up; children are visited in order of their bounds, so good nodes come early.
+  AECS), which never decrease upward and never exceed the metric whichever classes are
+  suppressed: suppressing a class never lowers any metric (a suppressed row costs the root's
+  loss 1 in LM/Loss/Precision, ``N`` in DM, 1 in CM, a non-negative term in Entropy), DM's
+  bound only assumes a kept class has ``>= k`` rows and AECS's that at most ``N / k`` classes are
+  kept. When a node's bound exceeds the best value found, so does every node above it, and its
+  whole subtree is skipped. For LM, Loss, Precision and Entropy the bound is a function of the
+  levels alone, so a pruned child is never even rolled up; children are visited in order of
+  their bounds, so good nodes come early.
 * **Exact, with deterministic ties.** Every node not pruned that satisfies the request is
   evaluated; among nodes of equal metric (within a relative ``1e-12``) the one with the smallest
   sum of levels wins, then the smallest level vector in QI order.
@@ -41,7 +54,7 @@ How:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +62,9 @@ import pandas as pd
 
 from ..errors import RecodingError
 from ..model import utility
+from ..model.constraints import Constraint
 from ..model.hierarchy import Hierarchy
+from ..model.stats import ClassStats
 
 #: Relative tolerance within which two metric values tie.
 TIE = 1e-12
@@ -78,11 +93,28 @@ class Result:
 @dataclass(frozen=True)
 class Table:
     """The classes of one node: a key per class (``sum_q node_q * radix_q``, so a QI's node is
-    ``key // radix_q % width_q``), rows per target label ``y`` (C, m) and rows ``n``."""
+    ``key // radix_q % width_q``), rows per target label ``y`` (C, m), rows ``n``, and per
+    sensitive column the rows per value ``s[j]`` (C, V_j)."""
 
     key: np.ndarray
     y: np.ndarray
     n: np.ndarray
+    s: tuple[np.ndarray, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sensitive:
+    """Where a sensitive column's value counts sit in a node's
+    :class:`~sqlanon.model.stats.ClassStats` (the :class:`~sqlanon.model.constraints.Layout`
+    the constraints read them through): ``counts[names.index(column)]``."""
+
+    names: tuple[str, ...]
+
+    def counts(self, stats: ClassStats, column: str) -> np.ndarray:
+        return stats.counts[self.names.index(column)]
+
+    def moments(self, stats: ClassStats, column: str) -> np.ndarray:
+        raise RecodingError(f"search='optimal' judges value counts only, not the moments of {column!r}")
 
 
 class Lattice:
@@ -92,10 +124,22 @@ class Lattice:
         codes: (G, d) leaf codes of each distinct QI vector.
         counts: (G, m) rows per target label of each vector (m = 1 without a target).
         hierarchies: the d hierarchies (leaf codes as in ``codes``).
+        sensitive: per sensitive column, (G, V) rows per value code of each vector.
+        constraints: what a class must satisfy besides ``k`` (distinct, entropy, recursive
+            (c, l)-diversity), each judging the classes' value counts through its own
+            vectorized ``allowed`` -- the code Mondrian's splits are judged by.
     """
 
-    def __init__(self, codes: np.ndarray, counts: np.ndarray, hierarchies: Sequence[Hierarchy]) -> None:
+    def __init__(self, codes: np.ndarray, counts: np.ndarray, hierarchies: Sequence[Hierarchy],
+                 sensitive: Mapping[str, np.ndarray] | None = None, constraints: Sequence[Constraint] = ()) -> None:
         self.h = tuple(hierarchies)
+        sensitive = dict(sensitive or {})
+        self.layout = Sensitive(tuple(sensitive))
+        self.constraints = tuple(constraints)
+        for c in self.constraints:
+            if c.numeric_columns or set(c.class_columns) - set(sensitive):
+                raise RecodingError(f"search='optimal' cannot judge {c.describe()}: it needs the value counts of "
+                                    f"{sorted(set(c.class_columns) - set(sensitive)) or list(c.numeric_columns)}")
         self.d = len(self.h)
         y = np.asarray(counts, dtype=np.int64).reshape(len(codes), -1)
         self.total = int(y.sum())
@@ -119,7 +163,8 @@ class Lattice:
         key = np.zeros(len(codes), dtype=np.int64)
         for j in range(self.d):
             key += self.leaf_node[j] * self.radix[j]
-        self.bottom = Table(key, y, y.sum(axis=1))  # distinct keys: the compressed rows are
+        s_counts = tuple(np.asarray(v, dtype=np.int64).reshape(len(codes), -1) for v in sensitive.values())
+        self.bottom = Table(key, y, y.sum(axis=1), s_counts)  # distinct keys: the compressed rows are
         # per QI: rows per leaf code, for the entropy metric
         self.leaf_rows = [np.bincount(codes[:, j], weights=self.bottom.n, minlength=h.n_leaves).astype(np.int64)
                           for j, h in enumerate(self.h)]
@@ -153,11 +198,20 @@ class Lattice:
         index, keys = pd.factorize(t.key + (new - old) * self.radix[j], sort=False)
         index = index.astype(np.int64, copy=False)
         C = len(keys)
-        y = np.empty((C, t.y.shape[1]), dtype=np.int64)
-        for c in range(t.y.shape[1]):
-            y[:, c] = np.bincount(index, weights=t.y[:, c], minlength=C)
+        y = _sum_rows(index, t.y, C)
         n = y[:, 0].copy() if y.shape[1] == 1 else y.sum(axis=1)
-        return Table(np.asarray(keys, dtype=np.int64), y, n), index
+        return Table(np.asarray(keys, dtype=np.int64), y, n, tuple(_sum_rows(index, a, C) for a in t.s)), index
+
+    def kept(self, t: Table, k: int) -> np.ndarray:
+        """(C,) the classes of ``t`` that satisfy the requirement -- at least ``k`` rows and every
+        constraint's :meth:`~sqlanon.model.constraints.Constraint.allowed` on their value
+        counts; the others are suppressed."""
+        ok = t.n >= k
+        if self.constraints:
+            stats = ClassStats(t.n, t.s)
+            for c in self.constraints:
+                ok &= c.allowed(stats, self.layout)
+        return ok
 
     def classes(self, t: Table, loss: bool) -> utility.Classes:
         """The classes of a table, with each class's per-QI loss when ``loss``."""
@@ -185,13 +239,16 @@ class Lattice:
             out[:, j] = node
         return out
 
-    def metric(self, name: str, levels: Sequence[int], t: Table, k: int) -> float:
-        """A node's metric (:mod:`sqlanon.model.utility`) from its classes. LM, Loss and Entropy
-        start from their per-level sums (:meth:`per_qi`) and correct for the suppressed classes
-        only -- the same numbers as :func:`sqlanon.model.utility.value` on every class."""
+    def metric(self, name: str, levels: Sequence[int], t: Table, k: int, kept: np.ndarray | None = None) -> float:
+        """A node's metric (:mod:`sqlanon.model.utility`) from its classes, those not ``kept``
+        (default :meth:`kept`) suppressed. LM, Loss and Entropy start from their per-level sums
+        (:meth:`per_qi`) and correct for the suppressed classes only -- the same numbers as
+        :func:`sqlanon.model.utility.value` on every class."""
+        if kept is None:
+            kept = self.kept(t, k)
         if name in ("DM", "AECS", "CM"):
-            return utility.value(name, self.classes(t, False), k)
-        small = t.n < k
+            return utility.value(name, self.classes(t, False), k, kept)
+        small = ~kept
         S = int(t.n[small].sum())
         if name == "Precision":
             return utility.precision(self.total, S, np.asarray(levels, float), self.heights.astype(float))
@@ -265,9 +322,10 @@ class Lattice:
             checked += 1
             if on_node is not None and checked % 256 == 0:
                 on_node(checked, best)
-            suppressed = utility.suppressed_rows(t.n, k)
+            kept = self.kept(t, k)
+            suppressed = int(t.n[~kept].sum())
             if suppressed <= limit:
-                v = self.metric(metric, levels, t, k)
+                v = self.metric(metric, levels, t, k, kept)
                 node = tuple(levels)
                 if better(v, node):
                     best = Node(node, suppressed, v)
@@ -296,3 +354,11 @@ class Lattice:
         """Every node (for brute force in tests and benchmarks)."""
         return list(itertools.product(*[range(int(h) + 1) for h in self.heights]))
 
+
+
+def _sum_rows(index: np.ndarray, a: np.ndarray, classes: int) -> np.ndarray:
+    """(classes, V): the rows of ``a`` (R, V) summed by their class ``index`` (R,)."""
+    out = np.empty((classes, a.shape[1]), dtype=np.int64)
+    for c in range(a.shape[1]):  # one bincount per value: V is small, R large
+        out[:, c] = np.bincount(index, weights=a[:, c], minlength=classes)
+    return out

@@ -23,7 +23,9 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
+from ..model.constraints import KAnonymity
 from ..model.domain import Domain
+from ..model.stats import StatColumn
 from ..mondrian.builder import Progress, Regions
 from ..request.spec import Spec
 from ..publish.suppression import SUPPRESSED_PID
@@ -57,28 +59,50 @@ class Outcome:
     evaluated: int | None = None
 
 
-def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes (G, d), counts (G, m))``: one row per distinct QI code vector, with its rows per
-    class of the target (one column of rows without a target)."""
+def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """``(codes (G, d), counts (G, m), sensitive)``: one row per distinct QI code vector, with its
+    rows per class of the target (one column of rows without a target) and, per sensitive column
+    a constraint judges (l-diversity, search="optimal"), its rows per value code (G, V)."""
     d = len(spec.qis)
     query = compress_query(spec, work)
     res = engine.fetch(query)
     codes = np.column_stack([res[f"q{i}"].astype(np.int64) for i in range(d)]) if d else np.zeros((0, 0), np.int64)
-    y = np.column_stack([res[c.alias_or_name].astype(np.int64) for c in query.expressions[d:]])
-    return codes, y
+    names = [c.alias_or_name for c in query.expressions[d:]]
+
+    def block(prefix: str) -> np.ndarray:
+        return np.column_stack([res[c].astype(np.int64) for c in names if c.startswith(prefix)])
+
+    sensitive = {stat.name: block(f"s{j}_") for j, stat in _sensitive_stats(spec)}
+    return codes, block("y"), sensitive
+
+
+def _sensitive_stats(spec: Spec) -> list[tuple[int, StatColumn]]:
+    """The workload's class columns the constraints judge, with their index ``j`` (the working
+    table's value code column ``k{j}``, :mod:`sqlanon.mondrian.encode`)."""
+    judged = {c for con in spec.workload.constraints for c in con.class_columns}
+    return [(j, stat) for j, stat in enumerate(spec.workload.class_stats) if stat.name in judged]
 
 
 def compress_query(spec: Spec, work: str) -> exp.Select:
-    """The compressed table (TKDE 2007, Section 4.1): ``q0.., y0..`` grouped by the codes."""
+    """The compressed table (TKDE 2007, Section 4.1): ``q0.., y0..`` grouped by the codes, the
+    target's class counts ``y{c}`` (``count(*) FILTER (WHERE k_j = c)``, ``j`` its class column)
+    and each judged sensitive column's value counts ``s{j}_{c}`` the same way."""
     d = len(spec.qis)
     keys = [g.col(f"q{i}") for i in range(d)]
     star = exp.Count(this=exp.Star())
+
+    def per_value(j: int, size: int, prefix: str) -> list[exp.Expression]:
+        return [g.alias(exp.Filter(this=star.copy(), expression=exp.Where(
+            this=exp.EQ(this=g.col(f"k{j}"), expression=g.lit(c)))), f"{prefix}{c}") for c in range(size)]
+
+    stats = spec.workload.class_stats
     if spec.single is not None and spec.single.target is not None:
-        size = spec.workload.class_stats[0].size
-        counts = [g.alias(exp.Filter(this=star.copy(), expression=exp.Where(
-            this=exp.EQ(this=g.col("k0"), expression=g.lit(c)))), f"y{c}") for c in range(size)]
+        j = [s.name for s in stats].index(spec.single.target)
+        counts = per_value(j, stats[j].size, "y")
     else:
         counts = [g.alias(star, "y0")]
+    for j, stat in _sensitive_stats(spec):
+        counts += per_value(j, stat.size, f"s{j}_")
     return exp.select(*[g.alias(k, f"q{i}") for i, k in enumerate(keys)], *counts).from_(g.table(work)).group_by(
         *[k.copy() for k in keys])
 
@@ -111,9 +135,9 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     """
     plan = spec.single
     assert plan is not None
-    codes, y = compress(engine, spec, work)
+    codes, y, sensitive = compress(engine, spec, work)
     if plan.search == "optimal":
-        regions, placed, outcome = run_optimal(engine, spec, work, codes, y, progress)
+        regions, placed, outcome = run_optimal(engine, spec, work, codes, y, sensitive, progress)
         assert outcome.levels is not None  # the manifest records the node (sqlanon.metrics' Precision)
         spec = dataclasses.replace(spec, single=dataclasses.replace(plan, levels=tuple(outcome.levels.values())))
         return spec, domains, regions, placed, outcome
@@ -149,14 +173,17 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
 
 
 def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.ndarray,
-                progress: Callable[[Progress], None] | None) -> tuple[Regions, str, Outcome]:
+                sensitive: dict[str, np.ndarray], progress: Callable[[Progress], None] | None,
+                ) -> tuple[Regions, str, Outcome]:
     """The optimal full-domain node (:mod:`.lattice`), its classes as regions, the rows placed:
-    a class below k is suppressed (its rows get :data:`SUPPRESSED_PID`)."""
+    a class below k or failing an l-diversity constraint is suppressed (its rows get
+    :data:`SUPPRESSED_PID`)."""
     plan = spec.single
     assert plan is not None
     hierarchies = [q.hierarchy for q in spec.qis]
     assert all(h is not None for h in hierarchies)
-    lattice = Lattice(codes, y, hierarchies)  # type: ignore[arg-type]
+    judged = [c for c in spec.workload.constraints if not isinstance(c, KAnonymity)]  # k: spec.k
+    lattice = Lattice(codes, y, hierarchies, sensitive, judged)  # type: ignore[arg-type]
     rows = lattice.total
     started = time.perf_counter()
 
@@ -167,10 +194,12 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
 
     found = lattice.search(plan.metric or "DM", spec.k, plan.suppression_limit(rows), report)
     best = found.best
-    assert best is not None  # the top node (every QI at its root) is one class of all rows >= k
+    # the top node (every QI at its root) is one class of all rows: >= k, and the workload checked
+    # that the whole table satisfies every constraint
+    assert best is not None
     values = lattice.generalized(best.levels)
     table, member = lattice.table(best.levels)
-    kept = table.n[member] >= spec.k
+    kept = lattice.kept(table, spec.k)[member]
     attrs = [Attribute("hierarchy", h.n_leaves, h) for h in hierarchies]  # type: ignore[union-attr]
     pid = np.full(len(codes), SUPPRESSED_PID, dtype=np.int64)
     placed_cells = cells(values[kept], lattice.bottom.n[kept], attrs, [None] * len(attrs))

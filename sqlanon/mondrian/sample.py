@@ -1,0 +1,437 @@
+"""Rothko-S: grow the partition tree on a sample, repartition once, prune the splits made in error.
+
+LeFevre & DeWitt, Scalable Anonymization Algorithms for Large Data Sets (TR 1590), Section 3. A
+partition larger than the sample budget (``sample_rows``) goes through a *round*:
+
+1. **Sample** — a seeded simple random sample of ``n = sample_rows`` of its ``N`` rows, drawn by
+   the engine (:meth:`sqlanon.engine.base.Engine.sample`: the rows with the smallest seeded hash
+   of their row id; one scan, the same rows on every engine and every run).
+2. **Optimistic growth** — the in-memory Mondrian (:meth:`Partitioner.run_memory`, the one split
+   decision of :mod:`sqlanon.mondrian.split`) runs on the sample with each constraint replaced by
+   its hypothesis test (:mod:`sqlanon.mondrian.hypotheses`): a split is made where the tests say
+   it will hold on the full partition. The criterion (Median, InfoGain, Regression, Targets,
+   Selections) ranks splits on the sample as it would on the data.
+3. **Statistics** — one scan assigns every row to its sample leaf (the tree's splits as a small
+   relation, joined once per tree level in one statement) and sums each leaf's real statistics
+   (``GROUP BY leaf``: rows, sensitive counts, moments).
+4. **Pruning** — with the real statistics summed up the tree, a leaf that breaks a constraint
+   merges the whole subtree of its parent (TR 3, "Pruning Phase"), bottom-up until every leaf
+   holds; the number of tree nodes so removed is reported (the TR's Figure 28 counts).
+5. **Repartition** — one rewrite of the working table gives every row its surviving leaf.
+
+Leaves still larger than ``sample_rows`` get a round of their own; the others are finished by the
+exact in-memory Mondrian (:func:`sqlanon.mondrian.builder.finish_in_memory`), exactly as
+``strategy="levels"`` finishes them. A partition whose round keeps no split (the tests could not
+reject at its root, or pruning undid them all) is where the TR's Rothko-S stops with a potentially
+non-minimal partitioning (Section 3.2); here it is handed to Rothko-T instead, as the TR's footnote
+9 suggests (:meth:`Partitioner.run_sql` until its partitions fit the budget). So every final leaf
+is settled by an exact decision on its full data: the result is minimal (distance 0) and, since
+every constraint is checked on the real statistics before any row moves, satisfies the
+requirement — the fail-closed verification of the published view only confirms it. A partition
+that fits the budget is never sampled, so with ``sample_rows`` at least the table's rows the
+result equals ``strategy="levels"``'s.
+
+Passes (the TR's I/O model, Section 4, counted over the working table): a round reads the data
+three times (sample, statistics, rewrite) and writes it once, whatever the tree's depth; a SQL
+level of Rothko-T reads it twice (extents, frequency groups) and writes it once; the in-memory
+finish reads it once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..errors import InputError
+from ..model.stats import ClassStats, first_of_run
+from .builder import Batch, Boxes, Partitioner
+from .hypotheses import sample_constraints
+from .levels import Layout, attr_value, groups_from_result, stat_aggregates
+
+STRATEGIES = ("auto", "levels", "sample")
+
+#: ``strategy="auto"`` samples when the table has more than this many times ``memory_rows`` rows:
+#: Rothko-T then needs at least ``log2(AUTO_FACTOR)`` SQL levels, two reads and a write each, plus
+#: the finish's read, while a sample round costs three reads and a write (TR 1590, Section 4) ...
+AUTO_FACTOR = 8
+#: ... and at least this many rows: below, a pass costs less than a round's fixed work (the
+#: sample's top-N, the tree's joins), and ``memory_rows`` keeps not changing the result.
+AUTO_MIN_ROWS = 10_000_000
+
+
+@dataclass(frozen=True)
+class SampleOptions:
+    """How a run partitions: ``strategy`` (``"levels"`` or ``"sample"``, already chosen),
+    ``sample_rows`` (the sample budget), ``confidence`` (``1 - alpha`` of the tests) and ``seed``."""
+
+    strategy: str
+    sample_rows: int
+    confidence: float
+    seed: int
+
+
+def check_options(strategy: object, sample_rows: object, confidence: object, seed: object) -> None:
+    """Refuse bad ``strategy``/``sample_rows``/``confidence``/``seed`` before any work."""
+    if strategy not in STRATEGIES:
+        raise InputError(f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}")
+    if sample_rows is not None and (isinstance(sample_rows, bool) or not isinstance(sample_rows, int) or sample_rows < 1):
+        raise InputError(f"sample_rows must be a positive integer (rows of a sample), got {sample_rows!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise InputError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise InputError(f"seed must be an integer in [0, 2^31), got {seed!r}")
+
+
+def choose(strategy: str, rows: int, memory_rows: int, sample_rows: int | None, confidence: float,
+           seed: int) -> SampleOptions:
+    """Resolve ``"auto"``: ``"sample"`` when the table has more than ``AUTO_FACTOR`` times the
+    memory budget's rows (``memory_rows``; with ``memory_rows=0``, everything in SQL, never) and
+    at least ``AUTO_MIN_ROWS``, else ``"levels"``. ``sample_rows`` defaults to ``memory_rows`` (at
+    least 1)."""
+    budget = sample_rows if sample_rows is not None else max(memory_rows, 1)
+    if strategy == "auto":
+        big = rows >= AUTO_MIN_ROWS and rows > AUTO_FACTOR * memory_rows
+        strategy = "sample" if memory_rows > 0 and big else "levels"
+    return SampleOptions(strategy, budget, float(confidence), seed)
+
+
+@dataclass
+class Outcome:
+    """What the partitioning did, for the release: sample rounds, passes over the working table
+    (reads, writes), tree nodes pruned, partitions handed to Rothko-T because their round kept
+    no split (the TR's potentially non-minimal cases, Figure 28's "x"), and the distance from a
+    minimal partitioning: leaves that might still have an allowable split (0 here, see the
+    module docstring)."""
+
+    strategy: str
+    rounds: int = 0
+    scans: int = 0
+    writes: int = 0
+    pruned: int = 0
+    rescued: int = 0
+    distance_from_minimal: int = 0
+
+    def add_levels(self, levels: int) -> None:
+        """Rothko-T's SQL levels: extents and frequency groups read, the table rewritten."""
+        self.scans += 2 * levels
+        self.writes += levels
+
+
+class _Grower(Partitioner):
+    """The in-memory Mondrian on a sample that also records the tree: per level, each child's
+    parent id, the split QI, the child's code interval on it and its box."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Boxes]] = []
+
+    def children_boxes(self, parts, chosen, kids):
+        boxes = super().children_boxes(parts, chosen, kids)
+        self.edges.append((parts.pid[kids.parent], chosen[kids.parent], kids.lo, kids.hi, boxes))
+        return boxes
+
+
+@dataclass
+class _Forest:
+    """The trees grown in one round: nodes in creation order (a parent before its children),
+    roots first. ``parent`` indexes nodes (-1 for roots); ``attr``, ``lo``, ``hi``: the split
+    that made the node (its QI and code interval on it)."""
+
+    boxes: Boxes
+    parent: np.ndarray
+    attr: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    def __post_init__(self) -> None:
+        # each node's depth below its root: one vectorized step per tree level
+        has = self.parent >= 0
+        depth = np.zeros(len(self.parent), dtype=np.int64)
+        while True:
+            deeper = np.where(has, depth[np.maximum(self.parent, 0)] + 1, 0)
+            if np.array_equal(deeper, depth):
+                break
+            depth = deeper
+        self.depth = depth
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        out = np.ones(len(self.parent), dtype=bool)
+        out[self.parent[self.parent >= 0]] = False
+        return out
+
+
+def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, options: SampleOptions,
+               outcome: Outcome) -> tuple[str, Boxes]:
+    """Rothko-S rounds until every open partition fits ``options.sample_rows``.
+
+    Returns the (rewritten) working table — every row carrying its open partition's id, or its
+    leaf's for leaves finished in SQL — and the open partitions, for
+    :func:`sqlanon.mondrian.builder.finish_in_memory`. Empty leaves are recorded in
+    ``partitioner.leaves``; ``outcome`` is updated.
+    """
+    layout = partitioner.layout
+    open_ = partitioner.root(rows)
+    while True:
+        big = open_.n > options.sample_rows
+        if not big.any():
+            return work, open_
+        parts, rest = open_.take(big.nonzero()[0]), open_.take((~big).nonzero()[0])
+        outcome.rounds += 1
+        forest = _grow(engine, partitioner, work, parts, layout, options)
+        outcome.scans += len(parts)
+        stuck = np.ones(len(parts), dtype=bool)
+        if (forest.parent >= 0).any():  # else no sample split at all: nothing to check
+            stats = _leaf_stats(engine, work, forest, layout)
+            outcome.scans += 1
+            final, stuck, pruned = _prune(partitioner, forest, stats)
+            outcome.pruned += pruned
+            keep = (forest.parent >= 0) & final.visible
+            if keep.any():
+                work = _repartition(engine, work, forest, keep, layout)
+                outcome.scans += 1
+                outcome.writes += 1
+            leaves = forest.boxes.take(final.leaves)
+            leaves = Boxes(leaves.pid, final.n[final.leaves], leaves.lo, leaves.hi, leaves.node)
+            leaves = leaves.take((~np.isin(leaves.pid, parts.pid[stuck])).nonzero()[0])
+            empty = leaves.n == 0
+            if empty.any():
+                none = np.full((int(empty.sum()), partitioner.d), -1, dtype=np.int64)
+                partitioner.leaves.add(leaves.take(empty.nonzero()[0]), none, none)
+            rest = Boxes.concat([rest, leaves.take((~empty).nonzero()[0])])
+        if stuck.any():  # no split survived: Rothko-T takes these partitions (TR footnote 9)
+            outcome.rescued += int(stuck.sum())
+            before = partitioner.levels
+            work, fitted = partitioner.run_sql(engine, work, parts.take(stuck.nonzero()[0]), options.sample_rows)
+            outcome.add_levels(partitioner.levels - before)
+            rest = Boxes.concat([rest, fitted])
+        open_ = rest
+        partitioner._report("sample", len(open_))
+
+
+def _grow(engine: Engine, partitioner: Partitioner, work: str, parts: Boxes, layout: Layout,
+          options: SampleOptions) -> _Forest:
+    """Sample each partition and grow its tree under the hypothesis tests; the round's forest."""
+    fanout = max([2] + [max(len(c) for c in d.qi.hierarchy.children) for d in partitioner.domains
+                        if d.qi.hierarchy is not None])
+    edges = []
+    for i in range(len(parts)):
+        pid, N = int(parts.pid[i]), int(parts.n[i])
+        rows = exp.select(*[g.col(c) for c in layout.carried]).from_(g.table(work)).where(
+            exp.EQ(this=g.col("pid"), expression=g.lit(pid)))
+        res = engine.fetch(engine.sample(rows, options.sample_rows, _seed(options.seed, pid)))
+        n = len(res["rid"])
+        batch = Batch(
+            np.vstack([res[c] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, n), np.int32),
+            [res[c].astype(np.int64) for c in layout.k],
+            [res[c].astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+        )
+        tests = sample_constraints(partitioner.constraints, N, n, options.confidence, fanout)
+        grower = _Grower(partitioner.domains, tests, partitioner.criterion, None, partitioner.stat_columns,
+                         partitioner.threads)
+        grower.next_pid = partitioner.next_pid
+        one = parts.take(np.array([i]))
+        grower.run_memory(batch, Boxes(one.pid, np.array([n], np.int64), one.lo, one.hi, one.node))
+        partitioner.next_pid = grower.next_pid
+        edges += grower.edges
+    boxes = Boxes.concat([parts] + [e[4] for e in edges])
+    parent_pid = np.concatenate([np.full(len(parts), -1, np.int64)] + [e[0] for e in edges])
+    order = np.argsort(boxes.pid)
+    parent = np.where(parent_pid >= 0, order[np.searchsorted(boxes.pid[order], parent_pid)], -1)
+    cat = [np.full(len(parts), -1, np.int64)]
+    return _Forest(boxes, parent.astype(np.int64),
+                   np.concatenate(cat + [e[1] for e in edges]).astype(np.int64),
+                   np.concatenate(cat + [e[2] for e in edges]).astype(np.int64),
+                   np.concatenate(cat + [e[3] for e in edges]).astype(np.int64))
+
+
+def _seed(seed: int, pid: int) -> int:
+    """The sample seed of partition ``pid``: a fresh draw per partition, so that a later round's
+    sample does not reuse the rows that chose the partition's boundaries."""
+    return (seed * 1_000_003 + pid * 7_919) % 2**31
+
+
+def _walk(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: Layout
+          ) -> tuple[exp.Select, exp.Expression, str]:
+    """``work w`` walked down the tree made of the roots and the nodes ``keep``: one inner hash
+    join per level of a binary form of the tree, as :mod:`sqlanon.release.apply` walks a
+    release's rules (one equi-join per level with a ``CASE`` picking the child is many times
+    faster than joining each level's children by range).
+
+    Every split becomes binary cuts ``code(attr) <= cut``: an ordered split one cut, a split into
+    ``m`` hierarchy children (consecutive leaf-code intervals) a chain of ``m - 1`` cuts through
+    intermediate nodes (negative ids), a node with one child a step to it; a leaf is a
+    pass-through entry (both sides itself), so the rows of shallower leaves stay put. The inner joins keep only the rows of the roots.
+    Returns the query (no columns yet), the expression of each row's leaf id and the node table
+    (to drop)."""
+    pid = forest.boxes.pid
+    idx = keep.nonzero()[0]
+    idx = idx[np.lexsort((forest.lo[idx], forest.parent[idx]))]  # siblings together, by interval
+    par = forest.parent[idx]
+    starts = first_of_run(par)
+    m = np.diff(np.append(starts, len(idx)))
+    pos = np.arange(len(idx)) - np.repeat(starts, m)
+    last = pos == np.repeat(m - 1, m)
+    cuts = (~last).nonzero()[0]  # child j < m - 1 of its parent: the cut after it
+    ids = np.where(pos[cuts] == 0, pid[par[cuts]], -(np.arange(len(cuts), dtype=np.int64) + 1))
+    after = cuts + 1  # the next sibling: the last one, or the next cut's node
+    right = np.where(last[after], pid[idx[np.minimum(after, len(idx) - 1)]],
+                     ids[np.minimum(np.arange(len(cuts)) + 1, max(len(cuts) - 1, 0))])
+    inner = np.zeros(len(pid), dtype=bool)
+    inner[par] = True
+    leaf = ((forest.parent < 0) | keep) & ~inner
+    only = idx[starts[m == 1]]  # a hierarchy node with one child: a step without a cut
+    # pass-through entries: leaves to themselves, a one-child node to its child
+    through_node = np.concatenate((pid[leaf], pid[forest.parent[only]]))
+    through = np.concatenate((pid[leaf], pid[only]))
+    zeros = np.zeros(len(through), np.int64)
+    nodes = engine.upload(f"nodes{engine.statements}", {
+        "node": np.concatenate((ids, through_node)),
+        "a": np.concatenate((forest.attr[idx[cuts]], zeros)),
+        "cut": np.concatenate((forest.hi[idx[cuts]], zeros)),
+        "l": np.concatenate((pid[idx[cuts]], through)),
+        "r": np.concatenate((right, through)),
+    })
+    # binary depth: child j of a parent is j + 1 cuts below it (the last child m - 1; an only
+    # child 1)
+    step = np.maximum(np.minimum(pos + 1, np.repeat(m - 1, m)), 1)
+    depth = np.zeros(len(pid), dtype=np.int64)
+    for d in range(1, int(forest.depth.max()) + 1):
+        at = forest.depth[idx] == d
+        depth[idx[at]] = depth[par[at]] + step[at]
+    query = exp.select().from_(exp.alias_(g.table(work), g.ident("w"), table=True))
+    cur: exp.Expression = g.col("pid", "w")
+    for level in range(int(depth[leaf].max())):
+        n = f"n{level}"
+        query = query.join(exp.alias_(g.table(nodes), g.ident(n), table=True), join_type="inner",
+                           on=exp.EQ(this=g.col("node", n), expression=cur), copy=False)
+        below = exp.LTE(this=attr_value(g.col("a", n), layout.q, "w"), expression=g.col("cut", n))
+        cur = exp.Case().when(below, g.col("l", n)).else_(g.col("r", n))
+    return query, cur, nodes
+
+
+def _leaf_stats(engine: Engine, work: str, forest: _Forest, layout: Layout) -> ClassStats:
+    """The real statistics of every node of the forest (one scan): each leaf's from its rows
+    (``GROUP BY`` leaf), an inner node's the sum of its children's."""
+    T = len(forest.parent)
+    inner, leaf, nodes = _walk(engine, work, forest, forest.parent >= 0, layout)
+    carried = [g.col(c, "w") for c in (*layout.k, *layout.t)]
+    inner = inner.select(g.alias(leaf, "part"), *carried, copy=False)
+    query = (exp.select(g.col("part"), g.alias(g.lit(0), "v"), *stat_aggregates(layout, "x"))
+             .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=g.ident("x"))))
+             .group_by(g.col("part")))
+    groups = groups_from_result(engine.fetch(query), layout)
+    engine.drop_temp(nodes)
+    order = np.argsort(forest.boxes.pid)
+    at = order[np.searchsorted(forest.boxes.pid[order], groups.part)]
+    n = np.zeros(T, np.int64)
+    n[at] = groups.stats.n
+    counts = []
+    for c in groups.stats.counts:
+        m = np.zeros((T, c.shape[1]), c.dtype)
+        m[at] = c
+        counts.append(m)
+    moments = []
+    for mo in groups.stats.moments:
+        m = np.zeros((T, 3), mo.dtype)
+        m[at] = mo
+        moments.append(m)
+    depth = forest.depth
+    for d in range(int(depth.max()), 0, -1):  # children into parents, deepest level first
+        i = (depth == d).nonzero()[0]
+        p = forest.parent[i]
+        np.add.at(n, p, n[i])
+        for m in (*counts, *moments):
+            np.add.at(m, p, m[i])
+    return ClassStats(n, tuple(counts), tuple(moments))
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    """The forest after pruning: which nodes are still in the tree, the final leaves (indices,
+    creation order) and every node's real row count."""
+
+    visible: np.ndarray
+    leaves: np.ndarray
+    n: np.ndarray
+
+
+def _prune(partitioner: Partitioner, forest: _Forest, stats: ClassStats) -> tuple[_Pruned, np.ndarray, int]:
+    """Merge back every subtree whose leaf breaks a constraint on the real data (TR 3, pruning).
+
+    Bottom-up by depth: a node whose child is a (final) leaf that fails is collapsed — it
+    becomes a leaf, its subtree is gone — and is itself judged at the next level up. A root
+    never fails (its partition was allowed before the round). Returns the pruned forest, which
+    roots collapsed (their round kept no split) and how many nodes pruning removed.
+    """
+    ok = np.ones(len(stats), dtype=bool)
+    for c in partitioner.constraints:
+        ok &= c.allowed(stats, partitioner)
+    final_leaf = forest.is_leaf.copy()
+    collapsed = np.zeros(len(ok), dtype=bool)
+    depth = forest.depth
+    top = int(depth.max())
+    for d in range(top, 0, -1):
+        i = (depth == d).nonzero()[0]
+        bad = i[final_leaf[i] & ~ok[i]]
+        collapsed[forest.parent[bad]] = True
+        final_leaf[forest.parent[bad]] = True
+    visible = forest.parent < 0
+    for d in range(1, top + 1):
+        i = (depth == d).nonzero()[0]
+        p = forest.parent[i]
+        visible[i] = visible[p] & ~collapsed[p]
+    roots = (forest.parent < 0).nonzero()[0]
+    stuck = collapsed[roots] | forest.is_leaf[roots]
+    return _Pruned(visible, (visible & final_leaf).nonzero()[0], stats.n), stuck, int((~visible).sum())
+
+
+def _repartition(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: Layout) -> str:
+    """Rewrite the working table with every row's surviving leaf (one statement: the rows of the
+    round's partitions walk the pruned tree, the others are copied), clustered
+    by partition id for the in-memory batches (see :func:`sqlanon.mondrian.levels.repartition`)."""
+    walked, leaf, nodes = _walk(engine, work, forest, keep, layout)
+    walked = walked.select(*[g.alias(leaf, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried],
+                           copy=False)
+    roots = forest.boxes.pid[forest.parent < 0]  # every root is in the walk's node table
+    others = exp.select(*[g.col(c) for c in layout.carried]).from_(g.table(work)).where(
+        exp.Not(this=g.in_list(g.col("pid"), roots.tolist())))
+    both = exp.union(walked, others, distinct=False)
+    query = exp.select(exp.Star()).from_(exp.Subquery(this=both, alias=exp.TableAlias(this=g.ident("u")))).order_by(
+        g.col("pid"))
+    new = engine.temp_name(f"work{engine.statements}")
+    engine.execute(g.create_table_as(new, query))
+    engine.drop_temp(work)
+    engine.drop_temp(nodes)
+    return new
+
+
+def levels_passes(levels: int, finished: bool) -> tuple[int, int]:
+    """``(scans, writes)`` of Rothko-T with ``levels`` SQL levels (and a finish in memory)."""
+    return 2 * levels + int(finished), levels
+
+
+#: The Release fields that say how the partition was computed, in order.
+FIELDS = ("strategy", "sample_rounds", "scans", "writes", "pruned", "rescued", "distance_from_minimal")
+
+
+def partitioning(release: object) -> dict[str, object] | None:
+    """The :data:`FIELDS` of a Release (None for a release without them: single-dimensional,
+    or known only by its view's name)."""
+    if getattr(release, "strategy", None) is None:
+        return None
+    return {f: getattr(release, f) for f in FIELDS}
+
+
+def describe(fields: dict[str, object]) -> str:
+    """One line for reports and the CLI: what the partitioning did."""
+    passes = f"{fields['scans']} reads and {fields['writes']} writes of the working table"
+    if fields["strategy"] != "sample":
+        return f"levels (Rothko-T): {passes}"
+    return (f"sample (Rothko-S): {fields['sample_rounds']} sample round(s), {passes}, {fields['pruned']} tree "
+            f"node(s) pruned, {fields['rescued']} partition(s) handed to Rothko-T, distance from minimal "
+            f"{fields['distance_from_minimal']}")
