@@ -308,8 +308,9 @@ def anonymize(
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
                                       threads=engine.threads())
-            options = choose(strategy, spec.source.rows, spec.memory_rows, sample_rows, confidence,
-                             0 if seed is None else seed)
+            # suppression= is Rothko-T's (the budget travels down its levels): "auto" picks "levels"
+            options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
+                             spec.memory_rows, sample_rows, confidence, 0 if seed is None else seed)
             partitioning = Outcome(options.strategy)
             if spec.suppression and options.strategy == "sample":  # Rothko-S does not carry the budget
                 raise RecodingError("suppression= is not supported with strategy='sample' (Rothko-S): pass "
