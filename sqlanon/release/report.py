@@ -442,6 +442,8 @@ def _metric_rows(m: Metrics) -> list[tuple[str, str, str]]:
     for key, value in m.as_dict().items():
         if key in ("view", "qid"):
             continue
+        if key == "at_root" and not (m.suppressed or m.at_root_before):  # what suppression bought: shown with it
+            continue
         if isinstance(value, dict):
             rows += [(f"{key}[{column}]", number(v), _MEANING.get(key, "")) for column, v in value.items()]
         else:
