@@ -276,7 +276,7 @@ def test_spark_publishes_duckdbs_rules(spark):
     from tests.test_spark import _identical
 
     frame = _frame(240, 5)
-    _identical(spark, frame, ["age", "zip"], k=4, memory_rows=30, constraints=[_constraint("hierarchical", 0.25)])
+    _identical(spark, frame, ["age", "zip"], k=4, memory_rows=120, constraints=[_constraint("hierarchical", 0.25)])
 
 
 def test_rothko_s_publishes_t_close_classes():
