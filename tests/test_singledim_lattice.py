@@ -465,21 +465,28 @@ def test_errors(con):
                           search="optimal", seed=3)
 
 
+def _cli_files(tmp_path):
+    """A DuckDB file with table ``t`` (:func:`_people`, 200 rows) and the two hierarchy files."""
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.register("frame", _people(200))
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    con.close()
+    files = []
+    for name, tree in (("t", TREE), ("s", SMALL)):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(tree).to_rows()))
+        files.append(path)
+    return db, *files
+
+
 def test_cli_and_release_file(tmp_path, capsys):
     import json as _json
 
     from sqlanon.cli import main
     from sqlanon.request.config import load_config
 
-    db = tmp_path / "t.duckdb"
-    con = duckdb.connect(str(db))
-    con.register("frame", _people(200))
-    con.execute("CREATE TABLE t AS SELECT * FROM frame")
-    con.close()
-    tree = tmp_path / "t.csv"
-    tree.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(TREE).to_rows()))
-    small = tmp_path / "s.csv"
-    small.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(SMALL).to_rows()))
+    db, tree, small = _cli_files(tmp_path)
     assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
                  "--metric", "LM", "--suppression", "0.05", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}",
                  "--json"]) == 0
@@ -631,13 +638,7 @@ def test_cli_diversity(tmp_path, capsys):
 
     from sqlanon.cli import main
 
-    db = tmp_path / "t.duckdb"
-    con = duckdb.connect(str(db))
-    con.register("frame", _people(200))
-    con.execute("CREATE TABLE t AS SELECT * FROM frame")
-    con.close()
-    tree = tmp_path / "t.csv"
-    tree.write_text("".join(";".join(r) + "\n" for r in Hierarchy.from_dict(TREE).to_rows()))
+    db, tree, _ = _cli_files(tmp_path)
     base = ["anonymize", str(db), "t", "--qid", "t", "--k", "5", "--recoding", "single", "--search", "optimal",
             "--suppression", "0.05", "--hierarchy", f"t={tree}", "--sensitive", "s", "--json"]
     assert main(base + ["--l", "3", "--diversity", "recursive", "--c", "2"]) == 0
