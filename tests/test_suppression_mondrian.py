@@ -1,14 +1,21 @@
 """Mondrian with ``suppression=`` (issue 19, part 1): a local budget carried down the tree.
 
-The oracle below states the rule of :mod:`sqlanon.mondrian.split` in plain Python, on top of
-the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first takes
-today's split (Median: the first QI in rank order with an allowable split, the most balanced
-cut); only without one it may suppress -- a split whose children failing the constraints hold
-at most its budget ``b`` (and one child passes), the fewest suppressed rows first, ties by rank,
-balance, cut; its kept children share ``b - s`` by ``floor((b - s) n_i / (n - s))``.
+The oracle below states the rule of :mod:`sqlanon.mondrian.split` and
+:func:`sqlanon.mondrian.builder.share_budget` in plain Python (exact fractions for the budget),
+on top of the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first
+takes today's split (Median: the first QI in rank order with an allowable split, the most
+balanced cut; InfoGain: the lowest normalized weighted entropy over every QI, ties by rank,
+balance, cut); only without one it may suppress -- a split whose children failing the
+constraints hold at most its budget ``b`` (and one child passes) and whose gain (the summed
+normalized width it removes, less the suppressed rows' widths up to 1 on every QI) is positive,
+the fewest suppressed rows per gain first, ties by rank, balance, cut; its kept children share
+``b - s`` in proportion to their rows, capped at ``n_i - k``, by largest remainders.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
+from math import floor
 
 import duckdb
 import numpy as np
@@ -22,6 +29,7 @@ from conftest import frame, rows, run
 from sqlanon.errors import InputError
 from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
 from tests.test_api import load, tables
+from tests.test_workload import impurity_of
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -56,40 +64,112 @@ def _splits(dom, rows, node, ok, budget):
     return out
 
 
-def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction: float, ok=None):
+def loss(dom, rows, node) -> float:
+    """Normalized width of ``rows`` on one QI: 0 one value, 1 the whole domain."""
+    if isinstance(dom, HierarchyDomain):
+        first, last = dom.interval[node]
+        root_first, root_last = dom.interval[dom.root]
+        return (last - first) / (root_last - root_first) if root_last > root_first else 0.0
+    span = dom.nums[-1] - dom.nums[0]
+    codes = dom.codes[rows]
+    return (dom.nums[int(codes.max())] - dom.nums[int(codes.min())]) / span if span > 0 else 0.0
+
+
+def cost_of(domains, i, rows, state, lost, children) -> float | None:
+    """Suppressed rows per unit of gain of a suppressing split on QI ``i``, None without gain.
+    Gain: the kept children's rows shed width on QI i; every suppressed row goes from the
+    partition's widths to 1 on each QI (summed QI by QI, as the library does)."""
+    dom = domains[i]
+    if isinstance(dom, HierarchyDomain):
+        size = lambda node: dom.interval[node][1] - dom.interval[node][0] + 1  # noqa: E731
+        root = size(dom.root)
+        shed = sum(len(r) * (size(state[i]) - size(box)) for r, box, bad in children if len(r) and not bad)
+        removed = shed / (root - 1)
+    else:
+        (kept,) = [r for r, _, bad in children if not bad]
+        removed = len(kept) * (loss(dom, rows, None) - loss(dom, kept, None))
+    slack = 0.0
+    for j, d in enumerate(domains):
+        slack = slack + (1.0 - loss(d, rows, state[j]))
+    gain = removed - lost * slack
+    return lost / gain if gain > 0 else None
+
+
+def apportion(total: int, sizes: list[int], least: int) -> list[int]:
+    """``total`` budget units shared by children of ``sizes`` rows (0: suppressed or empty):
+    proportional, each capped at ``size - least`` (the excess goes to the others), rounded by
+    largest remainders, ties to the earlier child."""
+    caps = [max(n - least, 0) if n else 0 for n in sizes]
+    capped = {i for i, c in enumerate(caps) if c == 0}
+    while True:
+        free = [i for i in range(len(sizes)) if i not in capped]
+        rest = total - sum(caps[i] for i in capped)
+        share = {i: Fraction(rest * sizes[i], sum(sizes[j] for j in free)) for i in free}
+        over = {i for i in free if share[i] > caps[i]}
+        if not over:
+            break
+        capped |= over
+    out = [caps[i] if i in capped else floor(share[i]) for i in range(len(sizes))]
+    for i in sorted(free, key=lambda i: (-(share[i] - floor(share[i])), i))[: rest - sum(out[i] for i in free)]:
+        out[i] += 1
+    assert sum(out) == min(total, sum(caps)) and all(o <= c for o, c in zip(out, caps))
+    return out
+
+
+def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction: float, ok=None, criterion=None):
     """``(classes, suppressed)``: the classes (frozensets of row positions) and the suppressed rows."""
     domains = [(_hierarchy_domain(df[c].tolist(), hierarchies[c]) if c in hierarchies else _ordered_domain(df[c].tolist()))
                for c in qid]
     state = tuple(d.root if isinstance(d, HierarchyDomain) else (0, len(d.nums) - 1) for d in domains)
     judge = (lambda r: len(r) >= k and (ok is None or ok(r)))
+    impurity = impurity_of(df, criterion) if criterion is not None else None
     classes, suppressed = set(), set()
+
+    def ordinary(rows, ranked, state):
+        """Today's rule, no suppression: ``(i, split)`` or None."""
+        options = []
+        for r, (_, i) in enumerate(ranked):
+            for s in _splits(domains[i], rows, state[i], judge, 0):
+                if s[0] == 0:
+                    options.append((r, s[1], s[2], i, s))
+            if options and impurity is None:  # Median: the first QI with an allowable split
+                return min(options, key=lambda o: o[:3])[3:]
+        if not options:
+            return None
+        base = impurity(rows, rows)
+
+        def key(o):
+            total = sum(impurity(c, rows) for c, _, _ in o[4][3] if len(c))
+            return round(total / (base if base > 0 else 1.0) / 1e-12) * 1e-12, (base - total) / len(rows)
+
+        best = min(options, key=lambda o: (key(o)[0], *o[:3]))
+        if key(best)[1] < criterion.min_gain:
+            best = min(options, key=lambda o: o[:3])
+        return best[3:]
 
     def go(rows, state, b):
         if len(rows) == 0:
             return
         ranked = sorted((-w, i) for i, d in enumerate(domains) if (w := _width(d, rows, state[i])) is not None)
-        best = None
-        for r, (_, i) in enumerate(ranked):  # today's rule: no suppression
-            plain = [s for s in _splits(domains[i], rows, state[i], judge, 0) if s[0] == 0]
-            if plain:
-                best = (i, min(plain, key=lambda s: (s[1], s[2])))
-                break
-        if best is None and b > 0:  # the budget: the fewest suppressed rows, then rank, balance, cut
-            options = [(s[0], r, s[1], s[2], i, s) for r, (_, i) in enumerate(ranked)
-                       for s in _splits(domains[i], rows, state[i], judge, b)]
+        best = ordinary(rows, ranked, state)
+        if best is None and b > 0:  # the budget: the fewest suppressed rows per gain, then rank, balance, cut
+            options = []
+            for r, (_, i) in enumerate(ranked):
+                for s in _splits(domains[i], rows, state[i], judge, b):
+                    if s[0] > 0 and (cost := cost_of(domains, i, rows, state, s[0], s[3])) is not None:
+                        options.append((cost, r, s[1], s[2], i, s))
             if options:
-                o = min(options, key=lambda o: o[:4])
-                best = (o[4], o[5])
+                best = min(options, key=lambda o: o[:4])[4:]
         if best is None:
             classes.add(frozenset(int(x) for x in rows))
             return
         i, (lost, _, _, children) = best
-        kept = len(rows) - lost
-        for child, box, bad in children:
+        shares = apportion(b - lost, [0 if bad else len(child) for child, _, bad in children], k)
+        for (child, box, bad), share in zip(children, shares):
             if bad:
                 suppressed.update(int(x) for x in child)
             elif len(child):
-                go(child, state[:i] + (box,) + state[i + 1:], (b - lost) * len(child) // kept)
+                go(child, state[:i] + (box,) + state[i + 1:], share)
 
     go(np.arange(len(df)), state, int(fraction * len(df) + 1e-9))
     return classes, suppressed
@@ -145,18 +225,26 @@ def test_a_small_branch_no_longer_blocks_the_root(con):
 
 
 def test_ordered_cut_trims_outliers(con):
-    """Hand-computed. 22 rows, k=10, budget floor(0.1 x 22) = 2. The root has an ordinary cut
-    (11 | 11), so it spends nothing and each half gets floor(2 x 11 / 22) = 1. A half of 11 rows
-    has no ordinary cut; trimming one row off either end suppresses 1 with balance 9 both ways,
-    so the lower cut wins: rows 0 and 11 are trimmed off."""
+    """Hand-computed. 22 rows x = 0..19, 1000, 2000; k=10; budget floor(0.1 x 22) = 2. Widths are
+    normalized by the range 2000. The root has an ordinary cut (11 | 11), so it spends nothing and
+    each half gets 2 x 11 / 22 = 1 (its cap 11 - 10 = 1 too). Neither half has an ordinary cut.
+
+    * Left half, x = 0..10 (width 10/2000 = 0.005): trimming x=0 or x=10 keeps 10 rows of width
+      0.0045, removing 10 x 0.0005 = 0.005, while the trimmed row goes from 0.005 to 1 (slack
+      0.995): gain -0.99 < 0 either way, so nothing is suppressed.
+    * Right half, x = 11..19, 1000, 2000 (width 1989/2000 = 0.9945, slack 0.0055): trimming
+      x=11 keeps width 0.994 (gain 10 x 0.0005 - 0.0055 < 0); trimming x=2000 keeps 11..1000,
+      width 0.4945: gain 10 x 0.5 - 0.0055 = 4.9945 > 0, so the outlier goes (the old rule, fewest
+      rows then the lower cut, trimmed x=11 and x=0 instead)."""
     x = list(range(20)) + [1000, 2000]
     data = load(con, pd.DataFrame({"x": x}))
     release = sqlanon.anonymize(con, "t", ["x"], 10, key="id", suppression=0.1, memory_rows=0)
     classes, dropped = published(con, release.view)
     assert (classes, dropped) == oracle(data.drop(columns=["id"]), ["x"], 10, {}, 0.1)
-    assert dropped == {0, 11} and classes == {frozenset(range(1, 11)), frozenset([*range(12, 20), 20, 21])}
+    assert dropped == {21} and classes == {frozenset(range(0, 11)), frozenset(range(11, 21))}
+    assert release.suppressed == 1 and release.verification.ok
     bounds = frame(con, f'SELECT DISTINCT x_min, x_max FROM "{release.view}" WHERE eq_class IS NOT NULL ORDER BY 1')
-    assert bounds.values.tolist() == [[1, 10], [12, 2000]]
+    assert bounds.values.tolist() == [[0, 10], [11, 1000]]
 
 
 def test_snapshot_and_live_view(con):
