@@ -293,6 +293,91 @@ def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
             frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region'))
 
 
+@st.composite
+def labelled(draw):
+    """A random table of :func:`tests.test_api.tables` with a class label (NULLs included)."""
+    df, qid, k, hierarchies = draw(tables())
+    df["label"] = pd.Series(draw(st.lists(st.sampled_from(["x", "y", "z", None]), min_size=len(df),
+                                          max_size=len(df))), dtype=object)
+    return df, qid, k, hierarchies
+
+
+@pytest.mark.engines("duckdb")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(labelled(), st.sampled_from([0.05, 0.1, 0.25, 0.5]), st.sampled_from([0, 5, 10**9]),
+       st.sampled_from([0.0, 0.3]))
+def test_infogain_equals_oracle_on_random_tables(case, fraction, memory_rows, min_gain):
+    """InfoGain on a class label: every QI judged at once (settled partitions one at a time),
+    the suppressing splits compared across QIs by rows per gain, then rank, balance, cut."""
+    df, qid, k, hierarchies = case
+    k = min(k, 4)
+    con = duckdb.connect()
+    data = load(con, df)
+    criterion = sqlanon.InfoGain("label", min_gain=min_gain)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
+                                suppression=fraction, key="id", criterion=criterion)
+    classes, dropped = published(con, release.view)
+    assert (classes, dropped) == oracle(data.drop(columns=["id"]), qid, k, hierarchies, fraction, criterion=criterion)
+    assert len(dropped) <= int(fraction * len(df) + 1e-9) and release.suppressed == len(dropped)
+    assert all(len(c) >= k for c in classes) and release.verification.ok
+
+
+def _boxes(n: list[int], budget: list[int]):
+    from sqlanon.mondrian.builder import Boxes
+
+    P = len(n)
+    zeros = np.zeros((P, 1), dtype=np.int64)
+    return Boxes(np.arange(P), np.array(n, np.int64), zeros, zeros, zeros - 1, np.array(budget, np.int64))
+
+
+def _children(sizes: list[list[int]], dropped: list[list[bool]]):
+    from sqlanon.mondrian.split import Children
+
+    parent = np.repeat(np.arange(len(sizes)), [len(s) for s in sizes])
+    count = np.array([c for s in sizes for c in s], np.int64)
+    lo = np.arange(len(count), dtype=np.int64)
+    return Children(parent, lo, lo, np.full(len(count), -1), count, np.array([d for ds in dropped for d in ds], bool))
+
+
+def test_share_budget_hand_computed():
+    """Largest remainders: 3 units over 3 + 3 + 4 rows are 0.9, 0.9, 1.2 -- floors 0, 0, 1 (the
+    old rule's total: 1) and the two units left go to the remainders 0.9, 0.9: 1, 1, 1. Caps
+    (least 3): 6 units over 3 + 5 + 12 rows: the 3-row child can spend nothing (cap 0), the
+    others share 6 as 30/17, 72/17 -> 1, 4 and the unit left to the larger remainder (13/17):
+    0, 2, 4. 10 units over 4 + 20 rows: the first's share 40/24 passes its cap 1, so it gets 1
+    and the other 9. A split suppressing 2 of 12 rows with budget 5: 3 units over the kept
+    5 + 5 rows, 1.5 each: 2, 1 (ties by child order); the suppressed child gets 0."""
+    from sqlanon.mondrian.builder import share_budget
+
+    cases = [([10, 20, 24, 12], [3, 6, 10, 5], [[3, 3, 4], [3, 5, 12], [4, 20], [5, 2, 5]],
+              [[False] * 3, [False] * 3, [False] * 2, [False, True, False]])]
+    for n, budget, sizes, dropped in cases:
+        least = [1, 3, 3, 1]
+        out = [share_budget(_boxes([n[i]], [budget[i]]), _children([sizes[i]], [dropped[i]]), least[i]).tolist()
+               for i in range(len(n))]
+        assert out == [[1, 1, 1], [0, 2, 4], [1, 9], [2, 0, 1]]
+    # vectorized over parents: the same shares
+    both = share_budget(_boxes([10, 12], [3, 5]), _children([[3, 3, 4], [5, 2, 5]], [[False] * 3, [False, True, False]]))
+    assert both.tolist() == [1, 1, 1, 2, 0, 1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=6),
+                          st.integers(0, 60)), min_size=1, max_size=5), st.integers(1, 8))
+def test_share_budget_equals_apportion(parents, least):
+    """share_budget (vectorized over parents) against the oracle's plain-Python apportion."""
+    from sqlanon.mondrian.builder import share_budget
+
+    sizes = [[n for n, _ in kids] for kids, _ in parents]
+    dropped = [[bad and n > 0 for n, bad in kids] for kids, _ in parents]
+    lost = [sum(n for n, bad in zip(s, d) if bad) for s, d in zip(sizes, dropped)]
+    budget = [lost_i + extra for lost_i, (_, extra) in zip(lost, parents)]
+    out = share_budget(_boxes([sum(s) for s in sizes], budget), _children(sizes, dropped), least)
+    expected = [share for s, d, b, l in zip(sizes, dropped, budget, lost)
+                for share in apportion(b - l, [0 if bad else n for n, bad in zip(s, d)], least)]
+    assert out.tolist() == expected
+
+
 @pytest.mark.engines("duckdb")
 @settings(max_examples=10, deadline=None)
 @given(st.integers(60, 300), st.integers(1, 3), st.integers(2, 20), st.sampled_from([0.01, 0.05, 0.2]),
