@@ -247,9 +247,10 @@ class Partitioner:
         budget buys splits first. A suppressing split is taken only by a partition none of whose
         QIs has an ordinary one; among its suppressing splits, the fewest suppressed rows per unit
         of gain (``Evaluation.cost``), ties by the criterion's usual order (rank; key, rank,
-        balance, cut). A partition asked one QI
-        at a time (Median, settled partitions) therefore keeps its best suppressing split aside
-        while later QIs are asked, and takes it only when none of them has an ordinary split.
+        balance, cut). A partition asked one QI at a time (Median, settled partitions) therefore
+        keeps its best suppressing split aside while later QIs are asked, and takes it only when
+        none of them has an ordinary split. The partitions' slack (what a suppressed row costs,
+        :func:`~sqlanon.mondrian.split.slack`) comes from ``cmin``, ``cmax`` and their nodes.
         """
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
