@@ -1,14 +1,21 @@
 """Mondrian with ``suppression=`` (issue 19, part 1): a local budget carried down the tree.
 
-The oracle below states the rule of :mod:`sqlanon.mondrian.split` in plain Python, on top of
-the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first takes
-today's split (Median: the first QI in rank order with an allowable split, the most balanced
-cut); only without one it may suppress -- a split whose children failing the constraints hold
-at most its budget ``b`` (and one child passes), the fewest suppressed rows first, ties by rank,
-balance, cut; its kept children share ``b - s`` by ``floor((b - s) n_i / (n - s))``.
+The oracle below states the rule of :mod:`sqlanon.mondrian.split` and
+:func:`sqlanon.mondrian.builder.share_budget` in plain Python (exact fractions for the budget),
+on top of the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first
+takes today's split (Median: the first QI in rank order with an allowable split, the most
+balanced cut; InfoGain: the lowest normalized weighted entropy over every QI, ties by rank,
+balance, cut); only without one it may suppress -- a split whose children failing the
+constraints hold at most its budget ``b`` (and one child passes) and whose gain (the summed
+normalized width it removes, less the suppressed rows' widths up to 1 on every QI) is positive,
+the fewest suppressed rows per gain first, ties by rank, balance, cut; its kept children share
+``b - s`` in proportion to their rows, capped at ``n_i - k``, by largest remainders.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
+from math import floor
 
 import duckdb
 import numpy as np
@@ -22,6 +29,7 @@ from conftest import frame, rows, run
 from sqlanon.errors import InputError
 from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
 from tests.test_api import load, tables
+from tests.test_workload import impurity_of, judge
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -56,40 +64,115 @@ def _splits(dom, rows, node, ok, budget):
     return out
 
 
-def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction: float, ok=None):
-    """``(classes, suppressed)``: the classes (frozensets of row positions) and the suppressed rows."""
+def loss(dom, rows, node) -> float:
+    """Normalized width of ``rows`` on one QI: 0 one value, 1 the whole domain."""
+    if isinstance(dom, HierarchyDomain):
+        first, last = dom.interval[node]
+        root_first, root_last = dom.interval[dom.root]
+        return (last - first) / (root_last - root_first) if root_last > root_first else 0.0
+    span = dom.nums[-1] - dom.nums[0]
+    codes = dom.codes[rows]
+    return (dom.nums[int(codes.max())] - dom.nums[int(codes.min())]) / span if span > 0 else 0.0
+
+
+def cost_of(domains, i, rows, state, lost, children) -> float | None:
+    """Suppressed rows per unit of gain of a suppressing split on QI ``i``, None without gain.
+    Gain: the kept children's rows shed width on QI i; every suppressed row goes from the
+    partition's widths to 1 on each QI (summed QI by QI, as the library does)."""
+    dom = domains[i]
+    if isinstance(dom, HierarchyDomain):
+        size = lambda node: dom.interval[node][1] - dom.interval[node][0] + 1  # noqa: E731
+        root = size(dom.root)
+        shed = sum(len(r) * (size(state[i]) - size(box)) for r, box, bad in children if len(r) and not bad)
+        removed = shed / (root - 1)
+    else:
+        (kept,) = [r for r, _, bad in children if not bad]
+        removed = len(kept) * (loss(dom, rows, None) - loss(dom, kept, None))
+    slack = 0.0
+    for j, d in enumerate(domains):
+        slack = slack + (1.0 - loss(d, rows, state[j]))
+    gain = removed - lost * slack
+    return lost / gain if gain > 0 else None
+
+
+def apportion(total: int, sizes: list[int], least: int) -> list[int]:
+    """``total`` budget units shared by children of ``sizes`` rows (0: suppressed or empty):
+    proportional, each capped at ``size - least`` (the excess goes to the others), rounded by
+    largest remainders, ties to the earlier child."""
+    caps = [max(n - least, 0) if n else 0 for n in sizes]
+    capped = {i for i, c in enumerate(caps) if c == 0}
+    while True:
+        free = [i for i in range(len(sizes)) if i not in capped]
+        rest = total - sum(caps[i] for i in capped)
+        share = {i: Fraction(rest * sizes[i], sum(sizes[j] for j in free)) for i in free}
+        over = {i for i in free if share[i] > caps[i]}
+        if not over:
+            break
+        capped |= over
+    out = [caps[i] if i in capped else floor(share[i]) for i in range(len(sizes))]
+    for i in sorted(free, key=lambda i: (-(share[i] - floor(share[i])), i))[: rest - sum(out[i] for i in free)]:
+        out[i] += 1
+    assert sum(out) == min(total, sum(caps)) and all(o <= c for o, c in zip(out, caps))
+    return out
+
+
+def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction: float, ok=None, criterion=None,
+           least: int | None = None):
+    """``(classes, suppressed)``: the classes (frozensets of row positions) and the suppressed rows.
+    ``ok`` judges a child beyond k, ``criterion`` a workload criterion (default Median), ``least``
+    the fewest rows a passing class can have (default k)."""
     domains = [(_hierarchy_domain(df[c].tolist(), hierarchies[c]) if c in hierarchies else _ordered_domain(df[c].tolist()))
                for c in qid]
     state = tuple(d.root if isinstance(d, HierarchyDomain) else (0, len(d.nums) - 1) for d in domains)
     judge = (lambda r: len(r) >= k and (ok is None or ok(r)))
+    impurity = impurity_of(df, criterion) if criterion is not None else None
     classes, suppressed = set(), set()
+
+    def ordinary(rows, ranked, state):
+        """Today's rule, no suppression: ``(i, split)`` or None."""
+        options = []
+        for r, (_, i) in enumerate(ranked):
+            for s in _splits(domains[i], rows, state[i], judge, 0):
+                if s[0] == 0:
+                    options.append((r, s[1], s[2], i, s))
+            if options and impurity is None:  # Median: the first QI with an allowable split
+                return min(options, key=lambda o: o[:3])[3:]
+        if not options:
+            return None
+        base = impurity(rows, rows)
+
+        def key(o):
+            total = sum(impurity(c, rows) for c, _, _ in o[4][3] if len(c))
+            return round(total / (base if base > 0 else 1.0) / 1e-12) * 1e-12, (base - total) / len(rows)
+
+        best = min(options, key=lambda o: (key(o)[0], *o[:3]))
+        if key(best)[1] < criterion.min_gain:
+            best = min(options, key=lambda o: o[:3])
+        return best[3:]
 
     def go(rows, state, b):
         if len(rows) == 0:
             return
         ranked = sorted((-w, i) for i, d in enumerate(domains) if (w := _width(d, rows, state[i])) is not None)
-        best = None
-        for r, (_, i) in enumerate(ranked):  # today's rule: no suppression
-            plain = [s for s in _splits(domains[i], rows, state[i], judge, 0) if s[0] == 0]
-            if plain:
-                best = (i, min(plain, key=lambda s: (s[1], s[2])))
-                break
-        if best is None and b > 0:  # the budget: the fewest suppressed rows, then rank, balance, cut
-            options = [(s[0], r, s[1], s[2], i, s) for r, (_, i) in enumerate(ranked)
-                       for s in _splits(domains[i], rows, state[i], judge, b)]
+        best = ordinary(rows, ranked, state)
+        if best is None and b > 0:  # the budget: the fewest suppressed rows per gain, then rank, balance, cut
+            options = []
+            for r, (_, i) in enumerate(ranked):
+                for s in _splits(domains[i], rows, state[i], judge, b):
+                    if s[0] > 0 and (cost := cost_of(domains, i, rows, state, s[0], s[3])) is not None:
+                        options.append((cost, r, s[1], s[2], i, s))
             if options:
-                o = min(options, key=lambda o: o[:4])
-                best = (o[4], o[5])
+                best = min(options, key=lambda o: o[:4])[4:]
         if best is None:
             classes.add(frozenset(int(x) for x in rows))
             return
         i, (lost, _, _, children) = best
-        kept = len(rows) - lost
-        for child, box, bad in children:
+        shares = apportion(b - lost, [0 if bad else len(child) for child, _, bad in children], least or k)
+        for (child, box, bad), share in zip(children, shares):
             if bad:
                 suppressed.update(int(x) for x in child)
             elif len(child):
-                go(child, state[:i] + (box,) + state[i + 1:], (b - lost) * len(child) // kept)
+                go(child, state[:i] + (box,) + state[i + 1:], share)
 
     go(np.arange(len(df)), state, int(fraction * len(df) + 1e-9))
     return classes, suppressed
@@ -145,18 +228,26 @@ def test_a_small_branch_no_longer_blocks_the_root(con):
 
 
 def test_ordered_cut_trims_outliers(con):
-    """Hand-computed. 22 rows, k=10, budget floor(0.1 x 22) = 2. The root has an ordinary cut
-    (11 | 11), so it spends nothing and each half gets floor(2 x 11 / 22) = 1. A half of 11 rows
-    has no ordinary cut; trimming one row off either end suppresses 1 with balance 9 both ways,
-    so the lower cut wins: rows 0 and 11 are trimmed off."""
+    """Hand-computed. 22 rows x = 0..19, 1000, 2000; k=10; budget floor(0.1 x 22) = 2. Widths are
+    normalized by the range 2000. The root has an ordinary cut (11 | 11), so it spends nothing and
+    each half gets 2 x 11 / 22 = 1 (its cap 11 - 10 = 1 too). Neither half has an ordinary cut.
+
+    * Left half, x = 0..10 (width 10/2000 = 0.005): trimming x=0 or x=10 keeps 10 rows of width
+      0.0045, removing 10 x 0.0005 = 0.005, while the trimmed row goes from 0.005 to 1 (slack
+      0.995): gain -0.99 < 0 either way, so nothing is suppressed.
+    * Right half, x = 11..19, 1000, 2000 (width 1989/2000 = 0.9945, slack 0.0055): trimming
+      x=11 keeps width 0.994 (gain 10 x 0.0005 - 0.0055 < 0); trimming x=2000 keeps 11..1000,
+      width 0.4945: gain 10 x 0.5 - 0.0055 = 4.9945 > 0, so the outlier goes (the old rule, fewest
+      rows then the lower cut, trimmed x=11 and x=0 instead)."""
     x = list(range(20)) + [1000, 2000]
     data = load(con, pd.DataFrame({"x": x}))
     release = sqlanon.anonymize(con, "t", ["x"], 10, key="id", suppression=0.1, memory_rows=0)
     classes, dropped = published(con, release.view)
     assert (classes, dropped) == oracle(data.drop(columns=["id"]), ["x"], 10, {}, 0.1)
-    assert dropped == {0, 11} and classes == {frozenset(range(1, 11)), frozenset([*range(12, 20), 20, 21])}
+    assert dropped == {21} and classes == {frozenset(range(0, 11)), frozenset(range(11, 21))}
+    assert release.suppressed == 1 and release.verification.ok
     bounds = frame(con, f'SELECT DISTINCT x_min, x_max FROM "{release.view}" WHERE eq_class IS NOT NULL ORDER BY 1')
-    assert bounds.values.tolist() == [[1, 10], [12, 2000]]
+    assert bounds.values.tolist() == [[0, 10], [11, 1000]]
 
 
 def test_snapshot_and_live_view(con):
@@ -203,6 +294,104 @@ def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
         assert published(con, plain.view) == (classes, dropped)
         assert frame(con, f'SELECT * FROM "{plain.rules}" ORDER BY region').equals(
             frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region'))
+
+
+@st.composite
+def labelled(draw):
+    """A random table of :func:`tests.test_api.tables` with a class label (NULLs included), a
+    numeric target and a sensitive column."""
+    df, qid, k, hierarchies = draw(tables())
+    n = len(df)
+    df["label"] = pd.Series(draw(st.lists(st.sampled_from(["x", "y", "z", None]), min_size=n, max_size=n)), dtype=object)
+    df["amount"] = pd.Series(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), dtype="Int64")
+    df["diag"] = pd.Series(draw(st.lists(st.sampled_from(["flu", "hiv", "cold"]), min_size=n, max_size=n)), dtype=object)
+    return df, qid, k, hierarchies
+
+
+@pytest.mark.engines("duckdb")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(labelled(), st.sampled_from([0.05, 0.1, 0.25, 0.5]), st.sampled_from([0, 5, 10**9]),
+       st.sampled_from([sqlanon.InfoGain("label"), sqlanon.InfoGain("label", min_gain=0.3), sqlanon.Regression("amount"),
+                        sqlanon.Targets(classes=("label",), numeric=("amount",)), sqlanon.Median()]),
+       st.sampled_from([None, sqlanon.DistinctLDiversity("diag", 2), sqlanon.EntropyLDiversity("diag", 1.5),
+                        sqlanon.RecursiveCLDiversity("diag", c=2.0, l=2)]))
+def test_workloads_and_diversity_equal_oracle_on_random_tables(case, fraction, memory_rows, criterion, constraint):
+    """The workload criteria (every QI judged at once, settled partitions one at a time) and
+    l-diversity: the suppressing splits compared across QIs by rows per gain, then rank, balance,
+    cut; a child failing any constraint may be suppressed."""
+    df, qid, k, hierarchies = case
+    k = min(k, 4)
+    con = duckdb.connect()
+    data = load(con, df).drop(columns=["id"])
+    constraints = [constraint] if constraint else []
+    ok = judge(data, constraint) if constraint else None
+    if ok is not None and not ok(np.arange(len(data))):
+        return  # refused before any work (tests/test_workload.py)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
+                                suppression=fraction, key="id", criterion=criterion, constraints=constraints)
+    classes, dropped = published(con, release.view)
+    least = max([k, *(c.min_size for c in constraints)])
+    assert (classes, dropped) == oracle(data, qid, k, hierarchies, fraction, ok=ok,
+                                        criterion=None if isinstance(criterion, sqlanon.Median) else criterion,
+                                        least=least)
+    assert len(dropped) <= int(fraction * len(df) + 1e-9) and release.suppressed == len(dropped)
+    assert all(len(c) >= k for c in classes) and release.verification.ok
+
+
+def _boxes(n: list[int], budget: list[int]):
+    from sqlanon.mondrian.builder import Boxes
+
+    P = len(n)
+    zeros = np.zeros((P, 1), dtype=np.int64)
+    return Boxes(np.arange(P), np.array(n, np.int64), zeros, zeros, zeros - 1, np.array(budget, np.int64))
+
+
+def _children(sizes: list[list[int]], dropped: list[list[bool]]):
+    from sqlanon.mondrian.split import Children
+
+    parent = np.repeat(np.arange(len(sizes)), [len(s) for s in sizes])
+    count = np.array([c for s in sizes for c in s], np.int64)
+    lo = np.arange(len(count), dtype=np.int64)
+    return Children(parent, lo, lo, np.full(len(count), -1), count, np.array([d for ds in dropped for d in ds], bool))
+
+
+def test_share_budget_hand_computed():
+    """Largest remainders: 3 units over 3 + 3 + 4 rows are 0.9, 0.9, 1.2 -- floors 0, 0, 1 (the
+    old rule's total: 1) and the two units left go to the remainders 0.9, 0.9: 1, 1, 1. Caps
+    (least 3): 6 units over 3 + 5 + 12 rows: the 3-row child can spend nothing (cap 0), the
+    others share 6 as 30/17, 72/17 -> 1, 4 and the unit left to the larger remainder (13/17):
+    0, 2, 4. 10 units over 4 + 20 rows: the first's share 40/24 passes its cap 1, so it gets 1
+    and the other 9. A split suppressing 2 of 12 rows with budget 5: 3 units over the kept
+    5 + 5 rows, 1.5 each: 2, 1 (ties by child order); the suppressed child gets 0."""
+    from sqlanon.mondrian.builder import share_budget
+
+    cases = [([10, 20, 24, 12], [3, 6, 10, 5], [[3, 3, 4], [3, 5, 12], [4, 20], [5, 2, 5]],
+              [[False] * 3, [False] * 3, [False] * 2, [False, True, False]])]
+    for n, budget, sizes, dropped in cases:
+        least = [1, 3, 3, 1]
+        out = [share_budget(_boxes([n[i]], [budget[i]]), _children([sizes[i]], [dropped[i]]), least[i]).tolist()
+               for i in range(len(n))]
+        assert out == [[1, 1, 1], [0, 2, 4], [1, 9], [2, 0, 1]]
+    # vectorized over parents: the same shares
+    both = share_budget(_boxes([10, 12], [3, 5]), _children([[3, 3, 4], [5, 2, 5]], [[False] * 3, [False, True, False]]))
+    assert both.tolist() == [1, 1, 1, 2, 0, 1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=6),
+                          st.integers(0, 60)), min_size=1, max_size=5), st.integers(1, 8))
+def test_share_budget_equals_apportion(parents, least):
+    """share_budget (vectorized over parents) against the oracle's plain-Python apportion."""
+    from sqlanon.mondrian.builder import share_budget
+
+    sizes = [[n for n, _ in kids] for kids, _ in parents]
+    dropped = [[bad and n > 0 for n, bad in kids] for kids, _ in parents]
+    lost = [sum(n for n, bad in zip(s, d) if bad) for s, d in zip(sizes, dropped)]
+    budget = [lost_i + extra for lost_i, (_, extra) in zip(lost, parents)]
+    out = share_budget(_boxes([sum(s) for s in sizes], budget), _children(sizes, dropped), least)
+    expected = [share for s, d, b, l in zip(sizes, dropped, budget, lost)
+                for share in apportion(b - l, [0 if bad else n for n, bad in zip(s, d)], least)]
+    assert out.tolist() == expected
 
 
 @pytest.mark.engines("duckdb")

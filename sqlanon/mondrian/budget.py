@@ -7,21 +7,44 @@ the in-memory batches (which run independently, even on Spark executors), whatev
 * **The budget.** The root may suppress ``B = floor(f x N)`` rows. Every partition carries the
   rows it may still suppress (``Boxes.budget``, through :meth:`Partitioner.run_sql`, the batches
   of :func:`finish_in_memory` and :meth:`Partitioner.run_memory`). A split that suppresses ``s``
-  rows of a partition with budget ``b`` and ``n`` rows gives each kept child ``i`` (``n_i``
-  rows) ``floor((b - s) n_i / (n - s))`` (:func:`sqlanon.mondrian.builder.share_budget`);
-  suppressed and empty children get 0. What a partition that stops splitting has left is not
-  passed on: the total suppressed never exceeds ``B``.
+  rows of a partition with budget ``b`` leaves ``L = b - s`` to its kept children
+  (:func:`sqlanon.mondrian.builder.share_budget`): in proportion to their rows ``n_i``, each
+  capped at ``n_i - m`` (``m`` the fewest rows a class satisfying the constraints has: every
+  split keeps a passing child, so a subtree of ``n_i`` rows can never suppress more) with the
+  excess handed to the siblings (water-filling), and rounded by largest remainders (Hamilton:
+  the floors, then the units left one each to the largest remainders ``L n_i mod N``, ties by
+  child order). Suppressed and empty children get 0. So the children receive
+  ``min(L, sum of caps)``: nothing is lost to rounding, and nothing goes where it provably
+  cannot be spent. Exact integer arithmetic: the SQL levels and the in-memory batches agree.
+* **What a partition leaves unspent is not passed on.** A partition that stops splitting with
+  budget left cannot hand it to a sibling: siblings are decided at the same level, in the SQL
+  levels or in different in-memory batches (on Spark, different executors) that never see each
+  other's outcome, so any hand-over would depend on ``memory_rows`` and the batching, or need a
+  second, sequential pass. The caps above are the part of it that is decidable from the tree
+  alone (a child too small to spend its share). The total suppressed never exceeds ``B``.
 * **A suppressing split** (:func:`sqlanon.mondrian.split.evaluate`): a hierarchy node into its
   children, or an ordered QI's binary cut, whose children that break the constraints -- any
   of them: k, l-diversity, ... -- hold together at most ``b`` rows while at least one child
-  satisfies them. The failing children become suppressed leaves.
-* **The budget buys splits first.** A partition first looks for an ordinary split (today's
-  decision, unchanged, so ``suppression=0`` gives exactly the rules without it); only a
-  partition with none on any QI may suppress, and it takes the suppressing split that
-  suppresses the fewest rows, ties broken by the criterion's usual order (rank order for
-  Median; key, rank, balance, cut for the workload criteria), then the most balanced cut and
-  the lowest. An ordered cut whose one side fails and fits the budget thus trims outliers off
-  a class whose range could not shrink otherwise.
+  satisfies them, and whose *gain* is positive. The failing children become suppressed leaves.
+* **The gain** (:func:`sqlanon.mondrian.split.suppression_gain`), from the information loss of
+  Xu et al. (KDD 2006, NCP) and ARX: a row's normalized width on a QI is 0 for one value and 1
+  for the whole domain (ordered: ``(num(max) - num(min)) / span``; hierarchical:
+  ``(leaves(node) - 1) / (leaves(root) - 1)``). The gain is the drop in the partition's rows'
+  summed width: the kept children's rows narrow on the split QI ``a``
+  (``sum_kept n_i (w_a - w_a(child i))``), and each suppressed row widens to 1 on every QI
+  (``s x sum_j (1 - w_j)``, the partition's *slack*). The children's widths on the other QIs
+  are not known before they are split (they never grow), so this is the gain the split
+  guarantees, a lower bound; a split without positive gain is never taken (trimming a row that
+  barely narrows the class costs more width than it saves).
+* **The budget buys splits first, then the most gain per row.** A partition first looks for an
+  ordinary split (today's decision, unchanged, so ``suppression=0`` gives exactly the rules
+  without it); only a partition with none on any QI may suppress, and it takes the suppressing
+  split with the fewest suppressed rows per unit of gain, ties broken by the criterion's usual
+  order (rank order for Median; key, rank, balance, cut for the workload criteria), then the
+  most balanced cut and the lowest. ``cost = s / gain`` is element-wise float64 arithmetic on
+  the same frequency groups and partition extents in the SQL levels and in memory, so the
+  choice is the same in both. An ordered cut thus trims an outlier off (a far value narrows the
+  kept rows a lot) rather than the nearest row.
 * **Publication** (:mod:`sqlanon.publish.suppression`): a suppressed leaf is a region of the
   rules without rows; its rows get no region in the row map, so they are published with every
   QI fully generalized and ``eq_class`` NULL, are no class, and are counted and verified

@@ -36,7 +36,7 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..model.parallel import run_all
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
-from .split import Children, Evaluation, can_settle, children, evaluate, settled
+from .split import Children, Evaluation, can_settle, children, evaluate, settled, slack
 from .split import _passes as passes
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats
 from .levels import (
@@ -245,10 +245,12 @@ class Partitioner:
 
         Suppression (partitions with ``parts.budget > 0``; :mod:`sqlanon.mondrian.split`): the
         budget buys splits first. A suppressing split is taken only by a partition none of whose
-        QIs has an ordinary one; among its suppressing splits, the fewest suppressed rows, ties
-        by the criterion's usual order (rank; key, rank, balance, cut). A partition asked one QI
-        at a time (Median, settled partitions) therefore keeps its best suppressing split aside
-        while later QIs are asked, and takes it only when none of them has an ordinary split.
+        QIs has an ordinary one; among its suppressing splits, the fewest suppressed rows per unit
+        of gain (``Evaluation.cost``), ties by the criterion's usual order (rank; key, rank,
+        balance, cut). A partition asked one QI at a time (Median, settled partitions) therefore
+        keeps its best suppressing split aside while later QIs are asked, and takes it only when
+        none of them has an ordinary split. The partitions' slack (what a suppressed row costs,
+        :func:`~sqlanon.mondrian.split.slack`) comes from ``cmin``, ``cmax`` and their nodes.
         """
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
@@ -263,8 +265,9 @@ class Partitioner:
         asked = 0
         one = self.criterion.one_at_a_time
         spending = bool((parts.budget > 0).any())
+        spare = slack(cmin, cmax, parts.node, self.domains) if spending else None
         # a partition asked one QI at a time keeps its best suppressing split here meanwhile
-        aside_lost = np.full(P, np.iinfo(np.int64).max, dtype=np.int64)
+        aside_cost = np.full(P, np.inf)
         aside_pair = np.full(P, -1, dtype=np.int64)
         aside_attr = np.full(P, -1, dtype=np.int64)
         aside: list[tuple[np.ndarray, Children]] = []  # (pair index of each child's parent, children)
@@ -283,7 +286,7 @@ class Partitioner:
             attr = order[idx, pos]
             groups = groups_for(idx, attr)
             ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self,
-                          self.threads, parts.budget[idx] if spending else None)
+                          self.threads, parts.budget[idx] if spending else None, spare[idx] if spending else None)
             pick = self._pick(idx, pos, ev, P)
             lost = ev.suppress[pick]
             kids = children(
@@ -307,9 +310,9 @@ class Partitioner:
             found.append(_take_children(kids, keep))
             if waits.any():
                 w = pick[waits]
-                better = lost[waits] < aside_lost[idx[w]]  # ties: the earlier QI in rank order
+                better = ev.cost[w] < aside_cost[idx[w]]  # ties: the earlier QI in rank order
                 w = w[better]
-                aside_lost[idx[w]], aside_pair[idx[w]], aside_attr[idx[w]] = ev.suppress[w], asked + w, attr[w]
+                aside_cost[idx[w]], aside_pair[idx[w]], aside_attr[idx[w]] = ev.cost[w], asked + w, attr[w]
                 pair_of = np.full(P, -1, dtype=np.int64)
                 pair_of[idx[w]] = asked + w
                 mine = pair_of[kids.parent] >= 0
@@ -343,12 +346,12 @@ class Partitioner:
         if self.criterion.one_at_a_time or len(ok) == 0:
             return ok
         keys = ev.key[ok].T[::-1]  # lexsort: the last key is the primary one
-        # an ordinary split (suppress 0) before any suppressing one, then the fewest suppressed
-        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], *keys, ev.suppress[ok], idx[ok]))]
+        # an ordinary split (cost 0) before any suppressing one, then the fewest suppressed per gain
+        best = ok[np.lexsort((ev.cut[ok], ev.balance[ok], pos[ok], *keys, ev.cost[ok], idx[ok]))]
         best = best[first_of_run(idx[best])]
         weak = self.criterion.weak(ev.gain[best])
         if weak.any():
-            median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], ev.suppress[ok], idx[ok]))]
+            median = ok[np.lexsort((ev.median_cut[ok], ev.median_balance[ok], pos[ok], ev.cost[ok], idx[ok]))]
             median = median[first_of_run(idx[median])]
             best = np.where(weak, median, best)  # both are in partition order
         return best
@@ -369,7 +372,7 @@ class Partitioner:
         lo[rows, attr], hi[rows, attr], node[rows, attr] = kids.lo, kids.hi, kids.node
         pid = np.arange(self.next_pid, self.next_pid + c, dtype=np.int64)
         self.next_pid += c
-        boxes = Boxes(pid, kids.count.astype(np.int64), lo, hi, node, share_budget(parts, kids))
+        boxes = Boxes(pid, kids.count.astype(np.int64), lo, hi, node, share_budget(parts, kids, self.min_size))
         empty = kids.count == 0
         if empty.any():
             none = np.full((int(empty.sum()), self.d), -1, dtype=np.int64)
@@ -650,24 +653,63 @@ class Partitioner:
         arranged[rows] = rows[order]
 
 
-def share_budget(parts: Boxes, kids: Children) -> np.ndarray:
-    """Each child's suppression budget: a parent with budget ``b`` whose split suppresses ``s``
-    rows (its suppressed children's) leaves ``b - s`` to its kept children ``i`` in proportion to
-    their rows, rounded down: ``b_i = floor((b - s) n_i / (n - s))`` (``n`` the parent's rows);
-    suppressed and empty children get 0. Integer arithmetic, so SQL and memory agree exactly."""
+def share_budget(parts: Boxes, kids: Children, least: int = 1) -> np.ndarray:
+    """Each child's suppression budget (:mod:`sqlanon.mondrian.budget`).
+
+    A parent with budget ``b`` whose split suppresses ``s`` rows (its suppressed children's)
+    leaves ``L = b - s`` to its kept (non-suppressed, non-empty) children ``i`` of ``n_i`` rows:
+
+    1. **Caps.** A child can never suppress more than ``c_i = n_i - least`` rows in its subtree
+       (``least``: the fewest rows a class satisfying the constraints has; every split keeps a
+       passing child), so what would go beyond is handed to its siblings: the children whose
+       proportional share ``L' n_i / N'`` exceeds ``c_i`` get ``c_i``, and ``L'`` (what is left)
+       is shared among the others (``N'`` their rows), repeated until no share exceeds its cap
+       (water-filling; each round caps at least one more child).
+    2. **Largest remainders** (Hamilton) among the uncapped children: ``floor(L' n_i / N')`` each,
+       then the ``L' - sum floor`` units left one each to the children with the largest
+       remainders ``L' n_i mod N'``, ties by child order (the order of ``kids``). No unit goes
+       to a child with remainder 0, so no child passes its cap.
+
+    Suppressed and empty children get 0. The children of a parent get ``min(L, sum c_i)`` in
+    all: nothing is lost to rounding. Exact integer arithmetic, vectorized over all parents, so
+    the SQL levels and the in-memory batches agree exactly.
+    """
     c = len(kids.parent)
     out = np.zeros(c, dtype=np.int64)
     b = parts.budget[kids.parent]
     if c == 0 or not (b > 0).any():
         return out
+    P = len(parts)
+    par = kids.parent
     dropped = kids.suppressed.astype(bool)
-    lost = np.bincount(kids.parent, weights=np.where(dropped, kids.count, 0), minlength=len(parts)).astype(np.int64)
-    s = lost[kids.parent]
-    kept = parts.n[kids.parent] - s
-    left = b - s
-    assert (left >= 0).all(), "a split suppressed more rows than its partition's budget"
     n = kids.count.astype(np.int64)
-    return np.where(dropped | (kept <= 0), 0, left * n // np.maximum(kept, 1))
+    lost = np.bincount(par, weights=np.where(dropped, n, 0), minlength=P).astype(np.int64)
+    left = parts.budget - lost  # (P,)
+    assert (left[par] >= 0).all(), "a split suppressed more rows than its partition's budget"
+    eligible = ~dropped & (n > 0) & (left[par] > 0)
+    cap = np.where(eligible, np.maximum(n - least, 0), 0)
+    capped = eligible & (cap == 0)
+    while True:
+        free = eligible & ~capped
+        rows = np.bincount(par, weights=np.where(free, n, 0), minlength=P).astype(np.int64)
+        rest = left - np.bincount(par, weights=np.where(capped, cap, 0), minlength=P).astype(np.int64)
+        over = free & (rest[par] * n > cap * rows[par])
+        if not over.any():
+            break
+        capped |= over
+    out[capped] = cap[capped]
+    free = free.nonzero()[0]
+    if len(free):
+        p = par[free]
+        share = rest[p] * n[free]
+        floor, remainder = share // rows[p], share % rows[p]
+        units = rest - np.bincount(p, weights=floor, minlength=P).astype(np.int64)  # (P,) left over
+        order = np.lexsort((free, -remainder, p))  # per parent: largest remainder, then child order
+        f, q = free[order], p[order]
+        starts = first_of_run(q)
+        place = np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q))))
+        out[f] = floor[order] + (place < units[q])
+    return out
 
 
 def _take_children(kids: Children, keep: np.ndarray) -> Children:
