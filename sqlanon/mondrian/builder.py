@@ -35,6 +35,7 @@ from ..model.criteria import Criterion, rank
 from ..model.domain import Domain
 from ..engine.base import Engine
 from ..model.parallel import run_all
+from . import median_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from .split import _passes as passes
@@ -523,6 +524,32 @@ class Partitioner:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
 
+    def _median_finish(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`run_memory` by :func:`sqlanon.mondrian.median_finish.finish`: the leaves
+        recorded, ids given out and progress reported as the level-by-level loop does."""
+        nodes = median_finish.finish(batch.codes, seg.n, self.domains, self.min_size, self.threads)
+        R = len(seg)
+        pid = median_finish.number(nodes, self.next_pid)
+        pid[:R] = seg.pid
+        self.next_pid += len(pid) - R
+        lo, hi = median_finish.boxes(nodes, seg.lo, seg.hi)
+        depth, n = nodes["depth"], nodes["n"]
+        leaf = (nodes["attr"] < 0).nonzero()[0]
+        leaf = leaf[np.lexsort((pid[leaf], depth[leaf]))]  # the order the levels record them in
+        root = np.zeros(len(pid), dtype=np.int64)  # each node's root: its QIs' hierarchy nodes
+        for level in range(1, int(depth.max()) + 1):
+            at = (depth == level).nonzero()[0]
+            root[at] = root[nodes["parent"][at]] if level > 1 else nodes["parent"][at]
+        root[:R] = np.arange(R)
+        self.leaves.add(Boxes(pid[leaf], n[leaf], lo[leaf], hi[leaf], seg.node[root[leaf]]),
+                        nodes["cmin"][leaf], nodes["cmax"][leaf])
+        finished = np.bincount(depth[leaf], weights=n[leaf], minlength=int(depth.max()) + 1).astype(np.int64)
+        made = np.bincount(depth, minlength=int(depth.max()) + 2)
+        for level in range(int(depth.max()) + 1):  # one report per level, as run_memory's loop
+            self.rows_finished += int(finished[level])
+            self._report("memory", int(made[level + 1]))
+        return nodes["row"], pid[nodes["leaf"]]
+
     def _arranged(self, batch: Batch, seg_of_row: np.ndarray, S: int, layers: list, pair: np.ndarray,
                   chosen: np.ndarray, M: int) -> np.ndarray:
         """The batch rows in the next level's order without attribute lists: each split
@@ -700,6 +727,8 @@ def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[n
 _BINS_PER_ROW = 2
 #: Attribute lists for criteria that judge every QI at every level (tests switch them off).
 _LISTS = True
+#: The depth-first compiled finish of Median under k-anonymity (tests switch it off).
+_MEDIAN_FINISH = True
 
 
 @dataclass
