@@ -457,7 +457,15 @@ class Partitioner:
     def run_memory(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
+
+        Median under k-anonymity alone over ordered QIs (no suppression budget) takes the
+        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`: the same
+        partitions, ids and leaves, several times faster.
         """
+        if (_MEDIAN_FINISH and type(self) is Partitioner and len(seg) and (seg.n > 0).all()
+                and int(seg.n.sum()) == batch.rows
+                and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)):
+            return self._median_finish(batch, seg)
         batch = batch.copy()
         row = np.arange(batch.rows, dtype=np.int64)
         out_row: list[np.ndarray] = []
