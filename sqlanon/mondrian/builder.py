@@ -535,7 +535,7 @@ class Partitioner:
     def _median_finish(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`run_memory` by :func:`sqlanon.mondrian.median_finish.finish`: the leaves
         recorded, ids given out and progress reported as the level-by-level loop does."""
-        nodes = median_finish.finish(batch.codes, seg.n, self.domains, self.min_size, self.threads)
+        nodes = median_finish.finish(batch.codes, seg.n, self.domains, self.min_size, self.threads, batch.disposable)
         R = len(seg)
         pid = median_finish.number(nodes, self.next_pid)
         pid[:R] = seg.pid
@@ -748,6 +748,7 @@ class Batch:
     codes: np.ndarray
     classes: list[np.ndarray]
     numbers: list[np.ndarray]
+    disposable: bool = False  # the finish may reorder the arrays in place (no one reads them after)
 
     @property
     def rows(self) -> int:
@@ -870,16 +871,28 @@ class BatchFinish:
         and the batch's leaves (:func:`leaf_columns`)."""
         layout = self.layout
         seg = self.open_.take((self.batch_of == b).nonzero()[0])
-        order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
+        # partitions in pid order, like seg (the engine often gives the rows in that order)
+        at = res["pid"]
+        order = None if (at[1:] >= at[:-1]).all() else np.argsort(at, kind="stable")
+
+        def arranged(c: str) -> np.ndarray:
+            return res[c] if order is None else res[c][order]
+
+        # the codes (d, M) as the transpose of a row-major array: what the depth-first finish
+        # works on (median_finish), and no dearer to fill than (d, M) itself
+        codes = np.empty((len(at), len(layout.q)), dtype=np.int32)
+        for j, c in enumerate(layout.q):
+            codes[:, j] = arranged(c)
         batch = Batch(
-            np.vstack([res[c][order] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, len(order)), np.int32),
-            [res[c][order].astype(np.int64) for c in layout.k],
-            [res[c][order].astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+            codes.T,
+            [arranged(c).astype(np.int64) for c in layout.k],
+            [arranged(c).astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+            disposable=True,
         )
         worker = self.partitioner.fork(first_pid=int(self.first_pid[b]))
         rows, pid = worker.run_memory(batch, seg)
         self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
-        keep = order[rows]
+        keep = rows if order is None else order[rows]
         return {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]}, worker.leaf_table()
 
 

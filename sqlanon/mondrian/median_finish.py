@@ -66,13 +66,15 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
-           threads: int = 1) -> dict[str, np.ndarray]:
+           threads: int = 1, inplace: bool = False) -> dict[str, np.ndarray]:
     """Grow the partitions of a batch to their leaves.
 
     Args:
         codes: (d, M) the batch's QI codes, rows partition by partition (``seg_n`` rows each).
         seg_n: rows of each open partition (all > 0), in batch order.
         min_size: the fewest rows a class may have (k).
+        inplace: the rows of ``codes`` may be reordered in place (when ``codes.T`` is a
+            row-major int32 array, no copy is made).
 
     Returns the node table restricted to the nodes made (roots first, ``0..R-1`` in batch
     order): ``parent``, ``child`` (0 left, 1 right), ``depth``, ``n``, ``attr`` (split QI, -1
@@ -82,7 +84,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     d, M = codes.shape
     R = len(seg_n)
     least = max(1, int(min_size))
-    X = np.ascontiguousarray(codes.T, dtype=np.int32)  # row-major: a split moves whole rows
+    X = np.ascontiguousarray(codes.T if inplace else codes.T.copy(), dtype=np.int32)  # a split moves whole rows
     rid = np.arange(M, dtype=np.int64)
     leaf_of = np.empty(M, dtype=np.int64)
     num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
@@ -97,9 +99,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     cap = R + cap1 + threads * cap1
     t = _Table(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
-    if M:
-        t.cmin[:R] = np.minimum.reduceat(codes, start, axis=1).T
-        t.cmax[:R] = np.maximum.reduceat(codes, start, axis=1).T
+    _extents(X, start, seg_n.astype(np.int64), t.cmin, t.cmax)
     widest = max(dom.size for dom in domains)
     hist_size = min(widest, 2 * int(seg_n.max(initial=0)) + 64) + 1
 
@@ -283,6 +283,23 @@ def _grow(X, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, a
                 stack[top] = kid
                 top += 1
     return free - first, nd
+
+
+@njit(nogil=True, cache=True)
+def _extents(X, start, n, cmin, cmax):
+    """Smallest and largest code of every QI over rows ``start[i] .. start[i] + n[i] - 1``."""
+    d = X.shape[1]
+    for i in range(len(start)):
+        for q in range(d):
+            cmin[i, q] = 2147483647
+            cmax[i, q] = -1
+        for r in range(start[i], start[i] + n[i]):
+            for q in range(d):
+                x = X[r, q]
+                if x < cmin[i, q]:
+                    cmin[i, q] = x
+                if x > cmax[i, q]:
+                    cmax[i, q] = x
 
 
 @njit(nogil=True, cache=True)
