@@ -35,6 +35,7 @@ from ..model.criteria import Criterion, rank
 from ..model.domain import Domain
 from ..engine.base import Engine
 from ..model.parallel import run_all
+from . import median_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled, slack
 from .split import _passes as passes
@@ -459,7 +460,15 @@ class Partitioner:
     def run_memory(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
+
+        Median under k-anonymity alone over ordered QIs (no suppression budget) takes the
+        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`: the same
+        partitions, ids and leaves, several times faster.
         """
+        if (_MEDIAN_FINISH and type(self) is Partitioner and len(seg) and (seg.n > 0).all()
+                and int(seg.n.sum()) == batch.rows
+                and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)):
+            return self._median_finish(batch, seg)
         batch = batch.copy()
         row = np.arange(batch.rows, dtype=np.int64)
         out_row: list[np.ndarray] = []
@@ -525,6 +534,32 @@ class Partitioner:
         if not out_row:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
+
+    def _median_finish(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`run_memory` by :func:`sqlanon.mondrian.median_finish.finish`: the leaves
+        recorded, ids given out and progress reported as the level-by-level loop does."""
+        nodes = median_finish.finish(batch.codes, seg.n, self.domains, self.min_size, self.threads, batch.disposable)
+        R = len(seg)
+        pid = median_finish.number(nodes, self.next_pid)
+        pid[:R] = seg.pid
+        self.next_pid += len(pid) - R
+        lo, hi = median_finish.boxes(nodes, seg.lo, seg.hi)
+        depth, n = nodes["depth"], nodes["n"]
+        leaf = (nodes["attr"] < 0).nonzero()[0]
+        leaf = leaf[np.lexsort((pid[leaf], depth[leaf]))]  # the order the levels record them in
+        root = np.zeros(len(pid), dtype=np.int64)  # each node's root: its QIs' hierarchy nodes
+        for level in range(1, int(depth.max()) + 1):
+            at = (depth == level).nonzero()[0]
+            root[at] = root[nodes["parent"][at]] if level > 1 else nodes["parent"][at]
+        root[:R] = np.arange(R)
+        self.leaves.add(Boxes(pid[leaf], n[leaf], lo[leaf], hi[leaf], seg.node[root[leaf]]),
+                        nodes["cmin"][leaf], nodes["cmax"][leaf])
+        finished = np.bincount(depth[leaf], weights=n[leaf], minlength=int(depth.max()) + 1).astype(np.int64)
+        made = np.bincount(depth, minlength=int(depth.max()) + 2)
+        for level in range(int(depth.max()) + 1):  # one report per level, as run_memory's loop
+            self.rows_finished += int(finished[level])
+            self._report("memory", int(made[level + 1]))
+        return nodes["row"], pid[nodes["leaf"]]
 
     def _arranged(self, batch: Batch, seg_of_row: np.ndarray, S: int, layers: list, pair: np.ndarray,
                   chosen: np.ndarray, M: int) -> np.ndarray:
@@ -742,6 +777,8 @@ def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[n
 _BINS_PER_ROW = 2
 #: Attribute lists for criteria that judge every QI at every level (tests switch them off).
 _LISTS = True
+#: The depth-first compiled finish of Median under k-anonymity (tests switch it off).
+_MEDIAN_FINISH = True
 
 
 @dataclass
@@ -753,6 +790,7 @@ class Batch:
     codes: np.ndarray
     classes: list[np.ndarray]
     numbers: list[np.ndarray]
+    disposable: bool = False  # the finish may reorder the arrays in place (no one reads them after)
 
     @property
     def rows(self) -> int:
@@ -875,16 +913,28 @@ class BatchFinish:
         and the batch's leaves (:func:`leaf_columns`)."""
         layout = self.layout
         seg = self.open_.take((self.batch_of == b).nonzero()[0])
-        order = np.argsort(res["pid"], kind="stable")  # partitions in pid order, like seg
+        # partitions in pid order, like seg (the engine often gives the rows in that order)
+        at = res["pid"]
+        order = None if (at[1:] >= at[:-1]).all() else np.argsort(at, kind="stable")
+
+        def arranged(c: str) -> np.ndarray:
+            return res[c] if order is None else res[c][order]
+
+        # the codes (d, M) as the transpose of a row-major array: what the depth-first finish
+        # works on (median_finish), and no dearer to fill than (d, M) itself
+        codes = np.empty((len(at), len(layout.q)), dtype=np.int32)
+        for j, c in enumerate(layout.q):
+            codes[:, j] = arranged(c)
         batch = Batch(
-            np.vstack([res[c][order] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, len(order)), np.int32),
-            [res[c][order].astype(np.int64) for c in layout.k],
-            [res[c][order].astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+            codes.T,
+            [arranged(c).astype(np.int64) for c in layout.k],
+            [arranged(c).astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
+            disposable=True,
         )
         worker = self.partitioner.fork(first_pid=int(self.first_pid[b]))
         rows, pid = worker.run_memory(batch, seg)
         self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
-        keep = order[rows]
+        keep = rows if order is None else order[rows]
         return {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]}, worker.leaf_table()
 
 

@@ -1,0 +1,426 @@
+"""The in-memory finish of Median Mondrian under k-anonymity, depth-first in compiled loops.
+
+:meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` finishes a
+batch level by level with frequency groups, the engine every criterion shares. For the default
+request — the :class:`~sqlanon.model.criteria.Median` criterion, only
+:class:`~sqlanon.model.constraints.KAnonymity` constraints, every QI ordered, no suppression
+budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
+batch's partitions depth-first instead (like ``reference_mondrian_fast`` in
+``tests/reference_mondrian.py``, LeFevre et al., ICDE 2006): a partition's rows are a
+contiguous run of a row-major copy of the codes, a split moves its left child's rows to the
+front of the run in place (computing both children's code extents on the way), and once a
+partition fits in the CPU caches all its descendants are finished there. The loops release
+the GIL: after a few splits the open partitions are shared out over ``threads`` threads.
+
+**Why it is exact** — the same decision as :meth:`Partitioner.decide` with
+:func:`sqlanon.mondrian.split.evaluate`, step by step:
+
+* Candidates (:func:`sqlanon.model.criteria.rank`): none in a partition of fewer than
+  ``2 min_size`` rows; else the QIs with ``cmin < cmax``, widest normalized range first —
+  ``w = (num[cmax] - num[cmin]) / (num[-1] - num[0])`` (0 when that span is 0), the same
+  float64 operations as numpy's, so the same values — ties by QI position (the first of the
+  largest ``w`` in position order is the first of a stable sort of ``-w``).
+* The cut of one QI (:func:`sqlanon.mondrian.split._most_balanced` under k-anonymity alone):
+  among the cuts ``c`` (present codes but the largest; ``L(c)`` rows ``<= c``) with
+  ``least <= L <= n - least`` (``least = max(1, min_size)``), the smallest ``(|2L - n|, c)``.
+  ``L`` grows with ``c``, so the unconstrained smallest ``(|2L - n|, c)`` is either the
+  median code ``v`` (the ``ceil(n/2)``-th smallest: the first with ``2L >= n``) or the largest
+  code below it, whichever is more balanced (the lower on a tie); and the window is symmetric
+  about ``n/2``, so if that cut is outside it every cut is (each is at least as unbalanced): the
+  QI has no allowable cut, and the next one in rank order is asked. ``v`` comes from a
+  histogram of the run's codes when its code range is at most about twice its rows, else from
+  a quickselect; then one pass counts the rows below ``v`` and finds the largest code below it.
+* A partition whose candidates have no allowable cut is a leaf with its rows' extents.
+
+Only the numbering comes out of the loops differently — and is put back: the level-by-level
+path gives each level's children consecutive ids in (parent, child) order, so after the
+depth-first growth the nodes are numbered breadth-first exactly that way (:func:`_number`),
+and the leaves are listed in the order that path records them (by level, then id). The rules,
+regions and ids are therefore identical to the general path's (``tests/test_median_finish.py``
+compares them on random tables; ``builder._MEDIAN_FINISH = False`` forces the general path).
+
+Everything else takes the general path: other criteria, l-diversity, t-closeness and the
+other constraints, hierarchical QIs, a suppression budget, and the sampling strategy's grower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from ..model.constraints import Constraint, KAnonymity
+from ..model.criteria import Criterion, Median
+from ..model.domain import Domain
+from ..model.parallel import run_all
+
+
+def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
+            budget: np.ndarray) -> bool:
+    """Whether :func:`finish` gives the partition of this request (see the module docstring)."""
+    return (type(criterion) is Median and len(constraints) > 0
+            and all(type(c) is KAnonymity for c in constraints)
+            and len(domains) > 0 and all(d.num is not None for d in domains)
+            and not (budget > 0).any())
+
+
+def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
+           threads: int = 1, inplace: bool = False) -> dict[str, np.ndarray]:
+    """Grow the partitions of a batch to their leaves.
+
+    Args:
+        codes: (d, M) the batch's QI codes, rows partition by partition (``seg_n`` rows each).
+        seg_n: rows of each open partition (all > 0), in batch order.
+        min_size: the fewest rows a class may have (k).
+        inplace: the rows of ``codes`` may be reordered in place (when ``codes.T`` is a
+            row-major int32 array, no copy is made).
+
+    Returns the node table restricted to the nodes made (roots first, ``0..R-1`` in batch
+    order): ``parent``, ``child`` (0 left, 1 right), ``depth``, ``n``, ``attr`` (split QI, -1
+    for a leaf), ``cut``, ``cmin``/``cmax`` (extents; boxes: :func:`boxes`), plus ``row`` and ``leaf``: each batch row (by position) and the index
+    of its leaf in the table.
+    """
+    d, M = codes.shape
+    R = len(seg_n)
+    least = max(1, int(min_size))
+    X = np.ascontiguousarray(codes.T if inplace else codes.T.copy(), dtype=np.int32)  # a split moves whole rows
+    rid = np.arange(M, dtype=np.int64)
+    leaf_of = np.empty(M, dtype=np.int64)
+    num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
+    num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
+    span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+    start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
+
+    # Node table: roots, then the nodes the first phase makes, then one area per thread. Every
+    # node made holds >= least rows, so an area that finishes r rows makes <= 2 r / least nodes.
+    threads = max(1, int(threads))
+    cap1 = 2 * (M // least) + 2
+    cap = R + cap1 + threads * cap1
+    t = _Table(cap, d)
+    t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
+    _extents(X, start, seg_n.astype(np.int64), t.cmin, t.cmax)
+    widest = max(dom.size for dom in domains)
+    hist_size = min(widest, 2 * int(seg_n.max(initial=0)) + 64) + 1
+
+    def run(todo: np.ndarray, first: int, defer: int) -> tuple[int, np.ndarray]:
+        hist = np.zeros(hist_size, dtype=np.int32)
+        scratch = np.empty(int(t.n[todo].max(initial=0)), dtype=np.int32)
+        deferred = np.empty(len(todo) + 2 * (M // least) + 2, dtype=np.int64)
+        used, nd = _grow(X, rid, leaf_of, todo, first, defer, *t.arrays(), num, num_off, span, least,
+                         2 * int(min_size), hist, scratch, deferred)
+        return used, deferred[:nd]
+
+    roots = np.arange(R, dtype=np.int64)
+    areas = [(R, 0)]  # (first node, nodes made) per call
+    if threads > 1 and M >= 2 * _PARALLEL_ROWS:
+        # First phase: split the partitions larger than a slice of the batch, defer the rest.
+        defer = max(M // (8 * threads), 1)
+        big = t.n[roots] > defer
+        used, todo = run(roots[big], R, defer)
+        todo = np.concatenate((roots[~big], todo))
+        areas[0] = (R, used)
+        todo = todo[np.argsort(-t.n[todo], kind="stable")]
+        share = _share(t.n[todo], threads)
+        firsts = [R + cap1 * (i + 1) for i in range(threads)]
+        done = run_all(lambda i: run(todo[share == i], firsts[i], -1)[0], range(threads), threads)
+        areas += list(zip(firsts, done))
+    else:
+        used, _ = run(roots, R, -1)
+        areas[0] = (R, used)
+    made = np.concatenate([roots] + [np.arange(f, f + u, dtype=np.int64) for f, u in areas])
+    out = t.take(made)
+    at = np.empty(cap, dtype=np.int64)
+    at[made] = np.arange(len(made))
+    out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
+    out["row"], out["leaf"] = rid, at[leaf_of]
+    return out
+
+
+#: Below this many batch rows the finish runs on one thread.
+_PARALLEL_ROWS = 50_000
+
+
+def _share(n: np.ndarray, threads: int) -> np.ndarray:
+    """Thread of each open partition (sorted by rows, largest first): the least loaded one."""
+    load = np.zeros(threads, dtype=np.int64)
+    out = np.empty(len(n), dtype=np.int64)
+    for i, rows in enumerate(n.tolist()):
+        out[i] = int(np.argmin(load))
+        load[out[i]] += rows
+    return out
+
+
+class _Table:
+    """The node table (one row per partition made): arrays the compiled loops fill."""
+
+    fields = ("parent", "child", "depth", "start", "n", "attr", "cut")
+
+    def __init__(self, cap: int, d: int) -> None:
+        self.parent = np.full(cap, -1, dtype=np.int64)
+        self.child = np.zeros(cap, dtype=np.int64)
+        self.depth = np.zeros(cap, dtype=np.int64)
+        self.start = np.zeros(cap, dtype=np.int64)
+        self.n = np.zeros(cap, dtype=np.int64)
+        self.attr = np.full(cap, -1, dtype=np.int64)
+        self.cut = np.full(cap, -1, dtype=np.int64)
+        self.cmin = np.zeros((cap, d), dtype=np.int64)
+        self.cmax = np.zeros((cap, d), dtype=np.int64)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (*(getattr(self, f) for f in self.fields), self.cmin, self.cmax)
+
+    def take(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        return {f: getattr(self, f)[idx] for f in (*self.fields, "cmin", "cmax")}
+
+
+def boxes(nodes: dict[str, np.ndarray], root_lo: np.ndarray, root_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every node's box ``[lo, hi]``: its root's, narrowed on the split QI at each split on the
+    way down (left child ``[lo, cut]``, right ``[cut + 1, hi]``), level by level."""
+    parent, depth = nodes["parent"], nodes["depth"]
+    R = len(root_lo)
+    lo = np.empty((len(parent), root_lo.shape[1]), dtype=np.int64)
+    hi = np.empty_like(lo)
+    lo[:R], hi[:R] = root_lo, root_hi
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max(initial=0)) + 2))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        i = by_depth[a:b]
+        p = parent[i]
+        lo[i], hi[i] = lo[p], hi[p]
+        j = nodes["attr"][p]
+        cut = nodes["cut"][p]
+        left = nodes["child"][i] == 0
+        hi[i[left], j[left]] = cut[left]
+        lo[i[~left], j[~left]] = cut[~left] + 1
+    return lo, hi
+
+
+def number(nodes: dict[str, np.ndarray], first_pid: int) -> np.ndarray:
+    """Partition ids as the level-by-level finish gives them: the roots keep theirs (filled in
+    by the caller: -1 here), and each level's children get consecutive ids from ``first_pid``
+    on, in order of their parents' order in the level, left child first."""
+    parent, depth, child = nodes["parent"], nodes["depth"], nodes["child"]
+    pid = np.full(len(parent), -1, dtype=np.int64)
+    rank = np.zeros(len(parent), dtype=np.int64)
+    R = int((depth == 0).sum())
+    rank[:R] = np.arange(R)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max(initial=0)) + 2))
+    nxt = first_pid
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        i = by_depth[a:b]
+        i = i[np.argsort(rank[parent[i]] * 2 + child[i], kind="stable")]
+        rank[i] = np.arange(len(i))
+        pid[i] = np.arange(nxt, nxt + len(i))
+        nxt += len(i)
+    return pid
+
+
+@njit(nogil=True, cache=True)
+def _grow(X, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, attr, cut, cmin, cmax,
+          num, num_off, span, least, small, hist, scratch, deferred):
+    """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Children
+    with at most ``defer`` rows (-1: none) are not grown but listed in ``deferred``. Returns
+    ``(nodes made, deferred count)``."""
+    d = X.shape[1]
+    stack = np.empty(len(todo) + 2 * (len(X) // least) + 2, dtype=np.int64)
+    top = 0
+    for i in range(len(todo) - 1, -1, -1):
+        stack[top] = todo[i]
+        top += 1
+    free = first
+    nd = 0
+    w = np.empty(d, dtype=np.float64)
+    tried = np.zeros(d, dtype=np.bool_)
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        s = start[node]
+        m = n[node]
+        found = -1
+        c = 0
+        left = 0
+        if m >= small:
+            for j in range(d):
+                tried[j] = cmin[node, j] >= cmax[node, j]  # not a candidate
+                if span[j] > 0:
+                    w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j]
+                else:
+                    w[j] = 0.0
+            while found < 0:
+                j = -1
+                for q in range(d):  # the widest untried candidate, ties by position
+                    if not tried[q] and (j < 0 or w[q] > w[j]):
+                        j = q
+                if j < 0:
+                    break
+                tried[j] = True
+                c, left = _median_cut(X, s, m, j, cmin[node, j], cmax[node, j], hist, scratch)
+                if left >= least and m - left >= least:
+                    found = j
+        if found < 0:
+            attr[node] = -1
+            for r in range(s, s + m):
+                leaf_of[r] = node
+            continue
+        attr[node] = found
+        cut[node] = c
+        a, b = free, free + 1
+        free += 2
+        _split(X, rid, s, m, found, c, cmin, cmax, a, b)
+        parent[a] = parent[b] = node
+        child[a], child[b] = 0, 1
+        depth[a] = depth[b] = depth[node] + 1
+        start[a], start[b] = s, s + left
+        n[a], n[b] = left, m - left
+        # the right child is pushed first, so the left one is grown first
+        for kid in (b, a):
+            if n[kid] <= defer:
+                deferred[nd] = kid
+                nd += 1
+            else:
+                stack[top] = kid
+                top += 1
+    return free - first, nd
+
+
+@njit(nogil=True, cache=True)
+def _extents(X, start, n, cmin, cmax):
+    """Smallest and largest code of every QI over rows ``start[i] .. start[i] + n[i] - 1``."""
+    d = X.shape[1]
+    for i in range(len(start)):
+        for q in range(d):
+            cmin[i, q] = 2147483647
+            cmax[i, q] = -1
+        for r in range(start[i], start[i] + n[i]):
+            for q in range(d):
+                x = X[r, q]
+                if x < cmin[i, q]:
+                    cmin[i, q] = x
+                if x > cmax[i, q]:
+                    cmax[i, q] = x
+
+
+@njit(nogil=True, cache=True)
+def _median_cut(X, s, m, j, lo, hi, hist, scratch):
+    """The most balanced cut of QI ``j`` over rows ``s .. s+m-1`` (codes in ``[lo, hi]``,
+    ``lo < hi``), ignoring the size window: ``(cut, rows <= cut)``, ``(hi, m)`` when none."""
+    h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
+    at = 0  # rows <= v
+    width = hi - lo + 1
+    if width <= len(hist) and width <= 2 * m + 64:
+        for r in range(s, s + m):
+            hist[X[r, j] - lo] += 1
+        below = 0  # rows below bin b
+        v = -1
+        prev = -1  # the largest present code below v
+        for b in range(width):
+            k = hist[b]
+            if k > 0 and v < 0:
+                if below + k > h:
+                    v = lo + b
+                    at = below + k  # rows <= v
+                else:
+                    prev = lo + b
+                    below += k
+            hist[b] = 0
+        lt = below
+    else:
+        for r in range(m):
+            scratch[r] = X[s + r, j]
+        v = _select(scratch, m, h)
+        lt = 0
+        at = 0
+        prev = -1
+        for r in range(s, s + m):
+            x = X[r, j]
+            if x < v:
+                lt += 1
+                if x > prev:
+                    prev = x
+            elif x == v:
+                at += 1
+        at += lt
+    # the cut at v (if v is not the largest code) against the cut just below it (if any)
+    best_c, best_l = hi, m
+    if lt > 0:
+        best_c, best_l = prev, lt
+    if v < hi and (lt == 0 or 2 * at - m < m - 2 * lt):
+        best_c, best_l = v, at
+    return best_c, best_l
+
+
+@njit(nogil=True, cache=True)
+def _select(a, m, h):
+    """The ``h``-th smallest of ``a[:m]`` (0-based), reordering ``a``: quickselect with a
+    three-way partition (duplicates cost nothing), median-of-three pivots, and a sort of
+    what is left after many rounds (no quadratic worst case)."""
+    lo, hi = 0, m - 1
+    rounds = 0
+    while lo < hi:
+        rounds += 1
+        if rounds > 48:
+            a[lo:hi + 1].sort()
+            return a[h]
+        x, y, z = a[lo], a[(lo + hi) // 2], a[hi]
+        pivot = max(min(x, y), min(max(x, y), z))
+        lt, i, gt = lo, lo, hi
+        while i <= gt:
+            v = a[i]
+            if v < pivot:
+                a[i] = a[lt]
+                a[lt] = v
+                lt += 1
+                i += 1
+            elif v > pivot:
+                a[i] = a[gt]
+                a[gt] = v
+                gt -= 1
+            else:
+                i += 1
+        if h < lt:
+            hi = lt - 1
+        elif h > gt:
+            lo = gt + 1
+        else:
+            return pivot
+    return a[h]
+
+
+@njit(nogil=True, cache=True)
+def _split(X, rid, s, m, j, c, cmin, cmax, a, b):
+    """Move the rows of ``s .. s+m-1`` with code ``<= c`` on QI ``j`` to the front (in place,
+    order within each side arbitrary) and record the extents of both sides as nodes ``a``
+    (left) and ``b`` (right)."""
+    d = X.shape[1]
+    for q in range(d):
+        cmin[a, q] = cmin[b, q] = 2147483647
+        cmax[a, q] = cmax[b, q] = -1
+    i, k = s, s + m - 1
+    while True:
+        while i <= k and X[i, j] <= c:
+            for q in range(d):
+                x = X[i, q]
+                if x < cmin[a, q]:
+                    cmin[a, q] = x
+                if x > cmax[a, q]:
+                    cmax[a, q] = x
+            i += 1
+        while i <= k and X[k, j] > c:
+            for q in range(d):
+                x = X[k, q]
+                if x < cmin[b, q]:
+                    cmin[b, q] = x
+                if x > cmax[b, q]:
+                    cmax[b, q] = x
+            k -= 1
+        if i > k:
+            break
+        for q in range(d):  # swap rows i and k: row k goes left, row i right
+            x = X[i, q]
+            X[i, q] = X[k, q]
+            X[k, q] = x
+        t = rid[i]
+        rid[i] = rid[k]
+        rid[k] = t

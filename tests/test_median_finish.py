@@ -1,0 +1,227 @@
+"""The depth-first compiled finish of Median under k-anonymity (sqlanon/mondrian/median_finish.py)
+gives exactly what the level-by-level finish gives: the same leaves (boxes, extents, sizes), the
+same partition ids in the same order, the same leaf for every row, the same progress counters —
+and through the whole release the same rules; and it agrees with the numpy oracle."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import sqlanon
+from sqlanon.mondrian import builder, median_finish
+from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
+from sqlanon.model.constraints import KAnonymity
+from sqlanon.model.criteria import Median
+from sqlanon.model.domain import Domain
+from sqlanon.model.qi import QI
+from tests.reference_mondrian import reference_mondrian_fast
+
+
+def finish(codes: np.ndarray, seg_n: np.ndarray, domains: list[Domain], k: int, fast: bool, threads: int = 1,
+           lo: np.ndarray | None = None, hi: np.ndarray | None = None) -> dict:
+    """One batch through Partitioner.run_memory: leaves, each row's leaf id, counters."""
+    R, d = len(seg_n), len(domains)
+    saved = builder._MEDIAN_FINISH
+    builder._MEDIAN_FINISH = fast
+    try:
+        p = Partitioner(domains, [KAnonymity(k)], Median(), threads=threads)
+        p.next_pid = 1000
+        seg = Boxes(np.arange(7, 7 + R, dtype=np.int64), seg_n.astype(np.int64),
+                    np.zeros((R, d), np.int64) if lo is None else lo,
+                    np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64) if hi is None else hi,
+                    np.full((R, d), -1, np.int64))
+        seen = []
+        p.progress = seen.append
+        rows, pid = p.run_memory(Batch(codes.astype(np.int32), [], []), seg)
+    finally:
+        builder._MEDIAN_FINISH = saved
+    order = np.argsort(rows)
+    return {"leaves": p.leaf_table(), "rows": rows[order], "pid": pid[order], "next_pid": p.next_pid,
+            "levels": p.levels, "finished": p.rows_finished,
+            "progress": [(s.level, s.open_partitions, s.rows_finished) for s in seen]}
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a["leaves"].keys() == b["leaves"].keys()
+    for key in a["leaves"]:
+        np.testing.assert_array_equal(a["leaves"][key], b["leaves"][key], err_msg=key)
+    for key in ("rows", "pid"):
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert (a["next_pid"], a["levels"], a["finished"], a["progress"]) == \
+        (b["next_pid"], b["levels"], b["finished"], b["progress"])
+
+
+@st.composite
+def batches(draw):
+    """Codes of a batch of 1-4 partitions over 1-5 ordered QIs: tiny to wide domains, even or
+    uneven positions (``num``), some QIs with equal ranges (ties), skewed and duplicated codes."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    d = draw(st.integers(1, 5))
+    M = draw(st.integers(1, 1500))
+    domains, columns = [], []
+    for j in range(d):
+        size = int(rng.choice([1, 2, 3, 7, 60, 3000]))
+        shape = draw(st.sampled_from(["rank", "uneven", "twin"]))
+        if shape == "twin" and j > 0 and domains[-1].size == size:
+            num = domains[-1].num  # the same positions as the previous QI: equal ranges are common
+        elif shape == "uneven":
+            num = np.sort(rng.choice(size * 4, size, replace=False)).astype(np.float64) * 0.37 - 5
+        else:
+            num = np.arange(size, dtype=np.float64)
+        domains.append(Domain(QI(f"q{j}", "numeric", "INTEGER"), size, "", num))
+        skew = draw(st.sampled_from(["uniform", "geometric", "few"]))
+        if skew == "geometric":
+            column = np.minimum(rng.geometric(0.2, M) - 1, size - 1)
+        elif skew == "few":
+            column = rng.choice(rng.integers(0, size, 3), M)
+        else:
+            column = rng.integers(0, size, M)
+        columns.append(column)
+    R = draw(st.integers(1, 4))
+    cuts = np.sort(rng.choice(np.arange(1, M), min(R - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
+    seg_n = np.diff(np.concatenate(([0], cuts, [M])))
+    k = draw(st.sampled_from([1, 2, 3, 5, 10, 40]))
+    return np.vstack(columns), seg_n, domains, k
+
+
+@given(batches(), st.integers(1, 2))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, threads):
+    codes, seg_n, domains, k = case
+    assert_same(finish(codes, seg_n, domains, k, True, threads), finish(codes, seg_n, domains, k, False))
+
+
+def test_boxes_are_narrowed_from_each_partitions_own_box():
+    """Open partitions arrive with boxes narrower than the domain (cut in SQL): the leaves keep them."""
+    rng = np.random.default_rng(3)
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 100, "", np.arange(100.0)) for j in range(2)]
+    codes = np.vstack([np.concatenate((rng.integers(0, 40, 300), rng.integers(40, 100, 200))),
+                       rng.integers(10, 90, 500)])
+    lo, hi = np.array([[0, 0], [40, 0]]), np.array([[39, 99], [99, 99]])
+    fast = finish(codes, np.array([300, 200]), domains, 7, True, lo=lo, hi=hi)
+    assert_same(fast, finish(codes, np.array([300, 200]), domains, 7, False, lo=lo, hi=hi))
+    leaves = fast["leaves"]
+    assert (leaves["lo0"] >= np.where(leaves["cmin0"] >= 40, 40, 0)).all() and leaves["hi1"].max() == 99
+
+
+def test_many_rows_on_two_threads():
+    """A batch big enough for the first phase and two threads (heavy duplicates in one QI)."""
+    rng = np.random.default_rng(11)
+    M = 2 * median_finish._PARALLEL_ROWS + 12345
+    sizes = [5000, 40, 3, 100000]
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
+               for j, s in enumerate(sizes)]
+    codes = np.vstack([rng.integers(0, 5000, M), np.minimum(rng.geometric(0.05, M), 39),
+                       rng.integers(0, 3, M), rng.integers(0, 100000, M)])
+    seg_n = np.array([M - 20000, 15000, 5000])
+    assert_same(finish(codes, seg_n, domains, 25, True, threads=2), finish(codes, seg_n, domains, 25, False))
+
+
+def test_median_cut_against_brute_force():
+    """The kernel's cut of one QI is the smallest (|2L - n|, cut) over all cuts."""
+    rng = np.random.default_rng(5)
+    hist = np.zeros(40, dtype=np.int32)
+    for trial in range(400):
+        m = int(rng.integers(2, 60))
+        width = int(rng.choice([2, 5, 30, 1000]))
+        column = rng.integers(0, width, m).astype(np.int32)
+        if len(np.unique(column)) < 2:
+            continue
+        lo, hi = int(column.min()), int(column.max())
+        X = column[:, None].copy()
+        values = np.unique(column)[:-1]
+        L = np.array([(column <= c).sum() for c in values])
+        best = min(zip(np.abs(2 * L - m), values, L))
+        got = median_finish._median_cut(X, 0, m, 0, lo, hi, hist[: int(rng.choice([1, 40]))],
+                                        np.empty(m, np.int32))
+        assert (int(got[0]), int(got[1])) == (int(best[1]), int(best[2])), (column, got, best)
+        assert not hist.any()  # the histogram is left zeroed for the next call
+
+
+# -- through the whole release ----------------------------------------------------------------
+@st.composite
+def tables(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(20, 600))
+    columns = {}
+    for j in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["int", "float", "date", "text"]))
+        width = int(rng.choice([2, 9, 400]))
+        values = rng.integers(0, width, n)
+        if kind == "float":
+            column = pd.Series(values * 0.5 - 3, dtype="Float64")
+        elif kind == "date":
+            column = pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(values * 3, unit="D"))
+        elif kind == "text":
+            column = pd.Series([f"v{v:04d}" for v in values], dtype=object)
+        else:
+            column = pd.Series(values, dtype="Int64")
+        if draw(st.booleans()):
+            column = column.mask(rng.random(n) < 0.15)
+        columns[f"q{j}"] = column
+    return pd.DataFrame(columns), draw(st.sampled_from([2, 5, 17])), draw(st.sampled_from([0, 50, 10**9]))
+
+
+def rules(frame: pd.DataFrame, k: int, memory_rows: int, fast: bool) -> tuple[list, list]:
+    """The release's rules and view, with the depth-first finish on or off."""
+    con = duckdb.connect()
+    saved = builder._MEDIAN_FINISH
+    builder._MEDIAN_FINISH = fast
+    try:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
+        release = sqlanon.anonymize(con, "t", qid=list(frame.columns), k=k, memory_rows=memory_rows, key="id")
+        assert release.verification.ok
+        return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
+                con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())
+    finally:
+        builder._MEDIAN_FINISH = saved
+        con.close()
+
+
+@given(tables())
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_same_rules_and_view_through_the_release(case):
+    """Numbers, dates, text, NULLs; SQL levels first (small ``memory_rows``) or not at all."""
+    frame, k, memory_rows = case
+    assert rules(frame, k, memory_rows, True) == rules(frame, k, memory_rows, False)
+
+
+def test_equals_the_numpy_oracle():
+    """The regions (as sets of rows) of ``reference_mondrian_fast`` on an integer table."""
+    rng = np.random.default_rng(2)
+    n = 20000
+    frame = pd.DataFrame({"a": rng.integers(0, 5000, n), "b": rng.integers(0, 30, n),
+                          "c": np.minimum(rng.geometric(0.01, n), 900), "d": rng.integers(0, 2, n)})
+    con = duckdb.connect()
+    con.register("frame", frame)
+    con.execute("CREATE TABLE t AS SELECT row_number() OVER () - 1 AS id, * FROM frame")
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c", "d"], k=20, key="id")
+    got = con.execute(f'SELECT id, "{release.class_column}" FROM "{release.view}" ORDER BY id').fetchnumpy()
+    labels = reference_mondrian_fast(frame.to_numpy(), 20)
+    ours = {frozenset(np.flatnonzero(got[release.class_column] == c).tolist()) for c in np.unique(got[release.class_column])}
+    theirs = {frozenset(np.flatnonzero(labels == c).tolist()) for c in np.unique(labels)}
+    assert ours == theirs
+
+
+def test_taken_for_the_default_request_only(monkeypatch):
+    """The fast path runs for Median under k-anonymity and stays out of other requests."""
+    calls = []
+    real = median_finish.finish
+    monkeypatch.setattr(median_finish, "finish", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(0, 50, 300), "b": rng.integers(0, 9, 300),
+                          "s": rng.choice(["x", "y", "z"], 300)})
+    con = duckdb.connect()
+    con.register("frame", frame)
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5)
+    assert len(calls) == 1
+    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, constraints=[sqlanon.DistinctLDiversity("s", 2)], replace=True)
+    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, hierarchies={"b": {"lo": list(range(5)), "hi": [5, 6, 7, 8]}},
+                      replace=True)
+    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, target="s", replace=True)
+    assert len(calls) == 1
