@@ -263,7 +263,7 @@ def count_moments(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     column-major, so a column is contiguous). ``c ln c`` of integer counts comes from a table."""
     n = np.zeros(len(counts))
     acc = np.zeros(len(counts))
-    table = _xlogx_table(int(counts.max(initial=0))) if counts.dtype.kind in "iu" else None
+    table = xlogx_table(int(counts.max(initial=0))) if counts.dtype.kind in "iu" else None
     for j in range(counts.shape[1]):
         column = counts[:, j]
         n += column
@@ -278,7 +278,7 @@ def count_moments(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _XLOGX = np.zeros(1)
 
 
-def _xlogx_table(largest: int) -> np.ndarray | None:
+def xlogx_table(largest: int) -> np.ndarray | None:
     """``c ln c`` for c = 0..largest (grown on demand; None beyond 2^23 counts)."""
     global _XLOGX
     if largest >= 2**23:

@@ -132,8 +132,9 @@ class _SummedTargets:
         object.__setattr__(self, "min_gain", float(min_gain))
 
     def combine(self, children: np.ndarray, partition: np.ndarray) -> np.ndarray:
-        """(K, 1): the targets' impurities summed."""
-        return children.sum(axis=1, keepdims=True)
+        """(K, 1): the targets' impurities summed, target by target (the order in which
+        :mod:`sqlanon.model.score_kernels` adds them)."""
+        return _sum_columns(children)
 
     def weak(self, gain: np.ndarray) -> np.ndarray:
         """Splits removing less than ``min_gain`` per row are taken the Median way."""
@@ -228,7 +229,7 @@ class Targets:
         """(K, 1): the targets' impurities, each as a fraction of the partition's, summed."""
         with np.errstate(divide="ignore", invalid="ignore"):
             fractions = np.where(partition > 0, children / np.where(partition > 0, partition, 1), 0.0)
-        return fractions.sum(axis=1, keepdims=True)
+        return _sum_columns(fractions)
 
     def weak(self, gain: np.ndarray) -> np.ndarray:
         return gain[:, 0] < self.min_gain
@@ -360,6 +361,16 @@ def weighted_entropy(counts: np.ndarray) -> np.ndarray:
     """``n H`` in bits of each row of a count matrix: ``(n ln n - sum_c c ln c) / ln 2``."""
     n, sum_xlogx = count_moments(counts)
     return (n * np.log(np.maximum(n, 1.0)) - sum_xlogx) / math.log(2)
+
+
+def _sum_columns(terms: np.ndarray) -> np.ndarray:
+    """(K, 1): the columns of ``terms`` added one after another, left to right — a fixed order
+    (numpy's own sum along a row goes pairwise from eight columns on), which the fused scoring
+    of :mod:`sqlanon.model.score_kernels` repeats, so both give the same bits."""
+    out = np.zeros(len(terms))
+    for t in range(terms.shape[1]):
+        out += terms[:, t]
+    return out[:, None]
 
 
 def _names(targets: tuple) -> tuple[str, ...]:

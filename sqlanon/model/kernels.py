@@ -2,8 +2,8 @@
 
 Regression and InfoGain judge every cut of every candidate QI, so their level cost is a few
 array operations per frequency group and per row. In numpy each operation is a pass over
-memory with a fresh temporary (the least-squares screen alone takes about fifteen); these
-loops do the same arithmetic in one pass each. They release the GIL (``nogil``), so the
+memory with a fresh temporary; these loops do the same arithmetic in one pass each (the scoring
+of cuts is in :mod:`sqlanon.model.score_kernels`). They release the GIL (``nogil``), so the
 threads of :mod:`sqlanon.model.parallel` run them side by side, and they are compiled once and cached
 on disk (``cache``).
 
@@ -131,46 +131,3 @@ def bins_of_rows(local: np.ndarray, values: np.ndarray, first_bin: np.ndarray, b
         b[i] = k
         per_bin[k] += 1
     return b, per_bin
-
-
-@njit(nogil=True, cache=True)
-def add_split_gain(g: np.ndarray, empty: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: np.ndarray,
-                   n_total: np.ndarray, n_before: np.ndarray, s_total: np.ndarray, s_before: np.ndarray,
-                   whole_n: np.ndarray, whole_s: np.ndarray) -> None:
-    """Add ``s_L^2 / max(n_L, 1) + s_R^2 / max(n_R, 1)`` of one target to ``g`` at every cut
-    ``cand[i]`` and mark cuts with an empty side in ``empty``.
-
-    The left side's ``n`` and ``s`` are running sums less their run's offset (as in
-    :class:`sqlanon.model.stats.Running`), the right side's the pair's totals less the left's.
-    """
-    for i in range(len(cand)):
-        c = cand[i]
-        r = run[c]
-        p = pair[i]
-        n_left = n_total[c] - n_before[r]
-        s_left = s_total[c] - s_before[r]
-        n_right = whole_n[p] - n_left
-        s_right = whole_s[p] - s_left
-        nl = np.float64(n_left)
-        nr = np.float64(n_right)
-        sl = np.float64(s_left)
-        sr = np.float64(s_right)
-        if nl <= 0.0 or nr <= 0.0:
-            empty[i] = True
-        g[i] += sl * sl / max(nl, 1.0)
-        g[i] += sr * sr / max(nr, 1.0)
-
-
-@njit(nogil=True, cache=True)
-def first_max_of_runs(g: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per run of ``g`` beginning at ``starts``, the index of its first largest value."""
-    out = np.empty(len(starts), dtype=np.int64)
-    end = len(g)
-    for r in range(len(starts) - 1, -1, -1):
-        best = starts[r]
-        for i in range(starts[r] + 1, end):
-            if g[i] > g[best]:
-                best = i
-        out[r] = best
-        end = starts[r]
-    return out

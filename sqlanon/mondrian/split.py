@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.constraints import Constraint, KAnonymity, Layout
+from ..model.constraints import Constraint, KAnonymity, Layout, xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.hierarchy import Hierarchy
-from ..model import kernels
+from ..model import score_kernels
 from ..model.parallel import run_all
 from ..model.stats import ClassStats, FrequencyGroups, Running, first_of_run, ranges
 
@@ -445,21 +445,58 @@ def _ordered_cuts(cand, groups, n_left, running, total, balanced, judged, partit
 def _criterion_best(cand, part, code, total, partition_terms, criterion, running, layout, n_left):
     """Per pair (``cand`` sorted), the candidate the criterion ranks first — the smallest key,
     then balance, then code — as an index into ``cand``, with its key and gain. ``n_left``: the
-    running row counts of all groups."""
-    rows = np.arange(len(cand))
-    if isinstance(criterion, Regression):
-        rows = _near_least_squares(criterion, layout, running, cand, part, total, partition_terms, n_left)
-    g = cand[rows]
+    running row counts of all groups.
+
+    InfoGain, Regression and Targets are scored by the fused loops of
+    :mod:`sqlanon.model.score_kernels` (the same keys and gains, bit for bit, in a few passes
+    instead of some forty); the other criteria, and counts too large for the ``c ln c`` table,
+    through :func:`_score` and :func:`_best`.
+    """
+    fused = _fused_best(cand, part, total, partition_terms, criterion, running, layout, n_left)
+    if fused is not None:
+        return fused
     scored = _positions(layout, total, [criterion])
-    left = running.left(g, *scored)
-    right = Running.right(total, part[g], left)
-    p, c = part[g], code[g]
+    left = running.left(cand, *scored)
+    right = Running.right(total, part[cand], left)
+    p, c = part[cand], code[cand]
     balance = np.abs(2 * left.n - total.n[p])
     # Scores are per split (row-wise), so scoring only some cuts gives the same keys.
     children = criterion.terms(left, layout) + criterion.terms(right, layout)
     key, gain = _score(criterion, children, partition_terms[p], total.n[p])
     best = _best(p, (*key.T, balance, c))
-    return rows[best], key[best], gain[best]
+    return best, key[best], gain[best]
+
+
+def _fused_best(cand, part, total, partition_terms, criterion, running, layout, n_left):
+    """:func:`_criterion_best` of InfoGain, Regression and Targets in :mod:`sqlanon.model.score_kernels`:
+    one pass per target adds each cut's children's impurity (in the order of ``terms`` and
+    ``combine``: class labels, then numeric targets), one more keeps each pair's best. None
+    when the criterion is another, or a count is beyond the ``c ln c`` table."""
+    if not isinstance(criterion, (InfoGain, Regression, Targets)):
+        return None
+    p = part[cand]
+    table = None
+    if criterion.class_columns:  # every count of a cut is at most its pair's rows
+        table = xlogx_table(int(total.n[p].max(initial=0)))
+        if table is None or any(c.dtype.kind not in "iu" for c in total.counts):
+            return None
+    normalize = isinstance(criterion, Targets)
+    impurity = np.zeros(len(cand))
+    probe = ClassStats(total.n[:0], tuple(range(len(total.counts))), tuple(range(len(total.moments))))
+    columns = [("c", layout.counts(probe, t)) for t in criterion.class_columns] + \
+              [("m", layout.moments(probe, t)) for t in criterion.numeric_columns]
+    for t, (kind, j) in enumerate(columns):
+        sums, before = running.sums(kind, j)
+        partition = np.ascontiguousarray(partition_terms[:, t])
+        if kind == "c":
+            score_kernels.add_entropy(impurity, cand, p, running.run, sums, before, total.counts[j], table,
+                                      partition, normalize)
+        else:
+            score_kernels.add_squared_error(impurity, cand, p, running.run, sums, before, total.moments[j],
+                                            partition, normalize)
+    base = criterion.combine(partition_terms, partition_terms)[:, 0]
+    best, key, gain = score_kernels.best_cuts(impurity, cand, p, n_left, total.n, base, TIE)
+    return best, key[:, None], gain[:, None]
 
 
 def _positions(layout: Layout, stats: ClassStats, declarers) -> tuple[set[int], set[int]]:
@@ -524,57 +561,6 @@ def _most_balanced(idx, part, n_left, total, running, judged, constraints, layou
         width *= 4
     found = best[best >= 0]
     return idx[found]
-
-
-def _near_least_squares(criterion, layout, running, cand, part, total, partition_terms, n_all) -> np.ndarray:
-    """The cuts (indices into ``cand``, sorted) whose Regression key may equal their pair's
-    best: the others are left out before the squared errors are computed and scored.
-
-    With ``n, s1, s2`` a side's moments of a target, the squared error the criterion computes is
-    ``s2 - s1^2 / n`` up to a few roundings, and ``s2`` of the left and right child add up to the
-    partition's ``T`` (up to one rounding). So a cut's impurity is ``T - G`` with
-    ``G = sum over targets and sides of s1^2 / n``, within ``B = 1e-12 (3 |T| + G)`` — hundreds
-    of times the rounding error (a few units of 2^-53 of each magnitude; clipping a negative
-    squared error at 0 only raises it). ``G`` needs only the running ``n`` and ``s1``, and costs
-    a few operations per cut, next to the tens of the criterion's squared errors and scores.
-    Per pair, the cut with the largest ``G`` is scored exactly (impurity ``I_ref``), and a cut is
-    kept only if ``T - G - B`` does not exceed ``I_ref`` by more than ``W``: keys are impurities
-    rounded to ``TIE`` of the partition's impurity, so one more than
-    ``W = max(1e-9, 8 TIE) * max(impurity, 1)`` above ``I_ref`` cannot tie the best key. Cuts
-    with an empty side (a target NULL on one side) are kept. With continuous targets a pair
-    keeps its best cut and a few neighbours at most.
-    """
-    p = part[cand]
-    g = np.zeros(len(cand))
-    empty = np.zeros(len(cand), dtype=bool)  # a side without a target value: always kept
-    T = np.zeros(len(total))  # per pair
-    probe = ClassStats(total.n[:0], (), tuple(range(len(total.moments))))
-    n_total, n_before = running.sums("n")
-    for t in criterion.targets:
-        j = layout.moments(probe, t)
-        whole = total.moments[j]
-        m_total, m_before = running.sums("m", j)
-        # without NULLs the target's count is the rows' count: the same running sums
-        counted = (n_total, n_before) if running.counts_are_rows(j) else (m_total[:, 0], m_before[:, 0])
-        # one fused pass (kernels.add_split_gain), the arithmetic of Running.left and .right
-        kernels.add_split_gain(g, empty, cand, p, running.run, *counted, m_total[:, 1], m_before[:, 1],
-                               whole[:, 0], whole[:, 1])
-        T += np.abs(whole[:, 2].astype(np.float64))
-    starts = first_of_run(p)
-    lengths = np.diff(np.append(starts, len(p)))
-    ref = kernels.first_max_of_runs(g, starts)  # one cut per pair, in pair order like starts
-    q = p[ref]
-    scored = _positions(layout, total, [criterion])
-    left = running.left(cand[ref], *scored)
-    right = Running.right(total, q, left)
-    children = criterion.terms(left, layout) + criterion.terms(right, layout)
-    reference = criterion.combine(children, partition_terms[q])[:, 0]
-    base = criterion.combine(partition_terms[q], partition_terms[q])[:, 0]
-    w = max(1e-9, 8 * TIE) * np.maximum(base, 1.0)
-    threshold = np.repeat(T[q] - reference - w - 3e-12 * T[q], lengths)
-    keep = empty | (g * (1 + 1e-12) >= threshold)
-    keep[ref] = True
-    return keep.nonzero()[0]
 
 
 def _record(out, q, cut, left, balance, key, gain) -> None:
