@@ -496,7 +496,7 @@ def _request_options(p: argparse.ArgumentParser) -> None:
                    help="a selection analysts will run, SQL over the QIs, e.g. \"age > 40 AND sex = 'M'\" "
                         "(repeatable): Selection Mondrian first minimizes its imprecision")
     p.add_argument("--memory-rows", type=int, metavar="N",
-                   help="finish partitions of at most N rows in memory (0: all in SQL; default 2,000,000)")
+                   help="finish partitions of at most N rows in memory (0: all in SQL; default: DuckDB memory_limit / 1000 bytes, 2,000,000 on other engines)")
     p.add_argument("--strategy", choices=("auto", "levels", "sample"),
                    help="levels: Rothko-T (SQL levels, then in memory); sample: Rothko-S (the tree grown on a "
                         "seeded sample, the table repartitioned once, splits that fail on the full data pruned); "

@@ -476,7 +476,7 @@ def test_explain_files_and_in_memory_sources(capsys, tmp_path):
     code, out, _ = run(capsys, "explain", tmp_path / "p.parquet", "--qid", "age", "--k", "5")
     assert code == 0
     assert "-- == 2. Snapshot of the source" in out and "READ_PARQUET(" in out
-    assert "-- none: the source has 100 rows, at most memory_rows=2,000,000" in out
+    assert "-- none: the source has 100 rows, at most memory_rows=" in out
     assert sorted(os.listdir(tmp_path)) == ["p.parquet"]
 
 

@@ -331,6 +331,11 @@ class Engine(abc.ABC):
     def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
         """A 64-bit hash of the integer ``key`` mixed with ``seed`` (deterministic)."""
 
+    def memory_limit(self) -> int | None:
+        """The bytes this engine is configured to use, if it says (None: unknown): what the
+        default ``memory_rows`` is sized from (:func:`sqlanon.request.spec.default_memory_rows`)."""
+        return None
+
     def threads(self) -> int:
         """How many cores this run may use for in-memory work: this process's."""
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,11 @@ class DuckDBEngine(Engine):
         """DuckDB's ``hash(key, seed)`` (several arguments are hashed together)."""
         return exp.Anonymous(this="hash", expressions=[key, g.lit(seed)])
 
+    def memory_limit(self) -> int | None:
+        """The connection's DuckDB ``memory_limit`` setting in bytes (DuckDB shows it as e.g.
+        ``'18.8 GiB'``; "no limit" is shown as some PiB, capped by the caller)."""
+        return parse_bytes(str(self.scalar(exp.select(exp.func("current_setting", g.lit("memory_limit"))))))
+
     def threads(self) -> int:
         """The connection's DuckDB ``threads`` setting."""
         return max(1, int(self.scalar(exp.select(exp.func("current_setting", g.lit("threads"))))))
@@ -216,3 +222,19 @@ def connect(database: str | None, *, read_only: bool = False) -> duckdb.DuckDBPy
         return duckdb.connect(database, read_only=read_only)
     except duckdb.Error as e:
         raise InputError(f"cannot open database {database}: {e}") from None
+
+
+_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
+
+
+def parse_bytes(text: str) -> int | None:
+    """``'18.8 GiB'`` -> bytes, as DuckDB prints a memory size (None for anything else).
+
+    >>> parse_bytes("1.5 GiB"), parse_bytes("476.8 MiB"), parse_bytes("2GB"), parse_bytes("none")
+    (1610612736, 499961036, 2000000000, None)
+    """
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _UNITS:
+        return None
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])

@@ -8,6 +8,7 @@ the output names (refusing to overwrite unless ``replace=True``).
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,8 +45,16 @@ from .published import interval_columns, published_modes, with_bounds
 
 #: The column of the published view holding the equivalence-class (region) id.
 EQ_CLASS = "eq_class"
-#: Default number of rows below which partitions are finished in memory (numpy).
+#: Default number of rows below which partitions are finished in memory (numpy), for an engine
+#: that does not say how much memory it may use (PostgreSQL, Spark: batches on executors).
 DEFAULT_MEMORY_ROWS = 2_000_000
+#: Bytes of the engine's memory limit per row finished in memory: the finish holds a row's codes,
+#: ids and hashes a few times over (about 250 bytes for nine QIs), and takes a quarter of what the
+#: engine may use, so DuckDB's default limit (80 % of RAM) finishes a 10M-row table in memory
+#: without SQL levels, and ``memory_limit='2GB'`` keeps batches near 2M rows.
+BYTES_PER_MEMORY_ROW = 1000
+#: The smallest default ``memory_rows``, however small the limit.
+MIN_MEMORY_ROWS = 100_000
 
 #: File extensions that make a name a data-file source (only DuckDB reads them in place).
 DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
@@ -138,6 +147,19 @@ class Spec:
         return tuple(names)
 
 
+def default_memory_rows(engine: Engine) -> int:
+    """``memory_rows`` when none is given: the engine's memory limit (capped by this machine's
+    RAM) over :data:`BYTES_PER_MEMORY_ROW`, at least :data:`MIN_MEMORY_ROWS`;
+    :data:`DEFAULT_MEMORY_ROWS` when the engine does not say. The partition does not depend on
+    it; only where the work happens (SQL levels or memory) does."""
+    limit = engine.memory_limit()
+    if limit is None:
+        return DEFAULT_MEMORY_ROWS
+    if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
+        limit = min(limit, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return max(MIN_MEMORY_ROWS, limit // BYTES_PER_MEMORY_ROW)
+
+
 def resolve(
     engine: Engine,
     table: str,
@@ -204,9 +226,7 @@ def resolve(
             f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
             f"partition can hold k of them."
         )
-    memory_rows = (
-        DEFAULT_MEMORY_ROWS if memory_rows is None else check_int("memory_rows", memory_rows, 0)
-    )
+    memory_rows = default_memory_rows(engine) if memory_rows is None else check_int("memory_rows", memory_rows, 0)
     if hierarchies is not None and not isinstance(hierarchies, Mapping):
         raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
                              f"{_shown(hierarchies)}")
