@@ -199,7 +199,7 @@ def tables(draw):
 
 
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.sampled_from(MEMORY))
 def test_equals_reference_on_random_tables(case, memory_rows):
     df, qid, k, rows = case
@@ -214,7 +214,7 @@ def test_equals_reference_on_random_tables(case, memory_rows):
 
 
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.integers(50, 400), st.integers(1, 4), st.integers(2, 30), st.integers(0, 2**31))
 def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
     rng = np.random.default_rng(seed)

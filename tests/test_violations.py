@@ -54,7 +54,7 @@ def _measure(rows: pd.DataFrame, c, whole: pd.DataFrame | None = None) -> tuple[
     return (math.inf if tail == 0 else counts[0] / tail), not counts[0] < c.c * tail
 
 
-@settings(max_examples=40, deadline=None, database=None)
+@settings(max_examples=25, deadline=None, database=None)
 @given(st.integers(1, 300), st.integers(0, 2**32 - 1))
 def test_violations_against_verify_and_brute_force(n, seed):
     rng = np.random.default_rng(seed)

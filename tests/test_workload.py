@@ -129,7 +129,7 @@ def workloads(draw):
 
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
 @pytest.mark.engines("duckdb")
-@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.sampled_from([0, 5, 10**9]))
 def test_equals_brute_force_for_every_constraint_and_criterion(case, memory_rows):
     df, qid, k, hierarchies, constraint, criterion = case
