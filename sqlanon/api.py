@@ -12,7 +12,7 @@ from sqlglot import exp
 from .engine import sqlgen as g
 from .model.constraints import Constraint
 from .model.criteria import Criterion
-from .mondrian.encode import build_domains, encode
+from .mondrian.encode import build_domains, encode, reads_work_once
 from .engine.base import Engine
 from .engine.calls import serialized
 from .engine import engine_for
@@ -294,7 +294,11 @@ def anonymize(
     try:
         source, rid = _working_source(engine, spec)
         domains = build_domains(engine, spec, source)
-        work = encode(engine, spec, domains, source, g.col(rid, "b"))
+        # Rothko-T or Rothko-S (resolved before encoding: a table read only once is not written)
+        options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
+                         spec.memory_rows, sample_rows, confidence, 0 if seed is None else seed)
+        work = encode(engine, spec, domains, source, g.col(rid, "b"),
+                      read_once=reads_work_once(engine, spec, options.strategy))
         lap("encode")
         memory = None
         if spec.single is not None:  # top-down refinement over the compressed table
@@ -308,9 +312,7 @@ def anonymize(
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
                                       threads=engine.threads())
-            # suppression= is Rothko-T's (the budget travels down its levels): "auto" picks "levels"
-            options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
-                             spec.memory_rows, sample_rows, confidence, 0 if seed is None else seed)
+            # suppression= is Rothko-T's (the budget travels down its levels): "auto" picked "levels"
             partitioning = Outcome(options.strategy)
             if spec.suppression and options.strategy == "sample":  # Rothko-S does not carry the budget
                 raise RecodingError("suppression= is not supported with strategy='sample' (Rothko-S): pass "

@@ -15,7 +15,7 @@ import numpy as np
 from .engine import sqlgen as g
 from .api import _working_source
 from .model.criteria import rank
-from .mondrian.encode import build_domains, encode
+from .mondrian.encode import build_domains, encode, reads_work_once
 from .engine import engine_for
 from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
@@ -65,7 +65,7 @@ def explain_entries(
         source, rid = _working_source(rec, spec)
         rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
-        work = encode(rec, spec, domains, source, g.col(rid, "b"))
+        work = encode(rec, spec, domains, source, g.col(rid, "b"), read_once=reads_work_once(rec, spec, "levels"))
         rec.live_reads = False
         rec.placeholder = True
         if spec.single is not None:

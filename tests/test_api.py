@@ -231,6 +231,31 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
         pd.testing.assert_frame_equal(rules, results[0][1])  # same regions, same numbering
 
 
+@pytest.mark.engines("duckdb")
+def test_a_table_that_fits_in_memory_is_encoded_while_the_finish_reads_it():
+    """With no SQL level the working table is read once, so it is a temp view (never written);
+    with one it is a table; either way the release is the same and nothing is left behind."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.integers(0, 90, 400), "b": rng.integers(0, 7, 400)})
+    con = duckdb.connect()
+    load(con, df)
+    from sqlanon.explain import explain
+
+    fits = explain(con, "t", ["a", "b"], 5, memory_rows=400)
+    split = explain(con, "t", ["a", "b"], 5, memory_rows=399)
+    assert 'CREATE TEMPORARY VIEW "__sqlanon_' in fits and "_work" in fits.split("CREATE TEMPORARY VIEW")[1][:60]
+    assert "CREATE TEMPORARY VIEW" not in split
+    out = []
+    for memory_rows in (400, 399):
+        release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, memory_rows=memory_rows, replace=True)
+        out.append((partition_of(con, release.view), rules_frame(con, release)))
+        assert release.verification.ok and not temp_objects(con)
+    assert out[0][0] == out[1][0]
+    pd.testing.assert_frame_equal(out[0][1], out[1][1])
+    with_budget = explain(con, "t", ["a", "b"], 5, memory_rows=400, suppression=0.1, replace=True)
+    assert "CREATE TEMPORARY VIEW" not in with_budget  # the baseline partitions the table twice
+
+
 # -- real data -------------------------------------------------------------------------------
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py (Adult included)
 @pytest.mark.engines("duckdb")

@@ -81,6 +81,7 @@ class Engine(abc.ABC):
         self.con = con
         self.prefix = f"__sqlanon_{uuid.uuid4().hex[:10]}_"
         self._temps: list[str] = []
+        self._views: set[str] = set()  # the temp objects that are views
         self.statements = 0
 
     # -- rendering and execution -------------------------------------------------------------
@@ -226,6 +227,14 @@ class Engine(abc.ABC):
         self.create_table(name, query)
         return name
 
+    def create_temp_view(self, purpose: str, query: exp.Expression) -> str:
+        """A new temp view of ``query`` (a relation read once need not be written); returns its
+        name. Dropped like the temp tables."""
+        name = self.temp_name(purpose)
+        self._views.add(name)
+        self.execute(g.create_view(name, query, temporary=True))
+        return name
+
     @abc.abstractmethod
     def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
         """Create a temp table from numpy columns (in bulk) and return its name."""
@@ -264,17 +273,20 @@ class Engine(abc.ABC):
         return table, {c: np.concatenate([r[c] for r in results]).astype(np.int64) for c in small}
 
     def drop_temp(self, name: str) -> None:
-        """Drop one temp table now (large intermediates are not kept to the end of the run)."""
-        self.execute(g.drop(name, "TABLE"))
+        """Drop one temp table (or view) now (large intermediates are not kept to the end of the run)."""
+        self.execute(g.drop(name, self._kind(name)))
         if name in self._temps:
             self._temps.remove(name)
+
+    def _kind(self, name: str) -> str:
+        return "VIEW" if name in self._views else "TABLE"
 
     def cleanup(self) -> None:
         """Drop every temp object of this run; safe to call twice and after errors."""
         while self._temps:
             name = self._temps.pop()
             with contextlib.suppress(Exception):  # a dead connection: nothing left to clean
-                self._run(self.render(g.drop(name, "TABLE")))
+                self._run(self.render(g.drop(name, self._kind(name))))
 
     # -- what engines spell differently -------------------------------------------------------
     @abc.abstractmethod

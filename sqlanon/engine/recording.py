@@ -121,7 +121,8 @@ class Recorder:
 
     def cleanup(self) -> None:
         while self._temps:
-            self.show(g.drop(self._temps.pop(), "TABLE"))
+            name = self._temps.pop()
+            self.show(g.drop(name, self._kind(name)))
 
     def _inline(self, query: exp.Expression) -> exp.Expression:
         def swap(node: exp.Expression) -> exp.Expression:

@@ -63,8 +63,10 @@ def create_table_as(
     )
 
 
-def create_view(name: str, query: exp.Expression, *, replace: bool = False) -> exp.Create:
-    return exp.Create(this=table(name), kind="VIEW", expression=query, replace=replace)
+def create_view(name: str, query: exp.Expression, *, replace: bool = False, temporary: bool = False) -> exp.Create:
+    """``CREATE [OR REPLACE] [TEMP] VIEW name AS query``."""
+    props = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
+    return exp.Create(this=table(name), kind="VIEW", expression=query, replace=replace, properties=props)
 
 
 def drop(name: str, kind: str) -> exp.Drop:

@@ -66,14 +66,18 @@ def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
     return Domain(qi, h.n_leaves, name, None)
 
 
-def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression) -> str:
+def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression,
+           *, read_once: bool = False) -> str:
     """Create the working table: one row per source row (see :mod:`sqlanon.mondrian.levels`).
 
     ``rid``, ``pid``, ``qhash`` (a fingerprint of the row's QI and constraint columns, so the
     published view can refuse rows that changed after the release), the QI codes ``q0..``, the codes of the
     class columns ``k0..`` and the centered numeric columns ``t0..`` (integers when exact).
+
+    ``read_once``: the partitioning reads the working table once (the whole table is finished in
+    memory, :func:`reads_work_once`), so it is a temp *view* over the snapshot and the code tables:
+    encoding happens while the finish reads the rows, and the table is never written.
     """
-    name = engine.temp_name("work")
     select = [
         g.alias(rid, "rid"),
         g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid"),
@@ -114,5 +118,17 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         value = exp.Cast(this=g.col(stat.name, "b"), to=exp.DataType.build(kind))
         center = exp.Cast(this=g.lit(int(stat.center) if stat.exact else stat.center), to=exp.DataType.build(kind))
         query = query.select(g.alias(exp.Sub(this=value, expression=center), f"t{j}"), copy=False)
-    engine.execute(g.create_table_as(name, engine.broadcast(query, lookups)))
-    return name
+    query = engine.broadcast(query, lookups)
+    if read_once:
+        return engine.create_temp_view("work", query)
+    return engine.create_temp("work", query)
+
+
+def reads_work_once(engine: Engine, spec: Spec, strategy: str) -> bool:
+    """Whether a multidimensional run reads its working table only once: Rothko-T (not the
+    sample's rounds) without a suppression budget (whose baseline partitions the table a second
+    time), on a table that fits ``memory_rows`` (no SQL level: the in-memory finish fetches it
+    once), on an engine that fetches it into this process (Spark's executors would read a view
+    twice: its range partitioning samples the rows first)."""
+    return (spec.single is None and not spec.suppression and strategy == "levels" and not engine.distributed
+            and 0 < spec.source.rows <= spec.memory_rows)

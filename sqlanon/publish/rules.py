@@ -140,19 +140,21 @@ def rowmap_query(
     published = (g.alias(exp.Nullif(this=g.col("region", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
                  if dropped else g.col("region", "m"))
     cols = [g.col("rid", "x"), published, g.col("qhash", "x")]
-    query = (
+    in_sql = (
         exp.select(*cols)
         .from_(exp.alias_(g.table(work), g.ident("x"), table=True))
         .join(m, on=exp.and_(exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")), g.col("sql", "m")))
     )
-    if memory_assignment:
-        in_memory = (
-            exp.select(*cols)
-            .from_(exp.alias_(g.table(memory_assignment), g.ident("x"), table=True))
-            .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
-        )
-        query = exp.union(query, in_memory, distinct=False)
-    return query
+    if not memory_assignment:
+        return in_sql
+    in_memory = (
+        exp.select(*cols)
+        .from_(exp.alias_(g.table(memory_assignment), g.ident("x"), table=True))
+        .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
+    )
+    if not regions.in_sql.any():  # every leaf was finished in memory: the working table is not read again
+        return in_memory
+    return exp.union(in_sql, in_memory, distinct=False)
 
 
 def live_plan(spec: Spec) -> LiveView:
