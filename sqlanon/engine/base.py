@@ -326,14 +326,19 @@ class Engine(abc.ABC):
         itself no better. Here: unchanged (DuckDB and PostgreSQL plan them well)."""
         return query
 
-    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid") -> exp.Expression:
+    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",
+               total: int | None = None) -> exp.Expression:
         """A query drawing ``rows`` rows of ``relation`` (all of them if it has fewer) uniformly
         at random without replacement, the same rows for the same ``seed`` on every run and
         every engine plan: the rows with the smallest :meth:`seeded_hash` of their unique
         integer ``key`` (ties by the key). A hash behaves as a random permutation of the rows, so
         its first ``rows`` are a simple random sample — what a reservoir sample draws (TR 1590,
         Section 3) — and unlike ``TABLESAMPLE`` or ``rand()`` the draw does not depend on
-        threads, partitions or storage order. One scan; the engine keeps a top-``rows`` heap."""
+        threads, partitions or storage order. One scan; the engine keeps a top-``rows`` heap.
+
+        ``total``: the relation's rows, when the caller knows them; an engine may use it to
+        filter before the heap (then fewer than ``rows`` rows may come back, with odds below
+        1e-20: the caller draws again without ``total``)."""
         source = relation if isinstance(relation, exp.Table) else exp.Subquery(
             this=relation, alias=exp.TableAlias(this=g.ident("sampled")))
         return (exp.select(exp.Star()).from_(source)

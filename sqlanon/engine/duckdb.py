@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,23 @@ class DuckDBEngine(Engine):
         if table and "rowid" not in {c.lower() for c in columns}:
             return exp.column("rowid")
         return super().row_ids(columns, table)
+
+    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",
+               total: int | None = None) -> exp.Expression:
+        """The base's draw, with ``total`` known: a filter on the seeded hash first keeps the
+        rows below the bound that ``r = rows + 10 sqrt(rows) + 100`` of ``total`` uniform 64-bit
+        hashes fall under on average (``floor(2^64 r / total)``), so the top-``rows`` sort
+        holds about ``r`` rows, not the whole relation — which under a small ``memory_limit``
+        runs out of memory (100M rows, 2GB). The ``rows`` smallest hashes are the same rows
+        whenever at least ``rows`` pass the bound (ten standard deviations below the mean: the
+        caller checks, and draws again without ``total`` if not)."""
+        query = super().sample(relation, rows, seed, key)
+        if total is None or rows >= total:
+            return query
+        bound = min(2**64 - 1, (2**64 * int(rows + 10 * math.sqrt(rows) + 100)) // total)
+        below = exp.LTE(this=self.seeded_hash(g.col(key), seed),
+                        expression=exp.Cast(this=g.lit(bound), to=exp.DataType.build("UBIGINT", dialect="duckdb")))
+        return query.where(below, copy=False)
 
     def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
         """DuckDB's ``hash(key, seed)`` (several arguments are hashed together)."""

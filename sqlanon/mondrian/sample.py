@@ -223,7 +223,9 @@ def _grow(engine: Engine, partitioner: Partitioner, work: str, parts: Boxes, lay
         pid, N = int(parts.pid[i]), int(parts.n[i])
         rows = exp.select(*[g.col(c) for c in layout.carried]).from_(g.table(work)).where(
             exp.EQ(this=g.col("pid"), expression=g.lit(pid)))
-        res = engine.fetch(engine.sample(rows, options.sample_rows, _seed(options.seed, pid)))
+        res = engine.fetch(engine.sample(rows, options.sample_rows, _seed(options.seed, pid), total=N))
+        if len(res["rid"]) < min(options.sample_rows, N):  # the engine's pre-filter let too few through
+            res = engine.fetch(engine.sample(rows, options.sample_rows, _seed(options.seed, pid)))
         n = len(res["rid"])
         batch = Batch(
             np.vstack([res[c] for c in layout.q]).astype(np.int32) if layout.q else np.zeros((0, n), np.int32),
