@@ -34,14 +34,14 @@ from numba import njit
 LN2 = math.log(2)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def entropy_bits(n: float, x: float, table: np.ndarray) -> float:
     """``|E| H(C|E) = (n ln n - x) / ln 2`` in bits of a class of ``n`` rows (a float holding
     an integer) with ``x = sum_c c ln c`` (:func:`~sqlanon.model.criteria.weighted_entropy`)."""
     return (table[np.int64(n)] - x) / LN2
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def class_entropy(counts: np.ndarray, table: np.ndarray) -> float:
     """``|E| H(C|E)`` in bits of one class's counts per value, both sums taken value by value
     (the order of :func:`~sqlanon.model.constraints.count_moments`)."""
@@ -53,7 +53,7 @@ def class_entropy(counts: np.ndarray, table: np.ndarray) -> float:
     return entropy_bits(n, x, table)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def children_entropy(left: np.ndarray, whole: np.ndarray, table: np.ndarray) -> float:
     """``|L| H(C|L) + |R| H(C|R)`` (bits) of a cut whose left child holds ``left`` rows per
     value of a label and its partition ``whole`` (the right child the difference)."""
@@ -71,7 +71,7 @@ def children_entropy(left: np.ndarray, whole: np.ndarray, table: np.ndarray) -> 
     return entropy_bits(n_left, x_left, table) + entropy_bits(n_right, x_right, table)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def add_term(acc: float, term: float, partition: float, normalize: bool) -> float:
     """``acc`` plus one target's children impurity ``term`` — divided by the partition's own
     impurity ``partition`` when ``normalize`` (0 where that is not positive: :meth:`Targets.combine
@@ -103,7 +103,7 @@ def add_entropy(acc: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: np.nda
         acc[i] = add_term(acc[i], children_entropy(left, whole[p], table), partition[p], normalize)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _squared_error(n, s1, s2) -> float:
     """``S2 - S1^2 / n`` of centered moments, clipped at 0 (0 when n = 0), in the operations
     of :func:`~sqlanon.model.constraints.variance` times ``n``."""
@@ -121,7 +121,7 @@ def _squared_error(n, s1, s2) -> float:
     return v * count
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def children_squared_error(n_left, s_left, q_left, n, s, q) -> float:
     """One numeric target's squared error around each child's mean, left plus right, of a cut
     whose left child has the moments ``(n_left, s_left, q_left)`` of its partition's ``(n, s, q)``."""
@@ -146,7 +146,7 @@ def add_squared_error(acc: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: 
         acc[i] = add_term(acc[i], e, partition[p], normalize)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def cut_key(impurity: float, base: float, tie: float) -> float:
     """A cut's key: its impurity as a fraction of the partition's ``base`` (1 where that is not
     positive), rounded to ``tie`` (:func:`sqlanon.mondrian.split._score`)."""
@@ -154,7 +154,7 @@ def cut_key(impurity: float, base: float, tie: float) -> float:
     return np.rint(impurity / scale / tie) * tie
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def cut_gain(impurity: float, base: float, n) -> float:
     """The impurity a cut removes per row of its partition of ``n`` rows."""
     return (base - impurity) / np.float64(max(n, 1))

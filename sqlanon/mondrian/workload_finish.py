@@ -108,240 +108,362 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     ``child``, ``depth``, ``n``, ``attr``, ``cut``, ``cmin``/``cmax`` per node (roots first),
     ``row`` and ``leaf`` per batch row.
     """
-    from .builder import sort_and_group  # builder imports this module
-
     d, M = codes.shape
     R = len(seg_n)
-    least = max(1, int(min_size))
-    seg_of_row = np.repeat(np.arange(R, dtype=np.int64), seg_n)
-    # The attribute lists: per QI the rows of each partition in code order, and their codes.
-    lrow = np.empty((d, M), dtype=np.int32)
-    lcode = np.empty((d, M), dtype=np.int32)
-
-    def sort(j: int) -> None:
-        order = sort_and_group(seg_of_row, codes[j])[0]
-        lrow[j] = order
-        np.take(codes[j], order, out=lcode[j])
-
-    run_all(sort, range(d), threads)
-    off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    labels = np.empty((M, len(classes)), dtype=np.int32)  # a row's count slot per label
-    for t, c in enumerate(classes):
-        labels[:, t] = c + off[t]
-    values = np.empty((M, len(numbers)), dtype=np.int64)
-    for t, v in enumerate(numbers):
-        values[:, t] = v
     table = xlogx_table(int(seg_n.max(initial=0)))
     if table is None:
         raise ValueError("a partition beyond the c ln c table (see applies)")
-    settle = len(numbers) == 0  # pure in every label: the Median choice (see the module docstring)
-    num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
-    num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
-    span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+    off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    lists = _Lists.build(codes, seg_n, [c + off[t] for t, c in enumerate(classes)], numbers, threads)
     start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
-    left_of = np.zeros(M, dtype=np.bool_)  # per row: goes to the left child of the split at hand
-    leaf_of = np.empty(M, dtype=np.int64)
-
     threads = max(1, int(threads))
-    cap1 = 2 * (M // least) + 2
+    cap1 = 2 * (M // max(1, int(min_size))) + 2
     cap = R + cap1 + threads * cap1
     t = _Table(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
     for i in range(R):  # a partition's lists are sorted: its extents are their ends
-        t.cmin[i] = lcode[:, start[i]]
-        t.cmax[i] = lcode[:, start[i] + seg_n[i] - 1]
-
-    def run(todo: np.ndarray, first: int, defer: int) -> tuple[int, np.ndarray]:
-        width = int(t.n[todo].max(initial=0))
-        deferred = np.empty(len(todo) + 2 * (M // least) + 2, dtype=np.int64)
-        used, nd = _grow(lrow, lcode, labels, values, left_of, leaf_of, todo, first, defer, *t.arrays(),
-                         num, num_off, span, least, 2 * int(min_size), off, table, normalize, settle,
-                         float(min_gain), TIE, np.empty(width, np.int32), np.empty(width, np.int32), deferred)
-        return used, deferred[:nd]
+        t.cmin[i] = lists.code[:, start[i]]
+        t.cmax[i] = lists.code[:, start[i] + seg_n[i] - 1]
+    g = _Grower(lists, t, domains, min_size, off, table, normalize, float(min_gain), M)
 
     roots = np.arange(R, dtype=np.int64)
     areas = [(R, 0)]  # (first node, nodes made) per call
     if threads > 1 and M >= 2 * _PARALLEL_ROWS:
-        # First phase: split the partitions larger than a slice of the batch, defer the rest.
-        defer = max(M // (8 * threads), 1)
-        big = t.n[roots] > defer
-        used, todo = run(roots[big], R, defer)
-        todo = np.concatenate((roots[~big], todo))
+        # First phase: the partitions larger than a slice of the batch are split one at a time,
+        # their QIs scored and their lists partitioned on all threads (a tree of unbalanced
+        # splits keeps large partitions for many levels); the others are deferred ...
+        defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
+        used, todo = g.grow_wide(roots, R, defer, threads)
         areas[0] = (R, used)
+        # ... and shared out over the threads, each growing whole subtrees.
         todo = todo[np.argsort(-t.n[todo], kind="stable")]
         share = _share(t.n[todo], threads)
         firsts = [R + cap1 * (i + 1) for i in range(threads)]
-        done = run_all(lambda i: run(todo[share == i], firsts[i], -1)[0], range(threads), threads)
+        done = run_all(lambda i: g.grow(todo[share == i], firsts[i]), range(threads), threads)
         areas += list(zip(firsts, done))
     else:
-        used, _ = run(roots, R, -1)
-        areas[0] = (R, used)
+        areas[0] = (R, g.grow(roots, R))
     made = np.concatenate([roots] + [np.arange(f, f + u, dtype=np.int64) for f, u in areas])
     out = t.take(made)
     at = np.empty(cap, dtype=np.int64)
     at[made] = np.arange(len(made))
     out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
-    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[leaf_of]
+    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[g.leaf_of]
     return out
 
 
+class _Lists:
+    """SPRINT's attribute lists (Shafer, Agrawal & Mehta, VLDB 1996): per QI ``j``, the batch's
+    rows partition by partition, each partition's in code order — ``row[j]`` the row, ``code[j]``
+    its code, ``label[j, u]`` its count slot of label ``u`` and ``value[j, u]`` its numeric
+    target ``u`` — so a scan down a list reads memory in order. A split partitions every list
+    stably, left rows first (:func:`_partition`)."""
+
+    def __init__(self, row: np.ndarray, code: np.ndarray, label: np.ndarray, value: np.ndarray) -> None:
+        self.row, self.code, self.label, self.value = row, code, label, value
+
+    @classmethod
+    def build(cls, codes: np.ndarray, seg_n: np.ndarray, slots: Sequence[np.ndarray], values: Sequence[np.ndarray],
+              threads: int) -> _Lists:
+        from .builder import sort_and_group  # builder imports this module
+
+        d, M = codes.shape
+        seg_of_row = np.repeat(np.arange(len(seg_n), dtype=np.int64), seg_n)
+        out = cls(np.empty((d, M), dtype=np.int32), np.empty((d, M), dtype=np.int32),
+                  np.empty((d, len(slots), M), dtype=np.int32), np.empty((d, len(values), M), dtype=np.int64))
+
+        def sort(j: int) -> None:
+            order = sort_and_group(seg_of_row, codes[j])[0]
+            out.row[j] = order
+            out.code[j] = codes[j][order]
+            for u, c in enumerate(slots):
+                out.label[j, u] = c[order]
+            for u, v in enumerate(values):
+                out.value[j, u] = v[order]
+
+        run_all(sort, range(d), threads)
+        return out
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.row, self.code, self.label, self.value
+
+
+class _Grower:
+    """The depth-first growth of one batch: the lists, the node table and the request."""
+
+    def __init__(self, lists: _Lists, t: _Table, domains: Sequence[Domain], min_size: int, off: np.ndarray,
+                 table: np.ndarray, normalize: bool, min_gain: float, M: int) -> None:
+        self.lists, self.t, self.off, self.table = lists, t, off, table
+        self.normalize, self.min_gain = normalize, min_gain
+        self.least = max(1, int(min_size))
+        self.small = 2 * int(min_size)
+        self.settle = lists.value.shape[1] == 0  # pure in every label: the Median choice
+        self.num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
+        self.num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
+        self.span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+        self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
+        self.leaf_of = np.empty(M, dtype=np.int64)
+        self.M = M
+
+    def _request(self) -> tuple:
+        return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
+                self.settle, self.min_gain, TIE)
+
+    def _spare(self, width: int) -> tuple[np.ndarray, ...]:
+        L = self.lists
+        return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), np.int32),
+                np.empty((L.value.shape[1], width), np.int64))
+
+    def grow(self, todo: np.ndarray, first: int) -> int:
+        """Finish the nodes ``todo`` depth-first in one compiled loop; new nodes from table row
+        ``first`` on. Returns the nodes made."""
+        width = int(self.t.n[todo].max(initial=0))
+        # each thread its own bits: rows of different subtrees share words
+        return _grow(*self.lists.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo, first, *self.t.arrays(),
+                     *self._request(), *_Scratch.make(self.lists, self.off).arrays(), *self._spare(width))
+
+    def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
+        """Finish the nodes ``todo`` depth-first down to children of at most ``defer`` rows, one
+        node at a time, each on all threads: its QIs scored and its lists partitioned in
+        parallel. Returns the nodes made and the deferred ones."""
+        t, L = self.t, self.lists
+        d = L.code.shape[0]
+        scratch = [_Scratch.make(L, self.off) for _ in range(d)]
+        spare = [self._spare(int(t.n[todo].max(initial=0))) for _ in range(threads)]
+        stack = [int(x) for x in todo[::-1] if t.n[x] > defer]
+        deferred = [int(x) for x in todo if t.n[x] <= defer]
+        free = first
+        pieces = [list(range(i, d, threads)) for i in range(threads)]
+        left_of = np.zeros(self.words, np.uint64)
+        while stack:
+            node = stack.pop()
+            s, m = int(t.start[node]), int(t.n[node])
+            ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self._request(),
+                                          scratch[0].whole, scratch[0].moments, scratch[0].partition)
+            if pure or len(ranked) == 0:
+                found, c, at = _settled_choice(L.code, ranked, s, m, self.least)
+            else:
+                for x in scratch[1:]:
+                    x.share(scratch[0])
+
+                def score(i: int) -> tuple:
+                    return _scan(L.code, L.label, L.value, int(ranked[i]), s, m, self.least, *scratch[i].arrays(),
+                                 base, self.off, self.table, self.normalize, TIE)
+
+                found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), self.min_gain)
+            if found < 0:
+                _leaf(L.row, node, s, m, self.leaf_of, t.attr)
+                continue
+            _mark(L.row, found, s, m, at, left_of)
+            run_all(lambda i: [_partition(*L.arrays(), j, s, m, left_of, *spare[i])
+                               for j in pieces[i] if j != found], range(threads), threads)
+            a = free
+            free += 2
+            _children(L.code, node, found, c, at, a, *t.arrays())
+            for kid in (a + 1, a):  # the right child is pushed first, so the left one is grown first
+                (deferred if t.n[kid] <= defer else stack).append(kid)
+        return free - first, np.array(deferred, dtype=np.int64)
+
+
+class _Scratch:
+    """Per-scan buffers: the partition's label counts and target moments, the left child's
+    during a scan, and the partition's impurity per target."""
+
+    def __init__(self, whole, left, moments, left_moments, partition) -> None:
+        self.whole, self.left, self.moments, self.left_moments, self.partition = whole, left, moments, left_moments, partition
+
+    @classmethod
+    def make(cls, lists: _Lists, off: np.ndarray) -> _Scratch:
+        T_c, T_n = lists.label.shape[1], lists.value.shape[1]
+        return cls(np.zeros(off[-1], np.int64), np.zeros(off[-1], np.int64), np.zeros((T_n, 3), np.int64),
+                   np.zeros((T_n, 3), np.int64), np.zeros(T_c + T_n))
+
+    def share(self, other: _Scratch) -> None:
+        """Take the partition's statistics from ``other``."""
+        self.whole[:], self.moments[:], self.partition[:] = other.whole, other.moments, other.partition
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.whole, self.left, self.moments, self.left_moments, self.partition
+
+
 @njit(nogil=True, cache=True)
-def _grow(lrow, lcode, labels, values, left_of, leaf_of, todo, first, defer, parent, child, depth, start, n,
-          attr, cut, cmin, cmax, num, num_off, span, least, small, off, table, normalize, settle, min_gain,
-          tie, spare_row, spare_code, deferred):
-    """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Children
-    with at most ``defer`` rows (-1: none) are not grown but listed in ``deferred``. Returns
-    ``(nodes made, deferred count)``."""
-    d = lcode.shape[0]
-    T_c = labels.shape[1]
-    T_n = values.shape[1]
-    stack = np.empty(len(todo) + 2 * (lcode.shape[1] // least) + 2, dtype=np.int64)
+def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child, depth, start, n, attr, cut, cmin,
+          cmax, num, num_off, span, least, small, off, table, normalize, settle, min_gain, tie, whole, left, moments,
+          left_moments, partition, spare_row, spare_code, spare_label, spare_value):
+    """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
+    the nodes made."""
+    d = code.shape[0]
+    stack = np.empty(len(todo) + 2 * (code.shape[1] // least) + 2, dtype=np.int64)
     top = 0
     for i in range(len(todo) - 1, -1, -1):
         stack[top] = todo[i]
         top += 1
     free = first
-    nd = 0
-    w = np.empty(d, dtype=np.float64)
-    ranked = np.empty(d, dtype=np.int64)
-    tried = np.zeros(d, dtype=np.bool_)
-    whole = np.zeros(off[-1], dtype=np.int64)  # the partition's rows per label value
-    left = np.zeros(off[-1], dtype=np.int64)  # the left child's, during a scan
-    moments = np.zeros((T_n, 3), dtype=np.int64)
-    left_moments = np.zeros((T_n, 3), dtype=np.int64)
-    partition = np.empty(T_c + T_n, dtype=np.float64)  # the partition's impurity per target
     while top > 0:
         top -= 1
         node = stack[top]
         s = start[node]
         m = n[node]
-        found = -1
-        c = 0
-        at = 0
-        if m >= small:
-            # the candidates in rank order: widest normalized range first, ties by position
-            for j in range(d):
-                tried[j] = cmin[node, j] >= cmax[node, j]
-                if span[j] > 0:
-                    w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j]
-                else:
-                    w[j] = 0.0
-            nr = 0
-            while True:
-                j = -1
-                for q in range(d):
-                    if not tried[q] and (j < 0 or w[q] > w[j]):
-                        j = q
-                if j < 0:
-                    break
-                tried[j] = True
-                ranked[nr] = j
-                nr += 1
-            # the partition's label counts and target moments (list 0 holds its rows)
-            whole[:] = 0
-            moments[:, :] = 0
-            for i in range(s, s + m if nr > 0 else s):
-                r = lrow[0, i]
-                for u in range(T_c):
-                    whole[labels[r, u]] += 1
-                for u in range(T_n):
-                    x = values[r, u]
-                    moments[u, 1] += x
-                    moments[u, 2] += x * x
-            for u in range(T_n):
-                moments[u, 0] = m
-            pure = settle and nr > 0
-            if pure:
-                for u in range(T_c):
-                    hit = False
-                    for v in range(off[u], off[u + 1]):
-                        hit = hit or whole[v] == m
-                    pure = pure and hit
-            if pure:  # every cut scores 0: the first QI with an allowable Median cut
-                for i in range(nr):
-                    q = ranked[i]
-                    cq, lq = _median_cut(lcode, q, s, m)
-                    if lq >= least and m - lq >= least:
-                        found, c, at = q, cq, lq
-                        break
-            elif nr > 0:
-                base = 0.0
-                for u in range(T_c):
-                    partition[u] = sk.class_entropy(whole[off[u]:off[u + 1]], table)
-                for u in range(T_n):
-                    partition[T_c + u] = sk._squared_error(moments[u, 0], moments[u, 1], moments[u, 2])
-                for u in range(T_c + T_n):
-                    p = partition[u]
-                    base += (p / p if p > 0 else 0.0) if normalize else p
-                best_q = -1
-                best_key = 0.0
-                best_gain = 0.0
-                best_c = 0
-                best_l = 0
-                median_q = -1
-                median_c = 0
-                median_l = 0
-                for i in range(nr):
-                    q = ranked[i]
-                    ok, qc, ql, qkey, qgain, mc, ml = _scan(lrow, lcode, labels, values, q, s, m, least, whole, left,
-                                                            moments, left_moments, partition, base, off, table,
-                                                            normalize, tie)
-                    if not ok:
-                        continue
-                    if median_q < 0:
-                        median_q, median_c, median_l = q, mc, ml
-                    if best_q < 0 or qkey < best_key:  # ties: the earlier QI in rank order
-                        best_q, best_key, best_gain, best_c, best_l = q, qkey, qgain, qc, ql
-                if best_q >= 0:
-                    if best_gain < min_gain:  # weak: the Median choice
-                        found, c, at = median_q, median_c, median_l
-                    else:
-                        found, c, at = best_q, best_c, best_l
+        ranked, base, pure = _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small,
+                                      off, table, normalize, settle, min_gain, tie, whole, moments, partition)
+        if pure or len(ranked) == 0:
+            found, c, at = _settled_choice(code, ranked, s, m, least)
+        else:
+            found, c, at = _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
+                                              left_moments, partition, base, off, table, normalize, tie, min_gain)
         if found < 0:
-            attr[node] = -1
-            for i in range(s, s + m):
-                leaf_of[lrow[0, i]] = node
+            _leaf(row, node, s, m, leaf_of, attr)
             continue
-        attr[node] = found
-        cut[node] = c
-        a, b = free, free + 1
-        free += 2
-        for i in range(s, s + m):  # the split QI's list is sorted: its first ``at`` rows go left
-            left_of[lrow[found, i]] = i < s + at
+        _mark(row, found, s, m, at, left_of)
         for j in range(d):
             if j != found:
-                _partition(lrow, lcode, j, s, m, left_of, spare_row, spare_code)
-            cmin[a, j], cmax[a, j] = lcode[j, s], lcode[j, s + at - 1]
-            cmin[b, j], cmax[b, j] = lcode[j, s + at], lcode[j, s + m - 1]
-        parent[a] = parent[b] = node
-        child[a], child[b] = 0, 1
-        depth[a] = depth[b] = depth[node] + 1
-        start[a], start[b] = s, s + at
-        n[a], n[b] = at, m - at
-        # the right child is pushed first, so the left one is grown first
-        for kid in (b, a):
-            if n[kid] <= defer:
-                deferred[nd] = kid
-                nd += 1
-            else:
-                stack[top] = kid
-                top += 1
-    return free - first, nd
+                _partition(row, code, label, value, j, s, m, left_of, spare_row, spare_code, spare_label, spare_value)
+        a = free
+        free += 2
+        _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
+        stack[top] = a + 1  # the right child is pushed first, so the left one is grown first
+        stack[top + 1] = a
+        top += 2
+    return free - first
 
 
 @njit(nogil=True, cache=True)
-def _scan(lrow, lcode, labels, values, q, s, m, least, whole, left, moments, left_moments, partition, base, off,
-          table, normalize, tie):
+def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
+             settle, min_gain, tie, whole, moments, partition):
+    """A node's candidate QIs in rank order (none below ``small`` rows), and when it has some,
+    its label counts and target moments (into ``whole``, ``moments``), its impurity per target
+    (``partition``) and in all (``base``), and whether it is pure in every label (``settle``
+    criteria only). Returns ``(ranked, base, pure)``."""
+    d = cmin.shape[1]
+    s = start[node]
+    m = n[node]
+    ranked = np.empty(0, dtype=np.int64)
+    if m < small:
+        return ranked, 0.0, False
+    w = np.empty(d, dtype=np.float64)
+    tried = np.zeros(d, dtype=np.bool_)
+    nr = 0
+    for j in range(d):  # widest normalized range first, ties by position
+        tried[j] = cmin[node, j] >= cmax[node, j]
+        nr += not tried[j]
+        w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j] if span[j] > 0 else 0.0
+    ranked = np.empty(nr, dtype=np.int64)
+    for i in range(nr):
+        j = -1
+        for q in range(d):
+            if not tried[q] and (j < 0 or w[q] > w[j]):
+                j = q
+        tried[j] = True
+        ranked[i] = j
+    if nr == 0:
+        return ranked, 0.0, False
+    T_c = label.shape[1]
+    T_n = value.shape[1]
+    whole[:] = 0
+    moments[:, :] = 0
+    for i in range(s, s + m):  # any QI's list holds the node's rows
+        for u in range(T_c):
+            whole[label[0, u, i]] += 1
+        for u in range(T_n):
+            x = value[0, u, i]
+            moments[u, 1] += x
+            moments[u, 2] += x * x
+    for u in range(T_n):
+        moments[u, 0] = m
+    if settle:
+        pure = True
+        for u in range(T_c):
+            hit = False
+            for v in range(off[u], off[u + 1]):
+                hit = hit or whole[v] == m
+            pure = pure and hit
+        if pure:
+            return ranked, 0.0, True
+    base = 0.0
+    for u in range(T_c):
+        partition[u] = sk.class_entropy(whole[off[u]:off[u + 1]], table)
+    for u in range(T_n):
+        partition[T_c + u] = sk._squared_error(moments[u, 0], moments[u, 1], moments[u, 2])
+    for u in range(T_c + T_n):  # the criterion's combine of the partition with itself
+        p = partition[u]
+        base += (p / p if p > 0 else 0.0) if normalize else p
+    return ranked, base, False
+
+
+@njit(nogil=True, cache=True)
+def _settled_choice(code, ranked, s, m, least):
+    """The Median choice: the first QI in rank order whose most balanced cut is allowable.
+    Returns ``(QI, cut, rows left)``, QI -1 when none."""
+    for i in range(len(ranked)):
+        q = ranked[i]
+        c, at = _median_cut(code, q, s, m)
+        if at >= least and m - at >= least:
+            return q, c, at
+    return -1, 0, 0
+
+
+@njit(nogil=True, cache=True)
+def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
+                       off, table, normalize, tie, min_gain):
+    """:func:`_choose` of the :func:`_scan` of every ranked QI, one after another."""
+    nr = len(ranked)
+    ok = np.zeros(nr, dtype=np.bool_)
+    cuts = np.zeros((nr, 4), dtype=np.int64)  # cut, rows left, median cut, its rows left
+    scores = np.zeros((nr, 2))  # key, gain
+    for i in range(nr):
+        ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan(
+            code, label, value, ranked[i], s, m, least, whole, left, moments, left_moments, partition, base, off,
+            table, normalize, tie)
+    return _pick(ranked, ok, cuts, scores, min_gain)
+
+
+def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
+    """:func:`_pick` of the results of :func:`_scan` per ranked QI."""
+    nr = len(ranked)
+    ok = np.array([x[0] for x in scans], dtype=np.bool_).reshape(nr)
+    cuts = np.array([(x[1], x[2], x[5], x[6]) for x in scans], dtype=np.int64).reshape(nr, 4)
+    scores = np.array([(x[3], x[4]) for x in scans], dtype=np.float64).reshape(nr, 2)
+    found, c, at = _pick(ranked, ok, cuts, scores, min_gain)
+    return int(found), int(c), int(at)
+
+
+@njit(nogil=True, cache=True)
+def _pick(ranked, ok, cuts, scores, min_gain):
+    """The partition's split from its QIs' (in rank order): the smallest key, ties by rank
+    (:meth:`Partitioner._pick`); when its gain is below ``min_gain``, the Median choice — the
+    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none."""
+    best = -1
+    median = -1
+    for i in range(len(ranked)):
+        if not ok[i]:
+            continue
+        if median < 0:
+            median = i
+        if best < 0 or scores[i, 0] < scores[best, 0]:
+            best = i
+    if best < 0:
+        return -1, 0, 0
+    if scores[best, 1] < min_gain:  # weak: the Median choice
+        return ranked[median], cuts[median, 2], cuts[median, 3]
+    return ranked[best], cuts[best, 0], cuts[best, 1]
+
+
+@njit(nogil=True, cache=True)
+def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
+          normalize, tie):
     """Score every allowable cut of QI ``q`` in one pass down its list (rows ``s .. s+m-1`` in
     code order). Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's
     cut (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
-    and the most balanced one."""
-    T_c = labels.shape[1]
-    T_n = values.shape[1]
+    and the most balanced one.
+
+    A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
+    :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
+    :func:`_margin`, so its key is certainly larger (see there)."""
+    T_c = label.shape[1]
+    T_n = value.shape[1]
     left[:] = 0
     left_moments[:, :] = 0
     nl = 0
-    i = s
     end = s + m
     found = False
     best_c = 0
@@ -349,28 +471,35 @@ def _scan(lrow, lcode, labels, values, q, s, m, least, whole, left, moments, lef
     best_key = 0.0
     best_balance = 0
     best_gain = 0.0
+    best_estimate = 0.0
+    best_size = 0.0
     median_c = 0
     median_l = 0
     median_balance = -1
-    while i < end:
-        code = lcode[q, i]
-        while i < end and lcode[q, i] == code:
-            r = lrow[q, i]
-            for u in range(T_c):
-                left[labels[r, u]] += 1
-            for u in range(T_n):
-                x = values[r, u]
-                left_moments[u, 1] += x
-                left_moments[u, 2] += x * x
-            i += 1
-            nl += 1
-        if i == end or m - nl < least:  # no cut after the largest code; none allowable beyond
-            break
+    scale = base if base > 0 else 1.0
+    # One row at a time, a cut after each row that is the last of its code (a loop per code
+    # would exit unpredictably where codes are held by one or two rows each).
+    for i in range(s, end - 1):
+        for u in range(T_c):
+            left[label[q, u, i]] += 1
+        for u in range(T_n):
+            x = value[q, u, i]
+            left_moments[u, 1] += x
+            left_moments[u, 2] += x * x
+        nl += 1
         if nl < least:
+            continue
+        if m - nl < least:  # and beyond
+            break
+        here = code[q, i]
+        if here == code[q, i + 1]:
             continue
         balance = abs(2 * nl - m)
         if median_balance < 0 or balance < median_balance:
-            median_c, median_l, median_balance = code, nl, balance
+            median_c, median_l, median_balance = here, nl, balance
+        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
+        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
+            continue
         impurity = 0.0
         for u in range(T_c):
             h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
@@ -382,44 +511,169 @@ def _scan(lrow, lcode, labels, values, q, s, m, least, whole, left, moments, lef
         key = sk.cut_key(impurity, base, tie)
         if not found or key < best_key or (key == best_key and balance < best_balance):
             found = True
-            best_c, best_l, best_key, best_balance = code, nl, key, balance
+            best_c, best_l, best_key, best_balance = here, nl, key, balance
             best_gain = sk.cut_gain(impurity, base, m)
+            best_estimate, best_size = estimate, size
     return found, best_c, best_l, best_key, best_gain, median_c, median_l
 
 
+#: ``1 / ln 2``: the estimates of :func:`_estimate` multiply where the exact terms divide.
+_INV_LN2 = 1.0 / sk.LN2
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize):
+    """A cheap estimate of a cut's impurity (the exact one divides several times per target),
+    and the size of the quantities it is made of: ``(estimate, size)``.
+
+    Per label ``n ln n - sum c ln c`` of each child (as the exact
+    :func:`~sqlanon.model.score_kernels.children_entropy`, but for the order of the sums, and
+    ``n`` counted in integers: every count is a label's), times ``1 / ln 2`` instead of divided
+    by ``ln 2``; per numeric target ``S2 - S1^2 / n`` of each child (clipped at 0) instead of
+    :func:`~sqlanon.model.score_kernels.children_squared_error`'s operations; times ``1 /
+    impurity`` of the partition when normalized. Each differs from the exact term by a few
+    roundings of numbers no larger than ``size`` (the sum of the magnitudes involved)."""
+    T_c = len(off) - 1
+    T_n = moments.shape[0]
+    estimate = 0.0
+    size = 0.0
+    for u in range(T_c):
+        n_right = 0
+        x_left = 0.0
+        x_right = 0.0
+        for j in range(off[u], off[u + 1]):
+            c_left = left[j]
+            c_right = whole[j] - c_left
+            n_right += c_right
+            x_left += table[c_left]
+            x_right += table[c_right]
+        t_left = table[nl]
+        t_right = table[n_right]
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        estimate += ((t_left - x_left) + (t_right - x_right)) * f
+        size += (t_left + t_right) * f
+    for u in range(T_n):
+        n_l = np.float64(nl)
+        s_l = np.float64(left_moments[u, 1])
+        q_l = np.float64(left_moments[u, 2])
+        n_r = np.float64(moments[u, 0] - nl)
+        s_r = np.float64(moments[u, 1] - left_moments[u, 1])
+        q_r = np.float64(moments[u, 2] - left_moments[u, 2])
+        a = max(q_l - s_l * s_l / n_l, 0.0)
+        b = max(q_r - s_r * s_r / n_r, 0.0)
+        f = 1.0
+        if normalize:
+            f = 1.0 / partition[T_c + u] if partition[T_c + u] > 0 else 0.0
+        estimate += (a + b) * f
+        size += (abs(q_l) + abs(q_r) + s_l * s_l / n_l + s_r * s_r / n_r) * f
+    return estimate, size
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _margin(scale, tie, size, best_size):
+    """How far a cut's estimate may exceed the best cut's and its key still not be certainly
+    larger. Keys are ``rint(impurity / scale / tie) * tie``, non-decreasing in the impurity; two
+    impurities more than ``4 tie scale`` apart (plus the roundings of the divisions, relative
+    ``2^-52`` of impurities no larger than ``size``) give keys at least one ``tie`` apart. An
+    estimate is within a few dozen roundings (``2^-52`` each, relative to ``size``) of its exact
+    impurity, so ``8 tie scale + 2^-40 (size + best size)`` covers both with a wide berth."""
+    return 8.0 * tie * scale + (size + best_size) * 2.0**-40
+
+
 @njit(nogil=True, cache=True)
-def _median_cut(lcode, q, s, m):
+def _median_cut(code, q, s, m):
     """The most balanced cut of QI ``q`` (rows ``s .. s+m-1`` sorted by code), ignoring the size
     window: ``(cut, rows <= cut)``, the lower on a tie; ``(largest code, m)`` when none."""
     h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
-    v = lcode[q, s + h]
-    lt = np.searchsorted(lcode[q, s:s + m], v, side="left")  # rows below v
-    le = np.searchsorted(lcode[q, s:s + m], v, side="right")  # rows <= v
-    hi = lcode[q, s + m - 1]
+    v = code[q, s + h]
+    lt = np.searchsorted(code[q, s:s + m], v, side="left")  # rows below v
+    le = np.searchsorted(code[q, s:s + m], v, side="right")  # rows <= v
+    hi = code[q, s + m - 1]
     best_c, best_l = hi, m
     if lt > 0:
-        best_c, best_l = lcode[q, s + lt - 1], lt
+        best_c, best_l = code[q, s + lt - 1], lt
     if v < hi and (lt == 0 or 2 * le - m < m - 2 * lt):
         best_c, best_l = v, le
     return best_c, best_l
 
 
 @njit(nogil=True, cache=True)
-def _partition(lrow, lcode, j, s, m, left_of, spare_row, spare_code):
+def _leaf(row, node, s, m, leaf_of, attr):
+    """Node ``node`` (rows ``s .. s+m-1``) is a leaf."""
+    attr[node] = -1
+    for i in range(s, s + m):
+        leaf_of[row[0, i]] = node
+
+
+@njit(nogil=True, cache=True)
+def _mark(row, found, s, m, at, left_of):
+    """Which rows go left, one bit per row in ``left_of``: the split QI's list is sorted, so
+    its first ``at`` rows. (Bits, not bytes: the partition reads them in random order, and a
+    batch's bits stay in the CPU's cache.)"""
+    for i in range(s, s + m):
+        r = row[found, i]
+        w = r >> 6
+        b = np.uint64(1) << np.uint64(r & 63)
+        if i < s + at:
+            left_of[w] |= b
+        else:
+            left_of[w] &= ~b
+
+
+@njit(nogil=True, cache=True)
+def _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax):
+    """Record the split of ``node`` on QI ``found`` at ``c`` (``at`` rows left) and its children
+    ``a`` (left) and ``a + 1``, whose extents are the ends of their (partitioned) lists."""
+    s = start[node]
+    m = n[node]
+    b = a + 1
+    attr[node] = found
+    cut[node] = c
+    for j in range(code.shape[0]):
+        cmin[a, j], cmax[a, j] = code[j, s], code[j, s + at - 1]
+        cmin[b, j], cmax[b, j] = code[j, s + at], code[j, s + m - 1]
+    parent[a] = parent[b] = node
+    child[a], child[b] = 0, 1
+    depth[a] = depth[b] = depth[node] + 1
+    start[a], start[b] = s, s + at
+    n[a], n[b] = at, m - at
+
+
+@njit(nogil=True, cache=True)
+def _partition(row, code, label, value, j, s, m, left_of, spare_row, spare_code, spare_label, spare_value):
     """Partition list ``j``'s rows ``s .. s+m-1`` stably: those going left first, each side
     keeping its code order."""
+    T_c = label.shape[1]
+    T_n = value.shape[1]
     k = s
     right = 0
     for i in range(s, s + m):
-        r = lrow[j, i]
-        if left_of[r]:
-            lrow[j, k] = r
-            lcode[j, k] = lcode[j, i]
-            k += 1
-        else:
-            spare_row[right] = r
-            spare_code[right] = lcode[j, i]
-            right += 1
+        # Each row is written to both places and only one of them kept (no branch: which side
+        # a row goes to is as good as random in any list but the split QI's). ``k <= i``, so
+        # the left side overwrites only rows already read.
+        r = row[j, i]
+        c = code[j, i]
+        go = np.int64((left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1))
+        spare_row[right] = r
+        spare_code[right] = c
+        row[j, k] = r
+        code[j, k] = c
+        for u in range(T_c):
+            x = label[j, u, i]
+            spare_label[u, right] = x
+            label[j, u, k] = x
+        for u in range(T_n):
+            y = value[j, u, i]
+            spare_value[u, right] = y
+            value[j, u, k] = y
+        k += go
+        right += 1 - go
     for i in range(right):
-        lrow[j, k + i] = spare_row[i]
-        lcode[j, k + i] = spare_code[i]
+        row[j, k + i] = spare_row[i]
+        code[j, k + i] = spare_code[i]
+        for u in range(T_c):
+            label[j, u, k + i] = spare_label[u, i]
+        for u in range(T_n):
+            value[j, u, k + i] = spare_value[u, i]
