@@ -255,7 +255,7 @@ class _Grower:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
             _mark(L.row, found, s, m, at, left_of)
-            run_all(lambda i: [_partition(*L.arrays(), j, s, m, left_of, *spare[i])
+            run_all(lambda i: [_partition(*L.arrays(), j, s, m, at, left_of, *spare[i])
                                for j in pieces[i] if j != found], range(threads), threads)
             a = free
             free += 2
@@ -317,7 +317,8 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
         _mark(row, found, s, m, at, left_of)
         for j in range(d):
             if j != found:
-                _partition(row, code, label, value, j, s, m, left_of, spare_row, spare_code, spare_label, spare_value)
+                _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_code, spare_label,
+                           spare_value)
         a = free
         free += 2
         _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
@@ -642,34 +643,90 @@ def _children(code, node, found, c, at, a, parent, child, depth, start, n, attr,
 
 
 @njit(nogil=True, cache=True)
-def _partition(row, code, label, value, j, s, m, left_of, spare_row, spare_code, spare_label, spare_value):
-    """Partition list ``j``'s rows ``s .. s+m-1`` stably: those going left first, each side
-    keeping its code order."""
+def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_code, spare_label, spare_value):
+    """Partition list ``j``'s rows ``s .. s+m-1`` stably: the ``at`` going left first, each
+    side keeping its code order.
+
+    Where one side is much smaller (the unbalanced splits the workload criteria often make),
+    the larger side is compacted in place — towards the front for the left side, from the back
+    for the right one — and the smaller set aside and copied into its place: about one write
+    per row, and the test of each row is predictable. Otherwise each row is written to both
+    places and one kept (no branch: which side a row goes to is as good as random in any list
+    but the split QI's)."""
     T_c = label.shape[1]
     T_n = value.shape[1]
+    small = m // 8
+    if at <= small:  # backwards: the right rows packed from the end, the left ones set aside
+        k = s + m
+        aside = 0
+        for i in range(s + m - 1, s - 1, -1):
+            r = row[j, i]
+            if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                spare_row[aside] = r
+                spare_code[aside] = code[j, i]
+                for u in range(T_c):
+                    spare_label[u, aside] = label[j, u, i]
+                for u in range(T_n):
+                    spare_value[u, aside] = value[j, u, i]
+                aside += 1
+            else:
+                k -= 1
+                row[j, k] = r
+                code[j, k] = code[j, i]
+                for u in range(T_c):
+                    label[j, u, k] = label[j, u, i]
+                for u in range(T_n):
+                    value[j, u, k] = value[j, u, i]
+        for i in range(aside):  # set aside last first
+            t = s + aside - 1 - i
+            row[j, t] = spare_row[i]
+            code[j, t] = spare_code[i]
+            for u in range(T_c):
+                label[j, u, t] = spare_label[u, i]
+            for u in range(T_n):
+                value[j, u, t] = spare_value[u, i]
+        return
     k = s
     right = 0
-    for i in range(s, s + m):
-        # Each row is written to both places and only one of them kept (no branch: which side
-        # a row goes to is as good as random in any list but the split QI's). ``k <= i``, so
-        # the left side overwrites only rows already read.
-        r = row[j, i]
-        c = code[j, i]
-        go = np.int64((left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1))
-        spare_row[right] = r
-        spare_code[right] = c
-        row[j, k] = r
-        code[j, k] = c
-        for u in range(T_c):
-            x = label[j, u, i]
-            spare_label[u, right] = x
-            label[j, u, k] = x
-        for u in range(T_n):
-            y = value[j, u, i]
-            spare_value[u, right] = y
-            value[j, u, k] = y
-        k += go
-        right += 1 - go
+    if m - at <= small:  # forwards: the left rows packed at the front, the right ones set aside
+        for i in range(s, s + m):
+            r = row[j, i]
+            if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                row[j, k] = r
+                code[j, k] = code[j, i]
+                for u in range(T_c):
+                    label[j, u, k] = label[j, u, i]
+                for u in range(T_n):
+                    value[j, u, k] = value[j, u, i]
+                k += 1
+            else:
+                spare_row[right] = r
+                spare_code[right] = code[j, i]
+                for u in range(T_c):
+                    spare_label[u, right] = label[j, u, i]
+                for u in range(T_n):
+                    spare_value[u, right] = value[j, u, i]
+                right += 1
+    else:
+        for i in range(s, s + m):
+            # ``k <= i``: the left side overwrites only rows already read
+            r = row[j, i]
+            c = code[j, i]
+            go = np.int64((left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1))
+            spare_row[right] = r
+            spare_code[right] = c
+            row[j, k] = r
+            code[j, k] = c
+            for u in range(T_c):
+                x = label[j, u, i]
+                spare_label[u, right] = x
+                label[j, u, k] = x
+            for u in range(T_n):
+                y = value[j, u, i]
+                spare_value[u, right] = y
+                value[j, u, k] = y
+            k += go
+            right += 1 - go
     for i in range(right):
         row[j, k + i] = spare_row[i]
         code[j, k + i] = spare_code[i]
