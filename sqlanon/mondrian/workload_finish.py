@@ -125,6 +125,8 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         t.cmin[i] = lists.code[:, start[i]]
         t.cmax[i] = lists.code[:, start[i] + seg_n[i] - 1]
     g = _Grower(lists, t, domains, min_size, off, table, normalize, float(min_gain), M)
+    for i in range(R):
+        _totals(lists.label, lists.value, 0, start[i], seg_n[i], g.node_counts[i], g.node_moments[i])
 
     roots = np.arange(R, dtype=np.int64)
     areas = [(R, 0)]  # (first node, nodes made) per call
@@ -204,6 +206,11 @@ class _Grower:
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
         self.M = M
+        # every node's label counts and target moments: the roots' counted, a child's from its
+        # parent's (_child_totals)
+        cap = len(t.n)
+        self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
+        self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=np.int64)
 
     def _request(self) -> tuple:
         return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
@@ -220,7 +227,8 @@ class _Grower:
         width = int(self.t.n[todo].max(initial=0))
         # each thread its own bits: rows of different subtrees share words
         return _grow(*self.lists.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo, first, *self.t.arrays(),
-                     *self._request(), *_Scratch.make(self.lists, self.off).arrays(), *self._spare(width))
+                     *self._request(), *_Scratch.make(self.lists, self.off).arrays(), *self._spare(width),
+                     self.node_counts, self.node_moments)
 
     def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
         """Finish the nodes ``todo`` depth-first down to children of at most ``defer`` rows, one
@@ -238,8 +246,9 @@ class _Grower:
         while stack:
             node = stack.pop()
             s, m = int(t.start[node]), int(t.n[node])
-            ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self._request(),
-                                          scratch[0].whole, scratch[0].moments, scratch[0].partition)
+            ranked, base, pure = _prepare(L.label, L.value, node, t.n, t.cmin, t.cmax, *self._request(),
+                                          scratch[0].whole, scratch[0].moments, scratch[0].partition,
+                                          self.node_counts, self.node_moments)
             if pure or len(ranked) == 0:
                 found, c, at = _settled_choice(L.code, ranked, s, m, self.least)
             else:
@@ -260,6 +269,7 @@ class _Grower:
             a = free
             free += 2
             _children(L.code, node, found, c, at, a, *t.arrays())
+            _child_totals(L.label, L.value, found, node, a, t.start, t.n, self.node_counts, self.node_moments)
             for kid in (a + 1, a):  # the right child is pushed first, so the left one is grown first
                 (deferred if t.n[kid] <= defer else stack).append(kid)
         return free - first, np.array(deferred, dtype=np.int64)
@@ -289,7 +299,7 @@ class _Scratch:
 @njit(nogil=True, cache=True)
 def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child, depth, start, n, attr, cut, cmin,
           cmax, num, num_off, span, least, small, off, table, normalize, settle, min_gain, tie, whole, left, moments,
-          left_moments, partition, spare_row, spare_code, spare_label, spare_value):
+          left_moments, partition, spare_row, spare_code, spare_label, spare_value, node_counts, node_moments):
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
     the nodes made."""
     d = code.shape[0]
@@ -304,8 +314,9 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
         node = stack[top]
         s = start[node]
         m = n[node]
-        ranked, base, pure = _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small,
-                                      off, table, normalize, settle, min_gain, tie, whole, moments, partition)
+        ranked, base, pure = _prepare(label, value, node, n, cmin, cmax, num, num_off, span, least, small,
+                                      off, table, normalize, settle, min_gain, tie, whole, moments, partition,
+                                      node_counts, node_moments)
         if pure or len(ranked) == 0:
             found, c, at = _settled_choice(code, ranked, s, m, least)
         else:
@@ -322,6 +333,7 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
         a = free
         free += 2
         _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
+        _child_totals(label, value, found, node, a, start, n, node_counts, node_moments)
         stack[top] = a + 1  # the right child is pushed first, so the left one is grown first
         stack[top + 1] = a
         top += 2
@@ -329,14 +341,13 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
 
 
 @njit(nogil=True, cache=True)
-def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
-             settle, min_gain, tie, whole, moments, partition):
+def _prepare(label, value, node, n, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
+             settle, min_gain, tie, whole, moments, partition, node_counts, node_moments):
     """A node's candidate QIs in rank order (none below ``small`` rows), and when it has some,
-    its label counts and target moments (into ``whole``, ``moments``), its impurity per target
-    (``partition``) and in all (``base``), and whether it is pure in every label (``settle``
-    criteria only). Returns ``(ranked, base, pure)``."""
+    its label counts and target moments (from ``node_counts``, ``node_moments``, into
+    ``whole``, ``moments``), its impurity per target (``partition``) and in all (``base``), and
+    whether it is pure in every label (``settle`` criteria only). Returns ``(ranked, base, pure)``."""
     d = cmin.shape[1]
-    s = start[node]
     m = n[node]
     ranked = np.empty(0, dtype=np.int64)
     if m < small:
@@ -360,17 +371,8 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
         return ranked, 0.0, False
     T_c = label.shape[1]
     T_n = value.shape[1]
-    whole[:] = 0
-    moments[:, :] = 0
-    for i in range(s, s + m):  # any QI's list holds the node's rows
-        for u in range(T_c):
-            whole[label[0, u, i]] += 1
-        for u in range(T_n):
-            x = value[0, u, i]
-            moments[u, 1] += x
-            moments[u, 2] += x * x
-    for u in range(T_n):
-        moments[u, 0] = m
+    whole[:] = node_counts[node]
+    moments[:, :] = node_moments[node]
     if settle:
         pure = True
         for u in range(T_c):
@@ -621,6 +623,33 @@ def _mark(row, found, s, m, at, left_of):
             left_of[w] |= b
         else:
             left_of[w] &= ~b
+
+
+@njit(nogil=True, cache=True)
+def _totals(label, value, j, s, m, counts, moments):
+    """The label counts and target moments of rows ``s .. s+m-1`` of list ``j``."""
+    counts[:] = 0
+    moments[:, :] = 0
+    for i in range(s, s + m):
+        for u in range(label.shape[1]):
+            counts[label[j, u, i]] += 1
+        for u in range(value.shape[1]):
+            x = value[j, u, i]
+            moments[u, 1] += x
+            moments[u, 2] += x * x
+    for u in range(value.shape[1]):
+        moments[u, 0] = m
+
+
+@njit(nogil=True, cache=True)
+def _child_totals(label, value, found, node, a, start, n, node_counts, node_moments):
+    """The totals of the children ``a`` and ``a + 1`` of ``node`` (split on ``found``): the
+    smaller one's counted, the other's its parent's less those (exact integers)."""
+    small = a if n[a] <= n[a + 1] else a + 1
+    other = 2 * a + 1 - small
+    _totals(label, value, found, start[small], n[small], node_counts[small], node_moments[small])
+    node_counts[other] = node_counts[node] - node_counts[small]
+    node_moments[other] = node_moments[node] - node_moments[small]
 
 
 @njit(nogil=True, cache=True)
