@@ -167,23 +167,19 @@ class _Lists:
     @classmethod
     def build(cls, codes: np.ndarray, seg_n: np.ndarray, slots: Sequence[np.ndarray], values: Sequence[np.ndarray],
               threads: int) -> _Lists:
-        from .builder import sort_and_group  # builder imports this module
-
         d, M = codes.shape
         seg_of_row = np.repeat(np.arange(len(seg_n), dtype=np.int64), seg_n)
         out = cls(np.empty((d, M), dtype=np.int32), np.empty((d, M), dtype=np.int32),
                   np.empty((d, len(slots), M), dtype=np.int32), np.empty((d, len(values), M), dtype=np.int64))
-
-        def sort(j: int) -> None:
-            order = sort_and_group(seg_of_row, codes[j])[0]
-            out.row[j] = order
-            out.code[j] = codes[j][order]
-            for u, c in enumerate(slots):
-                out.label[j, u] = c[order]
-            for u, v in enumerate(values):
-                out.value[j, u] = v[order]
-
-        run_all(sort, range(d), threads)
+        label = np.empty((len(slots), M), dtype=np.int32)
+        for u, c in enumerate(slots):
+            label[u] = c
+        value = np.empty((len(values), M), dtype=np.int64)
+        for u, v in enumerate(values):
+            value[u] = v
+        codes = np.ascontiguousarray(codes, dtype=np.int32)
+        run_all(lambda j: _fill(codes[j], seg_of_row, len(seg_n), label, value, out.row[j], out.code[j], out.label[j],
+                                out.value[j]), range(d), threads)
         return out
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -294,6 +290,41 @@ class _Scratch:
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.whole, self.left, self.moments, self.left_moments, self.partition
+
+
+@njit(nogil=True, cache=True)
+def _fill(codes, seg_of_row, segments, label, value, row, code, list_label, list_value):
+    """One QI's list: the rows sorted by (partition, code) — two stable counting passes, by
+    code then by partition (rows arrive partition by partition) — with their codes, label slots
+    and target values."""
+    M = len(codes)
+    width = 0
+    for i in range(M):
+        width = max(width, codes[i] + 1)
+    at = np.zeros(max(width, segments) + 1, dtype=np.int64)
+    for i in range(M):
+        at[codes[i] + 1] += 1
+    for c in range(width):
+        at[c + 1] += at[c]
+    by_code = np.empty(M, dtype=np.int64)
+    for i in range(M):
+        by_code[at[codes[i]]] = i
+        at[codes[i]] += 1
+    at[:] = 0
+    for i in range(M):
+        at[seg_of_row[i] + 1] += 1
+    for p in range(segments):
+        at[p + 1] += at[p]
+    for i in range(M):
+        r = by_code[i]
+        k = at[seg_of_row[r]]
+        at[seg_of_row[r]] += 1
+        row[k] = r
+        code[k] = codes[r]
+        for u in range(label.shape[0]):
+            list_label[u, k] = label[u, r]
+        for u in range(value.shape[0]):
+            list_value[u, k] = value[u, r]
 
 
 @njit(nogil=True, cache=True)
