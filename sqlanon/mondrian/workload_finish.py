@@ -482,7 +482,7 @@ def _pick(ranked, ok, cuts, scores, min_gain):
     return ranked[best], cuts[best, 0], cuts[best, 1]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
           normalize, tie):
     """Score every allowable cut of QI ``q`` in one pass down its list (rows ``s .. s+m-1`` in
@@ -492,7 +492,11 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
 
     A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
     :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
-    :func:`_margin`, so its key is certainly larger (see there)."""
+    :func:`_margin`, so its key is certainly larger (see there).
+
+    Compiled with numpy's error model (no check for a zero divisor, which costs the row loop a
+    third of its speed): every division here has a positive divisor — ``ln 2``, ``tie``, and
+    ``max(n, 1)``, a child's rows (at least ``least``) or an impurity tested positive."""
     T_c = label.shape[1]
     T_n = value.shape[1]
     left[:] = 0
