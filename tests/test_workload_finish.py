@@ -118,6 +118,18 @@ def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, criterion, 
     assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
 
 
+@given(batches(), CRITERIA)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_nodes_counting_their_own_totals(case, criterion):
+    """Where the nodes' totals would take too much memory, each node counts its own: the same."""
+    saved = workload_finish._TOTALS
+    workload_finish._TOTALS = 0
+    try:
+        assert_same(finish(case, criterion, True), finish(case, criterion, False))
+    finally:
+        workload_finish._TOTALS = saved
+
+
 def test_deep_unbalanced_trees_on_two_threads():
     """A noisy label splits unevenly (a deep tree, large partitions for many levels: the wide
     first phase on two threads), with and without min_gain — whose weak partitions take the

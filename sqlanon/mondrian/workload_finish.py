@@ -73,6 +73,8 @@ from .split import TIE
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.constraints.xlogx_table`).
 _TABLE_ROWS = 2**23
+#: Most integers kept for the nodes' label counts and target moments (256 MiB).
+_TOTALS = 2**25
 
 
 def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
@@ -125,7 +127,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         t.cmin[i] = lists.code[:, start[i]]
         t.cmax[i] = lists.code[:, start[i] + seg_n[i] - 1]
     g = _Grower(lists, t, domains, min_size, off, table, normalize, float(min_gain), M)
-    for i in range(R):
+    for i in range(R if len(g.node_counts) else 0):
         _totals(lists.label, lists.value, 0, start[i], seg_n[i], g.node_counts[i], g.node_moments[i])
 
     roots = np.arange(R, dtype=np.int64)
@@ -178,8 +180,17 @@ class _Lists:
         for u, v in enumerate(values):
             value[u] = v
         codes = np.ascontiguousarray(codes, dtype=np.int32)
-        run_all(lambda j: _fill(codes[j], seg_of_row, len(seg_n), label, value, out.row[j], out.code[j], out.label[j],
-                                out.value[j]), range(d), threads)
+
+        def fill(j: int) -> None:
+            if int(codes[j].max(initial=0)) < 2 * M + 1024:  # two counting passes
+                order = _counting_order(codes[j], seg_of_row, len(seg_n))
+            else:  # a wide code range (a batch of a large table): a sort
+                from .builder import sort_and_group  # builder imports this module
+
+                order = sort_and_group(seg_of_row, codes[j])[0]
+            _gather(order, codes[j], label, value, out.row[j], out.code[j], out.label[j], out.value[j])
+
+        run_all(fill, range(d), threads)
         return out
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -204,7 +215,8 @@ class _Grower:
         self.M = M
         # every node's label counts and target moments: the roots' counted, a child's from its
         # parent's (_child_totals)
-        cap = len(t.n)
+        # (when the table stays small: else each node counts its own, :func:`_prepare`)
+        cap = len(t.n) if len(t.n) * (off[-1] + 3 * lists.value.shape[1]) <= _TOTALS else 0
         self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
         self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=np.int64)
 
@@ -242,7 +254,7 @@ class _Grower:
         while stack:
             node = stack.pop()
             s, m = int(t.start[node]), int(t.n[node])
-            ranked, base, pure = _prepare(L.label, L.value, node, t.n, t.cmin, t.cmax, *self._request(),
+            ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self._request(),
                                           scratch[0].whole, scratch[0].moments, scratch[0].partition,
                                           self.node_counts, self.node_moments)
             if pure or len(ranked) == 0:
@@ -293,10 +305,9 @@ class _Scratch:
 
 
 @njit(nogil=True, cache=True)
-def _fill(codes, seg_of_row, segments, label, value, row, code, list_label, list_value):
-    """One QI's list: the rows sorted by (partition, code) — two stable counting passes, by
-    code then by partition (rows arrive partition by partition) — with their codes, label slots
-    and target values."""
+def _counting_order(codes, seg_of_row, segments):
+    """The rows sorted by (partition, code): two stable counting passes, by code then by
+    partition (rows arrive partition by partition)."""
     M = len(codes)
     width = 0
     for i in range(M):
@@ -315,10 +326,19 @@ def _fill(codes, seg_of_row, segments, label, value, row, code, list_label, list
         at[seg_of_row[i] + 1] += 1
     for p in range(segments):
         at[p + 1] += at[p]
+    order = np.empty(M, dtype=np.int64)
     for i in range(M):
         r = by_code[i]
-        k = at[seg_of_row[r]]
+        order[at[seg_of_row[r]]] = r
         at[seg_of_row[r]] += 1
+    return order
+
+
+@njit(nogil=True, cache=True)
+def _gather(order, codes, label, value, row, code, list_label, list_value):
+    """One QI's list: the rows ``order`` with their codes, label slots and target values."""
+    for k in range(len(order)):
+        r = order[k]
         row[k] = r
         code[k] = codes[r]
         for u in range(label.shape[0]):
@@ -345,7 +365,7 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
         node = stack[top]
         s = start[node]
         m = n[node]
-        ranked, base, pure = _prepare(label, value, node, n, cmin, cmax, num, num_off, span, least, small,
+        ranked, base, pure = _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small,
                                       off, table, normalize, settle, min_gain, tie, whole, moments, partition,
                                       node_counts, node_moments)
         if pure or len(ranked) == 0:
@@ -372,7 +392,7 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
 
 
 @njit(nogil=True, cache=True)
-def _prepare(label, value, node, n, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
+def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
              settle, min_gain, tie, whole, moments, partition, node_counts, node_moments):
     """A node's candidate QIs in rank order (none below ``small`` rows), and when it has some,
     its label counts and target moments (from ``node_counts``, ``node_moments``, into
@@ -402,8 +422,11 @@ def _prepare(label, value, node, n, cmin, cmax, num, num_off, span, least, small
         return ranked, 0.0, False
     T_c = label.shape[1]
     T_n = value.shape[1]
-    whole[:] = node_counts[node]
-    moments[:, :] = node_moments[node]
+    if len(node_counts):
+        whole[:] = node_counts[node]
+        moments[:, :] = node_moments[node]
+    else:
+        _totals(label, value, 0, start[node], m, whole, moments)
     if settle:
         pure = True
         for u in range(T_c):
@@ -680,6 +703,8 @@ def _totals(label, value, j, s, m, counts, moments):
 def _child_totals(label, value, found, node, a, start, n, node_counts, node_moments):
     """The totals of the children ``a`` and ``a + 1`` of ``node`` (split on ``found``): the
     smaller one's counted, the other's its parent's less those (exact integers)."""
+    if len(node_counts) == 0:  # not kept
+        return
     small = a if n[a] <= n[a + 1] else a + 1
     other = 2 * a + 1 - small
     _totals(label, value, found, start[small], n[small], node_counts[small], node_moments[small])
