@@ -511,17 +511,22 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
     """Score every allowable cut of QI ``q`` in one pass down its list (rows ``s .. s+m-1`` in
     code order). Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's
     cut (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
-    and the most balanced one.
+    and the most balanced one (:func:`_median_cut`: the QI has an allowable cut iff it is one).
 
     A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
     :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
-    :func:`_margin`, so its key is certainly larger (see there).
+    :func:`_margin`, so its key is certainly larger (see there). With class labels only (of at
+    most :data:`_BOX_VALUES` values each), blocks of :data:`_BLOCK` rows are first ruled out
+    whole where :func:`_box_bound` allows.
 
     Compiled with numpy's error model (no check for a zero divisor, which costs the row loop a
     third of its speed): every division here has a positive divisor — ``ln 2``, ``tie``, and
     ``max(n, 1)``, a child's rows (at least ``least``) or an impurity tested positive."""
     T_c = label.shape[1]
     T_n = value.shape[1]
+    median_c, median_l = _median_cut(code, q, s, m)
+    if median_l < least or m - median_l < least:  # no allowable cut (the window is symmetric)
+        return False, 0, 0, 0.0, 0.0, median_c, median_l
     left[:] = 0
     left_moments[:, :] = 0
     nl = 0
@@ -534,13 +539,36 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
     best_gain = 0.0
     best_estimate = 0.0
     best_size = 0.0
-    median_c = 0
-    median_l = 0
-    median_balance = -1
     scale = base if base > 0 else 1.0
+    boxes = T_n == 0
+    cap = 0.0  # no estimate's size exceeds this (each child's n ln n is at most m ln m)
+    for u in range(T_c):
+        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        cap += 2.0 * table[m] * f
+    before = left.copy()
+    checked = s  # rows before this one were ruled in (scanned cut by cut)
+    i = s
     # One row at a time, a cut after each row that is the last of its code (a loop per code
     # would exit unpredictably where codes are held by one or two rows each).
-    for i in range(s, end - 1):
+    while i < end - 1:
+        if boxes and found and i >= checked:
+            stop = min(i + _BLOCK, end - 1)
+            before[:] = left
+            for r in range(i, stop):
+                for u in range(T_c):
+                    left[label[q, u, r]] += 1
+            bound = _box_bound(before, left, whole, partition, off, table, normalize)
+            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
+                nl += stop - i  # no cut of the block can win: skip it
+                i = stop
+                if m - nl < least:
+                    break
+                continue
+            left[:] = before
+            checked = stop
         for u in range(T_c):
             left[label[q, u, i]] += 1
         for u in range(T_n):
@@ -548,16 +576,15 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
             left_moments[u, 1] += x
             left_moments[u, 2] += x * x
         nl += 1
+        i += 1
         if nl < least:
             continue
         if m - nl < least:  # and beyond
             break
-        here = code[q, i]
-        if here == code[q, i + 1]:
+        here = code[q, i - 1]
+        if here == code[q, i]:
             continue
         balance = abs(2 * nl - m)
-        if median_balance < 0 or balance < median_balance:
-            median_c, median_l, median_balance = here, nl, balance
         estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
         if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
             continue
@@ -576,6 +603,46 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
             best_gain = sk.cut_gain(impurity, base, m)
             best_estimate, best_size = estimate, size
     return found, best_c, best_l, best_key, best_gain, median_c, median_l
+
+
+#: Rows of a block :func:`_scan` tries to rule out whole.
+_BLOCK = 32
+#: Labels of at most this many values have their blocks bounded (``2^values`` corners each).
+_BOX_VALUES = 4
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _box_bound(low, high, whole, partition, off, table, normalize):
+    """A lower bound of :func:`_estimate` over the cuts of a block: the left child's counts per
+    value lie between ``low`` (before the block) and ``high`` (after it), a box; each label's
+    ``|L| H(L) + |R| H(R)`` (``n ln n - sum c ln c`` of each child, ``n`` the child's rows) is
+    concave in the left counts (``n H`` is concave, and the right child's counts are affine in
+    the left's), so its smallest value on the box is at a corner; labels add up (the corners of
+    different labels need not agree on the rows: a looser, still valid, bound). Estimated like
+    :func:`_estimate` (so within its roundings of the exact values)."""
+    bound = 0.0
+    for u in range(len(off) - 1):
+        lo, hi = off[u], off[u + 1]
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        least = np.inf
+        for corner in range(1 << (hi - lo)):
+            n_left = 0
+            n_right = 0
+            x_left = 0.0
+            x_right = 0.0
+            for j in range(lo, hi):
+                c_left = high[j] if (corner >> (j - lo)) & 1 else low[j]
+                c_right = whole[j] - c_left
+                n_left += c_left
+                n_right += c_right
+                x_left += table[c_left]
+                x_right += table[c_right]
+            a = (table[n_left] - x_left) + (table[n_right] - x_right)
+            least = min(least, a * f)
+        bound += least
+    return bound
 
 
 #: ``1 / ln 2``: the estimates of :func:`_estimate` multiply where the exact terms divide.
