@@ -11,8 +11,16 @@ constraints, every QI ordered, no suppression budget, numeric targets summed exa
 Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
 array per QI. Scoring a QI is one pass down its list accumulating the label counts and target
 moments of the left child, and a split partitions every list stably (left rows first), so the
-lists stay sorted without a sort. The loops release the GIL: after a few splits the open
-partitions are shared out over ``threads`` threads.
+lists stay sorted without a sort. The loops release the GIL: while partitions are large (a
+tree of unbalanced splits keeps them large for many levels) each is scored QI by QI and its lists
+partitioned on all ``threads`` threads; the smaller ones are shared out, whole subtrees each.
+
+Most cuts are never scored exactly: a cheap estimate of a cut's impurity (:func:`_estimate`, no
+division) rules out every cut whose estimate exceeds the best cut's by more than the roundings
+of both and a few ``tie`` (:func:`_margin`): its key is certainly larger. With class labels
+only, a whole block of consecutive cuts is ruled out at once where a lower bound over the block
+(:func:`_box_bound`: the weighted entropies are concave in the left child's counts, which lie
+in a box) does the same. What is scored is scored exactly, so the choice is unchanged.
 
 **Why it is exact** — the same decision as :meth:`Partitioner.decide` with
 :func:`sqlanon.mondrian.split.evaluate` and :meth:`Partitioner._pick`, step by step:
@@ -321,6 +329,8 @@ def _counting_order(codes, seg_of_row, segments):
     for i in range(M):
         by_code[at[codes[i]]] = i
         at[codes[i]] += 1
+    if segments == 1:
+        return by_code
     at[:] = 0
     for i in range(M):
         at[seg_of_row[i] + 1] += 1
