@@ -28,14 +28,14 @@ STATS = (StatColumn("y", "class", size=3), StatColumn("z", "class", size=2), Sta
          StatColumn("w", "numeric", exact=True))
 
 
-def finish(case: dict, criterion, fast: bool, threads: int = 1) -> dict:
+def finish(case: dict, criterion, fast: bool, threads: int = 1, stats: tuple = STATS) -> dict:
     """One batch through Partitioner.run_memory: leaves, each row's leaf id, counters."""
     codes, seg_n, domains, k = case["codes"], case["seg_n"], case["domains"], case["k"]
     R, d = len(seg_n), len(domains)
     saved = builder._WORKLOAD_FINISH
     builder._WORKLOAD_FINISH = fast
     try:
-        p = Partitioner(domains, [KAnonymity(k)], criterion, stat_columns=STATS, threads=threads)
+        p = Partitioner(domains, [KAnonymity(k)], criterion, stat_columns=stats, threads=threads)
         p.next_pid = 1000
         seg = Boxes(np.arange(7, 7 + R, dtype=np.int64), seg_n.astype(np.int64), np.zeros((R, d), np.int64),
                     np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64), np.full((R, d), -1, np.int64))
@@ -128,6 +128,18 @@ def test_nodes_counting_their_own_totals(case, criterion):
         assert_same(finish(case, criterion, True), finish(case, criterion, False))
     finally:
         workload_finish._TOTALS = saved
+
+
+def test_label_of_many_values():
+    """Label slots beyond 16 bits (kept in 32) give the same."""
+    rng = np.random.default_rng(9)
+    M, size = 80, 33000
+    domains = [Domain(QI("q0", "numeric", "INTEGER"), 50, "", np.arange(50.0))]
+    stats = (StatColumn("y", "class", size=size), StatColumn("v", "numeric", exact=True))
+    case = {"codes": rng.integers(0, 50, (1, M)), "seg_n": np.array([M]), "domains": domains, "k": 3,
+            "classes": (rng.choice([0, 5, size - 1], M),), "numbers": (rng.integers(0, 9, M),)}
+    criterion = Targets(("y",), ("v",))  # (InfoGain's pure-class check of the general path is heavy here)
+    assert_same(finish(case, criterion, True, stats=stats), finish(case, criterion, False, stats=stats))
 
 
 def test_deep_unbalanced_trees_on_two_threads():

@@ -179,9 +179,12 @@ class _Lists:
               threads: int) -> _Lists:
         d, M = codes.shape
         seg_of_row = np.repeat(np.arange(len(seg_n), dtype=np.int64), seg_n)
+        # label slots in 16 bits where they fit: a split moves every list, so bytes count
+        small = all(int(c.max(initial=0)) < 2**15 for c in slots)
+        kind = np.int16 if small else np.int32
         out = cls(np.empty((d, M), dtype=np.int32), np.empty((d, M), dtype=np.int32),
-                  np.empty((d, len(slots), M), dtype=np.int32), np.empty((d, len(values), M), dtype=np.int64))
-        label = np.empty((len(slots), M), dtype=np.int32)
+                  np.empty((d, len(slots), M), dtype=kind), np.empty((d, len(values), M), dtype=np.int64))
+        label = np.empty((len(slots), M), dtype=kind)
         for u, c in enumerate(slots):
             label[u] = c
         value = np.empty((len(values), M), dtype=np.int64)
@@ -234,7 +237,7 @@ class _Grower:
 
     def _spare(self, width: int) -> tuple[np.ndarray, ...]:
         L = self.lists
-        return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), np.int32),
+        return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), L.label.dtype),
                 np.empty((L.value.shape[1], width), np.int64))
 
     def grow(self, todo: np.ndarray, first: int) -> int:
