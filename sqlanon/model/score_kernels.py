@@ -34,44 +34,76 @@ from numba import njit
 LN2 = math.log(2)
 
 
+@njit(nogil=True, cache=True, inline="always")
+def entropy_bits(n: float, x: float, table: np.ndarray) -> float:
+    """``|E| H(C|E) = (n ln n - x) / ln 2`` in bits of a class of ``n`` rows (a float holding
+    an integer) with ``x = sum_c c ln c`` (:func:`~sqlanon.model.criteria.weighted_entropy`)."""
+    return (table[np.int64(n)] - x) / LN2
+
+
+@njit(nogil=True, cache=True, inline="always")
+def class_entropy(counts: np.ndarray, table: np.ndarray) -> float:
+    """``|E| H(C|E)`` in bits of one class's counts per value, both sums taken value by value
+    (the order of :func:`~sqlanon.model.constraints.count_moments`)."""
+    n = 0.0
+    x = 0.0
+    for j in range(len(counts)):
+        n += counts[j]
+        x += table[counts[j]]
+    return entropy_bits(n, x, table)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def children_entropy(left: np.ndarray, whole: np.ndarray, table: np.ndarray) -> float:
+    """``|L| H(C|L) + |R| H(C|R)`` (bits) of a cut whose left child holds ``left`` rows per
+    value of a label and its partition ``whole`` (the right child the difference)."""
+    n_left = 0.0
+    x_left = 0.0
+    n_right = 0.0
+    x_right = 0.0
+    for j in range(len(whole)):
+        c_left = left[j]
+        c_right = whole[j] - c_left
+        n_left += c_left
+        x_left += table[c_left]
+        n_right += c_right
+        x_right += table[c_right]
+    return entropy_bits(n_left, x_left, table) + entropy_bits(n_right, x_right, table)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def add_term(acc: float, term: float, partition: float, normalize: bool) -> float:
+    """``acc`` plus one target's children impurity ``term`` — divided by the partition's own
+    impurity ``partition`` when ``normalize`` (0 where that is not positive: :meth:`Targets.combine
+    <sqlanon.model.criteria.Targets.combine>`); targets are added left to right."""
+    if normalize:
+        return acc + (term / partition if partition > 0 else 0.0)
+    return acc + term
+
+
 @njit(nogil=True, cache=True)
 def add_entropy(acc: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: np.ndarray, total: np.ndarray,
                 before: np.ndarray, whole: np.ndarray, table: np.ndarray, partition: np.ndarray,
                 normalize: bool) -> None:
-    """Add one class label's ``|L| H(C|L) + |R| H(C|R)`` (bits) to ``acc[i]`` for every cut
-    ``cand[i]`` (``pair[i]`` its pair) — divided by the partition's own ``partition[pair]``
-    when ``normalize`` (0 where that is not positive: :meth:`Targets.combine
-    <sqlanon.model.criteria.Targets.combine>`).
+    """Add one class label's ``|L| H(C|L) + |R| H(C|R)`` (bits, :func:`children_entropy`) to
+    ``acc[i]`` for every cut ``cand[i]`` (``pair[i]`` its pair), normalized by the partition's
+    ``partition[pair]`` when ``normalize`` (:func:`add_term`).
 
     ``total`` (G, C) the running counts per value over all groups, ``before`` (runs, C) their
     value before each run, ``whole`` (pairs, C) the pairs' counts; ``table[c] = c ln c`` covers
-    every count. ``|E| H(C|E) = (n ln n - sum_c c ln c) / ln 2`` with ``n = sum_c c``
-    (:func:`~sqlanon.model.criteria.weighted_entropy`), both sums taken value by value.
+    every count.
     """
-    values = total.shape[1]
+    left = np.empty(total.shape[1], dtype=total.dtype)
     for i in range(len(cand)):
         g = cand[i]
         r = run[g]
         p = pair[i]
-        n_left = 0.0
-        x_left = 0.0
-        n_right = 0.0
-        x_right = 0.0
-        for j in range(values):
-            c_left = total[g, j] - before[r, j]
-            c_right = whole[p, j] - c_left
-            n_left += c_left
-            x_left += table[c_left]
-            n_right += c_right
-            x_right += table[c_right]
-        h = (table[np.int64(n_left)] - x_left) / LN2 + (table[np.int64(n_right)] - x_right) / LN2
-        if normalize:
-            acc[i] += h / partition[p] if partition[p] > 0 else 0.0
-        else:
-            acc[i] += h
+        for j in range(len(left)):
+            left[j] = total[g, j] - before[r, j]
+        acc[i] = add_term(acc[i], children_entropy(left, whole[p], table), partition[p], normalize)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _squared_error(n, s1, s2) -> float:
     """``S2 - S1^2 / n`` of centered moments, clipped at 0 (0 when n = 0), in the operations
     of :func:`~sqlanon.model.constraints.variance` times ``n``."""
@@ -89,11 +121,18 @@ def _squared_error(n, s1, s2) -> float:
     return v * count
 
 
+@njit(nogil=True, cache=True, inline="always")
+def children_squared_error(n_left, s_left, q_left, n, s, q) -> float:
+    """One numeric target's squared error around each child's mean, left plus right, of a cut
+    whose left child has the moments ``(n_left, s_left, q_left)`` of its partition's ``(n, s, q)``."""
+    return _squared_error(n_left, s_left, q_left) + _squared_error(n - n_left, s - s_left, q - q_left)
+
+
 @njit(nogil=True, cache=True)
 def add_squared_error(acc: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: np.ndarray, total: np.ndarray,
                       before: np.ndarray, whole: np.ndarray, partition: np.ndarray, normalize: bool) -> None:
-    """Add one numeric target's squared error around each child's mean, left plus right, to
-    ``acc[i]`` for every cut ``cand[i]`` (normalized as in :func:`add_entropy`).
+    """Add one numeric target's :func:`children_squared_error` to ``acc[i]`` for every cut
+    ``cand[i]`` (normalized as in :func:`add_entropy`).
 
     ``total`` (G, 3) the running moments ``[n, sum, sum of squares]`` over all groups (int64 for
     exactly summed columns, else float64), ``before`` and ``whole`` as in :func:`add_entropy`.
@@ -102,15 +141,23 @@ def add_squared_error(acc: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: 
         g = cand[i]
         r = run[g]
         p = pair[i]
-        n_left = total[g, 0] - before[r, 0]
-        s_left = total[g, 1] - before[r, 1]
-        q_left = total[g, 2] - before[r, 2]
-        e = (_squared_error(n_left, s_left, q_left)
-             + _squared_error(whole[p, 0] - n_left, whole[p, 1] - s_left, whole[p, 2] - q_left))
-        if normalize:
-            acc[i] += e / partition[p] if partition[p] > 0 else 0.0
-        else:
-            acc[i] += e
+        e = children_squared_error(total[g, 0] - before[r, 0], total[g, 1] - before[r, 1], total[g, 2] - before[r, 2],
+                                   whole[p, 0], whole[p, 1], whole[p, 2])
+        acc[i] = add_term(acc[i], e, partition[p], normalize)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def cut_key(impurity: float, base: float, tie: float) -> float:
+    """A cut's key: its impurity as a fraction of the partition's ``base`` (1 where that is not
+    positive), rounded to ``tie`` (:func:`sqlanon.mondrian.split._score`)."""
+    scale = base if base > 0 else 1.0
+    return np.rint(impurity / scale / tie) * tie
+
+
+@njit(nogil=True, cache=True, inline="always")
+def cut_gain(impurity: float, base: float, n) -> float:
+    """The impurity a cut removes per row of its partition of ``n`` rows."""
+    return (base - impurity) / np.float64(max(n, 1))
 
 
 @njit(nogil=True, cache=True)
@@ -137,8 +184,7 @@ def best_cuts(impurity: np.ndarray, cand: np.ndarray, pair: np.ndarray, n_left: 
     for i in range(len(pair)):
         p = pair[i]
         b = base[p]
-        scale = b if b > 0 else 1.0
-        k = np.rint(impurity[i] / scale / tie) * tie
+        k = cut_key(impurity[i], b, tie)
         balance = abs(2 * n_left[cand[i]] - n[p])
         if i == 0 or p != pair[i - 1]:
             r += 1
@@ -148,5 +194,5 @@ def best_cuts(impurity: np.ndarray, cand: np.ndarray, pair: np.ndarray, n_left: 
         best_key = k
         best_balance = balance
         key[r] = k
-        gain[r] = (b - impurity[i]) / np.float64(max(n[p], 1))
+        gain[r] = cut_gain(impurity[i], b, n[p])
     return best, key, gain

@@ -31,11 +31,11 @@ from sqlglot import exp
 
 from ..model import kernels
 from ..model.constraints import Constraint
-from ..model.criteria import Criterion, rank
+from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
 from ..engine.base import Engine
 from ..model.parallel import run_all
-from . import median_finish
+from . import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled, slack
 from .split import _passes as passes
@@ -462,13 +462,16 @@ class Partitioner:
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
         Median under k-anonymity alone over ordered QIs (no suppression budget) takes the
-        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`: the same
-        partitions, ids and leaves, several times faster.
+        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`, InfoGain,
+        Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
+        ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
-        if (_MEDIAN_FINISH and type(self) is Partitioner and len(seg) and (seg.n > 0).all()
-                and int(seg.n.sum()) == batch.rows
-                and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)):
-            return self._median_finish(batch, seg)
+        if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
+            if _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget):
+                return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
+                                                              self.threads, batch.disposable), seg)
+            if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
+                return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
         row = np.arange(batch.rows, dtype=np.int64)
         out_row: list[np.ndarray] = []
@@ -535,10 +538,26 @@ class Partitioner:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
 
-    def _median_finish(self, batch: Batch, seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`run_memory` by :func:`sqlanon.mondrian.median_finish.finish`: the leaves
-        recorded, ids given out and progress reported as the level-by-level loop does."""
-        nodes = median_finish.finish(batch.codes, seg.n, self.domains, self.min_size, self.threads, batch.disposable)
+    def _workload_finish_applies(self, seg: Boxes) -> bool:
+        """Whether :mod:`sqlanon.mondrian.workload_finish` finishes this batch."""
+        exact = [self.numeric_stats[self._numeric_index[c]].exact for c in self.criterion.numeric_columns]
+        return workload_finish.applies(self.criterion, self.constraints, self.domains, seg.budget, exact,
+                                       int(seg.n.max()))
+
+    def _workload_finish(self, batch: Batch, seg: Boxes) -> dict[str, np.ndarray]:
+        """The node table of :func:`sqlanon.mondrian.workload_finish.finish` for this batch."""
+        c = self.criterion
+        classes = [self._class_index[name] for name in c.class_columns]
+        return workload_finish.finish(
+            batch.codes, seg.n, self.domains, self.min_size, [batch.classes[j] for j in classes],
+            [self.class_stats[j].size for j in classes],
+            [batch.numbers[self._numeric_index[name]] for name in c.numeric_columns],
+            isinstance(c, Targets), c.min_gain, self.threads)
+
+    def _depth_first(self, nodes: dict[str, np.ndarray], seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`run_memory` from the node table of a depth-first finish (median_finish,
+        workload_finish): the leaves recorded, ids given out and progress reported as the
+        level-by-level loop does."""
         R = len(seg)
         pid = median_finish.number(nodes, self.next_pid)
         pid[:R] = seg.pid
@@ -779,6 +798,9 @@ _BINS_PER_ROW = 2
 _LISTS = True
 #: The depth-first compiled finish of Median under k-anonymity (tests switch it off).
 _MEDIAN_FINISH = True
+#: The depth-first compiled finish of InfoGain, Regression and Targets under k-anonymity (tests
+#: switch it off).
+_WORKLOAD_FINISH = True
 
 
 @dataclass

@@ -1,0 +1,905 @@
+"""The in-memory finish of the workload criteria under k-anonymity, depth-first in compiled loops.
+
+InfoGain and LSD Mondrian (LeFevre, DeWitt, Ramakrishnan, KDD 2006, Sections 3.1-3.2) and
+:class:`~sqlanon.model.criteria.Targets` judge every candidate QI of every partition, at every
+cut. :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` does that
+level by level in numpy; for the requests where each split depends on nothing but its
+partition's rows — one of these criteria, only :class:`~sqlanon.model.constraints.KAnonymity`
+constraints, every QI ordered, no suppression budget, numeric targets summed exactly (integers)
+— :func:`finish` grows the batch's partitions depth-first instead, as
+:mod:`sqlanon.mondrian.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
+Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
+array per QI. Scoring a QI is one pass down its list accumulating the label counts and target
+moments of the left child, and a split partitions every list stably (left rows first), so the
+lists stay sorted without a sort. The loops release the GIL: while partitions are large (a
+tree of unbalanced splits keeps them large for many levels) each is scored QI by QI and its lists
+partitioned on all ``threads`` threads; the smaller ones are shared out, whole subtrees each.
+
+Most cuts are never scored exactly: a cheap estimate of a cut's impurity (:func:`_estimate`, no
+division) rules out every cut whose estimate exceeds the best cut's by more than the roundings
+of both and a few ``tie`` (:func:`_margin`): its key is certainly larger. With class labels
+only, a whole block of consecutive cuts is ruled out at once where a lower bound over the block
+(:func:`_box_bound`: the weighted entropies are concave in the left child's counts, which lie
+in a box) does the same. What is scored is scored exactly, so the choice is unchanged.
+
+**Why it is exact** — the same decision as :meth:`Partitioner.decide` with
+:func:`sqlanon.mondrian.split.evaluate` and :meth:`Partitioner._pick`, step by step:
+
+* Candidates: none in a partition of fewer than ``2 min_size`` rows; else the QIs with
+  ``cmin < cmax`` in rank order (widest normalized range first, ties by position: the float64
+  operations of :func:`~sqlanon.model.criteria.rank`, as in median_finish).
+* A QI's cuts are the codes present but its largest; those whose left child ``L`` rows satisfy
+  ``least <= L <= n - least`` (``least = max(1, min_size)``) are allowable (k-anonymity alone:
+  the size window is the whole verdict). Its Median cut is the allowable one with the smallest
+  ``(|2L - n|, cut)``; its criterion cut the smallest ``(key, |2L - n|, cut)``.
+* A cut's key and gain are those of :func:`sqlanon.model.score_kernels.best_cuts`, computed by
+  the same functions (:func:`~sqlanon.model.score_kernels.children_entropy`,
+  :func:`~sqlanon.model.score_kernels.children_squared_error`,
+  :func:`~sqlanon.model.score_kernels.add_term`, :func:`~sqlanon.model.score_kernels.cut_key`,
+  :func:`~sqlanon.model.score_kernels.cut_gain`) from the same integers: label counts and
+  integer target moments are exact sums whatever order the rows come in, so the keys and gains
+  are bit for bit numpy's. The partition's own impurity is :func:`~sqlanon.model.criteria.weighted_entropy`
+  / :func:`~sqlanon.model.constraints.squared_error` in the same operations
+  (:func:`~sqlanon.model.score_kernels.class_entropy`, ``_squared_error``), summed left to right
+  (``_sum_columns``) or, for Targets, as the count of targets with positive impurity
+  (``combine`` of the partition with itself).
+* The partition takes the smallest key over its QIs, ties by rank (lexsort of ``_pick``: key,
+  rank, balance, cut — rank is unique per partition); if that split's gain is below ``min_gain``
+  (``weak``), the Median choice: the first QI in rank order with an allowable cut, at its Median
+  cut.
+* A partition pure in every label (InfoGain, Targets without numeric targets) scores every cut
+  0 exactly — each child's ``(n ln n - n ln n) / ln 2`` is 0, so key and gain are 0 — so its
+  choice is the Median choice whatever ``min_gain`` (what :func:`~sqlanon.mondrian.split.settled`
+  exploits); here it is found by binary search in the sorted lists, without scoring.
+
+The node table, breadth-first numbering, boxes and leaf order are median_finish's
+(:func:`~sqlanon.mondrian.median_finish.number`, :func:`~sqlanon.mondrian.median_finish.boxes`),
+so the ids, rules, leaves and rows are identical to the level-by-level path's
+(``tests/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
+
+Left on the general path (``applies`` is False): l-diversity, t-closeness and the other
+constraints, hierarchical QIs, a suppression budget, Selection Mondrian, numeric targets with
+floating-point sums (their level-by-level running sums are taken over the whole level, in an
+order a depth-first finish cannot repeat bit for bit), and label counts beyond the ``c ln c``
+table (partitions of 2^23 rows or more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from ..model import score_kernels as sk
+from ..model.constraints import Constraint, KAnonymity, xlogx_table
+from ..model.criteria import Criterion, InfoGain, Regression, Targets
+from ..model.domain import Domain
+from ..model.parallel import run_all
+from .median_finish import _PARALLEL_ROWS, _Table, _share
+from .split import TIE
+
+#: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.constraints.xlogx_table`).
+_TABLE_ROWS = 2**23
+#: Most integers kept for the nodes' label counts and target moments (256 MiB).
+_TOTALS = 2**25
+
+
+def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
+            budget: np.ndarray, exact: Sequence[bool], rows: int) -> bool:
+    """Whether :func:`finish` gives the partition of this request (see the module docstring).
+
+    ``exact``: per numeric target of the criterion, whether it is summed as integers; ``rows``:
+    the largest partition to finish."""
+    return (type(criterion) in (InfoGain, Regression, Targets)
+            and len(criterion.class_columns) + len(criterion.numeric_columns) > 0
+            and len(exact) == len(criterion.numeric_columns) and all(exact)
+            and len(constraints) > 0 and all(type(c) is KAnonymity for c in constraints)
+            and len(domains) > 0 and all(d.num is not None for d in domains)
+            and not (budget > 0).any() and rows < _TABLE_ROWS)
+
+
+def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
+           classes: Sequence[np.ndarray], sizes: Sequence[int], numbers: Sequence[np.ndarray],
+           normalize: bool, min_gain: float, threads: int = 1) -> dict[str, np.ndarray]:
+    """Grow the partitions of a batch to their leaves.
+
+    Args:
+        codes: (d, M) the batch's QI codes, rows partition by partition (``seg_n`` rows each).
+        seg_n: rows of each open partition (all > 0), in batch order.
+        min_size: the fewest rows a class may have (k).
+        classes: the criterion's class labels in its order (codes 0..size-1, NULL a code), with
+            ``sizes`` their numbers of codes; ``numbers``: its numeric targets (int64, centered),
+            after the labels in the criterion's terms.
+        normalize: each target's impurity as a fraction of the partition's (Targets).
+        min_gain: the criterion's ``min_gain`` (below it, the Median choice).
+
+    Returns the node table of :func:`sqlanon.mondrian.median_finish.finish`: ``parent``,
+    ``child``, ``depth``, ``n``, ``attr``, ``cut``, ``cmin``/``cmax`` per node (roots first),
+    ``row`` and ``leaf`` per batch row.
+    """
+    d, M = codes.shape
+    R = len(seg_n)
+    table = xlogx_table(int(seg_n.max(initial=0)))
+    if table is None:
+        raise ValueError("a partition beyond the c ln c table (see applies)")
+    off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    lists = _Lists.build(codes, seg_n, [c + off[t] for t, c in enumerate(classes)], numbers, threads)
+    start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
+    threads = max(1, int(threads))
+    cap1 = 2 * (M // max(1, int(min_size))) + 2
+    cap = R + cap1 + threads * cap1
+    t = _Table(cap, d)
+    t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
+    for i in range(R):  # a partition's lists are sorted: its extents are their ends
+        t.cmin[i] = lists.code[:, start[i]]
+        t.cmax[i] = lists.code[:, start[i] + seg_n[i] - 1]
+    g = _Grower(lists, t, domains, min_size, off, table, normalize, float(min_gain), M)
+    for i in range(R if len(g.node_counts) else 0):
+        _totals(lists.label, lists.value, 0, start[i], seg_n[i], g.node_counts[i], g.node_moments[i])
+
+    roots = np.arange(R, dtype=np.int64)
+    areas = [(R, 0)]  # (first node, nodes made) per call
+    if threads > 1 and M >= 2 * _PARALLEL_ROWS:
+        # First phase: the partitions larger than a slice of the batch are split one at a time,
+        # their QIs scored and their lists partitioned on all threads (a tree of unbalanced
+        # splits keeps large partitions for many levels); the others are deferred ...
+        defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
+        used, todo = g.grow_wide(roots, R, defer, threads)
+        areas[0] = (R, used)
+        # ... and shared out over the threads, each growing whole subtrees.
+        todo = todo[np.argsort(-t.n[todo], kind="stable")]
+        share = _share(t.n[todo], threads)
+        firsts = [R + cap1 * (i + 1) for i in range(threads)]
+        done = run_all(lambda i: g.grow(todo[share == i], firsts[i]), range(threads), threads)
+        areas += list(zip(firsts, done))
+    else:
+        areas[0] = (R, g.grow(roots, R))
+    made = np.concatenate([roots] + [np.arange(f, f + u, dtype=np.int64) for f, u in areas])
+    out = t.take(made)
+    at = np.empty(cap, dtype=np.int64)
+    at[made] = np.arange(len(made))
+    out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
+    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[g.leaf_of]
+    return out
+
+
+class _Lists:
+    """SPRINT's attribute lists (Shafer, Agrawal & Mehta, VLDB 1996): per QI ``j``, the batch's
+    rows partition by partition, each partition's in code order — ``row[j]`` the row, ``code[j]``
+    its code, ``label[j, u]`` its count slot of label ``u`` and ``value[j, u]`` its numeric
+    target ``u`` — so a scan down a list reads memory in order. A split partitions every list
+    stably, left rows first (:func:`_partition`)."""
+
+    def __init__(self, row: np.ndarray, code: np.ndarray, label: np.ndarray, value: np.ndarray) -> None:
+        self.row, self.code, self.label, self.value = row, code, label, value
+
+    @classmethod
+    def build(cls, codes: np.ndarray, seg_n: np.ndarray, slots: Sequence[np.ndarray], values: Sequence[np.ndarray],
+              threads: int) -> _Lists:
+        d, M = codes.shape
+        seg_of_row = np.repeat(np.arange(len(seg_n), dtype=np.int64), seg_n)
+        # label slots in 16 bits where they fit: a split moves every list, so bytes count
+        small = all(int(c.max(initial=0)) < 2**15 for c in slots)
+        kind = np.int16 if small else np.int32
+        out = cls(np.empty((d, M), dtype=np.int32), np.empty((d, M), dtype=np.int32),
+                  np.empty((d, len(slots), M), dtype=kind), np.empty((d, len(values), M), dtype=np.int64))
+        label = np.empty((len(slots), M), dtype=kind)
+        for u, c in enumerate(slots):
+            label[u] = c
+        value = np.empty((len(values), M), dtype=np.int64)
+        for u, v in enumerate(values):
+            value[u] = v
+        codes = np.ascontiguousarray(codes, dtype=np.int32)
+
+        def fill(j: int) -> None:
+            if int(codes[j].max(initial=0)) < 2 * M + 1024:  # two counting passes
+                order = _counting_order(codes[j], seg_of_row, len(seg_n))
+            else:  # a wide code range (a batch of a large table): a sort
+                from .builder import sort_and_group  # builder imports this module
+
+                order = sort_and_group(seg_of_row, codes[j])[0]
+            _gather(order, codes[j], label, value, out.row[j], out.code[j], out.label[j], out.value[j])
+
+        run_all(fill, range(d), threads)
+        return out
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.row, self.code, self.label, self.value
+
+
+class _Grower:
+    """The depth-first growth of one batch: the lists, the node table and the request."""
+
+    def __init__(self, lists: _Lists, t: _Table, domains: Sequence[Domain], min_size: int, off: np.ndarray,
+                 table: np.ndarray, normalize: bool, min_gain: float, M: int) -> None:
+        self.lists, self.t, self.off, self.table = lists, t, off, table
+        self.normalize, self.min_gain = normalize, min_gain
+        self.least = max(1, int(min_size))
+        self.small = 2 * int(min_size)
+        self.settle = lists.value.shape[1] == 0  # pure in every label: the Median choice
+        self.num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
+        self.num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
+        self.span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+        self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
+        self.leaf_of = np.empty(M, dtype=np.int64)
+        self.M = M
+        # every node's label counts and target moments: the roots' counted, a child's from its
+        # parent's (_child_totals)
+        # (when the table stays small: else each node counts its own, :func:`_prepare`)
+        cap = len(t.n) if len(t.n) * (off[-1] + 3 * lists.value.shape[1]) <= _TOTALS else 0
+        self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
+        self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=np.int64)
+
+    def _request(self) -> tuple:
+        return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
+                self.settle, self.min_gain, TIE)
+
+    def _spare(self, width: int) -> tuple[np.ndarray, ...]:
+        L = self.lists
+        return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), L.label.dtype),
+                np.empty((L.value.shape[1], width), np.int64))
+
+    def grow(self, todo: np.ndarray, first: int) -> int:
+        """Finish the nodes ``todo`` depth-first in one compiled loop; new nodes from table row
+        ``first`` on. Returns the nodes made."""
+        width = int(self.t.n[todo].max(initial=0))
+        # each thread its own bits: rows of different subtrees share words
+        return _grow(*self.lists.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo, first, *self.t.arrays(),
+                     *self._request(), *_Scratch.make(self.lists, self.off).arrays(), *self._spare(width),
+                     self.node_counts, self.node_moments)
+
+    def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
+        """Finish the nodes ``todo`` depth-first down to children of at most ``defer`` rows, one
+        node at a time, each on all threads: its QIs scored and its lists partitioned in
+        parallel. Returns the nodes made and the deferred ones."""
+        t, L = self.t, self.lists
+        d = L.code.shape[0]
+        scratch = [_Scratch.make(L, self.off) for _ in range(d)]
+        spare = [self._spare(int(t.n[todo].max(initial=0))) for _ in range(threads)]
+        stack = [int(x) for x in todo[::-1] if t.n[x] > defer]
+        deferred = [int(x) for x in todo if t.n[x] <= defer]
+        free = first
+        pieces = [list(range(i, d, threads)) for i in range(threads)]
+        left_of = np.zeros(self.words, np.uint64)
+        while stack:
+            node = stack.pop()
+            s, m = int(t.start[node]), int(t.n[node])
+            ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self._request(),
+                                          scratch[0].whole, scratch[0].moments, scratch[0].partition,
+                                          self.node_counts, self.node_moments)
+            if pure or len(ranked) == 0:
+                found, c, at = _settled_choice(L.code, ranked, s, m, self.least)
+            else:
+                for x in scratch[1:]:
+                    x.share(scratch[0])
+
+                def score(i: int) -> tuple:
+                    return _scan(L.code, L.label, L.value, int(ranked[i]), s, m, self.least, *scratch[i].arrays(),
+                                 base, self.off, self.table, self.normalize, TIE)
+
+                found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), self.min_gain)
+            if found < 0:
+                _leaf(L.row, node, s, m, self.leaf_of, t.attr)
+                continue
+            _mark(L.row, found, s, m, at, left_of)
+            run_all(lambda i: [_partition(*L.arrays(), j, s, m, at, left_of, *spare[i])
+                               for j in pieces[i] if j != found], range(threads), threads)
+            a = free
+            free += 2
+            _children(L.code, node, found, c, at, a, *t.arrays())
+            _child_totals(L.label, L.value, found, node, a, t.start, t.n, self.node_counts, self.node_moments)
+            for kid in (a + 1, a):  # the right child is pushed first, so the left one is grown first
+                (deferred if t.n[kid] <= defer else stack).append(kid)
+        return free - first, np.array(deferred, dtype=np.int64)
+
+
+class _Scratch:
+    """Per-scan buffers: the partition's label counts and target moments, the left child's
+    during a scan, and the partition's impurity per target."""
+
+    def __init__(self, whole, left, moments, left_moments, partition) -> None:
+        self.whole, self.left, self.moments, self.left_moments, self.partition = whole, left, moments, left_moments, partition
+
+    @classmethod
+    def make(cls, lists: _Lists, off: np.ndarray) -> _Scratch:
+        T_c, T_n = lists.label.shape[1], lists.value.shape[1]
+        return cls(np.zeros(off[-1], np.int64), np.zeros(off[-1], np.int64), np.zeros((T_n, 3), np.int64),
+                   np.zeros((T_n, 3), np.int64), np.zeros(T_c + T_n))
+
+    def share(self, other: _Scratch) -> None:
+        """Take the partition's statistics from ``other``."""
+        self.whole[:], self.moments[:], self.partition[:] = other.whole, other.moments, other.partition
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.whole, self.left, self.moments, self.left_moments, self.partition
+
+
+@njit(nogil=True, cache=True)
+def _counting_order(codes, seg_of_row, segments):
+    """The rows sorted by (partition, code): two stable counting passes, by code then by
+    partition (rows arrive partition by partition)."""
+    M = len(codes)
+    width = 0
+    for i in range(M):
+        width = max(width, codes[i] + 1)
+    at = np.zeros(max(width, segments) + 1, dtype=np.int64)
+    for i in range(M):
+        at[codes[i] + 1] += 1
+    for c in range(width):
+        at[c + 1] += at[c]
+    by_code = np.empty(M, dtype=np.int64)
+    for i in range(M):
+        by_code[at[codes[i]]] = i
+        at[codes[i]] += 1
+    if segments == 1:
+        return by_code
+    at[:] = 0
+    for i in range(M):
+        at[seg_of_row[i] + 1] += 1
+    for p in range(segments):
+        at[p + 1] += at[p]
+    order = np.empty(M, dtype=np.int64)
+    for i in range(M):
+        r = by_code[i]
+        order[at[seg_of_row[r]]] = r
+        at[seg_of_row[r]] += 1
+    return order
+
+
+@njit(nogil=True, cache=True)
+def _gather(order, codes, label, value, row, code, list_label, list_value):
+    """One QI's list: the rows ``order`` with their codes, label slots and target values."""
+    for k in range(len(order)):
+        r = order[k]
+        row[k] = r
+        code[k] = codes[r]
+        for u in range(label.shape[0]):
+            list_label[u, k] = label[u, r]
+        for u in range(value.shape[0]):
+            list_value[u, k] = value[u, r]
+
+
+@njit(nogil=True, cache=True)
+def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child, depth, start, n, attr, cut, cmin,
+          cmax, num, num_off, span, least, small, off, table, normalize, settle, min_gain, tie, whole, left, moments,
+          left_moments, partition, spare_row, spare_code, spare_label, spare_value, node_counts, node_moments):
+    """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
+    the nodes made."""
+    d = code.shape[0]
+    stack = np.empty(len(todo) + 2 * (code.shape[1] // least) + 2, dtype=np.int64)
+    top = 0
+    for i in range(len(todo) - 1, -1, -1):
+        stack[top] = todo[i]
+        top += 1
+    free = first
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        s = start[node]
+        m = n[node]
+        ranked, base, pure = _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small,
+                                      off, table, normalize, settle, min_gain, tie, whole, moments, partition,
+                                      node_counts, node_moments)
+        if pure or len(ranked) == 0:
+            found, c, at = _settled_choice(code, ranked, s, m, least)
+        else:
+            found, c, at = _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
+                                              left_moments, partition, base, off, table, normalize, tie, min_gain)
+        if found < 0:
+            _leaf(row, node, s, m, leaf_of, attr)
+            continue
+        _mark(row, found, s, m, at, left_of)
+        for j in range(d):
+            if j != found:
+                _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_code, spare_label,
+                           spare_value)
+        a = free
+        free += 2
+        _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
+        _child_totals(label, value, found, node, a, start, n, node_counts, node_moments)
+        stack[top] = a + 1  # the right child is pushed first, so the left one is grown first
+        stack[top + 1] = a
+        top += 2
+    return free - first
+
+
+@njit(nogil=True, cache=True)
+def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
+             settle, min_gain, tie, whole, moments, partition, node_counts, node_moments):
+    """A node's candidate QIs in rank order (none below ``small`` rows), and when it has some,
+    its label counts and target moments (from ``node_counts``, ``node_moments``, into
+    ``whole``, ``moments``), its impurity per target (``partition``) and in all (``base``), and
+    whether it is pure in every label (``settle`` criteria only). Returns ``(ranked, base, pure)``."""
+    d = cmin.shape[1]
+    m = n[node]
+    ranked = np.empty(0, dtype=np.int64)
+    if m < small:
+        return ranked, 0.0, False
+    w = np.empty(d, dtype=np.float64)
+    tried = np.zeros(d, dtype=np.bool_)
+    nr = 0
+    for j in range(d):  # widest normalized range first, ties by position
+        tried[j] = cmin[node, j] >= cmax[node, j]
+        nr += not tried[j]
+        w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j] if span[j] > 0 else 0.0
+    ranked = np.empty(nr, dtype=np.int64)
+    for i in range(nr):
+        j = -1
+        for q in range(d):
+            if not tried[q] and (j < 0 or w[q] > w[j]):
+                j = q
+        tried[j] = True
+        ranked[i] = j
+    if nr == 0:
+        return ranked, 0.0, False
+    T_c = label.shape[1]
+    T_n = value.shape[1]
+    if len(node_counts):
+        whole[:] = node_counts[node]
+        moments[:, :] = node_moments[node]
+    else:
+        _totals(label, value, 0, start[node], m, whole, moments)
+    if settle:
+        pure = True
+        for u in range(T_c):
+            hit = False
+            for v in range(off[u], off[u + 1]):
+                hit = hit or whole[v] == m
+            pure = pure and hit
+        if pure:
+            return ranked, 0.0, True
+    base = 0.0
+    for u in range(T_c):
+        partition[u] = sk.class_entropy(whole[off[u]:off[u + 1]], table)
+    for u in range(T_n):
+        partition[T_c + u] = sk._squared_error(moments[u, 0], moments[u, 1], moments[u, 2])
+    for u in range(T_c + T_n):  # the criterion's combine of the partition with itself
+        p = partition[u]
+        base += (p / p if p > 0 else 0.0) if normalize else p
+    return ranked, base, False
+
+
+@njit(nogil=True, cache=True)
+def _settled_choice(code, ranked, s, m, least):
+    """The Median choice: the first QI in rank order whose most balanced cut is allowable.
+    Returns ``(QI, cut, rows left)``, QI -1 when none."""
+    for i in range(len(ranked)):
+        q = ranked[i]
+        c, at = _median_cut(code, q, s, m)
+        if at >= least and m - at >= least:
+            return q, c, at
+    return -1, 0, 0
+
+
+@njit(nogil=True, cache=True)
+def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
+                       off, table, normalize, tie, min_gain):
+    """:func:`_choose` of the :func:`_scan` of every ranked QI, one after another."""
+    nr = len(ranked)
+    ok = np.zeros(nr, dtype=np.bool_)
+    cuts = np.zeros((nr, 4), dtype=np.int64)  # cut, rows left, median cut, its rows left
+    scores = np.zeros((nr, 2))  # key, gain
+    for i in range(nr):
+        ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan(
+            code, label, value, ranked[i], s, m, least, whole, left, moments, left_moments, partition, base, off,
+            table, normalize, tie)
+    return _pick(ranked, ok, cuts, scores, min_gain)
+
+
+def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
+    """:func:`_pick` of the results of :func:`_scan` per ranked QI."""
+    nr = len(ranked)
+    ok = np.array([x[0] for x in scans], dtype=np.bool_).reshape(nr)
+    cuts = np.array([(x[1], x[2], x[5], x[6]) for x in scans], dtype=np.int64).reshape(nr, 4)
+    scores = np.array([(x[3], x[4]) for x in scans], dtype=np.float64).reshape(nr, 2)
+    found, c, at = _pick(ranked, ok, cuts, scores, min_gain)
+    return int(found), int(c), int(at)
+
+
+@njit(nogil=True, cache=True)
+def _pick(ranked, ok, cuts, scores, min_gain):
+    """The partition's split from its QIs' (in rank order): the smallest key, ties by rank
+    (:meth:`Partitioner._pick`); when its gain is below ``min_gain``, the Median choice — the
+    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none."""
+    best = -1
+    median = -1
+    for i in range(len(ranked)):
+        if not ok[i]:
+            continue
+        if median < 0:
+            median = i
+        if best < 0 or scores[i, 0] < scores[best, 0]:
+            best = i
+    if best < 0:
+        return -1, 0, 0
+    if scores[best, 1] < min_gain:  # weak: the Median choice
+        return ranked[median], cuts[median, 2], cuts[median, 3]
+    return ranked[best], cuts[best, 0], cuts[best, 1]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
+          normalize, tie):
+    """Score every allowable cut of QI ``q`` in one pass down its list (rows ``s .. s+m-1`` in
+    code order). Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's
+    cut (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
+    and the most balanced one (:func:`_median_cut`: the QI has an allowable cut iff it is one).
+
+    A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
+    :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
+    :func:`_margin`, so its key is certainly larger (see there). With class labels only (of at
+    most :data:`_BOX_VALUES` values each), blocks of :data:`_BLOCK` rows are first ruled out
+    whole where :func:`_box_bound` allows.
+
+    Compiled with numpy's error model (no check for a zero divisor, which costs the row loop a
+    third of its speed): every division here has a positive divisor — ``ln 2``, ``tie``, and
+    ``max(n, 1)``, a child's rows (at least ``least``) or an impurity tested positive."""
+    T_c = label.shape[1]
+    T_n = value.shape[1]
+    median_c, median_l = _median_cut(code, q, s, m)
+    if median_l < least or m - median_l < least:  # no allowable cut (the window is symmetric)
+        return False, 0, 0, 0.0, 0.0, median_c, median_l
+    left[:] = 0
+    left_moments[:, :] = 0
+    nl = 0
+    end = s + m
+    found = False
+    best_c = 0
+    best_l = 0
+    best_key = 0.0
+    best_balance = 0
+    best_gain = 0.0
+    best_estimate = 0.0
+    best_size = 0.0
+    scale = base if base > 0 else 1.0
+    boxes = T_n == 0
+    cap = 0.0  # no estimate's size exceeds this (each child's n ln n is at most m ln m)
+    for u in range(T_c):
+        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        cap += 2.0 * table[m] * f
+    before = left.copy()
+    checked = s  # rows before this one were ruled in (scanned cut by cut)
+    i = s
+    # One row at a time, a cut after each row that is the last of its code (a loop per code
+    # would exit unpredictably where codes are held by one or two rows each).
+    while i < end - 1:
+        if boxes and found and i >= checked:
+            stop = min(i + _BLOCK, end - 1)
+            before[:] = left
+            for r in range(i, stop):
+                for u in range(T_c):
+                    left[label[q, u, r]] += 1
+            bound = _box_bound(before, left, whole, partition, off, table, normalize)
+            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
+                nl += stop - i  # no cut of the block can win: skip it
+                i = stop
+                if m - nl < least:
+                    break
+                continue
+            left[:] = before
+            checked = stop
+        for u in range(T_c):
+            left[label[q, u, i]] += 1
+        for u in range(T_n):
+            x = value[q, u, i]
+            left_moments[u, 1] += x
+            left_moments[u, 2] += x * x
+        nl += 1
+        i += 1
+        if nl < least:
+            continue
+        if m - nl < least:  # and beyond
+            break
+        here = code[q, i - 1]
+        if here == code[q, i]:
+            continue
+        balance = abs(2 * nl - m)
+        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
+        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
+            continue
+        impurity = 0.0
+        for u in range(T_c):
+            h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
+            impurity = sk.add_term(impurity, h, partition[u], normalize)
+        for u in range(T_n):
+            e = sk.children_squared_error(nl, left_moments[u, 1], left_moments[u, 2],
+                                          moments[u, 0], moments[u, 1], moments[u, 2])
+            impurity = sk.add_term(impurity, e, partition[T_c + u], normalize)
+        key = sk.cut_key(impurity, base, tie)
+        if not found or key < best_key or (key == best_key and balance < best_balance):
+            found = True
+            best_c, best_l, best_key, best_balance = here, nl, key, balance
+            best_gain = sk.cut_gain(impurity, base, m)
+            best_estimate, best_size = estimate, size
+    return found, best_c, best_l, best_key, best_gain, median_c, median_l
+
+
+#: Rows of a block :func:`_scan` tries to rule out whole.
+_BLOCK = 32
+#: Labels of at most this many values have their blocks bounded (``2^values`` corners each).
+_BOX_VALUES = 4
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _box_bound(low, high, whole, partition, off, table, normalize):
+    """A lower bound of :func:`_estimate` over the cuts of a block: the left child's counts per
+    value lie between ``low`` (before the block) and ``high`` (after it), a box; each label's
+    ``|L| H(L) + |R| H(R)`` (``n ln n - sum c ln c`` of each child, ``n`` the child's rows) is
+    concave in the left counts (``n H`` is concave, and the right child's counts are affine in
+    the left's), so its smallest value on the box is at a corner; labels add up (the corners of
+    different labels need not agree on the rows: a looser, still valid, bound). Estimated like
+    :func:`_estimate` (so within its roundings of the exact values)."""
+    bound = 0.0
+    for u in range(len(off) - 1):
+        lo, hi = off[u], off[u + 1]
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        least = np.inf
+        for corner in range(1 << (hi - lo)):
+            n_left = 0
+            n_right = 0
+            x_left = 0.0
+            x_right = 0.0
+            for j in range(lo, hi):
+                c_left = high[j] if (corner >> (j - lo)) & 1 else low[j]
+                c_right = whole[j] - c_left
+                n_left += c_left
+                n_right += c_right
+                x_left += table[c_left]
+                x_right += table[c_right]
+            a = (table[n_left] - x_left) + (table[n_right] - x_right)
+            least = min(least, a * f)
+        bound += least
+    return bound
+
+
+#: ``1 / ln 2``: the estimates of :func:`_estimate` multiply where the exact terms divide.
+_INV_LN2 = 1.0 / sk.LN2
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize):
+    """A cheap estimate of a cut's impurity (the exact one divides several times per target),
+    and the size of the quantities it is made of: ``(estimate, size)``.
+
+    Per label ``n ln n - sum c ln c`` of each child (as the exact
+    :func:`~sqlanon.model.score_kernels.children_entropy`, but for the order of the sums, and
+    ``n`` counted in integers: every count is a label's), times ``1 / ln 2`` instead of divided
+    by ``ln 2``; per numeric target ``S2 - S1^2 / n`` of each child (clipped at 0) instead of
+    :func:`~sqlanon.model.score_kernels.children_squared_error`'s operations; times ``1 /
+    impurity`` of the partition when normalized. Each differs from the exact term by a few
+    roundings of numbers no larger than ``size`` (the sum of the magnitudes involved)."""
+    T_c = len(off) - 1
+    T_n = moments.shape[0]
+    estimate = 0.0
+    size = 0.0
+    for u in range(T_c):
+        n_right = 0
+        x_left = 0.0
+        x_right = 0.0
+        for j in range(off[u], off[u + 1]):
+            c_left = left[j]
+            c_right = whole[j] - c_left
+            n_right += c_right
+            x_left += table[c_left]
+            x_right += table[c_right]
+        t_left = table[nl]
+        t_right = table[n_right]
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        estimate += ((t_left - x_left) + (t_right - x_right)) * f
+        size += (t_left + t_right) * f
+    for u in range(T_n):
+        n_l = np.float64(nl)
+        s_l = np.float64(left_moments[u, 1])
+        q_l = np.float64(left_moments[u, 2])
+        n_r = np.float64(moments[u, 0] - nl)
+        s_r = np.float64(moments[u, 1] - left_moments[u, 1])
+        q_r = np.float64(moments[u, 2] - left_moments[u, 2])
+        a = max(q_l - s_l * s_l / n_l, 0.0)
+        b = max(q_r - s_r * s_r / n_r, 0.0)
+        f = 1.0
+        if normalize:
+            f = 1.0 / partition[T_c + u] if partition[T_c + u] > 0 else 0.0
+        estimate += (a + b) * f
+        size += (abs(q_l) + abs(q_r) + s_l * s_l / n_l + s_r * s_r / n_r) * f
+    return estimate, size
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _margin(scale, tie, size, best_size):
+    """How far a cut's estimate may exceed the best cut's and its key still not be certainly
+    larger. Keys are ``rint(impurity / scale / tie) * tie``, non-decreasing in the impurity; two
+    impurities more than ``4 tie scale`` apart (plus the roundings of the divisions, relative
+    ``2^-52`` of impurities no larger than ``size``) give keys at least one ``tie`` apart. An
+    estimate is within a few dozen roundings (``2^-52`` each, relative to ``size``) of its exact
+    impurity, so ``8 tie scale + 2^-40 (size + best size)`` covers both with a wide berth."""
+    return 8.0 * tie * scale + (size + best_size) * 2.0**-40
+
+
+@njit(nogil=True, cache=True)
+def _median_cut(code, q, s, m):
+    """The most balanced cut of QI ``q`` (rows ``s .. s+m-1`` sorted by code), ignoring the size
+    window: ``(cut, rows <= cut)``, the lower on a tie; ``(largest code, m)`` when none."""
+    h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
+    v = code[q, s + h]
+    lt = np.searchsorted(code[q, s:s + m], v, side="left")  # rows below v
+    le = np.searchsorted(code[q, s:s + m], v, side="right")  # rows <= v
+    hi = code[q, s + m - 1]
+    best_c, best_l = hi, m
+    if lt > 0:
+        best_c, best_l = code[q, s + lt - 1], lt
+    if v < hi and (lt == 0 or 2 * le - m < m - 2 * lt):
+        best_c, best_l = v, le
+    return best_c, best_l
+
+
+@njit(nogil=True, cache=True)
+def _leaf(row, node, s, m, leaf_of, attr):
+    """Node ``node`` (rows ``s .. s+m-1``) is a leaf."""
+    attr[node] = -1
+    for i in range(s, s + m):
+        leaf_of[row[0, i]] = node
+
+
+@njit(nogil=True, cache=True)
+def _mark(row, found, s, m, at, left_of):
+    """Which rows go left, one bit per row in ``left_of``: the split QI's list is sorted, so
+    its first ``at`` rows. (Bits, not bytes: the partition reads them in random order, and a
+    batch's bits stay in the CPU's cache.)"""
+    for i in range(s, s + m):
+        r = row[found, i]
+        w = r >> 6
+        b = np.uint64(1) << np.uint64(r & 63)
+        if i < s + at:
+            left_of[w] |= b
+        else:
+            left_of[w] &= ~b
+
+
+@njit(nogil=True, cache=True)
+def _totals(label, value, j, s, m, counts, moments):
+    """The label counts and target moments of rows ``s .. s+m-1`` of list ``j``."""
+    counts[:] = 0
+    moments[:, :] = 0
+    for i in range(s, s + m):
+        for u in range(label.shape[1]):
+            counts[label[j, u, i]] += 1
+        for u in range(value.shape[1]):
+            x = value[j, u, i]
+            moments[u, 1] += x
+            moments[u, 2] += x * x
+    for u in range(value.shape[1]):
+        moments[u, 0] = m
+
+
+@njit(nogil=True, cache=True)
+def _child_totals(label, value, found, node, a, start, n, node_counts, node_moments):
+    """The totals of the children ``a`` and ``a + 1`` of ``node`` (split on ``found``): the
+    smaller one's counted, the other's its parent's less those (exact integers)."""
+    if len(node_counts) == 0:  # not kept
+        return
+    small = a if n[a] <= n[a + 1] else a + 1
+    other = 2 * a + 1 - small
+    _totals(label, value, found, start[small], n[small], node_counts[small], node_moments[small])
+    node_counts[other] = node_counts[node] - node_counts[small]
+    node_moments[other] = node_moments[node] - node_moments[small]
+
+
+@njit(nogil=True, cache=True)
+def _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax):
+    """Record the split of ``node`` on QI ``found`` at ``c`` (``at`` rows left) and its children
+    ``a`` (left) and ``a + 1``, whose extents are the ends of their (partitioned) lists."""
+    s = start[node]
+    m = n[node]
+    b = a + 1
+    attr[node] = found
+    cut[node] = c
+    for j in range(code.shape[0]):
+        cmin[a, j], cmax[a, j] = code[j, s], code[j, s + at - 1]
+        cmin[b, j], cmax[b, j] = code[j, s + at], code[j, s + m - 1]
+    parent[a] = parent[b] = node
+    child[a], child[b] = 0, 1
+    depth[a] = depth[b] = depth[node] + 1
+    start[a], start[b] = s, s + at
+    n[a], n[b] = at, m - at
+
+
+@njit(nogil=True, cache=True)
+def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_code, spare_label, spare_value):
+    """Partition list ``j``'s rows ``s .. s+m-1`` stably: the ``at`` going left first, each
+    side keeping its code order.
+
+    Where one side is much smaller (the unbalanced splits the workload criteria often make),
+    the larger side is compacted in place — towards the front for the left side, from the back
+    for the right one — and the smaller set aside and copied into its place: about one write
+    per row, and the test of each row is predictable. Otherwise each row is written to both
+    places and one kept (no branch: which side a row goes to is as good as random in any list
+    but the split QI's)."""
+    T_c = label.shape[1]
+    T_n = value.shape[1]
+    small = m // 8
+    if at <= small:  # backwards: the right rows packed from the end, the left ones set aside
+        k = s + m
+        aside = 0
+        for i in range(s + m - 1, s - 1, -1):
+            r = row[j, i]
+            if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                spare_row[aside] = r
+                spare_code[aside] = code[j, i]
+                for u in range(T_c):
+                    spare_label[u, aside] = label[j, u, i]
+                for u in range(T_n):
+                    spare_value[u, aside] = value[j, u, i]
+                aside += 1
+            else:
+                k -= 1
+                row[j, k] = r
+                code[j, k] = code[j, i]
+                for u in range(T_c):
+                    label[j, u, k] = label[j, u, i]
+                for u in range(T_n):
+                    value[j, u, k] = value[j, u, i]
+        for i in range(aside):  # set aside last first
+            t = s + aside - 1 - i
+            row[j, t] = spare_row[i]
+            code[j, t] = spare_code[i]
+            for u in range(T_c):
+                label[j, u, t] = spare_label[u, i]
+            for u in range(T_n):
+                value[j, u, t] = spare_value[u, i]
+        return
+    k = s
+    right = 0
+    if m - at <= small:  # forwards: the left rows packed at the front, the right ones set aside
+        for i in range(s, s + m):
+            r = row[j, i]
+            if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                row[j, k] = r
+                code[j, k] = code[j, i]
+                for u in range(T_c):
+                    label[j, u, k] = label[j, u, i]
+                for u in range(T_n):
+                    value[j, u, k] = value[j, u, i]
+                k += 1
+            else:
+                spare_row[right] = r
+                spare_code[right] = code[j, i]
+                for u in range(T_c):
+                    spare_label[u, right] = label[j, u, i]
+                for u in range(T_n):
+                    spare_value[u, right] = value[j, u, i]
+                right += 1
+    else:
+        for i in range(s, s + m):
+            # ``k <= i``: the left side overwrites only rows already read
+            r = row[j, i]
+            c = code[j, i]
+            go = np.int64((left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1))
+            spare_row[right] = r
+            spare_code[right] = c
+            row[j, k] = r
+            code[j, k] = c
+            for u in range(T_c):
+                x = label[j, u, i]
+                spare_label[u, right] = x
+                label[j, u, k] = x
+            for u in range(T_n):
+                y = value[j, u, i]
+                spare_value[u, right] = y
+                value[j, u, k] = y
+            k += go
+            right += 1 - go
+    for i in range(right):
+        row[j, k + i] = spare_row[i]
+        code[j, k + i] = spare_code[i]
+        for u in range(T_c):
+            label[j, u, k + i] = spare_label[u, i]
+        for u in range(T_n):
+            value[j, u, k + i] = spare_value[u, i]

@@ -1,0 +1,299 @@
+"""The depth-first compiled finish of the workload criteria under k-anonymity
+(sqlanon/mondrian/workload_finish.py) gives exactly what the level-by-level finish gives: the
+same leaves (boxes, extents, sizes), partition ids, leaf of every row and progress counters for
+InfoGain (with and without ``min_gain``), Regression and Targets — and through the whole release
+the same rules and view, whatever ``memory_rows``. Requests it does not cover take the general
+path."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import sqlanon
+from sqlanon.mondrian import builder, median_finish, workload_finish
+from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
+from sqlanon.model.constraints import EntropyLDiversity, KAnonymity
+from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
+from sqlanon.model.domain import Domain
+from sqlanon.model.qi import QI
+from sqlanon.model.stats import StatColumn
+
+STATS = (StatColumn("y", "class", size=3), StatColumn("z", "class", size=2), StatColumn("v", "numeric", exact=True),
+         StatColumn("w", "numeric", exact=True))
+
+
+def finish(case: dict, criterion, fast: bool, threads: int = 1, stats: tuple = STATS) -> dict:
+    """One batch through Partitioner.run_memory: leaves, each row's leaf id, counters."""
+    codes, seg_n, domains, k = case["codes"], case["seg_n"], case["domains"], case["k"]
+    R, d = len(seg_n), len(domains)
+    saved = builder._WORKLOAD_FINISH
+    builder._WORKLOAD_FINISH = fast
+    try:
+        p = Partitioner(domains, [KAnonymity(k)], criterion, stat_columns=stats, threads=threads)
+        p.next_pid = 1000
+        seg = Boxes(np.arange(7, 7 + R, dtype=np.int64), seg_n.astype(np.int64), np.zeros((R, d), np.int64),
+                    np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64), np.full((R, d), -1, np.int64))
+        seen = []
+        p.progress = seen.append
+        rows, pid = p.run_memory(Batch(codes.astype(np.int32), list(case["classes"]), list(case["numbers"])), seg)
+    finally:
+        builder._WORKLOAD_FINISH = saved
+    order = np.argsort(rows)
+    return {"leaves": p.leaf_table(), "rows": rows[order], "pid": pid[order], "next_pid": p.next_pid,
+            "levels": p.levels, "finished": p.rows_finished,
+            "progress": [(s.level, s.open_partitions, s.rows_finished) for s in seen]}
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a["leaves"].keys() == b["leaves"].keys()
+    for key in a["leaves"]:
+        np.testing.assert_array_equal(a["leaves"][key], b["leaves"][key], err_msg=key)
+    for key in ("rows", "pid"):
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert (a["next_pid"], a["levels"], a["finished"], a["progress"]) == \
+        (b["next_pid"], b["levels"], b["finished"], b["progress"])
+
+
+def _domains(rng, d: int, draw) -> list[Domain]:
+    out = []
+    for j in range(d):
+        size = int(rng.choice([1, 2, 3, 7, 60, 3000]))
+        if draw(st.booleans()) and out and out[-1].size == size:
+            num = out[-1].num  # the same positions as the previous QI: equal ranges are common
+        elif draw(st.booleans()):
+            num = np.sort(rng.choice(size * 4, size, replace=False)).astype(np.float64) * 0.37 - 5
+        else:
+            num = np.arange(size, dtype=np.float64)
+        out.append(Domain(QI(f"q{j}", "numeric", "INTEGER"), size, "", num))
+    return out
+
+
+@st.composite
+def batches(draw, rows: tuple[int, int] = (1, 900)):
+    """A batch of 1-3 partitions over 1-4 ordered QIs (ties, skewed codes), two labels (the
+    first code stands for NULL) that follow a QI or not, and two integer targets."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    d = draw(st.integers(1, 4))
+    M = draw(st.integers(*rows))
+    domains = _domains(rng, d, draw)
+    codes = []
+    for dom in domains:
+        skew = draw(st.sampled_from(["uniform", "geometric", "few"]))
+        if skew == "geometric":
+            codes.append(np.minimum(rng.geometric(0.2, M) - 1, dom.size - 1))
+        elif skew == "few":
+            codes.append(rng.choice(rng.integers(0, dom.size, 3), M))
+        else:
+            codes.append(rng.integers(0, dom.size, M))
+    codes = np.vstack(codes)
+    noise = draw(st.sampled_from([0.0, 0.2, 1.0]))  # 1.0: the label has nothing to do with the QIs
+    follows = (codes[0] * 3 // max(domains[0].size, 1)).astype(np.int64)
+    y = np.where(rng.random(M) < noise, rng.integers(0, 3, M), follows)
+    z = rng.integers(0, 2, M) if draw(st.booleans()) else np.zeros(M, np.int64)  # z pure or not
+    v = (codes[-1] * 7 + rng.integers(-20, 21, M)).astype(np.int64)
+    w = rng.choice([-3, 0, 5], M).astype(np.int64)
+    R = draw(st.integers(1, 3))
+    cuts = np.sort(rng.choice(np.arange(1, M), min(R - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
+    seg_n = np.diff(np.concatenate(([0], cuts, [M])))
+    k = draw(st.sampled_from([1, 2, 3, 5, 12]))
+    return {"codes": codes, "seg_n": seg_n, "domains": domains, "k": k, "classes": (y, z), "numbers": (v, w)}
+
+
+CRITERIA = st.sampled_from([
+    InfoGain("y"), InfoGain("y", min_gain=0.05), InfoGain("y", "z"), InfoGain("z", min_gain=0.5),
+    Regression("v"), Regression("v", min_gain=40.0), Regression("v", "w"),
+    Targets(("y",), ("v",)), Targets(("y", "z"), ()), Targets((), ("w", "v"), 0.1), Targets(("z",), ("v",), 0.02),
+])
+
+
+@given(batches(), CRITERIA, st.integers(1, 2))
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, criterion, threads):
+    assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
+
+
+@given(batches(), CRITERIA)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_nodes_counting_their_own_totals(case, criterion):
+    """Where the nodes' totals would take too much memory, each node counts its own: the same."""
+    saved = workload_finish._TOTALS
+    workload_finish._TOTALS = 0
+    try:
+        assert_same(finish(case, criterion, True), finish(case, criterion, False))
+    finally:
+        workload_finish._TOTALS = saved
+
+
+def test_label_of_many_values():
+    """Label slots beyond 16 bits (kept in 32) give the same."""
+    rng = np.random.default_rng(9)
+    M, size = 80, 33000
+    domains = [Domain(QI("q0", "numeric", "INTEGER"), 50, "", np.arange(50.0))]
+    stats = (StatColumn("y", "class", size=size), StatColumn("v", "numeric", exact=True))
+    case = {"codes": rng.integers(0, 50, (1, M)), "seg_n": np.array([M]), "domains": domains, "k": 3,
+            "classes": (rng.choice([0, 5, size - 1], M),), "numbers": (rng.integers(0, 9, M),)}
+    criterion = Targets(("y",), ("v",))  # (InfoGain's pure-class check of the general path is heavy here)
+    assert_same(finish(case, criterion, True, stats=stats), finish(case, criterion, False, stats=stats))
+
+
+def test_deep_unbalanced_trees_on_two_threads():
+    """A noisy label splits unevenly (a deep tree, large partitions for many levels: the wide
+    first phase on two threads), with and without min_gain — whose weak partitions take the
+    Median choice — and a numeric target beside it."""
+    rng = np.random.default_rng(7)
+    M = 2 * median_finish._PARALLEL_ROWS + 4321
+    sizes = [5000, 40, 3, 60000]
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
+               for j, s in enumerate(sizes)]
+    codes = np.vstack([rng.integers(0, 5000, M), np.minimum(rng.geometric(0.05, M), 39),
+                       rng.integers(0, 3, M), rng.integers(0, 60000, M)])
+    y = np.where(rng.random(M) < 0.9, rng.integers(0, 3, M), codes[1] % 3)
+    case = {"codes": codes, "seg_n": np.array([M - 30000, 30000]), "domains": domains, "k": 20,
+            "classes": (y, rng.integers(0, 2, M)), "numbers": (rng.integers(-100, 100, M), np.zeros(M, np.int64))}
+    levels = {}
+    for criterion in (InfoGain("y"), InfoGain("y", min_gain=0.01), Targets(("y",), ("v",))):
+        fast = finish(case, criterion, True, threads=2)
+        assert_same(fast, finish(case, criterion, False))
+        levels[criterion] = fast["levels"]
+    assert levels[InfoGain("y")] > 3 * np.log2(M / 20)  # far deeper than a balanced tree
+    assert levels[InfoGain("y", min_gain=0.01)] < levels[InfoGain("y")] / 2  # weak partitions split at the median
+
+
+def test_every_partition_weak_is_median_mondrian():
+    """With a min_gain no split reaches, every partition takes the Median choice: the leaves,
+    ids and rows of Median Mondrian (through median_finish)."""
+    rng = np.random.default_rng(3)
+    M = 3000
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
+               for j, s in enumerate([100, 7, 2000])]
+    codes = np.vstack([rng.integers(0, s, M) for s in (100, 7, 2000)])
+    case = {"codes": codes, "seg_n": np.array([M]), "domains": domains, "k": 4,
+            "classes": (rng.integers(0, 3, M), rng.integers(0, 2, M)), "numbers": (rng.integers(0, 9, M),) * 2}
+    median = finish(case, Median(), True)
+    for criterion in (InfoGain("y", min_gain=1e9), Regression("v", min_gain=1e9), Targets(("y",), ("v",), 1e9)):
+        assert_same(finish(case, criterion, True), median)
+
+
+def test_general_path_where_it_does_not_apply():
+    """Hierarchies, other constraints, a suppression budget, float targets, partitions beyond
+    the c ln c table and other criteria are not this finish's."""
+    ordered = [Domain(QI("a", "numeric", "INTEGER"), 5, "", np.arange(5.0))]
+    hierarchy = dataclasses.replace(ordered[0], num=None)  # a hierarchical QI's domain has no positions
+    k, none = [KAnonymity(3)], np.zeros(1, np.int64)
+    assert workload_finish.applies(InfoGain("y"), k, ordered, none, [], 100)
+    assert workload_finish.applies(Targets(("y",), ("v",)), k, ordered, none, [True], 100)
+    assert not workload_finish.applies(InfoGain("y"), k, ordered + [hierarchy], none, [], 100)
+    assert not workload_finish.applies(InfoGain("y"), k + [EntropyLDiversity("s", 2)], ordered, none, [], 100)
+    assert not workload_finish.applies(InfoGain("y"), k, ordered, np.array([2]), [], 100)
+    assert not workload_finish.applies(Regression("v"), k, ordered, none, [False], 100)
+    assert not workload_finish.applies(InfoGain("y"), k, ordered, none, [], 2**23)
+    assert not workload_finish.applies(Median(), k, ordered, none, [], 100)
+    assert not workload_finish.applies(Selections("a < 2", InfoGain("y")), k, ordered, none, [], 100)
+
+
+def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatch):
+    """Through anonymize: the finish is never called for a request outside its scope."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("workload_finish.finish called outside its scope")
+
+    rng = np.random.default_rng(1)
+    n = 300
+    frame = pd.DataFrame({"id": np.arange(n), "a": rng.integers(0, 50, n), "s": rng.choice(list("ABCD"), n),
+                          "label": rng.choice(["p", "q"], n), "x": rng.normal(0, 1, n)})
+    con = duckdb.connect()
+    con.register("frame", frame)
+    con.execute("CREATE TABLE t AS SELECT * FROM frame")
+    monkeypatch.setattr(workload_finish, "finish", refuse)
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", sensitive="s", l=2, target="label")
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target="x", replace=True)  # a float target
+    with pytest.raises(AssertionError, match="outside its scope"):
+        sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target="label", replace=True)
+
+
+# -- through the whole release ----------------------------------------------------------------
+@st.composite
+def tables(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(30, 500))
+    columns = {}
+    for j in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["int", "float", "date", "text"]))
+        values = rng.integers(0, int(rng.choice([2, 9, 300])), n)
+        if kind == "float":
+            column = pd.Series(values * 0.5 - 3, dtype="Float64")
+        elif kind == "date":
+            column = pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(values * 3, unit="D"))
+        elif kind == "text":
+            column = pd.Series([f"v{v:04d}" for v in values], dtype=object)
+        else:
+            column = pd.Series(values, dtype="Int64")
+        if draw(st.booleans()):
+            column = column.mask(rng.random(n) < 0.15)
+        columns[f"q{j}"] = column
+    label = pd.Series(rng.choice(["p", "q", "r"], n), dtype=object)
+    columns["label"] = label.mask(rng.random(n) < 0.1)  # a NULL label is a value of its own
+    columns["amount"] = pd.Series(rng.integers(-500, 500, n) + (columns["q0"].notna() * 100), dtype="Int64")
+    target = draw(st.sampled_from([["label"], ["amount"], ["label", "amount"]]))
+    return pd.DataFrame(columns), target, draw(st.sampled_from([2, 5, 17]))
+
+
+def release(frame: pd.DataFrame, target: list[str], k: int, memory_rows: int, fast: bool) -> tuple[list, list]:
+    """The release's rules and view, with the depth-first finish on or off."""
+    con = duckdb.connect()
+    saved = builder._WORKLOAD_FINISH
+    builder._WORKLOAD_FINISH = fast
+    try:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
+        qid = [c for c in frame.columns if c.startswith("q")]
+        out = sqlanon.anonymize(con, "t", qid=qid, k=k, memory_rows=memory_rows, key="id", target=target)
+        assert out.verification.ok
+        return (con.execute(f'SELECT * FROM "{out.rules}" ORDER BY ALL').fetchall(),
+                con.execute(f'SELECT * FROM "{out.view}" ORDER BY id').fetchall())
+    finally:
+        builder._WORKLOAD_FINISH = saved
+        con.close()
+
+
+@given(tables())
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_same_release_whatever_memory_rows(case):
+    """Numbers, dates, text, NULLs; SQL levels first (small ``memory_rows``) or not at all: the
+    same rules and view with the finish on, off, and for every ``memory_rows``."""
+    frame, target, k = case
+    expected = release(frame, target, k, 10**9, False)
+    for memory_rows in (0, 40, 10**9):
+        assert release(frame, target, k, memory_rows, True) == expected
+
+
+@pytest.mark.spark
+def test_spark_executors_publish_the_general_paths_rules(spark):
+    """On Spark the finish runs on the executors (BatchFinish, the module's default: on): the
+    rules and view are DuckDB's with the finish switched off."""
+    from tests.test_spark import load, rules, table_of
+
+    rng = np.random.default_rng(4)
+    n = 600
+    frame = pd.DataFrame({"id": np.arange(n, dtype=np.int64), "a": rng.integers(0, 300, n).astype(np.int64),
+                          "b": rng.integers(0, 9, n).astype(np.int64), "label": rng.choice(["x", "y", "z"], n),
+                          "amount": rng.integers(-50, 50, n).astype(np.int64)})
+    duck = duckdb.connect()
+    saved = builder._WORKLOAD_FINISH
+    try:
+        out = []
+        for con, fast in ((duck, False), (spark, True)):
+            builder._WORKLOAD_FINISH = fast
+            load(con, "t", frame)
+            out.append(sqlanon.anonymize(con, "t", qid=["a", "b"], k=7, memory_rows=150, key="id", view="t_anon",
+                                         replace=True, target=["label", "amount"]))
+        assert rules(duck, out[0]) == rules(spark, out[1])
+        assert table_of(duck, "t_anon") == table_of(spark, "t_anon")
+    finally:
+        builder._WORKLOAD_FINISH = saved
+        duck.close()
