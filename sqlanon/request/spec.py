@@ -34,7 +34,7 @@ from ..errors import (
     did_you_mean,
 )
 from ..model import manifest_format
-from ..model.criteria import Score
+from ..model.criteria import Median, Score
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
 from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_number, check_qid
@@ -226,6 +226,7 @@ def resolve(
             f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
             f"partition can hold k of them."
         )
+    sized = memory_rows is None  # the default: sized from the engine, the criterion known below
     memory_rows = default_memory_rows(engine) if memory_rows is None else check_int("memory_rows", memory_rows, 0)
     if hierarchies is not None and not isinstance(hierarchies, Mapping):
         raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
@@ -286,6 +287,11 @@ def resolve(
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
                        given)
+    if sized and not isinstance(workload.criterion, Median):
+        # the workload criteria judge every QI at every level: on partitions of millions of rows
+        # the SQL levels (DuckDB's parallel GROUP BYs) are faster than the in-memory finish
+        # (measured at 10M rows: InfoGain 48 s all in memory against 20-40 s with SQL levels)
+        memory_rows = min(memory_rows, DEFAULT_MEMORY_ROWS)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
 
 
