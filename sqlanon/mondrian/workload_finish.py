@@ -76,6 +76,7 @@ from ..model.constraints import Constraint, KAnonymity, xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
+from ..model.stats import sort_and_group
 from .median_finish import _PARALLEL_ROWS, _Table, _share
 from .split import TIE
 
@@ -196,7 +197,6 @@ class _Lists:
             if int(codes[j].max(initial=0)) < 2 * M + 1024:  # two counting passes
                 order = _counting_order(codes[j], seg_of_row, len(seg_n))
             else:  # a wide code range (a batch of a large table): a sort
-                from .builder import sort_and_group  # builder imports this module
 
                 order = sort_and_group(seg_of_row, codes[j])[0]
             _gather(order, codes[j], label, value, out.row[j], out.code[j], out.label[j], out.value[j])
