@@ -836,7 +836,8 @@ def test_temp_objects_exist_during_a_run_and_carry_the_prefix(con, mixed, monkey
     def spy(self, *args, **kwargs):
         seen.append(temp_objects(con))
         temporary = ("SELECT relname FROM pg_class WHERE relpersistence = 't' AND relkind IN ('r', 'v', 'p')"
-                     if is_postgres(con) else "SELECT table_name FROM duckdb_tables() WHERE temporary")
+                     if is_postgres(con) else "SELECT table_name FROM duckdb_tables() WHERE temporary "
+                     "UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal")
         seen.append([r[0] for r in con.execute(temporary).fetchall()])
         return real(self, *args, **kwargs)
 
