@@ -80,42 +80,61 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             columns[f"c{i}_label"] = np.array([h.labels[x] for x in node], dtype=object)
             columns[f"c{i}_node"] = node
     codes = engine.upload("regions", columns)
+    looked_up = {i: [part for part in ("min", "max", "lo", "hi") if not (i in casts and part in ("min", "max"))]
+                 for i, d in enumerate(domains) if d.qi.ordered}
+    needed = {i: np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts]))
+              for i, parts in looked_up.items()}
+    wanted = engine.upload("wanted", {
+        "q": np.concatenate([np.full(len(c), i, dtype=np.int64) for i, c in needed.items()] or [np.zeros(0, np.int64)]),
+        "code": np.concatenate(list(needed.values()) or [np.zeros(0, np.int64)]).astype(np.int64)})
 
     # Codes -> values through the domain tables, so published values keep their source types.
-    # (copy=False: the loop grows one tree; copying it at every step is quadratic.)
-    query = exp.select(g.alias(g.col("region", "r"), spec.outputs.region_column),
-                       g.alias(g.col("size", "r"), spec.outputs.size_column)).from_(
-        exp.alias_(g.table(codes), g.ident("r"), table=True)
-    )
-    lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
-    for i, d in enumerate(domains):
-        qi = d.qi
-        if not qi.ordered:
-            query = query.select(
-                g.alias(exp.Cast(this=g.col(f"c{i}_label", "r"), to=exp.DataType.build("VARCHAR")), qi.name),
-                g.alias(g.col(f"c{i}_node", "r"), f"{qi.name}_node"),
-                copy=False,
-            )
-            continue
-        for part, out in (("min", f"{qi.name}_min"), ("max", f"{qi.name}_max"), ("lo", f"{qi.name}_lo"), ("hi", f"{qi.name}_hi")):
-            if i in casts and part in ("min", "max"):
-                value = exp.Cast(this=g.col(f"c{i}_{part}", "r"), to=exp.DataType.build(qi.data_type, dialect="duckdb"))
-                query = query.select(g.alias(value, out), copy=False)
-                continue
-            alias = f"d{i}{part}"
-            lookups.append((alias, d.size))
+    # One statement per QI adds its four bounds to the regions' codes: a domain can hold a value
+    # per row, and a single statement holding the hash tables of every QI's lookups at once ran
+    # out of memory under a small memory_limit (10M rows, 300MB, 36 joins); each lookup also
+    # reads only the codes some region uses (a semi-join with the small ``wanted`` table).
+    step = codes
+    for i, parts in looked_up.items():
+        d = domains[i]
+        used = exp.select(g.col("code"), g.col("v")).from_(g.table(d.table)).where(g.col("code").isin(
+            query=exp.select(g.col("code")).from_(g.table(wanted)).where(exp.EQ(this=g.col("q"), expression=g.lit(i)))))
+        query = exp.select(exp.Column(this=exp.Star(), table=g.ident("r"))).from_(
+            exp.alias_(g.table(step), g.ident("r"), table=True))
+        lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
+        for part in parts:
+            alias = f"d{part}"
+            lookups.append((alias, len(needed[i])))
             query = query.join(
-                exp.alias_(g.table(d.table), g.ident(alias), table=True),
+                exp.Subquery(this=used.copy(), alias=exp.TableAlias(this=g.ident(alias))),
                 on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
                 join_type="left",
                 copy=False,
-            ).select(g.alias(g.col("v", alias), out), copy=False)
-        query = query.select(g.alias(g.col(f"c{i}_null", "r"), f"{qi.name}_null"), copy=False)
+            ).select(g.alias(g.col("v", alias), f"v{i}_{part}"), copy=False)
+        looked = engine.temp_name(f"rules{i}")
+        engine.execute(g.create_table_as(looked, engine.broadcast(query, lookups)))
+        if step != codes:
+            engine.drop_temp(step)
+        step = looked
+    select = [g.alias(g.col("region"), spec.outputs.region_column), g.alias(g.col("size"), spec.outputs.size_column)]
+    for i, d in enumerate(domains):
+        qi = d.qi
+        if not qi.ordered:
+            select += [g.alias(exp.Cast(this=g.col(f"c{i}_label"), to=exp.DataType.build("VARCHAR")), qi.name),
+                       g.alias(g.col(f"c{i}_node"), f"{qi.name}_node")]
+            continue
+        for part in ("min", "max", "lo", "hi"):
+            value = (g.col(f"v{i}_{part}") if part in looked_up[i] else
+                     exp.Cast(this=g.col(f"c{i}_{part}"), to=exp.DataType.build(qi.data_type, dialect="duckdb")))
+            select.append(g.alias(value, f"{qi.name}_{part}"))
+        select.append(g.alias(g.col(f"c{i}_null"), f"{qi.name}_null"))
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
-        exp.Subquery(this=engine.broadcast(query, lookups), alias=exp.TableAlias(this=g.ident("x")))
+        exp.Subquery(this=exp.select(*select).from_(g.table(step)), alias=exp.TableAlias(this=g.ident("x")))
     ).order_by(g.col(spec.outputs.region_column))
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
+    if step != codes:
+        engine.drop_temp(step)
     engine.drop_temp(codes)
+    engine.drop_temp(wanted)
     return region
 
 
