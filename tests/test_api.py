@@ -256,6 +256,42 @@ def test_a_table_that_fits_in_memory_is_encoded_while_the_finish_reads_it():
     assert "CREATE TEMPORARY VIEW" not in with_budget  # the baseline partitions the table twice
 
 
+@pytest.mark.engines("duckdb")
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), most=st.integers(15, 90), deleted=st.booleans(), suppression=st.sampled_from([0, 0.05]))
+def test_the_snapshot_published_in_row_id_ranges_equals_one_statement(seed, most, deleted, suppression):
+    """A table larger than the engine's join_rows is published one row-id range per statement
+    (rowid gaps from deletes included): the same rows, regions and bounds as in one statement."""
+    from sqlanon.engine import sqlgen
+    from sqlanon.engine.duckdb import DuckDBEngine
+    from sqlanon.publish import rules as rules_module
+
+    rng = np.random.default_rng(seed)
+    n = 160
+    con = duckdb.connect()
+    load(con, pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.integers(0, 5, n).astype(float),
+                            "s": rng.choice(["x", "y", None], n)}))
+    if deleted:
+        run(con, "DELETE FROM t WHERE a % 7 = 3")
+    kwargs = dict(qid=["a", "b"], k=4, suppression=suppression, replace=True)
+    one = sqlanon.anonymize(con, "t", **kwargs)
+    expected = frame(con, f'SELECT * FROM "{one.view}" ORDER BY ALL')
+    used: list[list[tuple]] = []
+    real_chunks = rules_module.rid_chunks
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DuckDBEngine, "join_rows", lambda self: most)
+        mp.setattr(rules_module, "rid_chunks", lambda *a: used.append(real_chunks(*a)) or used[-1])
+        chunked = sqlanon.anonymize(con, "t", **kwargs)
+        ranges = real_chunks(DuckDBEngine(con), sqlgen.table("t"), "rowid", 10**9)
+    assert len(used) == 1 and len(used[0]) > 1 and chunked.verification.ok and not temp_objects(con)
+    got = frame(con, f'SELECT * FROM "{chunked.view}" ORDER BY ALL')
+    pd.testing.assert_frame_equal(got, expected)
+    ids = [r[0] for r in rows(con, "SELECT rowid FROM t")]
+    assert ranges[0][0] == min(ids) and ranges[-1][1] > max(ids) and ranges[-1][0] <= max(ids)
+    assert all(x[1] == y[0] for x, y in zip(ranges, ranges[1:]))  # contiguous: every id in exactly one
+    assert all(sum(lo <= i < hi for i in ids) <= most for lo, hi in ranges)
+
+
 # -- real data -------------------------------------------------------------------------------
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py (Adult included)
 @pytest.mark.engines("duckdb")

@@ -353,6 +353,21 @@ class Engine(abc.ABC):
         default ``memory_rows`` is sized from (:func:`sqlanon.request.spec.default_memory_rows`)."""
         return None
 
+    def usable_memory(self) -> int | None:
+        """:meth:`memory_limit`, capped by this machine's RAM (a limit may be set higher, or
+        shown as "no limit"); None when the engine does not say."""
+        limit = self.memory_limit()
+        if limit is not None and hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
+            limit = min(limit, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        return limit
+
+    def join_rows(self) -> int | None:
+        """The most rows of a table-sized join (the published snapshot: the run's rows joined with
+        their regions by row id) to run in one statement, or None: no limit, the engine spills
+        such joins itself (PostgreSQL's work_mem, Spark's shuffle). See
+        :func:`sqlanon.publish.rules.rid_chunks`."""
+        return None
+
     def threads(self) -> int:
         """How many cores this run may use for in-memory work: this process's."""
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)

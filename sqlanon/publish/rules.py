@@ -222,18 +222,52 @@ def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, r
         else:
             select.append(g.alias(g.col(name, "b"), name))
     select.append(g.alias(g.col("region", "a"), spec.outputs.class_column))
-    query = (
-        exp.select(*select)
-        .from_(exp.alias_(source, g.ident("b"), table=True))
-        .join(exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("a"))),
-              on=exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b")), join_type="left")
-        .join(
-            exp.alias_(g.table(spec.outputs.rules), g.ident("r"), table=True),
-            on=exp.EQ(this=g.col(spec.outputs.region_column, "r"), expression=g.col("region", "a")),
-            join_type="left",
-        )
-    )
     root = root_bounds(spec.qis, spec.outputs.rules, spec.outputs.size_column) if suppressed else None
-    if root is not None:
-        query = query.join(exp.Subquery(this=root, alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
-    engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False))
+    # One statement, or one per range of row ids (rid_chunks) that joins only that range's rows
+    # of the snapshot and of the row map.
+    for i, (lo, hi) in enumerate(rid_chunks(engine, source, rid, spec.source.rows)):
+        b: exp.Expression = exp.alias_(source, g.ident("b"), table=True)
+        a = rowmap
+        if lo is not None:
+            b = exp.Subquery(this=exp.select(exp.Star()).from_(source).where(_in_range(g.col(rid), lo, hi)),
+                             alias=exp.TableAlias(this=g.ident("b")))
+            a = exp.select(exp.Star()).from_(exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("m")))).where(
+                _in_range(g.col("rid"), lo, hi))
+        query = (
+            exp.select(*[e.copy() for e in select])
+            .from_(b)
+            .join(exp.Subquery(this=a, alias=exp.TableAlias(this=g.ident("a"))),
+                  on=exp.EQ(this=g.col("rid", "a"), expression=g.col(rid, "b")), join_type="left")
+            .join(
+                exp.alias_(g.table(spec.outputs.rules), g.ident("r"), table=True),
+                on=exp.EQ(this=g.col(spec.outputs.region_column, "r"), expression=g.col("region", "a")),
+                join_type="left",
+            )
+        )
+        if root is not None:
+            query = query.join(exp.Subquery(this=root.copy(), alias=exp.TableAlias(this=g.ident("z"))), join_type="cross")
+        engine.execute(g.create_table_as(spec.outputs.view, query, temporary=False) if i == 0 else
+                       exp.insert(query, g.table(spec.outputs.view)))
+
+
+def _in_range(column: exp.Expression, lo: int, hi: int) -> exp.Expression:
+    """``lo <= column AND column < hi``."""
+    return exp.and_(exp.GTE(this=column, expression=g.lit(lo)), exp.LT(this=column.copy(), expression=g.lit(hi)))
+
+
+def rid_chunks(engine: Engine, source: exp.Table, rid: str, counted: int) -> list[tuple[int | None, int | None]]:
+    """Row-id ranges ``[lo, hi)`` of the run's snapshot ``source`` to publish one statement
+    each: ``[(None, None)]`` (one statement) unless it has more than :meth:`Engine.join_rows`
+    rows (``counted``: the source's rows when the request was checked; the snapshot is counted
+    only when that is more), else consecutive ranges of ``join_rows`` ids from its smallest id
+    past its largest. Each statement joins at most ``join_rows`` rows, and reads only its
+    range's blocks: the snapshot is stored in id order. (The ids are a table's row numbers,
+    dense but for deleted rows, so there are about ``rows / join_rows`` ranges.)"""
+    most = engine.join_rows()
+    if most is None or counted <= most:
+        return [(None, None)]
+    rows, first, last = engine.fetch_rows(exp.select(
+        exp.Count(this=exp.Star()), exp.Min(this=g.col(rid)), exp.Max(this=g.col(rid))).from_(source))[0]
+    if rows <= most:
+        return [(None, None)]
+    return [(lo, lo + most) for lo in range(int(first), int(last) + 1, most)]

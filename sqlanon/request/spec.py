@@ -8,7 +8,6 @@ the output names (refusing to overwrite unless ``replace=True``).
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
@@ -152,11 +151,9 @@ def default_memory_rows(engine: Engine) -> int:
     RAM) over :data:`BYTES_PER_MEMORY_ROW`, at least :data:`MIN_MEMORY_ROWS`;
     :data:`DEFAULT_MEMORY_ROWS` when the engine does not say. The partition does not depend on
     it; only where the work happens (SQL levels or memory) does."""
-    limit = engine.memory_limit()
+    limit = engine.usable_memory()
     if limit is None:
         return DEFAULT_MEMORY_ROWS
-    if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
-        limit = min(limit, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     return max(MIN_MEMORY_ROWS, limit // BYTES_PER_MEMORY_ROW)
 
 
