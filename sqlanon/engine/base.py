@@ -76,6 +76,10 @@ class Engine(abc.ABC):
     distributed: ClassVar[bool] = False
     #: Whether a persistent view may read a temp table or view (Spark refuses to create one).
     views_read_temporary: ClassVar[bool] = True
+    #: Whether many small lookup joins go one QI per statement (the rules'
+    #: :func:`sqlanon.publish.rules.create_rules`): an engine that holds every hash table of a
+    #: statement at once, in a memory budget the run's temp tables may fill.
+    split_lookups: ClassVar[bool] = False
 
     def __init__(self, con: Any) -> None:
         self.con = con

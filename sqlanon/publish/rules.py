@@ -89,28 +89,28 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
         "code": np.concatenate(list(needed.values()) or [np.zeros(0, np.int64)]).astype(np.int64)})
 
     # Codes -> values through the domain tables, so published values keep their source types.
-    # One statement per QI adds its four bounds to the regions' codes: a domain can hold a value
-    # per row, and a single statement holding the hash tables of every QI's lookups at once ran
-    # out of memory under a small memory_limit (10M rows, 300MB, 36 joins); each lookup also
-    # reads only the codes some region uses (a semi-join with the small ``wanted`` table).
+    # Each lookup reads only the codes some region uses (a semi-join with the small ``wanted``
+    # table: a domain can hold a value per row). An engine that holds every join's hash table
+    # of a statement at once (Engine.split_lookups) adds one QI's bounds per statement.
+    groups = [[i] for i in looked_up] if engine.split_lookups else [list(looked_up)] if looked_up else []
     step = codes
-    for i, parts in looked_up.items():
-        d = domains[i]
-        used = exp.select(g.col("code"), g.col("v")).from_(g.table(d.table)).where(g.col("code").isin(
-            query=exp.select(g.col("code")).from_(g.table(wanted)).where(exp.EQ(this=g.col("q"), expression=g.lit(i)))))
+    for group in groups:
         query = exp.select(exp.Column(this=exp.Star(), table=g.ident("r"))).from_(
             exp.alias_(g.table(step), g.ident("r"), table=True))
         lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
-        for part in parts:
-            alias = f"d{part}"
-            lookups.append((alias, len(needed[i])))
-            query = query.join(
-                exp.Subquery(this=used.copy(), alias=exp.TableAlias(this=g.ident(alias))),
-                on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
-                join_type="left",
-                copy=False,
-            ).select(g.alias(g.col("v", alias), f"v{i}_{part}"), copy=False)
-        looked = engine.temp_name(f"rules{i}")
+        for i in group:
+            used = exp.select(g.col("code"), g.col("v")).from_(g.table(domains[i].table)).where(g.col("code").isin(
+                query=exp.select(g.col("code")).from_(g.table(wanted)).where(exp.EQ(this=g.col("q"), expression=g.lit(i)))))
+            for part in looked_up[i]:
+                alias = f"d{i}{part}"
+                lookups.append((alias, len(needed[i])))
+                query = query.join(
+                    exp.Subquery(this=used.copy(), alias=exp.TableAlias(this=g.ident(alias))),
+                    on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
+                    join_type="left",
+                    copy=False,
+                ).select(g.alias(g.col("v", alias), f"v{i}_{part}"), copy=False)
+        looked = engine.temp_name(f"rules{group[0]}")
         engine.execute(g.create_table_as(looked, engine.broadcast(query, lookups)))
         if step != codes:
             engine.drop_temp(step)
