@@ -29,6 +29,11 @@ class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
 
+    #: One QI's lookups per statement: the rules' 36 lookup joins of nine QIs in one statement
+    #: ran out of memory at 10M rows under memory_limit='300MB' (the run's temp tables fill the
+    #: buffer pool, and every join's hash table is held at once); one QI's four passed.
+    split_lookups = True
+
     def __init__(self, con: Any) -> None:
         if not isinstance(con, duckdb.DuckDBPyConnection):
             raise InputError(f"con must be a duckdb.DuckDBPyConnection, got {type(con).__name__} {short(con)}")
@@ -161,11 +166,6 @@ class DuckDBEngine(Engine):
         """The connection's DuckDB ``memory_limit`` setting in bytes (DuckDB shows it as e.g.
         ``'18.8 GiB'``; "no limit" is shown as some PiB, capped by the caller)."""
         return parse_bytes(str(self.scalar(exp.select(exp.func("current_setting", g.lit("memory_limit"))))))
-
-    #: One QI's lookups per statement: the rules' 36 lookup joins of nine QIs in one statement
-    #: ran out of memory at 10M rows under memory_limit='300MB' (the run's temp tables fill the
-    #: buffer pool, and every join's hash table is held at once); one QI's four passed.
-    split_lookups = True
 
     #: Bytes of DuckDB memory per row of a table-sized join in one statement (the row-id hash
     #: table and what the run's temp tables keep resident): 20M rows under memory_limit='2GB'.

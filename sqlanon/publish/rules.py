@@ -227,11 +227,11 @@ def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, r
     # of the snapshot and of the row map.
     for i, (lo, hi) in enumerate(rid_chunks(engine, source, rid, spec.source.rows)):
         b: exp.Expression = exp.alias_(source, g.ident("b"), table=True)
-        a = rowmap
+        a = rowmap.copy()  # a tree per statement: sqlglot re-parents a node put into another
         if lo is not None:
             b = exp.Subquery(this=exp.select(exp.Star()).from_(source).where(_in_range(g.col(rid), lo, hi)),
                              alias=exp.TableAlias(this=g.ident("b")))
-            a = exp.select(exp.Star()).from_(exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("m")))).where(
+            a = exp.select(exp.Star()).from_(exp.Subquery(this=a, alias=exp.TableAlias(this=g.ident("m")))).where(
                 _in_range(g.col("rid"), lo, hi))
         query = (
             exp.select(*[e.copy() for e in select])
