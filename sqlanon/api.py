@@ -18,6 +18,7 @@ from .engine.calls import serialized
 from .engine import engine_for
 from .laps import Laps
 from .errors import InputError, RecodingError
+from .mondrian import median_finish
 from .mondrian.builder import Partitioner, Progress, finish_in_memory
 from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish.pipeline import publish_release
@@ -286,6 +287,8 @@ def anonymize(
                    max_seconds=max_seconds, published=published, search=search, metric=metric,
                    suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
+    if spec.single is None:  # load the compiled finish beside the engine's first statements
+        median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints)
     refinements = None
     shares: tuple = (None, None)  # at_root_before, at_root (Mondrian with suppression=)
     outcome = None  # the single-dimensional search's

@@ -5,6 +5,10 @@ and through the whole release the same rules; and it agrees with the numpy oracl
 
 from __future__ import annotations
 
+from pathlib import Path
+import subprocess
+import sys
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -14,7 +18,7 @@ import sqlanon
 from sqlanon.mondrian import builder, median_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from sqlanon.model.constraints import KAnonymity
-from sqlanon.model.criteria import Median
+from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
 from tests.reference_mondrian import reference_mondrian_fast
@@ -225,3 +229,39 @@ def test_taken_for_the_default_request_only(monkeypatch):
                       replace=True)
     sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, target="s", replace=True)
     assert len(calls) == 1
+
+
+def test_warming_loads_the_signatures_a_real_finish_uses():
+    """warm() loads the compiled loops with the argument types of a real batch: a finish after
+    it loads or compiles nothing more (checked in a fresh interpreter, where nothing else ran)."""
+    script = """
+import numpy as np
+from sqlanon.mondrian import median_finish as m
+from sqlanon.model.domain import Domain
+from sqlanon.model.qi import QI
+from tests.test_median_finish import finish
+m.warm()
+warmed = {f.py_func.__name__: list(f.signatures) for f in (m._grow, m._extents)}
+rng = np.random.default_rng(1)
+codes = rng.integers(0, 40, (2, 120_000))  # enough rows for the two-thread path
+domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 40, "", np.arange(40.0) * (j + 1)) for j in range(2)]
+for threads in (1, 2):
+    finish(codes, np.array([20_000, 100_000]), domains, 5, True, threads)
+after = {f.py_func.__name__: list(f.signatures) for f in (m._grow, m._extents)}
+assert all(len(s) == 1 for s in warmed.values()), warmed
+assert after == warmed, (warmed, after)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def test_warming_starts_once_and_only_for_median_under_k(monkeypatch):
+    monkeypatch.setattr(median_finish, "_warmed", False)
+    assert median_finish.warm_in_background(InfoGain("s"), [KAnonymity(5)]) is None
+    assert median_finish.warm_in_background(Median(), [KAnonymity(5), sqlanon.DistinctLDiversity("s", 2)]) is None
+    thread = median_finish.warm_in_background(Median(), [KAnonymity(5)])
+    assert thread is not None
+    thread.join(600)
+    assert median_finish._warmed  # loaded without error
+    assert median_finish.warm_in_background(Median(), [KAnonymity(5)]) is None  # once per process

@@ -45,6 +45,7 @@ other constraints, hierarchical QIs, a suppression budget, and the sampling stra
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,15 +82,56 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     for a leaf), ``cut``, ``cmin``/``cmax`` (extents; boxes: :func:`boxes`), plus ``row`` and ``leaf``: each batch row (by position) and the index
     of its leaf in the table.
     """
+    nums = [np.asarray(dom.num, dtype=np.float64) for dom in domains]
+    return _finish(codes, seg_n, nums, max(dom.size for dom in domains), min_size, threads, inplace)
+
+
+def warm() -> None:
+    """Load the compiled loops (from numba's cache, compiling them on first use after an
+    install) by finishing a two-row batch: the same argument types as every real batch. Run on a
+    thread while the engine encodes (:func:`warm_in_background`), it takes the loading — about
+    0.5 s, most of it numba's own imports — off the run's path."""
+    _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1)  # k = 1: one split
+
+
+def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint]) -> threading.Thread | None:
+    """Start :func:`warm` on a daemon thread when the request may take this finish (Median
+    under k-anonymity alone; the QIs and the budget are not known yet), once per process. The
+    engine's statements release the GIL, so the loading runs beside them. Nothing waits for
+    the thread: numba's compiler lock makes a finish that starts meanwhile wait for the load."""
+    global _warmed
+    if _warmed or not (type(criterion) is Median and all(type(c) is KAnonymity for c in constraints)):
+        return None
+    _warmed = True
+    thread = threading.Thread(target=_warm_quietly, name="sqlanon-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_quietly() -> None:
+    global _warmed
+    try:
+        warm()
+    except Exception:  # noqa: BLE001 - only a head start: the run's own call loads (and reports) again
+        _warmed = False
+
+
+#: Whether :func:`warm_in_background` has run in this process.
+_warmed = False
+
+
+def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], widest: int, min_size: int,
+            threads: int = 1, inplace: bool = False) -> dict[str, np.ndarray]:
+    """:func:`finish` with each QI's code positions ``nums`` and the largest domain size ``widest``."""
     d, M = codes.shape
     R = len(seg_n)
     least = max(1, int(min_size))
     X = np.ascontiguousarray(codes.T if inplace else codes.T.copy(), dtype=np.int32)  # a split moves whole rows
     rid = np.arange(M, dtype=np.int64)
     leaf_of = np.empty(M, dtype=np.int64)
-    num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
-    num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
-    span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+    num = np.concatenate(nums)
+    num_off = np.concatenate(([0], np.cumsum([len(x) for x in nums])[:-1])).astype(np.int64)
+    span = np.array([float(x[-1] - x[0]) if len(x) else 0.0 for x in nums])
     start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
 
     # Node table: roots, then the nodes the first phase makes, then one area per thread. Every
@@ -100,7 +142,6 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     t = _Table(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
     _extents(X, start, seg_n.astype(np.int64), t.cmin, t.cmax)
-    widest = max(dom.size for dom in domains)
     hist_size = min(widest, 2 * int(seg_n.max(initial=0)) + 64) + 1
 
     def run(todo: np.ndarray, first: int, defer: int) -> tuple[int, np.ndarray]:
