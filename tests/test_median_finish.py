@@ -265,3 +265,20 @@ def test_warming_starts_once_and_only_for_median_under_k(monkeypatch):
     thread.join(600)
     assert median_finish._warmed  # loaded without error
     assert median_finish.warm_in_background(Median(), [KAnonymity(5)]) is None  # once per process
+
+
+@given(st.integers(0, 40), st.integers(1, 6), st.integers(1, 9), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_interleaved_equals_stacking_the_columns(rows, d, block, seed):
+    """The batch's codes filled block by block equal the columns stacked side by side."""
+    rng = np.random.default_rng(seed)
+    dtypes = [np.uint8, np.uint16, np.int32, np.int64]
+    columns = [rng.integers(0, 200, rows).astype(dtypes[j % 4]) for j in range(d)]
+    saved = builder._FILL_ROWS
+    builder._FILL_ROWS = block  # blocks that end mid-array and past its end
+    try:
+        got = builder.interleaved(columns)
+    finally:
+        builder._FILL_ROWS = saved
+    assert got.dtype == np.int32 and got.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(got, np.stack(columns, axis=1).astype(np.int32).reshape(rows, d))

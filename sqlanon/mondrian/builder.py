@@ -898,13 +898,8 @@ class BatchFinish:
         def arranged(c: str) -> np.ndarray:
             return res[c] if order is None else res[c][order]
 
-        # the codes (d, M) as the transpose of a row-major array: what the depth-first finish
-        # works on (median_finish), and no dearer to fill than (d, M) itself
-        codes = np.empty((len(at), len(layout.q)), dtype=np.int32)
-        for j, c in enumerate(layout.q):
-            codes[:, j] = arranged(c)
         batch = Batch(
-            codes.T,
+            interleaved([arranged(c) for c in layout.q]).T,
             [arranged(c).astype(np.int64) for c in layout.k],
             [arranged(c).astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
             disposable=True,
@@ -913,7 +908,32 @@ class BatchFinish:
         rows, pid = worker.run_memory(batch, seg)
         self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
         keep = rows if order is None else order[rows]
-        return {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]}, worker.leaf_table()
+        if len(keep) < len(at):
+            return {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]}, worker.leaf_table()
+        # every row has its leaf: put the leaves in the fetched order (one scatter, not two gathers;
+        # the row map then lists the rows in the engine's order, as the publication joins them)
+        leaf = np.empty(len(at), dtype=pid.dtype)
+        leaf[keep] = pid
+        return {"rid": res["rid"], "pid": leaf, "qhash": res["qhash"]}, worker.leaf_table()
+
+
+def interleaved(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """The columns side by side as a row-major int32 array ``(M, d)``: the codes of a batch as
+    the depth-first finishes work on them (:mod:`sqlanon.mondrian.median_finish`; ``.T`` is
+    the ``(d, M)`` view of :class:`Batch`). Filled a block of rows at a time, so each block
+    stays in the CPU caches while every column writes its stripe (column by column over the
+    whole array took five times as long at 10M rows x 9 QIs)."""
+    M = len(columns[0]) if columns else 0
+    out = np.empty((M, len(columns)), dtype=np.int32)
+    for start in range(0, M, _FILL_ROWS):
+        block = out[start:start + _FILL_ROWS]
+        for j, column in enumerate(columns):
+            block[:, j] = column[start:start + _FILL_ROWS]
+    return out
+
+
+#: Rows of one block of :func:`interleaved` (9 QIs: 2.3 MiB).
+_FILL_ROWS = 65_536
 
 
 def _batches(n: np.ndarray, limit: int) -> np.ndarray:
