@@ -85,3 +85,30 @@ def test_split_runs_never_cuts_a_run(lengths, pieces, least):
 def test_run_all_keeps_order():
     assert run_all(lambda x: x * x, range(50), 4) == [x * x for x in range(50)]
     assert run_all(lambda x: x, [], 4) == []
+
+
+def test_small_pages_switches_numpy_off_and_back_once():
+    """Inside small_pages numpy asks for no huge pages; the first setting is back after the last
+    of nested or overlapping blocks, whatever it was."""
+    from numpy._core import multiarray
+
+    from sqlanon.model.parallel import small_pages
+
+    before = multiarray._get_madvise_hugepage()
+    try:
+        for start in (True, False):
+            multiarray._set_madvise_hugepage(start)
+            outer = small_pages()
+            outer.__enter__()
+            assert multiarray._get_madvise_hugepage() is False
+            with small_pages():  # a second run in another thread, say
+                assert multiarray._get_madvise_hugepage() is False
+            assert multiarray._get_madvise_hugepage() is False  # the first block still runs
+            outer.__exit__(None, None, None)
+            assert multiarray._get_madvise_hugepage() is start
+            with pytest.raises(ValueError):
+                with small_pages():
+                    raise ValueError("restored after an error too")
+            assert multiarray._get_madvise_hugepage() is start
+    finally:
+        multiarray._set_madvise_hugepage(before)

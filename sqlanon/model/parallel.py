@@ -8,14 +8,21 @@ order, so the partition never depends on the number of threads.
 
 The number of threads is the connection's DuckDB ``threads`` setting (``SET threads = 1``
 makes the whole run single-threaded).
+
+:func:`small_pages` keeps numpy from asking for transparent huge pages while a batch is fetched
+and finished (see there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+import contextlib
 from functools import lru_cache
+import threading
 from typing import TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,3 +39,36 @@ def run_all(fn: Callable[[T], R], items: Iterable[T], threads: int) -> list[R]:
     if threads <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
     return list(_pool(threads).map(fn, items))
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """Inside the block numpy does not advise the kernel to back its large arrays with
+    transparent huge pages (``madvise(MADV_HUGEPAGE)``, its default on Linux). Where the kernel
+    has to compact memory to find huge pages — the engine's buffer pool beside us fragments it —
+    every first touch of a new array stalls: at 10M rows the batch's 360 MB of codes took 0.9 s
+    to fill instead of 0.2 s, and the fetch and finish 0.65 s longer in all. A batch's arrays are
+    written once and read a few times, so small pages cost it nothing measurable. Nested and
+    concurrent blocks share one switch (the setting is the process's); numpy's previous setting
+    is restored when the last one ends. A numpy without the switch runs the block unchanged."""
+    global _small_users, _small_was
+    switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
+    if switch is None:
+        yield
+        return
+    with _small_lock:
+        if _small_users == 0:
+            _small_was = bool(switch(False))
+        _small_users += 1
+    try:
+        yield
+    finally:
+        with _small_lock:
+            _small_users -= 1
+            if _small_users == 0:
+                switch(_small_was)
+
+
+_small_lock = threading.Lock()
+_small_users = 0  # blocks inside small_pages now
+_small_was = True  # numpy's setting before the first of them

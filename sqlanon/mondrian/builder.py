@@ -34,7 +34,7 @@ from ..model.constraints import Constraint
 from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
 from ..engine.base import Engine
-from ..model.parallel import run_all
+from ..model.parallel import run_all, small_pages
 from . import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled, slack
@@ -858,8 +858,9 @@ def finish_in_memory(
     def rows(b: int | None) -> exp.Expression:
         return batch_query(work, batches, layout, b, first.get(b), last.get(b))
 
-    assignment, leaves = engine.map_groups(rows, groups, finish, ("rid", "pid", "qhash"), leaf_columns(partitioner.d),
-                                           purpose)
+    with small_pages():  # the fetched columns and the batch's arrays are new, large and short-lived
+        assignment, leaves = engine.map_groups(rows, groups, finish, ("rid", "pid", "qhash"),
+                                               leaf_columns(partitioner.d), purpose)
     partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
     partitioner.add_leaves(leaves)
     engine.drop_temp(batches)
