@@ -287,7 +287,8 @@ def anonymize(
                    max_seconds=max_seconds, published=published, search=search, metric=metric,
                    suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
-    if spec.single is None:  # load the compiled finish beside the engine's first statements
+    # load the compiled finish beside the engine's first statements, where the run may take it
+    if spec.single is None and spec.memory_rows > 0 and not spec.suppression and all(q.ordered for q in spec.qis):
         median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints)
     refinements = None
     shares: tuple = (None, None)  # at_root_before, at_root (Mondrian with suppression=)
