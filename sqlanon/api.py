@@ -287,9 +287,10 @@ def anonymize(
                    max_seconds=max_seconds, published=published, search=search, metric=metric,
                    suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
-    # load the compiled finish beside the engine's first statements, where the run may take it
-    if spec.single is None and spec.memory_rows > 0 and not spec.suppression and all(q.ordered for q in spec.qis):
-        median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints)
+    # load the compiled finish beside the engine's first statements, where the run finishes in memory
+    if spec.single is None and spec.memory_rows > 0 and not spec.suppression:
+        median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints,
+                                         all(q.ordered for q in spec.qis))
     refinements = None
     shares: tuple = (None, None)  # at_root_before, at_root (Mondrian with suppression=)
     outcome = None  # the single-dimensional search's

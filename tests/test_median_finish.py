@@ -258,13 +258,14 @@ assert after == warmed, (warmed, after)
 
 def test_warming_starts_once_and_only_for_median_under_k(monkeypatch):
     monkeypatch.setattr(median_finish, "_warmed", False)
-    assert median_finish.warm_in_background(InfoGain("s"), [KAnonymity(5)]) is None
-    assert median_finish.warm_in_background(Median(), [KAnonymity(5), sqlanon.DistinctLDiversity("s", 2)]) is None
-    thread = median_finish.warm_in_background(Median(), [KAnonymity(5)])
+    assert median_finish.warm_in_background(InfoGain("s"), [KAnonymity(5)], True) is None
+    assert median_finish.warm_in_background(Median(), [KAnonymity(5), sqlanon.DistinctLDiversity("s", 2)], True) is None
+    assert median_finish.warm_in_background(Median(), [KAnonymity(5)], False) is None  # a hierarchy
+    thread = median_finish.warm_in_background(Median(), [KAnonymity(5)], True)
     assert thread is not None
     thread.join(600)
     assert median_finish._warmed  # loaded without error
-    assert median_finish.warm_in_background(Median(), [KAnonymity(5)]) is None  # once per process
+    assert median_finish.warm_in_background(Median(), [KAnonymity(5)], True) is None  # once per process
 
 
 @given(st.integers(0, 40), st.integers(1, 6), st.integers(1, 9), st.integers(0, 2**32 - 1))

@@ -909,10 +909,10 @@ class BatchFinish:
         rows, pid = worker.run_memory(batch, seg)
         self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
         keep = rows if order is None else order[rows]
-        if len(keep) < len(at):
-            return {"rid": res["rid"][keep], "pid": pid, "qhash": res["qhash"][keep]}, worker.leaf_table()
-        # every row has its leaf: put the leaves in the fetched order (one scatter, not two gathers;
-        # the row map then lists the rows in the engine's order, as the publication joins them)
+        if len(keep) != len(at):  # run_memory finishes every partition, so every row has its leaf
+            raise AssertionError(f"the in-memory finish placed {len(keep)} of {len(at)} rows")
+        # the leaves in the fetched order (one scatter, not two gathers of rid and qhash): the row
+        # map then lists the rows in the engine's order, as the publication joins them
         leaf = np.empty(len(at), dtype=pid.dtype)
         leaf[keep] = pid
         return {"rid": res["rid"], "pid": leaf, "qhash": res["qhash"]}, worker.leaf_table()

@@ -60,10 +60,13 @@ from ..model.parallel import run_all
 def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
             budget: np.ndarray) -> bool:
     """Whether :func:`finish` gives the partition of this request (see the module docstring)."""
-    return (type(criterion) is Median and len(constraints) > 0
-            and all(type(c) is KAnonymity for c in constraints)
-            and len(domains) > 0 and all(d.num is not None for d in domains)
+    return (_takes(criterion, constraints) and len(domains) > 0 and all(d.num is not None for d in domains)
             and not (budget > 0).any())
+
+
+def _takes(criterion: Criterion, constraints: Sequence[Constraint]) -> bool:
+    """The request's part of :func:`applies`: Median under k-anonymity alone."""
+    return type(criterion) is Median and len(constraints) > 0 and all(type(c) is KAnonymity for c in constraints)
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
@@ -91,16 +94,19 @@ def warm() -> None:
     install) by finishing a two-row batch: the same argument types as every real batch. Run on a
     thread while the engine encodes (:func:`warm_in_background`), it takes the loading — about
     0.5 s, most of it numba's own imports — off the run's path."""
-    _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1)  # k = 1: one split
+    # k = 1: one split
+    _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1)
 
 
-def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint]) -> threading.Thread | None:
-    """Start :func:`warm` on a daemon thread when the request may take this finish (Median
-    under k-anonymity alone; the QIs and the budget are not known yet), once per process. The
+def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint],
+                       ordered: bool) -> threading.Thread | None:
+    """Start :func:`warm` on a daemon thread when the request may take this finish (what
+    :func:`applies` asks of the request, and ``ordered``: every QI is ordered; the domains and
+    the budget are not known yet), once per process. The
     engine's statements release the GIL, so the loading runs beside them. Nothing waits for
     the thread: numba's compiler lock makes a finish that starts meanwhile wait for the load."""
     global _warmed
-    if _warmed or not (type(criterion) is Median and all(type(c) is KAnonymity for c in constraints)):
+    if _warmed or not (ordered and _takes(criterion, constraints)):
         return None
     _warmed = True
     thread = threading.Thread(target=_warm_quietly, name="sqlanon-warm", daemon=True)
