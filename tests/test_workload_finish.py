@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import sqlanon
 from sqlanon.mondrian import builder, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
-from sqlanon.model.constraints import EntropyLDiversity, KAnonymity
+from sqlanon.model.constraints import XLOGX_ROWS, EntropyLDiversity, KAnonymity, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
@@ -192,9 +192,51 @@ def test_general_path_where_it_does_not_apply():
     assert not workload_finish.applies(InfoGain("y"), k + [EntropyLDiversity("s", 2)], ordered, none, [], 100)
     assert not workload_finish.applies(InfoGain("y"), k, ordered, np.array([2]), [], 100)
     assert not workload_finish.applies(Regression("v"), k, ordered, none, [False], 100)
-    assert not workload_finish.applies(InfoGain("y"), k, ordered, none, [], 2**23)
+    assert workload_finish.applies(InfoGain("y"), k, ordered, none, [], 10_000_000)  # a 10M-row table in one batch
+    assert not workload_finish.applies(InfoGain("y"), k, ordered, none, [], XLOGX_ROWS)
     assert not workload_finish.applies(Median(), k, ordered, none, [], 100)
     assert not workload_finish.applies(Selections("a < 2", InfoGain("y")), k, ordered, none, [], 100)
+
+
+def test_c_ln_c_table_beyond_two_to_the_23():
+    """The table serves the counts of a 10M-row partition (the depth-first finish reads
+    ``table[n]`` of its largest), with numpy's ``c ln c`` of each count, and stops at
+    :data:`XLOGX_ROWS`."""
+    table = xlogx_table(2**23 + 5)
+    assert 2**23 + 5 < len(table) <= XLOGX_ROWS
+    c = np.array([0, 1, 2, 2**23 - 1, 2**23, 2**23 + 5, len(table) - 1], dtype=np.float64)
+    assert np.array_equal(table[c.astype(np.int64)], c * np.log(np.maximum(c, 1.0)))
+    assert xlogx_table(XLOGX_ROWS) is None
+
+
+def test_default_memory_rows_caps_only_the_level_by_level_workload_finish():
+    """Without ``memory_rows=``, a workload criterion the depth-first finish takes keeps the
+    engine-sized budget (a 10M-row table is finished in memory: faster than SQL levels), the
+    others are capped at 2M rows (the SQL levels beat the level-by-level numpy finish)."""
+    from sqlanon.engine import engine_for
+    from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows, resolve
+
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '20GB'")
+    con.execute("CREATE TABLE t AS SELECT i AS a, i % 7 AS b, (i % 3)::VARCHAR AS y, i % 11 AS v, "
+                "i / 3.0 AS f, (i % 5)::VARCHAR AS s, (i % 4)::VARCHAR AS h FROM range(100) r(i)")
+    engine = engine_for(con)
+    sized = default_memory_rows(engine)
+    assert sized > DEFAULT_MEMORY_ROWS
+
+    def rows(qid=("a", "b"), **kw) -> int:
+        return resolve(engine, "t", list(qid), 5, **kw).memory_rows
+
+    assert rows() == sized  # Median
+    assert rows(target="y") == sized  # InfoGain
+    assert rows(target="v") == sized  # Regression on an integer target: summed exactly
+    assert rows(target=["y", "v"]) == sized  # Targets
+    assert rows(target="f") == DEFAULT_MEMORY_ROWS  # a float target: the level-by-level finish
+    assert rows(target="y", sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # l-diversity
+    assert rows(target="y", suppression=0.1) == DEFAULT_MEMORY_ROWS
+    assert rows(("a", "h"), target="y") == sized  # an ordered VARCHAR QI
+    assert rows(("a", "h"), target="y", hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
+    assert rows(target="y", memory_rows=7) == 7  # given: kept
 
 
 def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatch):

@@ -276,15 +276,17 @@ def count_moments(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 _XLOGX = np.zeros(1)
+#: Counts the ``c ln c`` table serves (256 MiB at most): beyond, ``c ln c`` is computed per count.
+XLOGX_ROWS = 2**25
 
 
 def xlogx_table(largest: int) -> np.ndarray | None:
-    """``c ln c`` for c = 0..largest (grown on demand; None beyond 2^23 counts)."""
+    """``c ln c`` for c = 0..largest (grown on demand; None from :data:`XLOGX_ROWS` counts on)."""
     global _XLOGX
-    if largest >= 2**23:
+    if largest >= XLOGX_ROWS:
         return None
     if largest >= len(_XLOGX):
-        c = np.arange(max(largest + 1, 2 * len(_XLOGX)), dtype=np.float64)
+        c = np.arange(min(max(largest + 1, 2 * len(_XLOGX)), XLOGX_ROWS), dtype=np.float64)
         _XLOGX = c * np.log(np.maximum(c, 1.0))
     return _XLOGX
 

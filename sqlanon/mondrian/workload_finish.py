@@ -72,7 +72,7 @@ import numpy as np
 from numba import njit
 
 from ..model import score_kernels as sk
-from ..model.constraints import Constraint, KAnonymity, xlogx_table
+from ..model.constraints import XLOGX_ROWS, Constraint, KAnonymity, xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
@@ -81,7 +81,7 @@ from .median_finish import _PARALLEL_ROWS, _Table, _share
 from .split import TIE
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.constraints.xlogx_table`).
-_TABLE_ROWS = 2**23
+_TABLE_ROWS = XLOGX_ROWS
 #: Most integers kept for the nodes' label counts and target moments (256 MiB).
 _TOTALS = 2**25
 
