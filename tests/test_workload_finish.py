@@ -130,6 +130,36 @@ def test_nodes_counting_their_own_totals(case, criterion):
         workload_finish._TOTALS = saved
 
 
+@given(batches(), CRITERIA, st.integers(1, 2), st.sampled_from([0, 1, 7, 40, 150]))
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_wide_nodes_split_on_histograms_give_the_same(case, criterion, threads, wide):
+    """The nodes wider than ``wide`` rows split on histograms with sibling subtraction (0:
+    every node, leaves included; then the attribute lists take the narrower ones): the same
+    leaves, ids and rows as the level-by-level finish."""
+    saved = workload_finish._HIST_WIDE
+    workload_finish._HIST_WIDE = wide
+    try:
+        assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
+    finally:
+        workload_finish._HIST_WIDE = saved
+
+
+def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
+    """The phase runs where a partition is wider than the threshold (it is not skipped)."""
+    calls = []
+    real = workload_finish._Histograms.grow
+    monkeypatch.setattr(workload_finish._Histograms, "grow", lambda self, *a: calls.append(self.wide) or real(self, *a))
+    monkeypatch.setattr(workload_finish, "_HIST_WIDE", 10)
+    rng = np.random.default_rng(4)
+    M = 400
+    codes = rng.integers(0, 30, size=(2, M)).astype(np.int32)
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 30, "", np.arange(30.0)) for j in range(2)]
+    case = {"codes": codes, "seg_n": np.array([M]), "domains": domains, "k": 5,
+            "classes": (rng.integers(0, 3, M), rng.integers(0, 2, M)), "numbers": (rng.integers(-9, 9, M), rng.integers(-3, 3, M))}
+    assert_same(finish(case, InfoGain("y"), True), finish(case, InfoGain("y"), False))
+    assert calls == [10]
+
+
 def test_label_of_many_values():
     """Label slots beyond 16 bits (kept in 32) give the same."""
     rng = np.random.default_rng(9)

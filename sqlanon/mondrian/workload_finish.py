@@ -125,29 +125,43 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     if table is None:
         raise ValueError("a partition beyond the c ln c table (see applies)")
     off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    lists = _Lists.build(codes, seg_n, [c + off[t] for t, c in enumerate(classes)], numbers, threads)
+    slots = [c + off[t] for t, c in enumerate(classes)]
     start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
     threads = max(1, int(threads))
     cap1 = 2 * (M // max(1, int(min_size))) + 2
     cap = R + cap1 + threads * cap1
     t = _Table(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
-    for i in range(R):  # a partition's lists are sorted: its extents are their ends
-        t.cmin[i] = lists.code[:, start[i]]
-        t.cmax[i] = lists.code[:, start[i] + seg_n[i] - 1]
-    g = _Grower(lists, t, domains, min_size, off, table, normalize, float(min_gain), M)
-    for i in range(R if len(g.node_counts) else 0):
-        _totals(lists.label, lists.value, 0, start[i], seg_n[i], g.node_counts[i], g.node_moments[i])
-
     roots = np.arange(R, dtype=np.int64)
-    areas = [(R, 0)]  # (first node, nodes made) per call
+    request = _Request.of(domains, min_size, off, table, normalize, float(min_gain), len(numbers))
+    # First phase: the partitions larger than a slice of the batch are split on histograms,
+    # one at a time (a tree of unbalanced splits keeps large partitions for many levels) ...
+    defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
+    hist = _Histograms.of(codes, slots, numbers, off, defer)
+    order, lists_roots, leaves, free = None, roots, np.empty(0, np.int64), R
+    if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
+        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads)
+        codes = np.take(codes, order, axis=1)
+        slots, numbers = [c[order] for c in slots], [v[order] for v in numbers]
+    # ... the others get SPRINT's attribute lists, each region of rows (``order``) a segment
+    regions = np.concatenate([lists_roots, leaves])
+    regions = regions[np.argsort(t.start[regions], kind="stable")]
+    lists = _Lists.build(codes, t.n[regions], slots, numbers, threads)
+    for i in regions.tolist():  # a partition's lists are sorted: its extents are their ends
+        t.cmin[i] = lists.code[:, t.start[i]]
+        t.cmax[i] = lists.code[:, t.start[i] + t.n[i] - 1]
+    g = _Grower(lists, t, request, M)
+    for i in (lists_roots.tolist() if len(g.node_counts) else ()):
+        _totals(lists.label, lists.value, 0, t.start[i], t.n[i], g.node_counts[i], g.node_moments[i])
+    for i in leaves.tolist():
+        _leaf(lists.row, i, t.start[i], t.n[i], g.leaf_of, t.attr)
+
+    areas = [(R, free - R)]  # (first node, nodes made) per call
     if threads > 1 and M >= 2 * _PARALLEL_ROWS:
-        # First phase: the partitions larger than a slice of the batch are split one at a time,
-        # their QIs scored and their lists partitioned on all threads (a tree of unbalanced
-        # splits keeps large partitions for many levels); the others are deferred ...
-        defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
-        used, todo = g.grow_wide(roots, R, defer, threads)
-        areas[0] = (R, used)
+        # ... the lists of partitions still larger than the slice are split one at a time, their
+        # QIs scored and their lists partitioned on all threads; the others are deferred ...
+        used, todo = g.grow_wide(lists_roots, free, defer, threads)
+        areas[0] = (R, free - R + used)
         # ... and shared out over the threads, each growing whole subtrees.
         todo = todo[np.argsort(-t.n[todo], kind="stable")]
         share = _share(t.n[todo], threads)
@@ -155,14 +169,40 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         done = run_all(lambda i: g.grow(todo[share == i], firsts[i]), range(threads), threads)
         areas += list(zip(firsts, done))
     else:
-        areas[0] = (R, g.grow(roots, R))
+        areas[0] = (R, free - R + g.grow(lists_roots, free))
     made = np.concatenate([roots] + [np.arange(f, f + u, dtype=np.int64) for f, u in areas])
     out = t.take(made)
     at = np.empty(cap, dtype=np.int64)
     at[made] = np.arange(len(made))
     out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
-    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[g.leaf_of]
+    leaf = at[g.leaf_of]  # per row of the lists' order
+    if order is not None:
+        leaf[order] = leaf.copy()
+    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), leaf
     return out
+
+
+class _Request:
+    """What every split decision reads besides the rows: the QIs' positions and spans (their
+    ranking), k, the labels' slots, the ``c ln c`` table and the criterion's settings."""
+
+    def __init__(self, num, num_off, span, least, small, off, table, normalize, settle, min_gain) -> None:
+        self.num, self.num_off, self.span, self.least, self.small = num, num_off, span, least, small
+        self.off, self.table, self.normalize, self.settle, self.min_gain = off, table, normalize, settle, min_gain
+
+    @classmethod
+    def of(cls, domains: Sequence[Domain], min_size: int, off: np.ndarray, table: np.ndarray, normalize: bool,
+           min_gain: float, numeric: int) -> _Request:
+        num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
+        num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
+        span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+        # pure in every label: the Median choice (InfoGain; Targets without numeric targets)
+        return cls(num, num_off, span, max(1, int(min_size)), 2 * int(min_size), off, table, normalize,
+                   numeric == 0, min_gain)
+
+    def arrays(self) -> tuple:
+        return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
+                self.settle, self.min_gain, TIE)
 
 
 class _Lists:
@@ -211,29 +251,23 @@ class _Lists:
 class _Grower:
     """The depth-first growth of one batch: the lists, the node table and the request."""
 
-    def __init__(self, lists: _Lists, t: _Table, domains: Sequence[Domain], min_size: int, off: np.ndarray,
-                 table: np.ndarray, normalize: bool, min_gain: float, M: int) -> None:
-        self.lists, self.t, self.off, self.table = lists, t, off, table
-        self.normalize, self.min_gain = normalize, min_gain
-        self.least = max(1, int(min_size))
-        self.small = 2 * int(min_size)
-        self.settle = lists.value.shape[1] == 0  # pure in every label: the Median choice
-        self.num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
-        self.num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
-        self.span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+    def __init__(self, lists: _Lists, t: _Table, request: _Request, M: int) -> None:
+        self.lists, self.t, self.request = lists, t, request
+        self.off, self.table, self.normalize, self.least = request.off, request.table, request.normalize, request.least
+        self.min_gain = request.min_gain
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
         self.M = M
         # every node's label counts and target moments: the roots' counted, a child's from its
         # parent's (_child_totals)
         # (when the table stays small: else each node counts its own, :func:`_prepare`)
+        off = self.off
         cap = len(t.n) if len(t.n) * (off[-1] + 3 * lists.value.shape[1]) <= _TOTALS else 0
         self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
         self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=np.int64)
 
     def _request(self) -> tuple:
-        return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
-                self.settle, self.min_gain, TIE)
+        return self.request.arrays()
 
     def _spare(self, width: int) -> tuple[np.ndarray, ...]:
         L = self.lists
@@ -303,8 +337,11 @@ class _Scratch:
 
     @classmethod
     def make(cls, lists: _Lists, off: np.ndarray) -> _Scratch:
-        T_c, T_n = lists.label.shape[1], lists.value.shape[1]
-        return cls(np.zeros(off[-1], np.int64), np.zeros(off[-1], np.int64), np.zeros((T_n, 3), np.int64),
+        return cls.make_sized(int(off[-1]), lists.label.shape[1], lists.value.shape[1])
+
+    @classmethod
+    def make_sized(cls, slots: int, T_c: int, T_n: int) -> _Scratch:
+        return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros((T_n, 3), np.int64),
                    np.zeros((T_n, 3), np.int64), np.zeros(T_c + T_n))
 
     def share(self, other: _Scratch) -> None:
@@ -313,6 +350,300 @@ class _Scratch:
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.whole, self.left, self.moments, self.left_moments, self.partition
+
+
+class _Histograms:
+    """The first phase of :func:`finish`: the partitions wider than ``wide`` rows split on
+    per-node histograms with sibling subtraction (as LightGBM's, Ke et al., NeurIPS 2017, but
+    over every code, not bins: exact).
+
+    A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows
+    (``cnt``), their label counts per slot (``lab``) and their targets' sums and sums of squares
+    (``mom``). Scoring ``j`` (:func:`_scan_bins`) adds up the codes in order: at each code's
+    last row :func:`_scan` holds exactly these running sums, so the cuts, keys, gains and the
+    chosen split are :func:`_scan`'s. A split reorders the node's rows in ``order`` (one array,
+    not one list per QI), counts the smaller child's histograms from its rows and leaves the
+    larger child the parent's less those (exact integers): about ``smaller child x d + codes``
+    per split where the attribute lists move ``m x d`` — the unbalanced splits of the workload
+    criteria cut a few rows off a partition of millions again and again. The rows of a node
+    stay in batch order, so every read of the batch's arrays moves forward."""
+
+    def __init__(self, codes, slots, values, lo, base, L, wide) -> None:
+        self.codes, self.slots, self.values = codes, slots, values
+        self.lo, self.base, self.L, self.wide = lo, base, L, wide
+        self.B = int(base[-1])
+
+    @classmethod
+    def of(cls, codes: np.ndarray, slots: Sequence[np.ndarray], values: Sequence[np.ndarray], off: np.ndarray,
+           defer: int) -> _Histograms | None:
+        """The phase for a batch, or None when a histogram would be too large: nodes wider than
+        ``defer`` rows and a quarter of the codes (below, scanning lists costs less than the
+        histograms' codes)."""
+        d, M = codes.shape
+        L = int(off[-1])
+        lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
+        hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
+        base = np.concatenate(([0], np.cumsum(hi - lo + 1))).astype(np.int64)
+        B = int(base[-1])
+        if L > _HIST_SLOTS or B * (4 + 4 * L + 16 * len(values)) > _HIST_BYTES:
+            return None
+        slot = np.empty((len(slots), M), dtype=np.int32)
+        for u, c in enumerate(slots):
+            slot[u] = c
+        value = np.empty((len(values), M), dtype=np.int64)
+        for u, v in enumerate(values):
+            value[u] = v
+        wide = max(defer, B // 4) if _HIST_WIDE is None else _HIST_WIDE
+        return cls(np.ascontiguousarray(codes, dtype=np.int32), slot, value, lo, base, L, wide)
+
+    def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
+        """The histograms of rows ``order[s:s+m]``, QI by QI on the threads."""
+        T_n = self.values.shape[0]
+        h = (np.zeros(self.B, np.int32), np.zeros(self.B * self.L, np.int32), np.zeros(self.B * T_n * 2, np.int64))
+        run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
+                                *h, self.L), range(self.codes.shape[0]), threads)
+        return h
+
+    def grow(self, t: _Table, roots: np.ndarray, request: _Request,
+             threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
+        from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
+        at its ``start``), the narrow nodes, the wide leaves and the next free table row."""
+        d, M = self.codes.shape
+        T_n = self.values.shape[0]
+        R = len(roots)
+        order = np.arange(M, dtype=np.int64)
+        spare = np.empty(M, dtype=np.int64)
+        scratch = [_Scratch.make_sized(self.L, len(request.off) - 1, T_n) for _ in range(d)]
+        hists = {}
+        stack, narrow, leaves = [], [], []
+        for x in roots[::-1].tolist():
+            if t.n[x] > self.wide:
+                stack.append(x)
+                hists[x] = self._count(order, int(t.start[x]), int(t.n[x]), threads)
+            else:
+                narrow.append(x)
+        narrow.reverse()
+        free = R
+        r = request
+        while stack:
+            x = stack.pop()
+            cnt, lab, mom = hists.pop(x)
+            s, m = int(t.start[x]), int(t.n[x])
+            sc = scratch[0]
+            _hist_extents(cnt, self.lo, self.base, t.cmin[x], t.cmax[x])
+            _hist_totals(cnt, lab, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
+            ranked = _rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
+            found, c, at = -1, 0, 0
+            if len(ranked):
+                basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
+                if pure:
+                    found, c, at = _settled_bins(cnt, ranked, self.lo, self.base, t.cmin[x], t.cmax[x], m, r.least)
+                else:
+                    for o in scratch[1:]:
+                        o.share(sc)
+
+                    def score(i: int) -> tuple:
+                        q = int(ranked[i])
+                        return _scan_bins(cnt, lab, mom, self.L, self.base[q] - self.lo[q], t.cmin[x, q],
+                                          t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
+                                          r.normalize, TIE)
+
+                    found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
+            if found < 0:
+                leaves.append(x)
+                continue
+            left = _split_order(order, spare, self.codes, found, c, s, m)
+            assert left == at, "a split's rows disagree with its histogram"
+            a = free
+            free += 2
+            t.attr[x], t.cut[x] = found, c
+            t.parent[a] = t.parent[a + 1] = x
+            t.child[a], t.child[a + 1] = 0, 1
+            t.depth[a] = t.depth[a + 1] = t.depth[x] + 1
+            t.start[a], t.start[a + 1] = s, s + at
+            t.n[a], t.n[a + 1] = at, m - at
+            small, large = (a, a + 1) if at <= m - at else (a + 1, a)
+            if t.n[large] > self.wide:  # the larger child's histograms: the parent's less the smaller's
+                h = self._count(order, int(t.start[small]), int(t.n[small]), threads)
+                for mine, theirs in zip((cnt, lab, mom), h):
+                    np.subtract(mine, theirs, out=mine)
+                hists[large] = (cnt, lab, mom)
+                if t.n[small] > self.wide:
+                    hists[small] = h
+            for kid in (a + 1, a):  # the left child first
+                (stack if t.n[kid] > self.wide else narrow).append(kid)
+        return order, np.array(narrow, dtype=np.int64), np.array(leaves, dtype=np.int64), free
+
+
+#: Most label slots a histogram holds per code (beyond, the attribute lists only).
+_HIST_SLOTS = 16
+#: Largest histogram of one node (bytes): beyond, the attribute lists only.
+_HIST_BYTES = 2**28
+#: Nodes wider than this many rows are split on histograms (None: from the batch; tests set it).
+_HIST_WIDE: int | None = None
+
+
+@njit(nogil=True, cache=True)
+def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, lab, mom, L):
+    """Add rows ``order[s:s+m]`` to QI ``j``'s histogram (code ``lo`` at ``base``)."""
+    T_c = slot.shape[0]
+    T_n = value.shape[0]
+    for p in range(s, s + m):
+        r = order[p]
+        b = base + codes[j, r] - lo
+        cnt[b] += 1
+        for u in range(T_c):
+            lab[b * L + slot[u, r]] += 1
+        for u in range(T_n):
+            x = value[u, r]
+            mom[(b * T_n + u) * 2] += x
+            mom[(b * T_n + u) * 2 + 1] += x * x
+
+
+@njit(nogil=True, cache=True)
+def _hist_extents(cnt, lo, base, cmin, cmax):
+    """A node's smallest and largest code of each QI: its first and last codes with rows."""
+    for j in range(len(lo)):
+        first = base[j]
+        while cnt[first] == 0:
+            first += 1
+        last = base[j + 1] - 1
+        while cnt[last] == 0:
+            last -= 1
+        cmin[j] = lo[j] + first - base[j]
+        cmax[j] = lo[j] + last - base[j]
+
+
+@njit(nogil=True, cache=True)
+def _hist_totals(cnt, lab, mom, b0, b1, L, whole, moments):
+    """A node's label counts and target moments: the sums over the first QI's codes."""
+    T_n = moments.shape[0]
+    whole[:] = 0
+    moments[:, :] = 0
+    for b in range(b0, b1):
+        if cnt[b] == 0:
+            continue
+        for v in range(L):
+            whole[v] += lab[b * L + v]
+        for u in range(T_n):
+            moments[u, 0] += cnt[b]
+            moments[u, 1] += mom[(b * T_n + u) * 2]
+            moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
+
+
+@njit(nogil=True, cache=True)
+def _median_bins(cnt, shift, lo_code, hi_code, m):
+    """:func:`_median_cut` from a histogram: the most balanced cut of a QI whose codes
+    ``lo_code .. hi_code`` sit at ``cnt[shift + code]``."""
+    h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
+    below = 0
+    prev = -1
+    for code in range(lo_code, hi_code + 1):
+        c = cnt[shift + code]
+        if c == 0:
+            continue
+        if below + c > h:
+            lt = below
+            le = below + c
+            best_c, best_l = hi_code, m
+            if lt > 0:
+                best_c, best_l = prev, lt
+            if code < hi_code and (lt == 0 or 2 * le - m < m - 2 * lt):
+                best_c, best_l = code, le
+            return best_c, best_l
+        below += c
+        prev = code
+    return hi_code, m
+
+
+@njit(nogil=True, cache=True)
+def _settled_bins(cnt, ranked, lo, base, cmin, cmax, m, least):
+    """:func:`_settled_choice` from a node's histograms."""
+    for i in range(len(ranked)):
+        q = ranked[i]
+        c, at = _median_bins(cnt, base[q] - lo[q], cmin[q], cmax[q], m)
+        if at >= least and m - at >= least:
+            return q, c, at
+    return -1, 0, 0
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scan_bins(cnt, lab, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
+               base, off, table, normalize, tie):
+    """:func:`_scan` of one QI from its histogram (codes ``lo_code .. hi_code`` at
+    ``shift + code``): the same cuts in the same order with the same running sums, so the same
+    result. (Divisions as there: every divisor is positive.)"""
+    T_c = len(off) - 1
+    T_n = moments.shape[0]
+    median_c, median_l = _median_bins(cnt, shift, lo_code, hi_code, m)
+    if median_l < least or m - median_l < least:
+        return False, 0, 0, 0.0, 0.0, median_c, median_l
+    left[:] = 0
+    left_moments[:, :] = 0
+    nl = 0
+    found = False
+    best_c = 0
+    best_l = 0
+    best_key = 0.0
+    best_balance = 0
+    best_gain = 0.0
+    best_estimate = 0.0
+    best_size = 0.0
+    scale = base if base > 0 else 1.0
+    for code in range(lo_code, hi_code + 1):
+        b = shift + code
+        c = cnt[b]
+        if c == 0:
+            continue
+        for v in range(L):
+            left[v] += lab[b * L + v]
+        for u in range(T_n):
+            left_moments[u, 1] += mom[(b * T_n + u) * 2]
+            left_moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
+        nl += c
+        if nl < least:
+            continue
+        if m - nl < least:
+            break
+        balance = abs(2 * nl - m)
+        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
+        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
+            continue
+        impurity = 0.0
+        for u in range(T_c):
+            h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
+            impurity = sk.add_term(impurity, h, partition[u], normalize)
+        for u in range(T_n):
+            e = sk.children_squared_error(nl, left_moments[u, 1], left_moments[u, 2],
+                                          moments[u, 0], moments[u, 1], moments[u, 2])
+            impurity = sk.add_term(impurity, e, partition[T_c + u], normalize)
+        key = sk.cut_key(impurity, base, tie)
+        if not found or key < best_key or (key == best_key and balance < best_balance):
+            found = True
+            best_c, best_l, best_key, best_balance = code, nl, key, balance
+            best_gain = sk.cut_gain(impurity, base, m)
+            best_estimate, best_size = estimate, size
+    return found, best_c, best_l, best_key, best_gain, median_c, median_l
+
+
+@njit(nogil=True, cache=True)
+def _split_order(order, spare, codes, j, c, s, m):
+    """Reorder the rows ``order[s:s+m]`` stably: those with code at most ``c`` on QI ``j``
+    first. Returns how many."""
+    k = s
+    right = 0
+    for p in range(s, s + m):
+        r = order[p]
+        if codes[j, r] <= c:
+            order[k] = r
+            k += 1
+        else:
+            spare[right] = r
+            right += 1
+    for i in range(right):
+        order[k + i] = spare[i]
+    return k - s
 
 
 @njit(nogil=True, cache=True)
@@ -411,15 +742,29 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
     its label counts and target moments (from ``node_counts``, ``node_moments``, into
     ``whole``, ``moments``), its impurity per target (``partition``) and in all (``base``), and
     whether it is pure in every label (``settle`` criteria only). Returns ``(ranked, base, pure)``."""
-    d = cmin.shape[1]
-    m = n[node]
-    ranked = np.empty(0, dtype=np.int64)
-    if m < small:
+    ranked = _rank(node, n, cmin, cmax, num, num_off, span, small)
+    if len(ranked) == 0:
         return ranked, 0.0, False
+    if len(node_counts):
+        whole[:] = node_counts[node]
+        moments[:, :] = node_moments[node]
+    else:
+        _totals(label, value, 0, start[node], n[node], whole, moments)
+    base, pure = _judge(n[node], whole, moments, off, table, normalize, settle, partition)
+    return ranked, base, pure
+
+
+@njit(nogil=True, cache=True)
+def _rank(node, n, cmin, cmax, num, num_off, span, small):
+    """A node's candidate QIs in rank order: those with ``cmin < cmax``, widest normalized
+    range first, ties by position (none below ``small`` rows)."""
+    d = cmin.shape[1]
+    if n[node] < small:
+        return np.empty(0, dtype=np.int64)
     w = np.empty(d, dtype=np.float64)
     tried = np.zeros(d, dtype=np.bool_)
     nr = 0
-    for j in range(d):  # widest normalized range first, ties by position
+    for j in range(d):
         tried[j] = cmin[node, j] >= cmax[node, j]
         nr += not tried[j]
         w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j] if span[j] > 0 else 0.0
@@ -431,15 +776,16 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
                 j = q
         tried[j] = True
         ranked[i] = j
-    if nr == 0:
-        return ranked, 0.0, False
-    T_c = label.shape[1]
-    T_n = value.shape[1]
-    if len(node_counts):
-        whole[:] = node_counts[node]
-        moments[:, :] = node_moments[node]
-    else:
-        _totals(label, value, 0, start[node], m, whole, moments)
+    return ranked
+
+
+@njit(nogil=True, cache=True)
+def _judge(m, whole, moments, off, table, normalize, settle, partition):
+    """A node of ``m`` rows with label counts ``whole`` and target moments ``moments``: its
+    impurity per target (``partition``) and in all, and whether it is pure in every label
+    (``settle`` criteria only). Returns ``(base, pure)``."""
+    T_c = len(off) - 1
+    T_n = moments.shape[0]
     if settle:
         pure = True
         for u in range(T_c):
@@ -448,7 +794,7 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
                 hit = hit or whole[v] == m
             pure = pure and hit
         if pure:
-            return ranked, 0.0, True
+            return 0.0, True
     base = 0.0
     for u in range(T_c):
         partition[u] = sk.class_entropy(whole[off[u]:off[u + 1]], table)
@@ -457,7 +803,7 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
     for u in range(T_c + T_n):  # the criterion's combine of the partition with itself
         p = partition[u]
         base += (p / p if p > 0 else 0.0) if normalize else p
-    return ranked, base, False
+    return base, False
 
 
 @njit(nogil=True, cache=True)
