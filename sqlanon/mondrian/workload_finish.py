@@ -357,9 +357,9 @@ class _Histograms:
     per-node histograms with sibling subtraction (as LightGBM's, Ke et al., NeurIPS 2017, but
     over every code, not bins: exact).
 
-    A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows
-    (``cnt``), their label counts per slot (``lab``) and their targets' sums and sums of squares
-    (``mom``). Scoring ``j`` (:func:`_scan_bins`) adds up the codes in order: at each code's
+    A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows and
+    their label counts per slot side by side (``cnt``), and their targets' sums and sums of
+    squares (``mom``). Scoring ``j`` (:func:`_scan_bins`) adds up the codes in order: at each code's
     last row :func:`_scan` holds exactly these running sums, so the cuts, keys, gains and the
     chosen split are :func:`_scan`'s. A split reorders the node's rows in ``order`` (one array,
     not one list per QI), counts the smaller child's histograms from its rows and leaves the
@@ -399,7 +399,7 @@ class _Histograms:
     def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
         """The histograms of rows ``order[s:s+m]``, QI by QI on the threads."""
         T_n = self.values.shape[0]
-        h = (np.zeros(self.B, np.int32), np.zeros(self.B * self.L, np.int32), np.zeros(self.B * T_n * 2, np.int64))
+        h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, np.int64))
         run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
                                 *h, self.L), range(self.codes.shape[0]), threads)
         return h
@@ -428,24 +428,25 @@ class _Histograms:
         r = request
         while stack:
             x = stack.pop()
-            cnt, lab, mom = hists.pop(x)
+            cnt, mom = hists.pop(x)  # per code: its rows and label counts side by side; target sums
             s, m = int(t.start[x]), int(t.n[x])
             sc = scratch[0]
-            _hist_extents(cnt, self.lo, self.base, t.cmin[x], t.cmax[x])
-            _hist_totals(cnt, lab, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
+            _hist_extents(cnt, self.L + 1, self.lo, self.base, t.cmin[x], t.cmax[x])
+            _hist_totals(cnt, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
             ranked = _rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
             found, c, at = -1, 0, 0
             if len(ranked):
                 basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
                 if pure:
-                    found, c, at = _settled_bins(cnt, ranked, self.lo, self.base, t.cmin[x], t.cmax[x], m, r.least)
+                    found, c, at = _settled_bins(cnt, self.L + 1, ranked, self.lo, self.base, t.cmin[x], t.cmax[x], m,
+                                                 r.least)
                 else:
                     for o in scratch[1:]:
                         o.share(sc)
 
                     def score(i: int) -> tuple:
                         q = int(ranked[i])
-                        return _scan_bins(cnt, lab, mom, self.L, self.base[q] - self.lo[q], t.cmin[x, q],
+                        return _scan_bins(cnt, mom, self.L, self.base[q] - self.lo[q], t.cmin[x, q],
                                           t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
                                           r.normalize, TIE)
 
@@ -466,9 +467,9 @@ class _Histograms:
             small, large = (a, a + 1) if at <= m - at else (a + 1, a)
             if t.n[large] > self.wide:  # the larger child's histograms: the parent's less the smaller's
                 h = self._count(order, int(t.start[small]), int(t.n[small]), threads)
-                for mine, theirs in zip((cnt, lab, mom), h):
+                for mine, theirs in zip((cnt, mom), h):
                     np.subtract(mine, theirs, out=mine)
-                hists[large] = (cnt, lab, mom)
+                hists[large] = (cnt, mom)
                 if t.n[small] > self.wide:
                     hists[small] = h
             for kid in (a + 1, a):  # the left child first
@@ -485,16 +486,19 @@ _HIST_WIDE: int | None = None
 
 
 @njit(nogil=True, cache=True)
-def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, lab, mom, L):
-    """Add rows ``order[s:s+m]`` to QI ``j``'s histogram (code ``lo`` at ``base``)."""
+def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L):
+    """Add rows ``order[s:s+m]`` to QI ``j``'s histogram (code ``lo`` at ``base``): per code
+    ``b``, its rows at ``cnt[b (L + 1)]`` and its label counts in the ``L`` after (one cache
+    line), its targets' sums and sums of squares in ``mom``."""
     T_c = slot.shape[0]
     T_n = value.shape[0]
+    W = L + 1
     for p in range(s, s + m):
         r = order[p]
         b = base + codes[j, r] - lo
-        cnt[b] += 1
+        cnt[b * W] += 1
         for u in range(T_c):
-            lab[b * L + slot[u, r]] += 1
+            cnt[b * W + 1 + slot[u, r]] += 1
         for u in range(T_n):
             x = value[u, r]
             mom[(b * T_n + u) * 2] += x
@@ -502,45 +506,46 @@ def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, lab, mom, L):
 
 
 @njit(nogil=True, cache=True)
-def _hist_extents(cnt, lo, base, cmin, cmax):
+def _hist_extents(cnt, W, lo, base, cmin, cmax):
     """A node's smallest and largest code of each QI: its first and last codes with rows."""
     for j in range(len(lo)):
         first = base[j]
-        while cnt[first] == 0:
+        while cnt[first * W] == 0:
             first += 1
         last = base[j + 1] - 1
-        while cnt[last] == 0:
+        while cnt[last * W] == 0:
             last -= 1
         cmin[j] = lo[j] + first - base[j]
         cmax[j] = lo[j] + last - base[j]
 
 
 @njit(nogil=True, cache=True)
-def _hist_totals(cnt, lab, mom, b0, b1, L, whole, moments):
+def _hist_totals(cnt, mom, b0, b1, L, whole, moments):
     """A node's label counts and target moments: the sums over the first QI's codes."""
     T_n = moments.shape[0]
+    W = L + 1
     whole[:] = 0
     moments[:, :] = 0
     for b in range(b0, b1):
-        if cnt[b] == 0:
+        if cnt[b * W] == 0:
             continue
         for v in range(L):
-            whole[v] += lab[b * L + v]
+            whole[v] += cnt[b * W + 1 + v]
         for u in range(T_n):
-            moments[u, 0] += cnt[b]
+            moments[u, 0] += cnt[b * W]
             moments[u, 1] += mom[(b * T_n + u) * 2]
             moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
 
 
 @njit(nogil=True, cache=True)
-def _median_bins(cnt, shift, lo_code, hi_code, m):
+def _median_bins(cnt, W, shift, lo_code, hi_code, m):
     """:func:`_median_cut` from a histogram: the most balanced cut of a QI whose codes
-    ``lo_code .. hi_code`` sit at ``cnt[shift + code]``."""
+    ``lo_code .. hi_code`` hold ``cnt[(shift + code) W]`` rows."""
     h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
     below = 0
     prev = -1
     for code in range(lo_code, hi_code + 1):
-        c = cnt[shift + code]
+        c = cnt[(shift + code) * W]
         if c == 0:
             continue
         if below + c > h:
@@ -558,25 +563,27 @@ def _median_bins(cnt, shift, lo_code, hi_code, m):
 
 
 @njit(nogil=True, cache=True)
-def _settled_bins(cnt, ranked, lo, base, cmin, cmax, m, least):
+def _settled_bins(cnt, W, ranked, lo, base, cmin, cmax, m, least):
     """:func:`_settled_choice` from a node's histograms."""
     for i in range(len(ranked)):
         q = ranked[i]
-        c, at = _median_bins(cnt, base[q] - lo[q], cmin[q], cmax[q], m)
+        c, at = _median_bins(cnt, W, base[q] - lo[q], cmin[q], cmax[q], m)
         if at >= least and m - at >= least:
             return q, c, at
     return -1, 0, 0
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _scan_bins(cnt, lab, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
+def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
                base, off, table, normalize, tie):
     """:func:`_scan` of one QI from its histogram (codes ``lo_code .. hi_code`` at
     ``shift + code``): the same cuts in the same order with the same running sums, so the same
-    result. (Divisions as there: every divisor is positive.)"""
+    result; blocks of :data:`_BLOCK` codes ruled out whole by :func:`_box_bound` as there.
+    (Divisions as there: every divisor is positive.)"""
     T_c = len(off) - 1
     T_n = moments.shape[0]
-    median_c, median_l = _median_bins(cnt, shift, lo_code, hi_code, m)
+    W = L + 1
+    median_c, median_l = _median_bins(cnt, W, shift, lo_code, hi_code, m)
     if median_l < least or m - median_l < least:
         return False, 0, 0, 0.0, 0.0, median_c, median_l
     left[:] = 0
@@ -591,16 +598,47 @@ def _scan_bins(cnt, lab, mom, L, shift, lo_code, hi_code, m, least, whole, left,
     best_estimate = 0.0
     best_size = 0.0
     scale = base if base > 0 else 1.0
-    for code in range(lo_code, hi_code + 1):
-        b = shift + code
+    boxes = T_n == 0
+    cap = 0.0  # no estimate's size exceeds this (each child's n ln n is at most m ln m)
+    for u in range(T_c):
+        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        cap += 2.0 * table[m] * f
+    before = left.copy()
+    checked = lo_code  # codes before this one were ruled in (scanned cut by cut)
+    code = lo_code
+    while code <= hi_code:
+        if boxes and found and code >= checked:
+            stop = min(code + _BLOCK, hi_code + 1)
+            before[:] = left
+            rows = 0
+            for cc in range(code, stop):
+                b = (shift + cc) * W
+                rows += cnt[b]
+                for v in range(L):
+                    left[v] += cnt[b + 1 + v]
+            bound = _box_bound(before, left, whole, partition, off, table, normalize)
+            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
+                nl += rows  # no cut of the block can win: skip it
+                code = stop
+                if m - nl < least:
+                    break
+                continue
+            left[:] = before
+            checked = stop
+        b = (shift + code) * W
         c = cnt[b]
+        here = code
+        code += 1
         if c == 0:
             continue
         for v in range(L):
-            left[v] += lab[b * L + v]
+            left[v] += cnt[b + 1 + v]
         for u in range(T_n):
-            left_moments[u, 1] += mom[(b * T_n + u) * 2]
-            left_moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
+            left_moments[u, 1] += mom[((shift + here) * T_n + u) * 2]
+            left_moments[u, 2] += mom[((shift + here) * T_n + u) * 2 + 1]
         nl += c
         if nl < least:
             continue
@@ -621,7 +659,7 @@ def _scan_bins(cnt, lab, mom, L, shift, lo_code, hi_code, m, least, whole, left,
         key = sk.cut_key(impurity, base, tie)
         if not found or key < best_key or (key == best_key and balance < best_balance):
             found = True
-            best_c, best_l, best_key, best_balance = code, nl, key, balance
+            best_c, best_l, best_key, best_balance = here, nl, key, balance
             best_gain = sk.cut_gain(impurity, base, m)
             best_estimate, best_size = estimate, size
     return found, best_c, best_l, best_key, best_gain, median_c, median_l
