@@ -303,7 +303,7 @@ def resolve(
         # the SQL levels (DuckDB's parallel GROUP BYs) are faster than the level-by-level numpy
         # finish (measured at 10M rows: InfoGain 48 s all in memory against 20-40 s with SQL
         # levels); the compiled depth-first finish is faster than both (InfoGain on C2 at 10M:
-        # 23.8 s all in memory, 31.7 s with SQL levels down to 2M rows)
+        # 22.5 s all in memory, 31.7 s with SQL levels down to 2M rows)
         memory_rows = min(memory_rows, DEFAULT_MEMORY_ROWS)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
 
