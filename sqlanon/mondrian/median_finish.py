@@ -389,12 +389,20 @@ def _median_cut(X, s, m, j, lo, hi, hist, scratch):
             elif x == v:
                 at += 1
         at += lt
-    # the cut at v (if v is not the largest code) against the cut just below it (if any)
+    return balanced(v, prev, lt, at, hi, m)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def balanced(v, prev, lt, le, hi, m):
+    """The most balanced cut around the median code ``v`` (``lt`` rows below it, ``le`` at
+    most it; ``prev`` the largest code below it, ``hi`` the largest): the cut at ``v`` (if
+    ``v`` is not the largest code) against the cut just below it (if any), the lower on a
+    tie; ``(hi, m)`` when neither. Returns ``(cut, rows <= cut)``."""
     best_c, best_l = hi, m
     if lt > 0:
         best_c, best_l = prev, lt
-    if v < hi and (lt == 0 or 2 * at - m < m - 2 * lt):
-        best_c, best_l = v, at
+    if v < hi and (lt == 0 or 2 * le - m < m - 2 * lt):
+        best_c, best_l = v, le
     return best_c, best_l
 
 

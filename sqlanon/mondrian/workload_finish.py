@@ -77,7 +77,7 @@ from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
 from ..model.stats import sort_and_group
-from .median_finish import _PARALLEL_ROWS, _Table, _share
+from .median_finish import _PARALLEL_ROWS, _Table, _share, balanced
 from .split import TIE
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.constraints.xlogx_table`).
@@ -549,14 +549,7 @@ def _median_bins(cnt, W, shift, lo_code, hi_code, m):
         if c == 0:
             continue
         if below + c > h:
-            lt = below
-            le = below + c
-            best_c, best_l = hi_code, m
-            if lt > 0:
-                best_c, best_l = prev, lt
-            if code < hi_code and (lt == 0 or 2 * le - m < m - 2 * lt):
-                best_c, best_l = code, le
-            return best_c, best_l
+            return balanced(code, prev, below, below + c, hi_code, m)
         below += c
         prev = code
     return hi_code, m
@@ -580,7 +573,6 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
     ``shift + code``): the same cuts in the same order with the same running sums, so the same
     result; blocks of :data:`_BLOCK` codes ruled out whole by :func:`_box_bound` as there.
     (Divisions as there: every divisor is positive.)"""
-    T_c = len(off) - 1
     T_n = moments.shape[0]
     W = L + 1
     median_c, median_l = _median_bins(cnt, W, shift, lo_code, hi_code, m)
@@ -598,14 +590,7 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
     best_estimate = 0.0
     best_size = 0.0
     scale = base if base > 0 else 1.0
-    boxes = T_n == 0
-    cap = 0.0  # no estimate's size exceeds this (each child's n ln n is at most m ln m)
-    for u in range(T_c):
-        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
-        f = _INV_LN2
-        if normalize:
-            f = f / partition[u] if partition[u] > 0 else 0.0
-        cap += 2.0 * table[m] * f
+    boxes, cap = _boxes(m, T_n, partition, off, table, normalize)
     before = left.copy()
     checked = lo_code  # codes before this one were ruled in (scanned cut by cut)
     code = lo_code
@@ -648,14 +633,7 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
         estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
         if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
             continue
-        impurity = 0.0
-        for u in range(T_c):
-            h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
-            impurity = sk.add_term(impurity, h, partition[u], normalize)
-        for u in range(T_n):
-            e = sk.children_squared_error(nl, left_moments[u, 1], left_moments[u, 2],
-                                          moments[u, 0], moments[u, 1], moments[u, 2])
-            impurity = sk.add_term(impurity, e, partition[T_c + u], normalize)
+        impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
         key = sk.cut_key(impurity, base, tie)
         if not found or key < best_key or (key == best_key and balance < best_balance):
             found = True
@@ -937,14 +915,7 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
     best_estimate = 0.0
     best_size = 0.0
     scale = base if base > 0 else 1.0
-    boxes = T_n == 0
-    cap = 0.0  # no estimate's size exceeds this (each child's n ln n is at most m ln m)
-    for u in range(T_c):
-        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
-        f = _INV_LN2
-        if normalize:
-            f = f / partition[u] if partition[u] > 0 else 0.0
-        cap += 2.0 * table[m] * f
+    boxes, cap = _boxes(m, T_n, partition, off, table, normalize)
     before = left.copy()
     checked = s  # rows before this one were ruled in (scanned cut by cut)
     i = s
@@ -985,14 +956,7 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
         estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
         if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
             continue
-        impurity = 0.0
-        for u in range(T_c):
-            h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
-            impurity = sk.add_term(impurity, h, partition[u], normalize)
-        for u in range(T_n):
-            e = sk.children_squared_error(nl, left_moments[u, 1], left_moments[u, 2],
-                                          moments[u, 0], moments[u, 1], moments[u, 2])
-            impurity = sk.add_term(impurity, e, partition[T_c + u], normalize)
+        impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
         key = sk.cut_key(impurity, base, tie)
         if not found or key < best_key or (key == best_key and balance < best_balance):
             found = True
@@ -1000,6 +964,39 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
             best_gain = sk.cut_gain(impurity, base, m)
             best_estimate, best_size = estimate, size
     return found, best_c, best_l, best_key, best_gain, median_c, median_l
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _boxes(m, T_n, partition, off, table, normalize):
+    """Whether blocks of cuts are bounded (:func:`_box_bound`: labels only, each of at most
+    :data:`_BOX_VALUES` values) and the largest size of an estimate (each child's ``n ln n``
+    is at most ``m ln m``). Returns ``(boxes, cap)``."""
+    boxes = T_n == 0
+    cap = 0.0
+    for u in range(len(off) - 1):
+        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
+        f = _INV_LN2
+        if normalize:
+            f = f / partition[u] if partition[u] > 0 else 0.0
+        cap += 2.0 * table[m] * f
+    return boxes, cap
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize):
+    """A cut's exact impurity (``nl`` rows left with label counts ``left`` and target moments
+    ``left_moments``): the functions of :mod:`sqlanon.model.score_kernels`, in the criterion's
+    order of terms."""
+    T_c = len(off) - 1
+    impurity = 0.0
+    for u in range(T_c):
+        h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
+        impurity = sk.add_term(impurity, h, partition[u], normalize)
+    for u in range(moments.shape[0]):
+        e = sk.children_squared_error(nl, left_moments[u, 1], left_moments[u, 2],
+                                      moments[u, 0], moments[u, 1], moments[u, 2])
+        impurity = sk.add_term(impurity, e, partition[T_c + u], normalize)
+    return impurity
 
 
 #: Rows of a block :func:`_scan` tries to rule out whole.
@@ -1115,13 +1112,8 @@ def _median_cut(code, q, s, m):
     v = code[q, s + h]
     lt = np.searchsorted(code[q, s:s + m], v, side="left")  # rows below v
     le = np.searchsorted(code[q, s:s + m], v, side="right")  # rows <= v
-    hi = code[q, s + m - 1]
-    best_c, best_l = hi, m
-    if lt > 0:
-        best_c, best_l = code[q, s + lt - 1], lt
-    if v < hi and (lt == 0 or 2 * le - m < m - 2 * lt):
-        best_c, best_l = v, le
-    return best_c, best_l
+    prev = code[q, s + lt - 1] if lt > 0 else -1
+    return balanced(v, prev, lt, le, code[q, s + m - 1], m)
 
 
 @njit(nogil=True, cache=True)
