@@ -15,6 +15,14 @@ lists stay sorted without a sort. The loops release the GIL: while partitions ar
 tree of unbalanced splits keeps them large for many levels) each is scored QI by QI and its lists
 partitioned on all ``threads`` threads; the smaller ones are shared out, whole subtrees each.
 
+Before the lists are built, the partitions wider than a slice of the batch and than a quarter of
+its codes are split on per-node histograms with sibling subtraction (:class:`_Histograms`): a
+split costs the smaller child's rows times the QIs plus the batch's codes, where the lists cost
+the partition's rows times the QIs — at 10M rows a random label's InfoGain cuts a few rows off
+partitions of millions again and again. Their scans read the same running sums at the same
+cuts, so the decisions are the lists' (``tests/test_workload_finish.py`` forces the phase down
+to every node).
+
 Most cuts are never scored exactly: a cheap estimate of a cut's impurity (:func:`_estimate`, no
 division) rules out every cut whose estimate exceeds the best cut's by more than the roundings
 of both and a few ``tie`` (:func:`_margin`): its key is certainly larger. With class labels
@@ -61,7 +69,7 @@ Left on the general path (``applies`` is False): l-diversity, t-closeness and th
 constraints, hierarchical QIs, a suppression budget, Selection Mondrian, numeric targets with
 floating-point sums (their level-by-level running sums are taken over the whole level, in an
 order a depth-first finish cannot repeat bit for bit), and label counts beyond the ``c ln c``
-table (partitions of 2^23 rows or more).
+table (partitions of :data:`~sqlanon.model.constraints.XLOGX_ROWS` rows or more).
 """
 
 from __future__ import annotations
