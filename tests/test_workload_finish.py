@@ -160,6 +160,20 @@ def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
     assert calls == [10]
 
 
+@given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 70_000, 2**20, 2**31 - 1]), st.integers(1, 6),
+       st.integers(0, 2**32 - 1))
+@settings(max_examples=150, deadline=None)
+def test_segment_order_is_a_stable_sort_by_partition_then_code(M, width, parts, seed):
+    """The attribute lists' order of a batch of several partitions (one counting pass, or two
+    16-bit digits beyond 2^16 codes in a partition): by partition, then code, ties by row."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, width, M).astype(np.int32)
+    cuts = np.sort(rng.choice(np.arange(1, M), min(parts - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
+    seg_n = np.diff(np.concatenate(([0], cuts, [M]))).astype(np.int64)
+    expected = np.lexsort((np.arange(M), codes, np.repeat(np.arange(len(seg_n)), seg_n)))
+    np.testing.assert_array_equal(workload_finish._segment_order(codes, seg_n), expected)
+
+
 def test_label_of_many_values():
     """Label slots beyond 16 bits (kept in 32) give the same."""
     rng = np.random.default_rng(9)

@@ -242,10 +242,11 @@ class _Lists:
         codes = np.ascontiguousarray(codes, dtype=np.int32)
 
         def fill(j: int) -> None:
-            if int(codes[j].max(initial=0)) < 2 * M + 1024:  # two counting passes
-                order = _counting_order(codes[j], seg_of_row, len(seg_n))
+            if len(seg_n) > 1:  # each partition's rows sorted in place: the scatter stays in cache
+                order = _segment_order(codes[j], np.asarray(seg_n, dtype=np.int64))
+            elif int(codes[j].max(initial=0)) < 2 * M + 1024:  # a counting pass
+                order = _counting_order(codes[j])
             else:  # a wide code range (a batch of a large table): a sort
-
                 order = sort_and_group(seg_of_row, codes[j])[0]
             _gather(order, codes[j], label, value, out.row[j], out.code[j], out.label[j], out.value[j])
 
@@ -671,14 +672,13 @@ def _split_order(order, spare, codes, j, c, s, m):
 
 
 @njit(nogil=True, cache=True)
-def _counting_order(codes, seg_of_row, segments):
-    """The rows sorted by (partition, code): two stable counting passes, by code then by
-    partition (rows arrive partition by partition)."""
+def _counting_order(codes):
+    """The rows sorted by code, ties in row order: one stable counting pass."""
     M = len(codes)
     width = 0
     for i in range(M):
         width = max(width, codes[i] + 1)
-    at = np.zeros(max(width, segments) + 1, dtype=np.int64)
+    at = np.zeros(width + 1, dtype=np.int64)
     for i in range(M):
         at[codes[i] + 1] += 1
     for c in range(width):
@@ -687,19 +687,51 @@ def _counting_order(codes, seg_of_row, segments):
     for i in range(M):
         by_code[at[codes[i]]] = i
         at[codes[i]] += 1
-    if segments == 1:
-        return by_code
-    at[:] = 0
-    for i in range(M):
-        at[seg_of_row[i] + 1] += 1
-    for p in range(segments):
-        at[p + 1] += at[p]
+    return by_code
+
+
+@njit(nogil=True, cache=True)
+def _segment_order(codes, seg_n):
+    """The rows sorted by (partition, code), ties in row order, partition by partition (rows
+    arrive partition by partition): a counting pass over the partition's code range where it
+    spans at most 2^16 codes, else two stable passes of 16-bit digits (least significant first).
+    One partition's scatter stays within its rows, where two passes over the whole batch
+    scatter across all of it (four times slower at 10M rows in 86 partitions)."""
+    M = len(codes)
     order = np.empty(M, dtype=np.int64)
-    for i in range(M):
-        r = by_code[i]
-        order[at[seg_of_row[r]]] = r
-        at[seg_of_row[r]] += 1
+    tmp = np.empty(M, dtype=np.int64)
+    count = np.zeros(2**16 + 1, dtype=np.int64)
+    s = 0
+    for p in range(len(seg_n)):
+        e = s + seg_n[p]
+        lo = codes[s]
+        hi = codes[s]
+        for i in range(s, e):
+            lo = min(lo, codes[i])
+            hi = max(hi, codes[i])
+        width = np.int64(hi) - np.int64(lo) + 1
+        if width <= 2**16:
+            _digit_pass(codes, lo, 0, 2**16 - 1, s, e, np.arange(s, e), order, count, width)
+        else:
+            _digit_pass(codes, lo, 0, 2**16 - 1, s, e, np.arange(s, e), tmp, count, 2**16)
+            _digit_pass(codes, lo, 16, 2**16 - 1, s, e, tmp[s:e], order, count, ((width - 1) >> 16) + 1)
+        s = e
     return order
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _digit_pass(codes, lo, shift, mask, s, e, src, dst, count, width):
+    """One stable counting pass: the rows ``src`` (of ``s .. e-1``) into ``dst[s:e]`` by the
+    digit ``((code - lo) >> shift) & mask``, of ``width`` values."""
+    count[:width + 1] = 0
+    for r in src:
+        count[((np.int64(codes[r]) - lo) >> shift & mask) + 1] += 1
+    for c in range(width):
+        count[c + 1] += count[c]
+    for r in src:
+        g = (np.int64(codes[r]) - lo) >> shift & mask
+        dst[s + count[g]] = r
+        count[g] += 1
 
 
 @njit(nogil=True, cache=True)
