@@ -262,21 +262,15 @@ class _Grower:
 
     def __init__(self, lists: _Lists, t: _Table, request: _Request, M: int) -> None:
         self.lists, self.t, self.request = lists, t, request
-        self.off, self.table, self.normalize, self.least = request.off, request.table, request.normalize, request.least
-        self.min_gain = request.min_gain
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
-        self.M = M
         # every node's label counts and target moments: the roots' counted, a child's from its
         # parent's (_child_totals)
         # (when the table stays small: else each node counts its own, :func:`_prepare`)
-        off = self.off
+        off = request.off
         cap = len(t.n) if len(t.n) * (off[-1] + 3 * lists.value.shape[1]) <= _TOTALS else 0
         self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
         self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=np.int64)
-
-    def _request(self) -> tuple:
-        return self.request.arrays()
 
     def _spare(self, width: int) -> tuple[np.ndarray, ...]:
         L = self.lists
@@ -289,7 +283,7 @@ class _Grower:
         width = int(self.t.n[todo].max(initial=0))
         # each thread its own bits: rows of different subtrees share words
         return _grow(*self.lists.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo, first, *self.t.arrays(),
-                     *self._request(), *_Scratch.make(self.lists, self.off).arrays(), *self._spare(width),
+                     *self.request.arrays(), *_Scratch.make(self.lists, self.request.off).arrays(), *self._spare(width),
                      self.node_counts, self.node_moments)
 
     def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
@@ -298,7 +292,8 @@ class _Grower:
         parallel. Returns the nodes made and the deferred ones."""
         t, L = self.t, self.lists
         d = L.code.shape[0]
-        scratch = [_Scratch.make(L, self.off) for _ in range(d)]
+        r = self.request
+        scratch = [_Scratch.make(L, r.off) for _ in range(d)]
         spare = [self._spare(int(t.n[todo].max(initial=0))) for _ in range(threads)]
         stack = [int(x) for x in todo[::-1] if t.n[x] > defer]
         deferred = [int(x) for x in todo if t.n[x] <= defer]
@@ -308,20 +303,20 @@ class _Grower:
         while stack:
             node = stack.pop()
             s, m = int(t.start[node]), int(t.n[node])
-            ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self._request(),
+            ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self.request.arrays(),
                                           scratch[0].whole, scratch[0].moments, scratch[0].partition,
                                           self.node_counts, self.node_moments)
             if pure or len(ranked) == 0:
-                found, c, at = _settled_choice(L.code, ranked, s, m, self.least)
+                found, c, at = _settled_choice(L.code, ranked, s, m, r.least)
             else:
                 for x in scratch[1:]:
                     x.share(scratch[0])
 
                 def score(i: int) -> tuple:
-                    return _scan(L.code, L.label, L.value, int(ranked[i]), s, m, self.least, *scratch[i].arrays(),
-                                 base, self.off, self.table, self.normalize, TIE)
+                    return _scan(L.code, L.label, L.value, int(ranked[i]), s, m, r.least, *scratch[i].arrays(),
+                                 base, r.off, r.table, r.normalize, TIE)
 
-                found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), self.min_gain)
+                found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
             if found < 0:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
