@@ -467,7 +467,7 @@ class Partitioner:
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
         if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
-            if _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget):
+            if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
                                                               self.threads, batch.disposable), seg)
             if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
@@ -538,6 +538,11 @@ class Partitioner:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
 
+    def median_finish_applies(self, seg: Boxes) -> bool:
+        """Whether :mod:`sqlanon.mondrian.median_finish` finishes this batch (its codes are then
+        best fetched row-major: a split moves whole rows)."""
+        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)
+
     def _workload_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.workload_finish` finishes this batch."""
         exact = [self.numeric_stats[self._numeric_index[c]].exact for c in self.criterion.numeric_columns]
@@ -552,7 +557,7 @@ class Partitioner:
             batch.codes, seg.n, self.domains, self.min_size, [batch.classes[j] for j in classes],
             [self.class_stats[j].size for j in classes],
             [batch.numbers[self._numeric_index[name]] for name in c.numeric_columns],
-            isinstance(c, Targets), c.min_gain, self.threads)
+            isinstance(c, Targets), c.min_gain, self.threads, batch.disposable)
 
     def _depth_first(self, nodes: dict[str, np.ndarray], seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`run_memory` from the node table of a depth-first finish (median_finish,
@@ -899,8 +904,9 @@ class BatchFinish:
         def arranged(c: str) -> np.ndarray:
             return res[c] if order is None else res[c][order]
 
+        columns = [arranged(c) for c in layout.q]
         batch = Batch(
-            interleaved([arranged(c) for c in layout.q]).T,
+            interleaved(columns).T if self.partitioner.median_finish_applies(seg) else stacked(columns),
             [arranged(c).astype(np.int64) for c in layout.k],
             [arranged(c).astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
             disposable=True,
@@ -930,6 +936,15 @@ def interleaved(columns: Sequence[np.ndarray]) -> np.ndarray:
         block = out[start:start + _FILL_ROWS]
         for j, column in enumerate(columns):
             block[:, j] = column[start:start + _FILL_ROWS]
+    return out
+
+
+def stacked(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """The columns as the rows of a contiguous int32 array ``(d, M)``: the codes of a batch QI
+    by QI, as the other finishes read them (a column is one run of memory)."""
+    out = np.empty((len(columns), len(columns[0]) if columns else 0), dtype=np.int32)
+    for j, column in enumerate(columns):
+        out[j] = column
     return out
 
 
