@@ -338,6 +338,7 @@ def anonymize(
                 lap("partition_sql")
             memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
             partitioning.scans += int(len(open_) > 0)
+            del open_  # not held while publishing (as the leaves below, it grows with the table)
             lap("partition_memory")
             regions = partitioner.leaves.collect()
             if spec.suppression:

@@ -104,8 +104,13 @@ class Leaves:
         self.add(empty, none, none, in_sql, True)
 
     def collect(self) -> Regions:
-        return Regions(Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
-                       np.concatenate(self.in_sql), np.concatenate(self.suppressed))
+        """Every leaf recorded, as one :class:`Regions`, which then stands for the parts (so the
+        leaves are not held twice: 727K leaves at 100M rows took 280 MB each time)."""
+        out = Regions(Boxes.concat(self.boxes), np.concatenate(self.cmin), np.concatenate(self.cmax),
+                      np.concatenate(self.in_sql), np.concatenate(self.suppressed))
+        self.boxes, self.cmin, self.cmax = [out.boxes], [out.cmin], [out.cmax]
+        self.in_sql, self.suppressed = [out.in_sql], [out.suppressed]
+        return out
 
 
 @dataclass(frozen=True)

@@ -405,6 +405,7 @@ class _Histograms:
     def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
         """The histograms of rows ``order[s:s+m]``, QI by QI on the threads."""
         T_n = self.values.shape[0]
+        # zeroed pages of their own: a small child's rows touch few of them
         h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, np.int64))
         run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
                                 *h, self.L), range(self.codes.shape[0]), threads)
