@@ -41,7 +41,9 @@ def finish(case: dict, criterion, fast: bool, threads: int = 1, stats: tuple = S
                     np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64), np.full((R, d), -1, np.int64))
         seen = []
         p.progress = seen.append
-        rows, pid = p.run_memory(Batch(codes.astype(np.int32), list(case["classes"]), list(case["numbers"])), seg)
+        # a fresh copy the finish may write over (the lists' codes take the batch's place)
+        rows, pid = p.run_memory(Batch(codes.astype(np.int32), list(case["classes"]), list(case["numbers"]),
+                                       disposable=True), seg)
     finally:
         builder._WORKLOAD_FINISH = saved
     order = np.argsort(rows)
@@ -172,6 +174,22 @@ def test_segment_order_is_a_stable_sort_by_partition_then_code(M, width, parts, 
     seg_n = np.diff(np.concatenate(([0], cuts, [M]))).astype(np.int64)
     expected = np.lexsort((np.arange(M), codes, np.repeat(np.arange(len(seg_n)), seg_n)))
     np.testing.assert_array_equal(workload_finish._segment_order(codes, seg_n), expected)
+
+
+@given(st.integers(0, 9000), st.integers(1, 5), st.integers(1, 3), st.integers(0, 2**32 - 1))
+@settings(max_examples=40, deadline=None)
+def test_columns_of_a_row_major_batch(M, d, threads, seed):
+    """The Median finish's row-major codes (the ``.T`` view of :func:`builder.interleaved`) and
+    a fetched batch's stacked ones give the workload finish the same contiguous (d, M) codes."""
+    rng = np.random.default_rng(seed)
+    columns = [rng.integers(0, 2**31 - 1, M).astype(np.int32) for _ in range(d)]
+    expected = np.array(columns, dtype=np.int32).reshape(d, M)
+    got = workload_finish._columns(builder.interleaved(columns).T, threads)
+    assert got.flags.c_contiguous and got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected)
+    stacked = builder.stacked(columns)
+    assert workload_finish._columns(stacked, threads) is stacked  # already so: not copied
+    np.testing.assert_array_equal(stacked, expected)
 
 
 def test_label_of_many_values():
