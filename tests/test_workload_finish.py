@@ -187,7 +187,7 @@ def test_columns_of_a_row_major_batch(M, d, threads, seed):
     got = workload_finish._columns(builder.interleaved(columns).T, threads)
     assert got.flags.c_contiguous and got.dtype == np.int32
     np.testing.assert_array_equal(got, expected)
-    stacked = builder.stacked(columns)
+    stacked = workload_finish.stacked(columns)
     assert workload_finish._columns(stacked, threads) is stacked  # already so: not copied
     np.testing.assert_array_equal(stacked, expected)
 

@@ -911,7 +911,7 @@ class BatchFinish:
 
         columns = [arranged(c) for c in layout.q]
         batch = Batch(
-            interleaved(columns).T if self.partitioner.median_finish_applies(seg) else stacked(columns),
+            interleaved(columns).T if self.partitioner.median_finish_applies(seg) else workload_finish.stacked(columns),
             [arranged(c).astype(np.int64) for c in layout.k],
             [arranged(c).astype(np.int64 if s.exact else np.float64) for c, s in zip(layout.t, layout.numeric_stats)],
             disposable=True,
@@ -941,15 +941,6 @@ def interleaved(columns: Sequence[np.ndarray]) -> np.ndarray:
         block = out[start:start + _FILL_ROWS]
         for j, column in enumerate(columns):
             block[:, j] = column[start:start + _FILL_ROWS]
-    return out
-
-
-def stacked(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """The columns as the rows of a contiguous int32 array ``(d, M)``: the codes of a batch QI
-    by QI, as the other finishes read them (a column is one run of memory)."""
-    out = np.empty((len(columns), len(columns[0]) if columns else 0), dtype=np.int32)
-    for j, column in enumerate(columns):
-        out[j] = column
     return out
 
 

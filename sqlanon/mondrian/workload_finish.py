@@ -146,8 +146,8 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     # the batch QI by QI (a code column contiguous) and its labels and targets, once for both phases
     given = codes
     codes = _columns(codes, threads)
-    slot = _stacked(slots, np.int32, M)
-    value = _stacked(numbers, np.int64, M)
+    slot = stacked(slots, np.int32, M)
+    value = stacked(numbers, np.int64, M)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
     # one at a time (a tree of unbalanced splits keeps large partitions for many levels) ...
     defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
@@ -243,8 +243,8 @@ class _Lists:
                   np.empty((d, label.shape[0], M), dtype=kind), np.empty((d, value.shape[0], M), dtype=np.int64))
         via = np.empty(0, dtype=np.int64) if order is None else order
         if order is not None:  # the labels and targets in the regions' order: a segment's rows stay together
-            label = _stacked([_take(x, order) for x in label], label.dtype, M)
-            value = _stacked([_take(x, order) for x in value], value.dtype, M)
+            label = stacked([_take(x, order) for x in label], label.dtype, M)
+            value = stacked([_take(x, order) for x in value], value.dtype, M)
         seg_n = np.asarray(seg_n, dtype=np.int64)
 
         def fill(j: int) -> None:
@@ -758,7 +758,7 @@ def _take(column, order):
 
 def _columns(codes: np.ndarray, threads: int) -> np.ndarray:
     """The (d, M) codes as a contiguous int32 array, one QI per row (as a fetched batch gives
-    them, :func:`~sqlanon.mondrian.builder.stacked`). The ``.T`` view of a row-major (M, d)
+    them, :func:`stacked`). The ``.T`` view of a row-major (M, d)
     array (:func:`~sqlanon.mondrian.builder.interleaved`) is transposed a block of rows at a
     time on the threads (numpy's copy of the view took 0.6 s at 10M rows x 9 QIs)."""
     if codes.dtype == np.int32 and codes.flags.c_contiguous:
@@ -788,9 +788,11 @@ def _transpose(rows, out, s, e):
 _TRANSPOSE_ROWS = 4096
 
 
-def _stacked(columns: Sequence[np.ndarray], dtype: type, M: int) -> np.ndarray:
-    """The columns as the rows of one (len, M) array."""
-    out = np.empty((len(columns), M), dtype=dtype)
+def stacked(columns: Sequence[np.ndarray], dtype: type = np.int32, rows: int | None = None) -> np.ndarray:
+    """The columns as the rows of one contiguous ``(len(columns), rows)`` array: a batch's codes
+    QI by QI as this finish reads them (a column is one run of memory), or its label slots and
+    targets. ``rows`` is needed only when there are no columns."""
+    out = np.empty((len(columns), len(columns[0]) if columns else int(rows or 0)), dtype=dtype)
     for u, c in enumerate(columns):
         out[u] = c
     return out
