@@ -26,10 +26,13 @@ from sqlanon.model.stats import StatColumn
 
 STATS = (StatColumn("y", "class", size=3), StatColumn("z", "class", size=2), StatColumn("v", "numeric", exact=True),
          StatColumn("w", "numeric", exact=True))
+#: The same with float targets (summed in float64).
+FLOAT_STATS = STATS[:2] + (StatColumn("v", "numeric"), StatColumn("w", "numeric"))
 
 
-def finish(case: dict, criterion, fast: bool, threads: int = 1, stats: tuple = STATS) -> dict:
+def finish(case: dict, criterion, fast: bool, threads: int = 1, stats: tuple | None = None) -> dict:
     """One batch through Partitioner.run_memory: leaves, each row's leaf id, counters."""
+    stats = stats or case.get("stats", STATS)
     codes, seg_n, domains, k = case["codes"], case["seg_n"], case["domains"], case["k"]
     R, d = len(seg_n), len(domains)
     saved = builder._WORKLOAD_FINISH
@@ -79,7 +82,9 @@ def _domains(rng, d: int, draw) -> list[Domain]:
 @st.composite
 def batches(draw, rows: tuple[int, int] = (1, 900)):
     """A batch of 1-3 partitions over 1-4 ordered QIs (ties, skewed codes), two labels (the
-    first code stands for NULL) that follow a QI or not, and two integer targets."""
+    first code stands for NULL) that follow a QI or not, and two targets, integers or floats
+    (multiples of 1/4 and 1/2: every sum of them is exact in float64, so the float path must
+    give the level-by-level finish's partition bit for bit)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     d = draw(st.integers(1, 4))
     M = draw(st.integers(*rows))
@@ -104,7 +109,10 @@ def batches(draw, rows: tuple[int, int] = (1, 900)):
     cuts = np.sort(rng.choice(np.arange(1, M), min(R - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
     seg_n = np.diff(np.concatenate(([0], cuts, [M])))
     k = draw(st.sampled_from([1, 2, 3, 5, 12]))
-    return {"codes": codes, "seg_n": seg_n, "domains": domains, "k": k, "classes": (y, z), "numbers": (v, w)}
+    case = {"codes": codes, "seg_n": seg_n, "domains": domains, "k": k, "classes": (y, z), "numbers": (v, w)}
+    if draw(st.booleans()):
+        case.update(numbers=(v * 0.25, w * 0.5), stats=FLOAT_STATS)
+    return case
 
 
 CRITERIA = st.sampled_from([
@@ -243,8 +251,8 @@ def test_every_partition_weak_is_median_mondrian():
 
 
 def test_general_path_where_it_does_not_apply():
-    """Hierarchies, other constraints, a suppression budget, float targets, partitions beyond
-    the c ln c table and other criteria are not this finish's."""
+    """Hierarchies, other constraints, a suppression budget, integer and float targets together,
+    partitions beyond the c ln c table and other criteria are not this finish's."""
     ordered = [Domain(QI("a", "numeric", "INTEGER"), 5, "", np.arange(5.0))]
     hierarchy = dataclasses.replace(ordered[0], num=None)  # a hierarchical QI's domain has no positions
     k, none = [KAnonymity(3)], np.zeros(1, np.int64)
@@ -253,7 +261,9 @@ def test_general_path_where_it_does_not_apply():
     assert not workload_finish.applies(InfoGain("y"), k, ordered + [hierarchy], none, [], 100)
     assert not workload_finish.applies(InfoGain("y"), k + [EntropyLDiversity("s", 2)], ordered, none, [], 100)
     assert not workload_finish.applies(InfoGain("y"), k, ordered, np.array([2]), [], 100)
-    assert not workload_finish.applies(Regression("v"), k, ordered, none, [False], 100)
+    assert workload_finish.applies(Regression("v"), k, ordered, none, [False], 100)  # a float target
+    assert workload_finish.applies(Regression("v", "w"), k, ordered, none, [False, False], 100)
+    assert not workload_finish.applies(Regression("v", "w"), k, ordered, none, [True, False], 100)
     assert workload_finish.applies(InfoGain("y"), k, ordered, none, [], 10_000_000)  # a 10M-row table in one batch
     assert not workload_finish.applies(InfoGain("y"), k, ordered, none, [], XLOGX_ROWS)
     assert not workload_finish.applies(Median(), k, ordered, none, [], 100)
@@ -293,7 +303,8 @@ def test_default_memory_rows_caps_only_the_level_by_level_workload_finish():
     assert rows(target="y") == sized  # InfoGain
     assert rows(target="v") == sized  # Regression on an integer target: summed exactly
     assert rows(target=["y", "v"]) == sized  # Targets
-    assert rows(target="f") == DEFAULT_MEMORY_ROWS  # a float target: the level-by-level finish
+    assert rows(target="f") == sized  # a float target: summed in float64
+    assert rows(target=["v", "f"]) == DEFAULT_MEMORY_ROWS  # both: the level-by-level finish
     assert rows(target="y", sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # l-diversity
     assert rows(target="y", suppression=0.1) == DEFAULT_MEMORY_ROWS
     assert rows(("a", "h"), target="y") == sized  # an ordered VARCHAR QI
@@ -309,13 +320,13 @@ def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatc
     rng = np.random.default_rng(1)
     n = 300
     frame = pd.DataFrame({"id": np.arange(n), "a": rng.integers(0, 50, n), "s": rng.choice(list("ABCD"), n),
-                          "label": rng.choice(["p", "q"], n), "x": rng.normal(0, 1, n)})
+                          "label": rng.choice(["p", "q"], n), "x": rng.normal(0, 1, n), "c": rng.integers(0, 9, n)})
     con = duckdb.connect()
     con.register("frame", frame)
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
     monkeypatch.setattr(workload_finish, "finish", refuse)
     sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", sensitive="s", l=2, target="label")
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target="x", replace=True)  # a float target
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target=["x", "c"], replace=True)  # float and integer
     with pytest.raises(AssertionError, match="outside its scope"):
         sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target="label", replace=True)
 
@@ -343,7 +354,12 @@ def tables(draw):
     label = pd.Series(rng.choice(["p", "q", "r"], n), dtype=object)
     columns["label"] = label.mask(rng.random(n) < 0.1)  # a NULL label is a value of its own
     columns["amount"] = pd.Series(rng.integers(-500, 500, n) + (columns["q0"].notna() * 100), dtype="Int64")
-    target = draw(st.sampled_from([["label"], ["amount"], ["label", "amount"]]))
+    # a float target of multiples of 1/4 summing to 0: its center (the mean) is 0 and every sum of
+    # it exact, in SQL and in memory, so the float paths must agree bit for bit too
+    share = rng.integers(-40, 40, n) * 0.25
+    share[-1] -= share.sum()
+    columns["share"] = pd.Series(share, dtype="float64")
+    target = draw(st.sampled_from([["label"], ["amount"], ["label", "amount"], ["share"], ["label", "share"]]))
     return pd.DataFrame(columns), target, draw(st.sampled_from([2, 5, 17]))
 
 

@@ -5,7 +5,7 @@ InfoGain and LSD Mondrian (LeFevre, DeWitt, Ramakrishnan, KDD 2006, Sections 3.1
 cut. :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` does that
 level by level in numpy; for the requests where each split depends on nothing but its
 partition's rows — one of these criteria, only :class:`~sqlanon.model.constraints.KAnonymity`
-constraints, every QI ordered, no suppression budget, numeric targets summed exactly (integers)
+constraints, every QI ordered, no suppression budget, numeric targets all integers or all floats
 — :func:`finish` grows the batch's partitions depth-first instead, as
 :mod:`sqlanon.mondrian.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
 Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
@@ -46,7 +46,14 @@ in a box) does the same. What is scored is scored exactly, so the choice is unch
   :func:`~sqlanon.model.score_kernels.add_term`, :func:`~sqlanon.model.score_kernels.cut_key`,
   :func:`~sqlanon.model.score_kernels.cut_gain`) from the same integers: label counts and
   integer target moments are exact sums whatever order the rows come in, so the keys and gains
-  are bit for bit numpy's. The partition's own impurity is :func:`~sqlanon.model.criteria.weighted_entropy`
+  are bit for bit numpy's. (Floating-point targets are summed in float64 in other orders than
+  the level-by-level path's running sums over the whole level: row by row down a list, code
+  by code in a histogram, a larger child's as its parent's less the smaller's. Their moments
+  differ in the last bits, and a key — the impurity rounded to ``tie`` of the partition's —
+  differs only where it lies within those roundings of a rounding boundary: the tolerance
+  the SQL levels and the in-memory levels already have with each other,
+  :mod:`sqlanon.mondrian.siblings`. Targets whose sums are exact in float64 give the same
+  partition bit for bit, as the tests check.) The partition's own impurity is :func:`~sqlanon.model.criteria.weighted_entropy`
   / :func:`~sqlanon.model.constraints.squared_error` in the same operations
   (:func:`~sqlanon.model.score_kernels.class_entropy`, ``_squared_error``), summed left to right
   (``_sum_columns``) or, for Targets, as the count of targets with positive impurity
@@ -66,9 +73,8 @@ so the ids, rules, leaves and rows are identical to the level-by-level path's
 (``tests/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
 
 Left on the general path (``applies`` is False): l-diversity, t-closeness and the other
-constraints, hierarchical QIs, a suppression budget, Selection Mondrian, numeric targets with
-floating-point sums (their level-by-level running sums are taken over the whole level, in an
-order a depth-first finish cannot repeat bit for bit), and label counts beyond the ``c ln c``
+constraints, hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
+numeric targets together (summed in one array, the integers would round), and label counts beyond the ``c ln c``
 table (partitions of :data:`~sqlanon.model.constraints.XLOGX_ROWS` rows or more).
 """
 
@@ -102,7 +108,7 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
     the largest partition to finish."""
     return (type(criterion) in (InfoGain, Regression, Targets)
             and len(criterion.class_columns) + len(criterion.numeric_columns) > 0
-            and len(exact) == len(criterion.numeric_columns) and all(exact)
+            and len(exact) == len(criterion.numeric_columns) and len(set(exact)) <= 1
             and len(constraints) > 0 and all(type(c) is KAnonymity for c in constraints)
             and len(domains) > 0 and all(d.num is not None for d in domains)
             and not (budget > 0).any() and rows < _TABLE_ROWS)
@@ -118,7 +124,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         seg_n: rows of each open partition (all > 0), in batch order.
         min_size: the fewest rows a class may have (k).
         classes: the criterion's class labels in its order (codes 0..size-1, NULL a code), with
-            ``sizes`` their numbers of codes; ``numbers``: its numeric targets (int64, centered),
+            ``sizes`` their numbers of codes; ``numbers``: its numeric targets (centered; all int64 or all float64),
             after the labels in the criterion's terms.
         normalize: each target's impurity as a fraction of the partition's (Targets).
         min_gain: the criterion's ``min_gain`` (below it, the Median choice).
@@ -147,7 +153,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     given = codes
     codes = _columns(codes, threads)
     slot = stacked(slots, np.int32, M)
-    value = stacked(numbers, np.int64, M)
+    value = stacked(numbers, _moment_kind(numbers), M)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
     # one at a time (a tree of unbalanced splits keeps large partitions for many levels) ...
     defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
@@ -240,7 +246,7 @@ class _Lists:
         kind = np.int16 if int(label.max(initial=0)) < 2**15 else np.int32
         reuse = disposable and order is not None and codes.dtype == np.int32 and codes.flags.c_contiguous
         out = cls(np.empty((d, M), dtype=np.int32), codes if reuse else np.empty((d, M), dtype=np.int32),
-                  np.empty((d, label.shape[0], M), dtype=kind), np.empty((d, value.shape[0], M), dtype=np.int64))
+                  np.empty((d, label.shape[0], M), dtype=kind), np.empty((d, value.shape[0], M), dtype=value.dtype))
         via = np.empty(0, dtype=np.int64) if order is None else order
         if order is not None:  # the labels and targets in the regions' order: a segment's rows stay together
             label = stacked([_take(x, order) for x in label], label.dtype, M)
@@ -277,12 +283,12 @@ class _Grower:
         off = request.off
         cap = len(t.n) if len(t.n) * (off[-1] + 3 * lists.value.shape[1]) <= _TOTALS else 0
         self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
-        self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=np.int64)
+        self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=lists.value.dtype)
 
     def _spare(self, width: int) -> tuple[np.ndarray, ...]:
         L = self.lists
         return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), L.label.dtype),
-                np.empty((L.value.shape[1], width), np.int64))
+                np.empty((L.value.shape[1], width), L.value.dtype))
 
     def grow(self, todo: np.ndarray, first: int) -> int:
         """Finish the nodes ``todo`` depth-first in one compiled loop; new nodes from table row
@@ -348,12 +354,12 @@ class _Scratch:
 
     @classmethod
     def make(cls, lists: _Lists, off: np.ndarray) -> _Scratch:
-        return cls.make_sized(int(off[-1]), lists.label.shape[1], lists.value.shape[1])
+        return cls.make_sized(int(off[-1]), lists.label.shape[1], lists.value.shape[1], lists.value.dtype)
 
     @classmethod
-    def make_sized(cls, slots: int, T_c: int, T_n: int) -> _Scratch:
-        return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros((T_n, 3), np.int64),
-                   np.zeros((T_n, 3), np.int64), np.zeros(T_c + T_n))
+    def make_sized(cls, slots: int, T_c: int, T_n: int, kind: type) -> _Scratch:
+        return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros((T_n, 3), kind),
+                   np.zeros((T_n, 3), kind), np.zeros(T_c + T_n))
 
     def share(self, other: _Scratch) -> None:
         """Take the partition's statistics from ``other``."""
@@ -388,7 +394,7 @@ class _Histograms:
     def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray,
            defer: int) -> _Histograms | None:
         """The phase for a batch (``codes`` (d, M) int32, ``slot`` (labels, M) int32, ``value``
-        (targets, M) int64, all contiguous), or None when a histogram would be too large: nodes
+        (targets, M) int64 or float64, all contiguous), or None when a histogram would be too large: nodes
         wider than ``defer`` rows and a quarter of the codes (below, scanning lists costs less
         than the histograms' codes)."""
         d, M = codes.shape
@@ -406,7 +412,7 @@ class _Histograms:
         """The histograms of rows ``order[s:s+m]``, QI by QI on the threads."""
         T_n = self.values.shape[0]
         # zeroed pages of their own: a small child's rows touch few of them
-        h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, np.int64))
+        h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, self.values.dtype))
         run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
                                 *h, self.L), range(self.codes.shape[0]), threads)
         return h
@@ -421,7 +427,7 @@ class _Histograms:
         R = len(roots)
         order = np.arange(M, dtype=np.int64)
         spare = np.empty(M, dtype=np.int64)
-        scratch = [_Scratch.make_sized(self.L, len(request.off) - 1, T_n) for _ in range(d)]
+        scratch = [_Scratch.make_sized(self.L, len(request.off) - 1, T_n, self.values.dtype) for _ in range(d)]
         hists = {}
         stack, narrow, leaves = [], [], []
         for x in roots[::-1].tolist():
@@ -796,6 +802,12 @@ def stacked(columns: Sequence[np.ndarray], dtype: type = np.int32, rows: int | N
     for u, c in enumerate(columns):
         out[u] = c
     return out
+
+
+def _moment_kind(numbers: Sequence[np.ndarray]) -> type:
+    """How the targets are summed: int64 (exactly) when they are integers, float64 when they are
+    floats (:func:`applies` takes no mix of the two)."""
+    return np.float64 if any(x.dtype.kind == "f" for x in numbers) else np.int64
 
 
 @njit(nogil=True, cache=True)

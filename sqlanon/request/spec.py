@@ -150,12 +150,12 @@ class Spec:
 def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool:
     """Whether a workload criterion's request is one the compiled depth-first finish takes
     (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch): InfoGain,
-    Regression or Targets under k-anonymity alone, every QI ordered, numeric targets summed as
-    integers, no suppression budget."""
+    Regression or Targets under k-anonymity alone, every QI ordered, numeric targets all integers
+    or all floats, no suppression budget."""
     c = workload.criterion
     exact = {s.name: s.exact for s in workload.numeric_stats}
     return (type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
-            and all(exact.get(name, False) for name in c.numeric_columns)
+            and len({exact.get(name, False) for name in c.numeric_columns}) <= 1
             and len(workload.constraints) > 0 and all(type(x) is KAnonymity for x in workload.constraints)
             and all(q.kind != "hierarchy" for q in qis) and fraction == 0)
 
