@@ -128,6 +128,19 @@ def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, criterion, 
     assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
 
 
+@given(batches(), CRITERIA, st.integers(1, 2), st.sampled_from([None, 3, 60, 10**6]))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_binned_qis_give_the_same(case, criterion, threads, width):
+    """QIs of at most ``width`` codes binned (None: none; 10^6: all but the first), scored on
+    histograms carried down the tree: the same leaves, ids and rows as the level-by-level finish."""
+    saved = workload_finish._BIN_WIDTH
+    workload_finish._BIN_WIDTH = width
+    try:
+        assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
+    finally:
+        workload_finish._BIN_WIDTH = saved
+
+
 @given(batches(), CRITERIA)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_nodes_counting_their_own_totals(case, criterion):

@@ -154,21 +154,25 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     codes = _columns(codes, threads)
     slot = stacked(slots, np.int32, M)
     value = stacked(numbers, _moment_kind(numbers), M)
+    lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
+    hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
     # one at a time (a tree of unbalanced splits keeps large partitions for many levels) ...
     defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
-    hist = _Histograms.of(codes, slot, value, off, defer)
+    hist = _Histograms.of(codes, slot, value, off, defer, lo, hi)
     order, lists_roots, leaves, free = None, roots, np.empty(0, np.int64), R
     if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
         order, lists_roots, leaves, free = hist.grow(t, roots, request, threads)
     # ... the others get SPRINT's attribute lists, each region of rows (``order``) a segment
     regions = np.concatenate([lists_roots, leaves])
     regions = regions[np.argsort(t.start[regions], kind="stable")]
-    lists = _Lists.build(codes, t.n[regions], slot, value, threads, order, disposable or codes is not given)
+    bins = _Bins.of(lo, hi, int(off[-1]), M, slot.shape[0], value.dtype, value.shape[0])
+    lists = _Lists.build(codes, t.n[regions], slot, value, threads, order, disposable or codes is not given, bins)
     del codes  # the lists' codes when disposable
     for i in regions.tolist():  # a partition's lists are sorted: its extents are their ends
         t.cmin[i] = lists.code[:, t.start[i]]
         t.cmax[i] = lists.code[:, t.start[i] + t.n[i] - 1]
+        _record_extents(bins.rec, t.start[i], t.n[i], bins.qs, bins.shift, t.cmin[i], t.cmax[i])
     g = _Grower(lists, t, request, M)
     for i in (lists_roots.tolist() if len(g.node_counts) else ()):
         _totals(lists.label, lists.value, 0, t.start[i], t.n[i], g.node_counts[i], g.node_moments[i])
@@ -228,25 +232,30 @@ class _Lists:
     target ``u`` — so a scan down a list reads memory in order. A split partitions every list
     stably, left rows first (:func:`_partition`)."""
 
-    def __init__(self, row: np.ndarray, code: np.ndarray, label: np.ndarray, value: np.ndarray) -> None:
-        self.row, self.code, self.label, self.value = row, code, label, value
+    def __init__(self, row: np.ndarray, code: np.ndarray, label: np.ndarray, value: np.ndarray, bins: _Bins) -> None:
+        self.row, self.code, self.label, self.value, self.bins = row, code, label, value, bins
 
     @classmethod
     def build(cls, codes: np.ndarray, seg_n: np.ndarray, label: np.ndarray, value: np.ndarray, threads: int,
-              order: np.ndarray | None = None, disposable: bool = False) -> _Lists:
+              order: np.ndarray | None = None, disposable: bool = False, bins: _Bins | None = None) -> _Lists:
         """The lists of a batch: ``codes`` (d, M) per QI, ``label`` (labels, M) the label slots,
         ``value`` (targets, M) the targets, per batch row; the segments of ``seg_n`` rows are
         regions of the batch's rows in ``order`` (None: the batch order), each sorted by code.
         The arrays are first put in the regions' order (each region's rows move forward through
         the batch), so each segment's sort and gathers stay in its rows; the lists hold batch
         rows. ``disposable``: ``codes`` may be overwritten (with an ``order``, the lists' codes
-        take its place: each QI's codes are first copied in the regions' order)."""
+        take its place: each QI's codes are first copied in the regions' order). The binned QIs
+        (``bins``, none when None) get no list: their records are filled instead."""
         d, M = codes.shape
+        if bins is None:
+            bins = _Bins.of(np.zeros(d, np.int64), np.full(d, np.iinfo(np.int32).max, np.int64), 0, M, label.shape[0],
+                            value.dtype, value.shape[0])
         # label slots in 16 bits where they fit: a split moves every list, so bytes count
         kind = np.int16 if int(label.max(initial=0)) < 2**15 else np.int32
         reuse = disposable and order is not None and codes.dtype == np.int32 and codes.flags.c_contiguous
         out = cls(np.empty((d, M), dtype=np.int32), codes if reuse else np.empty((d, M), dtype=np.int32),
-                  np.empty((d, label.shape[0], M), dtype=kind), np.empty((d, value.shape[0], M), dtype=value.dtype))
+                  np.empty((d, label.shape[0], M), dtype=kind), np.empty((d, value.shape[0], M), dtype=value.dtype),
+                  bins)
         via = np.empty(0, dtype=np.int64) if order is None else order
         if order is not None:  # the labels and targets in the regions' order: a segment's rows stay together
             label = stacked([_take(x, order) for x in label], label.dtype, M)
@@ -254,6 +263,9 @@ class _Lists:
         seg_n = np.asarray(seg_n, dtype=np.int64)
 
         def fill(j: int) -> None:
+            if j < 0:  # the binned QIs' records (their rows of ``codes`` are no list's: still the batch's)
+                _records(via, codes, bins.qs, bins.shift, label, value, bins.rec, bins.value)
+                return
             code = codes[j] if order is None else _take(codes[j], order)  # the regions' codes
             if len(seg_n) > 1:  # each partition's rows sorted in place: the scatter stays in cache
                 by_code = _segment_order(code, seg_n)
@@ -263,7 +275,7 @@ class _Lists:
                 by_code = sort_and_group(np.zeros(M, dtype=np.int64), code)[0]
             _gather(by_code, via, code, label, value, out.row[j], out.code[j], out.label[j], out.value[j])
 
-        run_all(fill, range(d), threads)
+        run_all(fill, [j for j in range(d) if bins.col[j] < 0] + ([-1] if len(bins.qs) else []), threads)
         return out
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -274,7 +286,7 @@ class _Grower:
     """The depth-first growth of one batch: the lists, the node table and the request."""
 
     def __init__(self, lists: _Lists, t: _Table, request: _Request, M: int) -> None:
-        self.lists, self.t, self.request = lists, t, request
+        self.lists, self.t, self.request, self.bins = lists, t, request, lists.bins
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
         # every node's label counts and target moments: the roots' counted, a child's from its
@@ -290,22 +302,29 @@ class _Grower:
         return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), L.label.dtype),
                 np.empty((L.value.shape[1], width), L.value.dtype))
 
+    def _spare_records(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        b = self.bins  # a split sets aside the smaller side
+        return np.empty((width // 2 + 1, b.rec.shape[1]), np.int32), np.empty((width // 2 + 1, b.value.shape[1]), b.value.dtype)
+
     def grow(self, todo: np.ndarray, first: int) -> int:
         """Finish the nodes ``todo`` depth-first in one compiled loop; new nodes from table row
         ``first`` on. Returns the nodes made."""
         width = int(self.t.n[todo].max(initial=0))
         # each thread its own bits: rows of different subtrees share words
-        return _grow(*self.lists.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo, first, *self.t.arrays(),
-                     *self.request.arrays(), *_Scratch.make(self.lists, self.request.off).arrays(), *self._spare(width),
-                     self.node_counts, self.node_moments)
+        return _grow(*self.lists.arrays(), *self.bins.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo,
+                     first, *self.t.arrays(), *self.request.arrays(),
+                     *_Scratch.make(self.lists, self.request.off).arrays(), *self._spare(width),
+                     *self._spare_records(width), self.node_counts, self.node_moments)
 
     def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
         """Finish the nodes ``todo`` depth-first down to children of at most ``defer`` rows, one
         node at a time, each on all threads: its QIs scored and its lists partitioned in
         parallel. Returns the nodes made and the deferred ones."""
-        t, L = self.t, self.lists
+        t, L, b = self.t, self.lists, self.bins
         d = L.code.shape[0]
         r = self.request
+        spare_records = self._spare_records(int(t.n[todo].max(initial=0)))
+        none = b.count(0, 0)  # no histograms (a node without candidates, or no binned QI)
         scratch = [_Scratch.make(L, r.off) for _ in range(d)]
         spare = [self._spare(int(t.n[todo].max(initial=0))) for _ in range(threads)]
         stack = [int(x) for x in todo[::-1] if t.n[x] > defer]
@@ -319,27 +338,47 @@ class _Grower:
             ranked, base, pure = _prepare(L.label, L.value, node, t.start, t.n, t.cmin, t.cmax, *self.request.arrays(),
                                           scratch[0].whole, scratch[0].moments, scratch[0].partition,
                                           self.node_counts, self.node_moments)
+            cnt, mom = b.count(s, m) if len(b.qs) and len(ranked) else none
             if pure or len(ranked) == 0:
-                found, c, at = _settled_choice(L.code, ranked, s, m, r.least)
+                found, c, at = _settled_choice(L.code, ranked, s, m, r.least, b.col, b.shift, cnt, b.W, t.cmin[node],
+                                               t.cmax[node])
             else:
                 for x in scratch[1:]:
                     x.share(scratch[0])
 
                 def score(i: int) -> tuple:
-                    return _scan(L.code, L.label, L.value, int(ranked[i]), s, m, r.least, *scratch[i].arrays(),
+                    q = int(ranked[i])
+                    if b.col[q] >= 0:
+                        return _scan_bins(cnt, mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q], m, r.least,
+                                          *scratch[i].arrays(), base, r.off, r.table, r.normalize, TIE)
+                    return _scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
                                  base, r.off, r.table, r.normalize, TIE)
 
                 found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
             if found < 0:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
-            _mark(L.row, found, s, m, at, left_of)
-            run_all(lambda i: [_partition(*L.arrays(), j, s, m, at, left_of, *spare[i])
-                               for j in pieces[i] if j != found], range(threads), threads)
+            if b.col[found] >= 0:
+                _mark_records(b.rec, b.col[found], s, m, b.shift[found] + c, left_of)
+            else:
+                _mark(L.row, found, s, m, at, left_of)
+
+            def move(i: int) -> None:
+                if i == threads:
+                    _partition_records(b.rec, b.value, s, m, at, left_of, *spare_records)
+                    return
+                for j in pieces[i]:
+                    if j != found and b.col[j] < 0:
+                        _partition(*L.arrays(), j, s, m, at, left_of, *spare[i])
+
+            run_all(move, range(threads + (len(b.qs) > 0)), threads)
             a = free
             free += 2
             _children(L.code, node, found, c, at, a, *t.arrays())
-            _child_totals(L.label, L.value, found, node, a, t.start, t.n, self.node_counts, self.node_moments)
+            _record_extents(b.rec, s, at, b.qs, b.shift, t.cmin[a], t.cmax[a])
+            _record_extents(b.rec, s + at, m - at, b.qs, b.shift, t.cmin[a + 1], t.cmax[a + 1])
+            _child_totals(L.label, L.value, found if b.col[found] < 0 else 0, node, a, t.start, t.n, self.node_counts,
+                          self.node_moments)
             for kid in (a + 1, a):  # the right child is pushed first, so the left one is grown first
                 (deferred if t.n[kid] <= defer else stack).append(kid)
         return free - first, np.array(deferred, dtype=np.int64)
@@ -391,16 +430,14 @@ class _Histograms:
         self.B = int(base[-1])
 
     @classmethod
-    def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray,
-           defer: int) -> _Histograms | None:
+    def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray, defer: int,
+           lo: np.ndarray, hi: np.ndarray) -> _Histograms | None:
         """The phase for a batch (``codes`` (d, M) int32, ``slot`` (labels, M) int32, ``value``
         (targets, M) int64 or float64, all contiguous), or None when a histogram would be too large: nodes
         wider than ``defer`` rows and a quarter of the codes (below, scanning lists costs less
         than the histograms' codes)."""
         d, M = codes.shape
         L = int(off[-1])
-        lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
-        hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
         base = np.concatenate(([0], np.cumsum(hi - lo + 1))).astype(np.int64)
         B = int(base[-1])
         if L > _HIST_SLOTS or B * (4 + 4 * L + 16 * value.shape[0]) > _HIST_BYTES:
@@ -762,6 +799,193 @@ def _take(column, order):
     return out
 
 
+#: QIs whose codes span at most this many values in a batch are binned (:class:`_Bins`): no
+#: attribute list each, but one column of the rows' records, scored on histograms. None: none
+#: binned (tests compare).
+_BIN_WIDTH: int | None = 256
+
+
+class _Bins:
+    """The binned QIs of a batch: those of at most :data:`_BIN_WIDTH` codes (but the first QI,
+    whose list every node reads for its rows). An attribute list costs a move per row at every
+    split; a binned QI costs nothing there but its column in one list of row records — per row
+    the batch row, each binned QI's bin (``shift[q] + code``), the label slots (``rec``) and the
+    targets (``value``), partitioned stably at each split like a list — and a node scores it on
+    its histogram (:func:`_scan_bins`, the same decisions as :func:`_scan`, see
+    :class:`_Histograms`). A node's histograms are its smaller sibling's counted from its
+    records and subtracted from the parent's: about ``smaller child x binned QIs + bins`` per
+    split where the lists cost ``m x binned QIs`` moves and scans."""
+
+    def __init__(self, qs, col, shift, B, W, rec, value) -> None:
+        self.qs, self.col, self.shift, self.B, self.W, self.rec, self.value = qs, col, shift, B, W, rec, value
+
+    @classmethod
+    def of(cls, lo: np.ndarray, hi: np.ndarray, L: int, M: int, T_c: int, value_kind: type, T_n: int) -> _Bins:
+        """The bins of a batch whose QIs' codes span ``lo .. hi``, with ``L`` label slots."""
+        d = len(lo)
+        width = hi - lo + 1
+        qs = np.array([q for q in range(1, d) if _BIN_WIDTH is not None and width[q] <= _BIN_WIDTH], np.int64)
+        col = np.full(d, -1, np.int64)
+        col[qs] = 1 + np.arange(len(qs))
+        shift = np.zeros(d, np.int64)
+        base = np.concatenate(([0], np.cumsum(width[qs]))).astype(np.int64)
+        shift[qs] = base[:-1] - lo[qs]
+        rows = M if len(qs) else 0
+        return cls(qs, col, shift, int(base[-1]), L + 1, np.empty((rows, 1 + len(qs) + T_c), np.int32),
+                   np.empty((rows, T_n), value_kind))
+
+    def count(self, s: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """A node's histograms (rows ``s .. s+m-1`` of the records)."""
+        cnt = np.empty(self.B * self.W, np.int32)
+        mom = np.empty(self.B * self.value.shape[1] * 2, self.value.dtype)
+        _count_records(self.rec, self.value, s, m, len(self.qs), self.W, cnt, mom)
+        return cnt, mom
+
+    def arrays(self) -> tuple:
+        return self.rec, self.value, self.qs, self.col, self.shift, self.B, self.W
+
+
+@njit(nogil=True, cache=True)
+def _records(order, codes, qs, shift, label, value, rec, rec_value):
+    """The records in the regions' order: position ``p`` holds batch row ``order[p]`` (``p``
+    itself when ``order`` is empty), its bins (``codes`` in batch order) and its label slots
+    and targets (``label``, ``value`` already in the regions' order)."""
+    through = len(order) > 0
+    nb = len(qs)
+    for p in range(rec.shape[0]):
+        r = order[p] if through else p
+        rec[p, 0] = r
+        for i in range(nb):
+            q = qs[i]
+            rec[p, 1 + i] = shift[q] + codes[q, r]
+        for u in range(label.shape[0]):
+            rec[p, 1 + nb + u] = label[u, p]
+        for u in range(value.shape[0]):
+            rec_value[p, u] = value[u, p]
+
+
+@njit(nogil=True, cache=True)
+def _count_records(rec, rec_value, s, m, nb, W, cnt, mom):
+    """The histograms of records ``s .. s+m-1``: per bin its rows and label counts (``cnt``,
+    :class:`_Histograms`' layout) and its targets' sums and sums of squares (``mom``)."""
+    cnt[:] = 0
+    mom[:] = 0
+    T_c = rec.shape[1] - 1 - nb
+    T_n = rec_value.shape[1]
+    for p in range(s, s + m):
+        for i in range(nb):
+            b = rec[p, 1 + i]
+            cnt[b * W] += 1
+            for u in range(T_c):
+                cnt[b * W + 1 + rec[p, 1 + nb + u]] += 1
+            for u in range(T_n):
+                x = rec_value[p, u]
+                mom[(b * T_n + u) * 2] += x
+                mom[(b * T_n + u) * 2 + 1] += x * x
+
+
+@njit(nogil=True, cache=True)
+def _bin_extents(cnt, W, qs, shift, lo, hi, cmin, cmax):
+    """A node's smallest and largest code of each binned QI from its histogram, within its
+    parent's ``lo .. hi``."""
+    for i in range(len(qs)):
+        q = qs[i]
+        b = shift[q] + lo[q]
+        while cnt[b * W] == 0:
+            b += 1
+        cmin[q] = b - shift[q]
+        b = shift[q] + hi[q]
+        while cnt[b * W] == 0:
+            b -= 1
+        cmax[q] = b - shift[q]
+
+
+@njit(nogil=True, cache=True)
+def _record_extents(rec, s, m, qs, shift, cmin, cmax):
+    """The smallest and largest code of each binned QI over records ``s .. s+m-1``."""
+    for i in range(len(qs)):
+        lo = rec[s, 1 + i]
+        hi = lo
+        for p in range(s + 1, s + m):
+            b = rec[p, 1 + i]
+            lo = min(lo, b)
+            hi = max(hi, b)
+        cmin[qs[i]] = lo - shift[qs[i]]
+        cmax[qs[i]] = hi - shift[qs[i]]
+
+
+@njit(nogil=True, cache=True)
+def _mark_records(rec, col, s, m, bound, left_of):
+    """:func:`_mark` on a binned QI: the records whose bin in column ``col`` is at most
+    ``bound`` go left. Returns how many."""
+    k = 0
+    for p in range(s, s + m):
+        r = rec[p, 0]
+        w = r >> 6
+        b = np.uint64(1) << np.uint64(r & 63)
+        if rec[p, col] <= bound:
+            left_of[w] |= b
+            k += 1
+        else:
+            left_of[w] &= ~b
+    return k
+
+
+@njit(nogil=True, cache=True)
+def _partition_records(rec, rec_value, s, m, at, left_of, spare, spare_value):
+    """:func:`_partition` of the records: stably, the ``at`` going left first. The smaller side
+    is set aside and the larger compacted in place (from the back when the left side is the
+    smaller), then the smaller copied into its place."""
+    R = rec.shape[1]
+    T_n = rec_value.shape[1]
+    aside = 0
+    if at <= m - at:
+        k = s + m
+        for i in range(s + m - 1, s - 1, -1):
+            r = rec[i, 0]
+            if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                for x in range(R):
+                    spare[aside, x] = rec[i, x]
+                for u in range(T_n):
+                    spare_value[aside, u] = rec_value[i, u]
+                aside += 1
+            else:
+                k -= 1
+                if k != i:
+                    for x in range(R):
+                        rec[k, x] = rec[i, x]
+                    for u in range(T_n):
+                        rec_value[k, u] = rec_value[i, u]
+        for i in range(aside):  # set aside last first
+            t = s + aside - 1 - i
+            for x in range(R):
+                rec[t, x] = spare[i, x]
+            for u in range(T_n):
+                rec_value[t, u] = spare_value[i, u]
+        return
+    k = s
+    for i in range(s, s + m):
+        r = rec[i, 0]
+        if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+            if k != i:
+                for x in range(R):
+                    rec[k, x] = rec[i, x]
+                for u in range(T_n):
+                    rec_value[k, u] = rec_value[i, u]
+            k += 1
+        else:
+            for x in range(R):
+                spare[aside, x] = rec[i, x]
+            for u in range(T_n):
+                spare_value[aside, u] = rec_value[i, u]
+            aside += 1
+    for i in range(aside):
+        for x in range(R):
+            rec[k + i, x] = spare[i, x]
+        for u in range(T_n):
+            rec_value[k + i, u] = spare_value[i, u]
+
+
 def _columns(codes: np.ndarray, threads: int) -> np.ndarray:
     """The (d, M) codes as a contiguous int32 array, one QI per row (as a fetched batch gives
     them, :func:`stacked`). The ``.T`` view of a row-major (M, d)
@@ -811,13 +1035,24 @@ def _moment_kind(numbers: Sequence[np.ndarray]) -> type:
 
 
 @njit(nogil=True, cache=True)
-def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child, depth, start, n, attr, cut, cmin,
-          cmax, num, num_off, span, least, small, off, table, normalize, settle, min_gain, tie, whole, left, moments,
-          left_moments, partition, spare_row, spare_code, spare_label, spare_value, node_counts, node_moments):
+def _grow(row, code, label, value, rec, rec_value, qs, col, shift, B, W, left_of, leaf_of, todo, first, parent,
+          child, depth, start, n, attr, cut, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
+          settle, min_gain, tie, whole, left, moments, left_moments, partition, spare_row, spare_code, spare_label,
+          spare_value, spare_rec, spare_rvalue, node_counts, node_moments):
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
-    the nodes made."""
+    the nodes made. With binned QIs (:class:`_Bins`), each node on the stack that may split
+    holds its histograms in a slot of a pool (a root counts its own when it is taken)."""
     d = code.shape[0]
-    stack = np.empty(len(todo) + 2 * (code.shape[1] // least) + 2, dtype=np.int64)
+    nb = len(qs)
+    T_n = value.shape[1]
+    size = len(todo) + 2 * (code.shape[1] // least) + 2
+    stack = np.empty(size, dtype=np.int64)
+    held = np.full(size, -1, dtype=np.int64)  # each stacked node's histogram slot (-1: none yet)
+    P = 16 if nb > 0 else 0
+    pool_cnt = np.empty((P, B * W), dtype=np.int32)
+    pool_mom = np.empty((P, B * T_n * 2), dtype=rec_value.dtype)
+    free_slots = np.arange(P - 1, -1, -1)
+    nfree = P
     top = 0
     for i in range(len(todo) - 1, -1, -1):
         stack[top] = todo[i]
@@ -826,30 +1061,91 @@ def _grow(row, code, label, value, left_of, leaf_of, todo, first, parent, child,
     while top > 0:
         top -= 1
         node = stack[top]
+        h = held[top]
+        held[top] = -1
         s = start[node]
         m = n[node]
         ranked, base, pure = _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least, small,
                                       off, table, normalize, settle, min_gain, tie, whole, moments, partition,
                                       node_counts, node_moments)
+        if nb > 0 and len(ranked) > 0 and h < 0:
+            if nfree == 0:  # the pool doubles
+                grown_cnt = np.empty((2 * P, B * W), dtype=np.int32)
+                grown_mom = np.empty((2 * P, B * T_n * 2), dtype=rec_value.dtype)
+                grown_cnt[:P] = pool_cnt
+                grown_mom[:P] = pool_mom
+                pool_cnt, pool_mom = grown_cnt, grown_mom
+                free_slots = np.concatenate((np.arange(2 * P - 1, P - 1, -1), free_slots))
+                nfree = P
+                P = 2 * P
+            nfree -= 1
+            h = free_slots[nfree]
+            _count_records(rec, rec_value, s, m, nb, W, pool_cnt[h], pool_mom[h])
+        cnt = pool_cnt[max(h, 0)] if P > 0 else pool_cnt.ravel()
+        mom = pool_mom[max(h, 0)] if P > 0 else pool_mom.ravel()
         if pure or len(ranked) == 0:
-            found, c, at = _settled_choice(code, ranked, s, m, least)
+            found, c, at = _settled_choice(code, ranked, s, m, least, col, shift, cnt, W, cmin[node], cmax[node])
         else:
             found, c, at = _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
-                                              left_moments, partition, base, off, table, normalize, tie, min_gain)
+                                              left_moments, partition, base, off, table, normalize, tie, min_gain,
+                                              col, shift, cnt, mom, W, cmin[node], cmax[node])
         if found < 0:
             _leaf(row, node, s, m, leaf_of, attr)
+            if h >= 0:
+                free_slots[nfree] = h
+                nfree += 1
             continue
-        _mark(row, found, s, m, at, left_of)
+        if col[found] >= 0:
+            _mark_records(rec, col[found], s, m, shift[found] + c, left_of)
+        else:
+            _mark(row, found, s, m, at, left_of)
         for j in range(d):
-            if j != found:
+            if j != found and col[j] < 0:
                 _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_code, spare_label,
                            spare_value)
         a = free
         free += 2
         _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
-        _child_totals(label, value, found, node, a, start, n, node_counts, node_moments)
-        stack[top] = a + 1  # the right child is pushed first, so the left one is grown first
-        stack[top + 1] = a
+        _child_totals(label, value, found if col[found] < 0 else 0, node, a, start, n, node_counts, node_moments)
+        kept = np.full(2, -1, dtype=np.int64)  # the children's slots
+        if nb > 0:
+            _partition_records(rec, rec_value, s, m, at, left_of, spare_rec, spare_rvalue)
+            few = a if n[a] <= n[a + 1] else a + 1
+            many = 2 * a + 1 - few
+            if n[many] >= small:  # the larger may split: its histograms the parent's less the smaller's
+                if nfree == 0:
+                    grown_cnt = np.empty((2 * P, B * W), dtype=np.int32)
+                    grown_mom = np.empty((2 * P, B * T_n * 2), dtype=rec_value.dtype)
+                    grown_cnt[:P] = pool_cnt
+                    grown_mom[:P] = pool_mom
+                    pool_cnt, pool_mom = grown_cnt, grown_mom
+                    free_slots = np.concatenate((np.arange(2 * P - 1, P - 1, -1), free_slots))
+                    nfree = P
+                    P = 2 * P
+                nfree -= 1
+                g = free_slots[nfree]
+                _count_records(rec, rec_value, start[few], n[few], nb, W, pool_cnt[g], pool_mom[g])
+                pc, gc = pool_cnt[h], pool_cnt[g]
+                for x in range(B * W):
+                    pc[x] -= gc[x]
+                pm, gm = pool_mom[h], pool_mom[g]
+                for x in range(B * T_n * 2):
+                    pm[x] -= gm[x]
+                _bin_extents(pool_cnt[h], W, qs, shift, cmin[node], cmax[node], cmin[many], cmax[many])
+                _bin_extents(pool_cnt[g], W, qs, shift, cmin[node], cmax[node], cmin[few], cmax[few])
+                kept[many - a] = h
+                if n[few] >= small:
+                    kept[few - a] = g
+                else:
+                    free_slots[nfree] = g
+                    nfree += 1
+            else:  # neither splits: their extents from their records
+                _record_extents(rec, s, at, qs, shift, cmin[a], cmax[a])
+                _record_extents(rec, s + at, m - at, qs, shift, cmin[a + 1], cmax[a + 1])
+                free_slots[nfree] = h
+                nfree += 1
+        stack[top], held[top] = a + 1, kept[1]  # the right child is pushed first, so the left one is grown first
+        stack[top + 1], held[top + 1] = a, kept[0]
         top += 2
     return free - first
 
@@ -926,29 +1222,40 @@ def _judge(m, whole, moments, off, table, normalize, settle, partition):
 
 
 @njit(nogil=True, cache=True)
-def _settled_choice(code, ranked, s, m, least):
-    """The Median choice: the first QI in rank order whose most balanced cut is allowable.
+def _settled_choice(code, ranked, s, m, least, col, shift, cnt, W, cmin, cmax):
+    """The Median choice: the first QI in rank order whose most balanced cut is allowable (a
+    binned QI's from the node's histogram ``cnt``, within its extents ``cmin``, ``cmax``).
     Returns ``(QI, cut, rows left)``, QI -1 when none."""
     for i in range(len(ranked)):
         q = ranked[i]
-        c, at = _median_cut(code, q, s, m)
+        if col[q] >= 0:
+            c, at = _median_bins(cnt, W, shift[q], cmin[q], cmax[q], m)
+        else:
+            c, at = _median_cut(code, q, s, m)
         if at >= least and m - at >= least:
-            return q, c, at
-    return -1, 0, 0
+            return q, np.int64(c), np.int64(at)
+    return -1, np.int64(0), np.int64(0)
 
 
 @njit(nogil=True, cache=True)
 def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
-                       off, table, normalize, tie, min_gain):
-    """:func:`_choose` of the :func:`_scan` of every ranked QI, one after another."""
+                       off, table, normalize, tie, min_gain, col, shift, cnt, mom, W, cmin, cmax):
+    """:func:`_choose` of the :func:`_scan` of every ranked QI, one after another (of its
+    histogram, :func:`_scan_bins`, for a binned QI)."""
     nr = len(ranked)
     ok = np.zeros(nr, dtype=np.bool_)
     cuts = np.zeros((nr, 4), dtype=np.int64)  # cut, rows left, median cut, its rows left
     scores = np.zeros((nr, 2))  # key, gain
     for i in range(nr):
-        ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan(
-            code, label, value, ranked[i], s, m, least, whole, left, moments, left_moments, partition, base, off,
-            table, normalize, tie)
+        q = ranked[i]
+        if col[q] >= 0:
+            ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan_bins(
+                cnt, mom, W - 1, shift[q], cmin[q], cmax[q], m, least, whole, left, moments, left_moments,
+                partition, base, off, table, normalize, tie)
+        else:
+            ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan(
+                code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off,
+                table, normalize, tie)
     return _pick(ranked, ok, cuts, scores, min_gain)
 
 
