@@ -207,6 +207,33 @@ def test_variance_from_centered_moments_is_exact_with_large_offsets():
     assert entropy(np.array([[2, 2, 0]]))[0] == pytest.approx(math.log(2))
 
 
+@given(st.floats(-1e12, 1e12), st.floats(1e-9, 1e12), st.floats(0, 1))
+def test_float_center_is_the_mean_on_a_grid_of_its_range(lo, width, where):
+    """Within half a step (2^-24 of the range, rounded down to a power of two) of the mean, on
+    the grid of those steps, so last-bit changes of the mean mostly leave it as it is; a
+    constant column is centered on its value."""
+    from sqlanon.request.workload import float_center
+
+    hi = lo + width
+    if not hi > lo:
+        return
+    mean = lo + where * (hi - lo)
+    step = 2.0 ** (math.floor(math.log2(hi - lo)) - 24)
+    center = float_center(mean, lo, hi)
+    assert abs(center - mean) <= step / 2 * (1 + 1e-9)
+    assert center / step == round(center / step)
+    assert float_center(lo, lo, lo) == lo and float_center(None, None, None) == 0.0
+
+
+def test_float_center_ignores_the_last_bits_of_a_parallel_average():
+    """Four averages of one DuckDB column of 10M rows differed in their last bits (the engine
+    adds partial sums in any order); their centers do not."""
+    means = [-1008.512440610994, -1008.5124406109875, -1008.5124406109261, -1008.5124406109898]
+    from sqlanon.request.workload import float_center
+
+    assert len({float_center(m, -203457.3, 174988.6) for m in means}) == 1
+
+
 def test_float_targets_with_a_large_offset_stay_stable(con):
     rng = np.random.default_rng(1)
     n = 400

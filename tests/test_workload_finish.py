@@ -167,6 +167,32 @@ def test_wide_nodes_split_on_histograms_give_the_same(case, criterion, threads, 
         workload_finish._HIST_WIDE = saved
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_float_sums_hang_on_no_row_order_even_at_exact_ties(monkeypatch, seed):
+    """Twin QIs (one the mirror of the other: each cut of one has a cut of the other splitting
+    the same rows) score the same cuts from sums taken in different orders; with ties not
+    rounded away (``TIE`` far below a float's resolution) the twin chosen hangs on the last bits
+    of those sums — and still the tree does not depend on the order the rows came in."""
+    monkeypatch.setattr(workload_finish, "TIE", 1e-30)
+    rng = np.random.default_rng(seed)
+    M = 3000
+    a = rng.integers(0, 60, M)
+    codes = np.vstack([a, 59 - a, rng.integers(0, 60, M)]).astype(np.int32)
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 60, "", np.arange(60.0)) for j in range(3)]
+    v = rng.normal(0, 1, M) * 1e3 + np.where(a < 30, 0.1, 7.3)
+
+    def run(order: np.ndarray) -> dict:
+        return workload_finish.finish(codes[:, order], np.array([M]), domains, 5, [], [], [v[order]], False, 0.0)
+
+    base = run(np.arange(M))
+    for _ in range(4):
+        perm = rng.permutation(M)
+        other = run(perm)
+        for key in ("parent", "attr", "cut", "n"):
+            np.testing.assert_array_equal(base[key], other[key], err_msg=key)
+        np.testing.assert_array_equal(base["leaf"][perm], other["leaf"])
+
+
 def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
     """The phase runs where a partition is wider than the threshold (it is not skipped)."""
     calls = []

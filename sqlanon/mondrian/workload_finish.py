@@ -159,6 +159,14 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     codes = _columns(codes, threads)
     slot = stacked(slots, np.int32, M)
     value = stacked(numbers, _moment_kind(numbers), M)
+    canon = None
+    if value.dtype.kind == "f" and M:
+        # A float sum depends on the order of its terms, and the engine may send a partition's
+        # rows in any order: each partition's rows are put in the order of their targets (rows
+        # tied there hold equal values, so any order of them sums alike), so the sums -- and the
+        # release -- are the same whatever the order the rows came in.
+        canon = _canonical_order(value, seg_n)
+        codes, slot, value = (np.take(x, canon, axis=1) for x in (codes, slot, value))
     lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
@@ -212,6 +220,8 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     at[made] = np.arange(len(made))
     out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
     out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[g.leaf_of]  # the lists hold batch rows
+    if canon is not None:
+        out["leaf"][canon] = out["leaf"].copy()
     return out
 
 
@@ -1039,6 +1049,15 @@ def stacked(columns: Sequence[np.ndarray], dtype: type = np.int32, rows: int | N
     for u, c in enumerate(columns):
         out[u] = c
     return out
+
+
+def _canonical_order(value: np.ndarray, seg_n: np.ndarray) -> np.ndarray:
+    """The batch's rows partition by partition, each partition's in the (stable) order of its
+    float targets (``value`` (targets, M), the first target first)."""
+    if len(seg_n) == 1 and value.shape[0] == 1:
+        return np.argsort(value[0], kind="stable")
+    keys = [value[u] for u in range(value.shape[0] - 1, -1, -1)]
+    return np.lexsort(keys + [np.repeat(np.arange(len(seg_n)), seg_n)])
 
 
 def _moment_kind(numbers: Sequence[np.ndarray]) -> type:

@@ -13,6 +13,7 @@ partition can meet fails with a clear error instead of a useless release.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -336,13 +337,26 @@ def _stat_columns(engine, source_ref, columns, rows, constraints, criterion) -> 
     for i, name in enumerate(numeric_names):
         mean, lo, hi, present = row[base + 4 * i : base + 4 * i + 4]
         integer = columns[name].upper() in _INTEGER
-        center = float(round(mean)) if integer and mean is not None else float(mean or 0.0)
+        center = float(round(mean)) if integer and mean is not None else float_center(mean, lo, hi)
         spread = max(abs((lo or 0) - center), abs((hi or 0) - center)) + 1
         # Integer columns without NULLs are summed as integers when the sums cannot overflow.
         exact = integer and present == rows and spread * spread * max(rows, 1) < 2**62
         out.append(StatColumn(name, "numeric", center=center, exact=exact, nulls=present < rows))
     return tuple(out[: len(class_names)] + [StatColumn(c, "class", size=2) for c in indicators]
                  + out[len(class_names):])
+
+
+def float_center(mean: float | None, lo: float | None, hi: float | None) -> float:
+    """A float column's center: its mean on a grid of 2^-24 of its range (its value when it has
+    one). An engine's parallel average varies in its last bits from run to run (its partial sums
+    are added in any order); on the grid it does not, so neither do the centered values whose
+    sums the splits compare (a change in their last bits can flip a near-tie between two cuts)."""
+    if mean is None or lo is None or hi is None:
+        return 0.0
+    if not hi > lo:
+        return float(lo)
+    step = 2.0 ** (math.floor(math.log2(hi - lo)) - 24)
+    return float(round(mean / step) * step)
 
 
 def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload) -> None:
