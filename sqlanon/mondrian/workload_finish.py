@@ -58,7 +58,9 @@ in a box) does the same. What is scored is scored exactly, so the choice is unch
   differs only where it lies within those roundings of a rounding boundary: the tolerance
   the SQL levels and the in-memory levels already have with each other,
   :mod:`sqlanon.mondrian.siblings`. Targets whose sums are exact in float64 give the same
-  partition bit for bit, as the tests check.) The partition's own impurity is :func:`~sqlanon.model.criteria.weighted_entropy`
+  partition bit for bit, as the tests check. So that the order the engine sends a partition's
+  rows in cannot reach the sums, its rows are first put in the order of their targets: rows
+  tied there hold equal values, and any order of them sums alike.) The partition's own impurity is :func:`~sqlanon.model.criteria.weighted_entropy`
   / :func:`~sqlanon.model.constraints.squared_error` in the same operations
   (:func:`~sqlanon.model.score_kernels.class_entropy`, ``_squared_error``), summed left to right
   (``_sum_columns``) or, for Targets, as the count of targets with positive impurity
