@@ -1085,7 +1085,7 @@ def _grow(row, code, label, value, rec, rec_value, qs, col, shift, B, W, left_of
     size = len(todo) + 2 * (widest // least) + 2  # the roots left and one subtree's pending nodes
     stack = np.empty(size, dtype=np.int64)
     held = np.full(size, -1, dtype=np.int64)  # each stacked node's histogram slot (-1: none yet)
-    P = 16 if nb > 0 else 0
+    P = 4 if nb > 0 else 0  # doubled as the stack deepens (_pool_slot)
     pool_cnt = np.empty((P, B * W), dtype=np.int32)
     pool_mom = np.empty((P, B * T_n * 2), dtype=rec_value.dtype)
     free_slots = np.arange(P - 1, -1, -1)
@@ -1106,20 +1106,10 @@ def _grow(row, code, label, value, rec, rec_value, qs, col, shift, B, W, left_of
                                       off, table, normalize, settle, min_gain, tie, whole, moments, partition,
                                       node_counts, node_moments)
         if nb > 0 and len(ranked) > 0 and h < 0:
-            if nfree == 0:  # the pool doubles
-                grown_cnt = np.empty((2 * P, B * W), dtype=np.int32)
-                grown_mom = np.empty((2 * P, B * T_n * 2), dtype=rec_value.dtype)
-                grown_cnt[:P] = pool_cnt
-                grown_mom[:P] = pool_mom
-                pool_cnt, pool_mom = grown_cnt, grown_mom
-                free_slots = np.concatenate((np.arange(2 * P - 1, P - 1, -1), free_slots))
-                nfree = P
-                P = 2 * P
-            nfree -= 1
-            h = free_slots[nfree]
+            h, pool_cnt, pool_mom, free_slots, nfree = _pool_slot(pool_cnt, pool_mom, free_slots, nfree)
             _count_records(rec, rec_value, s, m, nb, W, pool_cnt[h], pool_mom[h])
-        cnt = pool_cnt[max(h, 0)] if P > 0 else pool_cnt.ravel()
-        mom = pool_mom[max(h, 0)] if P > 0 else pool_mom.ravel()
+        cnt = pool_cnt[max(h, 0)] if nb > 0 else pool_cnt.ravel()
+        mom = pool_mom[max(h, 0)] if nb > 0 else pool_mom.ravel()
         if pure or len(ranked) == 0:
             found, c, at = _settled_choice(code, ranked, s, m, least, col, shift, cnt, W, cmin[node], cmax[node])
         else:
@@ -1150,17 +1140,7 @@ def _grow(row, code, label, value, rec, rec_value, qs, col, shift, B, W, left_of
             few = a if n[a] <= n[a + 1] else a + 1
             many = 2 * a + 1 - few
             if n[many] >= small:  # the larger may split: its histograms the parent's less the smaller's
-                if nfree == 0:
-                    grown_cnt = np.empty((2 * P, B * W), dtype=np.int32)
-                    grown_mom = np.empty((2 * P, B * T_n * 2), dtype=rec_value.dtype)
-                    grown_cnt[:P] = pool_cnt
-                    grown_mom[:P] = pool_mom
-                    pool_cnt, pool_mom = grown_cnt, grown_mom
-                    free_slots = np.concatenate((np.arange(2 * P - 1, P - 1, -1), free_slots))
-                    nfree = P
-                    P = 2 * P
-                nfree -= 1
-                g = free_slots[nfree]
+                g, pool_cnt, pool_mom, free_slots, nfree = _pool_slot(pool_cnt, pool_mom, free_slots, nfree)
                 _count_records(rec, rec_value, start[few], n[few], nb, W, pool_cnt[g], pool_mom[g])
                 pc, gc = pool_cnt[h], pool_cnt[g]
                 for x in range(B * W):
@@ -1185,6 +1165,24 @@ def _grow(row, code, label, value, rec, rec_value, qs, col, shift, B, W, left_of
         stack[top + 1], held[top + 1] = a, kept[0]
         top += 2
     return free - first
+
+
+@njit(nogil=True, cache=True)
+def _pool_slot(pool_cnt, pool_mom, free_slots, nfree):
+    """A free slot of :func:`_grow`'s pool of histograms, the pool doubled when none is free
+    (``free_slots[:nfree]`` the free ones). Returns ``(slot, pool_cnt, pool_mom, free_slots,
+    nfree)``."""
+    if nfree == 0:
+        P = pool_cnt.shape[0]
+        grown_cnt = np.empty((2 * P, pool_cnt.shape[1]), dtype=pool_cnt.dtype)
+        grown_mom = np.empty((2 * P, pool_mom.shape[1]), dtype=pool_mom.dtype)
+        grown_cnt[:P] = pool_cnt
+        grown_mom[:P] = pool_mom
+        pool_cnt, pool_mom = grown_cnt, grown_mom
+        free_slots = np.concatenate((np.arange(2 * P - 1, P - 1, -1), free_slots))
+        nfree = P
+    nfree -= 1
+    return free_slots[nfree], pool_cnt, pool_mom, free_slots, nfree
 
 
 @njit(nogil=True, cache=True)
