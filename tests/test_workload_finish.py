@@ -7,7 +7,9 @@ path."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 
 import duckdb
 import numpy as np
@@ -115,6 +117,18 @@ def batches(draw, rows: tuple[int, int] = (1, 900)):
     return case
 
 
+@contextlib.contextmanager
+def setting(name: str, value) -> Iterator[None]:
+    """One of workload_finish's module settings changed for the block (hypothesis tests take
+    no function-scoped monkeypatch)."""
+    saved = getattr(workload_finish, name)
+    setattr(workload_finish, name, value)
+    try:
+        yield
+    finally:
+        setattr(workload_finish, name, saved)
+
+
 CRITERIA = st.sampled_from([
     InfoGain("y"), InfoGain("y", min_gain=0.05), InfoGain("y", "z"), InfoGain("z", min_gain=0.5),
     Regression("v"), Regression("v", min_gain=40.0), Regression("v", "w"),
@@ -133,24 +147,16 @@ def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, criterion, 
 def test_binned_qis_give_the_same(case, criterion, threads, width):
     """QIs of at most ``width`` codes binned (None: none; 10^6: all but the first), scored on
     histograms carried down the tree: the same leaves, ids and rows as the level-by-level finish."""
-    saved = workload_finish._BIN_WIDTH
-    workload_finish._BIN_WIDTH = width
-    try:
+    with setting("_BIN_WIDTH", width):
         assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
-    finally:
-        workload_finish._BIN_WIDTH = saved
 
 
 @given(batches(), CRITERIA)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_nodes_counting_their_own_totals(case, criterion):
     """Where the nodes' totals would take too much memory, each node counts its own: the same."""
-    saved = workload_finish._TOTALS
-    workload_finish._TOTALS = 0
-    try:
+    with setting("_TOTALS", 0):
         assert_same(finish(case, criterion, True), finish(case, criterion, False))
-    finally:
-        workload_finish._TOTALS = saved
 
 
 @given(batches(), CRITERIA, st.integers(1, 2), st.sampled_from([0, 1, 7, 40, 150]))
@@ -159,12 +165,8 @@ def test_wide_nodes_split_on_histograms_give_the_same(case, criterion, threads, 
     """The nodes wider than ``wide`` rows split on histograms with sibling subtraction (0:
     every node, leaves included; then the attribute lists take the narrower ones): the same
     leaves, ids and rows as the level-by-level finish."""
-    saved = workload_finish._HIST_WIDE
-    workload_finish._HIST_WIDE = wide
-    try:
+    with setting("_HIST_WIDE", wide):
         assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
-    finally:
-        workload_finish._HIST_WIDE = saved
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -956,59 +956,47 @@ def _mark_records(rec, col, s, m, bound, left_of):
     return k
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _copy_record(rec, rec_value, i, to, to_value, k):
+    """Record ``i`` (``rec``, ``rec_value``) into row ``k`` of ``to``, ``to_value``."""
+    for x in range(rec.shape[1]):
+        to[k, x] = rec[i, x]
+    for u in range(rec_value.shape[1]):
+        to_value[k, u] = rec_value[i, u]
+
+
 @njit(nogil=True, cache=True)
 def _partition_records(rec, rec_value, s, m, at, left_of, spare, spare_value):
     """:func:`_partition` of the records: stably, the ``at`` going left first. The smaller side
     is set aside and the larger compacted in place (from the back when the left side is the
     smaller), then the smaller copied into its place."""
-    R = rec.shape[1]
-    T_n = rec_value.shape[1]
     aside = 0
     if at <= m - at:
         k = s + m
         for i in range(s + m - 1, s - 1, -1):
             r = rec[i, 0]
             if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
-                for x in range(R):
-                    spare[aside, x] = rec[i, x]
-                for u in range(T_n):
-                    spare_value[aside, u] = rec_value[i, u]
+                _copy_record(rec, rec_value, i, spare, spare_value, aside)
                 aside += 1
             else:
                 k -= 1
                 if k != i:
-                    for x in range(R):
-                        rec[k, x] = rec[i, x]
-                    for u in range(T_n):
-                        rec_value[k, u] = rec_value[i, u]
+                    _copy_record(rec, rec_value, i, rec, rec_value, k)
         for i in range(aside):  # set aside last first
-            t = s + aside - 1 - i
-            for x in range(R):
-                rec[t, x] = spare[i, x]
-            for u in range(T_n):
-                rec_value[t, u] = spare_value[i, u]
+            _copy_record(spare, spare_value, i, rec, rec_value, s + aside - 1 - i)
         return
     k = s
     for i in range(s, s + m):
         r = rec[i, 0]
         if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
             if k != i:
-                for x in range(R):
-                    rec[k, x] = rec[i, x]
-                for u in range(T_n):
-                    rec_value[k, u] = rec_value[i, u]
+                _copy_record(rec, rec_value, i, rec, rec_value, k)
             k += 1
         else:
-            for x in range(R):
-                spare[aside, x] = rec[i, x]
-            for u in range(T_n):
-                spare_value[aside, u] = rec_value[i, u]
+            _copy_record(rec, rec_value, i, spare, spare_value, aside)
             aside += 1
     for i in range(aside):
-        for x in range(R):
-            rec[k + i, x] = spare[i, x]
-        for u in range(T_n):
-            rec_value[k + i, u] = spare_value[i, u]
+        _copy_record(spare, spare_value, i, rec, rec_value, k + i)
 
 
 def _columns(codes: np.ndarray, threads: int) -> np.ndarray:
