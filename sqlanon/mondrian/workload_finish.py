@@ -60,10 +60,11 @@ in a box) does the same. What is scored is scored exactly, so the choice is unch
   :mod:`sqlanon.mondrian.siblings`. Targets whose sums are exact in float64 give the same
   partition bit for bit, as the tests check. So that the order the engine sends a partition's
   rows in cannot reach the sums, its rows are first put in the order of their targets: rows
-  tied there hold equal values, and any order of them sums alike.) The partition's own impurity is :func:`~sqlanon.model.criteria.weighted_entropy`
-  / :func:`~sqlanon.model.constraints.squared_error` in the same operations
-  (:func:`~sqlanon.model.score_kernels.class_entropy`, ``_squared_error``), summed left to right
-  (``_sum_columns``) or, for Targets, as the count of targets with positive impurity
+  tied there hold equal values, and any order of them sums alike.) The partition's own
+  impurity is :func:`~sqlanon.model.criteria.weighted_entropy` /
+  :func:`~sqlanon.model.constraints.squared_error` in the same operations
+  (:func:`~sqlanon.model.score_kernels.class_entropy`, ``_squared_error``), summed left to
+  right (``_sum_columns``) or, for Targets, as the count of targets with positive impurity
   (``combine`` of the partition with itself).
 * The partition takes the smallest key over its QIs, ties by rank (lexsort of ``_pick``: key,
   rank, balance, cut — rank is unique per partition); if that split's gain is below ``min_gain``
@@ -328,8 +329,9 @@ class _Grower:
                 np.empty((L.value.shape[1], width), L.value.dtype))
 
     def _spare_records(self, width: int) -> tuple[np.ndarray, np.ndarray]:
-        b = self.bins  # a split sets aside the smaller side
-        return np.empty((width // 2 + 1, b.rec.shape[1]), np.int32), np.empty((width // 2 + 1, b.value.shape[1]), b.value.dtype)
+        b = self.bins
+        half = width // 2 + 1  # a split sets aside the smaller side
+        return np.empty((half, b.rec.shape[1]), np.int32), np.empty((half, b.value.shape[1]), b.value.dtype)
 
     def grow(self, todo: np.ndarray, first: int) -> int:
         """Finish the nodes ``todo`` depth-first in one compiled loop; new nodes from table row
