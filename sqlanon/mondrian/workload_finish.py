@@ -28,12 +28,8 @@ partitions of millions again and again. Their scans read the same running sums a
 cuts, so the decisions are the lists' (``tests/test_workload_finish.py`` forces the phase down
 to every node).
 
-Most cuts are never scored exactly: a cheap estimate of a cut's impurity (:func:`_estimate`, no
-division) rules out every cut whose estimate exceeds the best cut's by more than the roundings
-of both and a few ``tie`` (:func:`_margin`): its key is certainly larger. With class labels
-only, a whole block of consecutive cuts is ruled out at once where a lower bound over the block
-(:func:`_box_bound`: the weighted entropies are concave in the left child's counts, which lie
-in a box) does the same. What is scored is scored exactly, so the choice is unchanged.
+How a node's QIs are scored — one pass per QI, most cuts ruled out by a cheap estimate —
+is :mod:`sqlanon.mondrian.cut_scan`.
 
 **Why it is exact** — the same decision as :meth:`Partitioner.decide` with
 :func:`sqlanon.mondrian.split.evaluate` and :meth:`Partitioner._pick`, step by step:
@@ -93,13 +89,13 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model import score_kernels as sk
 from ..model.constraints import XLOGX_ROWS, Constraint, KAnonymity, xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
 from ..model.stats import sort_and_group
-from .median_finish import _PARALLEL_ROWS, _Table, balanced
+from .cut_scan import _choose, _choose_sequential, _judge, _scan, _scan_bins, _settled_choice
+from .median_finish import _PARALLEL_ROWS, _Table
 from .split import TIE
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.constraints.xlogx_table`).
@@ -183,7 +179,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     regions = np.concatenate([lists_roots, leaves])
     regions = regions[np.argsort(t.start[regions], kind="stable")]
     bins = _Bins.of(lo, hi, int(off[-1]), M, slot.shape[0], value.dtype, value.shape[0])
-    lists = _Lists.build(codes, t.n[regions], slot, value, threads, order, disposable or codes is not given, bins)
+    lists = _Lists.build(codes, t.n[regions], slot, value, threads, bins, order, disposable or codes is not given)
     del codes  # the lists' codes when disposable
     for i in regions.tolist():  # a partition's lists are sorted: its extents are their ends
         t.cmin[i] = lists.code[:, t.start[i]]
@@ -263,7 +259,7 @@ class _Lists:
 
     @classmethod
     def build(cls, codes: np.ndarray, seg_n: np.ndarray, label: np.ndarray, value: np.ndarray, threads: int,
-              order: np.ndarray | None = None, disposable: bool = False, bins: _Bins | None = None) -> _Lists:
+              bins: _Bins, order: np.ndarray | None = None, disposable: bool = False) -> _Lists:
         """The lists of a batch: ``codes`` (d, M) per QI, ``label`` (labels, M) the label slots,
         ``value`` (targets, M) the targets, per batch row; the segments of ``seg_n`` rows are
         regions of the batch's rows in ``order`` (None: the batch order), each sorted by code.
@@ -271,11 +267,8 @@ class _Lists:
         the batch), so each segment's sort and gathers stay in its rows; the lists hold batch
         rows. ``disposable``: ``codes`` may be overwritten (with an ``order``, the lists' codes
         take its place: each QI's codes are first copied in the regions' order). The binned QIs
-        (``bins``, none when None) get no list: their records are filled instead."""
+        (``bins``) get no list: their records are filled instead."""
         d, M = codes.shape
-        if bins is None:
-            bins = _Bins.of(np.zeros(d, np.int64), np.full(d, np.iinfo(np.int32).max, np.int64), 0, M, label.shape[0],
-                            value.dtype, value.shape[0])
         # label slots in 16 bits where they fit: a split moves every list, so bytes count
         kind = np.int16 if int(label.max(initial=0)) < 2**15 else np.int32
         reuse = disposable and order is not None and codes.dtype == np.int32 and codes.flags.c_contiguous
@@ -455,6 +448,10 @@ class _Histograms:
         self.codes, self.slots, self.values = codes, slots, values
         self.lo, self.base, self.L, self.wide = lo, base, L, wide
         self.B = int(base[-1])
+        # as _Bins' (every QI binned): QI j's code c at bin shift[j] + c, codes lo[j] .. hi[j]
+        self.every = np.arange(len(lo), dtype=np.int64)
+        self.shift = base[:-1] - lo
+        self.hi = lo + np.diff(base) - 1
 
     @classmethod
     def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray, defer: int,
@@ -508,22 +505,23 @@ class _Histograms:
             cnt, mom = hists.pop(x)  # per code: its rows and label counts side by side; target sums
             s, m = int(t.start[x]), int(t.n[x])
             sc = scratch[0]
-            _hist_extents(cnt, self.L + 1, self.lo, self.base, t.cmin[x], t.cmax[x])
+            _bin_extents(cnt, self.L + 1, self.every, self.shift, self.lo, self.hi, t.cmin[x], t.cmax[x])
             _hist_totals(cnt, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
             ranked = _rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
             found, c, at = -1, 0, 0
             if len(ranked):
                 basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
                 if pure:
-                    found, c, at = _settled_bins(cnt, self.L + 1, ranked, self.lo, self.base, t.cmin[x], t.cmax[x], m,
-                                                 r.least)
+                    # every QI binned here (``every`` >= 0): the codes are not read
+                    found, c, at = _settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
+                                                   self.L + 1, t.cmin[x], t.cmax[x])
                 else:
                     for o in scratch[1:]:
                         o.share(sc)
 
                     def score(i: int) -> tuple:
                         q = int(ranked[i])
-                        return _scan_bins(cnt, mom, self.L, self.base[q] - self.lo[q], t.cmin[x, q],
+                        return _scan_bins(cnt, mom, self.L, self.shift[q], t.cmin[x, q],
                                           t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
                                           r.normalize, TIE)
 
@@ -583,20 +581,6 @@ def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L):
 
 
 @njit(nogil=True, cache=True)
-def _hist_extents(cnt, W, lo, base, cmin, cmax):
-    """A node's smallest and largest code of each QI: its first and last codes with rows."""
-    for j in range(len(lo)):
-        first = base[j]
-        while cnt[first * W] == 0:
-            first += 1
-        last = base[j + 1] - 1
-        while cnt[last * W] == 0:
-            last -= 1
-        cmin[j] = lo[j] + first - base[j]
-        cmax[j] = lo[j] + last - base[j]
-
-
-@njit(nogil=True, cache=True)
 def _hist_totals(cnt, mom, b0, b1, L, whole, moments):
     """A node's label counts and target moments: the sums over the first QI's codes."""
     T_n = moments.shape[0]
@@ -612,112 +596,6 @@ def _hist_totals(cnt, mom, b0, b1, L, whole, moments):
             moments[u, 0] += cnt[b * W]
             moments[u, 1] += mom[(b * T_n + u) * 2]
             moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
-
-
-@njit(nogil=True, cache=True)
-def _median_bins(cnt, W, shift, lo_code, hi_code, m):
-    """:func:`_median_cut` from a histogram: the most balanced cut of a QI whose codes
-    ``lo_code .. hi_code`` hold ``cnt[(shift + code) W]`` rows."""
-    h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
-    below = 0
-    prev = -1
-    for code in range(lo_code, hi_code + 1):
-        c = cnt[(shift + code) * W]
-        if c == 0:
-            continue
-        if below + c > h:
-            return balanced(code, prev, below, below + c, hi_code, m)
-        below += c
-        prev = code
-    return hi_code, m
-
-
-@njit(nogil=True, cache=True)
-def _settled_bins(cnt, W, ranked, lo, base, cmin, cmax, m, least):
-    """:func:`_settled_choice` from a node's histograms."""
-    for i in range(len(ranked)):
-        q = ranked[i]
-        c, at = _median_bins(cnt, W, base[q] - lo[q], cmin[q], cmax[q], m)
-        if at >= least and m - at >= least:
-            return q, c, at
-    return -1, 0, 0
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
-               base, off, table, normalize, tie):
-    """:func:`_scan` of one QI from its histogram (codes ``lo_code .. hi_code`` at
-    ``shift + code``): the same cuts in the same order with the same running sums, so the same
-    result; blocks of :data:`_BLOCK` codes ruled out whole by :func:`_box_bound` as there.
-    (Divisions as there: every divisor is positive.)"""
-    T_n = moments.shape[0]
-    W = L + 1
-    median_c, median_l = _median_bins(cnt, W, shift, lo_code, hi_code, m)
-    if median_l < least or m - median_l < least:
-        return False, 0, 0, 0.0, 0.0, median_c, median_l
-    left[:] = 0
-    left_moments[:, :] = 0
-    nl = 0
-    found = False
-    best_c = 0
-    best_l = 0
-    best_key = 0.0
-    best_balance = 0
-    best_gain = 0.0
-    best_estimate = 0.0
-    best_size = 0.0
-    scale = base if base > 0 else 1.0
-    boxes, cap = _boxes(m, T_n, partition, off, table, normalize)
-    before = left.copy()
-    checked = lo_code  # codes before this one were ruled in (scanned cut by cut)
-    code = lo_code
-    while code <= hi_code:
-        if boxes and found and code >= checked:
-            stop = min(code + _BLOCK, hi_code + 1)
-            before[:] = left
-            rows = 0
-            for cc in range(code, stop):
-                b = (shift + cc) * W
-                rows += cnt[b]
-                for v in range(L):
-                    left[v] += cnt[b + 1 + v]
-            bound = _box_bound(before, left, whole, partition, off, table, normalize)
-            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
-                nl += rows  # no cut of the block can win: skip it
-                code = stop
-                if m - nl < least:
-                    break
-                continue
-            left[:] = before
-            checked = stop
-        b = (shift + code) * W
-        c = cnt[b]
-        here = code
-        code += 1
-        if c == 0:
-            continue
-        for v in range(L):
-            left[v] += cnt[b + 1 + v]
-        for u in range(T_n):
-            left_moments[u, 1] += mom[((shift + here) * T_n + u) * 2]
-            left_moments[u, 2] += mom[((shift + here) * T_n + u) * 2 + 1]
-        nl += c
-        if nl < least:
-            continue
-        if m - nl < least:
-            break
-        balance = abs(2 * nl - m)
-        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
-        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
-            continue
-        impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
-        key = sk.cut_key(impurity, base, tie)
-        if not found or key < best_key or (key == best_key and balance < best_balance):
-            found = True
-            best_c, best_l, best_key, best_balance = here, nl, key, balance
-            best_gain = sk.cut_gain(impurity, base, m)
-            best_estimate, best_size = estimate, size
-    return found, best_c, best_l, best_key, best_gain, median_c, median_l
 
 
 @njit(nogil=True, cache=True)
@@ -913,8 +791,8 @@ def _count_records(rec, rec_value, s, m, nb, W, cnt, mom):
 
 @njit(nogil=True, cache=True)
 def _bin_extents(cnt, W, qs, shift, lo, hi, cmin, cmax):
-    """A node's smallest and largest code of each binned QI from its histogram, within its
-    parent's ``lo .. hi``."""
+    """A node's smallest and largest code of each binned QI from its histogram, within
+    ``lo .. hi`` (its parent's extents, or the batch's)."""
     for i in range(len(qs)):
         q = qs[i]
         b = shift[q] + lo[q]
@@ -1217,338 +1095,6 @@ def _rank(node, n, cmin, cmax, num, num_off, span, small):
         tried[j] = True
         ranked[i] = j
     return ranked
-
-
-@njit(nogil=True, cache=True)
-def _judge(m, whole, moments, off, table, normalize, settle, partition):
-    """A node of ``m`` rows with label counts ``whole`` and target moments ``moments``: its
-    impurity per target (``partition``) and in all, and whether it is pure in every label
-    (``settle`` criteria only). Returns ``(base, pure)``."""
-    T_c = len(off) - 1
-    T_n = moments.shape[0]
-    if settle:
-        pure = True
-        for u in range(T_c):
-            hit = False
-            for v in range(off[u], off[u + 1]):
-                hit = hit or whole[v] == m
-            pure = pure and hit
-        if pure:
-            return 0.0, True
-    base = 0.0
-    for u in range(T_c):
-        partition[u] = sk.class_entropy(whole[off[u]:off[u + 1]], table)
-    for u in range(T_n):
-        partition[T_c + u] = sk._squared_error(moments[u, 0], moments[u, 1], moments[u, 2])
-    for u in range(T_c + T_n):  # the criterion's combine of the partition with itself
-        p = partition[u]
-        base += (p / p if p > 0 else 0.0) if normalize else p
-    return base, False
-
-
-@njit(nogil=True, cache=True)
-def _settled_choice(code, ranked, s, m, least, col, shift, cnt, W, cmin, cmax):
-    """The Median choice: the first QI in rank order whose most balanced cut is allowable (a
-    binned QI's from the node's histogram ``cnt``, within its extents ``cmin``, ``cmax``).
-    Returns ``(QI, cut, rows left)``, QI -1 when none."""
-    for i in range(len(ranked)):
-        q = ranked[i]
-        if col[q] >= 0:
-            c, at = _median_bins(cnt, W, shift[q], cmin[q], cmax[q], m)
-        else:
-            c, at = _median_cut(code, q, s, m)
-        if at >= least and m - at >= least:
-            return q, np.int64(c), np.int64(at)
-    return -1, np.int64(0), np.int64(0)
-
-
-@njit(nogil=True, cache=True)
-def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
-                       off, table, normalize, tie, min_gain, col, shift, cnt, mom, W, cmin, cmax):
-    """:func:`_choose` of the :func:`_scan` of every ranked QI, one after another (of its
-    histogram, :func:`_scan_bins`, for a binned QI)."""
-    nr = len(ranked)
-    ok = np.zeros(nr, dtype=np.bool_)
-    cuts = np.zeros((nr, 4), dtype=np.int64)  # cut, rows left, median cut, its rows left
-    scores = np.zeros((nr, 2))  # key, gain
-    for i in range(nr):
-        q = ranked[i]
-        if col[q] >= 0:
-            ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan_bins(
-                cnt, mom, W - 1, shift[q], cmin[q], cmax[q], m, least, whole, left, moments, left_moments,
-                partition, base, off, table, normalize, tie)
-        else:
-            ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan(
-                code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off,
-                table, normalize, tie)
-    return _pick(ranked, ok, cuts, scores, min_gain)
-
-
-def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
-    """:func:`_pick` of the results of :func:`_scan` per ranked QI."""
-    nr = len(ranked)
-    ok = np.array([x[0] for x in scans], dtype=np.bool_).reshape(nr)
-    cuts = np.array([(x[1], x[2], x[5], x[6]) for x in scans], dtype=np.int64).reshape(nr, 4)
-    scores = np.array([(x[3], x[4]) for x in scans], dtype=np.float64).reshape(nr, 2)
-    found, c, at = _pick(ranked, ok, cuts, scores, min_gain)
-    return int(found), int(c), int(at)
-
-
-@njit(nogil=True, cache=True)
-def _pick(ranked, ok, cuts, scores, min_gain):
-    """The partition's split from its QIs' (in rank order): the smallest key, ties by rank
-    (:meth:`Partitioner._pick`); when its gain is below ``min_gain``, the Median choice — the
-    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none."""
-    best = -1
-    median = -1
-    for i in range(len(ranked)):
-        if not ok[i]:
-            continue
-        if median < 0:
-            median = i
-        if best < 0 or scores[i, 0] < scores[best, 0]:
-            best = i
-    if best < 0:
-        return -1, 0, 0
-    if scores[best, 1] < min_gain:  # weak: the Median choice
-        return ranked[median], cuts[median, 2], cuts[median, 3]
-    return ranked[best], cuts[best, 0], cuts[best, 1]
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
-          normalize, tie):
-    """Score every allowable cut of QI ``q`` in one pass down its list (rows ``s .. s+m-1`` in
-    code order). Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's
-    cut (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
-    and the most balanced one (:func:`_median_cut`: the QI has an allowable cut iff it is one).
-
-    A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
-    :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
-    :func:`_margin`, so its key is certainly larger (see there). With class labels only (of at
-    most :data:`_BOX_VALUES` values each), blocks of :data:`_BLOCK` rows are first ruled out
-    whole where :func:`_box_bound` allows.
-
-    Compiled with numpy's error model (no check for a zero divisor, which costs the row loop a
-    third of its speed): every division here has a positive divisor — ``ln 2``, ``tie``, and
-    ``max(n, 1)``, a child's rows (at least ``least``) or an impurity tested positive."""
-    T_c = label.shape[1]
-    T_n = value.shape[1]
-    median_c, median_l = _median_cut(code, q, s, m)
-    if median_l < least or m - median_l < least:  # no allowable cut (the window is symmetric)
-        return False, 0, 0, 0.0, 0.0, median_c, median_l
-    left[:] = 0
-    left_moments[:, :] = 0
-    nl = 0
-    end = s + m
-    found = False
-    best_c = 0
-    best_l = 0
-    best_key = 0.0
-    best_balance = 0
-    best_gain = 0.0
-    best_estimate = 0.0
-    best_size = 0.0
-    scale = base if base > 0 else 1.0
-    boxes, cap = _boxes(m, T_n, partition, off, table, normalize)
-    before = left.copy()
-    checked = s  # rows before this one were ruled in (scanned cut by cut)
-    i = s
-    # One row at a time, a cut after each row that is the last of its code (a loop per code
-    # would exit unpredictably where codes are held by one or two rows each).
-    while i < end - 1:
-        if boxes and found and i >= checked:
-            stop = min(i + _BLOCK, end - 1)
-            before[:] = left
-            for r in range(i, stop):
-                for u in range(T_c):
-                    left[label[q, u, r]] += 1
-            bound = _box_bound(before, left, whole, partition, off, table, normalize)
-            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
-                nl += stop - i  # no cut of the block can win: skip it
-                i = stop
-                if m - nl < least:
-                    break
-                continue
-            left[:] = before
-            checked = stop
-        for u in range(T_c):
-            left[label[q, u, i]] += 1
-        for u in range(T_n):
-            x = value[q, u, i]
-            left_moments[u, 1] += x
-            left_moments[u, 2] += x * x
-        nl += 1
-        i += 1
-        if nl < least:
-            continue
-        if m - nl < least:  # and beyond
-            break
-        here = code[q, i - 1]
-        if here == code[q, i]:
-            continue
-        balance = abs(2 * nl - m)
-        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
-        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
-            continue
-        impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
-        key = sk.cut_key(impurity, base, tie)
-        if not found or key < best_key or (key == best_key and balance < best_balance):
-            found = True
-            best_c, best_l, best_key, best_balance = here, nl, key, balance
-            best_gain = sk.cut_gain(impurity, base, m)
-            best_estimate, best_size = estimate, size
-    return found, best_c, best_l, best_key, best_gain, median_c, median_l
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _boxes(m, T_n, partition, off, table, normalize):
-    """Whether blocks of cuts are bounded (:func:`_box_bound`: labels only, each of at most
-    :data:`_BOX_VALUES` values) and the largest size of an estimate (each child's ``n ln n``
-    is at most ``m ln m``). Returns ``(boxes, cap)``."""
-    boxes = T_n == 0
-    cap = 0.0
-    for u in range(len(off) - 1):
-        boxes = boxes and off[u + 1] - off[u] <= _BOX_VALUES
-        f = _INV_LN2
-        if normalize:
-            f = f / partition[u] if partition[u] > 0 else 0.0
-        cap += 2.0 * table[m] * f
-    return boxes, cap
-
-
-@njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize):
-    """A cut's exact impurity (``nl`` rows left with label counts ``left`` and target moments
-    ``left_moments``): the functions of :mod:`sqlanon.model.score_kernels`, in the criterion's
-    order of terms."""
-    T_c = len(off) - 1
-    impurity = 0.0
-    for u in range(T_c):
-        h = sk.children_entropy(left[off[u]:off[u + 1]], whole[off[u]:off[u + 1]], table)
-        impurity = sk.add_term(impurity, h, partition[u], normalize)
-    for u in range(moments.shape[0]):
-        e = sk.children_squared_error(nl, left_moments[u, 1], left_moments[u, 2],
-                                      moments[u, 0], moments[u, 1], moments[u, 2])
-        impurity = sk.add_term(impurity, e, partition[T_c + u], normalize)
-    return impurity
-
-
-#: Rows of a block :func:`_scan` tries to rule out whole.
-_BLOCK = 32
-#: Labels of at most this many values have their blocks bounded (``2^values`` corners each).
-_BOX_VALUES = 4
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _box_bound(low, high, whole, partition, off, table, normalize):
-    """A lower bound of :func:`_estimate` over the cuts of a block: the left child's counts per
-    value lie between ``low`` (before the block) and ``high`` (after it), a box; each label's
-    ``|L| H(L) + |R| H(R)`` (``n ln n - sum c ln c`` of each child, ``n`` the child's rows) is
-    concave in the left counts (``n H`` is concave, and the right child's counts are affine in
-    the left's), so its smallest value on the box is at a corner; labels add up (the corners of
-    different labels need not agree on the rows: a looser, still valid, bound). Estimated like
-    :func:`_estimate` (so within its roundings of the exact values)."""
-    bound = 0.0
-    for u in range(len(off) - 1):
-        lo, hi = off[u], off[u + 1]
-        f = _INV_LN2
-        if normalize:
-            f = f / partition[u] if partition[u] > 0 else 0.0
-        least = np.inf
-        for corner in range(1 << (hi - lo)):
-            n_left = 0
-            n_right = 0
-            x_left = 0.0
-            x_right = 0.0
-            for j in range(lo, hi):
-                c_left = high[j] if (corner >> (j - lo)) & 1 else low[j]
-                c_right = whole[j] - c_left
-                n_left += c_left
-                n_right += c_right
-                x_left += table[c_left]
-                x_right += table[c_right]
-            a = (table[n_left] - x_left) + (table[n_right] - x_right)
-            least = min(least, a * f)
-        bound += least
-    return bound
-
-
-#: ``1 / ln 2``: the estimates of :func:`_estimate` multiply where the exact terms divide.
-_INV_LN2 = 1.0 / sk.LN2
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize):
-    """A cheap estimate of a cut's impurity (the exact one divides several times per target),
-    and the size of the quantities it is made of: ``(estimate, size)``.
-
-    Per label ``n ln n - sum c ln c`` of each child (as the exact
-    :func:`~sqlanon.model.score_kernels.children_entropy`, but for the order of the sums, and
-    ``n`` counted in integers: every count is a label's), times ``1 / ln 2`` instead of divided
-    by ``ln 2``; per numeric target ``S2 - S1^2 / n`` of each child (clipped at 0) instead of
-    :func:`~sqlanon.model.score_kernels.children_squared_error`'s operations; times ``1 /
-    impurity`` of the partition when normalized. Each differs from the exact term by a few
-    roundings of numbers no larger than ``size`` (the sum of the magnitudes involved)."""
-    T_c = len(off) - 1
-    T_n = moments.shape[0]
-    estimate = 0.0
-    size = 0.0
-    for u in range(T_c):
-        n_right = 0
-        x_left = 0.0
-        x_right = 0.0
-        for j in range(off[u], off[u + 1]):
-            c_left = left[j]
-            c_right = whole[j] - c_left
-            n_right += c_right
-            x_left += table[c_left]
-            x_right += table[c_right]
-        t_left = table[nl]
-        t_right = table[n_right]
-        f = _INV_LN2
-        if normalize:
-            f = f / partition[u] if partition[u] > 0 else 0.0
-        estimate += ((t_left - x_left) + (t_right - x_right)) * f
-        size += (t_left + t_right) * f
-    for u in range(T_n):
-        n_l = np.float64(nl)
-        s_l = np.float64(left_moments[u, 1])
-        q_l = np.float64(left_moments[u, 2])
-        n_r = np.float64(moments[u, 0] - nl)
-        s_r = np.float64(moments[u, 1] - left_moments[u, 1])
-        q_r = np.float64(moments[u, 2] - left_moments[u, 2])
-        a = max(q_l - s_l * s_l / n_l, 0.0)
-        b = max(q_r - s_r * s_r / n_r, 0.0)
-        f = 1.0
-        if normalize:
-            f = 1.0 / partition[T_c + u] if partition[T_c + u] > 0 else 0.0
-        estimate += (a + b) * f
-        size += (abs(q_l) + abs(q_r) + s_l * s_l / n_l + s_r * s_r / n_r) * f
-    return estimate, size
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _margin(scale, tie, size, best_size):
-    """How far a cut's estimate may exceed the best cut's and its key still not be certainly
-    larger. Keys are ``rint(impurity / scale / tie) * tie``, non-decreasing in the impurity; two
-    impurities more than ``4 tie scale`` apart (plus the roundings of the divisions, relative
-    ``2^-52`` of impurities no larger than ``size``) give keys at least one ``tie`` apart. An
-    estimate is within a few dozen roundings (``2^-52`` each, relative to ``size``) of its exact
-    impurity, so ``8 tie scale + 2^-40 (size + best size)`` covers both with a wide berth."""
-    return 8.0 * tie * scale + (size + best_size) * 2.0**-40
-
-
-@njit(nogil=True, cache=True)
-def _median_cut(code, q, s, m):
-    """The most balanced cut of QI ``q`` (rows ``s .. s+m-1`` sorted by code), ignoring the size
-    window: ``(cut, rows <= cut)``, the lower on a tie; ``(largest code, m)`` when none."""
-    h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
-    v = code[q, s + h]
-    lt = np.searchsorted(code[q, s:s + m], v, side="left")  # rows below v
-    le = np.searchsorted(code[q, s:s + m], v, side="right")  # rows <= v
-    prev = code[q, s + lt - 1] if lt > 0 else -1
-    return balanced(v, prev, lt, le, code[q, s + m - 1], m)
 
 
 @njit(nogil=True, cache=True)
