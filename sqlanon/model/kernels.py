@@ -20,6 +20,28 @@ import numpy as np
 from numba import njit
 
 
+def _set_up_numba() -> None:
+    """Set up numba's typing and target contexts now, at import.
+
+    numba does it lazily, on the first compiled call of the process, and it is mostly numba's
+    own imports: about 0.33 s of Python holding the GIL (measured on the CI machine). Done inside
+    the first ``anonymize()``, it competed with the engine's encoding statements for the GIL (a
+    1M-row run took 1.9 s instead of 1.6 s). Here it is part of ``import sqlanon``, like the
+    imports of pandas and numba themselves, and a run's first load of a cached loop takes a few
+    milliseconds. A numba without these internals only loses the head start."""
+    try:
+        from numba.core import registry
+    except ImportError:  # pragma: no cover - numba moved its internals
+        return
+    target = getattr(registry, "cpu_target", None)
+    for context in (getattr(target, "typing_context", None), getattr(target, "target_context", None)):
+        if context is not None and hasattr(context, "refresh"):
+            context.refresh()
+
+
+_set_up_numba()
+
+
 @njit(nogil=True, cache=True)
 def moments_of_runs(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``[n, sum, sum of squares]`` of ``values[order[i]]`` over the runs of positions that
