@@ -362,3 +362,54 @@ def test_spark_publishes_duckdbs_bounds(spark):
 
         assert fetch(spark, exp.select("*").from_("v_rules")) == fetch(duck, exp.select("*").from_("v_rules"))
         assert fetch(spark, exp.select("*").from_("v")) == fetch(duck, exp.select("*").from_("v"))
+
+
+def test_lookup_groups_pack_consecutive_qis_under_the_limit():
+    from sqlanon.publish.rules import lookup_groups
+
+    rows = {0: 5, 1: 3, 2: 9, 3: 1, 4: 1, 5: 20}
+    assert lookup_groups(rows, None) == [[0, 1, 2, 3, 4, 5]]
+    assert lookup_groups(rows, 8) == [[0, 1], [2], [3, 4], [5]]  # 9 and 20 alone, over the limit
+    assert lookup_groups(rows, 1) == [[0], [1], [2], [3], [4], [5]]
+    assert lookup_groups(rows, 2) == [[0], [1], [2], [3, 4], [5]]
+    assert lookup_groups({}, 3) == []
+    # greedy and exhaustive: every QI once, in order; no group could take its successor's first QI
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        sizes = {i: int(n) for i, n in enumerate(rng.integers(0, 12, rng.integers(1, 9)))}
+        most = int(rng.integers(1, 30))
+        groups = lookup_groups(sizes, most)
+        assert [i for grp in groups for i in grp] == list(sizes)
+        for grp, after in zip(groups, groups[1:] + [None]):
+            total = sum(sizes[i] for i in grp)
+            assert len(grp) == 1 or total <= most
+            if after is not None:
+                assert total + sizes[after[0]] > most
+
+
+@pytest.mark.parametrize("most", [1, 40])
+def test_rules_are_the_same_however_the_lookups_are_grouped(monkeypatch, most):
+    """DuckDB looks the bounds up a few QIs per statement (``LOOKUP_ROWS``); one QI per
+    statement, a few, or all at once give the same rules table and the same view."""
+    from sqlanon.publish import rules as rules_module
+
+    con = duckdb.connect()
+    rng = np.random.default_rng(11)
+    n = 400
+    con.register("src", pd.DataFrame({
+        "age": rng.integers(0, 90, n), "zip": rng.integers(53000, 53999, n).astype(str),
+        "day": pd.to_datetime("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, n), unit="D"),
+        "score": np.round(rng.normal(0, 10, n), 2), "x": np.arange(n)}))
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    qid = ["age", "zip", "day", "score"]
+    sqlanon.anonymize(con, "t", qid=qid, k=5, view="whole")
+    expected = con.execute("SELECT * FROM whole_rules ORDER BY ALL").fetchall()
+    view = con.execute("SELECT * FROM whole ORDER BY x").fetchall()
+    monkeypatch.setattr(rules_module, "LOOKUP_ROWS", most)
+    statements: list[str] = []
+    real = rules_module.lookup_groups
+    monkeypatch.setattr(rules_module, "lookup_groups", lambda r, m: statements.append(real(r, m)) or statements[-1])
+    sqlanon.anonymize(con, "t", qid=qid, k=5, view="grouped")
+    assert len(statements[0]) > 1  # the lookups really were split
+    assert con.execute("SELECT * FROM grouped_rules ORDER BY ALL").fetchall() == expected
+    assert con.execute("SELECT * FROM grouped ORDER BY x").fetchall() == view
