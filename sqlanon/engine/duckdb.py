@@ -110,15 +110,21 @@ class DuckDBEngine(Engine):
 
     def _from_frame(self, name: str, frame: pd.DataFrame, *, temporary: bool, replace: bool,
                     schema: str | None = None) -> None:
+        # Read through a relation (DuckDBPyRelation.query), not a registered view: a registered
+        # frame is a catalog entry, and inside a transaction (the publication) DuckDB keeps a
+        # dropped entry -- and with it the frame's arrays -- until the commit (at 100M rows the
+        # rules' 727K regions held about 200 MB through the whole publication). The relation
+        # lets go of the frame when the statement ends.
         view = f"{self.prefix}frame"
-        self.con.register(view, frame)
+        create = g.create_table_as(name, exp.select("*").from_(g.table(view)), temporary=temporary, replace=replace)
+        if schema:
+            create.this.set("db", g.ident(schema))
+        sql = self.render(create)
+        self.statements += 1
         try:
-            create = g.create_table_as(name, exp.select("*").from_(g.table(view)), temporary=temporary, replace=replace)
-            if schema:
-                create.this.set("db", g.ident(schema))
-            self.execute(create)
-        finally:
-            self.con.unregister(view)
+            self.con.from_df(frame).query(view, sql)
+        except duckdb.Error as e:  # the engine's own errors, never ours
+            raise EngineError(str(e), sql) from e
 
     # -- what DuckDB spells its own way ---------------------------------------------------------
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:

@@ -10,7 +10,8 @@ The number of threads is the connection's DuckDB ``threads`` setting (``SET thre
 makes the whole run single-threaded).
 
 :func:`small_pages` keeps numpy from asking for transparent huge pages while a batch is fetched
-and finished (see there).
+and finished (see there); :func:`return_free_memory` gives the C heap's free pages back to the
+kernel once the finish is done.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 import contextlib
+import ctypes
+import ctypes.util
 from functools import lru_cache
 import threading
 from typing import TypeVar
@@ -72,3 +75,25 @@ def small_pages() -> Iterator[None]:
 _small_lock = threading.Lock()
 _small_users = 0  # blocks inside small_pages now
 _small_was = True  # numpy's setting before the first of them
+
+
+def return_free_memory() -> None:
+    """Give the free pages of the C heap back to the kernel (glibc's ``malloc_trim(0)``).
+
+    The finish allocates and frees many arrays below glibc's mmap threshold (which rises to
+    32 MB as large blocks are freed), so they come from the heap, and freed heap pages stay
+    resident: after the finish of 100M rows the heap held 0.29 GiB free through the whole
+    publication, the run's peak. A C library without ``malloc_trim`` (not glibc) is left as is.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@lru_cache(maxsize=None)
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
