@@ -223,11 +223,13 @@ class Partitioner:
         return out
 
     def add_leaves(self, table: dict[str, np.ndarray]) -> None:
-        """Record leaves given as :meth:`leaf_table` columns (finished in memory)."""
+        """Record leaves given as :meth:`leaf_table` columns (finished in memory). ``table`` is
+        emptied as its columns become the leaves' matrices (not held twice)."""
         d = self.d
 
         def matrix(part: str) -> np.ndarray:
-            return np.column_stack([table[f"{part}{i}"] for i in range(d)]).astype(np.int64).reshape(-1, d)
+            columns = [table.pop(f"{part}{i}") for i in range(d)]
+            return np.column_stack(columns).astype(np.int64, copy=False).reshape(-1, d)
 
         boxes = Boxes(table["pid"].astype(np.int64), table["n"].astype(np.int64), matrix("lo"), matrix("hi"), matrix("node"))
         self.leaves.add(boxes, matrix("cmin"), matrix("cmax"), suppressed=table["suppressed"].astype(bool))
