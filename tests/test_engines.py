@@ -265,3 +265,42 @@ def test_joined_concatenates_by_column_and_lets_go_of_the_parts():
     assert parts == []
     assert out["a"].tolist() == [1, 2, 3] and out["b"].tolist() == [5, 6, 7]
     assert out["a"].dtype == np.int64 and out["b"].dtype == np.int64
+
+
+def test_duckdb_renders_every_statement_of_a_run_alike_twice(monkeypatch):
+    """DuckDB renders without sqlglot's defensive copy (``Engine.render_in_place``), which is
+    safe only while its generator leaves a tree as it found it: every statement of runs of each
+    kind renders the same before, during and after the in-place rendering."""
+    from sqlanon.engine import base
+
+    changed: list[tuple[str, str]] = []
+    real = base.Engine.render
+
+    def render(self, statement):
+        if isinstance(statement, str):
+            return statement
+        before = statement.sql(dialect=self.dialect)
+        once = real(self, statement)
+        after = statement.sql(dialect=self.dialect)
+        if not before == once == after:
+            changed.append((before, after))
+        return once
+
+    monkeypatch.setattr(base.Engine, "render", render)
+    con = duckdb.connect()
+    rng = np.random.default_rng(5)
+    n = 1500
+    con.register("src", pd.DataFrame({
+        "id": np.arange(n), "age": rng.integers(0, 90, n), "zip": rng.integers(100, 160, n).astype(str),
+        "day": pd.to_datetime("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, n), unit="D"),
+        "sex": rng.choice(["M", "F"], n), "dis": rng.choice(["a", "b", "c"], n), "y": rng.normal(size=n)}))
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    con.execute("CREATE TABLE tk (id INTEGER PRIMARY KEY, age INTEGER, zip VARCHAR, sex VARCHAR, dis VARCHAR)")
+    con.execute("INSERT INTO tk SELECT id, age, zip, sex, dis FROM src")
+    runs = [{}, {"sensitive": "dis", "l": 2}, {"target": "y", "memory_rows": 0}, {"suppression": 0.05},
+            {"strategy": "sample", "sample_rows": 400, "memory_rows": 400}, {"selections": ["age > 40 AND sex = 'M'"]},
+            {"recoding": "single"}]
+    for i, kw in enumerate(runs):
+        sqlanon.anonymize(con, "t", qid=["age", "zip", "day", "sex"], k=10, view=f"v{i}", **kw)
+        sqlanon.anonymize(con, "tk", qid=["age", "zip", "sex"], k=10, view=f"w{i}", **{"sensitive": "dis", "l": 2} if i == 1 else {})
+    assert not changed, changed[:3]

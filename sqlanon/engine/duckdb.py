@@ -29,10 +29,12 @@ class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
 
-    #: One QI's lookups per statement: the rules' 36 lookup joins of nine QIs in one statement
-    #: ran out of memory at 10M rows under memory_limit='300MB' (the run's temp tables fill the
-    #: buffer pool, and every join's hash table is held at once); one QI's four passed.
+    #: The rules' lookups a few QIs per statement (at most ``LOOKUP_ROWS`` codes looked up): the
+    #: 36 lookup joins of nine QIs in one statement ran out of memory at 10M rows under
+    #: memory_limit='300MB' (the run's temp tables fill the buffer pool, and every join's hash
+    #: table is held at once).
     split_lookups = True
+    render_in_place = True  # see Engine.render_in_place
 
     def __init__(self, con: Any) -> None:
         if not isinstance(con, duckdb.DuckDBPyConnection):

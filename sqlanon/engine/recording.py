@@ -53,6 +53,10 @@ class Recorder:
         self.placeholder = False  # uploads hold stand-in values (the real ones depend on the data)
         self._pending: dict[str, exp.Expression | None] = {}  # recorded temp -> defining query
 
+    #: A recorded statement is rendered again when explain prints it: render copies (see
+    #: :attr:`Engine.render_in_place`).
+    render_in_place = False
+
     def show(self, statement: Statement, note: str = "") -> None:
         """Record a statement without running it."""
         self.entries.append(ExplainEntry(self.section, statement, False, note))
