@@ -264,7 +264,9 @@ def test_joined_concatenates_by_column_and_lets_go_of_the_parts():
     out = joined(parts, ["a", "b"])
     assert parts == []
     assert out["a"].tolist() == [1, 2, 3] and out["b"].tolist() == [5, 6, 7]
-    assert out["a"].dtype == np.int64 and out["b"].dtype == np.int64
+    assert out["a"].dtype == np.int64 and out["b"].dtype == np.int64  # numpy's promotion of int32 and int64
+    flags = joined([{"f": np.array([True])}, {"f": np.array([False, True])}], ["f"])["f"]
+    assert flags.dtype == bool and flags.tolist() == [True, False, True]  # no cast: the leaves' flags stay flags
 
 
 def test_duckdb_renders_every_statement_of_a_run_alike_twice(monkeypatch):

@@ -33,7 +33,7 @@ from ..model import kernels
 from ..model.constraints import Constraint
 from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
-from ..engine.base import Engine
+from ..engine.base import Engine, joined
 from ..model.parallel import run_all, small_pages
 from . import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
@@ -108,10 +108,11 @@ class Leaves:
         leaves are not held twice: 727K leaves at 100M rows took 280 MB each time). Each
         array is joined and its parts let go before the next is joined, so the parts and the
         whole are never held at once either (the largest array, 52 MB at 100M, is)."""
-        parts = {f: [getattr(b, f) for b in self.boxes] for f in _BOX_FIELDS}
-        parts |= {"cmin": self.cmin, "cmax": self.cmax, "in_sql": self.in_sql, "suppressed": self.suppressed}
+        parts = [{**{f: getattr(b, f) for f in _BOX_FIELDS}, "cmin": cmin, "cmax": cmax, "in_sql": in_sql,
+                  "suppressed": dropped}
+                 for b, cmin, cmax, in_sql, dropped in zip(self.boxes, self.cmin, self.cmax, self.in_sql, self.suppressed)]
         self.boxes, self.cmin, self.cmax, self.in_sql, self.suppressed = [], [], [], [], []
-        whole = {f: _join(arrays) for f, arrays in parts.items()}
+        whole = joined(parts, [*_BOX_FIELDS, "cmin", "cmax", "in_sql", "suppressed"])
         out = Regions(Boxes(*(whole[f] for f in _BOX_FIELDS)), whole["cmin"], whole["cmax"], whole["in_sql"],
                       whole["suppressed"])
         self.boxes, self.cmin, self.cmax = [out.boxes], [out.cmin], [out.cmax]
@@ -121,13 +122,6 @@ class Leaves:
 
 #: The arrays of a :class:`Boxes`, in its fields' order.
 _BOX_FIELDS = ("pid", "n", "lo", "hi", "node", "budget")
-
-
-def _join(arrays: list[np.ndarray]) -> np.ndarray:
-    """``np.concatenate(arrays)``, emptying ``arrays`` (its parts are then free to go)."""
-    whole = np.concatenate(arrays)
-    arrays.clear()
-    return whole
 
 
 @dataclass(frozen=True)
