@@ -12,7 +12,6 @@ from sqlglot import exp
 from .engine import sqlgen as g
 from .model.constraints import Constraint
 from .model.criteria import Criterion
-from .model.parallel import return_free_memory
 from .mondrian.encode import build_domains, encode, reads_work_once
 from .engine.base import Engine
 from .engine.calls import serialized
@@ -341,7 +340,6 @@ def anonymize(
             partitioning.scans += int(len(open_) > 0)
             del open_  # not held while publishing (as the leaves below, it grows with the table)
             lap("partition_memory")
-            return_free_memory()  # what the finish freed, before the leaves are collected and published
             regions = partitioner.leaves.collect()
             if spec.suppression:
                 shares = (shares[0], root_shares(regions, domains, spec.source.rows))

@@ -22,9 +22,10 @@ import sqlanon
 from conftest import frame, load_frame, run
 from sqlanon.model.stats import ClassStats
 from sqlanon.mondrian.hypotheses import (
-    CLTest, EntropyTest, VarianceTest, chi2_upper, entropy_statistic, k_threshold, recursive_cl_statistic,
-    sample_constraints, z_upper,
+    CLTest, EntropyTest, VarianceTest, chi2_upper, entropy_statistic, fit_threshold, k_threshold,
+    recursive_cl_statistic, sample_constraints, z_upper,
 )
+from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
 from tests.test_api import _null, check_release, load, partition_of, rules_frame, tables
 from tests.test_workload import judge, workloads
@@ -65,6 +66,47 @@ def test_k_threshold_by_hand():
         sd = math.sqrt(p0 * (1 - p0) / n * (N - n) / (N - 1))
         assert t / n - p0 >= z_upper(a) * sd
         assert t == 1 or (t - 1) / n - p0 < z_upper(a) * sd
+
+
+def test_fit_threshold_by_hand():
+    # N = 10000, n = 1000, limit = 2000, alpha = 0.05: p0 = 0.2,
+    # sd = sqrt(0.2 * 0.8 / 1000 * 9000 / 9999) = 0.0120006, z = 1.644854,
+    # n (p0 - z sd) = 1000 (0.2 - 0.0197393) = 180.26 -> at most 180 sample rows
+    assert fit_threshold(2000, 10000, 1000, 0.05) == 180
+    assert fit_threshold(5, 100, 100, 0.05) == 5  # the whole partition: the limit itself
+    assert fit_threshold(10, 10000, 1000, 0.05) == -1  # 1 sample row may stand for more than 10
+    # the threshold is the last count the test's inequality accepts
+    for N, n, limit, a in [(10**8, 19 * 10**5, 19 * 10**5, 0.05), (777, 100, 300, 0.2), (10**6, 5000, 10**5, 0.01)]:
+        t = fit_threshold(limit, N, n, a)
+        p0 = limit / N
+        sd = math.sqrt(p0 * (1 - p0) / n * (N - n) / (N - 1))
+        assert p0 - t / n >= z_upper(a) * sd > p0 - (t + 1) / n
+
+
+def test_sample_growth_stops_where_the_population_fits():
+    """Growth stops at sample partitions whose population surely fits the budget: the finish
+    splits them exactly, so a round's tree is about log2(N / sample_rows) levels deep, not
+    log2(N / k) (a forest of thousands of nodes on this table otherwise)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i % 997 AS a, (i * 7919) % 1009 AS b FROM range(20000) r(i)")
+    forests = []
+    real = sample_mod._grow
+
+    def grow(*args, **kwargs):
+        forests.append(real(*args, **kwargs))
+        return forests[-1]
+
+    sample_mod._grow = grow
+    try:
+        release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, strategy="sample", sample_rows=2000,
+                                    memory_rows=2000)
+    finally:
+        sample_mod._grow = real
+    assert release.sample_rounds == 1 and release.k_achieved >= 5
+    (forest,) = forests
+    leaves = forest.is_leaf
+    assert 8 <= leaves.sum() <= 32  # 20000 rows into parts of at most 2000: 16 by halving
+    assert int(forest.depth.max()) <= 6
 
 
 def test_recursive_cl_statistic_by_hand():
@@ -225,10 +267,11 @@ def test_pruning_keeps_skewed_tables_sound(n, seed, sample_rows, kind, crit):
 
 
 def test_pruning_happens_and_is_counted():
-    """A low confidence on a skewed table makes splits that the full data undoes."""
+    """A low confidence on a skewed table makes splits that the full data undoes (a budget of
+    four classes' rows: growth goes down to partitions of about that size)."""
     con = duckdb.connect()
     load(con, _skewed(3000, 1))
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25, strategy="sample", sample_rows=300,
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25, strategy="sample", sample_rows=100,
                                 confidence=0.05, memory_rows=100)
     assert release.pruned > 0
     assert release.k_achieved >= 25

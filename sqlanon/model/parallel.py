@@ -83,7 +83,10 @@ def return_free_memory() -> None:
     The finish allocates and frees many arrays below glibc's mmap threshold (which rises to
     32 MB as large blocks are freed), so they come from the heap, and freed heap pages stay
     resident: after the finish of 100M rows the heap held 0.29 GiB free through the whole
-    publication, the run's peak. A C library without ``malloc_trim`` (not glibc) is left as is.
+    publication, the run's peak. Called where a phase that made such arrays ends and memory
+    is needed next: after the in-memory batches (before their leaves become matrices) and
+    after the rules (before the publication's longest statements). A C library without
+    ``malloc_trim`` (not glibc) is left as is.
     """
     trim = _malloc_trim()
     if trim is not None:

@@ -37,6 +37,11 @@ the whole partition) every test is the constraint itself, exactly.
   estimate (the constraint itself judges the sample statistics). A child whose population is
   farther than t is merged back by pruning, which judges the real statistics.
 
+* fitting the budget (not a requirement: when growth stops, :mod:`sqlanon.mondrian.sample`):
+  H0 ``p = p0 = M / N`` for the sample budget ``M``, rejected towards ``p < p0`` when
+  ``(p0 - p^) / sqrt(p0 (1 - p0) / n * (N - n) / (N - 1)) >= z_alpha`` (:func:`fit_threshold`;
+  one test per partition, no correction: an error costs only another round for that partition).
+
 In every test a degenerate variance (0) rejects when the estimate is on the right side, and an
 empty sample child passes (the constraints' own convention: an empty class is no class).
 """
@@ -93,6 +98,23 @@ def k_threshold(k: int, population: int, sample: int, alpha: float) -> int:
     while out > 1 and (out - 1) / n - p0 >= z_upper(alpha) * sd:  # ceil's rounding, checked
         out -= 1
     return out
+
+
+def fit_threshold(limit: int, population: int, sample: int, alpha: float) -> int:
+    """The most sample rows ``n_i`` at which a sample partition's population ``R_i`` fits
+    ``limit`` rows with confidence ``1 - alpha``: H0 ``p = p0 = limit / N`` (``R_i`` is larger), and
+    ``n_i`` rejects it when ``p0 - n_i / n >= z_alpha sqrt(p0 (1 - p0) / n (N - n) / (N - 1))`` --
+    :func:`k_threshold`'s test with the other tail. ``limit`` itself when ``n == N``; -1 when no
+    sample partition proves it (``limit`` is too small a share of ``N`` for this sample)."""
+    N, n = population, sample
+    if n >= N:
+        return limit
+    p0 = min(limit / N, 1.0)
+    sd = math.sqrt(p0 * (1 - p0) / n * (N - n) / (N - 1))
+    out = math.floor(n * (p0 - z_upper(alpha) * sd))
+    while out >= 0 and p0 - out / n < z_upper(alpha) * sd:  # floor's rounding, checked
+        out -= 1
+    return max(out, -1)
 
 
 def recursive_cl_statistic(counts: np.ndarray, c: float, l: int, population: int, sample: int) -> np.ndarray:

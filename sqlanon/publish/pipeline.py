@@ -17,6 +17,7 @@ from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..errors import EngineError, ObjectExistsError, VerificationError
 from ..model.domain import Domain
+from ..model.parallel import return_free_memory
 from ..request.spec import Spec
 from . import manifest, suppression
 from ..mondrian.builder import Regions
@@ -96,6 +97,7 @@ def publish_release(
             region = create_rules(engine, spec, domains, regions)
             manifest.write(engine, spec)
             rowmap = rowmap_query(engine, spec, work, memory, regions, region)
+            return_free_memory()  # what the rules' arrays left, before the longest statements
             if suppression.allowed(spec):  # rows the recoding suppressed: no region
                 rowmap = exp.union(rowmap, suppression.rowmap_rows(work), distinct=False)
             publish(engine, spec, source, rid, rowmap, len(regions.boxes), suppressed=bool(suppression.allowed(spec)))

@@ -84,6 +84,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
                  for i, d in enumerate(domains) if d.qi.ordered}
     needed = {i: np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts]))
               for i, parts in looked_up.items()}
+    del columns  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
     wanted = engine.upload("wanted", {
         "q": np.concatenate([np.full(len(c), i, dtype=np.int64) for i, c in needed.items()] or [np.zeros(0, np.int64)]),
         "code": np.concatenate(list(needed.values()) or [np.zeros(0, np.int64)]).astype(np.int64)})
