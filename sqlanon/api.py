@@ -19,7 +19,7 @@ from .engine import engine_for
 from .laps import Laps
 from .errors import InputError, RecodingError
 from .mondrian import median_finish
-from .mondrian.builder import Partitioner, Progress, finish_in_memory
+from .mondrian.builder import Leaves, Partitioner, Progress, finish_in_memory
 from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish.pipeline import publish_release
 from .publish.suppression import allowed as suppression_budget
@@ -343,7 +343,11 @@ def anonymize(
             regions = partitioner.leaves.collect()
             if spec.suppression:
                 shares = (shares[0], root_shares(regions, domains, spec.source.rows))
-        verification = publish_release(engine, spec, domains, regions, work, memory, source, rid)
+        partitions, rules = int((regions.boxes.n > 0).sum()), len(regions.boxes)
+        if spec.single is None:
+            partitioner.leaves = Leaves()  # the publication lets go of the leaves: nothing else holds them
+        held, regions = [regions], None
+        verification = publish_release(engine, spec, domains, held, work, memory, source, rid)
         lap("publish_verify")
     finally:
         engine.cleanup()
@@ -359,8 +363,8 @@ def anonymize(
         qid=tuple(q.name for q in spec.qis),
         k=spec.k,
         k_achieved=verification.k_achieved,
-        partitions=int((regions.boxes.n > 0).sum()),
-        regions=len(regions.boxes),
+        partitions=partitions,
+        regions=rules,
         rows=verification.rows,
         elapsed=lap.elapsed,
         timings=lap.timings,

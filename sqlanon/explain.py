@@ -130,7 +130,7 @@ def explain_entries(
                 rec.upload_placeholder(memory)
             regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
-        publish_release(rec, spec, domains, regions, work, memory, source, rid, check=_show_verification)
+        publish_release(rec, spec, domains, [regions], work, memory, source, rid, check=_show_verification)
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
     finally:

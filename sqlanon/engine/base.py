@@ -264,7 +264,8 @@ class Engine(abc.ABC):
         """Run the pure ``function(b, columns)`` on the rows of each group ``b`` in
         ``0..groups-1`` where the rows are, keep its first result (integer columns ``kept``, one
         row per input row at most) as a temp table and return the table's name and the second
-        results (integer columns ``small``: a few rows per group) concatenated, by group.
+        results (integer columns ``small``: a few rows per group) concatenated, by group, in the
+        integer types the function gave them (a distributed engine may widen them to int64).
 
         ``rows(b)`` is the query of group ``b``'s rows; ``rows(None)`` the rows of every group
         with the group number in a column ``b``. Here each group is fetched into this process
@@ -283,7 +284,7 @@ class Engine(abc.ABC):
                 self.drop_temp(chunk)
             results.append(little)
         assert table is not None, "map_groups needs at least one group"
-        return table, {c: v.astype(np.int64, copy=False) for c, v in joined(results, small).items()}
+        return table, joined(results, small)
 
     def drop_temp(self, name: str) -> None:
         """Drop one temp table (or view) now (large intermediates are not kept to the end of the run)."""

@@ -203,7 +203,8 @@ class Partitioner:
         self.rows_finished, self.levels = worker.rows_finished, worker.levels
 
     def leaf_table(self) -> dict[str, np.ndarray]:
-        """The leaves as integer columns (:func:`leaf_columns`), to travel between processes."""
+        """The leaves as integer columns (:func:`leaf_columns`), to travel between processes:
+        ids, counts and flags int64, codes and node ids int32 (:meth:`add_leaves` widens them)."""
         if self.leaves.boxes:
             leaves = self.leaves.collect()
             boxes, cmin, cmax, dropped = leaves.boxes, leaves.cmin, leaves.cmax, leaves.suppressed
@@ -212,8 +213,12 @@ class Partitioner:
             cmin = cmax = boxes.lo
             dropped = np.zeros(0, dtype=bool)
         out = {"pid": boxes.pid, "n": boxes.n, "suppressed": dropped.astype(np.int64)}
+        # codes and hierarchy node ids as int32: the batches' leaves are held until the last
+        # batch is done (0.28 GB as int64 at 100M rows, at the run's peak)
+        small = all(d.size < 2**31 and (d.qi.hierarchy is None or d.qi.hierarchy.n_nodes < 2**31) for d in self.domains)
+        kind = np.int32 if small else np.int64
         for part, values in (("lo", boxes.lo), ("hi", boxes.hi), ("node", boxes.node), ("cmin", cmin), ("cmax", cmax)):
-            out.update({f"{part}{i}": values[:, i].astype(np.int64) for i in range(self.d)})
+            out.update({f"{part}{i}": values[:, i].astype(kind) for i in range(self.d)})
         return out
 
     def add_leaves(self, table: dict[str, np.ndarray]) -> None:
