@@ -447,3 +447,17 @@ def test_the_publication_lets_go_of_the_leaves_before_its_longest_statements(mon
     assert seen["alive"] == (False, False)
     assert release.partitions > 1 and release.regions >= release.partitions
     assert release.materialized is not keyed
+
+
+def test_codes_held_for_a_phase_are_int32_while_they_fit():
+    """``Domain.code_type``: int32 for codes, -1 and node ids below 2^31, else int64; the
+    batches' leaf tables and the rules' code columns use it."""
+    from sqlanon.model.domain import Domain
+    from sqlanon.model.qi import QI
+
+    qi = QI("a", "numeric", "BIGINT")
+    assert Domain(qi, 1000, "t", None).code_type is np.int32
+    assert Domain(qi, 2**31 - 1, "t", None).code_type is np.int32
+    assert Domain(qi, 2**31, "t", None).code_type is np.int64
+    h = Hierarchy.from_rows([["x", "*"], ["y", "*"]])
+    assert Domain(QI("h", "hierarchy", "VARCHAR", hierarchy=h), 2, "t", None).code_type is np.int32

@@ -45,6 +45,15 @@ class Domain:
         """The code of the smallest non-NULL value."""
         return 1 if self.qi.has_null else 0
 
+    @property
+    def code_type(self) -> type:
+        """The narrowest integer type holding every code, -1 and, for a hierarchy, every node id
+        (int32 but for domains past 2^31): arrays of codes held for a whole phase -- the batches'
+        leaves, the rules' columns -- take half the memory of int64."""
+        h = self.qi.hierarchy
+        largest = max(self.size, h.n_nodes if h is not None else 0)
+        return np.int32 if largest < 2**31 else np.int64
+
 
 def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:
     """Positions of the codes for range measurement, NULL first.

@@ -204,7 +204,8 @@ class Partitioner:
 
     def leaf_table(self) -> dict[str, np.ndarray]:
         """The leaves as integer columns (:func:`leaf_columns`), to travel between processes:
-        ids, counts and flags int64, codes and node ids int32 (:meth:`add_leaves` widens them)."""
+        ids, counts and flags int64, codes and node ids :attr:`Domain.code_type` (:meth:`add_leaves`
+        widens them)."""
         if self.leaves.boxes:
             leaves = self.leaves.collect()
             boxes, cmin, cmax, dropped = leaves.boxes, leaves.cmin, leaves.cmax, leaves.suppressed
@@ -213,12 +214,10 @@ class Partitioner:
             cmin = cmax = boxes.lo
             dropped = np.zeros(0, dtype=bool)
         out = {"pid": boxes.pid, "n": boxes.n, "suppressed": dropped.astype(np.int64)}
-        # codes and hierarchy node ids as int32: the batches' leaves are held until the last
-        # batch is done (0.28 GB as int64 at 100M rows, at the run's peak)
-        small = all(d.size < 2**31 and (d.qi.hierarchy is None or d.qi.hierarchy.n_nodes < 2**31) for d in self.domains)
-        kind = np.int32 if small else np.int64
+        # codes and node ids narrow: the batches' leaves are held until the last batch is done
+        # (0.28 GB as int64 at 100M rows, at the run's peak)
         for part, values in (("lo", boxes.lo), ("hi", boxes.hi), ("node", boxes.node), ("cmin", cmin), ("cmax", cmax)):
-            out.update({f"{part}{i}": values[:, i].astype(kind) for i in range(self.d)})
+            out.update({f"{part}{i}": values[:, i].astype(d.code_type) for i, d in enumerate(self.domains)})
         return out
 
     def add_leaves(self, table: dict[str, np.ndarray]) -> None:
@@ -928,8 +927,9 @@ class BatchFinish:
         def arranged(c: str) -> np.ndarray:
             return res[c] if order is None else res[c][order]
 
-        # the QIs' fetched columns are let go once stacked (``res`` is consumed; 56 MB at 1.5M rows)
-        columns = [res.pop(c) if order is None else res.pop(c)[order] for c in layout.q]
+        columns = [arranged(c) for c in layout.q]
+        for c in layout.q:  # let go once stacked (``res`` is consumed; 56 MB at 1.5M rows)
+            del res[c]
         batch = Batch(
             interleaved(columns).T if self.partitioner.median_finish_applies(seg) else workload_finish.stacked(columns),
             [arranged(c).astype(np.int64) for c in layout.k],

@@ -17,7 +17,7 @@ partition larger than the sample budget (``sample_rows``) goes through a *round*
    sample could, and the tree the data walks stays about ``log2(N / sample_rows)`` levels deep
    instead of ``log2(N / k)`` (the TR, Section 3: "the algorithm may repartition the data while
    there still exist high-confidence allowable splits"). At 100M Agrawal rows with a 1.9M-row
-   sample that is 6 levels instead of 21, and each level is a join over every row.
+   sample that is 7 levels instead of 21, and each level is a join over every row.
 3. **Statistics** — one scan assigns every row to its sample leaf (the tree's splits as a small
    relation, joined once per tree level in one statement) and sums each leaf's real statistics
    (``GROUP BY leaf``: rows, sensitive counts, moments).
