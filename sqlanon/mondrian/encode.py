@@ -117,8 +117,17 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
     for i, d in enumerate(domains):
         alias = f"d{i}"
-        lookups.append((alias, d.size))
         value = g.col(d.qi.name, "b")
+        start = dense_start(d)
+        if start is not None:  # every integer of its range: the code is arithmetic, no lookup
+            code: exp.Expression = exp.Add(
+                this=exp.Sub(this=exp.Cast(this=value, to=exp.DataType.build("BIGINT")), expression=g.lit(start)),
+                expression=g.lit(d.first_value))
+            code = exp.Coalesce(this=code, expressions=[g.lit(0)])  # NULL is code 0
+            as_code = exp.Cast(this=code, to=exp.DataType.build(engine.code_type(d.size), dialect=g.DIALECT))
+            query = query.select(g.alias(as_code, f"q{i}"), copy=False)
+            continue
+        lookups.append((alias, d.size))
         if d.qi.ordered:
             on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
         else:
@@ -152,6 +161,20 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     if read_once:
         return engine.create_temp_view("work", query)
     return engine.create_temp("work", query)
+
+
+def dense_start(d: Domain) -> int | None:
+    """The smallest value of an integer QI whose non-NULL values are every integer from it to
+    the largest, else None. Its codes are then arithmetic, ``code = value - start +
+    first_value`` (the rank among the distinct values), and encoding needs no join with its code
+    table: at 100M Agrawal rows the lookups of the seven such QIs (salary, loan, age, ...) cost
+    16 s of the working table's 26 s of join time."""
+    if d.num is None or not d.qi.integer or d.size <= d.first_value:
+        return None
+    values = d.num[d.first_value:]
+    low, high = float(values[0]), float(values[-1])
+    exact = max(abs(low), abs(high)) < 2**53  # the positions are floats: exact integers only below 2^53
+    return int(low) if exact and high - low == len(values) - 1 else None
 
 
 def _fingerprint(engine: Engine, spec: Spec) -> exp.Expression:
