@@ -123,20 +123,16 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
             code: exp.Expression = exp.Add(
                 this=exp.Sub(this=exp.Cast(this=value, to=exp.DataType.build("BIGINT")), expression=g.lit(start)),
                 expression=g.lit(d.first_value))
-            code = exp.Coalesce(this=code, expressions=[g.lit(0)])  # NULL is code 0
-            as_code = exp.Cast(this=code, to=exp.DataType.build(engine.code_type(d.size), dialect=g.DIALECT))
-            query = query.select(g.alias(as_code, f"q{i}"), copy=False)
-            continue
-        lookups.append((alias, d.size))
-        if d.qi.ordered:
-            on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
         else:
-            on = exp.EQ(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")), expression=g.col("t", alias))
-        query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
-        # No match means NULL, which is code 0 whenever the column has NULLs.
-        code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
-        as_code = exp.Cast(this=code, to=exp.DataType.build(engine.code_type(d.size), dialect=g.DIALECT))
-        query = query.select(g.alias(as_code, f"q{i}"), copy=False)  # no copy: the loop grows one tree
+            lookups.append((alias, d.size))
+            if d.qi.ordered:
+                on: exp.Expression = exp.EQ(this=value, expression=g.col("v", alias))
+            else:
+                on = exp.EQ(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")), expression=g.col("t", alias))
+            query = query.join(exp.alias_(g.table(d.table), g.ident(alias), table=True), on=on, join_type="left",
+                               copy=False)  # no copy: the loop grows one tree
+            code = g.col("code", alias)
+        query = query.select(g.alias(_as_code(engine, code, d.size), f"q{i}"), copy=False)
     for j, stat in enumerate(spec.workload.class_stats):
         alias = f"k{j}"
         box = spec.workload.indicator(stat.name)
@@ -149,9 +145,7 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
         lookups.append((alias, stat.size))
         on = exp.EQ(this=g.col(stat.name, "b"), expression=g.col("v", alias))
         query = query.join(exp.alias_(g.table(table), g.ident(alias), table=True), on=on, join_type="left", copy=False)
-        code = exp.Coalesce(this=g.col("code", alias), expressions=[g.lit(0)])
-        as_code = exp.Cast(this=code, to=exp.DataType.build(engine.code_type(stat.size), dialect=g.DIALECT))
-        query = query.select(g.alias(as_code, alias), copy=False)
+        query = query.select(g.alias(_as_code(engine, g.col("code", alias), stat.size), alias), copy=False)
     for j, stat in enumerate(spec.workload.numeric_stats):
         kind = "BIGINT" if stat.exact else "DOUBLE"
         value = exp.Cast(this=g.col(stat.name, "b"), to=exp.DataType.build(kind))
@@ -161,6 +155,14 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     if read_once:
         return engine.create_temp_view("work", query)
     return engine.create_temp("work", query)
+
+
+def _as_code(engine: Engine, code: exp.Expression, size: int) -> exp.Expression:
+    """A working-table code column: ``code`` in the engine's narrowest type for ``size`` codes,
+    NULL (a NULL value, or no match in a code table) as code 0 -- NULL's code whenever the
+    column has NULLs."""
+    whole = exp.Coalesce(this=code, expressions=[g.lit(0)])
+    return exp.Cast(this=whole, to=exp.DataType.build(engine.code_type(size), dialect=g.DIALECT))
 
 
 def dense_start(d: Domain) -> int | None:
