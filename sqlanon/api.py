@@ -35,16 +35,18 @@ class Release:
     """What :func:`anonymize` published.
 
     Attributes:
-        view: the anonymized view (a table when ``materialized``): one row per source row,
+        view: the anonymized view: one row per source row,
             non-QI columns unchanged, each ordered QI ``q`` replaced by ``q_min``/``q_max``,
             each hierarchical QI by its node label, plus ``eq_class``.
         rules: the rules relation (one row per region; see :mod:`sqlanon.publish.rules`).
-        rowmap: the row map the view joins on (None when materialized).
+        rowmap: the table the view reads its rows from: with a key, each source row's key,
+            region and hash; when ``materialized``, the snapshot of the rows the run read (their
+            non-QI columns and class).
         hierarchies: the table keeping the hierarchies of hierarchical QIs (None if there are
             none); with the JSON comment on ``rules`` it lets the release reload by name.
         materialized: True when the source had no key (no declared PRIMARY KEY / UNIQUE key and
-            no ``key=``), so a snapshot table was published instead of a live view: it does not
-            follow later changes of the source.
+            no ``key=``), so the view was published over a snapshot (``rowmap``) instead of over the
+            source: it does not follow later changes of the source.
         key: the columns the live view finds each source row by (None for a snapshot).
         class_column: the published column holding the equivalence class (``eq_class``, or a
             derived name when the source has a column of that name).
@@ -214,7 +216,7 @@ def anonymize(
         key: the column(s) that identify a source row (unique, never NULL). Default: the
             table's declared PRIMARY KEY, else a declared UNIQUE key. With a key the release is
             a live view over the source that stays fail-closed while the source changes (see
-            :mod:`sqlanon.publish.view`); without one it is a snapshot table.
+            :mod:`sqlanon.publish.view`); without one it is a view of a snapshot.
         class_column: name of the equivalence-class column (default ``eq_class``, or
             ``eq_class_1``, ... if the source has a column of that name).
         recoding: ``"multi"`` (Mondrian, the default) or ``"single"``: top-down refinement
@@ -354,7 +356,7 @@ def anonymize(
     release = Release(
         view=spec.outputs.view,
         rules=spec.outputs.rules,
-        rowmap=None if spec.outputs.materialize else spec.outputs.assignment,
+        rowmap=spec.outputs.assignment,
         hierarchies=spec.outputs.hierarchies,
         materialized=spec.outputs.materialize,
         key=spec.key.columns if spec.key else None,
@@ -401,7 +403,7 @@ def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
 
 
 def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:
-    """Why a release is a snapshot table rather than a live view, if it is one."""
+    """Why a release is a view of a snapshot rather than a live view, if it is one."""
     if not spec.outputs.materialize:
         return ()
     where = repr(spec.source.path or spec.source.name)
@@ -411,8 +413,8 @@ def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:
     else:
         why = f"{where} has no key (no declared PRIMARY KEY or UNIQUE key, no key=)"
         fix = "Pass key= (or declare a key) for a live view."
-    return (f"{why}: published a snapshot table {spec.outputs.view!r} that does not follow later changes of the "
-            f"source. {fix}",)
+    return (f"{why}: published {spec.outputs.view!r} as a view of a snapshot ({spec.outputs.assignment!r}) that does "
+            f"not follow later changes of the source. {fix}",)
 
 
 def _working_source(engine: Engine, spec: Spec) -> tuple[exp.Table, str]:

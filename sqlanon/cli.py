@@ -479,7 +479,7 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", metavar="COLS",
                    help="column(s) identifying a source row, comma-separated: the release is a live view that "
                         "stays fail-closed while the table changes (default: the table's declared primary or "
-                        "unique key; without one a snapshot table is published)")
+                        "unique key; without one a view of a snapshot is published)")
     p.add_argument("--class-column", metavar="NAME",
                    help="name of the equivalence-class column (default eq_class, or eq_class_1 ... if taken)")
     _privacy_options(p)
@@ -1011,7 +1011,7 @@ def _write_summary(
     criterion: str | None = None, constraints: Sequence[str] = (),
 ) -> None:
     """The release as aligned ``label  value`` lines."""
-    kind = (f"snapshot table of {release.table}" if release.materialized
+    kind = (f"view of a snapshot of {release.table}" if release.materialized
             else f"live view of {release.table}, key {', '.join(release.key or ())}")
     where = ", in memory, not kept" if in_memory else ""
     rows = [

@@ -150,8 +150,8 @@ def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> st
         + ("" if spec.single is None else "; single-dimensional (top-down refinement), QIDs "
            + ", ".join(f"{list(c)} k={k}" for c, k in spec.single.qids)),
         f"-- QIs: {qis}",
-        f"-- publishes: {spec.outputs.view} ({'table' if spec.outputs.materialize else 'view'}), "
-        f"{spec.outputs.rules}" + ("" if spec.outputs.materialize else f", {spec.outputs.assignment}")
+        f"-- publishes: {spec.outputs.view} ({'view of a snapshot' if spec.outputs.materialize else 'view'}), "
+        f"{spec.outputs.rules}, {spec.outputs.assignment}"
         + (f", {spec.outputs.hierarchies}" if spec.outputs.hierarchies else ""),
         "-- Statements marked [ran] are read-only lookups explain ran; the others are shown, not run.",
         "-- Temp names (__sqlanon_<run>_...) differ in every run.",

@@ -389,16 +389,17 @@ def test_inside_the_callers_transaction(con, engine_name):
 
 @pytest.mark.engines("duckdb")  # DuckDB reads Parquet/CSV in place; PostgreSQL refuses: below
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
-def test_files_are_read_in_place_and_published_as_a_table(con, tmp_path, suffix):
-    """A path to Parquet/CSV files is a source: DuckDB reads it, a snapshot table is published."""
+def test_files_are_read_in_place_and_published_as_a_snapshot(con, tmp_path, suffix):
+    """A path to Parquet/CSV files is a source: DuckDB reads it, a view of a snapshot is published."""
     load(con, pd.DataFrame({"age": np.arange(300) % 41, "zip": np.arange(300) % 6}))
     path = tmp_path / f"people{suffix}"
     con.execute(f"COPY t TO '{path}'")
     from_table = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=9)
     from_file = sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=9, view="file_anon")
-    assert from_file.materialized and from_file.rowmap is None and str(path) in from_file.notes[0]
-    kinds = dict(con.sql("SELECT table_name, 'table' FROM duckdb_tables()").fetchall())
-    assert kinds.get("file_anon") == "table"
+    assert from_file.materialized and from_file.rowmap == "file_anon_rowmap" and str(path) in from_file.notes[0]
+    kinds = dict(con.sql("SELECT view_name, 'view' FROM duckdb_views() UNION ALL "
+                         "SELECT table_name, 'table' FROM duckdb_tables()").fetchall())
+    assert kinds.get("file_anon") == "view" and kinds.get("file_anon_rowmap") == "table"
     assert partition_of(con, "file_anon") == partition_of(con, from_table.view)
 
 

@@ -335,7 +335,7 @@ def test_files_in_files_out(capsys, tmp_path, source, out):
     code, text, err = run(capsys, "anonymize", tmp_path / source, "--qid", "age,zip", "--k", "10",
                           "--out", tmp_path / out)
     assert (code, err) == (0, "")
-    assert re.search(r"^published\s+people_anon \(snapshot table of people, in memory, not kept\)$", text, re.M)
+    assert re.search(r"^published\s+people_anon \(view of a snapshot of people, in memory, not kept\)$", text, re.M)
     assert re.search(rf"^written to\s+{re.escape(str(tmp_path / out))}$", text, re.M)
     assert set(os.listdir(tmp_path)) == before | {out}  # no leftovers (partial files, databases)
     check = sqlanon.verify(duckdb.connect(), str(tmp_path / out), ["age", "zip"], 10, class_column="eq_class")
@@ -596,13 +596,14 @@ def test_report_formats_and_outputs(capsys, released, tmp_path):
 
 
 def test_report_exit_status_when_the_requirement_fails(capsys, db, tmp_path):
-    """A live view cannot break its requirement (it suppresses); a snapshot table edited by hand can."""
+    """A live view cannot break its requirement (it suppresses); a snapshot edited by hand can."""
     with connected(db) as con:
         run_sql(con, "CREATE TABLE plain AS SELECT * FROM people")  # no key: a snapshot release
     code, _, err = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10", "--view", "people_anon")
     assert (code, err) == (0, ""), err
     with connected(db) as con:
-        run_sql(con, "DELETE FROM people_anon WHERE eq_class = 0 AND id > (SELECT min(id) FROM people_anon WHERE eq_class = 0)")
+        run_sql(con, "DELETE FROM people_anon_rowmap WHERE eq_class = 0 AND id > "
+                     "(SELECT min(id) FROM people_anon_rowmap WHERE eq_class = 0)")
     code, out, err = run(capsys, "report", db, "people_anon", "-o", tmp_path / "r.json")
     assert (code, out) == (1, "")
     assert err == "sqlanon: the requirement does not hold on people_anon (see the report)\n"

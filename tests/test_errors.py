@@ -414,7 +414,10 @@ def test_replace_a_release_drops_what_it_no_longer_needs(con, people):
     second = sqlanon.anonymize(con, "pv", qid=["age"], k=5, view="people_anon", replace=True)
     assert second.materialized
     names = {o[2] for o in objects(con)}
-    assert "people_anon_rowmap" not in names and "people_anon_hierarchies" not in names
+    assert "people_anon_hierarchies" not in names
+    # the live view's row map (key, region, hash) was replaced by the snapshot's rows
+    columns = [d[0] for d in con.execute("SELECT * FROM people_anon_rowmap LIMIT 0").description]
+    assert "key0" not in columns and "age" not in columns and columns[-1] == "eq_class"
 
 
 def test_replace_over_a_table_named_like_the_view_fails_closed(con, people):

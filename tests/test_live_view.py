@@ -221,12 +221,25 @@ def test_composite_text_key_and_view_source(con):
     assert view.groupby("eq_class").size().min() >= 10
 
 
-def test_without_key_a_snapshot_table_is_published(con):
+def test_without_key_a_view_of_a_snapshot_is_published(con):
+    """The snapshot holds the rows' non-QI columns and class, never a raw QI value; the view joins
+    it to the rules, and does not follow the source."""
     _people(con, 500, key=False)
     release = sqlanon.anonymize(con, "people", QID, k=10)
-    assert release.materialized and release.key is None and release.rowmap is None
+    assert release.materialized and release.key is None and release.rowmap == "people_anon_rowmap"
     assert any("snapshot" in n for n in release.notes)
-    assert _kinds(con)["people_anon"] == "table"
+    assert _kinds(con)["people_anon"] == "view" and _kinds(con)["people_anon_rowmap"] == "table"
+    source = _columns(con, "people")
+    assert _columns(con, "people_anon_rowmap") == [c for c in source if c not in QID] + ["eq_class"]
+    before = frame(con, "SELECT * FROM people_anon")
+    expected = frame(con, "SELECT p.*, r.age_min, r.age_max, r.zip_min, r.zip_max, r.region AS eq_class "
+                          "FROM people p JOIN people_anon_rules r ON (p.age > r.age_lo OR r.age_lo IS NULL) "
+                          "AND (p.age <= r.age_hi OR r.age_hi IS NULL) AND (p.zip > r.zip_lo OR r.zip_lo IS NULL) "
+                          "AND (p.zip <= r.zip_hi OR r.zip_hi IS NULL)")
+    published = ["id", "age_min", "age_max", "zip_min", "zip_max", "disease", "income", "eq_class"]
+    assert list(before.columns) == published and len(expected) == 500
+    assert (before.sort_values("id").reset_index(drop=True)
+            .equals(expected[published].sort_values("id").reset_index(drop=True)))
     run(con, "DELETE FROM people")
     assert rows(con, "SELECT count(*) FROM people_anon") == [(500,)]
 

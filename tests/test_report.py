@@ -51,7 +51,7 @@ def _load_adult_keyed(con, key: str) -> dict[str, str]:
 
 def _adult_release(con, key: bool):
     """Adult, InfoGain on salary-class with entropy 2-diversity of occupation. Adult has no key:
-    without one the release is a snapshot table; with ``key`` an ``id`` numbering Adult's rows is
+    without one the release is a view of a snapshot; with ``key`` an ``id`` numbering Adult's rows is
     added and passed as ``key=``, and the release is a live view with a row map."""
     if key:
         hierarchies = _load_adult_keyed(con, "id")
@@ -248,7 +248,7 @@ def _people(con, name: str, n: int = 500) -> None:
 
 def test_failing_requirement_after_deletes(con):
     """A live view follows deletes and suppresses a class that falls below k (the requirement
-    holds); a snapshot table whose own rows are deleted fails it, and the report says FAILS."""
+    holds); a snapshot whose own rows are deleted fails it, and the report says FAILS."""
     _people(con, "p")
     release = sqlanon.anonymize(con, "p", ["age"], 10, key="id")  # a live view: it follows the deletes
     smallest = con.execute("SELECT eq_class FROM p_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
@@ -266,15 +266,15 @@ def test_failing_requirement_after_deletes(con):
     assert v.suppressed == (("class below k=10", 7, 1),)
     html_text = render(data, "html")
     assert '<div class="verdict ok">HOLDS</div>' in html_text and "7 row(s) in 1 class(es): class below k=10" in html_text
-    # a snapshot (no key) does not follow the source; deleting from the published table itself
-    # breaks its smallest class, and the re-check fails
+    # a snapshot (no key) does not follow the source; deleting from the snapshot itself breaks
+    # its smallest class, and the re-check fails
     _people(con, "q")
     release = sqlanon.anonymize(con, "q", ["age"], 10)
-    assert release.materialized and release.rowmap is None
+    assert release.materialized and release.rowmap == "q_anon_rowmap"
     con.execute("DELETE FROM q WHERE id < 100")
     assert con.execute("SELECT count(*) FROM q_anon").fetchone()[0] == 500
     smallest = con.execute("SELECT eq_class FROM q_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
-    run(con, "DELETE FROM q_anon WHERE id IN (SELECT id FROM q_anon WHERE eq_class = ? ORDER BY id LIMIT 3)",
+    run(con, "DELETE FROM q_anon_rowmap WHERE id IN (SELECT id FROM q_anon WHERE eq_class = ? ORDER BY id LIMIT 3)",
         [smallest])
     data = collect(con, release)
     assert not data.holds and data.verification.violating == 1 and data.verification.suppressed == ()

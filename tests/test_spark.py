@@ -131,7 +131,7 @@ def test_adult_publishes_duckdbs_rules(spark):
             out.append(sqlanon.anonymize(con, "adult", qid=qid, k=25, memory_rows=8000, target="salary-class",
                                          hierarchies={q: h[q] for q in qid if q != "age"}))
         assert rules(duck, out[0]) == rules(spark, out[1])
-        assert out[1].materialized  # no key: a snapshot table
+        assert out[1].materialized  # no key: a view of a snapshot
         assert sqlanon.verify(spark, out[1].view, qid=qid, k=25).ok
     finally:
         duck.close()
@@ -191,7 +191,8 @@ def test_the_release_stays_fail_closed_while_the_source_changes(spark):
     # a temp view as the source: Spark keeps persistent views off temp objects, so a snapshot
     spark.table("p").createOrReplaceTempView("p_now")
     snapshot = sqlanon.anonymize(spark, "p_now", qid=["age", "zip"], k=10, key="id")
-    assert snapshot.materialized and snapshot.rowmap is None and snapshot.rows == 300
+    assert snapshot.materialized and snapshot.rowmap == "p_now_anon_rowmap" and snapshot.rows == 300
+    assert sorted(r[0] for r in table_of(spark, snapshot.view)) == sorted(r[0] for r in table_of(spark, release.view))
 
 
 def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):

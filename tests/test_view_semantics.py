@@ -1,5 +1,5 @@
 """What a release publishes: the view (one row per base row, columns in place, live and failing
-closed on changed rows), the rules relation, the row map, snapshot tables for sources without
+closed on changed rows), the rules relation, the row map, snapshots for sources without
 row ids, and releases that outlive the connection (an on-disk DuckDB database, a PostgreSQL
 database reached by a new session)."""
 
@@ -244,7 +244,7 @@ def test_regions_do_not_depend_on_memory_rows(con, base):
 # -- sources without row ids -----------------------------------------------------------------
 @pytest.mark.engines("duckdb")  # read_parquet/read_csv are DuckDB's; PostgreSQL's refusal: test_api
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
-def test_view_over_files_publishes_a_snapshot_table(con, base, tmp_path, fmt):
+def test_view_over_files_publishes_a_snapshot(con, base, tmp_path, fmt):
     path = tmp_path / f"base.{fmt}"
     options = "(FORMAT parquet)" if fmt == "parquet" else "(FORMAT csv, HEADER)"
     con.execute(f"COPY base TO '{path}' {options}")
@@ -253,10 +253,10 @@ def test_view_over_files_publishes_a_snapshot_table(con, base, tmp_path, fmt):
     reference = anonymize(con, view="reference")
     release = anonymize(con, table="files")
     assert release.materialized is True
-    assert release.rowmap is None
+    assert release.rowmap == "files_anon_rowmap"
     assert release.view == "files_anon" and release.rules == "files_anon_rules"
     assert len(release.notes) == 1 and "'files'" in release.notes[0] and "'files_anon'" in release.notes[0]
-    assert kinds(con)["files_anon"] == "table" and "files_anon_rowmap" not in kinds(con)
+    assert kinds(con)["files_anon"] == "view" and kinds(con)["files_anon_rowmap"] == "table"
     assert columns(con, release.view) == columns(con, reference.view)
     assert classes(con, release.view) == classes(con, reference.view)
     assert (release.partitions, release.regions, release.rows) == (reference.partitions, reference.regions, 300)

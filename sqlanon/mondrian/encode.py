@@ -181,7 +181,7 @@ def dense_start(d: Domain) -> int | None:
 
 def _fingerprint(engine: Engine, spec: Spec) -> exp.Expression:
     """The row's ``qhash``: what the live view of a keyed source compares (:mod:`sqlanon.publish.view`);
-    0 for a keyless source, whose release is a snapshot table that nothing compares (hashing
+    0 for a keyless source, whose release is a view of a snapshot that nothing compares (hashing
     the guarded columns of every row cost 16 ms per 1M rows)."""
     if spec.key is None:
         return exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT"))

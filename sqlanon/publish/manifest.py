@@ -48,7 +48,7 @@ class Manifest:
     constraints: tuple[str, ...]  # describe() texts, for people
     criterion: str  # describe() text, for people
     selections: tuple[str, ...] = ()  # the workload's selection predicates (Selection Mondrian)
-    key: tuple[str, ...] | None = None  # the live view's key (None: a snapshot table)
+    key: tuple[str, ...] | None = None  # the live view's key (None: a view of a snapshot)
     key_declared: bool = True
     guarded: tuple[str, ...] = ()  # the columns the row map's hash covers
     constraint_objects: tuple[Constraint, ...] = ()  # exact, from the records this version reads
@@ -124,7 +124,7 @@ def write(engine: Engine, spec: Spec) -> None:
         "source": spec.source.path or spec.source.name,
         "view": spec.outputs.view,
         "rules": spec.outputs.rules,
-        "rowmap": None if spec.outputs.materialize else spec.outputs.assignment,
+        "rowmap": spec.outputs.assignment,
         "hierarchies": table,
         "materialized": spec.outputs.materialize,
         "k": spec.k,

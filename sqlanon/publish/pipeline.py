@@ -29,11 +29,10 @@ Check = Callable[[Engine, Spec], "Verification | None"]
 
 
 def created(spec: Spec) -> list[tuple[str, str]]:
-    """``(name, kind)`` of every object a release creates (view or snapshot, rules, row map,
-    hierarchies)."""
+    """``(name, kind)`` of every object a release creates: the view, the rules, the row map (a
+    keyless release's snapshot), the hierarchies."""
     out = spec.outputs
-    view_kind = "TABLE" if out.materialize else "VIEW"
-    return ([(out.view, view_kind), (out.rules, "TABLE")] + ([] if out.materialize else [(out.assignment, "TABLE")])
+    return ([(out.view, "VIEW"), (out.rules, "TABLE"), (out.assignment, "TABLE")]
             + ([(out.hierarchies, "TABLE")] if out.hierarchies else []))
 
 

@@ -10,8 +10,8 @@ searches now, Mondrian's ``suppression=`` next):
    joins rows to regions, which would drop them).
 3. **Publication.** The live view already shows a row without a region fully generalized with
    class NULL (:mod:`sqlanon.publish.view`): a hierarchical QI its root label, an ordered QI the
-   bounds of the whole release; its status names them :data:`REASON`. The snapshot table does
-   the same (:func:`generalized`).
+   bounds of the whole release; its status names them :data:`REASON`. The snapshot's view does
+   the same (:func:`sqlanon.publish.view.generalized`).
 4. **Verification.** :func:`sqlanon.verify` counts a release's rows with class NULL as
    suppressed and each must be fully generalized (else "leaked"); the publication check
    (:func:`sqlanon.publish.pipeline.verified`) also requires at most :func:`allowed` of them --
@@ -29,7 +29,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.qi import QI
 from ..request.spec import Spec
 from .view import SUPPRESSED
 
@@ -52,11 +51,3 @@ def rowmap_rows(work: str) -> exp.Select:
                        g.col("qhash", "x"))
             .from_(exp.alias_(g.table(work), g.ident("x"), table=True))
             .where(exp.EQ(this=g.col("pid", "x"), expression=g.lit(SUPPRESSED_PID))))
-
-
-def generalized(q: QI, column: str, region: exp.Expression, rules_alias: str, root_alias: str) -> exp.Expression:
-    """A published column of QI ``q``: the region's value, or the fully generalized one when the
-    row has no region (``region`` NULL): the root label, or the release's bounds (one row
-    :func:`sqlanon.publish.view.root_bounds`, aliased ``root_alias``)."""
-    root = g.col(column, root_alias) if q.ordered else g.lit(q.root_label)
-    return exp.Case().when(exp.Is(this=region, expression=exp.Null()), root).else_(g.col(column, rules_alias))

@@ -23,6 +23,9 @@ hold at query time, not only when it was published. Each time the view is read:
 A row the recoding itself suppressed (:mod:`sqlanon.publish.suppression`: its row map region is
 NULL) is published the same way, from the start.
 
+A keyless release is a view too, of the snapshot the run took (:func:`snapshot_view`): its rows
+joined to the rules, with nothing to re-check, since nothing but the release writes them.
+
 :func:`status` counts the suppressed rows by reason with the same building blocks, for
 :func:`sqlanon.verify`.
 """
@@ -176,15 +179,7 @@ def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
     if v.qids:
         live = live.join(_from("qids_hold", "h"), join_type="cross").where(g.col("ok", "h"))
     region = g.col("region", "l")
-    suppressed = exp.Is(this=region.copy(), expression=exp.Null())
-    published: dict[str, list[exp.Expression]] = {}
-    for q in v.qis:
-        if q.ordered:
-            published[q.name] = [g.alias(exp.Case().when(suppressed.copy(), g.col(p, "z")).else_(g.col(p, "r")), p)
-                                 for p in q.published]
-        else:
-            published[q.name] = [g.alias(exp.Case().when(suppressed.copy(), g.lit(q.root_label)).else_(g.col(q.name, "r")),
-                                         q.name)]
+    published = {q.name: [g.alias(generalized(q, p, region.copy(), "r", "z"), p) for p in q.published] for q in v.qis}
     select = [e for c in v.columns for e in published.get(c, [g.alias(g.col(c, "m"), c)])]
     query = (
         exp.select(*select, g.alias(region, v.class_column))
@@ -200,6 +195,44 @@ def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
         query = query.join(_from("root", "z"), join_type="cross")
         with_.append(("root", root))
     return _with(query, with_)
+
+
+def snapshot_view(columns: Sequence[str], qis: Sequence[QI], rows: str | exp.Table, rules: str | exp.Table,
+                  region_column: str, size_column: str, class_column: str, suppressed: bool) -> exp.Select:
+    """The view of a keyless release: each row of its snapshot ``rows`` (the source's columns
+    other than the QIs, and the row's region in ``class_column``) with its region's published
+    QI columns from ``rules``, in the source's column order (``columns``), then the class::
+
+        SELECT .., r.q_min, r.q_max, .., t.c, .., t.class FROM rows t LEFT JOIN rules r ON r.region = t.class
+
+    With ``suppressed`` a row may have no region (:mod:`sqlanon.publish.suppression`): its QIs
+    are published fully generalized, from the release's bounds (:func:`root_bounds`)."""
+    region = g.col(class_column, "t")
+    by_name = {q.name: q for q in qis}
+    select: list[exp.Expression] = []
+    for c in columns:
+        q = by_name.get(c)
+        if q is None:
+            select.append(g.alias(g.col(c, "t"), c))
+        elif suppressed:
+            select += [g.alias(generalized(q, p, region.copy(), "r", "z"), p) for p in q.published]
+        else:
+            select += [g.alias(g.col(p, "r"), p) for p in q.published]
+    query = (exp.select(*select, g.alias(region.copy(), class_column)).from_(_from(rows, "t"))
+             .join(_from(rules, "r"), on=exp.EQ(this=g.col(region_column, "r"), expression=region.copy()),
+                   join_type="left"))
+    root = root_bounds(qis, rules, size_column) if suppressed else None
+    if root is not None:
+        query = query.join(_sub(root, "z"), join_type="cross")
+    return query
+
+
+def generalized(q: QI, column: str, region: exp.Expression, rules_alias: str, root_alias: str) -> exp.Expression:
+    """A published column of QI ``q``: the region's value, or the fully generalized one when the
+    row has no region (``region`` NULL): the root label, or the release's bounds (one row
+    :func:`sqlanon.publish.view.root_bounds`, aliased ``root_alias``)."""
+    root = g.col(column, root_alias) if q.ordered else g.lit(q.root_label)
+    return exp.Case().when(exp.Is(this=region, expression=exp.Null()), root).else_(g.col(column, rules_alias))
 
 
 def root_bounds(qis: Sequence[QI], rules: str | exp.Table, size_column: str) -> exp.Select | None:

@@ -64,7 +64,7 @@ class ReleaseReport:
     """What a report shows (see :func:`collect`); :meth:`as_dict` is the JSON document.
 
     Attributes:
-        view, source, materialized: the release (a snapshot table when ``materialized``).
+        view, source, materialized: the release (a view of a snapshot when ``materialized``).
         qis: ``(name, kind, type)`` per QI.
         k, constraints, criterion: the requirement and the criterion, as in the manifest.
         verification: the requirement re-checked on the published view now.
@@ -78,7 +78,7 @@ class ReleaseReport:
         timings, elapsed, statements: from the Release object (None when given a view name).
         objects: the release's SQL objects with their row counts.
         generated: when the report was made (UTC, ISO 8601).
-        key: the columns a live view finds source rows by (None: a snapshot table).
+        key: the columns a live view finds source rows by (None: a view of a snapshot).
     """
 
     view: str
@@ -99,7 +99,7 @@ class ReleaseReport:
     statements: int | None
     objects: tuple[SqlObject, ...]
     generated: str
-    key: tuple[str, ...] | None = None  # a live view's key; None for a snapshot table
+    key: tuple[str, ...] | None = None  # a live view's key; None for a view of a snapshot
     criterion_object: Criterion | None = None  # the recorded criterion (None: a release of sqlanon 0.1)
     partitioning: Mapping[str, Any] | None = None  # how the partition was computed (sqlanon.mondrian.sample.FIELDS)
     measures: Measures | None = None  # pycanon's measures of the view (sqlanon.release.measures)
@@ -331,8 +331,10 @@ def _bucket(loss: exp.Expression) -> exp.Expression:
 
 
 def _objects(engine: Engine, m: Manifest, view_rows: int) -> tuple[SqlObject, ...]:
-    out = [SqlObject("published", m.view, "table" if m.materialized else "view", view_rows)]
-    for role, name in (("rules", m.rules), ("row map", m.rowmap), ("hierarchies", m.hierarchies_table)):
+    # a release made before 2026-11-26 without a key published a table and no row map
+    out = [SqlObject("published", m.view, "table" if m.rowmap is None else "view", view_rows)]
+    rows = "snapshot" if m.materialized else "row map"
+    for role, name in (("rules", m.rules), (rows, m.rowmap), ("hierarchies", m.hierarchies_table)):
         if name:
             ref, _ = resolve_relation(engine, m.ref(name))
             out.append(SqlObject(role, name, "table", int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref)))))
@@ -533,7 +535,7 @@ def _text_bar(value: float, top: float, width: int = 40) -> str:
 def publication(r: ReleaseReport) -> str:
     """What kind of relation the release is, and what it does when the source changes."""
     if r.materialized:
-        return ("a snapshot table of the source as it was (the source had no key): it does not follow "
+        return ("a view of a snapshot of the source as it was (the source had no key): it does not follow "
                 "later changes of the source")
     return (f"a live view over the source, rows found by the key ({', '.join(r.key or ())}); it enforces the "
             "requirement each time it is read: new or changed rows, and classes that no longer qualify, "
@@ -549,7 +551,7 @@ def suppression_lines(r: ReleaseReport) -> list[str]:
 def render_markdown(r: ReleaseReport) -> str:
     """The report as Markdown; plots as text bar charts in code blocks."""
     m = r.metrics
-    kind = "snapshot table" if r.materialized else "view"
+    kind = "view of a snapshot" if r.materialized else "live view"
     out = [f"# sqlanon release report: `{r.view}`", "",
            f"Source `{r.source}`, published as a {kind}; QIs: "
            + ", ".join(f"`{n}` ({kind_})" for n, kind_, _ in r.qis) + f". Generated {r.generated}.", "",
@@ -669,7 +671,7 @@ def _svg_widths(r: ReleaseReport) -> str:
 def render_html(r: ReleaseReport) -> str:
     """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no links)."""
     m = r.metrics
-    kind = "snapshot table" if r.materialized else "view"
+    kind = "view of a snapshot" if r.materialized else "live view"
     verdict = _verdict(r)
     css = {"HOLDS": "ok", "FAILS": "bad"}.get(verdict, "part")
     req_rows = [(f"<code>{esc(req)}</code>", esc(ach), "not re-checked" if ok is None else ("yes" if ok else "<b>no</b>"))

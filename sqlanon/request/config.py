@@ -12,7 +12,7 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     replace = false               # optional: replace an earlier sqlanon release of this name
     memory_rows = 2000000         # optional: partitions this small are finished in memory
     key = ["id"]                  # optional: the column(s) identifying a row (default: the table's
-                                  # declared primary/unique key; without one a snapshot table)
+                                  # declared primary/unique key; without one a view of a snapshot)
     class_column = "eq_class"     # optional: the name of the equivalence-class column
     recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
     max_steps = 100               # optional, single only: stop after this many refinements (anytime)

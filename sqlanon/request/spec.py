@@ -113,7 +113,7 @@ class Outputs:
     view: str
     rules: str
     assignment: str
-    materialize: bool  # publish a snapshot table (no key to find rows again) instead of a view
+    materialize: bool  # publish a view of a snapshot (no key to find rows again) instead of a live view
     hierarchies: str | None = None  # where the hierarchies of hierarchical QIs are kept
     existing: tuple[tuple[str, str], ...] = ()  # (name, kind) of objects replace=True overwrites
     class_column: str = "eq_class"  # the view's equivalence-class column
@@ -132,7 +132,7 @@ class Spec:
     memory_rows: int
     replace: bool
     workload: Workload
-    key: RowIdentity | None = None  # None: published as a snapshot table
+    key: RowIdentity | None = None  # None: published as a view of a snapshot
     single: Single | None = None  # a single-dimensional recoding (TDR); None: Mondrian
     suppression: float = 0.0  # Mondrian: the fraction of rows that may be suppressed
     at_root_before: Mapping[str, float] | None = None  # ... and the root shares without it (manifest)
@@ -483,7 +483,7 @@ def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | Non
     """The key a live view joins the source on: ``key=`` (checked: unique and never NULL now;
     the view also guards against duplicates added later unless the database enforces the key),
     else the table's declared PRIMARY KEY or a UNIQUE key without NULLs; None when there is
-    none (the release is then a snapshot table)."""
+    none (the release is then a view of a snapshot)."""
     types = dict(source.columns)
     if key is not None:
         columns = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (list, tuple)) else None
@@ -548,7 +548,7 @@ def _outputs(
     if not isinstance(view, str) or not view:
         raise InputError(f"view must be a non-empty string, got {view!r}")
     hierarchies_table = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
-    names = [view, f"{view}_rules"] + ([] if materialize else [f"{view}_rowmap"]) + (
+    names = [view, f"{view}_rules", f"{view}_rowmap"] + (
         [hierarchies_table] if hierarchies_table else [])
     current = _current(engine)
     here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
