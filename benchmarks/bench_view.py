@@ -28,7 +28,8 @@ from pathlib import Path
 
 import duckdb
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]  # the checkout's sqlanon, also when an older one is installed
 from agrawal import QI_COLUMNS, generate  # noqa: E402
 from machine import machine  # noqa: E402
 
