@@ -219,9 +219,10 @@ def live_plan(spec: Spec) -> LiveView:
 def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int,
             suppressed: bool = False) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
-    ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`); else a
-    snapshot of the rows the run read and a view of it (:func:`_publish_snapshot`). ``regions``: the rules' rows; ``suppressed``: the
-    row map may hold rows without a region (:mod:`sqlanon.publish.suppression`)."""
+    ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`);
+    else a snapshot of the rows the run read and a view of it (:func:`_publish_snapshot`).
+    ``regions``: the rules' rows; ``suppressed``: the row map may hold rows without a region
+    (:mod:`sqlanon.publish.suppression`)."""
     out = spec.outputs
     if spec.key is None:
         _publish_snapshot(engine, spec, source, rid, rowmap, suppressed)

@@ -1,4 +1,5 @@
-"""The published view of a keyed release: live, and fail-closed while the source changes.
+"""The published views: a keyed release's, live and fail-closed while the source changes, and
+a keyless release's, of the snapshot the run took.
 
 A release of a source with a key (a declared PRIMARY KEY / UNIQUE key, or ``key=``) is a view
 over the source, so analysts always see the current rows -- and the release's requirement must
