@@ -180,8 +180,7 @@ def live_view(engine: Engine, v: LiveView, regions: int) -> exp.Select:
     if v.qids:
         live = live.join(_from("qids_hold", "h"), join_type="cross").where(g.col("ok", "h"))
     region = g.col("region", "l")
-    published = {q.name: [g.alias(generalized(q, p, region.copy(), "r", "z"), p) for p in q.published] for q in v.qis}
-    select = [e for c in v.columns for e in published.get(c, [g.alias(g.col(c, "m"), c)])]
+    select = published_columns(v.columns, v.qis, "m", region)
     query = (
         exp.select(*select, g.alias(region, v.class_column))
         .from_(_from("matched", "m"))
@@ -209,16 +208,7 @@ def snapshot_view(columns: Sequence[str], qis: Sequence[QI], rows: str | exp.Tab
     With ``suppressed`` a row may have no region (:mod:`sqlanon.publish.suppression`): its QIs
     are published fully generalized, from the release's bounds (:func:`root_bounds`)."""
     region = g.col(class_column, "t")
-    by_name = {q.name: q for q in qis}
-    select: list[exp.Expression] = []
-    for c in columns:
-        q = by_name.get(c)
-        if q is None:
-            select.append(g.alias(g.col(c, "t"), c))
-        elif suppressed:
-            select += [g.alias(generalized(q, p, region.copy(), "r", "z"), p) for p in q.published]
-        else:
-            select += [g.alias(g.col(p, "r"), p) for p in q.published]
+    select = published_columns(columns, qis, "t", region if suppressed else None)
     query = (exp.select(*select, g.alias(region.copy(), class_column)).from_(_from(rows, "t"))
              .join(_from(rules, "r"), on=exp.EQ(this=g.col(region_column, "r"), expression=region.copy()),
                    join_type="left"))
@@ -226,6 +216,24 @@ def snapshot_view(columns: Sequence[str], qis: Sequence[QI], rows: str | exp.Tab
     if root is not None:
         query = query.join(_sub(root, "z"), join_type="cross")
     return query
+
+
+def published_columns(columns: Sequence[str], qis: Sequence[QI], rows_alias: str,
+                      region: exp.Expression | None) -> list[exp.Expression]:
+    """A view's columns in the source's order (``columns``): a non-QI column from the rows
+    (``rows_alias``), each QI replaced by its published columns from the rules (alias ``r``) --
+    fully generalized (:func:`generalized`, root bounds aliased ``z``) where ``region`` is NULL,
+    unless ``region`` is None (every row has a region)."""
+    by_name = {q.name: q for q in qis}
+    select: list[exp.Expression] = []
+    for c in columns:
+        q = by_name.get(c)
+        if q is None:
+            select.append(g.alias(g.col(c, rows_alias), c))
+        else:
+            select += [g.alias(g.col(p, "r") if region is None else generalized(q, p, region.copy(), "r", "z"), p)
+                       for p in q.published]
+    return select
 
 
 def generalized(q: QI, column: str, region: exp.Expression, rules_alias: str, root_alias: str) -> exp.Expression:
