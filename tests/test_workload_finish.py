@@ -211,6 +211,29 @@ def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
     assert calls == [10]
 
 
+@pytest.mark.parametrize("criterion", [InfoGain("y"), Regression("v")])
+def test_a_narrow_child_is_taken_out_of_its_wide_parents_histograms(monkeypatch, criterion):
+    """A split of a wide node whose smaller child is narrow subtracts that child's rows from
+    the parent's histograms one by one (``_take_out``), one whose children are both wide counts
+    the smaller's histograms (``_count``): both happen on a random label's unbalanced splits,
+    and the leaves, ids and rows are the level-by-level finish's."""
+    calls: list[str] = []
+    for name in ("_take_out", "_count"):
+        real = getattr(workload_finish._Histograms, name)
+        monkeypatch.setattr(workload_finish._Histograms, name,
+                            lambda self, *a, real=real, name=name: calls.append(name) or real(self, *a))
+    monkeypatch.setattr(workload_finish, "_HIST_WIDE", 60)
+    rng = np.random.default_rng(7)
+    M = 3000
+    codes = rng.integers(0, 400, size=(3, M)).astype(np.int32)
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 400, "", np.arange(400.0)) for j in range(3)]
+    case = {"codes": codes, "seg_n": np.array([M]), "domains": domains, "k": 5,
+            "classes": (rng.integers(0, 2, M), rng.integers(0, 2, M)),
+            "numbers": (rng.integers(-500, 500, M), rng.integers(-3, 3, M))}
+    assert_same(finish(case, criterion, True), finish(case, criterion, False))
+    assert "_take_out" in calls and calls.count("_count") > 1  # the root's, and a wide smaller child's
+
+
 @given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 70_000, 2**20, 2**31 - 1]), st.integers(1, 6),
        st.integers(0, 2**32 - 1))
 @settings(max_examples=150, deadline=None)
