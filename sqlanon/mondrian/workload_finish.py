@@ -546,7 +546,7 @@ class _Histograms:
             if found < 0:
                 leaves.append(x)
                 continue
-            left = _split_order(order, spare, self.codes, found, c, s, m)
+            left = _split_order(order, spare, self.codes, found, c, s, m, at)
             assert left == at, "a split's rows disagree with its histogram"
             a = free
             free += 2
@@ -618,9 +618,27 @@ def _hist_totals(cnt, mom, b0, b1, L, whole, moments):
 
 
 @njit(nogil=True, cache=True)
-def _split_order(order, spare, codes, j, c, s, m):
+def _split_order(order, spare, codes, j, c, s, m, at):
     """Reorder the rows ``order[s:s+m]`` stably: those with code at most ``c`` on QI ``j``
-    first. Returns how many."""
+    first (``at`` of them, by the histogram). Returns how many.
+
+    The smaller side is set aside and copied back, the larger packed in place (the left side
+    from the front, the right side from the back): a split that cuts a few rows off a node of
+    millions writes its rows once, not twice."""
+    if at <= m - at:  # backwards: the right rows packed from the end, the left ones set aside
+        k = s + m
+        left = 0
+        for p in range(s + m - 1, s - 1, -1):
+            r = order[p]
+            if codes[j, r] <= c:
+                spare[left] = r
+                left += 1
+            else:
+                k -= 1
+                order[k] = r
+        for i in range(left):  # set aside last first
+            order[s + left - 1 - i] = spare[i]
+        return left
     k = s
     right = 0
     for p in range(s, s + m):
