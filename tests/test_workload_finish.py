@@ -201,14 +201,19 @@ def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
     real = workload_finish._Histograms.grow
     monkeypatch.setattr(workload_finish._Histograms, "grow", lambda self, *a: calls.append(self.wide) or real(self, *a))
     monkeypatch.setattr(workload_finish, "_HIST_WIDE", 10)
-    rng = np.random.default_rng(4)
-    M = 400
-    codes = rng.integers(0, 30, size=(2, M)).astype(np.int32)
-    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 30, "", np.arange(30.0)) for j in range(2)]
-    case = {"codes": codes, "seg_n": np.array([M]), "domains": domains, "k": 5,
-            "classes": (rng.integers(0, 3, M), rng.integers(0, 2, M)), "numbers": (rng.integers(-9, 9, M), rng.integers(-3, 3, M))}
+    case = one_batch(np.random.default_rng(4), 400, 2, 30, labels=3, spread=9)
     assert_same(finish(case, InfoGain("y"), True), finish(case, InfoGain("y"), False))
     assert calls == [10]
+
+
+def one_batch(rng: np.random.Generator, M: int, d: int, codes: int, labels: int, spread: int) -> dict:
+    """A batch of ``M`` rows, ``d`` uniform QIs of ``codes`` codes, k = 5: label ``y`` of
+    ``labels`` values and ``z`` of 2, target ``v`` uniform in ``[-spread, spread)`` and ``w``
+    in ``[-3, 3)``."""
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), codes, "", np.arange(float(codes))) for j in range(d)]
+    return {"codes": rng.integers(0, codes, size=(d, M)).astype(np.int32), "seg_n": np.array([M]),
+            "domains": domains, "k": 5, "classes": (rng.integers(0, labels, M), rng.integers(0, 2, M)),
+            "numbers": (rng.integers(-spread, spread, M), rng.integers(-3, 3, M))}
 
 
 @pytest.mark.parametrize("criterion", [InfoGain("y"), Regression("v")])
@@ -223,13 +228,7 @@ def test_a_narrow_child_is_taken_out_of_its_wide_parents_histograms(monkeypatch,
         monkeypatch.setattr(workload_finish._Histograms, name,
                             lambda self, *a, real=real, name=name: calls.append(name) or real(self, *a))
     monkeypatch.setattr(workload_finish, "_HIST_WIDE", 60)
-    rng = np.random.default_rng(7)
-    M = 3000
-    codes = rng.integers(0, 400, size=(3, M)).astype(np.int32)
-    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 400, "", np.arange(400.0)) for j in range(3)]
-    case = {"codes": codes, "seg_n": np.array([M]), "domains": domains, "k": 5,
-            "classes": (rng.integers(0, 2, M), rng.integers(0, 2, M)),
-            "numbers": (rng.integers(-500, 500, M), rng.integers(-3, 3, M))}
+    case = one_batch(np.random.default_rng(7), 3000, 3, 400, labels=2, spread=500)
     assert_same(finish(case, criterion, True), finish(case, criterion, False))
     assert "_take_out" in calls and calls.count("_count") > 1  # the root's, and a wide smaller child's
 
