@@ -892,6 +892,8 @@ def _partition_records(rec, words, rec_value, s, m, at, left_of, spare, spare_va
     nw = words.shape[1]
     few = min(at, m - at) <= m // 8  # the side each record goes to is predictable
     aside = 0
+    # Two mirrored loops, not one that walks either way: one loop with the direction as a
+    # variable took 17 ns per record against 12.5 (balanced) and 8.8 against 6.9 (unbalanced).
     if at <= m - at:  # backwards: the right records packed from the end, the left ones set aside
         k = s + m
         for i in range(s + m - 1, s - 1, -1):
