@@ -317,8 +317,9 @@ def anonymize(
             lap("refine")
         else:
             w = spec.workload
+            hashed = spec.key is not None  # the working table has qhash (levels.row_columns)
             partitioner = Partitioner(domains, w.constraints, w.criterion, progress, w.stat_columns,
-                                      threads=engine.threads())
+                                      threads=engine.threads(), hashed=hashed)
             # suppression= is Rothko-T's (the budget travels down its levels): "auto" picked "levels"
             partitioning = Outcome(options.strategy)
             if spec.suppression and options.strategy == "sample":  # Rothko-S does not carry the budget
@@ -326,7 +327,7 @@ def anonymize(
                                     "strategy='levels'")
             if spec.suppression:  # the "before" of the root shares: the same request without suppression
                 plain = baseline(engine, Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns,
-                                                     threads=engine.threads()), work,
+                                                     threads=engine.threads(), hashed=hashed), work,
                                  spec.source.rows, spec.memory_rows)
                 shares = (root_shares(plain, domains, spec.source.rows), None)
                 spec = dataclasses.replace(spec, at_root_before=shares[0])  # recorded in the manifest

@@ -74,14 +74,15 @@ def explain_entries(
                      "statistics from it in memory, no statement per candidate")
             rec.section = "Place the rows: each distinct QI code vector's region, joined to the working table (once)"
             work = place(rec, work, [np.zeros(d.size, np.int64) for d in domains],
-                         np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64))
+                         np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64), spec.key is not None)
             w = spec.workload
             root = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns).root(spec.source.rows)
             memory = None
             regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([True]))
         else:
             w = spec.workload
-            partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns)
+            partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns,
+                                      hashed=spec.key is not None)
             layout = partitioner.layout
             root = partitioner.root(spec.source.rows)
             rec.section = (f"Partition in SQL: repeats at every tree level while an open partition has more than "

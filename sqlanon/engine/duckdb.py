@@ -179,7 +179,7 @@ class DuckDBEngine(Engine):
 
     #: Bytes of DuckDB memory per row of a table-sized join in one statement (the row-id hash
     #: table and what the run's temp tables keep resident): 20M rows under memory_limit='2GB'.
-    bytes_per_joined_row = 100
+    bytes_per_joined_row = 200
 
     def join_rows(self) -> int | None:
         """:meth:`usable_memory` / :attr:`bytes_per_joined_row` rows (20M with ``memory_limit='2GB'``).

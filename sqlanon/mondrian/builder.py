@@ -41,7 +41,7 @@ from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from .split import _passes as passes
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats, sort_and_group
 from .levels import (
-    Layout, advance, batch_query, extents_query, groups_from_result, groups_query, repartition,
+    Layout, advance, batch_query, extents_query, groups_from_result, groups_query, repartition, row_columns,
     value_counts_from_result,
 )
 
@@ -89,10 +89,15 @@ class Leaves:
     def add(self, boxes: Boxes, cmin: np.ndarray, cmax: np.ndarray, in_sql: bool = False,
             suppressed: bool | np.ndarray = False) -> None:
         """Record final partitions; ``in_sql``: their rows carry the leaf id in the working table;
-        ``suppressed``: suppressed leaves (recorded as empty regions: their rows get no region)."""
-        self.boxes.append(boxes)
-        self.cmin.append(cmin)
-        self.cmax.append(cmax)
+        ``suppressed``: suppressed leaves (recorded as empty regions: their rows get no region).
+
+        The codes and node ids are kept as int32 (a code is below 2^31: :attr:`Domain.code_type`
+        is at most a 32-bit integer), half of int64: 727K leaves at 100M rows are 0.13 GB less
+        while the rules are made, at the run's peak."""
+        self.boxes.append(Boxes(boxes.pid, boxes.n, *(_codes(a) for a in (boxes.lo, boxes.hi, boxes.node)),
+                                boxes.budget))
+        self.cmin.append(_codes(cmin))
+        self.cmax.append(_codes(cmax))
         self.in_sql.append(np.full(len(boxes), in_sql))
         self.suppressed.append(np.broadcast_to(np.asarray(suppressed, dtype=bool), (len(boxes),)).copy())
 
@@ -118,6 +123,11 @@ class Leaves:
         self.boxes, self.cmin, self.cmax = [out.boxes], [out.cmin], [out.cmax]
         self.in_sql, self.suppressed = [out.in_sql], [out.suppressed]
         return out
+
+
+def _codes(a: np.ndarray) -> np.ndarray:
+    """A leaf's codes (or node ids, -1 for none) as int32 (:meth:`Leaves.add`)."""
+    return a.astype(np.int32, copy=False)
 
 
 #: The arrays of a :class:`Boxes`, in its fields' order.
@@ -159,8 +169,10 @@ class Partitioner:
         progress: Callable[[Progress], None] | None = None,
         stat_columns: Sequence[StatColumn] = (),
         threads: int = 1,
+        hashed: bool = True,
     ) -> None:
         self.domains = tuple(domains)
+        self.hashed = hashed  # the working table has qhash (levels.row_columns)
         self.stat_columns = tuple(stat_columns)
         self.class_stats = tuple(c for c in self.stat_columns if c.kind == "class")
         self.numeric_stats = tuple(c for c in self.stat_columns if c.kind == "numeric")
@@ -193,7 +205,7 @@ class Partitioner:
         ``first_pid``. ``local=False``: for another process (no progress callback, one thread
         per task)."""
         out = Partitioner(self.domains, self.constraints, self.criterion, self.progress if local else None,
-                          self.stat_columns, self.threads if local else 1)
+                          self.stat_columns, self.threads if local else 1, self.hashed)
         out.next_pid = self.next_pid if first_pid is None else first_pid
         out.started, out.rows_finished, out.levels = self.started, self.rows_finished, self.levels
         return out
@@ -205,7 +217,7 @@ class Partitioner:
     def leaf_table(self) -> dict[str, np.ndarray]:
         """The leaves as integer columns (:func:`leaf_columns`), to travel between processes:
         ids, counts and flags int64, codes and node ids :attr:`Domain.code_type` (:meth:`add_leaves`
-        widens them)."""
+        makes them int32 again)."""
         if self.leaves.boxes:
             leaves = self.leaves.collect()
             boxes, cmin, cmax, dropped = leaves.boxes, leaves.cmin, leaves.cmax, leaves.suppressed
@@ -227,7 +239,7 @@ class Partitioner:
 
         def matrix(part: str) -> np.ndarray:
             columns = [table.pop(f"{part}{i}") for i in range(d)]
-            return np.column_stack(columns).astype(np.int64, copy=False).reshape(-1, d)
+            return np.column_stack(columns).astype(np.int32, copy=False).reshape(-1, d)
 
         boxes = Boxes(table["pid"].astype(np.int64), table["n"].astype(np.int64), matrix("lo"), matrix("hi"), matrix("node"))
         self.leaves.add(boxes, matrix("cmin"), matrix("cmax"), suppressed=table["suppressed"].astype(bool))
@@ -423,7 +435,7 @@ class Partitioner:
     @property
     def layout(self) -> Layout:
         labels = [self._class_index[c] for c in self.criterion.class_columns] if can_settle(self.criterion) else []
-        return Layout(self.d, self.class_stats, self.numeric_stats, labels)
+        return Layout(self.d, self.class_stats, self.numeric_stats, labels, self.hashed)
 
     def run_sql(self, engine: Engine, work: str, open_: Boxes, memory_rows: int) -> tuple[str, Boxes]:
         """Split partitions larger than ``memory_rows`` in SQL, level by level.
@@ -863,8 +875,9 @@ def finish_in_memory(
     :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
     into this process one batch at a time, or on Spark's executors), and record their leaves.
 
-    Returns the temp table ``(rid, pid, qhash)`` of the rows finished in memory, with their leaf
-    (None if there were none). ``purpose`` names the engine's temp tables (one per run).
+    Returns the temp table ``(rid, pid[, qhash])`` (:func:`row_columns`) of the rows finished in
+    memory, with their leaf (None if there were none). ``purpose`` names the engine's temp tables
+    (one per run).
     """
     if not len(open_):
         return None
@@ -886,7 +899,7 @@ def finish_in_memory(
         return batch_query(work, batches, layout, b, first.get(b), last.get(b))
 
     with small_pages():  # the fetched columns and the batch's arrays are new, large and short-lived
-        assignment, leaves = engine.map_groups(rows, groups, finish, ("rid", "pid", "qhash"),
+        assignment, leaves = engine.map_groups(rows, groups, finish, row_columns(layout.hashed),
                                                leaf_columns(partitioner.d), purpose)
     return_free_memory()  # what the batches freed, before their leaves become matrices (the run's peak)
     partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
@@ -916,7 +929,7 @@ class BatchFinish:
     layout: Layout
 
     def __call__(self, b: int, res: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """``(rows, leaves)``: each row's leaf ``(rid, pid, qhash)`` (the types the engine gave)
+        """``(rows, leaves)``: each row's leaf ``(rid, pid[, qhash])`` (the types the engine gave)
         and the batch's leaves (:func:`leaf_columns`)."""
         layout = self.layout
         seg = self.open_.take((self.batch_of == b).nonzero()[0])
@@ -937,6 +950,7 @@ class BatchFinish:
             disposable=True,
         )
         del columns
+        return_free_memory()  # the last batch's arrays came from the heap: their pages, before this batch's
         worker = self.partitioner.fork(first_pid=int(self.first_pid[b]))
         rows, pid = worker.run_memory(batch, seg)
         self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
@@ -947,7 +961,8 @@ class BatchFinish:
         # map then lists the rows in the engine's order, as the publication joins them
         leaf = np.empty(len(at), dtype=pid.dtype)
         leaf[keep] = pid
-        return {"rid": res["rid"], "pid": leaf, "qhash": res["qhash"]}, worker.leaf_table()
+        kept = {"rid": res["rid"], "pid": leaf, **({"qhash": res["qhash"]} if layout.hashed else {})}
+        return kept, worker.leaf_table()
 
 
 def interleaved(columns: Sequence[np.ndarray]) -> np.ndarray:

@@ -100,7 +100,8 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     """Create the working table: one row per source row (see :mod:`sqlanon.mondrian.levels`).
 
     ``rid``, ``pid``, ``qhash`` (a fingerprint of the row's QI and constraint columns, so the
-    live view can refuse rows that changed after the release; 0 without a key), the QI codes
+    live view can refuse rows that changed after the release; only with a key,
+    :func:`~sqlanon.mondrian.levels.row_columns`), the QI codes
     ``q0..``, the codes of the class columns ``k0..`` and the centered numeric columns ``t0..``
     (integers when exact).
 
@@ -108,11 +109,9 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     memory, :func:`reads_work_once`), so it is a temp *view* over the snapshot and the code tables:
     encoding happens while the finish reads the rows, and the table is never written.
     """
-    select = [
-        g.alias(rid, "rid"),
-        g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid"),
-        g.alias(_fingerprint(engine, spec), "qhash"),
-    ]
+    select = [g.alias(rid, "rid"), g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid")]
+    if spec.key is not None:
+        select.append(g.alias(_fingerprint(engine, spec), "qhash"))
     query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
     lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
     for i, d in enumerate(domains):
@@ -180,11 +179,9 @@ def dense_start(d: Domain) -> int | None:
 
 
 def _fingerprint(engine: Engine, spec: Spec) -> exp.Expression:
-    """The row's ``qhash``: what the live view of a keyed source compares (:mod:`sqlanon.publish.view`);
-    0 for a keyless source, whose release is a view of a snapshot that nothing compares (hashing
+    """The row's ``qhash``: what the live view of a keyed source compares (:mod:`sqlanon.publish.view`).
+    A keyless source has none: its release is a view of a snapshot that nothing compares (hashing
     the guarded columns of every row cost 16 ms per 1M rows)."""
-    if spec.key is None:
-        return exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT"))
     return engine.row_hash([g.col(c, "b") for c in spec.guarded_columns])
 
 

@@ -175,7 +175,8 @@ SUPPRESSED_REGION = -1
 def rowmap_query(
     engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
 ) -> exp.Expression:
-    """The query of ``(rid, region, qhash)``: each row's region by the run's row id.
+    """The query of ``(rid, region, qhash)``: each row's region by the run's row id (``qhash``
+    only for a keyed release: a keyless one's working table has none).
 
     Rows finished in SQL carry their leaf in the working table; rows finished in memory come
     from ``memory_assignment``. Both only join the small leaf -> region table (a temp table of
@@ -188,7 +189,7 @@ def rowmap_query(
     m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
     published = (g.alias(exp.Nullif(this=g.col("region", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
                  if dropped else g.col("region", "m"))
-    cols = [g.col("rid", "x"), published, g.col("qhash", "x")]
+    cols = [g.col("rid", "x"), published] + ([g.col("qhash", "x")] if spec.key is not None else [])
     in_sql = (
         exp.select(*cols)
         .from_(exp.alias_(g.table(work), g.ident("x"), table=True))

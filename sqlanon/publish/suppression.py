@@ -3,7 +3,7 @@
 searches now, Mondrian's ``suppression=`` next):
 
 1. **Marking.** The recoding hands :func:`sqlanon.publish.pipeline.publish_release` its working
-   table ``(rid, pid, qhash)``; a row it suppresses has ``pid =`` :data:`SUPPRESSED_PID` (no
+   table ``(rid, pid[, qhash])``; a row it suppresses has ``pid =`` :data:`SUPPRESSED_PID` (no
    region has that id). Its regions (the rules) cover the domain as always; a suppressed class
    is simply no region's rows.
 2. **Row map.** :func:`rowmap_rows` adds those rows with region NULL (the row map otherwise
@@ -45,9 +45,10 @@ def allowed(spec: Spec) -> int:
     return int(spec.suppression * spec.source.rows + 1e-9)  # Mondrian: the root's budget
 
 
-def rowmap_rows(work: str) -> exp.Select:
-    """``(rid, region NULL, qhash)`` of every row the recoding suppressed."""
-    return (exp.select(g.col("rid", "x"), g.alias(exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")), "region"),
-                       g.col("qhash", "x"))
+def rowmap_rows(work: str, hashed: bool) -> exp.Select:
+    """``(rid, region NULL[, qhash])`` of every row the recoding suppressed (``hashed``: the
+    working table has ``qhash``, a keyed release's)."""
+    null = g.alias(exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")), "region")
+    return (exp.select(g.col("rid", "x"), null, *([g.col("qhash", "x")] if hashed else []))
             .from_(exp.alias_(g.table(work), g.ident("x"), table=True))
             .where(exp.EQ(this=g.col("pid", "x"), expression=g.lit(SUPPRESSED_PID))))

@@ -6,7 +6,7 @@
 2. :func:`sqlanon.singledim.tdr.refine` finds the cuts.
 3. The cuts become regions (:mod:`.cuts`); one statement gives every row its region by joining
    the working table to the compressed vectors' regions on the codes. The result has the
-   shape Mondrian's SQL levels leave (``rid, pid, qhash``), so :func:`sqlanon.publish.pipeline.publish_release`
+   shape Mondrian's SQL levels leave (``rid, pid[, qhash]``), so :func:`sqlanon.publish.pipeline.publish_release`
    publishes it unchanged.
 """
 
@@ -130,7 +130,7 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     genetic algorithm's generations (phase ``"genetic"``).
 
     Returns the spec and domains with the published hierarchies of ``⊥``-suppressed QIs, the
-    regions, the temp table ``(rid, pid, qhash)`` of every row's region (``pid``
+    regions, the temp table ``(rid, pid[, qhash])`` of every row's region (``pid``
     :data:`~sqlanon.publish.suppression.SUPPRESSED_PID` for a suppressed row), and the outcome.
     """
     plan = spec.single
@@ -167,7 +167,7 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
         new_domains[j] = dataclasses.replace(domains[j], qi=qis[j])
         attrs[j] = Attribute("hierarchy", a.size, h)
     found = cells(values, y.sum(axis=1), attrs, result.ends)
-    placed = place(engine, work, result.labels, codes, found.pid)
+    placed = place(engine, work, result.labels, codes, found.pid, spec.key is not None)
     outcome = Outcome("tdr", result.complete, refinements=len(result.steps))
     return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, outcome
 
@@ -208,15 +208,17 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
     for j, level in enumerate(best.levels):
         for _ in range(level):
             labels[j] = lattice.up[j][labels[j]]
-    placed = place(engine, work, labels, codes, pid)
+    placed = place(engine, work, labels, codes, pid, spec.key is not None)
     outcome = Outcome("optimal", True, metric=plan.metric, score=best.value,
                       levels={q.name: int(v) for q, v in zip(spec.qis, best.levels)}, suppressed=best.suppressed,
                       evaluated=found.checked)
     return placed_cells.regions, placed, outcome
 
 
-def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray) -> str:
-    """The temp table ``(rid, pid, qhash)``: every row's region, from its QI codes.
+def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray,
+          hashed: bool) -> str:
+    """The temp table ``(rid, pid[, qhash])``: every row's region, from its QI codes (``hashed``:
+    the working table has ``qhash``, :func:`~sqlanon.mondrian.levels.row_columns`).
 
     A row's cell is its value on every QI, so the cell gets a number ``sum_j index_j *
     radix_j`` (``index_j``: the value's rank among QI ``j``'s final values, from a small
@@ -229,6 +231,7 @@ def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.nda
     width = [int(ix.max()) + 1 if len(ix) else 1 for ix in index]
     refined = [j for j in range(d) if width[j] > 1]  # a QI left whole adds nothing to the number
     w = exp.alias_(g.table(work), g.ident("w"), table=True)
+    row = [g.col("rid", "w"), g.col("pid", "c")] + ([g.col("qhash", "w")] if hashed else [])
     if math.prod(width[j] for j in refined) < 2**62:
         radix, r = {}, 1
         for j in refined:
@@ -239,7 +242,7 @@ def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.nda
         first = np.unique(cell, return_index=True)[1]
         uploads = [engine.upload("cells", {"cell": cell[first], "pid": pid[first]})]
         number: exp.Expression = g.lit(0)
-        query = exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w")).from_(w)
+        query = exp.select(*row).from_(w)
         for j in refined:
             uploads.append(engine.upload(f"index{j}", {"code": np.arange(len(index[j])), "ix": index[j]}))
             query = query.join(exp.alias_(g.table(uploads[-1]), g.ident(f"m{j}"), table=True),
@@ -250,7 +253,7 @@ def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.nda
     else:
         uploads = [engine.upload("cells", {**{f"q{i}": codes[:, i] for i in range(d)}, "pid": pid})]
         on = exp.and_(*[exp.EQ(this=g.col(f"q{i}", "w"), expression=g.col(f"q{i}", "c")) for i in range(d)])
-        query = (exp.select(g.col("rid", "w"), g.col("pid", "c"), g.col("qhash", "w")).from_(w)
+        query = (exp.select(*row).from_(w)
                  .join(exp.alias_(g.table(uploads[0]), g.ident("c"), table=True), on=on))
     name = engine.temp_name("placed")
     engine.execute(g.create_table_as(name, query))
@@ -288,7 +291,7 @@ def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: s
     pid = np.full(len(codes), SUPPRESSED_PID, dtype=np.int64)
     found = cells(values[kept], n[kept], attrs, list(best.ends))
     pid[kept] = found.pid
-    placed = place(engine, work, list(best.labels), codes, pid)
+    placed = place(engine, work, list(best.labels), codes, pid, spec.key is not None)
     outcome = Outcome("genetic", result.complete, metric=plan.metric, score=best.fitness, suppressed=best.suppressed,
                       evaluated=result.evaluations)
     return found.regions, placed, outcome
