@@ -287,9 +287,26 @@ def test_the_snapshot_published_in_row_id_ranges_equals_one_statement(seed, most
     got = frame(con, f'SELECT * FROM "{chunked.view}" ORDER BY ALL')
     pd.testing.assert_frame_equal(got, expected)
     ids = [r[0] for r in rows(con, "SELECT rowid FROM t")]
-    assert ranges[0][0] == min(ids) and ranges[-1][1] > max(ids) and ranges[-1][0] <= max(ids)
+    assert ranges[0][0] <= min(ids) < ranges[0][1] and ranges[-1][1] > max(ids) and ranges[-1][0] <= max(ids)
+    assert all(lo % most == 0 and hi == lo + most for lo, hi in ranges)  # multiples of most, as by_range
     assert all(x[1] == y[0] for x, y in zip(ranges, ranges[1:]))  # contiguous: every id in exactly one
     assert all(sum(lo <= i < hi for i in ids) <= most for lo, hi in ranges)
+
+
+@given(st.lists(st.integers(0, 10**6), max_size=60), st.integers(1, 2000))
+@settings(max_examples=200, deadline=None)
+def test_by_range_lists_rows_by_range_of_ids_and_keeps_their_order(ids, most):
+    from sqlanon.mondrian.builder import by_range
+
+    rid = np.array(ids, dtype=np.int64)
+    order = by_range(rid, most)
+    keys = [i // most for i in ids]
+    if order is None:  # nothing to do (one range, or none), or too many ranges for 16-bit numbers
+        assert len(set(keys)) <= 1 or max(keys) - min(keys) >= 2**16
+        return
+    assert sorted(order.tolist()) == list(range(len(ids)))
+    expected = sorted(range(len(ids)), key=lambda i: keys[i])  # Python's sort is stable
+    assert order.tolist() == expected
 
 
 # -- real data -------------------------------------------------------------------------------

