@@ -954,22 +954,30 @@ class BatchFinish:
             disposable=True,
         )
         del columns
-        return_free_memory()  # the last batch's arrays came from the heap: their pages, before this batch's
+        # Arrays below glibc's mmap threshold come from the heap, whose freed pages stay resident:
+        # give them back here (what the fetch's conversion freed) and after the finish (what it
+        # freed, before the next fetch). At 100M rows under memory_limit='2GB' the batches are
+        # the run's peak; a trim takes a few milliseconds.
+        return_free_memory()
         worker = self.partitioner.fork(first_pid=int(self.first_pid[b]))
         rows, pid = worker.run_memory(batch, seg)
+        del batch
         self.partitioner.absorb(worker)  # progress counters (in this process; a copy on an executor)
         keep = rows if order is None else order[rows]
         if len(keep) != len(at):  # run_memory finishes every partition, so every row has its leaf
             raise AssertionError(f"the in-memory finish placed {len(keep)} of {len(at)} rows")
-        # the leaves in the fetched order (one scatter, not two gathers of rid and qhash): the row
-        # map then lists the rows in the engine's order, as the publication joins them
+        # the leaves in the fetched order (one scatter, not two gathers of rid and qhash), then
+        # by range of row ids when the publication joins them so (cluster)
         leaf = np.empty(len(at), dtype=pid.dtype)
         leaf[keep] = pid
         kept = {"rid": res["rid"], "pid": leaf, **({"qhash": res["qhash"]} if layout.hashed else {})}
         order = None if self.cluster is None else by_range(kept["rid"], self.cluster)
         if order is not None:
             kept = {c: v[order] for c, v in kept.items()}
-        return kept, worker.leaf_table()
+        leaves = worker.leaf_table()
+        del worker
+        return_free_memory()
+        return kept, leaves
 
 
 def by_range(rid: np.ndarray, most: int) -> np.ndarray | None:
