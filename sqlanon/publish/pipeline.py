@@ -103,11 +103,6 @@ def publish_release(
             manifest.write(engine, spec)
             rowmap = rowmap_query(engine, spec, work, memory, leaves, region)
             count = len(leaves.boxes)
-            if not leaves.in_sql.any() and not suppression.allowed(spec):
-                # nothing reads the working table again: its pages leave the engine's memory
-                # before the table-sized joins (at 100M rows under memory_limit='2GB' the sorted
-                # working table was still held while the snapshot was written)
-                engine.drop_temp(work)
             del leaves, region
             return_free_memory()  # what the rules' arrays left, before the longest statements
             if suppression.allowed(spec):  # rows the recoding suppressed: no region
