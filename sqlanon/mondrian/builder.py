@@ -985,9 +985,10 @@ def by_range(rid: np.ndarray, most: int) -> np.ndarray | None:
     sort), or None when they are in one range (or too many for 16-bit range numbers). The
     in-memory rows of a keyless release are stored so (:class:`BatchFinish`): each statement of
     its snapshot joins one such range (:func:`sqlanon.publish.rules.rid_chunks`), and the zone
-    maps of the stored rows then skip the rest. At 100M rows under ``memory_limit='2GB'`` (ten
-    ranges) that took the snapshot's statements from 46 s to 31 s; the sort costs 30-50 ms
-    per batch of 1.9M rows."""
+    maps of the stored rows then skip the rest. Over temp tables alone (100M rows, ten ranges,
+    ``memory_limit='2GB'``) that took the snapshot's statements from 46 s to 31 s; in the whole
+    run at 100M no gain has been measured yet (4.1-4.7 s a statement before and after). The
+    sort costs 30-50 ms per batch of 1.9M rows."""
     if not len(rid):
         return None
     key = rid // most
