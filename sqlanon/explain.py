@@ -7,13 +7,14 @@ per-level statements for the root level.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .engine import sqlgen as g
-from .api import _working_source
+from .api import _reads_in_place, _working_source
 from .model.criteria import rank
 from .mondrian.encode import build_domains, encode, reads_work_once
 from .engine import engine_for
@@ -61,11 +62,21 @@ def explain_entries(
     spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
                    **workload)
     try:
-        rec.section = "Snapshot of the source: it has no stable row ids (once)"
-        source, rid = _working_source(rec, spec)
+        in_place = _reads_in_place(rec, spec)
+        reading = contextlib.ExitStack()  # the transaction over every read of the source (in place)
+        if in_place:
+            rec.section = ("Read the source in place, in one transaction: a view numbering its rows, and a snapshot "
+                           "of only the columns the publication takes from it (once)")
+            reading.enter_context(rec.transaction())
+        else:
+            rec.section = "Snapshot of the source: it has no stable row ids (once)"
+        source, snapshot, rid = _working_source(rec, spec, in_place)
         rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
-        work = encode(rec, spec, domains, source, g.col(rid, "b"), read_once=reads_work_once(rec, spec, "levels"))
+        read_once = reads_work_once(rec, spec, "levels")
+        work = encode(rec, spec, domains, source, g.col(rid, "b"), read_once=read_once)
+        if not read_once:
+            reading.close()
         rec.live_reads = False
         rec.placeholder = True
         if spec.single is not None:
@@ -74,7 +85,7 @@ def explain_entries(
                      "statistics from it in memory, no statement per candidate")
             rec.section = "Place the rows: each distinct QI code vector's region, joined to the working table (once)"
             work = place(rec, work, [np.zeros(d.size, np.int64) for d in domains],
-                         np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64), spec.key is not None)
+                         np.zeros((0, len(spec.qis)), np.int64), np.zeros(0, np.int64), spec.hashed)
             w = spec.workload
             root = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns).root(spec.source.rows)
             memory = None
@@ -82,7 +93,7 @@ def explain_entries(
         else:
             w = spec.workload
             partitioner = Partitioner(domains, w.constraints, w.criterion, None, w.stat_columns,
-                                      hashed=spec.key is not None)
+                                      hashed=spec.hashed)
             layout = partitioner.layout
             root = partitioner.root(spec.source.rows)
             rec.section = (f"Partition in SQL: repeats at every tree level while an open partition has more than "
@@ -130,8 +141,9 @@ def explain_entries(
                 memory = rec.temp_name("leaves0")
                 rec.upload_placeholder(memory)
             regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
+        reading.close()  # a working view over the source was read by the finish
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
-        publish_release(rec, spec, domains, [regions], work, memory, source, rid, check=_show_verification)
+        publish_release(rec, spec, domains, [regions], work, memory, snapshot, rid, check=_show_verification)
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
     finally:

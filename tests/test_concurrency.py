@@ -84,3 +84,48 @@ def test_racing_publications_of_one_name(con, engine_name, tmp_path, replace):
     assert sqlanon.publish.manifest.read(con, "pub").k == winner.k
     assert rows(con, "SELECT count(*) FROM pub_rules WHERE size > 0") == [(winner.partitions,)]
     assert temp_objects(con) == []
+
+
+@pytest.mark.engines("duckdb")
+@pytest.mark.parametrize("memory_rows, strategy", [(5000, "levels"), (400, "levels"), (400, "sample")],
+                         ids=["working-view", "sql-levels", "sample"])
+def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_rows, strategy):
+    """DuckDB reads a keyless table in place, in one transaction (no copy of it): another
+    connection that deletes, inserts, updates and checkpoints while the run encodes does not
+    reach the release. Every published row is a row the run started with, with its own non-QI
+    value inside its own class's QI ranges (a row id read twice alike), and nothing is left."""
+    import numpy as np
+    import pandas as pd
+
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({"a": rng.integers(0, 100, 3000), "b": rng.integers(0, 40, 3000)})
+    frame["payload"] = frame["a"] * 1000 + frame["b"]
+    con.execute("CREATE TABLE people AS SELECT * FROM frame")
+    con.execute("CHECKPOINT")
+    other = con.cursor()
+    real = sqlanon.api.build_domains
+
+    def meanwhile(engine, spec, source):  # inside the run's transaction, before the working table
+        domains = real(engine, spec, source)
+        other.execute("DELETE FROM people WHERE a < 50")
+        other.execute("INSERT INTO people SELECT 1000 + range, 0, -1 FROM range(500)")
+        other.execute("UPDATE people SET payload = -2 WHERE b = 3")
+        try:  # refused while the run's transaction has written its temp tables; either way no renumbering
+            other.execute("CHECKPOINT")
+        except duckdb.TransactionException as e:
+            assert "other write transactions" in str(e)
+        return domains
+
+    monkeypatch.setattr(sqlanon.api, "build_domains", meanwhile)
+    release = sqlanon.anonymize(con, "people", ["a", "b"], k=10, view="pub", memory_rows=memory_rows,
+                                strategy=strategy)
+    assert release.verification.ok and release.rows == 3000
+    published = con.execute("SELECT payload, a_min, a_max, b_min, b_max FROM pub").fetchdf()
+    assert sorted(published["payload"]) == sorted(frame["payload"])
+    inside = ((published["a_min"] <= published["payload"] // 1000) & (published["payload"] // 1000 <= published["a_max"])
+              & (published["b_min"] <= published["payload"] % 1000) & (published["payload"] % 1000 <= published["b_max"]))
+    assert inside.all()
+    kept = int((frame["a"] >= 50).sum())
+    assert rows(con, "SELECT count(*), min(a) FROM people") == [(kept + 500, 50)]  # the other connection's changes stand
+    assert temp_objects(con) == []

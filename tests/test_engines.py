@@ -257,6 +257,30 @@ def test_duckdb_upload_lets_go_of_its_arrays_inside_a_transaction():
     con.execute("ROLLBACK")
 
 
+def test_duckdb_row_ids_stay_fixed_inside_a_transaction(tmp_path):
+    """What :meth:`DuckDBEngine.reads_in_place` rests on: inside one transaction a table's
+    ``rowid`` numbers the rows alike in every statement, while another connection deletes,
+    inserts and checkpoints (outside one, DuckDB may renumber rows after deletes)."""
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    con.execute("CREATE TABLE t AS SELECT range AS x FROM range(300000)")
+    con.execute("CHECKPOINT")
+    assert engine_for(con).reads_in_place(["x"], True)
+    assert not engine_for(con).reads_in_place(["x", "RowId"], True) and not engine_for(con).reads_in_place(["x"], False)
+    other = con.cursor()
+    con.execute("BEGIN")
+    con.execute("CREATE TEMP VIEW numbered AS SELECT rowid AS rid, x FROM t")
+    before = con.execute("SELECT rid, x FROM numbered ORDER BY rid").fetchnumpy()
+    other.execute("DELETE FROM t WHERE x < 200000")
+    other.execute("INSERT INTO t SELECT range + 10000000 FROM range(1000)")
+    other.execute("CHECKPOINT")
+    after = con.execute("SELECT rid, x FROM numbered ORDER BY rid").fetchnumpy()
+    ranged = con.execute("SELECT min(x), count(*) FROM numbered WHERE rid >= 150000 AND rid < 160000").fetchall()
+    con.execute("COMMIT")
+    assert np.array_equal(before["rid"], after["rid"]) and np.array_equal(before["x"], after["x"])
+    assert np.array_equal(after["rid"], after["x"]) and ranged == [(150000, 10000)]
+    assert con.execute("SELECT count(*), min(x) FROM t").fetchall() == [(101000, 200000)]
+
+
 def test_joined_concatenates_by_column_and_lets_go_of_the_parts():
     from sqlanon.engine.base import joined
 

@@ -334,6 +334,14 @@ class Engine(abc.ABC):
         snapshot lists rows in the order they were loaded."""
         return exp.Sub(this=exp.Window(this=exp.RowNumber()), expression=g.lit(1))
 
+    def reads_in_place(self, columns: Sequence[str], table: bool) -> bool:
+        """Whether a run may read the source itself, numbered by :meth:`row_ids`, inside one
+        transaction instead of copying it into a snapshot first: true when the ids are a column
+        of the table's storage that stays fixed while a transaction is open, so every statement
+        of the transaction numbers the rows alike. Here: no (a ``row_number()`` over a scan
+        numbers them in whatever order each statement reads them)."""
+        return False
+
     def broadcast(self, query: exp.Select, small: Sequence[tuple[str, int]]) -> exp.Select:
         """``query`` with its joins of the relations aliased ``small`` (``(alias, rows)``: a
         lookup table of that many rows) planned as broadcasts where the engine plans joins

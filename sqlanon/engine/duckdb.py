@@ -151,6 +151,12 @@ class DuckDBEngine(Engine):
             return exp.column("rowid")
         return super().row_ids(columns, table)
 
+    def reads_in_place(self, columns: Sequence[str], table: bool) -> bool:
+        """A table's ``rowid`` inside a transaction: a transaction reads the version of the
+        table it began with, under the row ids that version had, even when another connection
+        deletes rows and checkpoints meanwhile (``tests/test_engines.py`` checks this)."""
+        return table and "rowid" not in {c.lower() for c in columns}
+
     def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",
                total: int | None = None) -> exp.Expression:
         """The base's draw, with ``total`` known: a filter on the seeded hash first keeps the

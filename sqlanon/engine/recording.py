@@ -84,7 +84,7 @@ class Recorder:
     def execute(self, statement: Statement) -> Any:
         if isinstance(statement, (exp.Query, exp.Describe)):
             return super().execute(self._read(statement))  # type: ignore[misc]
-        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and isinstance(statement.this, exp.Table):
+        if isinstance(statement, exp.Create) and statement.kind in ("TABLE", "VIEW") and isinstance(statement.this, exp.Table):
             name = statement.this.name
             if name.startswith(self.prefix) and isinstance(statement.expression, exp.Query):
                 self._pending[name] = self._inline(statement.expression)

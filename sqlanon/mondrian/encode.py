@@ -110,7 +110,7 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     encoding happens while the finish reads the rows, and the table is never written.
     """
     select = [g.alias(rid, "rid"), g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid")]
-    if spec.key is not None:
+    if spec.hashed:
         select.append(g.alias(_fingerprint(engine, spec), "qhash"))
     query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
     lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined

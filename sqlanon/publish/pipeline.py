@@ -106,7 +106,7 @@ def publish_release(
             del leaves, region
             return_free_memory()  # what the rules' arrays left, before the longest statements
             if suppression.allowed(spec):  # rows the recoding suppressed: no region
-                rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.key is not None), distinct=False)
+                rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.hashed), distinct=False)
             publish(engine, spec, source, rid, rowmap, count, suppressed=bool(suppression.allowed(spec)))
             return check(engine, spec)
     except EngineError as e:

@@ -189,7 +189,7 @@ def rowmap_query(
     m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
     published = (g.alias(exp.Nullif(this=g.col("region", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
                  if dropped else g.col("region", "m"))
-    cols = [g.col("rid", "x"), published] + ([g.col("qhash", "x")] if spec.key is not None else [])
+    cols = [g.col("rid", "x"), published] + ([g.col("qhash", "x")] if spec.hashed else [])
     in_sql = (
         exp.select(*cols)
         .from_(exp.alias_(g.table(work), g.ident("x"), table=True))

@@ -138,6 +138,12 @@ class Spec:
     at_root_before: Mapping[str, float] | None = None  # ... and the root shares without it (manifest)
 
     @property
+    def hashed(self) -> bool:
+        """Whether the working table has a ``qhash`` column (:func:`sqlanon.mondrian.levels.row_columns`):
+        only a keyed release's live view compares it."""
+        return self.key is not None
+
+    @property
     def guarded_columns(self) -> tuple[str, ...]:
         """The columns whose change after the release unplaces a row in the live view: the QIs
         and every column a constraint judges (a changed sensitive value could break l)."""

@@ -167,7 +167,7 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
         new_domains[j] = dataclasses.replace(domains[j], qi=qis[j])
         attrs[j] = Attribute("hierarchy", a.size, h)
     found = cells(values, y.sum(axis=1), attrs, result.ends)
-    placed = place(engine, work, result.labels, codes, found.pid, spec.key is not None)
+    placed = place(engine, work, result.labels, codes, found.pid, spec.hashed)
     outcome = Outcome("tdr", result.complete, refinements=len(result.steps))
     return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, outcome
 
@@ -208,7 +208,7 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
     for j, level in enumerate(best.levels):
         for _ in range(level):
             labels[j] = lattice.up[j][labels[j]]
-    placed = place(engine, work, labels, codes, pid, spec.key is not None)
+    placed = place(engine, work, labels, codes, pid, spec.hashed)
     outcome = Outcome("optimal", True, metric=plan.metric, score=best.value,
                       levels={q.name: int(v) for q, v in zip(spec.qis, best.levels)}, suppressed=best.suppressed,
                       evaluated=found.checked)
@@ -291,7 +291,7 @@ def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: s
     pid = np.full(len(codes), SUPPRESSED_PID, dtype=np.int64)
     found = cells(values[kept], n[kept], attrs, list(best.ends))
     pid[kept] = found.pid
-    placed = place(engine, work, list(best.labels), codes, pid, spec.key is not None)
+    placed = place(engine, work, list(best.labels), codes, pid, spec.hashed)
     outcome = Outcome("genetic", result.complete, metric=plan.metric, score=best.fitness, suppressed=best.suppressed,
                       evaluated=result.evaluations)
     return found.regions, placed, outcome
