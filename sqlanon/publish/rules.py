@@ -281,17 +281,23 @@ def rid_chunks(engine: Engine, source: exp.Table, rid: str, counted: int) -> lis
     """Row-id ranges ``[lo, hi)`` of the run's snapshot ``source`` to publish one statement
     each: ``[(None, None)]`` (one statement) unless it has more than :meth:`Engine.join_rows`
     rows (``counted``: the source's rows when the request was checked; the snapshot is counted
-    only when that is more), else the ranges ``[i * most, (i + 1) * most)`` (``most`` =
-    ``join_rows``) from its smallest id's past its largest. Each statement joins at most
-    ``join_rows`` rows, and reads only its range's blocks: the snapshot is stored in id order,
-    and the rows finished in memory by range (:func:`sqlanon.mondrian.builder.by_range`). (The
-    ids are a table's row numbers, dense but for deleted rows, so there are about ``rows /
-    join_rows`` ranges.)"""
+    only when that is more), else, in ascending order, the ranges ``[r * most, (r + 1) * most)``
+    (``most`` = ``join_rows``) that hold rows. Each statement joins at most ``join_rows`` rows,
+    and reads only its range's blocks: the snapshot is stored in id order, and the rows
+    finished in memory by range (:func:`sqlanon.mondrian.builder.by_range`).
+
+    Only ranges that hold rows, found by one ``GROUP BY id // most`` (as long as the count, min
+    and max it replaced): the ids are a table's row numbers, dense but for deleted rows, except
+    that DuckDB numbers the rows a transaction appended and has not committed from about 2^55 on (a
+    run inside the caller's transaction after an INSERT), where the ranges from the smallest id
+    to the largest would be billions."""
     most = engine.join_rows()
     if most is None or counted <= most:
         return [(None, None)]
-    rows, first, last = engine.fetch_rows(exp.select(
-        exp.Count(this=exp.Star()), exp.Min(this=g.col(rid)), exp.Max(this=g.col(rid))).from_(source))[0]
-    if rows <= most:
+    bucket = exp.IntDiv(this=g.col(rid), expression=g.lit(most))
+    found = engine.fetch(exp.select(g.alias(bucket, "r"), g.alias(exp.Count(this=exp.Star()), "n"))
+                         .from_(source).group_by(bucket.copy()))
+    buckets, sizes = np.asarray(found["r"], dtype=np.int64), np.asarray(found["n"], dtype=np.int64)
+    if int(sizes.sum()) <= most:
         return [(None, None)]
-    return [(lo, lo + most) for lo in range(int(first) // most * most, int(last) + 1, most)]
+    return [(int(r) * most, (int(r) + 1) * most) for r in np.sort(buckets)]
