@@ -22,6 +22,7 @@ from .errors import InputError, RecodingError
 from .mondrian import median_finish
 from .mondrian.builder import Leaves, Partitioner, Progress, finish_in_memory
 from .mondrian.sample import Outcome, check_options, choose, run_sample
+from .publish import rules as published_rules
 from .publish.pipeline import publish_release
 from .publish.suppression import allowed as suppression_budget
 from .mondrian.budget import baseline, root_shares
@@ -307,6 +308,10 @@ def anonymize(
             if in_place:
                 reading.enter_context(engine.transaction())
             source, snapshot, rid = _working_source(engine, spec, in_place)
+            # a keyless release's row-id ranges, from the stored table while the transaction
+            # holds it (0.3 s at 100M Agrawal rows; 2.6 s from the temp snapshot at publication)
+            ranges = (published_rules.rid_chunks(engine, source, rid, spec.source.rows)
+                      if in_place and spec.key is None else None)
             domains = build_domains(engine, spec, source)
             # Rothko-T or Rothko-S (resolved before encoding: a table read only once is not written)
             options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
@@ -359,7 +364,7 @@ def anonymize(
         if spec.single is None:
             partitioner.leaves = Leaves()  # the publication lets go of the leaves: nothing else holds them
         held, regions = [regions], None
-        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid)
+        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges)
         lap("publish_verify")
     finally:
         engine.cleanup()

@@ -15,6 +15,7 @@ import numpy as np
 
 from .engine import sqlgen as g
 from .api import _reads_in_place, _working_source
+from .publish import rules as published_rules
 from .model.criteria import rank
 from .mondrian.encode import build_domains, encode, reads_work_once
 from .engine import engine_for
@@ -71,6 +72,7 @@ def explain_entries(
         else:
             rec.section = "Snapshot of the source: it has no stable row ids (once)"
         source, snapshot, rid = _working_source(rec, spec, in_place)
+        ranges = published_rules.rid_chunks(rec, source, rid, spec.source.rows) if in_place and spec.key is None else None
         rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
         read_once = reads_work_once(rec, spec, "levels")
@@ -143,7 +145,8 @@ def explain_entries(
             regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         reading.close()  # a working view over the source was read by the finish
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
-        publish_release(rec, spec, domains, [regions], work, memory, snapshot, rid, check=_show_verification)
+        publish_release(rec, spec, domains, [regions], work, memory, snapshot, rid, check=_show_verification,
+                        ranges=ranges)
     except _NeedsData:
         rec.show("-- the remaining statements depend on the data")
     finally:

@@ -71,6 +71,7 @@ def verified(engine: Engine, spec: Spec) -> Verification:
 def publish_release(
     engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: list[Regions], work: str,
     memory: str | None, source: exp.Table, rid: str, check: Check = verified,
+    ranges: Sequence[tuple[int | None, int | None]] | None = None,
 ) -> Verification | None:
     """Create the release's objects in one transaction (:meth:`Engine.transaction`: its own, or
     the caller's — a savepoint, or dropping what was created, undoes a failure there), after
@@ -107,7 +108,7 @@ def publish_release(
             return_free_memory()  # what the rules' arrays left, before the longest statements
             if suppression.allowed(spec):  # rows the recoding suppressed: no region
                 rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.hashed), distinct=False)
-            publish(engine, spec, source, rid, rowmap, count, suppressed=bool(suppression.allowed(spec)))
+            publish(engine, spec, source, rid, rowmap, count, suppressed=bool(suppression.allowed(spec)), ranges=ranges)
             return check(engine, spec)
     except EngineError as e:
         if engine.lost_race(e):

@@ -218,15 +218,16 @@ def live_plan(spec: Spec) -> LiveView:
 
 
 def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int,
-            suppressed: bool = False) -> None:
+            suppressed: bool = False, ranges: Sequence[tuple[int | None, int | None]] | None = None) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
     ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`);
     else a snapshot of the rows the run read and a view of it (:func:`_publish_snapshot`).
     ``regions``: the rules' rows; ``suppressed``: the row map may hold rows without a region
-    (:mod:`sqlanon.publish.suppression`)."""
+    (:mod:`sqlanon.publish.suppression`); ``ranges``: a keyless release's row-id ranges, if the
+    caller found them already (:func:`rid_chunks`)."""
     out = spec.outputs
     if spec.key is None:
-        _publish_snapshot(engine, spec, source, rid, rowmap, suppressed)
+        _publish_snapshot(engine, spec, source, rid, rowmap, suppressed, ranges)
         return
     x = exp.Subquery(this=rowmap, alias=exp.TableAlias(this=g.ident("x")))
     if spec.key.direct:  # the run's row id is the key itself
@@ -240,7 +241,8 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
 
 
 def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression,
-                      suppressed: bool = False) -> None:
+                      suppressed: bool = False, ranges: Sequence[tuple[int | None, int | None]] | None = None,
+                      ) -> None:
     """The snapshot of a keyless release: the table ``<view>_rowmap`` of the rows the run read,
     each with its non-QI columns and its region (NULL, when ``suppressed``, for a row without
     one: :mod:`sqlanon.publish.suppression`), and the view that joins it to the rules
@@ -254,7 +256,9 @@ def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, r
     select.append(g.alias(g.col("region", "a"), out.class_column))
     # One statement, or one per range of row ids (rid_chunks) that joins only that range's rows
     # of the snapshot and of the row map.
-    for i, (lo, hi) in enumerate(rid_chunks(engine, source, rid, spec.source.rows)):
+    if ranges is None:
+        ranges = rid_chunks(engine, source, rid, spec.source.rows)
+    for i, (lo, hi) in enumerate(ranges):
         b: exp.Expression = exp.alias_(source, g.ident("b"), table=True)
         a = rowmap.copy()  # a tree per statement: sqlglot re-parents a node put into another
         if lo is not None:
