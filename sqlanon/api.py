@@ -307,11 +307,7 @@ def anonymize(
         with contextlib.ExitStack() as reading:
             if in_place:
                 reading.enter_context(engine.transaction())
-            source, snapshot, rid = _working_source(engine, spec, in_place)
-            # a keyless release's row-id ranges, from the stored table while the transaction
-            # holds it (0.3 s at 100M Agrawal rows; 2.6 s from the temp snapshot at publication)
-            ranges = (published_rules.rid_chunks(engine, source, rid, spec.source.rows)
-                      if in_place and spec.key is None else None)
+            source, snapshot, rid, ranges = _working_source(engine, spec, in_place)
             domains = build_domains(engine, spec, source)
             # Rothko-T or Rothko-S (resolved before encoding: a table read only once is not written)
             options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
@@ -440,31 +436,36 @@ def _reads_in_place(engine: Engine, spec: Spec) -> bool:
             and engine.reads_in_place(spec.source.column_names, spec.source.kind == "table"))
 
 
-def _working_source(engine: Engine, spec: Spec, in_place: bool) -> tuple[exp.Table, exp.Table, str]:
-    """The relation the encoding reads, the one the publication looks rows up in by row id, and
-    the row-id column:
+def _working_source(engine: Engine, spec: Spec, in_place: bool
+                    ) -> tuple[exp.Table, exp.Table, str, list[tuple[int | None, int | None]] | None]:
+    """The relation the encoding reads, the one the publication looks rows up in by row id, the
+    row-id column, and the publication's row-id ranges when they are known already (None: the
+    publication finds them, :func:`sqlanon.publish.rules.rid_chunks`):
 
     - the source itself, twice, when its key is one integer column (the key is the row id);
     - ``in_place`` (:func:`_reads_in_place`; the caller holds one transaction over every read of
       the source): a temp view numbering the source, and a temp snapshot of only the columns
       the publication takes from it -- a keyless release's non-QI columns, else the key. At
       100M Agrawal rows that is 5 of 14 columns, and the encoding reads the stored table
-      instead of a copy: 22 s instead of 41 s to encode, and no 6 s to drop the copy;
+      instead of a copy: 22 s instead of 41 s to encode, and no 6 s to drop the copy. A
+      keyless release's row-id ranges are read here too, from the stored table (0.3 s at 100M;
+      2.6 s from the temp snapshot at publication);
     - else a temp snapshot of the whole source numbered by a generated id, read by both, so
       that the partitioning and the publication see the same rows. (DuckDB's own ``rowid`` is
       no identity across transactions: CHECKPOINT renumbers it after deletes.)
     """
     if spec.key is not None and spec.key.direct:
-        return spec.source.ref, spec.source.ref, spec.key.columns[0]
+        return spec.source.ref, spec.source.ref, spec.key.columns[0], None
     rid = free_name("__sqlanon_rid", spec.source.column_names)
     number = engine.row_ids(spec.source.column_names, spec.source.kind == "table")
     numbered = exp.select(g.alias(number, rid), exp.Star()).from_(spec.source.ref)
     if not in_place:
         name = engine.temp_name("snapshot")
         engine.execute(g.create_table_as(name, numbered))
-        return g.table(name), g.table(name), rid
+        return g.table(name), g.table(name), rid, None
     view = g.table(engine.create_temp_view("numbered", numbered))
     qis = {q.name for q in spec.qis}
     kept = spec.key.columns if spec.key is not None else [c for c in spec.source.column_names if c not in qis]
     snapshot = engine.create_temp("snapshot", exp.select(g.col(rid), *[g.col(c) for c in kept]).from_(view))
-    return view, g.table(snapshot), rid
+    ranges = published_rules.rid_chunks(engine, view, rid, spec.source.rows) if spec.key is None else None
+    return view, g.table(snapshot), rid, ranges

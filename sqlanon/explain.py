@@ -15,7 +15,6 @@ import numpy as np
 
 from .engine import sqlgen as g
 from .api import _reads_in_place, _working_source
-from .publish import rules as published_rules
 from .model.criteria import rank
 from .mondrian.encode import build_domains, encode, reads_work_once
 from .engine import engine_for
@@ -71,8 +70,7 @@ def explain_entries(
             reading.enter_context(rec.transaction())
         else:
             rec.section = "Snapshot of the source: it has no stable row ids (once)"
-        source, snapshot, rid = _working_source(rec, spec, in_place)
-        ranges = published_rules.rid_chunks(rec, source, rid, spec.source.rows) if in_place and spec.key is None else None
+        source, snapshot, rid, ranges = _working_source(rec, spec, in_place)
         rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
         read_once = reads_work_once(rec, spec, "levels")
