@@ -1,2 +1,3 @@
-"""The Mondrian builder (Rothko-T): SQL levels over all open partitions, then the in-memory
-finish of small partitions, both driven by the one split decision."""
+"""The Mondrian builder: Rothko-T (SQL levels over all open partitions) and Rothko-S (a tree grown
+on a sample, one repartition, pruning), then the in-memory finish of small partitions, all driven
+by the one split decision."""
