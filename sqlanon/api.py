@@ -23,7 +23,7 @@ from .mondrian import median_finish
 from .mondrian.builder import Leaves, Partitioner, Progress, finish_in_memory
 from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish import rules as published_rules
-from .publish.pipeline import publish_release
+from .publish.pipeline import publish_release, reads_work
 from .publish.suppression import allowed as suppression_budget
 from .mondrian.budget import baseline, root_shares
 from .request.checks import check_callable
@@ -359,6 +359,8 @@ def anonymize(
         partitions, rules = int((regions.boxes.n > 0).sum()), len(regions.boxes)
         if spec.single is None:
             partitioner.leaves = Leaves()  # the publication lets go of the leaves: nothing else holds them
+        if not reads_work(spec, memory, regions):  # dropped now: the publication's transaction would keep it
+            engine.drop_temp(work)
         held, regions = [regions], None
         verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges)
         lap("publish_verify")

@@ -22,7 +22,7 @@ from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
 from .mondrian.builder import Partitioner, Regions
 from .singledim.run import compress_query, place
-from .publish.pipeline import publish_release
+from .publish.pipeline import publish_release, reads_work
 from .publish.verify import class_sizes_query
 from .request.spec import Spec, _current, resolve
 from .mondrian.split import Children
@@ -142,6 +142,8 @@ def explain_entries(
                 rec.upload_placeholder(memory)
             regions = Regions(root, np.zeros_like(root.lo), root.hi.copy(), np.array([spec.memory_rows == 0]))
         reading.close()  # a working view over the source was read by the finish
+        if not reads_work(spec, memory, regions):
+            rec.drop_temp(work)
         rec.section = "Publish in one transaction: rules, manifest, row map, view, verification (once)"
         publish_release(rec, spec, domains, [regions], work, memory, snapshot, rid, check=_show_verification,
                         ranges=ranges)

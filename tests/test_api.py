@@ -234,6 +234,33 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
 
 
 @pytest.mark.engines("duckdb")
+@pytest.mark.parametrize("memory_rows, suppression, dropped_early", [(50, 0.0, True), (0, 0.0, False), (50, 0.05, False)])
+def test_the_working_table_is_dropped_before_the_publication_when_it_does_not_read_it(
+        monkeypatch, memory_rows, suppression, dropped_early):
+    """Rows all finished in memory and none suppressed: the row map reads only the finish's
+    table, so the working table is dropped before the publication's transaction begins (inside
+    it DuckDB would keep its blocks to the commit). Rows finished in SQL (``memory_rows=0``) or
+    suppressed rows are read from it: then it is dropped only after the publication."""
+    from sqlanon.engine.duckdb import DuckDBEngine
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"a": rng.integers(0, 90, 600), "b": rng.integers(0, 7, 600), "s": rng.integers(0, 3, 600)})
+    con = duckdb.connect()
+    load(con, df)
+    statements: list[str] = []
+    run = DuckDBEngine._run
+    monkeypatch.setattr(DuckDBEngine, "_run", lambda self, sql: (statements.append(sql), run(self, sql))[1])
+    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=8, memory_rows=memory_rows, suppression=suppression)
+    assert release.verification.ok and not temp_objects(con)
+    # the working table the publication could read: of the run's working tables (rewritten per
+    # level, and the rows that left the SQL levels), the one dropped last
+    made = [m for sql in statements for m in re.findall(r'CREATE TEMPORARY TABLE "(__sqlanon_\w+_(?:work|finished)\d*)"', sql)]
+    drop = max(statements.index(f'DROP TABLE IF EXISTS "{m}"') for m in made)
+    rules = next(i for i, sql in enumerate(statements) if sql.startswith(f'CREATE TABLE "{release.rules}"'))
+    begin = max(i for i, sql in enumerate(statements[:rules]) if sql.startswith("BEGIN"))
+    assert (drop < begin) == dropped_early
+
+
+@pytest.mark.engines("duckdb")
 def test_a_table_that_fits_in_memory_is_encoded_while_the_finish_reads_it():
     """With no SQL level the working table is read once, so it is a temp view (never written);
     with one it is a table; either way the release is the same and nothing is left behind."""
