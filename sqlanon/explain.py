@@ -199,5 +199,5 @@ def _show_verification(rec, spec: Spec) -> None:
     catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
     rules = g.table(spec.outputs.rules, schema, catalog)
     rec.show(class_sizes_query(g.table(spec.outputs.view, schema, catalog), published, spec.k,
-                               spec.outputs.class_column, (spec.qis, rules, spec.outputs.size_column), by_class=True),
+                               spec.outputs.class_column, (spec.qis, rules, spec.outputs.size_column)),
              "independent verification of the published relation (sqlanon.verify); if it fails: ROLLBACK")
