@@ -278,6 +278,43 @@ def test_pruning_happens_and_is_counted():
     assert release.sample_rounds >= 1 and release.writes >= 1 and release.scans >= 4
 
 
+def test_a_round_that_prunes_rewrites_again_with_the_pruned_tree(monkeypatch):
+    """A round rewrites the working table with its whole grown tree and sums the leaves'
+    statistics from it; when pruning then removes nodes, the rewrite is made again with only
+    the surviving ones (or not at all when none survives), and the release counts each rewrite."""
+    from sqlanon.mondrian import sample
+
+    calls: list[tuple[int, int]] = []  # (nodes kept, nodes grown) per rewrite
+    prunes: list[int] = []
+    rewrite, prune = sample._repartition, sample._prune
+
+    def spy_rewrite(engine, work, forest, keep, layout, others):
+        calls.append((int(keep.sum()), int((forest.parent >= 0).sum())))
+        return rewrite(engine, work, forest, keep, layout, others)
+
+    def spy_prune(partitioner, forest, stats):
+        out = prune(partitioner, forest, stats)
+        prunes.append(out[2])
+        return out
+
+    monkeypatch.setattr(sample, "_repartition", spy_rewrite)
+    monkeypatch.setattr(sample, "_prune", spy_prune)
+    con = duckdb.connect()
+    load(con, _skewed(3000, 1))
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25, strategy="sample", sample_rows=100,
+                                confidence=0.05, memory_rows=100)
+    assert release.pruned == sum(prunes) > 0 and release.k_achieved >= 25
+    i = 0
+    for pruned in prunes:  # each round: the whole tree, then the pruned one if pruning removed nodes
+        kept, grown = calls[i]
+        assert kept == grown
+        i += 1
+        if pruned and i < len(calls) and calls[i][1] == grown and calls[i][0] == grown - pruned:
+            i += 1
+    assert i == len(calls) > len(prunes)  # every rewrite accounted for, and a round rewrote twice
+    assert release.writes >= len(calls)  # (and one per SQL level of the partitions Rothko-T took)
+
+
 @pytest.mark.engines("duckdb")
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.sampled_from([0, 3, 10**9]))

@@ -365,12 +365,13 @@ def _walk(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: 
 def _leaf_stats(engine: Engine, work: str, forest: _Forest, layout: Layout) -> ClassStats:
     """The real statistics of every node of the forest: each leaf's from its rows in ``work``,
     the working table rewritten with the whole grown tree (one ``GROUP BY pid`` over the rows
-    of the round's new nodes, whose ids are the run's largest: a range the zone maps of the
-    clustered table find), an inner node's the sum of its children's."""
+    of the round's new nodes, whose ids follow every id given out before the round: a range the
+    zone maps of the clustered table find), an inner node's the sum of its children's."""
     T = len(forest.parent)
-    first = int(forest.boxes.pid[forest.parent >= 0].min())
+    new = forest.boxes.pid[forest.parent >= 0]
     query = (exp.select(g.alias(g.col("pid", "w"), "part"), g.alias(g.lit(0), "v"), *stat_aggregates(layout))
-             .from_(exp.alias_(g.table(work), g.ident("w"), table=True)).where(exp.GTE(this=g.col("pid", "w"), expression=g.lit(first)))
+             .from_(exp.alias_(g.table(work), g.ident("w"), table=True))
+             .where(exp.Between(this=g.col("pid", "w"), low=g.lit(int(new.min())), high=g.lit(int(new.max()))))
              .group_by(g.col("pid", "w")))
     groups = groups_from_result(engine.fetch(query), layout)
     order = np.argsort(forest.boxes.pid)
