@@ -172,6 +172,12 @@ def lookup_groups(rows: dict[int, int], most: int | None) -> list[list[int]]:
 SUPPRESSED_REGION = -1
 
 
+def reads_sql_rows(memory_assignment: str | None, regions: Regions) -> bool:
+    """Whether :func:`rowmap_query` reads the working table: when some leaf was finished in SQL
+    (its rows carry it there) or no row was finished in memory."""
+    return not memory_assignment or bool(regions.in_sql.any())
+
+
 def rowmap_query(
     engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
 ) -> exp.Expression:
@@ -202,7 +208,7 @@ def rowmap_query(
         .from_(exp.alias_(g.table(memory_assignment), g.ident("x"), table=True))
         .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
     )
-    if not regions.in_sql.any():  # every leaf was finished in memory: the working table is not read again
+    if not reads_sql_rows(memory_assignment, regions):  # every leaf finished in memory: not read again
         return in_memory
     return exp.union(in_sql, in_memory, distinct=False)
 
