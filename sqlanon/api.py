@@ -13,7 +13,7 @@ from sqlglot import exp
 from .engine import sqlgen as g
 from .model.constraints import Constraint
 from .model.criteria import Criterion
-from .mondrian.encode import build_domains, encode, reads_work_once
+from .mondrian.encode import build_domains, encode, reads_work_as_view
 from .engine.base import Engine
 from .engine.calls import serialized
 from .engine import engine_for
@@ -309,12 +309,12 @@ def anonymize(
                 reading.enter_context(engine.transaction())
             source, snapshot, rid, ranges = _working_source(engine, spec, in_place)
             domains = build_domains(engine, spec, source)
-            # Rothko-T or Rothko-S (resolved before encoding: a table read only once is not written)
+            # Rothko-T or Rothko-S (resolved before encoding: whether the working table is a view)
             options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
                              spec.memory_rows, sample_rows, confidence, 0 if seed is None else seed)
-            read_once = reads_work_once(engine, spec, options.strategy)
-            work = encode(engine, spec, domains, source, g.col(rid, "b"), read_once=read_once)
-            if not read_once:
+            as_view = reads_work_as_view(engine, spec, options.strategy)
+            work = encode(engine, spec, domains, source, g.col(rid, "b"), view=as_view)
+            if not as_view:
                 reading.close()  # commit: nothing reads the source any more
             lap("encode")
             memory = None
@@ -341,7 +341,9 @@ def anonymize(
                     shares = (root_shares(plain, domains, spec.source.rows), None)
                     spec = dataclasses.replace(spec, at_root_before=shares[0])  # recorded in the manifest
                 if options.strategy == "sample":
-                    work, open_ = run_sample(engine, partitioner, work, spec.source.rows, options, partitioning)
+                    # the reading transaction ends once a rewrite has replaced the working view
+                    work, open_ = run_sample(engine, partitioner, work, spec.source.rows, options, partitioning,
+                                             reading.close)
                     lap("partition_sample")
                 else:
                     root = partitioner.root(spec.source.rows, suppression_budget(spec))
@@ -349,7 +351,7 @@ def anonymize(
                     partitioning.add_levels(partitioner.levels)
                     lap("partition_sql")
                 memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
-                reading.close()  # the finish has read the working table (a view over the source when read once)
+                reading.close()  # the finish has read the working table (perhaps the view over the source)
                 partitioning.scans += int(len(open_) > 0)
                 del open_  # not held while publishing (as the leaves below, it grows with the table)
                 lap("partition_memory")

@@ -16,7 +16,7 @@ import numpy as np
 from .engine import sqlgen as g
 from .api import _reads_in_place, _working_source
 from .model.criteria import rank
-from .mondrian.encode import build_domains, encode, reads_work_once
+from .mondrian.encode import build_domains, encode, reads_work_as_view
 from .engine import engine_for
 from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
@@ -73,9 +73,9 @@ def explain_entries(
         source, snapshot, rid, ranges = _working_source(rec, spec, in_place)
         rec.section = "Encode: one domain table per QI, then the working table (once)"
         domains = build_domains(rec, spec, source)
-        read_once = reads_work_once(rec, spec, "levels")
-        work = encode(rec, spec, domains, source, g.col(rid, "b"), read_once=read_once)
-        if not read_once:
+        as_view = reads_work_as_view(rec, spec, "levels")
+        work = encode(rec, spec, domains, source, g.col(rid, "b"), view=as_view)
+        if not as_view:
             reading.close()
         rec.live_reads = False
         rec.placeholder = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import duckdb
 import numpy as np
@@ -313,6 +314,51 @@ def test_a_round_that_prunes_rewrites_again_with_the_pruned_tree(monkeypatch):
             i += 1
     assert i == len(calls) > len(prunes)  # every rewrite accounted for, and a round rewrote twice
     assert release.writes >= len(calls)  # (and one per SQL level of the partitions Rothko-T took)
+
+
+@pytest.mark.engines("duckdb")
+@pytest.mark.parametrize("key", [None, "id"])
+@pytest.mark.parametrize("rows, seed, k, sample_rows, confidence", [
+    (3000, 1, 25, 100, 0.05),  # three rounds, nodes pruned, partitions handed to Rothko-T later
+    (400, 2, 150, 50, 0.999),  # the root's round keeps no split: Rothko-T's first level reads the view
+])
+def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows, seed, k, sample_rows, confidence):
+    """Rothko-S's first round reads its working table twice (the sample, the rewrite), so it is
+    the encoding's view and no encoded table is written: the reading transaction over the source
+    (read in place) lasts until the first rewrite has written its table, and ends before the
+    finish. A source read directly by its integer key (``key="id"``), whose two reads the run
+    does not pin, is encoded to a table. Either way the release is the one a table gives, also
+    with several rounds, pruning and partitions handed to Rothko-T."""
+    from sqlanon import api
+    from sqlanon.engine.duckdb import DuckDBEngine
+
+    statements: list[str] = []
+    run_ = DuckDBEngine._run
+    monkeypatch.setattr(DuckDBEngine, "_run", lambda self, sql: (statements.append(sql), run_(self, sql))[1])
+    con = duckdb.connect()
+    load(con, _skewed(rows, seed))
+    kw = dict(qid=["a", "b", "c"], k=k, strategy="sample", sample_rows=sample_rows, confidence=confidence,
+              memory_rows=sample_rows, key=key, replace=True)
+    release = sqlanon.anonymize(con, "t", **kw)
+    assert release.verification.ok and release.rescued > 0
+    assert (release.pruned > 0 and release.sample_rounds > 1) if rows == 3000 else release.sample_rounds == 1
+    encoded = [re.search(r'CREATE TEMPORARY (VIEW|TABLE) "__sqlanon_\w+_work"', sql) for sql in statements]
+    kinds = [m.group(1) for m in encoded if m]
+    assert kinds == (["TABLE"] if key else ["VIEW"])
+    if key is None:
+        rewrite = next(i for i, sql in enumerate(statements) if re.match(r'CREATE TEMPORARY TABLE "__sqlanon_\w+_work\d+"', sql))
+        begin = max(i for i, sql in enumerate(statements[:rewrite]) if sql.startswith("BEGIN"))
+        commit = next(i for i, sql in enumerate(statements) if i > begin and sql.startswith("COMMIT"))
+        finish = next((i for i, sql in enumerate(statements) if '_batches"' in sql), len(statements))
+        assert begin < rewrite < commit < finish
+    with_view = (partition_of(con, release.view), rules_frame(con, release))
+    monkeypatch.setattr(api, "reads_work_as_view", lambda *a: False)
+    statements.clear()
+    table = sqlanon.anonymize(con, "t", **kw)
+    assert any(re.search(r'CREATE TEMPORARY TABLE "__sqlanon_\w+_work"', sql) for sql in statements)
+    assert (table.pruned, table.sample_rounds, table.rescued) == (release.pruned, release.sample_rounds, release.rescued)
+    assert partition_of(con, table.view) == with_view[0]
+    pd.testing.assert_frame_equal(rules_frame(con, table), with_view[1])
 
 
 @pytest.mark.engines("duckdb")

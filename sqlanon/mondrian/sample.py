@@ -20,7 +20,9 @@ partition larger than the sample budget (``sample_rows``) goes through a *round*
    sample that is 7 levels instead of 21, and each level is a join over every row.
 3. **Repartition** — one rewrite of the working table gives every row its sample leaf (the
    tree's splits as a small relation, joined once per tree level in one statement), clustered by
-   leaf.
+   leaf. The first round reads the encoding's view over the source
+   (:func:`~sqlanon.mondrian.encode.reads_work_as_view`), so its rewrite encodes, walks and sorts
+   in one statement: the encoded rows are not written on their own first.
 4. **Statistics** — one ``GROUP BY leaf`` over the rewritten table sums each leaf's real
    statistics (rows, sensitive counts, moments).
 5. **Pruning** — with the real statistics summed up the tree, a leaf that breaks a constraint
@@ -200,16 +202,31 @@ class _Forest:
 
 
 def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, options: SampleOptions,
-               outcome: Outcome) -> tuple[str, Boxes]:
+               outcome: Outcome, written: Callable[[], None] | None = None) -> tuple[str, Boxes]:
     """Rothko-S rounds until every open partition fits ``options.sample_rows``.
 
     Returns the (rewritten) working table — every row carrying its open partition's id, or its
     leaf's for leaves finished in SQL — and the open partitions, for
     :func:`sqlanon.mondrian.builder.finish_in_memory`. Empty leaves are recorded in
     ``partitioner.leaves``; ``outcome`` is updated.
+
+    ``work`` may be the encoding's view over the source
+    (:func:`sqlanon.mondrian.encode.reads_work_as_view`): the first round's sample and rewrite
+    read it, and the rewrite writes the first table. ``written`` is called once ``work`` has been
+    replaced by a table the run wrote: the caller ends the transaction that pinned the source's
+    rows for the view (tables the later rounds drop inside it would be kept to its end).
     """
     layout = partitioner.layout
     open_ = partitioner.root(rows)
+    encoded = work
+
+    def replaced(new: str) -> str:
+        nonlocal written
+        if new != encoded and written is not None:
+            written()
+            written = None
+        return new
+
     while True:
         big = open_.n > options.sample_rows
         if not big.any():
@@ -238,7 +255,7 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
                 outcome.writes += int(new is not None)
             if new is not None:
                 engine.drop_temp(work)
-                work = new
+                work = replaced(new)
             leaves = forest.boxes.take(final.leaves)
             leaves = Boxes(leaves.pid, final.n[final.leaves], leaves.lo, leaves.hi, leaves.node)
             leaves = leaves.take((~np.isin(leaves.pid, parts.pid[stuck])).nonzero()[0])
@@ -251,6 +268,7 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
             outcome.rescued += int(stuck.sum())
             before = partitioner.levels
             work, fitted = partitioner.run_sql(engine, work, parts.take(stuck.nonzero()[0]), options.sample_rows)
+            work = replaced(work)
             outcome.add_levels(partitioner.levels - before)
             rest = Boxes.concat([rest, fitted])
         open_ = rest
