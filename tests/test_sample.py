@@ -395,6 +395,23 @@ def test_same_seed_same_release_on_both_engines(con):
     pd.testing.assert_frame_equal(runs[3][0], runs[3][1])
 
 
+def test_the_first_round_reads_a_view_only_where_the_engine_samples_it_cheaply(con, monkeypatch):
+    """The encoding's view is Rothko-S's working table only on an engine whose sample filters
+    the rows before the view's code lookups (DuckDB); PostgreSQL's sample would encode every
+    row, so there the working table is written."""
+    from sqlanon.engine import engine_for
+    from sqlanon.engine.base import Engine
+
+    views: list[str] = []
+    made = Engine.create_temp_view
+    monkeypatch.setattr(Engine, "create_temp_view",
+                        lambda self, purpose, query: (views.append(purpose), made(self, purpose, query))[1])
+    load(con, _skewed(800, 7))
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=10, strategy="sample", sample_rows=100, replace=True)
+    assert release.sample_rounds >= 1 and release.verification.ok
+    assert ("work" in views) == engine_for(con).samples_views == (engine_for(con).name == "duckdb")
+
+
 def test_engine_sample_is_a_seeded_subset(con):
     from sqlanon.engine import engine_for
     from sqlanon.engine import sqlgen as g

@@ -193,13 +193,15 @@ def reads_work_as_view(engine: Engine, spec: Spec, strategy: str) -> bool:
 
     - Rothko-T (``"levels"``) on a table that fits ``memory_rows``: no SQL level, the in-memory
       finish reads the working table once, encoding the rows as it fetches them;
-    - Rothko-S (``"sample"``): its first round reads the working table twice, the sample and the
-      rewrite (:mod:`sqlanon.mondrian.sample`), and the rewrite then writes it. Over a view the
-      rewrite encodes, walks the tree and sorts in one statement, and the encoded rows are not
-      written first: at 100M Agrawal rows under ``memory_limit='2GB'`` that saves writing the
-      table (9.8 s) and reading it back from the spill (5.7 s); the run took 115.6 s against
-      133.9-153.9 s. Only when both reads see the same rows: the run's snapshot, or the source
-      read in place inside the caller's transaction, which it holds until the first rewrite
+    - Rothko-S (``"sample"``) on an engine whose sample filters before the view's lookups
+      (:attr:`Engine.samples_views <sqlanon.engine.base.Engine.samples_views>`): its first round
+      reads the working table twice, the sample and the rewrite (:mod:`sqlanon.mondrian.sample`),
+      and the rewrite then writes it. Over a view the rewrite encodes, walks the tree and sorts
+      in one statement, and the encoded rows are not written first: at 100M Agrawal rows under
+      DuckDB's ``memory_limit='2GB'`` that saves writing the table (9.8 s) and reading it back
+      from the spill (5.7 s); the run took 115.7-117.2 s against 134.5-165.4 s. Only when both
+      reads see the same rows: the run's snapshot, or the source read in place inside the
+      caller's transaction, which it holds until the first rewrite
       (:func:`sqlanon.mondrian.sample.run_sample`) -- not a source read directly by its integer
       key.
 
@@ -208,5 +210,5 @@ def reads_work_as_view(engine: Engine, spec: Spec, strategy: str) -> bool:
     if spec.single is not None or spec.suppression or engine.distributed:
         return False
     if strategy == "sample":
-        return not (spec.key is not None and spec.key.direct)
+        return engine.samples_views and not (spec.key is not None and spec.key.direct)
     return strategy == "levels" and 0 < spec.source.rows <= spec.memory_rows
