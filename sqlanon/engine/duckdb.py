@@ -35,7 +35,7 @@ class DuckDBEngine(Engine):
     #: table is held at once).
     split_lookups = True
     #: The sample's hash filter runs before the view's lookups (:meth:`sample`): Rothko-S's first
-    #: round rewrites from the view (100M Agrawal rows under memory_limit='2GB': 115.7-122.1 s
+    #: round rewrites from the view (100M Agrawal rows under memory_limit='2GB': 114.6-122.1 s
     #: against 134.5-165.4 s from a written table).
     samples_views = True
     render_in_place = True  # see Engine.render_in_place

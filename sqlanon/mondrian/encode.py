@@ -199,7 +199,7 @@ def reads_work_as_view(engine: Engine, spec: Spec, strategy: str) -> bool:
       and the rewrite then writes it. Over a view the rewrite encodes, walks the tree and sorts
       in one statement, and the encoded rows are not written first: at 100M Agrawal rows under
       DuckDB's ``memory_limit='2GB'`` that saves writing the table (9.8 s) and reading it back
-      from the spill (5.7 s); the runs took 115.7-122.1 s against 134.5-165.4 s. Only when both
+      from the spill (5.7 s); the runs took 114.6-122.1 s against 134.5-165.4 s. Only when both
       reads see the same rows: the run's snapshot, or the source read in place inside the
       caller's transaction, which it holds until the first rewrite
       (:func:`sqlanon.mondrian.sample.run_sample`) -- not a source read directly by its integer
