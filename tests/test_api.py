@@ -233,6 +233,18 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
         pd.testing.assert_frame_equal(rules, results[0][1])  # same regions, same numbering
 
 
+def duckdb_statements(monkeypatch) -> list[str]:
+    """The SQL of every statement DuckDB engines run or fetch rows of from now on, in order (the
+    list fills as they run)."""
+    from sqlanon.engine.duckdb import DuckDBEngine
+    statements: list[str] = []
+    for method in ("_run", "_fetch_numpy", "_fetch_rows"):
+        original = getattr(DuckDBEngine, method)
+        monkeypatch.setattr(DuckDBEngine, method,
+                            lambda self, sql, original=original: (statements.append(sql), original(self, sql))[1])
+    return statements
+
+
 @pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("memory_rows, suppression, dropped_early", [(50, 0.0, True), (0, 0.0, False), (50, 0.05, False)])
 def test_the_working_table_is_dropped_before_the_publication_when_it_does_not_read_it(
@@ -241,14 +253,11 @@ def test_the_working_table_is_dropped_before_the_publication_when_it_does_not_re
     table, so the working table is dropped before the publication's transaction begins (inside
     it DuckDB would keep its blocks to the commit). Rows finished in SQL (``memory_rows=0``) or
     suppressed rows are read from it: then it is dropped only after the publication."""
-    from sqlanon.engine.duckdb import DuckDBEngine
     rng = np.random.default_rng(4)
     df = pd.DataFrame({"a": rng.integers(0, 90, 600), "b": rng.integers(0, 7, 600), "s": rng.integers(0, 3, 600)})
     con = duckdb.connect()
     load(con, df)
-    statements: list[str] = []
-    run = DuckDBEngine._run
-    monkeypatch.setattr(DuckDBEngine, "_run", lambda self, sql: (statements.append(sql), run(self, sql))[1])
+    statements = duckdb_statements(monkeypatch)
     release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=8, memory_rows=memory_rows, suppression=suppression)
     assert release.verification.ok and not temp_objects(con)
     # the working table the publication could read: of the run's working tables (rewritten per

@@ -28,7 +28,7 @@ from sqlanon.mondrian.hypotheses import (
 )
 from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
-from tests.test_api import _null, check_release, load, partition_of, rules_frame, tables
+from tests.test_api import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables
 from tests.test_workload import judge, workloads
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
@@ -330,11 +330,8 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
     does not pin, is encoded to a table. Either way the release is the one a table gives, also
     with several rounds, pruning and partitions handed to Rothko-T."""
     from sqlanon import api
-    from sqlanon.engine.duckdb import DuckDBEngine
 
-    statements: list[str] = []
-    run_ = DuckDBEngine._run
-    monkeypatch.setattr(DuckDBEngine, "_run", lambda self, sql: (statements.append(sql), run_(self, sql))[1])
+    statements = duckdb_statements(monkeypatch)
     con = duckdb.connect()
     load(con, _skewed(rows, seed))
     kw = dict(qid=["a", "b", "c"], k=k, strategy="sample", sample_rows=sample_rows, confidence=confidence,
@@ -349,7 +346,9 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
         rewrite = next(i for i, sql in enumerate(statements) if re.match(r'CREATE TEMPORARY TABLE "__sqlanon_\w+_work\d+"', sql))
         begin = max(i for i, sql in enumerate(statements[:rewrite]) if sql.startswith("BEGIN"))
         commit = next(i for i, sql in enumerate(statements) if i > begin and sql.startswith("COMMIT"))
-        finish = next((i for i, sql in enumerate(statements) if '_batches"' in sql), len(statements))
+        # the finish's first fetch of a batch (none when Rothko-T finished every leaf in SQL)
+        finish = next((i for i, sql in enumerate(statements) if sql.startswith("SELECT") and '_batches"' in sql),
+                      len(statements))
         assert begin < rewrite < commit < finish
     with_view = (partition_of(con, release.view), rules_frame(con, release))
     monkeypatch.setattr(api, "reads_work_as_view", lambda *a: False)
