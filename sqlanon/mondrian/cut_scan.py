@@ -169,9 +169,18 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
             stop = min(i + _BLOCK, end - 1)
             for v in range(len(left)):  # (a slice assignment costs more on a block)
                 before[v] = left[v]
-            for r in range(i, stop):
-                for u in range(T_c):
-                    left[label[q, u, r]] += 1
+            for u in range(T_c):  # label by label, a count in a register
+                first = off[u]
+                if off[u + 1] - first == 2:  # two values: the second's count is the sum of the slots
+                    ones = 0
+                    for r in range(i, stop):
+                        ones += label[q, u, r]
+                    ones -= first * (stop - i)
+                    left[first + 1] += ones
+                    left[first] += stop - i - ones
+                else:
+                    for r in range(i, stop):
+                        left[label[q, u, r]] += 1
             for u in range(T_n):  # target by target, the sums in registers
                 s1, s2 = left_moments[u, 1], left_moments[u, 2]
                 before_moments[u, 1], before_moments[u, 2] = s1, s2
