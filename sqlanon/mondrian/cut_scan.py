@@ -124,16 +124,24 @@ def _pick(ranked, ok, cuts, scores, min_gain):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
           normalize, tie):
-    """Score every allowable cut of QI ``q`` in one pass down its list (rows ``s .. s+m-1`` in
-    code order). Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's
-    cut (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
+    """Score every allowable cut of QI ``q`` down its list (rows ``s .. s+m-1`` in code order).
+    Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's cut
+    (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
     and the most balanced one (:func:`_median_cut`: the QI has an allowable cut iff it is one).
 
     A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
     :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
     :func:`_margin`, so its key is certainly larger (see there). Where every label has at most
-    :data:`_BOX_VALUES` values, blocks of :data:`_BLOCK` rows are first ruled out whole where
-    :func:`_box_bound` and :func:`_moment_bound` allow.
+    :data:`_BOX_VALUES` values, the allowable cuts are taken in blocks of :data:`_BLOCK` rows:
+    a first pass adds the rows up, keeping each block's running sums at its start and a lower
+    bound of its cuts' estimates (:func:`_box_bound`, :func:`_moment_bound`); the block of the
+    lowest bound is scored first, then the others in order, each ruled out whole where its
+    bound exceeds the best estimate so far by the margin. (Scored in order, a target that
+    follows the QI improves the best at nearly every block up to its peak: 60 % of the blocks
+    scored, against under 1 % from the most promising block on.) The running sums a block
+    starts from are the first pass's, row by row as a single pass takes them, so every cut is
+    scored from the same numbers in any order of the blocks; the smallest ``(key, balance,
+    code)`` wins whatever the order.
 
     Compiled with numpy's error model (no check for a zero divisor, which costs the row loop a
     third of its speed): every division here has a positive divisor — ``ln 2``, ``tie``, and
@@ -143,10 +151,64 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
     median_c, median_l = _median_cut(code, q, s, m)
     if median_l < least or m - median_l < least:  # no allowable cut (the window is symmetric)
         return False, 0, 0, 0.0, 0.0, median_c, median_l
+    # the cuts allowed are after rows first .. last (least .. m - least rows left)
+    first = s + least - 1
+    last = s + m - least - 1
+    nb = (last - first) // _BLOCK + 1
+    slots = left.shape[0]
+    at_left = np.empty((nb, slots), dtype=left.dtype)  # each block's running sums at its start
+    at_moments = np.empty((nb, T_n, 2), dtype=left_moments.dtype)
+    bound = np.full(nb, -np.inf)
+    boxes, cap = _boxes(m, moments, partition, off, table, normalize)
+    centre, low, high = _centres(m, moments)
     left[:] = 0
-    left_moments[:, :] = 0
-    nl = 0
-    end = s + m
+    for r in range(s, first):
+        for u in range(T_c):
+            left[label[q, u, r]] += 1
+    for u in range(T_n):
+        s1, s2 = left_moments.dtype.type(0), left_moments.dtype.type(0)
+        for r in range(s, first):
+            x = value[q, u, r]
+            s1 += x
+            s2 += x * x
+        left_moments[u, 1], left_moments[u, 2] = s1, s2
+    # First pass: each block's start and bound.
+    for k in range(nb):
+        i = first + k * _BLOCK
+        stop = min(i + _BLOCK, last + 1)
+        for v in range(slots):
+            at_left[k, v] = left[v]
+        for u in range(T_c):  # label by label, a count in a register
+            lo_slot = off[u]
+            if off[u + 1] - lo_slot == 2:  # two values: the second's count is the sum of the slots
+                ones = 0
+                for r in range(i, stop):
+                    ones += label[q, u, r]
+                ones -= lo_slot * (stop - i)
+                left[lo_slot + 1] += ones
+                left[lo_slot] += stop - i - ones
+            else:
+                for r in range(i, stop):
+                    left[label[q, u, r]] += 1
+        for u in range(T_n):  # target by target, the sums in registers
+            s1, s2 = left_moments[u, 1], left_moments[u, 2]
+            at_moments[k, u, 0], at_moments[k, u, 1] = s1, s2
+            lo, hi = np.inf, -np.inf
+            for r in range(i, stop):  # after row r, r - s + 1 rows left
+                x = value[q, u, r]
+                s1 += x
+                s2 += x * x
+                e = np.float64(s1) - np.float64(r - s + 1) * centre[u]
+                lo = min(lo, e)
+                hi = max(hi, e)
+            left_moments[u, 1], left_moments[u, 2] = s1, s2
+            low[u], high[u] = lo, hi
+        if boxes:
+            nl = i - s
+            bound[k] = (_box_bound(at_left[k], left, whole, partition, off, table, normalize)
+                        + _moment_bound(nl + 1, nl + stop - i, m, low, high, centre, moments, partition, off,
+                                        normalize))
+    # Second pass: the most promising block, then the others in order.
     found = False
     best_c = 0
     best_l = 0
@@ -156,83 +218,45 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
     best_estimate = 0.0
     best_size = 0.0
     scale = base if base > 0 else 1.0
-    boxes, cap = _boxes(m, moments, partition, off, table, normalize)
-    before = left.copy()
-    before_moments = left_moments.copy()
-    centre, low, high = _centres(m, moments)
-    checked = s  # rows before this one were ruled in (scanned cut by cut)
-    i = s
-    # One row at a time, a cut after each row that is the last of its code (a loop per code
-    # would exit unpredictably where codes are held by one or two rows each).
-    while i < end - 1:
-        if boxes and found and i >= checked:
-            stop = min(i + _BLOCK, end - 1)
-            for v in range(len(left)):  # (a slice assignment costs more on a block)
-                before[v] = left[v]
-            for u in range(T_c):  # label by label, a count in a register
-                first = off[u]
-                if off[u + 1] - first == 2:  # two values: the second's count is the sum of the slots
-                    ones = 0
-                    for r in range(i, stop):
-                        ones += label[q, u, r]
-                    ones -= first * (stop - i)
-                    left[first + 1] += ones
-                    left[first] += stop - i - ones
-                else:
-                    for r in range(i, stop):
-                        left[label[q, u, r]] += 1
-            for u in range(T_n):  # target by target, the sums in registers
-                s1, s2 = left_moments[u, 1], left_moments[u, 2]
-                before_moments[u, 1], before_moments[u, 2] = s1, s2
-                lo, hi = np.inf, -np.inf
-                at = np.float64(nl - i + 1)
-                for r in range(i, stop):
-                    x = value[q, u, r]
-                    s1 += x
-                    s2 += x * x
-                    e = np.float64(s1) - (at + r) * centre[u]
-                    lo = min(lo, e)
-                    hi = max(hi, e)
-                left_moments[u, 1], left_moments[u, 2] = s1, s2
-                low[u], high[u] = lo, hi
-            bound = (_box_bound(before, left, whole, partition, off, table, normalize)
-                     + _moment_bound(nl + 1, nl + stop - i, m, low, high, centre, moments, partition, off, normalize))
-            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
-                nl += stop - i  # no cut of the block can win: skip it
-                i = stop
-                if m - nl < least:
-                    break
-                continue
-            left[:] = before
-            for u in range(T_n):
-                left_moments[u, 1], left_moments[u, 2] = before_moments[u, 1], before_moments[u, 2]
-            checked = stop
-        for u in range(T_c):
-            left[label[q, u, i]] += 1
+    lead = np.argmin(bound)
+    for t in range(-1, nb):
+        k = lead if t < 0 else t
+        if t == lead:
+            continue
+        if found and bound[k] - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
+            continue  # no cut of the block can win
+        i = first + k * _BLOCK
+        stop = min(i + _BLOCK, last + 1)
+        for v in range(slots):
+            left[v] = at_left[k, v]
         for u in range(T_n):
-            x = value[q, u, i]
-            left_moments[u, 1] += x
-            left_moments[u, 2] += x * x
-        nl += 1
-        i += 1
-        if nl < least:
-            continue
-        if m - nl < least:  # and beyond
-            break
-        here = code[q, i - 1]
-        if here == code[q, i]:
-            continue
-        balance = abs(2 * nl - m)
-        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
-        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
-            continue
-        impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
-        key = sk.cut_key(impurity, base, tie)
-        if not found or key < best_key or (key == best_key and balance < best_balance):
-            found = True
-            best_c, best_l, best_key, best_balance = here, nl, key, balance
-            best_gain = sk.cut_gain(impurity, base, m)
-            best_estimate, best_size = estimate, size
+            left_moments[u, 1], left_moments[u, 2] = at_moments[k, u, 0], at_moments[k, u, 1]
+        nl = i - s
+        # One row at a time, a cut after each row that is the last of its code (a loop per code
+        # would exit unpredictably where codes are held by one or two rows each).
+        for r in range(i, stop):
+            for u in range(T_c):
+                left[label[q, u, r]] += 1
+            for u in range(T_n):
+                x = value[q, u, r]
+                left_moments[u, 1] += x
+                left_moments[u, 2] += x * x
+            nl += 1
+            here = code[q, r]
+            if here == code[q, r + 1]:
+                continue
+            balance = abs(2 * nl - m)
+            estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
+            if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
+                continue
+            impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
+            key = sk.cut_key(impurity, base, tie)
+            if not found or key < best_key or (key == best_key and (balance < best_balance or (
+                    balance == best_balance and here < best_c))):
+                found = True
+                best_c, best_l, best_key, best_balance = here, nl, key, balance
+                best_gain = sk.cut_gain(impurity, base, m)
+                best_estimate, best_size = estimate, size
     return found, best_c, best_l, best_key, best_gain, median_c, median_l
 
 
