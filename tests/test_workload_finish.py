@@ -233,6 +233,28 @@ def test_a_narrow_child_is_taken_out_of_its_wide_parents_histograms(monkeypatch,
     assert "_take_out" in calls and calls.count("_count") > 1  # the root's, and a wide smaller child's
 
 
+@given(st.integers(1, 3000), st.integers(1, 3), st.integers(1, 5), st.sampled_from([1e-3, 1.0, 1e6, 1e300]),
+       st.booleans(), st.integers(0, 2**32 - 1))
+@settings(max_examples=150, deadline=None)
+def test_canonical_order_is_a_stable_sort_by_partition_then_targets(M, T_n, parts, scale, zeros, seed):
+    """The float targets' order (radix passes over their bits): numpy's stable lexsort of
+    (partition, first target, ...), negatives, infinities, NaNs and many ties included; with
+    both zeros, -0.0 before 0.0 — rows tied hold the same bits."""
+    rng = np.random.default_rng(seed)
+    value = rng.choice(np.r_[rng.normal(0, scale, 6), -np.inf, np.inf, np.nan], size=(T_n, M))
+    if zeros:
+        value[:, rng.random(M) < 0.3] = rng.choice([-0.0, 0.0])
+        value[0, rng.random(M) < 0.3] = -0.0
+    cuts = np.sort(rng.integers(0, M + 1, parts - 1))
+    seg_n = np.diff(np.concatenate(([0], cuts, [M])))
+    seg_n = seg_n[seg_n > 0]
+    order = workload_finish._canonical_order(value, seg_n)
+    part = np.repeat(np.arange(len(seg_n)), seg_n)
+    bits = [np.where(np.signbit(value[u]), -1.0, 1.0) for u in range(T_n)]  # -0.0 before 0.0
+    expected = np.lexsort([x for u in range(T_n - 1, -1, -1) for x in (bits[u], value[u])] + [part])
+    np.testing.assert_array_equal(order, expected)
+
+
 @given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 70_000, 2**20, 2**31 - 1]), st.integers(1, 6),
        st.integers(0, 2**32 - 1))
 @settings(max_examples=150, deadline=None)
