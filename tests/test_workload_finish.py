@@ -366,10 +366,11 @@ def test_c_ln_c_table_beyond_two_to_the_23():
     assert xlogx_table(XLOGX_ROWS) is None
 
 
-def test_default_memory_rows_caps_only_the_level_by_level_workload_finish():
-    """Without ``memory_rows=``, a workload criterion the depth-first finish takes keeps the
-    engine-sized budget (a 10M-row table is finished in memory: faster than SQL levels), the
-    others are capped at 2M rows (the SQL levels beat the level-by-level numpy finish)."""
+def test_default_memory_rows_caps_only_the_level_by_level_finish():
+    """Without ``memory_rows=``, a request a depth-first finish takes (Median or a workload
+    criterion under k-anonymity alone) keeps the engine-sized budget (a 10M-row table is
+    finished in memory: faster than SQL levels), the others are capped at 2M rows (the SQL
+    levels beat the level-by-level numpy finish)."""
     from sqlanon.engine import engine_for
     from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows, resolve
 
@@ -385,6 +386,9 @@ def test_default_memory_rows_caps_only_the_level_by_level_workload_finish():
         return resolve(engine, "t", list(qid), 5, **kw).memory_rows
 
     assert rows() == sized  # Median
+    assert rows(sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # Median under l-diversity: level by level
+    assert rows(("a", "h"), hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
+    assert rows(suppression=0.1) == DEFAULT_MEMORY_ROWS
     assert rows(target="y") == sized  # InfoGain
     assert rows(target="v") == sized  # Regression on an integer target: summed exactly
     assert rows(target=["y", "v"]) == sized  # Targets

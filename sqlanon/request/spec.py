@@ -154,15 +154,17 @@ class Spec:
 
 
 def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool:
-    """Whether a workload criterion's request is one the compiled depth-first finish takes
-    (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch): InfoGain,
-    Regression or Targets under k-anonymity alone, every QI ordered, numeric targets all integers
-    or all floats, no suppression budget."""
+    """Whether the request is one a compiled depth-first finish takes: Median under k-anonymity
+    alone (:func:`sqlanon.mondrian.median_finish.applies`), or InfoGain, Regression or Targets
+    under k-anonymity alone with numeric targets all integers or all floats
+    (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch); every QI
+    ordered, no suppression budget."""
     c = workload.criterion
     exact = {s.name: s.exact for s in workload.numeric_stats}
-    return (type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
-            and len({exact.get(name, False) for name in c.numeric_columns}) <= 1
-            and len(workload.constraints) > 0 and all(type(x) is KAnonymity for x in workload.constraints)
+    criterion = type(c) is Median or (
+        type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
+        and len({exact.get(name, False) for name in c.numeric_columns}) <= 1)
+    return (criterion and len(workload.constraints) > 0 and all(type(x) is KAnonymity for x in workload.constraints)
             and all(q.kind != "hierarchy" for q in qis) and fraction == 0)
 
 
@@ -304,12 +306,13 @@ def resolve(
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
                        given)
-    if sized and not isinstance(workload.criterion, Median) and not _depth_first(workload, qis, fraction):
-        # the workload criteria judge every QI at every level: on partitions of millions of rows
-        # the SQL levels (DuckDB's parallel GROUP BYs) are faster than the level-by-level numpy
-        # finish (measured at 10M rows: InfoGain 48 s all in memory against 20-40 s with SQL
-        # levels); the compiled depth-first finish is faster than both (InfoGain on C2 at 10M:
-        # 22.5 s all in memory, 31.7 s with SQL levels down to 2M rows)
+    if sized and not _depth_first(workload, qis, fraction):
+        # on partitions of millions of rows the SQL levels (DuckDB's parallel GROUP BYs) are
+        # faster than the level-by-level numpy finish (measured at 10M rows: InfoGain 48 s all in
+        # memory against 20-40 s with SQL levels; Median with entropy l-diversity 59.6 s in
+        # memory against 5.5 s of SQL levels and 35.2 s in memory); the compiled depth-first
+        # finishes are faster than both (InfoGain on C2 at 10M: 22.5 s all in memory, 31.7 s with
+        # SQL levels down to 2M rows)
         memory_rows = min(memory_rows, DEFAULT_MEMORY_ROWS)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
 
