@@ -258,15 +258,24 @@ def test_canonical_order_is_a_stable_sort_by_partition_then_targets(M, T_n, part
 @given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 70_000, 2**20, 2**31 - 1]), st.integers(1, 6),
        st.integers(0, 2**32 - 1))
 @settings(max_examples=150, deadline=None)
-def test_segment_order_is_a_stable_sort_by_partition_then_code(M, width, parts, seed):
-    """The attribute lists' order of a batch of several partitions (one counting pass, or two
-    16-bit digits beyond 2^16 codes in a partition): by partition, then code, ties by row."""
+def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts, seed):
+    """One QI's list of a batch of several partitions (one counting pass, or two 16-bit digits
+    beyond 2^16 codes in a partition): the rows by partition, then code, ties by row, each with
+    its code, label slots and targets."""
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, width, M).astype(np.int32)
     cuts = np.sort(rng.choice(np.arange(1, M), min(parts - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
     seg_n = np.diff(np.concatenate(([0], cuts, [M]))).astype(np.int64)
+    label = rng.integers(0, 5, (2, M)).astype(np.int32)
+    value = rng.normal(size=(1, M))
+    row, code = np.empty(M, np.int32), np.empty(M, np.int32)
+    list_label, list_value = np.empty((2, M), np.int16), np.empty((1, M))
+    workload_finish._segment_lists(codes, seg_n, label, value, row, code, list_label, list_value)
     expected = np.lexsort((np.arange(M), codes, np.repeat(np.arange(len(seg_n)), seg_n)))
-    np.testing.assert_array_equal(workload_finish._segment_order(codes, seg_n), expected)
+    np.testing.assert_array_equal(row, expected)
+    np.testing.assert_array_equal(code, codes[expected])
+    np.testing.assert_array_equal(list_label, label[:, expected])
+    np.testing.assert_array_equal(list_value, value[:, expected])
 
 
 @given(st.integers(0, 9000), st.integers(1, 5), st.integers(1, 3), st.integers(0, 2**32 - 1))

@@ -296,8 +296,9 @@ class _Lists:
                 return
             code = codes[j] if order is None else _take(codes[j], order)  # the regions' codes
             if len(seg_n) > 1:  # each partition's rows sorted in place: the scatter stays in cache
-                by_code = _segment_order(code, seg_n)
-            elif int(code.max(initial=0)) < 2 * M + 1024:  # a counting pass
+                _segment_lists(code, seg_n, label, value, out.row[j], out.code[j], out.label[j], out.value[j])
+                return
+            if int(code.max(initial=0)) < 2 * M + 1024:  # a counting pass
                 by_code = _counting_order(code)
             else:  # a wide code range (a batch of a large table): a sort
                 by_code = sort_and_group(np.zeros(M, dtype=np.int64), code)[0]
@@ -680,15 +681,25 @@ def _counting_order(codes):
 
 
 @njit(nogil=True, cache=True)
-def _segment_order(codes, seg_n):
-    """The rows sorted by (partition, code), ties in row order, partition by partition (rows
-    arrive partition by partition): a counting pass over the partition's code range where it
-    spans at most 2^16 codes, else two stable passes of 16-bit digits (least significant first).
-    One partition's scatter stays within its rows, where two passes over the whole batch
-    scatter across all of it (four times slower at 10M rows in 86 partitions)."""
-    M = len(codes)
-    order = np.empty(M, dtype=np.int64)
-    tmp = np.empty(M, dtype=np.int64)
+def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value):
+    """One QI's list of a batch of several partitions (rows arrive partition by partition): per
+    partition its rows sorted by code, ties in row order, with their positions, codes, label
+    slots and targets — a counting pass over the partition's code range where it spans at most
+    2^16 codes, else two stable passes of 16-bit digits (least significant first) through a
+    spare of the partition's size. Each pass reads its rows in order and writes them where they
+    go: a sort of positions and then a gather of every field by position read them at random
+    (at 10M rows in 16 partitions of 500K codes, 0.38-0.40 s against 0.68-0.79 s). One
+    partition's scatter stays within its rows, where two passes over the whole batch scatter
+    across all of it (four times slower at 10M rows in 86 partitions)."""
+    widest = 0
+    for p in range(len(seg_n)):
+        widest = max(widest, seg_n[p])
+    T_c = label.shape[0]
+    T_n = value.shape[0]
+    spare_row = np.empty(widest, dtype=np.int32)
+    spare_code = np.empty(widest, dtype=np.int32)
+    spare_label = np.empty((T_c, widest), dtype=list_label.dtype)
+    spare_value = np.empty((T_n, widest), dtype=list_value.dtype)
     count = np.zeros(2**16 + 1, dtype=np.int64)
     s = 0
     for p in range(len(seg_n)):
@@ -699,28 +710,55 @@ def _segment_order(codes, seg_n):
             lo = min(lo, codes[i])
             hi = max(hi, codes[i])
         width = np.int64(hi) - np.int64(lo) + 1
-        if width <= 2**16:
-            _digit_pass(codes, lo, 0, 2**16 - 1, s, e, np.arange(s, e), order, count, width)
-        else:
-            _digit_pass(codes, lo, 0, 2**16 - 1, s, e, np.arange(s, e), tmp, count, 2**16)
-            _digit_pass(codes, lo, 16, 2**16 - 1, s, e, tmp[s:e], order, count, ((width - 1) >> 16) + 1)
+        if width <= 2**16:  # one pass: the rows straight into the list
+            count[:width + 1] = 0
+            for i in range(s, e):
+                count[np.int64(codes[i]) - lo + 1] += 1
+            for c in range(width):
+                count[c + 1] += count[c]
+            for i in range(s, e):
+                g = np.int64(codes[i]) - lo
+                at = s + count[g]
+                count[g] += 1
+                row[at] = i
+                code[at] = codes[i]
+                for u in range(T_c):
+                    list_label[u, at] = label[u, i]
+                for u in range(T_n):
+                    list_value[u, at] = value[u, i]
+        else:  # the low digit into the spare, then the high digit into the list
+            count[:] = 0
+            for i in range(s, e):
+                count[((np.int64(codes[i]) - lo) & 0xFFFF) + 1] += 1
+            for c in range(2**16):
+                count[c + 1] += count[c]
+            for i in range(s, e):
+                g = (np.int64(codes[i]) - lo) & 0xFFFF
+                at = count[g]
+                count[g] += 1
+                spare_row[at] = i
+                spare_code[at] = codes[i]
+                for u in range(T_c):
+                    spare_label[u, at] = label[u, i]
+                for u in range(T_n):
+                    spare_value[u, at] = value[u, i]
+            high = ((width - 1) >> 16) + 1
+            count[:high + 1] = 0
+            for i in range(e - s):
+                count[((np.int64(spare_code[i]) - lo) >> 16) + 1] += 1
+            for c in range(high):
+                count[c + 1] += count[c]
+            for i in range(e - s):
+                g = (np.int64(spare_code[i]) - lo) >> 16
+                at = s + count[g]
+                count[g] += 1
+                row[at] = spare_row[i]
+                code[at] = spare_code[i]
+                for u in range(T_c):
+                    list_label[u, at] = spare_label[u, i]
+                for u in range(T_n):
+                    list_value[u, at] = spare_value[u, i]
         s = e
-    return order
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _digit_pass(codes, lo, shift, mask, s, e, src, dst, count, width):
-    """One stable counting pass: the rows ``src`` (of ``s .. e-1``) into ``dst[s:e]`` by the
-    digit ``((code - lo) >> shift) & mask``, of ``width`` values."""
-    count[:width + 1] = 0
-    for r in src:
-        count[((np.int64(codes[r]) - lo) >> shift & mask) + 1] += 1
-    for c in range(width):
-        count[c + 1] += count[c]
-    for r in src:
-        g = (np.int64(codes[r]) - lo) >> shift & mask
-        dst[s + count[g]] = r
-        count[g] += 1
 
 
 @njit(nogil=True, cache=True)
