@@ -209,21 +209,14 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
                         + _moment_bound(nl + 1, nl + stop - i, m, low, high, centre, moments, partition, off,
                                         normalize))
     # Second pass: the most promising block, then the others in order.
-    found = False
-    best_c = 0
-    best_l = 0
-    best_key = 0.0
-    best_balance = 0
-    best_gain = 0.0
-    best_estimate = 0.0
-    best_size = 0.0
+    best = _NONE  # found, cut, rows left, key, balance, gain, estimate, size
     scale = base if base > 0 else 1.0
     lead = np.argmin(bound)
     for t in range(-1, nb):
         k = lead if t < 0 else t
         if t == lead:
             continue
-        if found and bound[k] - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
+        if best[0] and bound[k] - best[6] > _margin(scale, tie, cap, best[7]) + cap * 2.0**-40:
             continue  # no cut of the block can win
         i = first + k * _BLOCK
         stop = min(i + _BLOCK, last + 1)
@@ -245,19 +238,33 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
             here = code[q, r]
             if here == code[q, r + 1]:
                 continue
-            balance = abs(2 * nl - m)
-            estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
-            if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
-                continue
-            impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
-            key = sk.cut_key(impurity, base, tie)
-            if not found or key < best_key or (key == best_key and (balance < best_balance or (
-                    balance == best_balance and here < best_c))):
-                found = True
-                best_c, best_l, best_key, best_balance = here, nl, key, balance
-                best_gain = sk.cut_gain(impurity, base, m)
-                best_estimate, best_size = estimate, size
-    return found, best_c, best_l, best_key, best_gain, median_c, median_l
+            best = _consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
+                             normalize, base, scale, tie, best)
+    return best[0], best[1], best[2], best[3], best[5], median_c, median_l
+
+
+#: No cut yet: ``(found, cut, rows left, key, balance, gain, estimate, size)`` of :func:`_consider`.
+_NONE = (False, np.int64(0), np.int64(0), 0.0, np.int64(0), 0.0, 0.0, 0.0)
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _consider(nl, m, here, whole, left, moments, left_moments, partition, off, table, normalize, base, scale, tie,
+              best):
+    """The cut after code ``here`` (``nl`` rows left, with label counts ``left`` and target
+    moments ``left_moments``) against the best so far, ``best = (found, cut, rows left, key,
+    balance, gain, estimate, size)``: ruled out by its estimate where :func:`_margin` allows,
+    else scored exactly; it wins on the smallest ``(key, balance, code)``. Returns the best."""
+    found = best[0]
+    estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
+    if found and estimate - best[6] > _margin(scale, tie, size, best[7]):
+        return best
+    balance = abs(2 * nl - m)
+    impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
+    key = sk.cut_key(impurity, base, tie)
+    if not found or key < best[3] or (key == best[3] and (balance < best[4] or (
+            balance == best[4] and here < best[1]))):
+        return True, here, nl, key, balance, sk.cut_gain(impurity, base, m), estimate, size
+    return best
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -493,14 +500,7 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
     left[:] = 0
     left_moments[:, :] = 0
     nl = 0
-    found = False
-    best_c = 0
-    best_l = 0
-    best_key = 0.0
-    best_balance = 0
-    best_gain = 0.0
-    best_estimate = 0.0
-    best_size = 0.0
+    best = _NONE  # found, cut, rows left, key, balance, gain, estimate, size
     scale = base if base > 0 else 1.0
     boxes, cap = _boxes(m, moments, partition, off, table, normalize)
     before = left.copy()
@@ -509,7 +509,7 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
     checked = lo_code  # codes before this one were ruled in (scanned cut by cut)
     code = lo_code
     while code <= hi_code:
-        if boxes and found and code >= checked:
+        if boxes and best[0] and code >= checked:
             stop = min(code + _BLOCK, hi_code + 1)
             before[:] = left
             before_moments[:, :] = left_moments
@@ -529,7 +529,7 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
                     high[u] = max(high[u], e)
             bound = (_box_bound(before, left, whole, partition, off, table, normalize)
                      + _moment_bound(nl + 1, nl + rows, m, low, high, centre, moments, partition, off, normalize))
-            if bound - best_estimate > _margin(scale, tie, cap, best_size) + cap * 2.0**-40:
+            if bound - best[6] > _margin(scale, tie, cap, best[7]) + cap * 2.0**-40:
                 nl += rows  # no cut of the block can win: skip it
                 code = stop
                 if m - nl < least:
@@ -554,15 +554,6 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
             continue
         if m - nl < least:
             break
-        balance = abs(2 * nl - m)
-        estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
-        if found and estimate - best_estimate > _margin(scale, tie, size, best_size):
-            continue
-        impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
-        key = sk.cut_key(impurity, base, tie)
-        if not found or key < best_key or (key == best_key and balance < best_balance):
-            found = True
-            best_c, best_l, best_key, best_balance = here, nl, key, balance
-            best_gain = sk.cut_gain(impurity, base, m)
-            best_estimate, best_size = estimate, size
-    return found, best_c, best_l, best_key, best_gain, median_c, median_l
+        best = _consider(nl, m, here, whole, left, moments, left_moments, partition, off, table, normalize, base,
+                         scale, tie, best)
+    return best[0], best[1], best[2], best[3], best[5], median_c, median_l
