@@ -1090,7 +1090,7 @@ def _canonical_order(value: np.ndarray, seg_n: np.ndarray) -> np.ndarray:
 
     A stable least-significant-digit radix sort, 16 bits a pass, of each float's bits made to
     sort as unsigned integers (the last target's first, the partition last): numpy's stable
-    argsort of 10M floats took 2.8 s, these passes 0.4 s."""
+    argsort of 10M floats took 2.8 s in the finish, these passes 0.6 s."""
     M = value.shape[1]
     order = np.arange(M, dtype=np.int64)
     spare = np.empty(M, dtype=np.int64)
