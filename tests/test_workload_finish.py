@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, median_finish, workload_finish
+from sqlanon.mondrian import builder, histograms, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from sqlanon.model.constraints import XLOGX_ROWS, EntropyLDiversity, KAnonymity, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
@@ -118,15 +118,15 @@ def batches(draw, rows: tuple[int, int] = (1, 900)):
 
 
 @contextlib.contextmanager
-def setting(name: str, value) -> Iterator[None]:
-    """One of workload_finish's module settings changed for the block (hypothesis tests take
-    no function-scoped monkeypatch)."""
-    saved = getattr(workload_finish, name)
-    setattr(workload_finish, name, value)
+def setting(name: str, value, module=workload_finish) -> Iterator[None]:
+    """One of a module's settings (workload_finish's by default) changed for the block
+    (hypothesis tests take no function-scoped monkeypatch)."""
+    saved = getattr(module, name)
+    setattr(module, name, value)
     try:
         yield
     finally:
-        setattr(workload_finish, name, saved)
+        setattr(module, name, saved)
 
 
 CRITERIA = st.sampled_from([
@@ -165,7 +165,7 @@ def test_wide_nodes_split_on_histograms_give_the_same(case, criterion, threads, 
     """The nodes wider than ``wide`` rows split on histograms with sibling subtraction (0:
     every node, leaves included; then the attribute lists take the narrower ones): the same
     leaves, ids and rows as the level-by-level finish."""
-    with setting("_HIST_WIDE", wide):
+    with setting("_HIST_WIDE", wide, histograms):
         assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
 
 
@@ -198,9 +198,9 @@ def test_float_sums_hang_on_no_row_order_even_at_exact_ties(monkeypatch, seed):
 def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
     """The phase runs where a partition is wider than the threshold (it is not skipped)."""
     calls = []
-    real = workload_finish._Histograms.grow
-    monkeypatch.setattr(workload_finish._Histograms, "grow", lambda self, *a: calls.append(self.wide) or real(self, *a))
-    monkeypatch.setattr(workload_finish, "_HIST_WIDE", 10)
+    real = histograms._Histograms.grow
+    monkeypatch.setattr(histograms._Histograms, "grow", lambda self, *a: calls.append(self.wide) or real(self, *a))
+    monkeypatch.setattr(histograms, "_HIST_WIDE", 10)
     case = one_batch(np.random.default_rng(4), 400, 2, 30, labels=3, spread=9)
     assert_same(finish(case, InfoGain("y"), True), finish(case, InfoGain("y"), False))
     assert calls == [10]
@@ -224,10 +224,10 @@ def test_a_narrow_child_is_taken_out_of_its_wide_parents_histograms(monkeypatch,
     and the leaves, ids and rows are the level-by-level finish's."""
     calls: list[str] = []
     for name in ("_take_out", "_count"):
-        real = getattr(workload_finish._Histograms, name)
-        monkeypatch.setattr(workload_finish._Histograms, name,
+        real = getattr(histograms._Histograms, name)
+        monkeypatch.setattr(histograms._Histograms, name,
                             lambda self, *a, real=real, name=name: calls.append(name) or real(self, *a))
-    monkeypatch.setattr(workload_finish, "_HIST_WIDE", 60)
+    monkeypatch.setattr(histograms, "_HIST_WIDE", 60)
     case = one_batch(np.random.default_rng(7), 3000, 3, 400, labels=2, spread=500)
     assert_same(finish(case, criterion, True), finish(case, criterion, False))
     assert "_take_out" in calls and calls.count("_count") > 1  # the root's, and a wide smaller child's

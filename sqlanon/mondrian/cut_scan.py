@@ -14,6 +14,11 @@ of the left sums about the node's mean). Then a block costs a pass adding up its
 its cuts cost an estimate each — LSD on a target unrelated to the QI scored nearly every cut,
 16 ns per row of a list against 4 with the blocks. What is scored is scored exactly, so the
 choice is unchanged (``tests/test_cut_scan.py`` scores every cut).
+
+Both finishes' phases (the attribute lists, :mod:`sqlanon.mondrian.workload_finish`, and the
+histograms, :mod:`sqlanon.mondrian.histograms`) read here what a decision takes besides the rows
+(:class:`_Request`), the node's candidates in rank order (:func:`_rank`) and the scans' buffers
+(:class:`_Scratch`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,83 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from collections.abc import Sequence
+
 from ..model import score_kernels as sk
+from ..model.domain import Domain
 from .median_finish import balanced
+
+
+
+class _Request:
+    """What every split decision reads besides the rows: the QIs' positions and spans (their
+    ranking), k, the labels' slots, the ``c ln c`` table, the criterion's settings and ``tie``."""
+
+    def __init__(self, num, num_off, span, least, small, off, table, normalize, settle, min_gain, tie) -> None:
+        self.num, self.num_off, self.span, self.least, self.small = num, num_off, span, least, small
+        self.off, self.table, self.normalize, self.settle, self.min_gain = off, table, normalize, settle, min_gain
+        self.tie = tie
+
+    @classmethod
+    def of(cls, domains: Sequence[Domain], min_size: int, off: np.ndarray, table: np.ndarray, normalize: bool,
+           min_gain: float, numeric: int, tie: float) -> _Request:
+        num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
+        num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
+        span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
+        # pure in every label: the Median choice (InfoGain; Targets without numeric targets)
+        return cls(num, num_off, span, max(1, int(min_size)), 2 * int(min_size), off, table, normalize,
+                   numeric == 0, min_gain, tie)
+
+    def arrays(self) -> tuple:
+        return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
+                self.settle, self.min_gain, self.tie)
+
+
+class _Scratch:
+    """Per-scan buffers: the partition's label counts and target moments, the left child's
+    during a scan, and the partition's impurity per target."""
+
+    def __init__(self, whole, left, moments, left_moments, partition) -> None:
+        self.whole, self.left, self.partition = whole, left, partition
+        self.moments, self.left_moments = moments, left_moments
+
+    @classmethod
+    def make(cls, slots: int, T_c: int, T_n: int, kind: type) -> _Scratch:
+        """Buffers for ``slots`` label slots of ``T_c`` labels and ``T_n`` targets of ``kind``."""
+        return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros((T_n, 3), kind),
+                   np.zeros((T_n, 3), kind), np.zeros(T_c + T_n))
+
+    def share(self, other: _Scratch) -> None:
+        """Take the partition's statistics from ``other``."""
+        self.whole[:], self.moments[:], self.partition[:] = other.whole, other.moments, other.partition
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.whole, self.left, self.moments, self.left_moments, self.partition
+
+
+@njit(nogil=True, cache=True)
+def _rank(node, n, cmin, cmax, num, num_off, span, small):
+    """A node's candidate QIs in rank order: those with ``cmin < cmax``, widest normalized
+    range first, ties by position (none below ``small`` rows)."""
+    d = cmin.shape[1]
+    if n[node] < small:
+        return np.empty(0, dtype=np.int64)
+    w = np.empty(d, dtype=np.float64)
+    tried = np.zeros(d, dtype=np.bool_)
+    nr = 0
+    for j in range(d):
+        tried[j] = cmin[node, j] >= cmax[node, j]
+        nr += not tried[j]
+        w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j] if span[j] > 0 else 0.0
+    ranked = np.empty(nr, dtype=np.int64)
+    for i in range(nr):
+        j = -1
+        for q in range(d):
+            if not tried[q] and (j < 0 or w[q] > w[j]):
+                j = q
+        tried[j] = True
+        ranked[i] = j
+    return ranked
 
 
 @njit(nogil=True, cache=True)

@@ -21,7 +21,8 @@ every list but one (at 600K rows of Agrawal, 9 QIs of which 5 binned, growth too
 the all-lists time, with identical decisions).
 
 Before the lists are built, the partitions wider than a slice of the batch and than a quarter of
-its codes are split on per-node histograms with sibling subtraction (:class:`_Histograms`): a
+its codes are split on per-node histograms with sibling subtraction
+(:mod:`sqlanon.mondrian.histograms`): a
 split costs the smaller child's rows times the QIs plus the batch's codes, where the lists cost
 the partition's rows times the QIs — at 10M rows a random label's InfoGain cuts a few rows off
 partitions of millions again and again. Their scans read the same running sums at the same
@@ -94,7 +95,9 @@ from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
 from ..model.stats import sort_and_group
-from .cut_scan import _choose, _choose_sequential, _judge, _scan, _scan_bins, _settled_choice
+from .cut_scan import (_choose, _choose_sequential, _judge, _rank, _Request, _scan, _scan_bins, _Scratch,
+                       _settled_choice)
+from .histograms import _bin_extents, _Histograms
 from .median_finish import _PARALLEL_ROWS, _Table
 from .split import TIE
 
@@ -152,7 +155,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     t = _Table(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
     roots = np.arange(R, dtype=np.int64)
-    request = _Request.of(domains, min_size, off, table, normalize, float(min_gain), len(numbers))
+    request = _Request.of(domains, min_size, off, table, normalize, float(min_gain), len(numbers), TIE)
     # the batch QI by QI (a code column contiguous) and its labels and targets, once for both phases
     given = codes
     codes = _columns(codes, threads)
@@ -226,29 +229,6 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     if canon is not None:
         out["leaf"][canon] = out["leaf"].copy()
     return out
-
-
-class _Request:
-    """What every split decision reads besides the rows: the QIs' positions and spans (their
-    ranking), k, the labels' slots, the ``c ln c`` table and the criterion's settings."""
-
-    def __init__(self, num, num_off, span, least, small, off, table, normalize, settle, min_gain) -> None:
-        self.num, self.num_off, self.span, self.least, self.small = num, num_off, span, least, small
-        self.off, self.table, self.normalize, self.settle, self.min_gain = off, table, normalize, settle, min_gain
-
-    @classmethod
-    def of(cls, domains: Sequence[Domain], min_size: int, off: np.ndarray, table: np.ndarray, normalize: bool,
-           min_gain: float, numeric: int) -> _Request:
-        num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
-        num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
-        span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
-        # pure in every label: the Median choice (InfoGain; Targets without numeric targets)
-        return cls(num, num_off, span, max(1, int(min_size)), 2 * int(min_size), off, table, normalize,
-                   numeric == 0, min_gain)
-
-    def arrays(self) -> tuple:
-        return (self.num, self.num_off, self.span, self.least, self.small, self.off, self.table, self.normalize,
-                self.settle, self.min_gain, TIE)
 
 
 class _Lists:
@@ -326,6 +306,10 @@ class _Grower:
         self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
         self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=lists.value.dtype)
 
+    def _scratch(self) -> _Scratch:
+        L = self.lists
+        return _Scratch.make(int(self.request.off[-1]), L.label.shape[1], L.value.shape[1], L.value.dtype)
+
     def _spare(self, width: int) -> tuple[np.ndarray, ...]:
         L = self.lists
         return (np.empty(width, np.int32), np.empty(width, np.int32), np.empty((L.label.shape[1], width), L.label.dtype),
@@ -343,7 +327,7 @@ class _Grower:
         # each thread its own bits: rows of different subtrees share words
         return _grow(*self.lists.arrays(), *self.bins.arrays(), np.zeros(self.words, np.uint64), self.leaf_of, todo,
                      first, *self.t.arrays(), *self.request.arrays(),
-                     *_Scratch.make(self.lists, self.request.off).arrays(), *self._spare(width),
+                     *self._scratch().arrays(), *self._spare(width),
                      *self._spare_records(width), self.node_counts, self.node_moments)
 
     def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
@@ -355,7 +339,7 @@ class _Grower:
         r = self.request
         spare_records = self._spare_records(int(t.n[todo].max(initial=0)))
         none = b.count(0, 0)  # no histograms (a node without candidates, or no binned QI)
-        scratch = [_Scratch.make(L, r.off) for _ in range(d)]
+        scratch = [self._scratch() for _ in range(d)]
         spare = [self._spare(int(t.n[todo].max(initial=0))) for _ in range(threads)]
         stack = [int(x) for x in todo[::-1] if t.n[x] > defer]
         deferred = [int(x) for x in todo if t.n[x] <= defer]
@@ -380,9 +364,9 @@ class _Grower:
                     q = int(ranked[i])
                     if b.col[q] >= 0:
                         return _scan_bins(cnt, mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q], m, r.least,
-                                          *scratch[i].arrays(), base, r.off, r.table, r.normalize, TIE)
+                                          *scratch[i].arrays(), base, r.off, r.table, r.normalize, r.tie)
                     return _scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
-                                 base, r.off, r.table, r.normalize, TIE)
+                                 base, r.off, r.table, r.normalize, r.tie)
 
                 found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
             if found < 0:
@@ -412,253 +396,6 @@ class _Grower:
             for kid in (a + 1, a):  # the right child is pushed first, so the left one is grown first
                 (deferred if t.n[kid] <= defer else stack).append(kid)
         return free - first, np.array(deferred, dtype=np.int64)
-
-
-class _Scratch:
-    """Per-scan buffers: the partition's label counts and target moments, the left child's
-    during a scan, and the partition's impurity per target."""
-
-    def __init__(self, whole, left, moments, left_moments, partition) -> None:
-        self.whole, self.left, self.moments, self.left_moments, self.partition = whole, left, moments, left_moments, partition
-
-    @classmethod
-    def make(cls, lists: _Lists, off: np.ndarray) -> _Scratch:
-        return cls.make_sized(int(off[-1]), lists.label.shape[1], lists.value.shape[1], lists.value.dtype)
-
-    @classmethod
-    def make_sized(cls, slots: int, T_c: int, T_n: int, kind: type) -> _Scratch:
-        return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros((T_n, 3), kind),
-                   np.zeros((T_n, 3), kind), np.zeros(T_c + T_n))
-
-    def share(self, other: _Scratch) -> None:
-        """Take the partition's statistics from ``other``."""
-        self.whole[:], self.moments[:], self.partition[:] = other.whole, other.moments, other.partition
-
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        return self.whole, self.left, self.moments, self.left_moments, self.partition
-
-
-class _Histograms:
-    """The first phase of :func:`finish`: the partitions wider than ``wide`` rows split on
-    per-node histograms with sibling subtraction (as LightGBM's, Ke et al., NeurIPS 2017, but
-    over every code, not bins: exact).
-
-    A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows and
-    their label counts per slot side by side (``cnt``), and their targets' sums and sums of
-    squares (``mom``). Scoring ``j`` (:func:`_scan_bins`) adds up the codes in order: at each code's
-    last row :func:`_scan` holds exactly these running sums, so the cuts, keys, gains and the
-    chosen split are :func:`_scan`'s. A split reorders the node's rows in ``order`` (one array,
-    not one list per QI), counts the smaller child's histograms from its rows and leaves the
-    larger child the parent's less those (exact integers): about ``smaller child x d + codes``
-    per split where the attribute lists move ``m x d`` — the unbalanced splits of the workload
-    criteria cut a few rows off a partition of millions again and again. The rows of a node
-    stay in batch order, so every read of the batch's arrays moves forward."""
-
-    def __init__(self, codes, slots, values, lo, base, L, wide) -> None:
-        self.codes, self.slots, self.values = codes, slots, values
-        self.lo, self.base, self.L, self.wide = lo, base, L, wide
-        self.B = int(base[-1])
-        # as _Bins' (every QI binned): QI j's code c at bin shift[j] + c, codes lo[j] .. hi[j]
-        self.every = np.arange(len(lo), dtype=np.int64)
-        self.shift = base[:-1] - lo
-        self.hi = lo + np.diff(base) - 1
-
-    @classmethod
-    def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray, defer: int,
-           lo: np.ndarray, hi: np.ndarray) -> _Histograms | None:
-        """The phase for a batch (``codes`` (d, M) int32, ``slot`` (labels, M) int32, ``value``
-        (targets, M) int64 or float64, all contiguous), or None when a histogram would be too large: nodes
-        wider than ``defer`` rows and a quarter of the codes (below, scanning lists costs less
-        than the histograms' codes)."""
-        d, M = codes.shape
-        L = int(off[-1])
-        base = np.concatenate(([0], np.cumsum(hi - lo + 1))).astype(np.int64)
-        B = int(base[-1])
-        if L > _HIST_SLOTS or B * (4 + 4 * L + 16 * value.shape[0]) > _HIST_BYTES:
-            return None
-        wide = max(defer, B // 4) if _HIST_WIDE is None else _HIST_WIDE
-        return cls(codes, slot, value, lo, base, L, wide)
-
-    def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
-        """The histograms of rows ``order[s:s+m]`` (:meth:`_add`)."""
-        T_n = self.values.shape[0]
-        # zeroed pages of their own: a small child's rows touch few of them
-        h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, self.values.dtype))
-        self._add(order, s, m, *h, 1, threads)
-        return h
-
-    def _add(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, sign: int,
-             threads: int) -> None:
-        """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to the histograms ``cnt``,
-        ``mom``, QI by QI on the threads (one QI's histogram at a time stays in the caches: a
-        thread taking a share of the QIs row by row was 3-4x slower)."""
-        run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
-                                cnt, mom, self.L, sign), range(self.codes.shape[0]), threads)
-
-    def _take_out(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, threads: int) -> None:
-        """Subtract rows ``order[s:s+m]`` from the histograms ``cnt``, ``mom``, QI by QI on the
-        threads: a split that cuts a few rows off costs those rows, where counting them into
-        histograms of their own and subtracting those costs every code (at 10M rows, a random
-        label's 79 histogram splits spent 1 s zeroing and subtracting pages)."""
-        self._add(order, s, m, cnt, mom, -1, threads)
-
-    def grow(self, t: _Table, roots: np.ndarray, request: _Request,
-             threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
-        from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
-        at its ``start``), the narrow nodes, the wide leaves and the next free table row."""
-        d, M = self.codes.shape
-        T_n = self.values.shape[0]
-        R = len(roots)
-        order = np.arange(M, dtype=np.int64)
-        spare = np.empty(M, dtype=np.int64)
-        scratch = [_Scratch.make_sized(self.L, len(request.off) - 1, T_n, self.values.dtype) for _ in range(d)]
-        hists = {}
-        stack, narrow, leaves = [], [], []
-        for x in roots[::-1].tolist():
-            if t.n[x] > self.wide:
-                stack.append(x)
-                hists[x] = self._count(order, int(t.start[x]), int(t.n[x]), threads)
-            else:
-                narrow.append(x)
-        narrow.reverse()
-        free = R
-        r = request
-        while stack:
-            x = stack.pop()
-            cnt, mom = hists.pop(x)  # per code: its rows and label counts side by side; target sums
-            s, m = int(t.start[x]), int(t.n[x])
-            sc = scratch[0]
-            _bin_extents(cnt, self.L + 1, self.every, self.shift, self.lo, self.hi, t.cmin[x], t.cmax[x])
-            _hist_totals(cnt, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
-            ranked = _rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
-            found, c, at = -1, 0, 0
-            if len(ranked):
-                basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
-                if pure:
-                    # every QI binned here (``every`` >= 0): the codes are not read
-                    found, c, at = _settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
-                                                   self.L + 1, t.cmin[x], t.cmax[x])
-                else:
-                    for o in scratch[1:]:
-                        o.share(sc)
-
-                    def score(i: int) -> tuple:
-                        q = int(ranked[i])
-                        return _scan_bins(cnt, mom, self.L, self.shift[q], t.cmin[x, q],
-                                          t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
-                                          r.normalize, TIE)
-
-                    found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
-            if found < 0:
-                leaves.append(x)
-                continue
-            left = _split_order(order, spare, self.codes, found, c, s, m, at)
-            assert left == at, "a split's rows disagree with its histogram"
-            a = free
-            free += 2
-            t.attr[x], t.cut[x] = found, c
-            t.parent[a] = t.parent[a + 1] = x
-            t.child[a], t.child[a + 1] = 0, 1
-            t.depth[a] = t.depth[a + 1] = t.depth[x] + 1
-            t.start[a], t.start[a + 1] = s, s + at
-            t.n[a], t.n[a + 1] = at, m - at
-            small, large = (a, a + 1) if at <= m - at else (a + 1, a)
-            if t.n[large] > self.wide:  # the larger child's histograms: the parent's less the smaller's
-                if t.n[small] > self.wide:  # both kept: the smaller's counted, then subtracted
-                    h = self._count(order, int(t.start[small]), int(t.n[small]), threads)
-                    for mine, theirs in zip((cnt, mom), h):
-                        np.subtract(mine, theirs, out=mine)
-                    hists[small] = h
-                else:  # its rows taken out of the parent's one by one: no histogram of the codes
-                    self._take_out(order, int(t.start[small]), int(t.n[small]), cnt, mom, threads)
-                hists[large] = (cnt, mom)
-            for kid in (a + 1, a):  # the left child first
-                (stack if t.n[kid] > self.wide else narrow).append(kid)
-        return order, np.array(narrow, dtype=np.int64), np.array(leaves, dtype=np.int64), free
-
-
-#: Most label slots a histogram holds per code (beyond, the attribute lists only).
-_HIST_SLOTS = 16
-#: Largest histogram of one node (bytes): beyond, the attribute lists only.
-_HIST_BYTES = 2**28
-#: Nodes wider than this many rows are split on histograms (None: from the batch; tests set it).
-_HIST_WIDE: int | None = None
-
-
-@njit(nogil=True, cache=True)
-def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
-    """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to QI ``j``'s histogram (code
-    ``lo`` at ``base``): per code ``b``, its rows at ``cnt[b (L + 1)]`` and its label counts in
-    the ``L`` after (one cache line), its targets' sums and sums of squares in ``mom``."""
-    T_c = slot.shape[0]
-    T_n = value.shape[0]
-    W = L + 1
-    for p in range(s, s + m):
-        r = order[p]
-        b = base + codes[j, r] - lo
-        cnt[b * W] += sign
-        for u in range(T_c):
-            cnt[b * W + 1 + slot[u, r]] += sign
-        for u in range(T_n):
-            x = value[u, r]
-            mom[(b * T_n + u) * 2] += sign * x
-            mom[(b * T_n + u) * 2 + 1] += sign * x * x
-
-
-@njit(nogil=True, cache=True)
-def _hist_totals(cnt, mom, b0, b1, L, whole, moments):
-    """A node's label counts and target moments: the sums over the first QI's codes."""
-    T_n = moments.shape[0]
-    W = L + 1
-    whole[:] = 0
-    moments[:, :] = 0
-    for b in range(b0, b1):
-        if cnt[b * W] == 0:
-            continue
-        for v in range(L):
-            whole[v] += cnt[b * W + 1 + v]
-        for u in range(T_n):
-            moments[u, 0] += cnt[b * W]
-            moments[u, 1] += mom[(b * T_n + u) * 2]
-            moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
-
-
-@njit(nogil=True, cache=True)
-def _split_order(order, spare, codes, j, c, s, m, at):
-    """Reorder the rows ``order[s:s+m]`` stably: those with code at most ``c`` on QI ``j``
-    first (``at`` of them, by the histogram). Returns how many.
-
-    The smaller side is set aside and copied back, the larger packed in place (the left side
-    from the front, the right side from the back): a split that cuts a few rows off a node of
-    millions writes its rows once, not twice."""
-    if at <= m - at:  # backwards: the right rows packed from the end, the left ones set aside
-        k = s + m
-        left = 0
-        for p in range(s + m - 1, s - 1, -1):
-            r = order[p]
-            if codes[j, r] <= c:
-                spare[left] = r
-                left += 1
-            else:
-                k -= 1
-                order[k] = r
-        for i in range(left):  # set aside last first
-            order[s + left - 1 - i] = spare[i]
-        return left
-    k = s
-    right = 0
-    for p in range(s, s + m):
-        r = order[p]
-        if codes[j, r] <= c:
-            order[k] = r
-            k += 1
-        else:
-            spare[right] = r
-            right += 1
-    for i in range(right):
-        order[k + i] = spare[i]
-    return k - s
 
 
 @njit(nogil=True, cache=True)
@@ -797,8 +534,8 @@ class _Bins:
     the batch row, each binned QI's bin (``shift[q] + code``), the label slots (``rec``) and the
     targets (``value``), partitioned stably at each split like a list — and a node scores it on
     its histogram (:func:`_scan_bins`, the same decisions as :func:`_scan`, see
-    :class:`_Histograms`). A node's histograms are its smaller sibling's counted from its
-    records and subtracted from the parent's: about ``smaller child x binned QIs + bins`` per
+    :class:`~sqlanon.mondrian.histograms._Histograms`). A node's histograms are its smaller
+    sibling's counted from its records and subtracted from the parent's: about ``smaller child x binned QIs + bins`` per
     split where the lists cost ``m x binned QIs`` moves and scans."""
 
     def __init__(self, qs, col, shift, B, W, rec, value, T_c) -> None:
@@ -857,8 +594,8 @@ def _records(order, codes, qs, shift, label, value, rec, rec_value):
 @njit(nogil=True, cache=True)
 def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
     """The histograms of records ``s .. s+m-1`` (``nb`` bins and ``T_c`` label slots each):
-    per bin its rows and label counts (``cnt``, :class:`_Histograms`' layout) and its targets'
-    sums and sums of squares (``mom``)."""
+    per bin its rows and label counts (``cnt``, the layout of
+    :class:`~sqlanon.mondrian.histograms._Histograms`) and its targets' sums and sums of squares (``mom``)."""
     cnt[:] = 0
     mom[:] = 0
     T_n = rec_value.shape[1]
@@ -872,22 +609,6 @@ def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
                 x = rec_value[p, u]
                 mom[(b * T_n + u) * 2] += x
                 mom[(b * T_n + u) * 2 + 1] += x * x
-
-
-@njit(nogil=True, cache=True)
-def _bin_extents(cnt, W, qs, shift, lo, hi, cmin, cmax):
-    """A node's smallest and largest code of each binned QI from its histogram, within
-    ``lo .. hi`` (its parent's extents, or the batch's)."""
-    for i in range(len(qs)):
-        q = qs[i]
-        b = shift[q] + lo[q]
-        while cnt[b * W] == 0:
-            b += 1
-        cmin[q] = b - shift[q]
-        b = shift[q] + hi[q]
-        while cnt[b * W] == 0:
-            b -= 1
-        cmax[q] = b - shift[q]
 
 
 @njit(nogil=True, cache=True)
@@ -1290,31 +1011,6 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
         _totals(label, value, 0, start[node], n[node], whole, moments)
     base, pure = _judge(n[node], whole, moments, off, table, normalize, settle, partition)
     return ranked, base, pure
-
-
-@njit(nogil=True, cache=True)
-def _rank(node, n, cmin, cmax, num, num_off, span, small):
-    """A node's candidate QIs in rank order: those with ``cmin < cmax``, widest normalized
-    range first, ties by position (none below ``small`` rows)."""
-    d = cmin.shape[1]
-    if n[node] < small:
-        return np.empty(0, dtype=np.int64)
-    w = np.empty(d, dtype=np.float64)
-    tried = np.zeros(d, dtype=np.bool_)
-    nr = 0
-    for j in range(d):
-        tried[j] = cmin[node, j] >= cmax[node, j]
-        nr += not tried[j]
-        w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j] if span[j] > 0 else 0.0
-    ranked = np.empty(nr, dtype=np.int64)
-    for i in range(nr):
-        j = -1
-        for q in range(d):
-            if not tried[q] and (j < 0 or w[q] > w[j]):
-                j = q
-        tried[j] = True
-        ranked[i] = j
-    return ranked
 
 
 @njit(nogil=True, cache=True)

@@ -1,0 +1,258 @@
+"""The first phase of the depth-first workload finish (:mod:`sqlanon.mondrian.workload_finish`):
+the partitions wider than a slice of the batch split on per-node histograms with sibling
+subtraction (:class:`_Histograms`).
+
+A split there costs the smaller child's rows times the QIs (its rows taken out of the parent's
+histograms, or counted into its own) where the attribute lists cost the partition's rows times
+the QIs: at 10M rows a random label's InfoGain cuts a few rows off partitions of millions again
+and again. The histograms' scans (:func:`~sqlanon.mondrian.cut_scan._scan_bins`) read the same
+running sums at the same cuts as the lists' scans, so the decisions are the lists'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model.parallel import run_all
+from .cut_scan import _choose, _judge, _rank, _Request, _scan_bins, _Scratch, _settled_choice
+from .median_finish import _Table
+
+
+class _Histograms:
+    """The first phase of :func:`finish`: the partitions wider than ``wide`` rows split on
+    per-node histograms with sibling subtraction (as LightGBM's, Ke et al., NeurIPS 2017, but
+    over every code, not bins: exact).
+
+    A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows and
+    their label counts per slot side by side (``cnt``), and their targets' sums and sums of
+    squares (``mom``). Scoring ``j`` (:func:`_scan_bins`) adds up the codes in order: at each code's
+    last row :func:`_scan` holds exactly these running sums, so the cuts, keys, gains and the
+    chosen split are :func:`_scan`'s. A split reorders the node's rows in ``order`` (one array,
+    not one list per QI), counts the smaller child's histograms from its rows and leaves the
+    larger child the parent's less those (exact integers): about ``smaller child x d + codes``
+    per split where the attribute lists move ``m x d`` — the unbalanced splits of the workload
+    criteria cut a few rows off a partition of millions again and again. The rows of a node
+    stay in batch order, so every read of the batch's arrays moves forward."""
+
+    def __init__(self, codes, slots, values, lo, base, L, wide) -> None:
+        self.codes, self.slots, self.values = codes, slots, values
+        self.lo, self.base, self.L, self.wide = lo, base, L, wide
+        self.B = int(base[-1])
+        # as _Bins' (every QI binned): QI j's code c at bin shift[j] + c, codes lo[j] .. hi[j]
+        self.every = np.arange(len(lo), dtype=np.int64)
+        self.shift = base[:-1] - lo
+        self.hi = lo + np.diff(base) - 1
+
+    @classmethod
+    def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray, defer: int,
+           lo: np.ndarray, hi: np.ndarray) -> _Histograms | None:
+        """The phase for a batch (``codes`` (d, M) int32, ``slot`` (labels, M) int32, ``value``
+        (targets, M) int64 or float64, all contiguous), or None when a histogram would be too large: nodes
+        wider than ``defer`` rows and a quarter of the codes (below, scanning lists costs less
+        than the histograms' codes)."""
+        d, M = codes.shape
+        L = int(off[-1])
+        base = np.concatenate(([0], np.cumsum(hi - lo + 1))).astype(np.int64)
+        B = int(base[-1])
+        if L > _HIST_SLOTS or B * (4 + 4 * L + 16 * value.shape[0]) > _HIST_BYTES:
+            return None
+        wide = max(defer, B // 4) if _HIST_WIDE is None else _HIST_WIDE
+        return cls(codes, slot, value, lo, base, L, wide)
+
+    def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
+        """The histograms of rows ``order[s:s+m]`` (:meth:`_add`)."""
+        T_n = self.values.shape[0]
+        # zeroed pages of their own: a small child's rows touch few of them
+        h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, self.values.dtype))
+        self._add(order, s, m, *h, 1, threads)
+        return h
+
+    def _add(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, sign: int,
+             threads: int) -> None:
+        """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to the histograms ``cnt``,
+        ``mom``, QI by QI on the threads (one QI's histogram at a time stays in the caches: a
+        thread taking a share of the QIs row by row was 3-4x slower)."""
+        run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
+                                cnt, mom, self.L, sign), range(self.codes.shape[0]), threads)
+
+    def _take_out(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, threads: int) -> None:
+        """Subtract rows ``order[s:s+m]`` from the histograms ``cnt``, ``mom``, QI by QI on the
+        threads: a split that cuts a few rows off costs those rows, where counting them into
+        histograms of their own and subtracting those costs every code (at 10M rows, a random
+        label's 79 histogram splits spent 1 s zeroing and subtracting pages)."""
+        self._add(order, s, m, cnt, mom, -1, threads)
+
+    def grow(self, t: _Table, roots: np.ndarray, request: _Request,
+             threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
+        from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
+        at its ``start``), the narrow nodes, the wide leaves and the next free table row."""
+        d, M = self.codes.shape
+        T_n = self.values.shape[0]
+        R = len(roots)
+        order = np.arange(M, dtype=np.int64)
+        spare = np.empty(M, dtype=np.int64)
+        scratch = [_Scratch.make(self.L, len(request.off) - 1, T_n, self.values.dtype) for _ in range(d)]
+        hists = {}
+        stack, narrow, leaves = [], [], []
+        for x in roots[::-1].tolist():
+            if t.n[x] > self.wide:
+                stack.append(x)
+                hists[x] = self._count(order, int(t.start[x]), int(t.n[x]), threads)
+            else:
+                narrow.append(x)
+        narrow.reverse()
+        free = R
+        r = request
+        while stack:
+            x = stack.pop()
+            cnt, mom = hists.pop(x)  # per code: its rows and label counts side by side; target sums
+            s, m = int(t.start[x]), int(t.n[x])
+            sc = scratch[0]
+            _bin_extents(cnt, self.L + 1, self.every, self.shift, self.lo, self.hi, t.cmin[x], t.cmax[x])
+            _hist_totals(cnt, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
+            ranked = _rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
+            found, c, at = -1, 0, 0
+            if len(ranked):
+                basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
+                if pure:
+                    # every QI binned here (``every`` >= 0): the codes are not read
+                    found, c, at = _settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
+                                                   self.L + 1, t.cmin[x], t.cmax[x])
+                else:
+                    for o in scratch[1:]:
+                        o.share(sc)
+
+                    def score(i: int) -> tuple:
+                        q = int(ranked[i])
+                        return _scan_bins(cnt, mom, self.L, self.shift[q], t.cmin[x, q],
+                                          t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
+                                          r.normalize, r.tie)
+
+                    found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
+            if found < 0:
+                leaves.append(x)
+                continue
+            left = _split_order(order, spare, self.codes, found, c, s, m, at)
+            assert left == at, "a split's rows disagree with its histogram"
+            a = free
+            free += 2
+            t.attr[x], t.cut[x] = found, c
+            t.parent[a] = t.parent[a + 1] = x
+            t.child[a], t.child[a + 1] = 0, 1
+            t.depth[a] = t.depth[a + 1] = t.depth[x] + 1
+            t.start[a], t.start[a + 1] = s, s + at
+            t.n[a], t.n[a + 1] = at, m - at
+            small, large = (a, a + 1) if at <= m - at else (a + 1, a)
+            if t.n[large] > self.wide:  # the larger child's histograms: the parent's less the smaller's
+                if t.n[small] > self.wide:  # both kept: the smaller's counted, then subtracted
+                    h = self._count(order, int(t.start[small]), int(t.n[small]), threads)
+                    for mine, theirs in zip((cnt, mom), h):
+                        np.subtract(mine, theirs, out=mine)
+                    hists[small] = h
+                else:  # its rows taken out of the parent's one by one: no histogram of the codes
+                    self._take_out(order, int(t.start[small]), int(t.n[small]), cnt, mom, threads)
+                hists[large] = (cnt, mom)
+            for kid in (a + 1, a):  # the left child first
+                (stack if t.n[kid] > self.wide else narrow).append(kid)
+        return order, np.array(narrow, dtype=np.int64), np.array(leaves, dtype=np.int64), free
+
+
+#: Most label slots a histogram holds per code (beyond, the attribute lists only).
+_HIST_SLOTS = 16
+#: Largest histogram of one node (bytes): beyond, the attribute lists only.
+_HIST_BYTES = 2**28
+#: Nodes wider than this many rows are split on histograms (None: from the batch; tests set it).
+_HIST_WIDE: int | None = None
+
+
+@njit(nogil=True, cache=True)
+def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
+    """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to QI ``j``'s histogram (code
+    ``lo`` at ``base``): per code ``b``, its rows at ``cnt[b (L + 1)]`` and its label counts in
+    the ``L`` after (one cache line), its targets' sums and sums of squares in ``mom``."""
+    T_c = slot.shape[0]
+    T_n = value.shape[0]
+    W = L + 1
+    for p in range(s, s + m):
+        r = order[p]
+        b = base + codes[j, r] - lo
+        cnt[b * W] += sign
+        for u in range(T_c):
+            cnt[b * W + 1 + slot[u, r]] += sign
+        for u in range(T_n):
+            x = value[u, r]
+            mom[(b * T_n + u) * 2] += sign * x
+            mom[(b * T_n + u) * 2 + 1] += sign * x * x
+
+
+@njit(nogil=True, cache=True)
+def _hist_totals(cnt, mom, b0, b1, L, whole, moments):
+    """A node's label counts and target moments: the sums over the first QI's codes."""
+    T_n = moments.shape[0]
+    W = L + 1
+    whole[:] = 0
+    moments[:, :] = 0
+    for b in range(b0, b1):
+        if cnt[b * W] == 0:
+            continue
+        for v in range(L):
+            whole[v] += cnt[b * W + 1 + v]
+        for u in range(T_n):
+            moments[u, 0] += cnt[b * W]
+            moments[u, 1] += mom[(b * T_n + u) * 2]
+            moments[u, 2] += mom[(b * T_n + u) * 2 + 1]
+
+
+@njit(nogil=True, cache=True)
+def _split_order(order, spare, codes, j, c, s, m, at):
+    """Reorder the rows ``order[s:s+m]`` stably: those with code at most ``c`` on QI ``j``
+    first (``at`` of them, by the histogram). Returns how many.
+
+    The smaller side is set aside and copied back, the larger packed in place (the left side
+    from the front, the right side from the back): a split that cuts a few rows off a node of
+    millions writes its rows once, not twice."""
+    if at <= m - at:  # backwards: the right rows packed from the end, the left ones set aside
+        k = s + m
+        left = 0
+        for p in range(s + m - 1, s - 1, -1):
+            r = order[p]
+            if codes[j, r] <= c:
+                spare[left] = r
+                left += 1
+            else:
+                k -= 1
+                order[k] = r
+        for i in range(left):  # set aside last first
+            order[s + left - 1 - i] = spare[i]
+        return left
+    k = s
+    right = 0
+    for p in range(s, s + m):
+        r = order[p]
+        if codes[j, r] <= c:
+            order[k] = r
+            k += 1
+        else:
+            spare[right] = r
+            right += 1
+    for i in range(right):
+        order[k + i] = spare[i]
+    return k - s
+
+
+@njit(nogil=True, cache=True)
+def _bin_extents(cnt, W, qs, shift, lo, hi, cmin, cmax):
+    """A node's smallest and largest code of each binned QI from its histogram, within
+    ``lo .. hi`` (its parent's extents, or the batch's)."""
+    for i in range(len(qs)):
+        q = qs[i]
+        b = shift[q] + lo[q]
+        while cnt[b * W] == 0:
+            b += 1
+        cmin[q] = b - shift[q]
+        b = shift[q] + hi[q]
+        while cnt[b * W] == 0:
+            b -= 1
+        cmax[q] = b - shift[q]
