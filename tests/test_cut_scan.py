@@ -196,3 +196,77 @@ def test_the_moment_bound_is_never_above_a_cut_it_covers(floats, normalize):
         assert bound <= lowest + cap * 2.0**-45, (trial, bound, lowest)
         close += trial % 3 != 0 and bound >= lowest * (1 - 1e-2)
     assert close > 200  # of the 266 random blocks
+
+
+@st.composite
+def nodes_of_several_qis(draw):
+    """A node's ``d`` QIs (2-5): each random with few or many codes, or the twin of another
+    (the same rows in the same order: every key ties), some binned (scored on the node's
+    histogram), in a random rank order; its labels and targets as :func:`nodes`'."""
+    case = draw(nodes())
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = len(case["codes"])
+    d = draw(st.integers(2, 5))
+    qis = [case["codes"]]
+    for _ in range(d - 1):
+        kind = draw(st.sampled_from(["twin", "few", "many"]))
+        if kind == "twin":
+            qis.append(qis[int(rng.integers(0, len(qis)))].copy())
+        else:
+            qis.append(rng.integers(0, 12 if kind == "few" else 10**5, m).astype(np.int32))
+    binned = [len(np.unique(c)) <= 12 and draw(st.booleans()) for c in qis]
+    ranked = rng.permutation(d).astype(np.int64)
+    return case, qis, binned, ranked, draw(st.sampled_from([0.0, 0.0, 0.05, 1e9]))
+
+
+@given(nodes_of_several_qis())
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_scanning_each_qi_against_the_best_so_far_picks_what_scanning_each_alone_picks(several):
+    """:func:`_choose_sequential` (binned QIs first, each QI against the best cut so far, ties
+    on the key going by rank): the split :func:`_choose` picks from every QI scanned alone —
+    the smallest ``(key, rank)``, the Median choice below ``min_gain``."""
+    case, qis, binned, ranked, min_gain = several
+    label0, value0, off, table, whole, moments, partition, base = _node(case)
+    m, d, T_n = len(qis[0]), len(qis), value0.shape[1]
+    least = max(1, case["k"])
+    # each QI's list: the node's rows (in the first QI's order, its codes sorted) in its code order
+    orders = [np.argsort(c, kind="stable") for c in qis]
+    code = np.stack([qis[j][orders[j]] for j in range(d)])
+    label = np.stack([label0[0][:, orders[j]] for j in range(d)])
+    value = np.stack([value0[0][:, orders[j]] for j in range(d)])
+    # the binned QIs' histogram: QI j's code c at bin shift[j] + c
+    L = int(off[-1])
+    W = L + 1
+    col = np.array([j if binned[j] else -1 for j in range(d)], np.int64)
+    width = np.array([int(qis[j].max()) + 1 if binned[j] else 0 for j in range(d)])
+    shift = np.concatenate(([0], np.cumsum(width)[:-1])).astype(np.int64)
+    B = int(width.sum())
+    cnt = np.zeros(max(B, 1) * W, np.int32)
+    mom = np.zeros(max(B, 1) * T_n * 2, moments.dtype)
+    for j in range(d):
+        if binned[j]:
+            b = shift[j] + qis[j].astype(np.int64)
+            np.add.at(cnt, b * W, 1)
+            for u in range(label0.shape[1]):
+                np.add.at(cnt, b * W + 1 + label0[0, u], 1)
+            for u in range(T_n):
+                np.add.at(mom, (b * T_n + u) * 2, value0[0, u])
+                np.add.at(mom, (b * T_n + u) * 2 + 1, value0[0, u] * value0[0, u])
+    cmin = np.array([c.min() for c in qis], np.int64)
+    cmax = np.array([c.max() for c in qis], np.int64)
+
+    def scratch():
+        return (whole, np.zeros_like(whole), moments, np.zeros((T_n, 3), moments.dtype), partition)
+
+    alone = []
+    for q in ranked.tolist():
+        if binned[q]:
+            alone.append(_scan_bins(cnt, mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off, table,
+                                    case["normalize"], TIE))
+        else:
+            alone.append(_scan(code, label, value, q, 0, m, least, *scratch(), base, off, table, case["normalize"],
+                               TIE))
+    expected = cut_scan._choose(ranked, alone, min_gain)
+    got = cut_scan._choose_sequential(code, label, value, ranked, 0, m, least, *scratch(), base, off, table,
+                                      case["normalize"], TIE, min_gain, col, shift, cnt, mom, W, cmin, cmax)
+    assert tuple(int(x) for x in got) == expected

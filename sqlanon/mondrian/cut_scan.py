@@ -151,23 +151,49 @@ def _settled_choice(code, ranked, s, m, least, col, shift, cnt, W, cmin, cmax):
 @njit(nogil=True, cache=True)
 def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
                        off, table, normalize, tie, min_gain, col, shift, cnt, mom, W, cmin, cmax):
-    """:func:`_choose` of the :func:`_scan` of every ranked QI, one after another (of its
-    histogram, :func:`_scan_bins`, for a binned QI)."""
+    """:func:`_choose` of the :func:`_scan` of every ranked QI (of its histogram,
+    :func:`_scan_bins`, for a binned QI), one after another, each against the best cut so far.
+
+    The binned QIs go first (a histogram of a few codes is scanned in no time), then the listed
+    ones, each in rank order; a QI's cut must beat the best so far on ``(key, rank)`` — a smaller
+    key, or the same key on a QI of a better rank — so its cuts and blocks certainly worse than
+    it are never scored (at 10M rows a random label's small nodes scored a cut in three of
+    their QIs' lists against the first's best). The winner is :func:`_pick`'s: the smallest
+    ``(key, rank)`` over the QIs, at its own smallest ``(key, balance, code)``. Returns ``(QI,
+    cut, rows left)``, QI -1 if none."""
     nr = len(ranked)
-    ok = np.zeros(nr, dtype=np.bool_)
-    cuts = np.zeros((nr, 4), dtype=np.int64)  # cut, rows left, median cut, its rows left
-    scores = np.zeros((nr, 2))  # key, gain
-    for i in range(nr):
-        q = ranked[i]
-        if col[q] >= 0:
-            ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan_bins(
-                cnt, mom, W - 1, shift[q], cmin[q], cmax[q], m, least, whole, left, moments, left_moments,
-                partition, base, off, table, normalize, tie)
-        else:
-            ok[i], cuts[i, 0], cuts[i, 1], scores[i, 0], scores[i, 1], cuts[i, 2], cuts[i, 3] = _scan(
-                code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off,
-                table, normalize, tie)
-    return _pick(ranked, ok, cuts, scores, min_gain)
+    best = _NONE
+    won = -1  # the position in ``ranked`` of the best cut's QI
+    median = -1  # the first QI in rank order with an allowable cut, and its most balanced cut
+    median_c, median_l = 0, 0
+    for binned in (True, False):
+        for i in range(nr):
+            q = ranked[i]
+            if (col[q] >= 0) != binned:
+                continue
+            # the best so far, its balance set so that a tie on the key goes by rank
+            seed = best
+            if best[0]:
+                seed = (best[0], best[1], best[2], best[3], np.int64(-1 if won < i else m + 1), best[5], best[6],
+                        best[7])
+            if binned:
+                allowed, cut, c, l = _scan_bins_from(cnt, mom, W - 1, shift[q], cmin[q], cmax[q], m, least, whole,
+                                                     left, moments, left_moments, partition, base, off, table,
+                                                     normalize, tie, seed)
+            else:
+                allowed, cut, c, l = _scan_from(code, label, value, q, s, m, least, whole, left, moments,
+                                                left_moments, partition, base, off, table, normalize, tie, seed)
+            if not allowed:
+                continue
+            if median < 0 or i < median:
+                median, median_c, median_l = i, c, l
+            if not best[0] or cut[4] != seed[4]:  # a cut of this QI won
+                best, won = cut, i
+    if won < 0:
+        return -1, 0, 0
+    if best[5] < min_gain:  # weak: the Median choice
+        return ranked[median], median_c, median_l
+    return ranked[won], best[1], best[2]
 
 
 def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
@@ -201,13 +227,26 @@ def _pick(ranked, ok, cuts, scores, min_gain):
     return ranked[best], cuts[best, 0], cuts[best, 1]
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(nogil=True, cache=True)
 def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
           normalize, tie):
     """Score every allowable cut of QI ``q`` down its list (rows ``s .. s+m-1`` in code order).
     Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's cut
     (smallest key, then ``|2L - m|``, then code; :func:`sqlanon.model.score_kernels.best_cuts`)
     and the most balanced one (:func:`_median_cut`: the QI has an allowable cut iff it is one).
+    (:func:`_scan_from` with no cut to beat.)"""
+    allowed, best, median_c, median_l = _scan_from(code, label, value, q, s, m, least, whole, left, moments,
+                                                   left_moments, partition, base, off, table, normalize, tie, _NONE)
+    return allowed, best[1], best[2], best[3], best[5], median_c, median_l
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
+               normalize, tie, seed):
+    """:func:`_scan` of QI ``q`` against ``seed``, the best cut so far of :func:`_consider`
+    (:data:`_NONE`: none): returns ``(allowed, best, median cut, median L)``, ``best`` the seed
+    where no cut of ``q`` beats it (:func:`_choose_sequential` passes another QI's best: cuts
+    and blocks certainly worse than it are never scored).
 
     A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
     :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
@@ -230,7 +269,7 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
     T_n = value.shape[1]
     median_c, median_l = _median_cut(code, q, s, m)
     if median_l < least or m - median_l < least:  # no allowable cut (the window is symmetric)
-        return False, 0, 0, 0.0, 0.0, median_c, median_l
+        return False, seed, median_c, median_l
     # the cuts allowed are after rows first .. last (least .. m - least rows left)
     first = s + least - 1
     last = s + m - least - 1
@@ -289,9 +328,13 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
                         + _moment_bound(nl + 1, nl + stop - i, m, low, high, centre, moments, partition, off,
                                         normalize))
     # Second pass: the most promising block, then the others in order.
-    best = _NONE  # found, cut, rows left, key, balance, gain, estimate, size
+    best = seed  # found, cut, rows left, key, balance, gain, estimate, size
     scale = base if base > 0 else 1.0
     lead = np.argmin(bound)
+    two = T_c == 1 and T_n == 0 and off[1] - off[0] == 2  # one two-valued label: its count in a register
+    f = _INV_LN2
+    if normalize:
+        f = f / partition[0] if partition[0] > 0 else 0.0
     for t in range(-1, nb):
         k = lead if t < 0 else t
         if t == lead:
@@ -305,6 +348,10 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
         for u in range(T_n):
             left_moments[u, 1], left_moments[u, 2] = at_moments[k, u, 0], at_moments[k, u, 1]
         nl = i - s
+        if two:
+            best = _scan_two(code, label, q, i, stop, nl, m, off[0], whole, left, moments, left_moments, partition,
+                             off, table, normalize, base, scale, tie, f, best)
+            continue
         # One row at a time, a cut after each row that is the last of its code (a loop per code
         # would exit unpredictably where codes are held by one or two rows each).
         for r in range(i, stop):
@@ -320,7 +367,42 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
                 continue
             best = _consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
                              normalize, base, scale, tie, best)
-    return best[0], best[1], best[2], best[3], best[5], median_c, median_l
+    return True, best, median_c, median_l
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _scan_two(code, label, q, i, stop, nl, m, lo, whole, left, moments, left_moments, partition, off, table,
+              normalize, base, scale, tie, f, best):
+    """The cuts after rows ``i .. stop-1`` of QI ``q``'s list (``nl`` rows left before them, the
+    left child's counts in ``left``) for one label of two values (slots ``lo``, ``lo + 1``) and
+    no target: :func:`_consider` of each, the second value's count kept in a register and
+    the estimate taken inline (a cut of a small node costs 6 ns here against 20 through
+    :func:`_estimate`'s loops: at 10M rows a random label's nodes under 10K rows spent most of
+    their time there). The estimate and its size are :func:`_estimate`'s, operation for
+    operation (``f`` its factor), so every test against the best has the same outcome.
+    Returns the best."""
+    ones = left[lo + 1]
+    w0 = whole[lo]
+    w1 = whole[lo + 1]
+    for r in range(i, stop):
+        ones += label[q, 0, r] - lo
+        nl += 1
+        here = code[q, r]
+        if here == code[q, r + 1]:
+            continue
+        zeros = nl - ones
+        t_left = table[nl]
+        t_right = table[(w0 - zeros) + (w1 - ones)]
+        x_left = table[zeros] + table[ones]
+        x_right = table[w0 - zeros] + table[w1 - ones]
+        estimate = ((t_left - x_left) + (t_right - x_right)) * f
+        size = (t_left + t_right) * f
+        if best[0] and estimate - best[6] > _margin(scale, tie, size, best[7]):
+            continue
+        left[lo], left[lo + 1] = zeros, ones
+        best = _consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
+                         normalize, base, scale, tie, best)
+    return best
 
 
 #: No cut yet: ``(found, cut, rows left, key, balance, gain, estimate, size)`` of :func:`_consider`.
@@ -565,22 +647,33 @@ def _median_bins(cnt, W, shift, lo_code, hi_code, m):
     return hi_code, m
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(nogil=True, cache=True)
 def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
                base, off, table, normalize, tie):
     """:func:`_scan` of one QI from its histogram (codes ``lo_code .. hi_code`` at
     ``shift + code``): the same cuts in the same order with the same running sums, so the same
-    result; blocks of :data:`_BLOCK` codes ruled out whole as there.
-    (Divisions as there: every divisor is positive.)"""
+    result; blocks of :data:`_BLOCK` codes ruled out whole as there. (:func:`_scan_bins_from`
+    with no cut to beat.)"""
+    allowed, best, median_c, median_l = _scan_bins_from(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left,
+                                                        moments, left_moments, partition, base, off, table,
+                                                        normalize, tie, _NONE)
+    return allowed, best[1], best[2], best[3], best[5], median_c, median_l
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scan_bins_from(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
+                    base, off, table, normalize, tie, seed):
+    """:func:`_scan_bins` against ``seed`` as :func:`_scan_from`. (Divisions as there: every
+    divisor is positive.)"""
     T_n = moments.shape[0]
     W = L + 1
     median_c, median_l = _median_bins(cnt, W, shift, lo_code, hi_code, m)
     if median_l < least or m - median_l < least:
-        return False, 0, 0, 0.0, 0.0, median_c, median_l
+        return False, seed, median_c, median_l
     left[:] = 0
     left_moments[:, :] = 0
     nl = 0
-    best = _NONE  # found, cut, rows left, key, balance, gain, estimate, size
+    best = seed  # found, cut, rows left, key, balance, gain, estimate, size
     scale = base if base > 0 else 1.0
     boxes, cap = _boxes(m, moments, partition, off, table, normalize)
     before = left.copy()
@@ -636,4 +729,4 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
             break
         best = _consider(nl, m, here, whole, left, moments, left_moments, partition, off, table, normalize, base,
                          scale, tie, best)
-    return best[0], best[1], best[2], best[3], best[5], median_c, median_l
+    return True, best, median_c, median_l
