@@ -23,15 +23,14 @@ histograms, :mod:`sqlanon.mondrian.histograms`) read here what a decision takes 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit
-
-from collections.abc import Sequence
 
 from ..model import score_kernels as sk
 from ..model.domain import Domain
 from .median_finish import balanced
-
 
 
 class _Request:

@@ -20,20 +20,21 @@ from .median_finish import _Table
 
 
 class _Histograms:
-    """The first phase of :func:`finish`: the partitions wider than ``wide`` rows split on
-    per-node histograms with sibling subtraction (as LightGBM's, Ke et al., NeurIPS 2017, but
-    over every code, not bins: exact).
+    """The first phase of :func:`~sqlanon.mondrian.workload_finish.finish`: the partitions wider
+    than ``wide`` rows split on per-node histograms with sibling subtraction (as LightGBM's, Ke
+    et al., NeurIPS 2017, but over every code, not bins: exact).
 
     A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows and
     their label counts per slot side by side (``cnt``), and their targets' sums and sums of
-    squares (``mom``). Scoring ``j`` (:func:`_scan_bins`) adds up the codes in order: at each code's
-    last row :func:`_scan` holds exactly these running sums, so the cuts, keys, gains and the
-    chosen split are :func:`_scan`'s. A split reorders the node's rows in ``order`` (one array,
-    not one list per QI), counts the smaller child's histograms from its rows and leaves the
-    larger child the parent's less those (exact integers): about ``smaller child x d + codes``
-    per split where the attribute lists move ``m x d`` — the unbalanced splits of the workload
-    criteria cut a few rows off a partition of millions again and again. The rows of a node
-    stay in batch order, so every read of the batch's arrays moves forward."""
+    squares (``mom``). Scoring ``j`` (:func:`~sqlanon.mondrian.cut_scan._scan_bins`) adds up the
+    codes in order: at each code's last row :func:`~sqlanon.mondrian.cut_scan._scan` holds
+    exactly these running sums, so the cuts, keys, gains and the chosen split are its. A split
+    reorders the node's rows in ``order`` (one array, not one list per QI), counts the smaller
+    child's histograms from its rows and leaves the larger child the parent's less those (exact
+    integers): about ``smaller child x d + codes`` per split where the attribute lists move ``m
+    x d`` — the unbalanced splits of the workload criteria cut a few rows off a partition of
+    millions again and again. The rows of a node stay in batch order, so every read of the
+    batch's arrays moves forward."""
 
     def __init__(self, codes, slots, values, lo, base, L, wide) -> None:
         self.codes, self.slots, self.values = codes, slots, values

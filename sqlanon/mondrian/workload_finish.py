@@ -535,8 +535,8 @@ class _Bins:
     targets (``value``), partitioned stably at each split like a list — and a node scores it on
     its histogram (:func:`_scan_bins`, the same decisions as :func:`_scan`, see
     :class:`~sqlanon.mondrian.histograms._Histograms`). A node's histograms are its smaller
-    sibling's counted from its records and subtracted from the parent's: about ``smaller child x binned QIs + bins`` per
-    split where the lists cost ``m x binned QIs`` moves and scans."""
+    sibling's counted from its records and subtracted from the parent's: about ``smaller child
+    x binned QIs + bins`` per split where the lists cost ``m x binned QIs`` moves and scans."""
 
     def __init__(self, qs, col, shift, B, W, rec, value, T_c) -> None:
         self.qs, self.col, self.shift, self.B, self.W, self.rec, self.value = qs, col, shift, B, W, rec, value
@@ -595,7 +595,8 @@ def _records(order, codes, qs, shift, label, value, rec, rec_value):
 def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
     """The histograms of records ``s .. s+m-1`` (``nb`` bins and ``T_c`` label slots each):
     per bin its rows and label counts (``cnt``, the layout of
-    :class:`~sqlanon.mondrian.histograms._Histograms`) and its targets' sums and sums of squares (``mom``)."""
+    :class:`~sqlanon.mondrian.histograms._Histograms`) and its targets' sums and sums of
+    squares (``mom``)."""
     cnt[:] = 0
     mom[:] = 0
     T_n = rec_value.shape[1]
