@@ -7,6 +7,8 @@ column, the gathers of each column) must each compute what they compute alone.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -85,6 +87,30 @@ def test_split_runs_never_cuts_a_run(lengths, pieces, least):
 def test_run_all_keeps_order():
     assert run_all(lambda x: x * x, range(50), 4) == [x * x for x in range(50)]
     assert run_all(lambda x: x, [], 4) == []
+
+
+def test_run_all_starts_the_costliest_first_and_keeps_order():
+    """With ``cost`` the items start largest first (ties in their order), and the results are
+    still in the items' order."""
+    items = [3, 9, 1, 7, 7, 2]
+    for threads in (1, 2):
+        started: list[int] = []
+        lock = threading.Lock()
+        both = threading.Barrier(threads)
+
+        def fn(x: int) -> int:
+            with lock:
+                started.append(x)
+                first = len(started) <= threads
+            if first:  # the first ones wait for each other: none takes another item before
+                both.wait(timeout=30)
+            return x * x
+
+        assert run_all(fn, items, threads, cost=lambda x: x) == [x * x for x in items]
+        assert sorted(started) == sorted(items)
+        if threads == 2:
+            assert sorted(started[:2]) == [7, 9]  # the two costliest first
+
 
 
 def test_small_pages_switches_numpy_off_and_back_once():

@@ -142,12 +142,13 @@ def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, criterion, 
     assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
 
 
-@given(batches(), CRITERIA, st.integers(1, 2), st.sampled_from([None, 3, 60, 10**6]))
+@given(batches(), CRITERIA, st.integers(1, 2), st.sampled_from([None, 3, 60, 10**6]), st.sampled_from([2**15, 0]))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_binned_qis_give_the_same(case, criterion, threads, width):
+def test_binned_qis_give_the_same(case, criterion, threads, width, narrow):
     """QIs of at most ``width`` codes binned (None: none; 10^6: all but the first), scored on
-    histograms carried down the tree: the same leaves, ids and rows as the level-by-level finish."""
-    with setting("_BIN_WIDTH", width):
+    histograms carried down the tree, their records in 16-bit cells or (``narrow`` 0) 32-bit
+    ones: the same leaves, ids and rows as the level-by-level finish."""
+    with setting("_BIN_WIDTH", width), setting("_NARROW_CELLS", narrow):
         assert_same(finish(case, criterion, True, threads), finish(case, criterion, False))
 
 

@@ -36,12 +36,24 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sqlanon")
 
 
-def run_all(fn: Callable[[T], R], items: Iterable[T], threads: int) -> list[R]:
-    """``[fn(x) for x in items]``, on up to ``threads`` threads; results in ``items`` order."""
+def run_all(fn: Callable[[T], R], items: Iterable[T], threads: int,
+            cost: Callable[[T], float] | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, on up to ``threads`` threads; results in ``items`` order.
+
+    ``cost``: the items are started largest first (Graham's LPT rule), so one large item taken
+    last does not leave the other threads idle (the widest QI of a 10M-row batch holds 60 % of
+    its codes: scanned last, its histogram kept one thread busy while the other waited)."""
     items = list(items)
     if threads <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
-    return list(_pool(threads).map(fn, items))
+    if cost is None:
+        return list(_pool(threads).map(fn, items))
+    order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
+    done = list(_pool(threads).map(fn, [items[i] for i in order]))
+    out: list[R] = [done[0]] * len(items)
+    for i, r in zip(order, done):
+        out[i] = r
+    return out
 
 
 @contextlib.contextmanager

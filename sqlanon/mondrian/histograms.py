@@ -75,7 +75,8 @@ class _Histograms:
         ``mom``, QI by QI on the threads (one QI's histogram at a time stays in the caches: a
         thread taking a share of the QIs row by row was 3-4x slower)."""
         run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
-                                cnt, mom, self.L, sign), range(self.codes.shape[0]), threads)
+                                cnt, mom, self.L, sign), range(self.codes.shape[0]), threads,
+                cost=lambda j: self.base[j + 1] - self.base[j])  # the widest histograms first
 
     def _take_out(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, threads: int) -> None:
         """Subtract rows ``order[s:s+m]`` from the histograms ``cnt``, ``mom``, QI by QI on the
@@ -131,7 +132,10 @@ class _Histograms:
                                           t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
                                           r.normalize, r.tie)
 
-                    found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
+                    # the QIs of most codes first: a scan costs the node's codes
+                    scans = run_all(score, range(len(ranked)), threads,
+                                    cost=lambda i: t.cmax[x, ranked[i]] - t.cmin[x, ranked[i]])
+                    found, c, at = _choose(ranked, scans, r.min_gain)
             if found < 0:
                 leaves.append(x)
                 continue

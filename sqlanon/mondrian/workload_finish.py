@@ -272,7 +272,7 @@ class _Lists:
 
         def fill(j: int) -> None:
             if j < 0:  # the binned QIs' records (their rows of ``codes`` are no list's: still the batch's)
-                _records(via, codes, bins.qs, bins.shift, label, value, bins.rec, bins.value)
+                _records(via, codes, bins.qs, bins.shift, label, value, bins.rec, bins.words, bins.value)
                 return
             code = codes[j] if order is None else _take(codes[j], order)  # the regions' codes
             if len(seg_n) > 1:  # each partition's rows sorted in place: the scatter stays in cache
@@ -368,18 +368,24 @@ class _Grower:
                     return _scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
                                  base, r.off, r.table, r.normalize, r.tie)
 
-                found, c, at = _choose(ranked, run_all(score, range(len(ranked)), threads), r.min_gain)
+                # the lists first (a list's scan costs the node's rows, a histogram's its codes)
+                def cost(i: int) -> int:
+                    q = ranked[i]
+                    return m if b.col[q] < 0 else t.cmax[node, q] - t.cmin[node, q]
+
+                scans = run_all(score, range(len(ranked)), threads, cost)
+                found, c, at = _choose(ranked, scans, r.min_gain)
             if found < 0:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
             if b.col[found] >= 0:
-                _mark_records(b.rec, b.col[found], s, m, b.shift[found] + c, left_of)
+                _mark_records(b.rec, b.words, b.col[found], s, m, b.shift[found] + c, left_of)
             else:
                 _mark(L.row, found, s, m, at, left_of)
 
             def move(i: int) -> None:
                 if i == threads:
-                    _partition_records(b.rec, b.words, b.value, s, m, at, left_of, *spare_records)
+                    _partition_records(b.words, b.value, s, m, at, left_of, *spare_records)
                     return
                 for j in pieces[i]:
                     if j != found and b.col[j] < 0:
@@ -525,6 +531,8 @@ def _take(column, order):
 #: attribute list each, but one column of the rows' records, scored on histograms. None: none
 #: binned (tests compare).
 _BIN_WIDTH: int | None = 256
+#: Records whose bins and label slots are all below this take 16-bit cells (tests set 0: 32-bit).
+_NARROW_CELLS = 2**15
 
 
 class _Bins:
@@ -541,8 +549,9 @@ class _Bins:
     def __init__(self, qs, col, shift, B, W, rec, value, T_c) -> None:
         self.qs, self.col, self.shift, self.B, self.W, self.rec, self.value = qs, col, shift, B, W, rec, value
         self.T_c = T_c
-        # a record moves as 64-bit words (its fields padded to an even number): half the loads and
-        # stores of its int32 fields (a split's move of 300K records, 6.7 ns per record against 13.7)
+        # a record moves as 64-bit words (its cells padded to whole words): fewer loads and stores
+        # than its fields one by one (a split's move of 300K records, 6.7 ns per record against
+        # 13.7); its row is the low half of its first word, whatever the cells' width (_row)
         self.words = rec.view(np.int64)
 
     @classmethod
@@ -551,14 +560,20 @@ class _Bins:
         d = len(lo)
         width = hi - lo + 1
         qs = np.array([q for q in range(1, d) if _BIN_WIDTH is not None and width[q] <= _BIN_WIDTH], np.int64)
-        col = np.full(d, -1, np.int64)
-        col[qs] = 1 + np.arange(len(qs))
+        col = np.full(d, -1, np.int64)  # a binned QI's cell in a record (below)
         shift = np.zeros(d, np.int64)
         base = np.concatenate(([0], np.cumsum(width[qs]))).astype(np.int64)
         shift[qs] = base[:-1] - lo[qs]
         rows = M if len(qs) else 0
-        fields = 1 + len(qs) + T_c
-        return cls(qs, col, shift, int(base[-1]), L + 1, np.zeros((rows, fields + fields % 2), np.int32),
+        # A record's cells: its row (32 bits), then per binned QI its bin and per label its slot.
+        # Bins and slots in 16 bits where they fit: a split moves every record, and Agrawal's
+        # records (5 binned QIs, a label) take 16 bytes so, 32 in int32 cells.
+        kind = np.int16 if max(int(base[-1]), L) < _NARROW_CELLS else np.int32
+        first = 4 // np.dtype(kind).itemsize  # the row's cells
+        col[qs] = first + np.arange(len(qs))
+        cells = first + len(qs) + T_c
+        per_word = 8 // np.dtype(kind).itemsize
+        return cls(qs, col, shift, int(base[-1]), L + 1, np.zeros((rows, -(-cells // per_word) * per_word), kind),
                    np.empty((rows, T_n), value_kind), T_c)
 
     def count(self, s: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -572,21 +587,29 @@ class _Bins:
         return self.rec, self.words, self.value, self.qs, self.col, self.shift, self.B, self.W
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _row(words, p):
+    """Record ``p``'s row: the low half of its first word (the row's 32 bits lead the record,
+    in int16 or int32 cells alike)."""
+    return words[p, 0] & 0xFFFFFFFF
+
+
 @njit(nogil=True, cache=True)
-def _records(order, codes, qs, shift, label, value, rec, rec_value):
+def _records(order, codes, qs, shift, label, value, rec, words, rec_value):
     """The records in the regions' order: position ``p`` holds ``p``, the bins of batch row
     ``order[p]`` (``p`` itself when ``order`` is empty; ``codes`` in batch order) and its label
     slots and targets (``label``, ``value`` already in the regions' order)."""
     through = len(order) > 0
     nb = len(qs)
+    f0 = 4 // rec.itemsize  # the row's cells
     for p in range(rec.shape[0]):
         r = order[p] if through else p
-        rec[p, 0] = p
+        words[p, 0] = p  # the row, the cells after it in the word zeroed: written next
         for i in range(nb):
             q = qs[i]
-            rec[p, 1 + i] = shift[q] + codes[q, r]
+            rec[p, f0 + i] = shift[q] + codes[q, r]
         for u in range(label.shape[0]):
-            rec[p, 1 + nb + u] = label[u, p]
+            rec[p, f0 + nb + u] = label[u, p]
         for u in range(value.shape[0]):
             rec_value[p, u] = value[u, p]
 
@@ -600,12 +623,13 @@ def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
     cnt[:] = 0
     mom[:] = 0
     T_n = rec_value.shape[1]
+    f0 = 4 // rec.itemsize  # the row's cells
     for p in range(s, s + m):
         for i in range(nb):
-            b = rec[p, 1 + i]
+            b = np.int64(rec[p, f0 + i])
             cnt[b * W] += 1
             for u in range(T_c):
-                cnt[b * W + 1 + rec[p, 1 + nb + u]] += 1
+                cnt[b * W + 1 + rec[p, f0 + nb + u]] += 1
             for u in range(T_n):
                 x = rec_value[p, u]
                 mom[(b * T_n + u) * 2] += x
@@ -615,11 +639,12 @@ def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
 @njit(nogil=True, cache=True)
 def _record_extents(rec, s, m, qs, shift, cmin, cmax):
     """The smallest and largest code of each binned QI over records ``s .. s+m-1``."""
+    f0 = 4 // rec.itemsize  # the row's cells
     for i in range(len(qs)):
-        lo = rec[s, 1 + i]
+        lo = np.int64(rec[s, f0 + i])
         hi = lo
         for p in range(s + 1, s + m):
-            b = rec[p, 1 + i]
+            b = np.int64(rec[p, f0 + i])
             lo = min(lo, b)
             hi = max(hi, b)
         cmin[qs[i]] = lo - shift[qs[i]]
@@ -627,12 +652,12 @@ def _record_extents(rec, s, m, qs, shift, cmin, cmax):
 
 
 @njit(nogil=True, cache=True)
-def _mark_records(rec, col, s, m, bound, left_of):
-    """:func:`_mark` on a binned QI: the records whose bin in column ``col`` is at most
+def _mark_records(rec, words, col, s, m, bound, left_of):
+    """:func:`_mark` on a binned QI: the records whose bin in cell ``col`` is at most
     ``bound`` go left. Returns how many."""
     k = 0
     for p in range(s, s + m):
-        r = rec[p, 0]
+        r = _row(words, p)
         w = r >> 6
         b = np.uint64(1) << np.uint64(r & 63)
         if rec[p, col] <= bound:
@@ -644,16 +669,16 @@ def _mark_records(rec, col, s, m, bound, left_of):
 
 
 @njit(nogil=True, cache=True)
-def _partition_records(rec, words, rec_value, s, m, at, left_of, spare, spare_value):
+def _partition_records(words, rec_value, s, m, at, left_of, spare, spare_value):
     """:func:`_partition` of the records: stably, the ``at`` going left first. The smaller side
     is set aside (``spare``, ``spare_value``: half a node's records) and the larger packed in
     place — from the back when the left side is the smaller — then the smaller copied into its
     place; where neither side is small each record is written to both places and one kept (no
-    branch). A record moves as its ``words`` (``rec`` seen as int64) and its first target; the
+    branch). A record moves as its ``words`` (its cells seen as int64) and its first target; the
     others, when a request has more, first in a pass of their own (:func:`_values_rest`)."""
     T_n = rec_value.shape[1]
     if T_n > 1:
-        _values_rest(rec, rec_value, s, m, at, left_of, spare_value)
+        _values_rest(words, rec_value, s, m, at, left_of, spare_value)
     has_n = T_n > 0
     nw = words.shape[1]
     few = min(at, m - at) <= m // 8  # the side each record goes to is predictable
@@ -663,7 +688,7 @@ def _partition_records(rec, words, rec_value, s, m, at, left_of, spare, spare_va
     if at <= m - at:  # backwards: the right records packed from the end, the left ones set aside
         k = s + m
         for i in range(s + m - 1, s - 1, -1):
-            r = rec[i, 0]
+            r = _row(words, i)
             go = np.int64((left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1))
             if few and go:
                 for x in range(nw):
@@ -694,7 +719,7 @@ def _partition_records(rec, words, rec_value, s, m, at, left_of, spare, spare_va
         return
     k = s
     for i in range(s, s + m):
-        r = rec[i, 0]
+        r = _row(words, i)
         go = np.int64((left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1))
         if few and go:
             for x in range(nw):
@@ -725,16 +750,16 @@ def _partition_records(rec, words, rec_value, s, m, at, left_of, spare, spare_va
 
 
 @njit(nogil=True, cache=True)
-def _values_rest(rec, rec_value, s, m, at, left_of, spare_value):
+def _values_rest(words, rec_value, s, m, at, left_of, spare_value):
     """The records' targets after the first, partitioned as :func:`_partition_records`
     partitions the records (stably, left first; the smaller side set aside), before it moves
-    them: the side of each record is read from ``rec``, which this pass leaves as it is."""
+    them: the side of each record is read from its row (``words``), which this pass leaves as it is."""
     T_n = rec_value.shape[1]
     aside = 0
     if at <= m - at:
         k = s + m
         for i in range(s + m - 1, s - 1, -1):
-            r = rec[i, 0]
+            r = _row(words, i)
             if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
                 for u in range(1, T_n):
                     spare_value[aside, u] = rec_value[i, u]
@@ -749,7 +774,7 @@ def _values_rest(rec, rec_value, s, m, at, left_of, spare_value):
         return
     k = s
     for i in range(s, s + m):
-        r = rec[i, 0]
+        r = _row(words, i)
         if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
             for u in range(1, T_n):
                 rec_value[k, u] = rec_value[i, u]
@@ -933,7 +958,7 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
                 nfree += 1
             continue
         if col[found] >= 0:
-            _mark_records(rec, col[found], s, m, shift[found] + c, left_of)
+            _mark_records(rec, words, col[found], s, m, shift[found] + c, left_of)
         else:
             _mark(row, found, s, m, at, left_of)
         for j in range(d):
@@ -946,7 +971,7 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
         _child_totals(label, value, found if col[found] < 0 else 0, node, a, start, n, node_counts, node_moments)
         kept = np.full(2, -1, dtype=np.int64)  # the children's slots
         if nb > 0:
-            _partition_records(rec, words, rec_value, s, m, at, left_of, spare_rec, spare_rvalue)
+            _partition_records(words, rec_value, s, m, at, left_of, spare_rec, spare_rvalue)
             few = a if n[a] <= n[a + 1] else a + 1
             many = 2 * a + 1 - few
             if n[many] >= small:  # the larger may split: its histograms the parent's less the smaller's
