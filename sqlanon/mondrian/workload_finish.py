@@ -168,7 +168,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         # tied there hold equal values, so any order of them sums alike), so the sums -- and the
         # release -- are the same whatever the order the rows came in.
         canon = _canonical_order(value, seg_n)
-        codes, slot, value = (np.take(x, canon, axis=1) for x in (codes, slot, value))
+        codes, slot, value = (_permuted(x, canon, threads) for x in (codes, slot, value))
     lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
@@ -221,13 +221,16 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     at = np.empty(cap, dtype=np.int64)
     at[made] = np.arange(len(made))
     out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
-    leaf_of = g.leaf_of  # per position in the regions' order (the lists' rows)
-    if order is not None:
-        leaf_of = np.empty_like(g.leaf_of)
-        leaf_of[order] = g.leaf_of
-    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[leaf_of]
+    # each row's leaf: the lists number the rows by position in the regions' order (``order``),
+    # the regions' order numbers them in the batch put in canonical order (``canon``)
+    rows = order
     if canon is not None:
-        out["leaf"][canon] = out["leaf"].copy()
+        rows = canon if rows is None else _take(canon, rows)
+    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[g.leaf_of]
+    if rows is not None:
+        leaf = np.empty_like(out["leaf"])
+        leaf[rows] = out["leaf"]
+        out["leaf"] = leaf
     return out
 
 
@@ -521,9 +524,22 @@ def _gather(by_code, codes, label, value, row, code, list_label, list_value):
 @njit(nogil=True, cache=True)
 def _take(column, order):
     """``column[order]`` (without the GIL)."""
-    out = np.empty(len(order), dtype=column.dtype)
+    return _take_into(column, order, np.empty(len(order), dtype=column.dtype))
+
+
+@njit(nogil=True, cache=True)
+def _take_into(column, order, out):
+    """``out[:] = column[order]``; returns ``out``."""
     for k in range(len(order)):
         out[k] = column[order[k]]
+    return out
+
+
+def _permuted(x: np.ndarray, order: np.ndarray, threads: int) -> np.ndarray:
+    """``x[:, order]`` row by row on the threads (numpy's ``take`` along the rows of a 10M-row
+    batch's codes, label slots and targets took 2.5 s, these gathers 0.7 s on two threads)."""
+    out = np.empty((x.shape[0], len(order)), dtype=x.dtype)
+    run_all(lambda u: _take_into(x[u], order, out[u]), range(x.shape[0]), threads)
     return out
 
 
