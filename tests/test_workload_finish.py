@@ -256,13 +256,13 @@ def test_canonical_order_is_a_stable_sort_by_partition_then_targets(M, T_n, part
     np.testing.assert_array_equal(order, expected)
 
 
-@given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 70_000, 2**20, 2**31 - 1]), st.integers(1, 6),
-       st.integers(0, 2**32 - 1))
+@given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 2**16, 2**16 + 1, 70_000, 2**20, 2**31 - 1]),
+       st.integers(1, 6), st.integers(0, 2**32 - 1))
 @settings(max_examples=150, deadline=None)
 def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts, seed):
-    """One QI's list of a batch of several partitions (one counting pass, or two 16-bit digits
-    beyond 2^16 codes in a partition): the rows by partition, then code, ties by row, each with
-    its code, label slots and targets."""
+    """One QI's list of a batch of several partitions (one counting pass, or beyond 2^16 codes
+    in a partition two passes of half the bits each, an odd count's larger half first): the
+    rows by partition, then code, ties by row, each with its code, label slots and targets."""
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, width, M).astype(np.int32)
     cuts = np.sort(rng.choice(np.arange(1, M), min(parts - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)

@@ -431,12 +431,15 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
     """One QI's list of a batch of several partitions (rows arrive partition by partition): per
     partition its rows sorted by code, ties in row order, with their positions, codes, label
     slots and targets — a counting pass over the partition's code range where it spans at most
-    2^16 codes, else two stable passes of 16-bit digits (least significant first) through a
-    spare of the partition's size. Each pass reads its rows in order and writes them where they
-    go: a sort of positions and then a gather of every field by position read them at random
-    (at 10M rows in 16 partitions of 500K codes, 0.38-0.40 s against 0.68-0.79 s). One
-    partition's scatter stays within its rows, where two passes over the whole batch scatter
-    across all of it (four times slower at 10M rows in 86 partitions)."""
+    2^:data:`_ONE_PASS_BITS` codes, else two stable passes of half its bits each (the low half
+    first) through a spare of the partition's size. Each pass reads its rows in order and writes
+    them where they go: a sort of positions and then a gather of every field by position read
+    them at random (at 10M rows in 16 partitions of 500K codes, 0.38-0.40 s against 0.68-0.79
+    s). One partition's scatter stays within its rows, where two passes over the whole batch
+    scatter across all of it (four times slower at 10M rows in 86 partitions); and half the
+    bits a pass keep its counts and the places it writes to few (2^11 for 2^21 codes, where
+    16-bit digits wrote to 2^16 places at once: a 10M-row list in 16 partitions of 2^17 to 2^21
+    codes took 0.50-0.62 s so, 0.33-0.40 s now)."""
     widest = 0
     for p in range(len(seg_n)):
         widest = max(widest, seg_n[p])
@@ -446,7 +449,7 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
     spare_code = np.empty(widest, dtype=np.int32)
     spare_label = np.empty((T_c, widest), dtype=list_label.dtype)
     spare_value = np.empty((T_n, widest), dtype=list_value.dtype)
-    count = np.zeros(2**16 + 1, dtype=np.int64)
+    count = np.zeros(2**max(_ONE_PASS_BITS, 16) + 1, dtype=np.int64)
     s = 0
     for p in range(len(seg_n)):
         e = s + seg_n[p]
@@ -456,7 +459,10 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
             lo = min(lo, codes[i])
             hi = max(hi, codes[i])
         width = np.int64(hi) - np.int64(lo) + 1
-        if width <= 2**16:  # one pass: the rows straight into the list
+        bits = 0
+        while (np.int64(1) << bits) < width:
+            bits += 1
+        if bits <= _ONE_PASS_BITS:  # one pass: the rows straight into the list
             count[:width + 1] = 0
             for i in range(s, e):
                 count[np.int64(codes[i]) - lo + 1] += 1
@@ -473,13 +479,16 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
                 for u in range(T_n):
                     list_value[u, at] = value[u, i]
         else:  # the low digit into the spare, then the high digit into the list
-            count[:] = 0
+            low = (bits + 1) // 2
+            mask = (np.int64(1) << low) - 1
+            buckets = np.int64(1) << low
+            count[:buckets + 1] = 0
             for i in range(s, e):
-                count[((np.int64(codes[i]) - lo) & 0xFFFF) + 1] += 1
-            for c in range(2**16):
+                count[((np.int64(codes[i]) - lo) & mask) + 1] += 1
+            for c in range(buckets):
                 count[c + 1] += count[c]
             for i in range(s, e):
-                g = (np.int64(codes[i]) - lo) & 0xFFFF
+                g = (np.int64(codes[i]) - lo) & mask
                 at = count[g]
                 count[g] += 1
                 spare_row[at] = i
@@ -488,14 +497,14 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
                     spare_label[u, at] = label[u, i]
                 for u in range(T_n):
                     spare_value[u, at] = value[u, i]
-            high = ((width - 1) >> 16) + 1
+            high = ((width - 1) >> low) + 1
             count[:high + 1] = 0
             for i in range(e - s):
-                count[((np.int64(spare_code[i]) - lo) >> 16) + 1] += 1
+                count[((np.int64(spare_code[i]) - lo) >> low) + 1] += 1
             for c in range(high):
                 count[c + 1] += count[c]
             for i in range(e - s):
-                g = (np.int64(spare_code[i]) - lo) >> 16
+                g = (np.int64(spare_code[i]) - lo) >> low
                 at = s + count[g]
                 count[g] += 1
                 row[at] = spare_row[i]
@@ -505,6 +514,11 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
                 for u in range(T_n):
                     list_value[u, at] = spare_value[u, i]
         s = e
+
+
+#: A partition's list is sorted in one counting pass where its codes span at most 2^this, else
+#: in two passes of half the bits each (:func:`_segment_lists`).
+_ONE_PASS_BITS = 16
 
 
 @njit(nogil=True, cache=True)
