@@ -279,6 +279,18 @@ def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts,
     np.testing.assert_array_equal(list_value, value[:, expected])
 
 
+@given(st.integers(0, 3000), st.integers(0, 4), st.sampled_from([np.int16, np.int32, np.int64, np.float64]),
+       st.integers(1, 3), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_permuted_is_numpys_take_along_the_rows(M, rows, kind, threads, seed):
+    """A float target's batch in canonical order (:func:`workload_finish._permuted`, row by row
+    on the threads): numpy's ``take`` along the rows, whatever the threads."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2**15, 2**15, (rows, M)).astype(kind)
+    order = rng.permutation(M)
+    np.testing.assert_array_equal(workload_finish._permuted(x, order, threads), np.take(x, order, axis=1))
+
+
 @given(st.integers(0, 9000), st.integers(1, 5), st.integers(1, 3), st.integers(0, 2**32 - 1))
 @settings(max_examples=40, deadline=None)
 def test_columns_of_a_row_major_batch(M, d, threads, seed):

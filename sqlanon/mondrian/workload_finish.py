@@ -437,9 +437,9 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
     them at random (at 10M rows in 16 partitions of 500K codes, 0.38-0.40 s against 0.68-0.79
     s). One partition's scatter stays within its rows, where two passes over the whole batch
     scatter across all of it (four times slower at 10M rows in 86 partitions); and half the
-    bits a pass keep its counts and the places it writes to few (2^11 for 2^21 codes, where
-    16-bit digits wrote to 2^16 places at once: a 10M-row list in 16 partitions of 2^17 to 2^21
-    codes took 0.50-0.62 s so, 0.33-0.40 s now)."""
+    bits a pass keep its counts and the places it writes to few (2^11 for 2^21 codes, not
+    2^16: a 10M-row list in 16 partitions of 2^17 to 2^21 codes took 0.33-0.40 s against
+    0.50-0.62 s with 16-bit digits)."""
     widest = 0
     for p in range(len(seg_n)):
         widest = max(widest, seg_n[p])
