@@ -257,26 +257,32 @@ def test_canonical_order_is_a_stable_sort_by_partition_then_targets(M, T_n, part
 
 
 @given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 2**16, 2**16 + 1, 70_000, 2**20, 2**31 - 1]),
-       st.integers(1, 6), st.integers(0, 2**32 - 1))
+       st.integers(1, 6), st.integers(0, 50), st.integers(0, 2**32 - 1))
 @settings(max_examples=150, deadline=None)
-def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts, seed):
-    """One QI's list of a batch of several partitions (one counting pass, or beyond 2^16 codes
-    in a partition two passes of half the bits each, an odd count's larger half first): the
-    rows by partition, then code, ties by row, each with its code, label slots and targets."""
+def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts, first, seed):
+    """One QI's list of a region of several partitions (one counting pass, or beyond 2^16 codes
+    in a partition two passes of half the bits each, an odd count's larger half first), written
+    from position ``first`` on: the rows by partition, then code, ties by row, each with its
+    position, code, label slots and targets; nothing before ``first`` or after the region written."""
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, width, M).astype(np.int32)
     cuts = np.sort(rng.choice(np.arange(1, M), min(parts - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
     seg_n = np.diff(np.concatenate(([0], cuts, [M]))).astype(np.int64)
     label = rng.integers(0, 5, (2, M)).astype(np.int32)
     value = rng.normal(size=(1, M))
-    row, code = np.empty(M, np.int32), np.empty(M, np.int32)
-    list_label, list_value = np.empty((2, M), np.int16), np.empty((1, M))
-    workload_finish._segment_lists(codes, seg_n, label, value, row, code, list_label, list_value)
+    size = first + M + 7
+    row, code = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
+    list_label, list_value = np.full((2, size), -1, np.int16), np.full((1, size), -1.0)
+    workload_finish._segment_lists(codes, seg_n, label, value, first, row, code, list_label, list_value)
     expected = np.lexsort((np.arange(M), codes, np.repeat(np.arange(len(seg_n)), seg_n)))
-    np.testing.assert_array_equal(row, expected)
-    np.testing.assert_array_equal(code, codes[expected])
-    np.testing.assert_array_equal(list_label, label[:, expected])
-    np.testing.assert_array_equal(list_value, value[:, expected])
+    mine = slice(first, first + M)
+    np.testing.assert_array_equal(row[mine], first + expected)
+    np.testing.assert_array_equal(code[mine], codes[expected])
+    np.testing.assert_array_equal(list_label[:, mine], label[:, expected])
+    np.testing.assert_array_equal(list_value[:, mine], value[:, expected])
+    rest = np.r_[0:first, first + M:size]
+    assert (row[rest] == -1).all() and (code[rest] == -1).all()
+    assert (list_label[:, rest] == -1).all() and (list_value[:, rest] == -1).all()
 
 
 @given(st.integers(0, 3000), st.integers(0, 4), st.sampled_from([np.int16, np.int32, np.int64, np.float64]),

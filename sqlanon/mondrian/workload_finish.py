@@ -94,7 +94,6 @@ from ..model.constraints import XLOGX_ROWS, Constraint, KAnonymity, xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
-from ..model.stats import sort_and_group
 from .cut_scan import (_choose, _choose_sequential, _judge, _rank, _Request, _scan, _scan_bins, _Scratch,
                        _settled_choice)
 from .histograms import _bin_extents, _Histograms
@@ -179,29 +178,39 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
         order, lists_roots, leaves, free = hist.grow(t, roots, request, threads)
     # ... the others get SPRINT's attribute lists, each region of rows (``order``) a segment
-    regions = np.concatenate([lists_roots, leaves])
-    regions = regions[np.argsort(t.start[regions], kind="stable")]
+    # filled when its partition is grown
     bins = _Bins.of(lo, hi, int(off[-1]), M, slot.shape[0], value.dtype, value.shape[0])
-    lists = _Lists.build(codes, t.n[regions], slot, value, threads, bins, order, disposable or codes is not given)
+    lists = _Lists.of(codes, slot, value, threads, bins, order, disposable or codes is not given)
     del codes  # the lists' codes when disposable
-    for i in regions.tolist():  # a partition's lists are sorted: its extents are their ends
-        t.cmin[i] = lists.code[:, t.start[i]]
-        t.cmax[i] = lists.code[:, t.start[i] + t.n[i] - 1]
-        _record_extents(bins.rec, t.start[i], t.n[i], bins.qs, bins.shift, t.cmin[i], t.cmax[i])
     g = _Grower(lists, t, request, M)
-    for i in (lists_roots.tolist() if len(g.node_counts) else ()):
-        _totals(lists.label, lists.value, 0, t.start[i], t.n[i], g.node_counts[i], g.node_moments[i])
-    for i in leaves.tolist():
-        _leaf(lists.row, i, t.start[i], t.n[i], g.leaf_of, t.attr)
+    for i in leaves.tolist():  # a leaf's rows are its region (its extents are its histogram's)
+        g.leaf_of[t.start[i]:t.start[i] + t.n[i]] = i
+        t.attr[i] = -1
+
+    def ready(i: int, threads: int) -> None:
+        """Region ``i``'s lists filled, its extents (a sorted list's ends) and totals taken."""
+        s, m = int(t.start[i]), int(t.n[i])
+        lists.fill(s, m, threads)
+        t.cmin[i] = lists.code[:, s]
+        t.cmax[i] = lists.code[:, s + m - 1]
+        _record_extents(bins.rec, s, m, bins.qs, bins.shift, t.cmin[i], t.cmax[i])
+        if len(g.node_counts):
+            _totals(lists.label, lists.value, 0, s, m, g.node_counts[i], g.node_moments[i])
 
     areas = [(R, free - R)]  # (first node, nodes made) per call
     if threads > 1 and M >= 2 * _PARALLEL_ROWS:
-        # ... the lists of partitions still larger than the slice are split one at a time, their
-        # QIs scored and their lists partitioned on all threads; the others are deferred ...
+        # ... the lists of partitions still larger than the slice are filled and split one at a
+        # time, their QIs scored and their lists partitioned on all threads; the others are
+        # deferred ...
+        wide = [i for i in lists_roots.tolist() if t.n[i] > defer]
+        for i in wide:
+            ready(i, threads)
+        unfilled = set(lists_roots.tolist()) - set(wide)
         used, todo = g.grow_wide(lists_roots, free, defer, threads)
         areas[0] = (R, free - R + used)
-        # ... and shared out over the threads, each growing whole subtrees: the largest left
-        # next (a subtree's work is not its rows: a fixed share left one thread idle for 10 %)
+        # ... and shared out over the threads, each filling a region's lists (they stay in the
+        # caches for its growth) and growing whole subtrees: the largest left next (a subtree's
+        # work is not its rows: a fixed share left one thread idle for 10 %)
         todo = todo[np.argsort(-t.n[todo], kind="stable")]
         queue = iter(todo.tolist())  # taken from by every thread (next() holds the GIL)
         firsts = [R + cap1 * (i + 1) for i in range(threads)]
@@ -209,12 +218,16 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         def work(i: int) -> int:
             used = 0
             for node in queue:
+                if node in unfilled:
+                    ready(node, 1)
                 used += g.grow(np.array([node], dtype=np.int64), firsts[i] + used)
             return used
 
         done = run_all(work, range(threads), threads)
         areas += list(zip(firsts, done))
     else:
+        for i in lists_roots.tolist():
+            ready(i, threads)
         areas[0] = (R, free - R + g.grow(lists_roots, free))
     made = np.concatenate([roots] + [np.arange(f, f + u, dtype=np.int64) for f, u in areas])
     out = t.take(made)
@@ -237,58 +250,68 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
 class _Lists:
     """SPRINT's attribute lists (Shafer, Agrawal & Mehta, VLDB 1996): per QI ``j``, the batch's
     rows partition by partition, each partition's in code order — ``row[j]`` the row (its
-    position in the regions' order, :meth:`build`), ``code[j]``
+    position in the regions' order, :meth:`of`), ``code[j]``
     its code, ``label[j, u]`` its count slot of label ``u`` and ``value[j, u]`` its numeric
     target ``u`` — so a scan down a list reads memory in order. A split partitions every list
-    stably, left rows first (:func:`_partition`)."""
+    stably, left rows first (:func:`_partition`). The binned QIs (``bins``) get no list: their
+    records are filled instead."""
 
-    def __init__(self, row: np.ndarray, code: np.ndarray, label: np.ndarray, value: np.ndarray, bins: _Bins) -> None:
+    def __init__(self, row: np.ndarray, code: np.ndarray, label: np.ndarray, value: np.ndarray, bins: _Bins,
+                 codes: np.ndarray, source: np.ndarray, slots: np.ndarray, targets: np.ndarray,
+                 order: np.ndarray) -> None:
         self.row, self.code, self.label, self.value, self.bins = row, code, label, value, bins
+        # what the regions are filled from: the batch's codes (the binned QIs' read through
+        # ``order``), the listed QIs' codes, the label slots and targets in the regions' order
+        self.codes, self.source, self.slots, self.targets, self.order = codes, source, slots, targets, order
+        self.listed = [j for j in range(len(bins.col)) if bins.col[j] < 0]
 
     @classmethod
-    def build(cls, codes: np.ndarray, seg_n: np.ndarray, label: np.ndarray, value: np.ndarray, threads: int,
-              bins: _Bins, order: np.ndarray | None = None, disposable: bool = False) -> _Lists:
-        """The lists of a batch: ``codes`` (d, M) per QI, ``label`` (labels, M) the label slots,
-        ``value`` (targets, M) the targets, per batch row; the segments of ``seg_n`` rows are
-        regions of the batch's rows in ``order`` (None: the batch order), each sorted by code.
-        The arrays are first put in the regions' order (each region's rows move forward through
-        the batch), so each segment's sort and gathers stay in its rows. The lists number the
-        rows by their positions in that order, not by batch row: a node's rows are then
-        numbered within its region, so the bits of a split (:func:`_mark`) and the leaves
-        (:func:`_leaf`) it writes lie in a region-sized window that stays in the CPU's cache
-        (at 10M rows, a random label's growth took 0.8x the time of batch rows scattered over
-        the whole bit array). ``disposable``: ``codes`` may be overwritten (with an ``order``, the lists' codes
-        take its place: each QI's codes are first copied in the regions' order). The binned QIs
-        (``bins``) get no list: their records are filled instead."""
+    def of(cls, codes: np.ndarray, label: np.ndarray, value: np.ndarray, threads: int, bins: _Bins,
+           order: np.ndarray | None = None, disposable: bool = False) -> _Lists:
+        """The lists of a batch, to be filled region by region (:meth:`fill`): ``codes`` (d, M)
+        per QI, ``label`` (labels, M) the label slots, ``value`` (targets, M) the targets, per
+        batch row; the regions are runs of the batch's rows in ``order`` (None: the batch
+        order). The listed QIs' codes, the labels and the targets are first put in the regions'
+        order (each region's rows then lie together), and the lists number the rows by their
+        positions in that order, not by batch row: a node's rows are then numbered within its
+        region, so the bits of a split (:func:`_mark`) and the leaves (:func:`_leaf`) it writes
+        lie in a region-sized window that stays in the CPU's cache (at 10M rows, a random
+        label's growth took 0.8x the time of batch rows scattered over the whole bit array).
+        ``disposable``: ``codes`` may be overwritten (the lists' codes take its place)."""
         d, M = codes.shape
         # label slots in 16 bits where they fit: a split moves every list, so bytes count
         kind = np.int16 if int(label.max(initial=0)) < 2**15 else np.int32
-        reuse = disposable and order is not None and codes.dtype == np.int32 and codes.flags.c_contiguous
-        out = cls(np.empty((d, M), dtype=np.int32), codes if reuse else np.empty((d, M), dtype=np.int32),
-                  np.empty((d, label.shape[0], M), dtype=kind), np.empty((d, value.shape[0], M), dtype=value.dtype),
-                  bins)
-        via = np.empty(0, dtype=np.int64) if order is None else order
-        if order is not None:  # the labels and targets in the regions' order: a segment's rows stay together
+        reuse = disposable and codes.dtype == np.int32 and codes.flags.c_contiguous
+        out = np.empty((d, M), dtype=np.int32) if not reuse else codes
+        source = codes
+        if order is not None:
             label = stacked([_take(x, order) for x in label], label.dtype, M)
             value = stacked([_take(x, order) for x in value], value.dtype, M)
-        seg_n = np.asarray(seg_n, dtype=np.int64)
+            source = codes if reuse else np.empty((d, M), dtype=np.int32)
+            listed = [j for j in range(d) if bins.col[j] < 0]
+            # row by row through a copy: a list's row of ``codes`` is overwritten in place
+            run_all(lambda j: np.copyto(source[j], _take(codes[j], order)), listed, threads)
+        return cls(np.empty((d, M), dtype=np.int32), out, np.empty((d, label.shape[0], M), dtype=kind),
+                   np.empty((d, value.shape[0], M), dtype=value.dtype), bins, codes, source, label, value,
+                   np.empty(0, dtype=np.int64) if order is None else order)
 
-        def fill(j: int) -> None:
-            if j < 0:  # the binned QIs' records (their rows of ``codes`` are no list's: still the batch's)
-                _records(via, codes, bins.qs, bins.shift, label, value, bins.rec, bins.words, bins.value)
-                return
-            code = codes[j] if order is None else _take(codes[j], order)  # the regions' codes
-            if len(seg_n) > 1:  # each partition's rows sorted in place: the scatter stays in cache
-                _segment_lists(code, seg_n, label, value, out.row[j], out.code[j], out.label[j], out.value[j])
-                return
-            if int(code.max(initial=0)) < 2 * M + 1024:  # a counting pass
-                by_code = _counting_order(code)
-            else:  # a wide code range (a batch of a large table): a sort
-                by_code = sort_and_group(np.zeros(M, dtype=np.int64), code)[0]
-            _gather(by_code, code, label, value, out.row[j], out.code[j], out.label[j], out.value[j])
+    def fill(self, s: int, m: int, threads: int) -> None:
+        """The lists of the region of rows ``s .. s+m-1`` (each listed QI's sorted by code, ties
+        by position) and its records, the QIs on ``threads`` threads. A region's input is
+        copied out first: the lists' codes may be the rows of the source they are sorted from."""
+        e = s + m
+        label, value = np.ascontiguousarray(self.slots[:, s:e]), np.ascontiguousarray(self.targets[:, s:e])
+        b = self.bins
+        n = np.array([m], dtype=np.int64)
 
-        run_all(fill, [j for j in range(d) if bins.col[j] < 0] + ([-1] if len(bins.qs) else []), threads)
-        return out
+        def one(j: int) -> None:
+            if j < 0:  # the binned QIs' records (their rows of ``codes`` are no list's: in batch order)
+                _records(self.order, self.codes, b.qs, b.shift, label, value, s, m, b.rec, b.words, b.value)
+            else:
+                _segment_lists(self.source[j, s:e].copy(), n, label, value, s, self.row[j], self.code[j],
+                               self.label[j], self.value[j])
+
+        run_all(one, self.listed + ([-1] if len(b.qs) else []), threads)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.row, self.code, self.label, self.value
@@ -408,26 +431,7 @@ class _Grower:
 
 
 @njit(nogil=True, cache=True)
-def _counting_order(codes):
-    """The rows sorted by code, ties in row order: one stable counting pass."""
-    M = len(codes)
-    width = 0
-    for i in range(M):
-        width = max(width, codes[i] + 1)
-    at = np.zeros(width + 1, dtype=np.int64)
-    for i in range(M):
-        at[codes[i] + 1] += 1
-    for c in range(width):
-        at[c + 1] += at[c]
-    by_code = np.empty(M, dtype=np.int64)
-    for i in range(M):
-        by_code[at[codes[i]]] = i
-        at[codes[i]] += 1
-    return by_code
-
-
-@njit(nogil=True, cache=True)
-def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value):
+def _segment_lists(codes, seg_n, label, value, first, row, code, list_label, list_value):
     """One QI's list of a batch of several partitions (rows arrive partition by partition): per
     partition its rows sorted by code, ties in row order, with their positions, codes, label
     slots and targets — a counting pass over the partition's code range where it spans at most
@@ -439,7 +443,8 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
     scatter across all of it (four times slower at 10M rows in 86 partitions); and half the
     bits a pass keep its counts and the places it writes to few (2^11 for 2^21 codes, not
     2^16: a 10M-row list in 16 partitions of 2^17 to 2^21 codes took 0.33-0.40 s against
-    0.50-0.62 s with 16-bit digits)."""
+    0.50-0.62 s with 16-bit digits). The inputs are the partitions' own (``codes``, ``label``,
+    ``value`` from 0); the list is written from position ``first`` on, numbering the rows so."""
     widest = 0
     for p in range(len(seg_n)):
         widest = max(widest, seg_n[p])
@@ -470,9 +475,9 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
                 count[c + 1] += count[c]
             for i in range(s, e):
                 g = np.int64(codes[i]) - lo
-                at = s + count[g]
+                at = first + s + count[g]
                 count[g] += 1
-                row[at] = i
+                row[at] = first + i
                 code[at] = codes[i]
                 for u in range(T_c):
                     list_label[u, at] = label[u, i]
@@ -505,9 +510,9 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
                 count[c + 1] += count[c]
             for i in range(e - s):
                 g = (np.int64(spare_code[i]) - lo) >> low
-                at = s + count[g]
+                at = first + s + count[g]
                 count[g] += 1
-                row[at] = spare_row[i]
+                row[at] = first + spare_row[i]
                 code[at] = spare_code[i]
                 for u in range(T_c):
                     list_label[u, at] = spare_label[u, i]
@@ -519,20 +524,6 @@ def _segment_lists(codes, seg_n, label, value, row, code, list_label, list_value
 #: A partition's list is sorted in one counting pass where its codes span at most 2^this, else
 #: in two passes of half the bits each (:func:`_segment_lists`).
 _ONE_PASS_BITS = 16
-
-
-@njit(nogil=True, cache=True)
-def _gather(by_code, codes, label, value, row, code, list_label, list_value):
-    """One QI's list: the positions ``by_code`` of the regions' ``codes``, label slots and
-    target values, each with its position."""
-    for k in range(len(by_code)):
-        p = by_code[k]
-        row[k] = p
-        code[k] = codes[p]
-        for u in range(label.shape[0]):
-            list_label[u, k] = label[u, p]
-        for u in range(value.shape[0]):
-            list_value[u, k] = value[u, p]
 
 
 @njit(nogil=True, cache=True)
@@ -625,23 +616,25 @@ def _row(words, p):
 
 
 @njit(nogil=True, cache=True)
-def _records(order, codes, qs, shift, label, value, rec, words, rec_value):
-    """The records in the regions' order: position ``p`` holds ``p``, the bins of batch row
-    ``order[p]`` (``p`` itself when ``order`` is empty; ``codes`` in batch order) and its label
-    slots and targets (``label``, ``value`` already in the regions' order)."""
+def _records(order, codes, qs, shift, label, value, first, m, rec, words, rec_value):
+    """The records of the region of positions ``first .. first+m-1`` in the regions' order:
+    position ``p`` holds ``p``, the bins of batch row ``order[p]`` (``p`` itself when ``order``
+    is empty; ``codes`` in batch order) and its label slots and targets (``label``, ``value``
+    the region's, from 0)."""
     through = len(order) > 0
     nb = len(qs)
     f0 = 4 // rec.itemsize  # the row's cells
-    for p in range(rec.shape[0]):
+    for i in range(m):
+        p = first + i
         r = order[p] if through else p
         words[p, 0] = p  # the row, the cells after it in the word zeroed: written next
-        for i in range(nb):
-            q = qs[i]
-            rec[p, f0 + i] = shift[q] + codes[q, r]
+        for k in range(nb):
+            q = qs[k]
+            rec[p, f0 + k] = shift[q] + codes[q, r]
         for u in range(label.shape[0]):
-            rec[p, f0 + nb + u] = label[u, p]
+            rec[p, f0 + nb + u] = label[u, i]
         for u in range(value.shape[0]):
-            rec_value[p, u] = value[u, p]
+            rec_value[p, u] = value[u, i]
 
 
 @njit(nogil=True, cache=True)
