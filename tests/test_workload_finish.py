@@ -534,3 +534,18 @@ def test_spark_executors_publish_the_general_paths_rules(spark):
     finally:
         builder._WORKLOAD_FINISH = saved
         duck.close()
+
+
+@given(st.integers(1, 2000), st.integers(0, 3), st.integers(0, 2), st.integers(1, 3), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_gathered_rows_are_numpys_fancy_index(M, T_c, T_n, threads, seed):
+    """The histogram phase's rows gathered before a fill (:func:`histograms._gathered`, in
+    halves on the threads): each field's ``x[:, rows]``, whatever the threads."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 2**31 - 1, (3, M)).astype(np.int32)
+    slots = rng.integers(0, 40, (T_c, M)).astype(np.int32)
+    values = rng.normal(size=(T_n, M))
+    rows = np.sort(rng.choice(M, rng.integers(0, M + 1), replace=False)).astype(np.int64)
+    for got, x in zip(histograms._gathered(codes, slots, values, rows, threads), (codes, slots, values)):
+        np.testing.assert_array_equal(got, x[:, rows])
+        assert got.dtype == x.dtype

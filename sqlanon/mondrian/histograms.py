@@ -74,8 +74,12 @@ class _Histograms:
         """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to the histograms ``cnt``,
         ``mom``, QI by QI on the threads (one QI's histogram at a time stays in the caches: a
         thread taking a share of the QIs row by row was 3-4x slower)."""
-        run_all(lambda j: _fill(self.codes, self.slots, self.values, order, s, m, j, self.lo[j], self.base[j],
-                                cnt, mom, self.L, sign), range(self.codes.shape[0]), threads,
+        codes, slots, values = self.codes, self.slots, self.values
+        if m <= len(order) // _GATHER_PART:  # a few rows spread over the batch: gathered once
+            codes, slots, values = _gathered(codes, slots, values, order[s:s + m], threads)
+            order, s = np.arange(m, dtype=np.int64), 0
+        run_all(lambda j: _fill(codes, slots, values, order, s, m, j, self.lo[j], self.base[j],
+                                cnt, mom, self.L, sign), range(len(self.lo)), threads,
                 cost=lambda j: self.base[j + 1] - self.base[j])  # the widest histograms first
 
     def _take_out(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, threads: int) -> None:
@@ -164,6 +168,8 @@ class _Histograms:
         return order, np.array(narrow, dtype=np.int64), np.array(leaves, dtype=np.int64), free
 
 
+#: Rows of at most a batch's 1/this are gathered before their histograms are filled (:func:`_gathered`).
+_GATHER_PART = 4
 #: Most label slots a histogram holds per code (beyond, the attribute lists only).
 _HIST_SLOTS = 16
 #: Largest histogram of one node (bytes): beyond, the attribute lists only.
@@ -190,6 +196,34 @@ def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
             x = value[u, r]
             mom[(b * T_n + u) * 2] += sign * x
             mom[(b * T_n + u) * 2 + 1] += sign * x * x
+
+
+def _gathered(codes: np.ndarray, slots: np.ndarray, values: np.ndarray, rows: np.ndarray,
+              threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The codes, label slots and targets of batch rows ``rows`` side by side (``[:, rows]``),
+    the rows in halves on the threads. A node's histograms are filled QI by QI (each QI's
+    histogram stays in the caches), so a few rows spread over the batch would be read QI by QI
+    at random, their slots and targets once per QI: gathered first, each row's fields are read
+    together (at 10M rows, a random label's take-outs of 4.66M rows: 1.16-1.54 s -> 0.88-0.98 s)."""
+    m = len(rows)
+    out = (np.empty((codes.shape[0], m), codes.dtype), np.empty((slots.shape[0], m), slots.dtype),
+           np.empty((values.shape[0], m), values.dtype))
+    halves = [(0, m // 2), (m // 2, m)] if threads > 1 else [(0, m)]
+    run_all(lambda h: _gather_rows(codes, slots, values, rows, h[0], h[1], *out), halves, threads)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _gather_rows(codes, slots, values, rows, a, b, out_codes, out_slots, out_values):
+    """Rows ``a .. b-1`` of :func:`_gathered`: ``out[:, p] = x[:, rows[p]]`` for each field."""
+    for p in range(a, b):
+        r = rows[p]
+        for j in range(codes.shape[0]):
+            out_codes[j, p] = codes[j, r]
+        for u in range(slots.shape[0]):
+            out_slots[u, p] = slots[u, r]
+        for u in range(values.shape[0]):
+            out_values[u, p] = values[u, r]
 
 
 @njit(nogil=True, cache=True)
