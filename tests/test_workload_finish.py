@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, histograms, median_finish, workload_finish
+from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from sqlanon.model.constraints import XLOGX_ROWS, EntropyLDiversity, KAnonymity, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
@@ -285,18 +285,6 @@ def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts,
     assert (list_label[:, rest] == -1).all() and (list_value[:, rest] == -1).all()
 
 
-@given(st.integers(0, 3000), st.integers(0, 4), st.sampled_from([np.int16, np.int32, np.int64, np.float64]),
-       st.integers(1, 3), st.integers(0, 2**32 - 1))
-@settings(max_examples=60, deadline=None)
-def test_permuted_is_numpys_take_along_the_rows(M, rows, kind, threads, seed):
-    """A float target's batch in canonical order (:func:`workload_finish._permuted`, row by row
-    on the threads): numpy's ``take`` along the rows, whatever the threads."""
-    rng = np.random.default_rng(seed)
-    x = rng.integers(-2**15, 2**15, (rows, M)).astype(kind)
-    order = rng.permutation(M)
-    np.testing.assert_array_equal(workload_finish._permuted(x, order, threads), np.take(x, order, axis=1))
-
-
 @given(st.integers(0, 9000), st.integers(1, 5), st.integers(1, 3), st.integers(0, 2**32 - 1))
 @settings(max_examples=40, deadline=None)
 def test_columns_of_a_row_major_batch(M, d, threads, seed):
@@ -536,16 +524,21 @@ def test_spark_executors_publish_the_general_paths_rules(spark):
         duck.close()
 
 
-@given(st.integers(1, 2000), st.integers(0, 3), st.integers(0, 2), st.integers(1, 3), st.integers(0, 2**32 - 1))
-@settings(max_examples=60, deadline=None)
-def test_gathered_rows_are_numpys_fancy_index(M, T_c, T_n, threads, seed):
-    """The histogram phase's rows gathered before a fill (:func:`histograms._gathered`, in
-    halves on the threads): each field's ``x[:, rows]``, whatever the threads."""
+@given(st.integers(0, 3000), st.integers(0, 3), st.integers(0, 2), st.booleans(), st.integers(1, 3),
+       st.integers(0, 2**32 - 1))
+@settings(max_examples=80, deadline=None)
+def test_gathered_rows_are_numpys_fancy_index(M, T_c, T_n, permutation, threads, seed):
+    """A batch's codes, label slots and targets gathered (:func:`gather._gathered`: a float
+    target's batch in canonical order, the regions' order, a histogram take-out's few rows):
+    each array's ``x[:, rows]`` with its dtype, whatever the threads."""
     rng = np.random.default_rng(seed)
-    codes = rng.integers(0, 2**31 - 1, (3, M)).astype(np.int32)
-    slots = rng.integers(0, 40, (T_c, M)).astype(np.int32)
+    codes = rng.integers(-2**31, 2**31 - 1, (3, M)).astype(np.int32)
+    slots = rng.integers(0, 40, (T_c, M)).astype(np.int16)
     values = rng.normal(size=(T_n, M))
-    rows = np.sort(rng.choice(M, rng.integers(0, M + 1), replace=False)).astype(np.int64)
-    for got, x in zip(histograms._gathered(codes, slots, values, rows, threads), (codes, slots, values)):
-        np.testing.assert_array_equal(got, x[:, rows])
-        assert got.dtype == x.dtype
+    rows = (rng.permutation(M) if permutation else np.sort(rng.choice(M, rng.integers(0, M + 1), replace=False))
+            ).astype(np.int64)
+    got = gather._gathered((codes, slots, values), rows, threads)
+    assert len(got) == 3
+    for g, x in zip(got, (codes, slots, values)):
+        np.testing.assert_array_equal(g, x[:, rows])
+        assert g.dtype == x.dtype and g.shape == (x.shape[0], len(rows))

@@ -96,6 +96,7 @@ from ..model.domain import Domain
 from ..model.parallel import run_all
 from .cut_scan import (_choose, _choose_sequential, _judge, _rank, _Request, _scan, _scan_bins, _Scratch,
                        _settled_choice)
+from .gather import _gathered, _take, _take_into
 from .histograms import _bin_extents, _Histograms
 from .median_finish import _PARALLEL_ROWS, _Table
 from .split import TIE
@@ -167,7 +168,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         # tied there hold equal values, so any order of them sums alike), so the sums -- and the
         # release -- are the same whatever the order the rows came in.
         canon = _canonical_order(value, seg_n)
-        codes, slot, value = (_permuted(x, canon, threads) for x in (codes, slot, value))
+        codes, slot, value = _gathered((codes, slot, value), canon, threads)
     lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
@@ -265,7 +266,6 @@ class _Lists:
         # what the regions are filled from: the batch's codes (the binned QIs' read through
         # ``order``), the listed QIs' codes, the label slots and targets in the regions' order
         self.codes, self.source, self.slots, self.targets, self.order = codes, source, slots, targets, order
-        self.listed = [j for j in range(len(bins.col)) if bins.col[j] < 0]
 
     @classmethod
     def of(cls, codes: np.ndarray, label: np.ndarray, value: np.ndarray, threads: int, bins: _Bins,
@@ -287,12 +287,12 @@ class _Lists:
         out = np.empty((d, M), dtype=np.int32) if not reuse else codes
         source = codes
         if order is not None:
-            label = stacked([_take(x, order) for x in label], label.dtype, M)
-            value = stacked([_take(x, order) for x in value], value.dtype, M)
+            label, value = _gathered((label, value), order, threads)
             source = codes if reuse else np.empty((d, M), dtype=np.int32)
-            listed = [j for j in range(d) if bins.col[j] < 0]
-            # row by row through a copy: a list's row of ``codes`` is overwritten in place
-            run_all(lambda j: np.copyto(source[j], _take(codes[j], order)), listed, threads)
+            # in place through a copy of the row: its codes are read in ``order``
+            gather = (lambda j: np.copyto(source[j], _take(codes[j], order))) if reuse else \
+                (lambda j: _take_into(codes[j], order, source[j]))
+            run_all(gather, bins.listed, threads)
         return cls(np.empty((d, M), dtype=np.int32), out, np.empty((d, label.shape[0], M), dtype=kind),
                    np.empty((d, value.shape[0], M), dtype=value.dtype), bins, codes, source, label, value,
                    np.empty(0, dtype=np.int64) if order is None else order)
@@ -313,7 +313,7 @@ class _Lists:
                 _segment_lists(self.source[j, s:e].copy(), n, label, value, s, self.row[j], self.code[j],
                                self.label[j], self.value[j])
 
-        run_all(one, self.listed + ([-1] if len(b.qs) else []), threads)
+        run_all(one, self.bins.listed + ([-1] if len(b.qs) else []), threads)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.row, self.code, self.label, self.value
@@ -536,28 +536,6 @@ def _segment_lists(codes, seg_n, label, value, first, row, code, list_label, lis
 _ONE_PASS_BITS = 16
 
 
-@njit(nogil=True, cache=True)
-def _take(column, order):
-    """``column[order]`` (without the GIL)."""
-    return _take_into(column, order, np.empty(len(order), dtype=column.dtype))
-
-
-@njit(nogil=True, cache=True)
-def _take_into(column, order, out):
-    """``out[:] = column[order]``; returns ``out``."""
-    for k in range(len(order)):
-        out[k] = column[order[k]]
-    return out
-
-
-def _permuted(x: np.ndarray, order: np.ndarray, threads: int) -> np.ndarray:
-    """``x[:, order]`` row by row on the threads (numpy's ``take`` along the rows of a 10M-row
-    batch's codes, label slots and targets took 2.5 s, these gathers 0.7 s on two threads)."""
-    out = np.empty((x.shape[0], len(order)), dtype=x.dtype)
-    run_all(lambda u: _take_into(x[u], order, out[u]), range(x.shape[0]), threads)
-    return out
-
-
 #: QIs whose codes span at most this many values in a batch are binned (:class:`_Bins`): no
 #: attribute list each, but one column of the rows' records, scored on histograms. None: none
 #: binned (tests compare).
@@ -584,6 +562,7 @@ class _Bins:
         # than its fields one by one (a split's move of 300K records, 6.7 ns per record against
         # 13.7); its row is the low half of its first word, whatever the cells' width (_row)
         self.words = rec.view(np.int64)
+        self.listed = [j for j in range(len(col)) if col[j] < 0]  # the QIs with attribute lists
 
     @classmethod
     def of(cls, lo: np.ndarray, hi: np.ndarray, L: int, M: int, T_c: int, value_kind: type, T_n: int) -> _Bins:
