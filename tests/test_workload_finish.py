@@ -185,7 +185,11 @@ def test_float_sums_hang_on_no_row_order_even_at_exact_ties(monkeypatch, seed):
     v = rng.normal(0, 1, M) * 1e3 + np.where(a < 30, 0.1, 7.3)
 
     def run(order: np.ndarray) -> dict:
-        return workload_finish.finish(codes[:, order], np.array([M]), domains, 5, [], [], [v[order]], False, 0.0)
+        out = workload_finish.finish(codes[:, order], np.array([M]), domains, 5, [], [], [v[order]], False, 0.0)
+        assert np.array_equal(np.sort(out["row"]), np.arange(M))  # each row once
+        leaf = np.empty(M, dtype=np.int64)
+        leaf[out["row"]] = out["leaf"]
+        return {**out, "leaf": leaf}
 
     base = run(np.arange(M))
     for _ in range(4):
@@ -542,3 +546,29 @@ def test_gathered_rows_are_numpys_fancy_index(M, T_c, T_n, permutation, threads,
     for g, x in zip(got, (codes, slots, values)):
         np.testing.assert_array_equal(g, x[:, rows])
         assert g.dtype == x.dtype and g.shape == (x.shape[0], len(rows))
+
+
+@given(st.integers(0, 400), st.integers(0, 60), st.integers(1, 4), st.integers(0, 2**32 - 1))
+@settings(max_examples=120, deadline=None)
+def test_split_rows_is_a_stable_partition_on_any_threads(M, s, threads, seed):
+    """The histogram phase's split of a node's rows (:func:`histograms._split_rows`, a piece per
+    thread, then rotated together): the rows with code at most the cut first, each side in its
+    order (numpy's stable sort on the side), the rows outside the node untouched."""
+    rng = np.random.default_rng(seed)
+    size = s + M + int(rng.integers(0, 30))
+    codes = rng.integers(0, 12, (2, size)).astype(np.int32)
+    order = rng.permutation(size).astype(np.int64)
+    c = int(rng.integers(-1, 13))
+    node = order[s:s + M]
+    side = codes[1, node] > c
+    expected = order.copy()
+    expected[s:s + M] = node[np.argsort(side, kind="stable")]
+    saved = histograms._SPLIT_PIECE
+    histograms._SPLIT_PIECE = 1
+    try:
+        left = histograms._split_rows(order, np.full(size, -7, np.int64), codes, 1, c, s, M, int((~side).sum()),
+                                      threads)
+    finally:
+        histograms._SPLIT_PIECE = saved
+    assert left == int((~side).sum())
+    np.testing.assert_array_equal(order, expected)

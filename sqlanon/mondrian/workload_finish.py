@@ -139,7 +139,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
 
     Returns the node table of :func:`sqlanon.mondrian.median_finish.finish`: ``parent``,
     ``child``, ``depth``, ``n``, ``attr``, ``cut``, ``cmin``/``cmax`` per node (roots first),
-    ``row`` and ``leaf`` per batch row.
+    ``row`` (each batch row once, in any order) and its ``leaf``.
     """
     d, M = codes.shape
     R = len(seg_n)
@@ -147,7 +147,6 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     if table is None:
         raise ValueError("a partition beyond the c ln c table (see applies)")
     off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    slots = [c + off[t] for t, c in enumerate(classes)]
     start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
     threads = max(1, int(threads))
     cap1 = 2 * (M // max(1, int(min_size))) + 2
@@ -159,7 +158,9 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     # the batch QI by QI (a code column contiguous) and its labels and targets, once for both phases
     given = codes
     codes = _columns(codes, threads)
-    slot = stacked(slots, np.int32, M)
+    slot = np.empty((len(classes), M), dtype=np.int32)  # each label's codes shifted to its count slots
+    for u, c in enumerate(classes):
+        np.add(c, off[u], out=slot[u], casting="unsafe")
     value = stacked(numbers, _moment_kind(numbers), M)
     canon = None
     if value.dtype.kind == "f" and M:
@@ -237,16 +238,14 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     at = np.empty(cap, dtype=np.int64)
     at[made] = np.arange(len(made))
     out["parent"] = np.where(out["parent"] >= 0, at[np.maximum(out["parent"], 0)], -1)
-    # each row's leaf: the lists number the rows by position in the regions' order (``order``),
-    # the regions' order numbers them in the batch put in canonical order (``canon``)
+    # each position's batch row and leaf: the lists number the rows by position in the regions'
+    # order (``order``), the regions' order numbers them in the batch put in canonical order
+    # (``canon``); the caller places the leaves by row (one scatter, not one here too)
     rows = order
     if canon is not None:
         rows = canon if rows is None else _take(canon, rows)
-    out["row"], out["leaf"] = np.arange(M, dtype=np.int64), at[g.leaf_of]
-    if rows is not None:
-        leaf = np.empty_like(out["leaf"])
-        leaf[rows] = out["leaf"]
-        out["leaf"] = leaf
+    out["row"] = np.arange(M, dtype=np.int64) if rows is None else rows
+    out["leaf"] = at[g.leaf_of]
     return out
 
 
