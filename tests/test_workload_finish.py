@@ -261,22 +261,23 @@ def test_canonical_order_is_a_stable_sort_by_partition_then_targets(M, T_n, part
 
 
 @given(st.integers(1, 3000), st.sampled_from([1, 3, 100, 2**16, 2**16 + 1, 70_000, 2**20, 2**31 - 1]),
-       st.integers(1, 6), st.integers(0, 50), st.integers(0, 2**32 - 1))
+       st.integers(1, 6), st.integers(0, 50), st.integers(0, 3), st.integers(0, 2), st.integers(0, 2**32 - 1))
 @settings(max_examples=150, deadline=None)
-def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts, first, seed):
+def test_segment_lists_are_a_stable_sort_by_partition_then_code(M, width, parts, first, T_c, T_n, seed):
     """One QI's list of a region of several partitions (one counting pass, or beyond 2^16 codes
     in a partition two passes of half the bits each, an odd count's larger half first), written
     from position ``first`` on: the rows by partition, then code, ties by row, each with its
-    position, code, label slots and targets; nothing before ``first`` or after the region written."""
+    position, code, label slots and targets (none, one, or more: the first moved with its row,
+    the others gathered after); nothing before ``first`` or after the region written."""
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, width, M).astype(np.int32)
     cuts = np.sort(rng.choice(np.arange(1, M), min(parts - 1, M - 1), replace=False)) if M > 1 else np.zeros(0, int)
     seg_n = np.diff(np.concatenate(([0], cuts, [M]))).astype(np.int64)
-    label = rng.integers(0, 5, (2, M)).astype(np.int32)
-    value = rng.normal(size=(1, M))
+    label = rng.integers(0, 5, (T_c, M)).astype(np.int32)
+    value = rng.normal(size=(T_n, M))
     size = first + M + 7
     row, code = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
-    list_label, list_value = np.full((2, size), -1, np.int16), np.full((1, size), -1.0)
+    list_label, list_value = np.full((T_c, size), -1, np.int16), np.full((T_n, size), -1.0)
     workload_finish._segment_lists(codes, seg_n, label, value, first, row, code, list_label, list_value)
     expected = np.lexsort((np.arange(M), codes, np.repeat(np.arange(len(seg_n)), seg_n)))
     mine = slice(first, first + M)

@@ -453,16 +453,21 @@ def _segment_lists(codes, seg_n, label, value, first, row, code, list_label, lis
     bits a pass keep its counts and the places it writes to few (2^11 for 2^21 codes, not
     2^16: a 10M-row list in 16 partitions of 2^17 to 2^21 codes took 0.33-0.40 s against
     0.50-0.62 s with 16-bit digits). The inputs are the partitions' own (``codes``, ``label``,
-    ``value`` from 0); the list is written from position ``first`` on, numbering the rows so."""
+    ``value`` from 0); the list is written from position ``first`` on, numbering the rows so.
+
+    A row's first label slot and first target move with it, without a loop (as in
+    :func:`_partition`: a loop over the labels and targets per row, even one never taken, made
+    a 600K-row region's pass 2-2.5x slower); the others, when a request has more, are gathered
+    by row afterwards (:func:`_lists_rest`)."""
     widest = 0
     for p in range(len(seg_n)):
         widest = max(widest, seg_n[p])
-    T_c = label.shape[0]
-    T_n = value.shape[0]
+    has_c = label.shape[0] > 0
+    has_n = value.shape[0] > 0
     spare_row = np.empty(widest, dtype=np.int32)
     spare_code = np.empty(widest, dtype=np.int32)
-    spare_label = np.empty((T_c, widest), dtype=list_label.dtype)
-    spare_value = np.empty((T_n, widest), dtype=list_value.dtype)
+    spare_label = np.empty(widest if has_c else 0, dtype=list_label.dtype)
+    spare_value = np.empty(widest if has_n else 0, dtype=list_value.dtype)
     count = np.zeros(2**max(_ONE_PASS_BITS, 16) + 1, dtype=np.int64)
     s = 0
     for p in range(len(seg_n)):
@@ -488,10 +493,10 @@ def _segment_lists(codes, seg_n, label, value, first, row, code, list_label, lis
                 count[g] += 1
                 row[at] = first + i
                 code[at] = codes[i]
-                for u in range(T_c):
-                    list_label[u, at] = label[u, i]
-                for u in range(T_n):
-                    list_value[u, at] = value[u, i]
+                if has_c:
+                    list_label[0, at] = label[0, i]
+                if has_n:
+                    list_value[0, at] = value[0, i]
         else:  # the low digit into the spare, then the high digit into the list
             low = (bits + 1) // 2
             mask = (np.int64(1) << low) - 1
@@ -507,10 +512,10 @@ def _segment_lists(codes, seg_n, label, value, first, row, code, list_label, lis
                 count[g] += 1
                 spare_row[at] = i
                 spare_code[at] = codes[i]
-                for u in range(T_c):
-                    spare_label[u, at] = label[u, i]
-                for u in range(T_n):
-                    spare_value[u, at] = value[u, i]
+                if has_c:
+                    spare_label[at] = label[0, i]
+                if has_n:
+                    spare_value[at] = value[0, i]
             high = ((width - 1) >> low) + 1
             count[:high + 1] = 0
             for i in range(e - s):
@@ -523,11 +528,25 @@ def _segment_lists(codes, seg_n, label, value, first, row, code, list_label, lis
                 count[g] += 1
                 row[at] = first + spare_row[i]
                 code[at] = spare_code[i]
-                for u in range(T_c):
-                    list_label[u, at] = spare_label[u, i]
-                for u in range(T_n):
-                    list_value[u, at] = spare_value[u, i]
+                if has_c:
+                    list_label[0, at] = spare_label[i]
+                if has_n:
+                    list_value[0, at] = spare_value[i]
         s = e
+    if label.shape[0] > 1 or value.shape[0] > 1:
+        _lists_rest(label, value, first, len(codes), row, list_label, list_value)
+
+
+@njit(nogil=True, cache=True)
+def _lists_rest(label, value, first, m, row, list_label, list_value):
+    """The label slots and targets after the first of each, of the list positions ``first ..
+    first+m-1`` (:func:`_segment_lists`): each gathered by the position's row."""
+    for at in range(first, first + m):
+        i = row[at] - first
+        for u in range(1, label.shape[0]):
+            list_label[u, at] = label[u, i]
+        for u in range(1, value.shape[0]):
+            list_value[u, at] = value[u, i]
 
 
 #: A partition's list is sorted in one counting pass where its codes span at most 2^this, else
@@ -635,6 +654,31 @@ def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
     mom[:] = 0
     T_n = rec_value.shape[1]
     f0 = 4 // rec.itemsize  # the row's cells
+    if T_c > 1 or T_n > 1:
+        _count_records_any(rec, rec_value, s, m, nb, T_c, W, cnt, mom)
+        return
+    # at most one label and one target: no loop over them per row (a loop, even one never
+    # taken, slows a row's pass, as in _partition: a record of one label 16 -> 13 ns, of one
+    # target 20 -> 11)
+    has_c = T_c > 0
+    has_n = T_n > 0
+    for p in range(s, s + m):
+        for i in range(nb):
+            b = np.int64(rec[p, f0 + i])
+            cnt[b * W] += 1
+            if has_c:
+                cnt[b * W + 1 + rec[p, f0 + nb]] += 1
+            if has_n:
+                x = rec_value[p, 0]
+                mom[b * 2] += x
+                mom[b * 2 + 1] += x * x
+
+
+@njit(nogil=True, cache=True)
+def _count_records_any(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
+    """:func:`_count_records` of any number of labels and targets (a loop over them per row)."""
+    T_n = rec_value.shape[1]
+    f0 = 4 // rec.itemsize
     for p in range(s, s + m):
         for i in range(nb):
             b = np.int64(rec[p, f0 + i])
