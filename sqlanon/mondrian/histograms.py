@@ -192,6 +192,32 @@ def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
     sums and sums of squares in ``mom``."""
     T_c = slot.shape[0]
     T_n = value.shape[0]
+    if T_c > 1 or T_n > 1:
+        _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign)
+        return
+    # at most one label and one target: no loop over them per row (a loop, even one never
+    # taken, slows a row's pass: see workload_finish._count_records)
+    W = L + 1
+    has_c = T_c > 0
+    has_n = T_n > 0
+    through = len(order) > 0
+    for p in range(s, s + m):
+        r = order[p] if through else p
+        b = base + codes[j, r] - lo
+        cnt[b * W] += sign
+        if has_c:
+            cnt[b * W + 1 + slot[0, r]] += sign
+        if has_n:
+            x = value[0, r]
+            mom[b * 2] += sign * x
+            mom[b * 2 + 1] += sign * x * x
+
+
+@njit(nogil=True, cache=True)
+def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
+    """:func:`_fill` of any number of labels and targets (a loop over them per row)."""
+    T_c = slot.shape[0]
+    T_n = value.shape[0]
     W = L + 1
     through = len(order) > 0
     for p in range(s, s + m):
