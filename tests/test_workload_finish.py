@@ -133,6 +133,7 @@ CRITERIA = st.sampled_from([
     InfoGain("y"), InfoGain("y", min_gain=0.05), InfoGain("y", "z"), InfoGain("z", min_gain=0.5),
     Regression("v"), Regression("v", min_gain=40.0), Regression("v", "w"),
     Targets(("y",), ("v",)), Targets(("y", "z"), ()), Targets((), ("w", "v"), 0.1), Targets(("z",), ("v",), 0.02),
+    Targets((), ("v",), 0.05),
 ])
 
 
