@@ -259,6 +259,7 @@ def _split_rows(order: np.ndarray, spare: np.ndarray, codes: np.ndarray, j: int,
     if threads <= 1 or m < _SPLIT_PIECE * 2:
         return _split_order(order, spare, codes, j, c, s, m, at)
     bounds = np.linspace(s, s + m, threads + 1).astype(np.int64).tolist()
+    # a piece's share of ``at`` only picks the direction its split packs in (see _split_order)
     lefts = run_all(lambda i: _split_order(order, spare[bounds[i]:], codes, j, c, bounds[i],
                                            bounds[i + 1] - bounds[i], at * (bounds[i + 1] - bounds[i]) // m),
                     range(threads), threads)

@@ -288,7 +288,8 @@ class _Lists:
         if order is not None:
             label, value = _gathered((label, value), order, threads)
             source = codes if reuse else np.empty((d, M), dtype=np.int32)
-            # in place through a copy of the row: its codes are read in ``order``
+            # each listed QI's codes in the regions' order: through a copy where the batch's own
+            # row is overwritten (reused), else straight into the source
             gather = (lambda j: np.copyto(source[j], _take(codes[j], order))) if reuse else \
                 (lambda j: _take_into(codes[j], order, source[j]))
             run_all(gather, bins.listed, threads)
