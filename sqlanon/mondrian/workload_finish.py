@@ -288,10 +288,12 @@ class _Lists:
         if order is not None:
             label, value = _gathered((label, value), order, threads)
             source = codes if reuse else np.empty((d, M), dtype=np.int32)
-            # each listed QI's codes in the regions' order: through a copy where the batch's own
-            # row is overwritten (reused), else straight into the source
-            gather = (lambda j: np.copyto(source[j], _take(codes[j], order))) if reuse else \
-                (lambda j: _take_into(codes[j], order, source[j]))
+
+            def gather(j: int) -> None:
+                """QI ``j``'s codes in the regions' order, from a copy where the gather writes
+                over the row it reads (the batch's codes reused as the source)."""
+                _take_into(codes[j].copy() if reuse else codes[j], order, source[j])
+
             run_all(gather, bins.listed, threads)
         return cls(np.empty((d, M), dtype=np.int32), out, np.empty((d, label.shape[0], M), dtype=kind),
                    np.empty((d, value.shape[0], M), dtype=value.dtype), bins, codes, source, label, value,
