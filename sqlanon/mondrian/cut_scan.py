@@ -662,8 +662,14 @@ def _scan_bins(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, mome
 @njit(nogil=True, cache=True, error_model="numpy")
 def _scan_bins_from(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
                     base, off, table, normalize, tie, seed):
-    """:func:`_scan_bins` against ``seed`` as :func:`_scan_from`. (Divisions as there: every
-    divisor is positive.)"""
+    """:func:`_scan_bins` against ``seed`` as :func:`_scan_from`, in its two passes where blocks
+    are bounded: the first adds the codes up, keeping each block's running sums at its start
+    and its bound; the second scores the block of the lowest bound first, then the others in
+    order, each ruled out whole where its bound allows. (In order, the wide nodes of a random
+    label's histogram phase scored their blocks one after another until the best settled.) A
+    block's cuts are scored from the first pass's running sums, code by code as one pass takes
+    them, so the result does not depend on the order. Blocks with no allowable cut are never
+    scored. (Divisions as there: every divisor is positive.)"""
     T_n = moments.shape[0]
     W = L + 1
     median_c, median_l = _median_bins(cnt, W, shift, lo_code, hi_code, m)
@@ -671,20 +677,29 @@ def _scan_bins_from(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left,
         return False, seed, median_c, median_l
     left[:] = 0
     left_moments[:, :] = 0
-    nl = 0
     best = seed  # found, cut, rows left, key, balance, gain, estimate, size
     scale = base if base > 0 else 1.0
     boxes, cap = _boxes(m, moments, partition, off, table, normalize)
-    before = left.copy()
-    before_moments = left_moments.copy()
-    centre, low, high = _centres(m, moments)
-    checked = lo_code  # codes before this one were ruled in (scanned cut by cut)
-    code = lo_code
-    while code <= hi_code:
-        if boxes and best[0] and code >= checked:
+    nb = (hi_code - lo_code) // _BLOCK + 1
+    if not boxes:
+        nb = 1  # one block of every code, scored in order
+    slots = left.shape[0]
+    at_left = np.zeros((nb, slots), dtype=left.dtype)  # each block's running sums at its start
+    at_moments = np.zeros((nb, T_n, 2), dtype=left_moments.dtype)
+    at_nl = np.zeros(nb, dtype=np.int64)
+    bound = np.full(nb, -np.inf)
+    if boxes:
+        # First pass: each block's start and bound (no allowable cut: +inf, never scored).
+        centre, low, high = _centres(m, moments)
+        nl = 0
+        for k in range(nb):
+            for v in range(slots):
+                at_left[k, v] = left[v]
+            for u in range(T_n):
+                at_moments[k, u, 0], at_moments[k, u, 1] = left_moments[u, 1], left_moments[u, 2]
+            at_nl[k] = nl
+            code = lo_code + k * _BLOCK
             stop = min(code + _BLOCK, hi_code + 1)
-            before[:] = left
-            before_moments[:, :] = left_moments
             low[:] = np.inf
             high[:] = -np.inf
             rows = 0
@@ -699,33 +714,42 @@ def _scan_bins_from(cnt, mom, L, shift, lo_code, hi_code, m, least, whole, left,
                     e = np.float64(left_moments[u, 1]) - np.float64(nl + rows) * centre[u]
                     low[u] = min(low[u], e)
                     high[u] = max(high[u], e)
-            bound = (_box_bound(before, left, whole, partition, off, table, normalize)
-                     + _moment_bound(nl + 1, nl + rows, m, low, high, centre, moments, partition, off, normalize))
-            if bound - best[6] > _margin(scale, tie, cap, best[7]) + cap * 2.0**-40:
-                nl += rows  # no cut of the block can win: skip it
-                code = stop
-                if m - nl < least:
-                    break
-                continue
-            left[:] = before
-            left_moments[:, :] = before_moments
-            checked = stop
-        b = (shift + code) * W
-        c = cnt[b]
-        here = code
-        code += 1
-        if c == 0:
+            if nl + rows < least or nl >= m - least:
+                bound[k] = np.inf
+            else:
+                bound[k] = (_box_bound(at_left[k], left, whole, partition, off, table, normalize)
+                            + _moment_bound(nl + 1, nl + rows, m, low, high, centre, moments, partition, off,
+                                            normalize))
+            nl += rows
+    # Second pass: the most promising block, then the others in order.
+    lead = np.argmin(bound)
+    for t in range(-1, nb):
+        k = lead if t < 0 else t
+        if t == lead or bound[k] == np.inf:
             continue
-        for v in range(L):
-            left[v] += cnt[b + 1 + v]
+        if best[0] and bound[k] - best[6] > _margin(scale, tie, cap, best[7]) + cap * 2.0**-40:
+            continue  # no cut of the block can win
+        for v in range(slots):
+            left[v] = at_left[k, v]
         for u in range(T_n):
-            left_moments[u, 1] += mom[((shift + here) * T_n + u) * 2]
-            left_moments[u, 2] += mom[((shift + here) * T_n + u) * 2 + 1]
-        nl += c
-        if nl < least:
-            continue
-        if m - nl < least:
-            break
-        best = _consider(nl, m, here, whole, left, moments, left_moments, partition, off, table, normalize, base,
-                         scale, tie, best)
+            left_moments[u, 1], left_moments[u, 2] = at_moments[k, u, 0], at_moments[k, u, 1]
+        nl = at_nl[k]
+        stop = hi_code + 1 if not boxes else min(lo_code + (k + 1) * _BLOCK, hi_code + 1)
+        for code in range(lo_code + k * _BLOCK, stop):
+            b = (shift + code) * W
+            c = cnt[b]
+            if c == 0:
+                continue
+            for v in range(L):
+                left[v] += cnt[b + 1 + v]
+            for u in range(T_n):
+                left_moments[u, 1] += mom[((shift + code) * T_n + u) * 2]
+                left_moments[u, 2] += mom[((shift + code) * T_n + u) * 2 + 1]
+            nl += c
+            if nl < least:
+                continue
+            if m - nl < least:
+                break
+            best = _consider(nl, m, np.int64(code), whole, left, moments, left_moments, partition, off, table,
+                             normalize, base, scale, tie, best)
     return True, best, median_c, median_l
