@@ -41,7 +41,10 @@ def machine(*packages: str) -> dict[str, Any]:
 def measure_child(cmd: list[str], timeout: float | None, **popen: Any) -> tuple[int, float, bool, float]:
     """Run ``cmd`` to the end (killed after ``timeout`` seconds): ``(exit code, peak RSS in
     MiB, timed out, wall seconds)``. The peak RSS is the child's own (``os.wait4``, not
-    ``Popen.wait``, whose rusage would be the parent's high-water mark)."""
+    ``Popen.wait``, whose rusage would be the parent's high-water mark) -- but it starts at the
+    parent's high-water mark when the child is forked (fork copies the memory map with its
+    peak), so the parent must stay small: :func:`agrawal.write_duckdb` writes the data in a
+    process of its own."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, **popen)
     timed_out = False
