@@ -109,8 +109,18 @@ def one_pass(case):
     return tuple(out[:5])
 
 
-def from_histogram(case):
-    """:func:`_scan_bins` of the node's histogram (its codes shifted into bins from 0)."""
+def block_sums(cnt, W):
+    """A histogram's block sums: per :data:`cut_scan._BLOCK` bins from 0, its rows and label
+    counts (as :class:`sqlanon.mondrian.histograms._Histograms` keeps them)."""
+    bins = len(cnt) // W
+    padded = np.zeros(-(-bins // cut_scan._BLOCK) * cut_scan._BLOCK * W, cnt.dtype)
+    padded[:len(cnt)] = cnt
+    return padded.reshape(-1, cut_scan._BLOCK, W).sum(axis=1).astype(cnt.dtype).ravel()
+
+
+def from_histogram(case, blocks=False):
+    """:func:`_scan_bins` of the node's histogram (its codes shifted into bins from a few
+    empty ones: its first code need not start a block), with its block sums when ``blocks``."""
     label, value, off, table, whole, moments, partition, base = _node(case)
     codes = case["codes"].astype(np.int64)
     lo, hi = int(codes[0]), int(codes[-1])
@@ -118,22 +128,25 @@ def from_histogram(case):
     if B > 20_000:
         codes = np.unique(codes, return_inverse=True)[1]  # dense: a histogram of every code present
         lo, hi, B = 0, int(codes[-1]), int(codes[-1]) + 1
+    pad = int(case["codes"][0]) % cut_scan._BLOCK
+    bins = pad + codes - lo
     L = int(off[-1])
     T_n = value.shape[1]
-    cnt = np.zeros(B * (L + 1), np.int32)
-    np.add.at(cnt, (codes - lo) * (L + 1), 1)
+    cnt = np.zeros((pad + B) * (L + 1), np.int32)
+    np.add.at(cnt, bins * (L + 1), 1)
     for u in range(label.shape[1]):
-        np.add.at(cnt, (codes - lo) * (L + 1) + 1 + label[0, u], 1)
-    mom = np.zeros(B * T_n * 2, moments.dtype)
+        np.add.at(cnt, bins * (L + 1) + 1 + label[0, u], 1)
+    mom = np.zeros((pad + B) * T_n * 2, moments.dtype)
     for u in range(T_n):
-        np.add.at(mom, ((codes - lo) * T_n + u) * 2, value[0, u])
-        np.add.at(mom, ((codes - lo) * T_n + u) * 2 + 1, value[0, u] * value[0, u])
-    out = _scan_bins(cnt, mom, L, -lo, lo, hi, len(codes), max(1, case["k"]), whole, np.zeros_like(whole), moments,
-                     np.zeros((T_n, 3), moments.dtype), partition, base, off, table, case["normalize"], TIE)
-    found, c, nl, key, gain = out[:5]
+        np.add.at(mom, (bins * T_n + u) * 2, value[0, u])
+        np.add.at(mom, (bins * T_n + u) * 2 + 1, value[0, u] * value[0, u])
+    out = _scan_bins(cnt, block_sums(cnt, L + 1) if blocks else cnt[:0], mom, L, pad - lo, lo, hi, len(codes),
+                     max(1, case["k"]), whole, np.zeros_like(whole), moments, np.zeros((T_n, 3), moments.dtype),
+                     partition, base, off, table, case["normalize"], TIE)
+    found, c, nl, key, gain, median_c, median_l = out
     if found and B != case["codes"][-1] - case["codes"][0] + 1:
         c = int(np.unique(case["codes"])[c])  # back to the QI's code
-    return found, (c if found else 0), nl, key, gain
+    return found, (c if found else 0), nl, key, gain, int(median_c), int(median_l)
 
 
 @given(nodes())
@@ -150,12 +163,14 @@ def test_one_pass_picks_the_cut_every_cut_scored_picks(case):
 @given(nodes())
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 def test_a_histogram_picks_what_the_list_picks(case):
-    """:func:`_scan_bins` of the node's histogram: the list's choice (its blocks are codes)."""
-    got = from_histogram(case)
+    """:func:`_scan_bins` of the node's histogram, with its block sums and without: the list's
+    choice (its blocks are codes)."""
     expected = brute_force(case)
+    got = from_histogram(case)
     assert got[:3] == expected[:3]
     if expected[0]:
         assert got[3] == expected[3] and got[4] == expected[4]
+    assert from_histogram(case, blocks=True) == got  # the median's cut too
 
 
 @pytest.mark.parametrize("floats", [False, True])
@@ -261,7 +276,7 @@ def test_scanning_each_qi_against_the_best_so_far_picks_what_scanning_each_alone
     alone = []
     for q in ranked.tolist():
         if binned[q]:
-            alone.append(_scan_bins(cnt, mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off, table,
+            alone.append(_scan_bins(cnt, cnt[:0], mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off, table,
                                     case["normalize"], TIE))
         else:
             alone.append(_scan(code, label, value, q, 0, m, least, *scratch(), base, off, table, case["normalize"],

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from ..model.parallel import run_all
-from .cut_scan import _choose, _judge, _rank, _Request, _scan_bins, _Scratch, _settled_choice
+from .cut_scan import _BLOCK, _choose, _judge, _rank, _Request, _scan_bins, _Scratch, _settled_choice
 from .gather import _gathered
 from .median_finish import _Table
 
@@ -37,14 +37,13 @@ class _Histograms:
     millions again and again. The rows of a node stay in batch order, so every read of the
     batch's arrays moves forward."""
 
-    def __init__(self, codes, slots, values, lo, base, L, wide) -> None:
+    def __init__(self, codes, slots, values, lo, hi, base, L, wide) -> None:
         self.codes, self.slots, self.values = codes, slots, values
-        self.lo, self.base, self.L, self.wide = lo, base, L, wide
+        self.lo, self.hi, self.base, self.L, self.wide = lo, hi, base, L, wide
         self.B = int(base[-1])
         # as _Bins' (every QI binned): QI j's code c at bin shift[j] + c, codes lo[j] .. hi[j]
         self.every = np.arange(len(lo), dtype=np.int64)
         self.shift = base[:-1] - lo
-        self.hi = lo + np.diff(base) - 1
 
     @classmethod
     def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray, defer: int,
@@ -55,26 +54,30 @@ class _Histograms:
         than the histograms' codes)."""
         d, M = codes.shape
         L = int(off[-1])
-        base = np.concatenate(([0], np.cumsum(hi - lo + 1))).astype(np.int64)
+        # each QI's bins from a block's first (its block sums its own: cut_scan._scan_bins_from)
+        base = np.concatenate(([0], np.cumsum(-(-(hi - lo + 1) // _BLOCK) * _BLOCK))).astype(np.int64)
         B = int(base[-1])
         if L > _HIST_SLOTS or B * (4 + 4 * L + 16 * value.shape[0]) > _HIST_BYTES:
             return None
         wide = max(defer, B // 4) if _HIST_WIDE is None else _HIST_WIDE
-        return cls(codes, slot, value, lo, base, L, wide)
+        return cls(codes, slot, value, lo, hi, base, L, wide)
 
     def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
-        """The histograms of rows ``order[s:s+m]`` (:meth:`_add`)."""
+        """The histograms of rows ``order[s:s+m]`` (:meth:`_add`): ``(cnt, mom, bcnt)``."""
         T_n = self.values.shape[0]
+        W = 1 + self.L
         # zeroed pages of their own: a small child's rows touch few of them
-        h = (np.zeros(self.B * (1 + self.L), np.int32), np.zeros(self.B * T_n * 2, self.values.dtype))
+        h = (np.zeros(self.B * W, np.int32), np.zeros(self.B * T_n * 2, self.values.dtype),
+             np.zeros(self.B // _BLOCK * W, np.int32))
         self._add(order, s, m, *h, 1, threads)
         return h
 
-    def _add(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, sign: int,
-             threads: int) -> None:
+    def _add(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, bcnt: np.ndarray,
+             sign: int, threads: int) -> None:
         """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to the histograms ``cnt``,
-        ``mom``, QI by QI on the threads (one QI's histogram at a time stays in the caches: a
-        thread taking a share of the QIs row by row was 3-4x slower)."""
+        ``mom`` and the block sums ``bcnt``, QI by QI on the threads (one QI's histogram at a
+        time stays in the caches: a thread taking a share of the QIs row by row was 3-4x
+        slower)."""
         codes, slots, values = self.codes, self.slots, self.values
         if m <= len(order) // _GATHER_PART:  # a few rows spread over the batch: gathered once
             # filled QI by QI, a few rows spread over the batch would be read QI by QI at random,
@@ -82,16 +85,17 @@ class _Histograms:
             # 4.66M rows: 1.16-1.54 s -> 0.88-0.98 s gathered)
             codes, slots, values = _gathered((codes, slots, values), order[s:s + m], threads)
             order, s = np.empty(0, dtype=np.int64), 0  # in order
-        run_all(lambda j: _fill(codes, slots, values, order, s, m, j, self.lo[j], self.base[j],
-                                cnt, mom, self.L, sign), range(len(self.lo)), threads,
+        run_all(lambda j: _fill(codes, slots, values, order, s, m, j, self.lo[j], self.base[j], self.base[j + 1],
+                                cnt, mom, bcnt, self.L, sign), range(len(self.lo)), threads,
                 cost=lambda j: self.base[j + 1] - self.base[j])  # the widest histograms first
 
-    def _take_out(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, threads: int) -> None:
+    def _take_out(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, bcnt: np.ndarray,
+                  threads: int) -> None:
         """Subtract rows ``order[s:s+m]`` from the histograms ``cnt``, ``mom``, QI by QI on the
         threads: a split that cuts a few rows off costs those rows, where counting them into
         histograms of their own and subtracting those costs every code (at 10M rows, a random
         label's 79 histogram splits spent 1 s zeroing and subtracting pages)."""
-        self._add(order, s, m, cnt, mom, -1, threads)
+        self._add(order, s, m, cnt, mom, bcnt, -1, threads)
 
     def grow(self, t: _Table, roots: np.ndarray, request: _Request,
              threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -117,7 +121,7 @@ class _Histograms:
         r = request
         while stack:
             x = stack.pop()
-            cnt, mom = hists.pop(x)  # per code: its rows and label counts side by side; target sums
+            cnt, mom, bcnt = hists.pop(x)  # per code: its rows and label counts side by side; target sums
             s, m = int(t.start[x]), int(t.n[x])
             sc = scratch[0]
             _bin_extents(cnt, self.L + 1, self.every, self.shift, self.lo, self.hi, t.cmin[x], t.cmax[x])
@@ -129,14 +133,14 @@ class _Histograms:
                 if pure:
                     # every QI binned here (``every`` >= 0): the codes are not read
                     found, c, at = _settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
-                                                   self.L + 1, t.cmin[x], t.cmax[x])
+                                                   bcnt, self.L + 1, t.cmin[x], t.cmax[x])
                 else:
                     for o in scratch[1:]:
                         o.share(sc)
 
                     def score(i: int) -> tuple:
                         q = int(ranked[i])
-                        return _scan_bins(cnt, mom, self.L, self.shift[q], t.cmin[x, q],
+                        return _scan_bins(cnt, bcnt, mom, self.L, self.shift[q], t.cmin[x, q],
                                           t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
                                           r.normalize, r.tie)
 
@@ -161,12 +165,12 @@ class _Histograms:
             if t.n[large] > self.wide:  # the larger child's histograms: the parent's less the smaller's
                 if t.n[small] > self.wide:  # both kept: the smaller's counted, then subtracted
                     h = self._count(order, int(t.start[small]), int(t.n[small]), threads)
-                    for mine, theirs in zip((cnt, mom), h):
+                    for mine, theirs in zip((cnt, mom, bcnt), h):
                         np.subtract(mine, theirs, out=mine)
                     hists[small] = h
                 else:  # its rows taken out of the parent's one by one: no histogram of the codes
-                    self._take_out(order, int(t.start[small]), int(t.n[small]), cnt, mom, threads)
-                hists[large] = (cnt, mom)
+                    self._take_out(order, int(t.start[small]), int(t.n[small]), cnt, mom, bcnt, threads)
+                hists[large] = (cnt, mom, bcnt)
             for kid in (a + 1, a):  # the left child first
                 (stack if t.n[kid] > self.wide else narrow).append(kid)
         return order, np.array(narrow, dtype=np.int64), np.array(leaves, dtype=np.int64), free
@@ -185,36 +189,48 @@ _HIST_WIDE: int | None = None
 
 
 @njit(nogil=True, cache=True)
-def _fill(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
+def _fill(codes, slot, value, order, s, m, j, lo, base, end, cnt, mom, bcnt, L, sign):
     """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` (``order`` empty: rows ``s ..
-    s+m-1``) to QI ``j``'s histogram (code ``lo`` at ``base``): per code ``b``, its rows at
-    ``cnt[b (L + 1)]`` and its label counts in the ``L`` after (one cache line), its targets'
-    sums and sums of squares in ``mom``."""
+    s+m-1``) to QI ``j``'s histogram (code ``lo`` at bin ``base``, its bins up to ``end``): per
+    code ``b``, its rows at ``cnt[b (L + 1)]`` and its label counts in the ``L`` after (one
+    cache line), its targets' sums and sums of squares in ``mom``; and per block of
+    :data:`_BLOCK` bins its rows and label counts in ``bcnt`` likewise — row by row for a few
+    rows, else summed afresh from the QI's bins (a block taking every row's increment too made
+    a count of a node's rows twice as slow: the rows of a QI of few codes hit one block one
+    after another)."""
     T_c = slot.shape[0]
     T_n = value.shape[0]
+    by_row = 4 * m < end - base
     if T_c > 1 or T_n > 1:
-        _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign)
-        return
-    # at most one label and one target: no loop over them per row (a loop, even one never
-    # taken, slows a row's pass: see workload_finish._count_records)
-    W = L + 1
-    has_c = T_c > 0
-    has_n = T_n > 0
-    through = len(order) > 0
-    for p in range(s, s + m):
-        r = order[p] if through else p
-        b = base + codes[j, r] - lo
-        cnt[b * W] += sign
-        if has_c:
-            cnt[b * W + 1 + slot[0, r]] += sign
-        if has_n:
-            x = value[0, r]
-            mom[b * 2] += sign * x
-            mom[b * 2 + 1] += sign * x * x
+        _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, bcnt, L, sign, by_row)
+    else:
+        # at most one label and one target: no loop over them per row (a loop, even one never
+        # taken, slows a row's pass: see workload_finish._count_records)
+        W = L + 1
+        has_c = T_c > 0
+        has_n = T_n > 0
+        through = len(order) > 0
+        for p in range(s, s + m):
+            r = order[p] if through else p
+            b = base + codes[j, r] - lo
+            cnt[b * W] += sign
+            if has_c:
+                cnt[b * W + 1 + slot[0, r]] += sign
+            if by_row:
+                g = b // _BLOCK
+                bcnt[g * W] += sign
+                if has_c:
+                    bcnt[g * W + 1 + slot[0, r]] += sign
+            if has_n:
+                x = value[0, r]
+                mom[b * 2] += sign * x
+                mom[b * 2 + 1] += sign * x * x
+    if not by_row:
+        _block_sums(cnt, bcnt, base, end, L + 1)
 
 
 @njit(nogil=True, cache=True)
-def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
+def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, bcnt, L, sign, by_row):
     """:func:`_fill` of any number of labels and targets (a loop over them per row)."""
     T_c = slot.shape[0]
     T_n = value.shape[0]
@@ -223,13 +239,29 @@ def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, L, sign):
     for p in range(s, s + m):
         r = order[p] if through else p
         b = base + codes[j, r] - lo
+        g = b // _BLOCK
         cnt[b * W] += sign
         for u in range(T_c):
             cnt[b * W + 1 + slot[u, r]] += sign
+        if by_row:
+            bcnt[g * W] += sign
+            for u in range(T_c):
+                bcnt[g * W + 1 + slot[u, r]] += sign
         for u in range(T_n):
             x = value[u, r]
             mom[(b * T_n + u) * 2] += sign * x
             mom[(b * T_n + u) * 2 + 1] += sign * x * x
+
+
+@njit(nogil=True, cache=True)
+def _block_sums(cnt, bcnt, base, end, W):
+    """The block sums of bins ``base .. end - 1`` (whole blocks) from the histogram ``cnt``."""
+    for g in range(base // _BLOCK, end // _BLOCK):
+        for v in range(W):
+            bcnt[g * W + v] = 0
+        for b in range(g * _BLOCK, (g + 1) * _BLOCK):
+            for v in range(W):
+                bcnt[g * W + v] += cnt[b * W + v]
 
 
 @njit(nogil=True, cache=True)

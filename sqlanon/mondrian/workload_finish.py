@@ -392,8 +392,8 @@ class _Grower:
                                           self.node_counts, self.node_moments)
             cnt, mom = b.count(s, m) if len(b.qs) and len(ranked) else none
             if pure or len(ranked) == 0:
-                found, c, at = _settled_choice(L.code, ranked, s, m, r.least, b.col, b.shift, cnt, b.W, t.cmin[node],
-                                               t.cmax[node])
+                found, c, at = _settled_choice(L.code, ranked, s, m, r.least, b.col, b.shift, cnt, cnt[:0], b.W,
+                                               t.cmin[node], t.cmax[node])
             else:
                 for x in scratch[1:]:
                     x.share(scratch[0])
@@ -401,7 +401,7 @@ class _Grower:
                 def score(i: int) -> tuple:
                     q = int(ranked[i])
                     if b.col[q] >= 0:
-                        return _scan_bins(cnt, mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q], m, r.least,
+                        return _scan_bins(cnt, cnt[:0], mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q], m, r.least,
                                           *scratch[i].arrays(), base, r.off, r.table, r.normalize, r.tie)
                     return _scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
                                  base, r.off, r.table, r.normalize, r.tie)
@@ -1004,7 +1004,8 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
         cnt = pool_cnt[max(h, 0)] if nb > 0 else pool_cnt.ravel()
         mom = pool_mom[max(h, 0)] if nb > 0 else pool_mom.ravel()
         if pure or len(ranked) == 0:
-            found, c, at = _settled_choice(code, ranked, s, m, least, col, shift, cnt, W, cmin[node], cmax[node])
+            found, c, at = _settled_choice(code, ranked, s, m, least, col, shift, cnt, cnt[:0], W, cmin[node],
+                                           cmax[node])
         else:
             found, c, at = _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
                                               left_moments, partition, base, off, table, normalize, tie, min_gain,
