@@ -38,6 +38,7 @@ class DuckDBEngine(Engine):
     #: round rewrites from the view (100M Agrawal rows under memory_limit='2GB': 114.6-122.1 s
     #: against 134.5-165.4 s from a written table).
     samples_views = True
+    clusters_snapshot = True  # see Engine.clusters_snapshot
     render_in_place = True  # see Engine.render_in_place
 
     def __init__(self, con: Any) -> None:

@@ -360,10 +360,13 @@ def float_center(mean: float | None, lo: float | None, hi: float | None) -> floa
 
 
 def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload) -> None:
-    """Every constraint must hold for the whole table, or no partition can satisfy it."""
+    """Every constraint must hold for the whole table, or no partition can satisfy it. Only the
+    columns a constraint reads are counted: a criterion's target is read when the run
+    encodes it (at 10M rows a random label's value counts here took 0.13 s)."""
+    read = {col for c in workload.constraints for col in c.class_columns + c.numeric_columns}
     counts = []
     for stat in workload.class_stats:
-        if workload.indicator(stat.name) is not None:  # no constraint reads these
+        if stat.name not in read:  # a target or a selection's indicator: no constraint reads these
             counts.append(np.zeros((1, stat.size), dtype=np.int64))
             continue
         vector = np.zeros((1, stat.size), dtype=np.int64)
@@ -372,6 +375,9 @@ def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload
         counts.append(vector)
     moments = []
     for stat in workload.numeric_stats:
+        if stat.name not in read:
+            moments.append(np.zeros((1, 3), dtype=np.float64))
+            continue
         centered = exp.paren(exp.Sub(this=exp.Cast(this=g.col(stat.name), to=exp.DataType.build("DOUBLE")),
                                      expression=g.lit(stat.center)), copy=False)
         n, s1, s2 = engine.fetch_rows(exp.select(
