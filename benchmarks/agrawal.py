@@ -121,7 +121,7 @@ def _written(path: str | Path, n: int, table: str, seed: int) -> bool:
     """Whether ``table`` in ``path`` already holds the n rows of this seed (its comment and count)."""
     if not Path(path).exists():
         return False
-    name = '"' + table.replace('"', '""') + '"'
+    name = _quoted(table)
     con = duckdb.connect(str(path), read_only=True)
     try:
         found = con.execute(
@@ -139,9 +139,14 @@ def _tag(n: int, seed: int) -> str:
     return f"agrawal n={n} seed={seed}"
 
 
+def _quoted(table: str) -> str:
+    """The table's name as a DuckDB identifier."""
+    return '"' + table.replace('"', '""') + '"'
+
+
 def _write(path: str, n: int, table: str, seed: int, chunk: int) -> None:
     """:func:`write_duckdb`'s writing, in the process it starts."""
-    name = '"' + table.replace('"', '""') + '"'
+    name = _quoted(table)
     con = duckdb.connect(path)
     try:
         con.execute(f"CREATE OR REPLACE TABLE {name} ({_SCHEMA})")

@@ -34,7 +34,6 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
+from machine import measure_child  # noqa: E402
 
 TABLE = "agrawal"
 RUNS: dict[str, dict[str, Any]] = {
@@ -115,13 +115,11 @@ def run_child(db: Path, run: str, k: int, memory_limit: str | None) -> dict[str,
     cmd = [sys.executable, __file__, "--child", run, "--db", str(db), "--k", str(k), "--result", result]
     if memory_limit:
         cmd += ["--duckdb-memory-limit", memory_limit]
-    proc = subprocess.Popen(cmd)
-    _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak RSS
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    out: dict[str, Any] = {"rss_mib": round(usage.ru_maxrss / 1024, 1)}
+    code, rss, _, _ = measure_child(cmd, None)  # the child's own peak RSS
+    out: dict[str, Any] = {"rss_mib": rss}
     try:
-        if proc.returncode:
-            out["error"] = f"child exited with {proc.returncode}"
+        if code:
+            out["error"] = f"child exited with {code}"
         else:
             out.update(json.loads(Path(result).read_text()))
     finally:
