@@ -276,8 +276,8 @@ def test_scanning_each_qi_against_the_best_so_far_picks_what_scanning_each_alone
     alone = []
     for q in ranked.tolist():
         if binned[q]:
-            alone.append(_scan_bins(cnt, cnt[:0], mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off, table,
-                                    case["normalize"], TIE))
+            alone.append(_scan_bins(cnt, cnt[:0], mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off,
+                                    table, case["normalize"], TIE))
         else:
             alone.append(_scan(code, label, value, q, 0, m, least, *scratch(), base, off, table, case["normalize"],
                                TIE))

@@ -239,11 +239,11 @@ def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, bcnt, L, s
     for p in range(s, s + m):
         r = order[p] if through else p
         b = base + codes[j, r] - lo
-        g = b // _BLOCK
         cnt[b * W] += sign
         for u in range(T_c):
             cnt[b * W + 1 + slot[u, r]] += sign
         if by_row:
+            g = b // _BLOCK
             bcnt[g * W] += sign
             for u in range(T_c):
                 bcnt[g * W + 1 + slot[u, r]] += sign

@@ -401,8 +401,9 @@ class _Grower:
                 def score(i: int) -> tuple:
                     q = int(ranked[i])
                     if b.col[q] >= 0:
-                        return _scan_bins(cnt, cnt[:0], mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q], m, r.least,
-                                          *scratch[i].arrays(), base, r.off, r.table, r.normalize, r.tie)
+                        # cnt[:0]: the lists' binned QIs keep no block sums
+                        return _scan_bins(cnt, cnt[:0], mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q],
+                                          m, r.least, *scratch[i].arrays(), base, r.off, r.table, r.normalize, r.tie)
                     return _scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
                                  base, r.off, r.table, r.normalize, r.tie)
 
