@@ -53,7 +53,9 @@ def anonymize_frame(
             keeps, so ``release.imprecision()`` works; pass your own to keep using the release
             with :func:`sqlanon.metrics`, :func:`sqlanon.apply`, :func:`sqlanon.report`, ...).
         name: the table the frame is loaded as in ``con`` (the view is ``<name>_anon`` unless
-            ``view=`` says otherwise).
+            ``view=`` says otherwise). With ``replace=True`` it may be a table this function
+            loaded before (marked by its comment) -- never another table or a view, and not the
+            source of a release other than the one this call replaces.
         **options: every keyword of :func:`sqlanon.anonymize` (``hierarchies=`` as dicts, rows,
             DataFrames or ARX CSV paths; ``sensitive=``/``l=``, ``constraints=``, ``target=``,
             ``criterion=``, ``selections=``, ``recoding=``, ``published=``, ``replace=``, ...),
@@ -70,7 +72,11 @@ def anonymize_frame(
     Raises:
         FrameError: ``frame`` is not a DataFrame or a PyArrow table, or its column names are not
             distinct strings; ``key=`` was passed.
-        InputError: whatever :func:`sqlanon.anonymize` refuses, before any work.
+        ObjectExistsError: ``name`` is taken by a view, or by a table this function may not
+            overwrite (see ``name``).
+        ReadOnlyError: ``con`` is read-only.
+        InputError: whatever :func:`sqlanon.anonymize` refuses -- checked on the frame before
+            anything is written, so a refused request leaves ``con`` as it was.
     """
     arrow = _is_arrow(frame)
     if not arrow and not isinstance(frame, pd.DataFrame):
