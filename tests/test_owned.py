@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon import ObjectExistsError
+from sqlanon.engine import engine_for
+from sqlanon.request.owned import owned
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -113,6 +115,38 @@ def test_a_genuine_release_is_still_replaced(people):
     second = _replace(people)
     assert sqlanon.verify(people, second.view, ["age"], 5).ok
     assert DERIVED["hierarchies"] not in {o[2] for o in objects(people)}  # the release's own, dropped
+    _intact(people)
+
+
+GENUINE = {
+    "live": dict(qid=["age", "zip"]),
+    "snapshot": dict(table="plain", qid=["age", "zip"]),
+    "hierarchy": dict(qid=["age", "city"], hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
+    "suppression": dict(qid=["age", "zip"], suppression=0.05),
+    "single": dict(qid=["age", "city"], recoding="single", hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
+    "published domain": dict(qid=["age", "zip"], published="domain"),
+    "renamed columns": dict(table="odd", qid=["age", "region"], class_column="cls",
+                            hierarchies={"region": {"*": [f"x{i}" for i in range(5)]}}),
+}
+
+
+@pytest.mark.parametrize("options", GENUINE.values(), ids=GENUINE.keys())
+def test_every_kind_of_release_owns_its_objects(people, options):
+    """What sqlanon publishes is consistent with its manifest, whatever the release: every object
+    is owned, so replace=True replaces it (with a hierarchical QI ``region``, the rules' region
+    column is ``region_1``: the manifest records it)."""
+    run(people, "CREATE TABLE plain AS SELECT * FROM people")
+    run(people, "CREATE TABLE odd AS SELECT id, age, city AS region, zip AS size FROM people")
+    options = {"table": "people", "k": 5, **options}
+    first = sqlanon.anonymize(people, view=VIEW, **options)
+    engine = engine_for(people)
+    found = owned(engine, engine.objects(), VIEW)
+    expected = {first.view, first.rules, f"{VIEW}_rowmap"} | ({DERIVED["hierarchies"]} if "hierarchies" in options else set())
+    assert (found.names, found.refused) == (expected, None)
+    if options["table"] == "odd":
+        assert rows(people, f"SELECT region_1 FROM {first.rules} LIMIT 0") == []
+    again = sqlanon.anonymize(people, view=VIEW, replace=True, **options)
+    assert again.verification.ok
     _intact(people)
 
 
