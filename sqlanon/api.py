@@ -144,6 +144,26 @@ class Release:
         return imprecision(con, self, chosen)
 
 
+def validate(
+    engine: Engine, table: str, qid: Sequence[str] | None, k: int | None, *,
+    progress: Callable[[Progress], None] | None = None, strategy: str = "auto", sample_rows: int | None = None,
+    confidence: float = 0.95, recoding: str = "multi", seed: int | None = None, **request: Any,
+) -> Spec:
+    """Every check :func:`anonymize` makes before its first write, on the same arguments (but
+    the connection's engine): the request as a :class:`~sqlanon.request.spec.Spec`.
+
+    Raises:
+        InputError: (and subclasses) what :func:`anonymize` refuses; ``TypeError`` for an
+            argument it does not take.
+    """
+    check_callable("progress", progress)  # first called only after a level of partitioning
+    engine.check_writable("the release (its view, rules relation and row map)")
+    check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
+    if recoding == "single" and strategy == "sample":
+        raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
+    return resolve(engine, table, qid, k, recoding=recoding, seed=seed, **request)
+
+
 @serialized
 def anonymize(
     con: Any,
@@ -279,17 +299,13 @@ def anonymize(
     lap = Laps()
 
     engine = engine_for(con)
-    check_callable("progress", progress)  # first called only after a level of partitioning
-    engine.check_writable("the release (its view, rules relation and row map)")
-    check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
-    if recoding == "single" and strategy == "sample":
-        raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
-    spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
-                   memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
-                   target=target, criterion=criterion, selections=selections, key=key,
-                   class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
-                   max_seconds=max_seconds, published=published, search=search, metric=metric,
-                   suppression=suppression, seed=seed, budget=budget, iterations=iterations)
+    spec = validate(engine, table, qid, k, progress=progress, strategy=strategy, sample_rows=sample_rows,
+                    confidence=confidence, hierarchies=hierarchies, view=view, replace=replace,
+                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
+                    target=target, criterion=criterion, selections=selections, key=key,
+                    class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
+                    max_seconds=max_seconds, published=published, search=search, metric=metric,
+                    suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
     # load the compiled finish beside the engine's first statements, where the run finishes in memory
     if spec.single is None and spec.memory_rows > 0 and not spec.suppression:

@@ -115,7 +115,7 @@ def write(engine: Engine, spec: Spec) -> None:
                     leaf.append(code)
                     level.append(depth)
                     label.append(cell)
-        upload = engine.upload("hierarchies", {"qi": qi, "leaf": leaf, "level": level, "label": label})
+        upload = engine.upload("hierarchies", dict(zip(manifest_format.HIERARCHY_COLUMNS, (qi, leaf, level, label))))
         engine.execute(g.create_table_as(table, exp.select("*").from_(g.table(upload)).order_by(
             g.col("qi"), g.col("leaf"), g.col("level")), temporary=False))
         engine.drop_temp(upload)

@@ -33,11 +33,12 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..model.domain import Domain
+from ..model.manifest_format import ROWMAP_HASH, ROWMAP_REGION, rowmap_key
 from ..engine.base import Engine
 from ..mondrian.builder import Boxes, Regions
 from ..request.spec import Spec
 from .bounds import empty_marker, region_bounds
-from .view import LiveView, live_view, rowmap_key, snapshot_view
+from .view import LiveView, live_view, snapshot_view
 
 
 def number_regions(boxes: Boxes) -> np.ndarray:
@@ -241,7 +242,8 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
     else:  # the run read a snapshot numbered by ``rid``: look its key up there
         query = exp.select(*[g.alias(g.col(c, "b"), rowmap_key(i)) for i, c in enumerate(spec.key.columns)]).from_(x).join(
             exp.alias_(source, g.ident("b"), table=True), on=exp.EQ(this=g.col(rid, "b"), expression=g.col("rid", "x")))
-    query = query.select(g.col("region", "x"), g.alias(g.col("qhash", "x"), "rhash"), copy=False)
+    query = query.select(g.alias(g.col("region", "x"), ROWMAP_REGION), g.alias(g.col("qhash", "x"), ROWMAP_HASH),
+                         copy=False)
     engine.execute(g.create_table_as(out.assignment, query, temporary=False))
     engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec), regions)))
 

@@ -44,6 +44,7 @@ from ..engine.base import Engine
 from .class_checks import BAD, per_class_query
 from ..model.constraints import Constraint, KAnonymity
 from ..request.spec import free_name
+from ..model.manifest_format import rowmap_key
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"
@@ -81,11 +82,6 @@ class LiveView:
         """The matched rows' flag: the row map vouches for the row and the recoding suppressed
         it (:mod:`sqlanon.publish.suppression`)."""
         return free_name("__sqlanon_suppressed", self.columns)
-
-
-def rowmap_key(i: int) -> str:
-    """The row map's column holding the ``i``-th key column."""
-    return f"key{i}"
 
 
 def _ref(name: str | exp.Table) -> exp.Table:

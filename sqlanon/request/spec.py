@@ -37,6 +37,7 @@ from ..model.constraints import KAnonymity
 from ..model.criteria import InfoGain, Median, Regression, Score, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
+from .owned import owned as release_owned
 from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_number, check_qid
 from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
@@ -44,7 +45,7 @@ from .published import interval_columns, published_modes, with_bounds
 
 
 #: The column of the published view holding the equivalence-class (region) id.
-EQ_CLASS = "eq_class"
+EQ_CLASS = manifest_format.EQ_CLASS
 #: Default number of rows below which partitions are finished in memory (numpy), for an engine
 #: that does not say how much memory it may use (PostgreSQL, Spark: batches on executors).
 DEFAULT_MEMORY_ROWS = 2_000_000
@@ -551,8 +552,8 @@ def _outputs(
 ) -> Outputs:
     """Output names, checked as the engine resolves them (:meth:`Engine.taken`: unqualified
     names in the current schema; case-insensitively on DuckDB). ``replace`` only ever replaces the objects of an earlier
-    sqlanon release of the same name (as its manifest lists them), never another object, and
-    never one the source reads."""
+    sqlanon release of the same name -- those its manifest lists, when they are consistent with it
+    (:mod:`sqlanon.request.owned`) -- never another object, and never one the source reads."""
     view = view if view is not None else f"{source.name}_anon"
     if not isinstance(view, str) or not view:
         raise InputError(f"view must be a non-empty string, got {view!r}")
@@ -561,7 +562,8 @@ def _outputs(
         [hierarchies_table] if hierarchies_table else [])
     current = _current(engine)
     here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
-    owned = _release_objects(here, view)
+    earlier = release_owned(engine, objects, view)
+    owned = earlier.names
     reads = _reads(objects, source, current)
     existing = []
     # The new release's names, then what else the release it replaces owns (its row map, say).
@@ -575,7 +577,8 @@ def _outputs(
         if found.lower() not in owned:
             raise ObjectExistsError(
                 f"a {kind} named {found!r} already exists and is not an object of a sqlanon release named "
-                f"{view!r}: replace=True only replaces a release's own objects; choose another view= name"
+                f"{view!r}" + (f" ({earlier.refused})" if earlier.refused else "")
+                + ": replace=True only replaces a release's own objects; choose another view= name"
             )
         if found.lower() in reads:
             raise ObjectExistsError(
@@ -598,13 +601,6 @@ def _outputs(
                       existing=tuple(existing), class_column=_class_column(class_column, view_names),
                       region_column=free_name("region", rules_names), size_column=free_name("size", rules_names))
     return outputs
-
-
-def _release_objects(here: Mapping[str, tuple], view: str) -> set[str]:
-    """Lower-cased names of the objects of the sqlanon release named ``view`` in the current
-    schema, as its manifest (the comment on its rules relation) lists them; empty if none."""
-    rules = here.get(f"{view}_rules".lower())
-    return manifest_format.release_objects(manifest_format.decode(rules[5] if rules else None), view)
 
 
 def _reads(objects: list, source: Source, current: tuple[str, str]) -> set[str]:
