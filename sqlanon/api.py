@@ -364,7 +364,8 @@ def anonymize(
         if not reads_work(spec, memory, regions):  # dropped now: the publication's transaction would keep it
             engine.drop_temp(work)
         held, regions = [regions], None
-        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges)
+        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges,
+                                       encoded=source)
         lap("publish_verify")
     finally:
         engine.cleanup()
