@@ -103,7 +103,7 @@ ALGORITHMS = [dict(memory_rows=0), dict(memory_rows=10**6), dict(target="label")
               dict(recoding="single", search="genetic", iterations=30, seed=1)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(outlier_tables(), st.integers(2, 5), st.sampled_from([0.1, 0.2, 0.3]), st.sampled_from(ALGORITHMS),
        st.sampled_from(["data", "domain"]), st.booleans())
 def test_no_suppressed_value_or_thin_extreme_is_printed(case, k, fraction, algorithm, published, keyed):
