@@ -380,7 +380,11 @@ def anonymize(
         if not reads_work(spec, memory, regions):  # dropped now: the publication's transaction would keep it
             engine.drop_temp(work)
         held, regions = [regions], None
-        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges)
+        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges,
+                                       encoded=source)
+        if suppression_budget(spec) or any(q.bounds == "domain" for q in spec.qis):
+            # a box left without a published code is no region (sqlanon.publish.rules.printable_boxes)
+            rules = int(engine.fetch_rows(exp.select(exp.Count(this=exp.Star())).from_(g.table(spec.outputs.rules)))[0][0])
         lap("publish_verify")
     finally:
         engine.cleanup()

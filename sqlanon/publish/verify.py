@@ -36,7 +36,7 @@ from .manifest import Manifest
 from ..model.qi import QI
 from ..request.checks import check_int, check_qid
 from ..request.spec import Source, _catalog, _find_source
-from .view import SUPPRESSED, root_bounds, status
+from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
 from ..request.workload import check_constraints
 
 
@@ -67,6 +67,10 @@ class Verification:
             suppress (:mod:`sqlanon.publish.suppression`); ``ok`` then also requires that the
             rows the recoding suppressed -- a snapshot's rows without a class, a live view's
             rows suppressed "by the recoding" -- are at most that many.
+        exposed: values the release prints (:func:`exposed_values`) that only suppressed rows
+            hold, or under ``published="domain"`` a smallest or largest value fewer than k
+            published rows hold; ``ok`` requires none. Checked for a live release view (its rows
+            matched to the source by key) and, at publication, for a snapshot's.
     """
 
     ok: bool
@@ -82,6 +86,7 @@ class Verification:
     leaked: int = 0
     qids: tuple[QIDCheck, ...] = ()
     suppression_limit: int | None = None
+    exposed: int = 0
 
 
 @dataclass(frozen=True)
@@ -216,13 +221,16 @@ def verify_source(
         qids = release.qids
     per_qid = tuple(_check_qid(engine, source, checked, tuple(c), n) for c, n in (qids or ()))
     unplaced = int(unplaced or 0) + suppressed_rows
+    live = release.live_view() if release is not None else None
+    exposed = (exposed_values(engine, released_rows(engine, live), release.qis, release.ref(release.rules),
+                              source.ref, release.k) if live is not None else 0)
     limit = release.suppression_limit if release is not None else None
     recoded = (sum(n for r, n, _ in reasons if r == SUPPRESSED) if release is not None and release.live_view() is not None
                else suppressed_rows)
     return Verification(
         ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
             and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)
-            and (limit is None or recoded <= limit)),
+            and (limit is None or recoded <= limit) and not exposed),
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -235,6 +243,7 @@ def verify_source(
         leaked=leaked,
         qids=per_qid,
         suppression_limit=limit,
+        exposed=exposed,
     )
 
 
@@ -339,3 +348,54 @@ def _count_below(engine: Engine, common: dict, c: Constraint) -> int:
         return sum(1 for distinct, _ in rows if distinct < c.l)
     return sum(1 for _, entropy in rows if entropy < math.log(c.l) - TOLERANCE)
 
+
+
+def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rules: exp.Table, view: exp.Expression,
+                   k: int) -> int:
+    """How many values the release prints that it may not (issue 49): per ordered QI, a value of
+    its published bounds (view and rules; not a ``"hierarchy"`` interval, the custodian's) or
+    box edges (rules) that only rows the recoding suppressed hold, or -- under ``"domain"`` --
+    the smallest or largest published value when fewer than ``k`` published rows hold it (an
+    empty range's marker ``q_lo = q_hi`` apart, README's one exception). ``rows``: every row
+    of the release with its QI values and the flags :data:`~sqlanon.publish.view.PLACED` and
+    :data:`~sqlanon.publish.view.RECODED`. One statement per ordered QI."""
+    total = 0
+    for q in qis:
+        if not q.ordered:
+            continue
+        x, r = g.col(q.name), exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("r")))
+        per_value = (exp.select(g.alias(x, "x"), g.alias(exp.Sum(this=g.col(PLACED)), "shown"),
+                                g.alias(exp.Sum(this=g.col(RECODED)), "hid"))
+                     .from_(r).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))).group_by(x.copy()))
+        low, high = q.published
+        lo_col, hi_col = q.box_columns[:2]
+        printed: list[exp.Select] = []
+        marker = exp.EQ(this=g.col(lo_col), expression=g.col(hi_col))
+        for relation, columns in ((rules, ([low, high] if q.bounds != "hierarchy" else []) + [lo_col, hi_col]),
+                                  (view, [low, high] if q.bounds != "hierarchy" else [])):
+            for c in columns:
+                is_marker = (exp.Coalesce(this=marker.copy(), expressions=[exp.false()])
+                             if relation is rules and c in (lo_col, hi_col) else exp.false())
+                printed.append(exp.select(g.alias(g.col(c), "x"), g.alias(is_marker, "m")).from_(relation.copy()))
+        union: exp.Query = printed[0]
+        for p in printed[1:]:
+            union = exp.union(union, p, distinct=False)
+        shown = exp.GT(this=g.col("shown", "v"), expression=g.lit(0))
+        bad = exp.and_(exp.EQ(this=g.col("shown", "v"), expression=g.lit(0)),
+                       exp.GT(this=g.col("hid", "v"), expression=g.lit(0)))
+        if q.bounds == "domain":
+            def end(agg: type[exp.Func]) -> exp.Subquery:
+                return exp.Subquery(this=exp.select(agg(this=g.col("x"))).from_(g.table("v")).where(
+                    exp.GT(this=g.col("shown"), expression=g.lit(0))))
+
+            thin = exp.and_(shown, exp.LT(this=g.col("shown", "v"), expression=g.lit(k)), exp.Not(this=g.col("m", "p")),
+                            exp.or_(exp.EQ(this=g.col("x", "v"), expression=end(exp.Min)),
+                                    exp.EQ(this=g.col("x", "v"), expression=end(exp.Max))))
+            bad = exp.or_(bad, thin)
+        query = (exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table("p"), g.ident("p"), table=True))
+                 .join(exp.alias_(g.table("v"), g.ident("v"), table=True),
+                       on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
+                 .where(bad)
+                 .with_(g.ident("v"), as_=per_value).with_(g.ident("p"), as_=union))
+        total += int(engine.fetch_rows(query)[0][0])
+    return total

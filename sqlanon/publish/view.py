@@ -287,3 +287,18 @@ def status(engine: Engine, v: LiveView) -> exp.Select:
              .group_by(g.col("reason")).order_by(g.col("reason")))
     return _with(query, [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged],
                          *([("qids_hold", _qids_hold(v))] if v.qids else [])])
+
+
+#: The columns :func:`released_rows` adds to the QIs: 1 for a row published in a class, 1 for a
+#: row the recoding suppressed (:func:`sqlanon.publish.verify.exposed_values`).
+PLACED, RECODED = "__sqlanon_placed", "__sqlanon_recoded"
+
+
+def released_rows(engine: Engine, v: LiveView) -> exp.Select:
+    """Each source row of a live release with its QI values and whether the row map places it
+    in a class (:data:`PLACED`) or the recoding suppressed it (:data:`RECODED`), for
+    :func:`sqlanon.publish.verify.exposed_values`."""
+    placed = exp.Case().when(exp.Not(this=exp.Is(this=g.col(v.region_alias), expression=exp.Null())), g.lit(1)).else_(g.lit(0))
+    recoded = exp.Case().when(g.col(v.suppressed_alias), g.lit(1)).else_(g.lit(0))
+    return exp.select(*[g.col(q.name) for q in v.qis], g.alias(placed, PLACED), g.alias(recoded, RECODED)).from_(
+        _sub(_matched(engine, v), "m"))
