@@ -17,10 +17,9 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import sqlanon
-from sqlanon.model.closeness import Ground, subtree_heights
-from sqlanon.model.constraints import from_record, to_record
+from sqlanon.model.privacy import SIZE, VALUE, from_record, to_record
+from sqlanon.model.privacy.closeness import Ground, subtree_heights
 from sqlanon.model.stats import ClassStats
-from sqlanon.publish.class_checks import SIZE, VALUE, per_class_query
 from sqlanon.engine import engine_for, sqlgen as g
 from tests.conftest import load_frame, run
 
@@ -157,7 +156,7 @@ def test_every_published_class_is_t_close(engine_name, con, seed, distance, t, k
         view = engine.fetch_frame('SELECT * FROM "t_anon"')
         emds = _class_emds(frame, view, c)
         assert max(emds.values()) <= t + 1e-9
-        sql = engine.fetch(per_class_query(g.table("t_anon"), ["eq_class"], c))
+        sql = engine.fetch(c.per_class(g.table("t_anon"), ["eq_class"]))
         got = dict(zip(sql["eq_class"].astype(int).tolist(), sql[VALUE].tolist()))
         assert got.keys() == emds.keys() and sql[SIZE].sum() == len(frame)
         for cls, value in emds.items():

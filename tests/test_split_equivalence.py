@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.mondrian import split
-from sqlanon.model.closeness import Ground
+from sqlanon.model.privacy.closeness import Ground
 from sqlanon.model.criteria import InfoGain
 from sqlanon.model.stats import ClassStats, FrequencyGroups, first_of_run
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import sqlanon
 import json
 
-from sqlanon.model.constraints import from_record, to_record
+from sqlanon.model.privacy import from_record, to_record
 from sqlanon.model.criteria import criterion_from_record, criterion_record
 from sqlanon.publish.violations import violations
 
