@@ -207,8 +207,10 @@ def anonymize(
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
             :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
-            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness` (k-anonymity with ``k``
-            always applies).
+            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness`,
+            :class:`~sqlanon.DeltaDisclosure`, :class:`~sqlanon.BetaLikeness` (k-anonymity with ``k``
+            always applies). Rothko-S (``strategy="sample"``) refuses delta-disclosure, which has no
+            sound sample test; ``"auto"`` then partitions with Rothko-T.
         target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
             columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,

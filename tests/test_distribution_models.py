@@ -80,7 +80,8 @@ def test_verdicts_match_arx(data):
     class at once equals ARX's definition class by class."""
     m = data.draw(st.integers(1, 5))
     table = np.array(data.draw(st.lists(st.integers(1, 30), min_size=m, max_size=m)))
-    classes = np.array([[data.draw(st.integers(0, int(t))) for t in table] for _ in range(data.draw(st.integers(1, 6)))])
+    size = data.draw(st.integers(1, 6))
+    classes = np.array([[data.draw(st.integers(0, int(t))) for t in table] for _ in range(size)])
     values = pd.Series(np.repeat([f"v{j}" for j in range(m)], table))
     model = data.draw(st.sampled_from([sqlanon.DeltaDisclosure("s", data.draw(st.floats(0.05, 3))),
                                        sqlanon.BetaLikeness("s", data.draw(st.floats(0.05, 3))),

@@ -141,8 +141,8 @@ class PrivacyModel(Constraint):
     # -- manifest and report ----------------------------------------------------------------
     def record(self) -> dict[str, object]:
         """The model as a JSON-ready dict of its exact parameters (the manifest's record)."""
-        return {"type": type(self).__name__, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)  # type: ignore[arg-type]
-                                                 if f.init and f.compare}}
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        return {"type": type(self).__name__, **{f.name: getattr(self, f.name) for f in fields if f.init and f.compare}}
 
     @classmethod
     def from_fields(cls, fields: dict[str, Any]) -> PrivacyModel:

@@ -303,7 +303,8 @@ def closeness_query(source: exp.Expression, columns: Sequence[str], c: TClosenes
     cid = exp.Window(this=exp.func("dense_rank"), order=exp.Order(expressions=[
         exp.Ordered(this=k.copy(), nulls_first=True) for k in keys] or [exp.Ordered(this=g.lit(1))]))
     ranked = exp.select(*[k.copy() for k in keys], g.col("__v"), g.col("__placed"), g.col("__n"),
-                        g.alias(rank, "__i"), g.alias(cid, "__cid"), g.alias(whole, "__total")).from_(subquery(cells, "c"))
+                        g.alias(rank, "__i"), g.alias(cid, "__cid"), g.alias(whole, "__total")
+                        ).from_(subquery(cells, "c"))
     # the domain: every value's rank, text, share of the whole relation, and m
     domain = (exp.select(g.col("__i"), g.col("__v"),
                          g.alias(exp.Div(this=double(exp.Sum(this=g.col("__n"))),
@@ -340,8 +341,8 @@ def closeness_query(source: exp.Expression, columns: Sequence[str], c: TClosenes
         m = exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(g.table(cte("domain"))))
         scale = exp.Greatest(this=double(exp.Sub(this=m, expression=g.lit(1))), expressions=[g.lit(1.0)])
         ctes.append((cte("cum"), cum))
-        per = exp.select(g.col("__cid"), g.alias(exp.Div(this=exp.Sum(this=exp.Abs(this=g.col("__f"))), expression=scale),
-                                                "__d")).from_(g.table(cte("cum"))).group_by(g.col("__cid"))
+        spread = exp.Div(this=exp.Sum(this=exp.Abs(this=g.col("__f"))), expression=scale)
+        per = exp.select(g.col("__cid"), g.alias(spread, "__d")).from_(g.table(cte("cum"))).group_by(g.col("__cid"))
     else:
         ctes.append((cte("tree"), tree_values(c.hierarchy)))
         text = exp.Cast(this=g.col("__v", "f"), to=exp.DataType.build("VARCHAR"))

@@ -53,7 +53,8 @@ class DeltaDisclosure(PrivacyModel):
     worst: ClassVar[str] = "max"
     spec_key: ClassVar[str] = "delta_disclosure"
     spec_param: ClassVar[str] = "delta"
-    spec_help: ClassVar[str] = ("delta-disclosure privacy: in every class each present value of COL has |log2(p/q)| < DELTA, p its share in the class, q in the whole table (repeatable)")
+    spec_help: ClassVar[str] = ("delta-disclosure privacy: in every class each present value of COL has "
+                                "|log2(p/q)| < DELTA, p its share in the class, q in the whole table (repeatable)")
     sample_testable: ClassVar[bool] = False
 
     @property

@@ -55,7 +55,9 @@ class BetaLikeness(PrivacyModel):
     worst: ClassVar[str] = "max"
     spec_key: ClassVar[str] = "beta_likeness"
     spec_param: ClassVar[str] = "beta"
-    spec_help: ClassVar[str] = ("beta-likeness: in every class each present value of COL has (p - q)/q <= BETA, p its share in the class, q in the whole table; ,enhanced=true bounds it by min(BETA, -ln q) (repeatable)")
+    spec_help: ClassVar[str] = ("beta-likeness: in every class each present value of COL has (p - q)/q <= BETA, p "
+                                "its share in the class, q in the whole table; ,enhanced=true bounds it by "
+                                "min(BETA, -ln q) (repeatable)")
 
     @property
     def class_columns(self) -> tuple[str, ...]:
