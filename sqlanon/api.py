@@ -11,7 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from .engine import sqlgen as g
-from .model.constraints import Constraint
+from .model.privacy import Constraint, check_models
 from .model.criteria import Criterion
 from .mondrian.encode import build_domains, encode, reads_work_as_view
 from .engine.base import Engine
@@ -21,6 +21,7 @@ from .laps import Laps
 from .errors import InputError, RecodingError
 from .mondrian import median_finish
 from .mondrian.builder import Leaves, Partitioner, Progress, finish_in_memory
+from .mondrian.hypotheses import exact_only
 from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
@@ -161,6 +162,10 @@ def validate(
     check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
     if recoding == "single" and strategy == "sample":
         raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
+    exact = exact_only(check_models(request.get("constraints", ())))  # models Rothko-S has no sound test for
+    if exact and strategy == "sample":
+        raise InputError(f"strategy='sample' (Rothko-S) cannot judge {exact[0]} on a sample (no sound hypothesis "
+                         f"test): pass strategy='levels' (or 'auto', which then partitions with Rothko-T)")
     return resolve(engine, table, qid, k, recoding=recoding, seed=seed, **request)
 
 
@@ -226,8 +231,10 @@ def anonymize(
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
             :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
-            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness` (k-anonymity with ``k``
-            always applies).
+            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness`,
+            :class:`~sqlanon.DeltaDisclosure`, :class:`~sqlanon.BetaLikeness` (k-anonymity with ``k``
+            always applies). Rothko-S (``strategy="sample"``) refuses delta-disclosure, which has no
+            sound sample test; ``"auto"`` then partitions with Rothko-T.
         target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
             columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,
@@ -326,8 +333,9 @@ def anonymize(
             source, snapshot, rid, ranges = _working_source(engine, spec, in_place)
             domains = build_domains(engine, spec, source)
             # Rothko-T or Rothko-S (resolved before encoding: whether the working table is a view)
-            options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
-                             spec.memory_rows, sample_rows, confidence, 0 if seed is None else seed)
+            exact_path = (spec.suppression or exact) and strategy == "auto"  # Rothko-S cannot carry either
+            options = choose("levels" if exact_path else strategy, spec.source.rows, spec.memory_rows, sample_rows,
+                             confidence, 0 if seed is None else seed)
             as_view = reads_work_as_view(engine, spec, options.strategy)
             work = encode(engine, spec, domains, source, g.col(rid, "b"), view=as_view)
             if not as_view:

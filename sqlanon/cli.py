@@ -52,6 +52,7 @@ from .request.config import (
     DATA_SUFFIXES,
     DIVERSITIES,
     KEY_PATHS,
+    MODEL_KEYS,
     SCHEMA,
     SEARCH_KEYS,
     ConfigError,
@@ -61,8 +62,7 @@ from .request.config import (
     load_config,
     privacy_constraints,
 )
-from .model.constraints import Constraint, KAnonymity
-from .model.closeness import DISTANCES
+from .model.privacy import DISTANCES, KAnonymity, PrivacyModel
 from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
@@ -568,6 +568,9 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
                    help="t-closeness: in every class the Earth Mover's Distance of COL's distribution from the "
                         "whole table's is at most T; DISTANCE equal (default), ordered, or hierarchical with an "
                         "ARX hierarchy CSV over COL's values (repeatable)")
+    for key, model in MODEL_KEYS.items():  # the models declared by a key of their own
+        p.add_argument(f"--{key.replace('_', '-')}", action="append", default=[], dest=key,
+                       metavar=f"COL={model.spec_param.upper()}", help=model.spec_help)
 
 
 def _release_file_help() -> str:
@@ -878,6 +881,10 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
         return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
 
     closeness = [_t_closeness(item) for item in args.t_closeness]
+    try:
+        models = [model.from_flag(item) for key, model in MODEL_KEYS.items() for item in getattr(args, key)]
+    except InputError as e:
+        raise UsageError(str(e)) from None
 
     return {
         "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
@@ -886,6 +893,7 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
         "c": pick(args.c, "c"),
         "variance": variance or list(config.variance if config else []),
         "t_closeness": closeness or list(config.t_closeness if config else []),
+        "models": models or list(config.models if config else []),
     }
 
 
@@ -1153,7 +1161,7 @@ def _verify(args: argparse.Namespace) -> int:
     privacy = _privacy(args, None)
     check_request(lambda key, message: UsageError(message), _spelling(args, None), **privacy,
                   criterion=None, target=(), selections=())
-    constraints: list[Constraint] = privacy_constraints(**privacy)
+    constraints: list[PrivacyModel] = privacy_constraints(**privacy)
     with _opened(args, database, read_only=True) as con:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
         # Per check, the worst class's value and the violating classes, worst first.

@@ -3,7 +3,7 @@
 names (:mod:`sqlanon.request.spec`) and reloading a release read it the same way.
 
 Format 2 records the criterion and the constraints as structured records
-(:func:`~sqlanon.model.criteria.criterion_record`, :func:`~sqlanon.model.constraints.to_record`);
+(:func:`~sqlanon.model.criteria.criterion_record`, :func:`~sqlanon.model.privacy.to_record`);
 format 1 (releases of sqlanon 0.1) recorded the criterion only as its ``describe()`` text.
 
 The names and columns of the objects a release creates are facts of the format too

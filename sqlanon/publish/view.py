@@ -12,7 +12,7 @@ hold at query time, not only when it was published. Each time the view is read:
    matches nothing: it has no region.
 2. **live**: a region whose matched rows still meet the requirement: at least ``k`` rows and
    every constraint (distinct / entropy / recursive (c,l)-diversity, variance diversity),
-   evaluated with the same formulas the partitioner used (:mod:`sqlanon.model.constraints`).
+   evaluated with the same formulas the partitioner used (:mod:`sqlanon.model.privacy`).
 3. every row of a live region is published with the region's bounds and its class id; every
    other row is **suppressed**: class column NULL and every QI fully generalized -- a
    hierarchical QI the hierarchy's root label, an ordered QI the bounds of the whole release
@@ -41,8 +41,7 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..model.qi import QI
 from ..engine.base import Engine
-from .class_checks import BAD, per_class_query
-from ..model.constraints import Constraint, KAnonymity
+from ..model.privacy import BAD, KAnonymity, PrivacyModel, beyond_k
 from ..request.spec import free_name
 from ..model.manifest_format import rowmap_key
 
@@ -64,7 +63,7 @@ class LiveView:
     key_declared: bool
     guarded: tuple[str, ...]
     k: int
-    constraints: tuple[Constraint, ...]
+    constraints: tuple[PrivacyModel, ...]
     rowmap: str | exp.Table  # a name in the current schema, or a qualified reference
     rules: str | exp.Table
     region_column: str
@@ -119,12 +118,12 @@ def _matched(engine: Engine, v: LiveView) -> exp.Select:
 
 def _judged(v: LiveView) -> list[tuple[str, str, exp.Select]]:
     """The requirement as ``(reason, cte name, per-class query)``: k first, then every constraint
-    of the release, each judging every region of the matched rows
-    (:func:`sqlanon.publish.class_checks.per_class_query`: one row per region, ``BAD`` when it fails)."""
+    of the release, each judging every region of the matched rows (the model's per-class
+    measure, :meth:`~sqlanon.model.privacy.PrivacyModel.per_class`: one row per region, ``BAD``
+    when it fails)."""
     placed = exp.Not(this=exp.Is(this=g.col(v.region_alias), expression=exp.Null()))
-    requirement = [KAnonymity(v.k), *[c for c in v.constraints if not isinstance(c, KAnonymity)]]
-    return [(f"class below k={v.k}" if isinstance(c, KAnonymity) else f"violates {c.describe()}", f"c{j}",
-             per_class_query(g.table("matched"), [v.region_alias], c, where=placed))
+    requirement: list[PrivacyModel] = [KAnonymity(v.k), *beyond_k(v.constraints, v.k)]
+    return [(c.reason(), f"c{j}", c.per_class(g.table("matched"), [v.region_alias], where=placed))
             for j, c in enumerate(requirement)]
 
 

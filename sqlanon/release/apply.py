@@ -91,7 +91,7 @@ reports the output's classes (rows grouped by ``eq_class``, NULL left out), the 
 (``k_achieved``) and how many are below the release's k (``below_k``), and :func:`apply` warns
 with a :class:`~sqlanon.errors.PrivacyWarning` when some are. ``enforce=True`` suppresses every
 class below k -- and every class breaking one of the release's diversity constraints, read back
-from its manifest's records (:func:`sqlanon.model.constraints.from_record`) -- as a whole, in the same
+from its manifest's records (:func:`sqlanon.model.privacy.from_record`) -- as a whole, in the same
 transaction: its rows are published like unplaced rows (``eq_class`` NULL, every QI fully
 generalized as above). Afterwards every class of the output holds at least k rows and meets the
 release's constraints; the suppressed rows are one fully generalized group, as everywhere in
@@ -113,7 +113,7 @@ from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..laps import Laps
-from ..model.constraints import Constraint, KAnonymity
+from ..model.privacy import BAD, SIZE, KAnonymity, PrivacyModel, beyond_k
 from ..errors import (
     InputError,
     ObjectExistsError,
@@ -132,7 +132,6 @@ from ..model.tiling import Tree, guillotine
 from ..request.spec import Source, _catalog, _current, _find_source, distinct_values
 from ..request.checks import case_duplicate, check_bool, check_free
 from ..model.qi import classify
-from ..publish.class_checks import BAD, SIZE, per_class_query
 from ..publish.view import root_bound
 
 _BIGINT = exp.DataType.build("BIGINT")
@@ -290,11 +289,11 @@ def apply(
 
 
 # -- what apply guarantees ---------------------------------------------------------------------
-def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]:
+def _enforced_constraints(m: Manifest, source: Source) -> tuple[PrivacyModel, ...]:
     """k-anonymity with the release's k and the release's other constraints, from the manifest's
     records; refuses constraints this version cannot read back and constrained columns the
     input lacks."""
-    out: list[Constraint] = [KAnonymity(m.k)]
+    out: list[PrivacyModel] = [KAnonymity(m.k)]
     if any(set(columns) != set(m.qid) for columns, _ in m.qids):
         raise RecodingError(f"cannot enforce release {m.view!r}: it has several QIDs, each with its own k, and "
                             f"enforce suppresses classes below one k; check the output per QID with "
@@ -304,10 +303,8 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
                          f"{m.view!r}: this "
                          f"version cannot read them back (a newer kind, or a manifest of sqlanon 0.1, which recorded "
                          f"them only as text); publish the release again to enforce them")
-    for c in m.constraint_objects:
+    for c in beyond_k(m.constraint_objects, m.k):  # the release's k: already first
         text = c.describe()
-        if isinstance(c, KAnonymity):
-            continue  # the release's k, already first
         for column in c.class_columns + c.numeric_columns:
             if column not in source.column_names:
                 where = source.path or source.name
@@ -319,7 +316,7 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
 
 
 def _suppress(
-    engine: Engine, m: Manifest, name: str, constraints: Sequence[Constraint], root: str | None,
+    engine: Engine, m: Manifest, name: str, constraints: Sequence[PrivacyModel], root: str | None,
 ) -> tuple[str, tuple[int, int]]:
     """Suppress every class of the new table ``name`` that breaks a constraint: its rows get
     ``eq_class`` NULL and every QI fully generalized (the hierarchy's root label; the bounds of
@@ -329,7 +326,7 @@ def _suppress(
     cls = m.class_column
     placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
     failing = [exp.select(g.col(cls)).from_(exp.Subquery(
-        this=per_class_query(g.table(name), [cls], c, where=placed), alias=exp.TableAlias(this=g.ident("c"))))
+        this=c.per_class(g.table(name), [cls], where=placed), alias=exp.TableAlias(this=g.ident("c"))))
         .where(g.col(BAD)) for c in constraints]
     union = failing[0]
     for more in failing[1:]:
@@ -369,7 +366,7 @@ def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int,
     """``(classes, smallest, below k)`` of the new table: its rows grouped by the class column
     ``cls``, NULL (unplaced or suppressed) left out."""
     placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
-    per = exp.Subquery(this=per_class_query(g.table(name), [cls], KAnonymity(k), where=placed),
+    per = exp.Subquery(this=KAnonymity(k).per_class(g.table(name), [cls], where=placed),
                        alias=exp.TableAlias(this=g.ident("c")))
     classes, smallest, below = engine.fetch_rows(exp.select(
         exp.Count(this=exp.Star()), exp.Min(this=g.col(SIZE)),

@@ -33,7 +33,6 @@ from ..errors import (
     did_you_mean,
 )
 from ..model import manifest_format
-from ..model.constraints import KAnonymity
 from ..model.criteria import InfoGain, Median, Regression, Score, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
@@ -165,7 +164,7 @@ def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool
     criterion = type(c) is Median or (
         type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
         and len({exact.get(name, False) for name in c.numeric_columns}) <= 1)
-    return (criterion and len(workload.constraints) > 0 and all(type(x) is KAnonymity for x in workload.constraints)
+    return (criterion and len(workload.constraints) > 0 and all(x.size_only for x in workload.constraints)
             and all(q.kind != "hierarchy" for q in qis) and fraction == 0)
 
 

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from ..model.constraints import KAnonymity
+from ..model.privacy import beyond_k
 from ..model.domain import Domain, Visibility
 from ..model.stats import StatColumn
 from ..mondrian.builder import Progress, Regions
@@ -183,7 +183,7 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
     assert plan is not None
     hierarchies = [q.hierarchy for q in spec.qis]
     assert all(h is not None for h in hierarchies)
-    judged = [c for c in spec.workload.constraints if not isinstance(c, KAnonymity)]  # k: spec.k
+    judged = beyond_k(spec.workload.constraints, spec.k)  # k: spec.k
     lattice = Lattice(codes, y, hierarchies, sensitive, judged)  # type: ignore[arg-type]
     rows = lattice.total
     started = time.perf_counter()
