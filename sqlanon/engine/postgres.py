@@ -67,6 +67,10 @@ class PostgresEngine(Engine):
     """A ``psycopg.Connection`` plus the temp objects of one run."""
 
     name = "postgres"
+    title = "PostgreSQL"
+    #: NAMEDATALEN - 1 (:meth:`Engine.check_names`)
+    name_limits = {"table": 63, "view": 63, "column": 63}
+    name_limit_reason = "it cuts a longer name to that many bytes without an error"
     dialect = "postgres"
     case_insensitive_names = False
     savepoints = True

@@ -109,7 +109,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..engine.base import Engine
+from ..engine.base import Engine, Name
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..laps import Laps
@@ -263,8 +263,8 @@ def apply(
         if not np.array_equal(tree.locate(b), np.arange(len(region))):  # each box's corner reaches it
             raise SqlanonError("internal error: the partition tree does not reach every region")
         nodes = _node_table(engine, m, tree, region, bounds, rule_types)
-        codes = {q.name: _leaf_code_table(engine, q, m.hierarchies[q.name], source)
-                 for q in m.qis if q.kind == "hierarchy"}
+        codes = {q.name: _leaf_code_table(engine, i, q, m.hierarchies[q.name], source)
+                 for i, q in enumerate(m.qis) if q.kind == "hierarchy"}
         targets, root = _targets_table(engine, m), _root_table(engine, m)
         lap("tree")
         order = _branch_order(tree, size, len(m.qis))
@@ -431,6 +431,8 @@ def _output_name(
     name = view if view is not None else f"{source.name}_anon"
     if not isinstance(name, str) or not name:
         raise InputError(f"view must be a non-empty string, got {name!r}")
+    engine.check_names([Name(name, "table", "the recoded table", "choose a shorter view= name" if view is not None
+                             else "pass view= a shorter name (the default is the table's name and '_anon')")])
     protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source) if n}
     current = _current(engine)
     if name.lower() in protected:
@@ -581,14 +583,15 @@ def _node_table(
     return name
 
 
-def _leaf_code_table(engine: Engine, q: QI, h: Hierarchy, source: Source) -> str:
+def _leaf_code_table(engine: Engine, i: int, q: QI, h: Hierarchy, source: Source) -> str:
     """Temp ``(t, code)``: the leaf code of each distinct non-NULL value of the input's column
-    that is a leaf, matched as anonymize matches (:func:`sqlanon.model.hierarchy.leaf_codes`)."""
+    that is a leaf, matched as anonymize matches (:func:`sqlanon.model.hierarchy.leaf_codes`).
+    Named by the QI's index ``i``, not its name: a temp name stays within every engine's limit."""
     types = dict(source.columns)
     rows = distinct_values(engine, q.name, source.ref, classify(types[q.name]) == "numeric")
     codes = leaf_codes(h, rows["v"], rows["t"]) if len(rows["t"]) else np.zeros(0, np.int32)
     known = codes >= 0
-    return engine.upload(f"leaves_{q.name}", {"t": np.asarray(rows["t"], dtype=object)[known],
+    return engine.upload(f"leaves{i}", {"t": np.asarray(rows["t"], dtype=object)[known],
                                                "code": codes[known].astype(np.int64)})
 
 
