@@ -333,6 +333,7 @@ def anonymize(
             source, snapshot, rid, ranges = _working_source(engine, spec, in_place)
             domains = build_domains(engine, spec, source)
             # Rothko-T or Rothko-S (resolved before encoding: whether the working table is a view)
+            exact = exact_only(spec.workload.constraints)  # models Rothko-S has no sound test for
             exact_path = (spec.suppression or exact) and strategy == "auto"  # Rothko-S cannot carry either
             options = choose("levels" if exact_path else strategy, spec.source.rows, spec.memory_rows, sample_rows,
                              confidence, 0 if seed is None else seed)

@@ -28,6 +28,7 @@ class DuckDBEngine(Engine):
     """A ``duckdb.DuckDBPyConnection`` plus the temp objects of one run."""
 
     name = "duckdb"
+    title = "DuckDB"
     dialect = "duckdb"
 
     #: The rules' lookups a few QIs per statement (at most ``LOOKUP_ROWS`` codes looked up): the

@@ -198,7 +198,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
             paths.setdefault(qi, {}).setdefault(leaf, []).append(label)
         for q in recorded:
             if q["kind"] == "hierarchy":
-                h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])])
+                h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])], verbatim=True)
                 hierarchies[q["name"]] = h.with_null_leaf() if q["has_null"] else h
     qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i,
                    bounds=q.get("bounds", "data"))  # published= (sqlanon.publish.bounds)

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
 from ..model.privacy import check_models
 from ..model.criteria import InfoGain, Score
-from ..model.hierarchy import Hierarchy
+from ..model.hierarchy import Hierarchy, unused_label
 from .checks import _shown, check_int, check_names, check_number
 
 #: ``recoding=``: multidimensional (Mondrian, the default) or single-dimensional (TDR).
@@ -232,7 +232,7 @@ def _search(plan: Single, qid: Sequence[str], hierarchical: Sequence[str], *, se
 
 
 def flat_hierarchy(values: Sequence[str]) -> Hierarchy:
-    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values (the
-    published hierarchy is rebuilt from what TDR discloses,
-    :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
-    return Hierarchy._build("*", {v: {} for v in values})
+    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values
+    (lengthened when ``*`` is one of them; the published hierarchy is rebuilt from what TDR
+    discloses, :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
+    return Hierarchy._build(unused_label("*", values), {v: {} for v in values})
