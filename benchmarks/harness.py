@@ -314,7 +314,7 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[Column], markd
 
 
 def _numeric(text: str) -> bool:
-    return text == "-" or text.replace(",", "").replace(".", "", 1).lstrip("-").rstrip("x%").isdigit()
+    return text in ("-", "–") or text.replace(",", "").replace(".", "", 1).lstrip("-").rstrip("x%").isdigit()
 
 
 def print_table(records: Iterable[Mapping[str, Any]], columns: Sequence[Column]) -> None:
