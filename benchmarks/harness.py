@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -376,7 +377,7 @@ def _shown(v: Any) -> str:
 FIELDS: dict[str, tuple[type, ...]] = {
     "schema": (int,),          # SCHEMA
     "script": (str,),          # "bench_core"
-    "run": (str,),             # one invocation: its start time and process id
+    "run": (str,),             # one invocation: its start time, process id and a random tag
     "name": (str,),            # the measurement: "sqlanon", "scan", "apply", ...
     "params": (dict,),         # what was measured: rows, k, criterion, ... (scalars)
     "seconds": (int, float, type(None)),  # the measurement's wall time, None when it has none
@@ -482,7 +483,7 @@ class Recorder:
         rec = cls(script=name, out=None if args.no_record else Path(args.out), quick=bool(args.quick),
                   command=" ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]]),
                   machine=machine(*packages), git=git_state(),
-                  run=f"{now.strftime('%Y-%m-%dT%H:%M:%SZ')}-{os.getpid()}")  # fmt: skip
+                  run=f"{now.strftime('%Y-%m-%dT%H:%M:%SZ')}-{os.getpid()}-{uuid.uuid4().hex[:8]}")  # fmt: skip
         m = rec.machine
         print(f"# {rec.command}\n# machine: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB; python "
               f"{m['python']}, duckdb {m['duckdb']}, numpy {m['numpy']}, pandas {m['pandas']}, sqlanon {m['sqlanon']}"
