@@ -128,7 +128,7 @@ def measure(n: int, args: Any, rec: harness.Recorder) -> None:
         why = harness.missing("anonypy", "anonypy==0.2.1") if kind == "anonypy" else None
         if why:
             print(f"# {why}; the anonypy comparison is skipped", file=sys.stderr, flush=True)
-            rec.record(kind, params, error=why)
+            rec.record(kind, {"rows": n, "k": args.k}, error=why)
             continue
         print(f"# N={n:,}: running {kind} ...", file=sys.stderr, flush=True)
         kwargs: dict[str, Any] = {"db": str(db), "k": args.k}
@@ -142,10 +142,10 @@ def measure(n: int, args: Any, rec: harness.Recorder) -> None:
             ratios["per_numpy"] = harness.ratio(out.get("s"), seconds.get("numpy"))
         if kind == "anonypy":
             ratios["per_sqlanon"] = harness.ratio(out.get("s"), seconds.get("sqlanon"), 1)
-        timings = out.pop("timings", None)
+        details = {key: out.pop(key) for key in ("timings", "process_s", "close_s") if key in out}
         metrics = {key: v for key, v in out.items() if key not in ("s", "error")}
         rec.record(kind, params if kind == "sqlanon" else {"rows": n, "k": args.k}, out.get("s"),
-                   ratios, metrics, {"timings": timings} if timings else None, out.get("error"))  # fmt: skip
+                   ratios, metrics, details, out.get("error"))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

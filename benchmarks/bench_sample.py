@@ -109,14 +109,13 @@ def main(argv: list[str] | None = None) -> None:
                 "sample_rows": args.sample_rows, "criterion": args.criterion, "confidence": args.confidence,
                 "memory_limit": args.duckdb_memory_limit}, args.timeout)  # fmt: skip
             seconds = out.pop("s", None)
-            timings = out.pop("timings", None)
+            details = {key: out.pop(key, None) for key in ("timings", "process_s", "distance_from_minimal")}
             rec.record(strategy, {"rows": n, "k": args.k, "memory_rows": args.memory_rows,
                                   "sample_rows": args.sample_rows, "criterion": args.criterion,
                                   "confidence": args.confidence, "duckdb_memory_limit": args.duckdb_memory_limit},
                        seconds, {"per_read": harness.ratio(seconds, read.best, 1),
                                  "per_scan": harness.ratio(seconds, scan, 0)},
-                       {key: v for key, v in out.items() if key != "error"}, {"timings": timings},
-                       out.get("error"))  # fmt: skip
+                       {key: v for key, v in out.items() if key != "error"}, details, out.get("error"))  # fmt: skip
     print()
     harness.print_table([r for r in rec.records if r["name"] not in ("read", "scan")], COLUMNS)
 

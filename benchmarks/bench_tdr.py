@@ -107,10 +107,10 @@ def run_child(rec: harness.Recorder, name: str, db: Path, table: str, qid: list[
     """One scalability run in a fresh process (its own memory, no warm caches), recorded."""
     out = harness.run_child(__file__, "child", {"db": str(db), "table": table, "qid": qid, "k": k, "target": target,
                                                 "hierarchies": hierarchies}, timeout)  # fmt: skip
-    seconds, steps = out.pop("s", None), out.pop("steps", None)
+    seconds, details = out.pop("s", None), {key: out.pop(key, None) for key in ("steps", "process_s")}
     rec.record(name, {"table": table, "rows": out.get("rows"), "k": k, "target": target}, seconds,
                {"per_scan": harness.ratio(seconds, scan, 0)} if scan else None,
-               {key: v for key, v in out.items() if key != "error"}, {"steps": steps}, out.get("error"))  # fmt: skip
+               {key: v for key, v in out.items() if key != "error"}, details, out.get("error"))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -134,11 +134,12 @@ def main(argv: list[str] | None = None) -> None:
             seconds = out.pop("s", None)
             base = seconds if run == "median" else base
             timings = out.pop("timings", None) or {}
+            details = {"timings": timings, "process_s": out.pop("process_s", None)}
             metrics = {key: v for key, v in out.items() if key != "error"}
             metrics |= {f"{step}_s": timings.get(step) for step in ("partition_sql", "partition_memory")}
             rec.record(run, {"rows": n, "k": args.k, "duckdb_memory_limit": args.duckdb_memory_limit}, seconds,
                        {"per_median": harness.ratio(seconds, base), "per_scan": harness.ratio(seconds, scan, 0)},
-                       metrics, {"timings": timings}, out.get("error"))  # fmt: skip
+                       metrics, details, out.get("error"))  # fmt: skip
     print()
     harness.print_table([r for r in rec.records if r["name"] != "scan"], COLUMNS)
 

@@ -42,6 +42,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -480,8 +481,9 @@ class Recorder:
         """The recorder of ``script`` (its ``__file__``) run with ``args``; prints the machine."""
         now = datetime.datetime.now(datetime.timezone.utc)
         name = Path(script).stem
+        command = " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]])
         rec = cls(script=name, out=None if args.no_record else Path(args.out), quick=bool(args.quick),
-                  command=" ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]]),
+                  command=re.sub(r"(://[^/@\s:]+:)[^@\s]*@", r"\1***@", command),  # no password in a record
                   machine=machine(*packages), git=git_state(),
                   run=f"{now.strftime('%Y-%m-%dT%H:%M:%SZ')}-{os.getpid()}-{uuid.uuid4().hex[:8]}")  # fmt: skip
         m = rec.machine

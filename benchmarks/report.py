@@ -111,11 +111,15 @@ def _keys(records: Sequence[Mapping[str, Any]], field: str) -> list[str]:
 
 
 def run_table(records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
-    """The parameters shared by every record of a run, and the Markdown table of the rest:
-    the measurement, the parameters that vary, seconds, ratios, metrics and errors."""
+    """The parameters with one value in a run (in every record that has them), and the Markdown
+    table of the rest: the measurement, the parameters that vary, seconds, ratios, metrics and
+    errors."""
     params = _keys(records, "params")
-    shared = {p: records[0]["params"].get(p) for p in params
-              if all(r["params"].get(p) == records[0]["params"].get(p) and p in r["params"] for r in records)}  # fmt: skip
+    shared = {}
+    for p in params:
+        values = [r["params"][p] for r in records if p in r["params"]]
+        if all(v == values[0] for v in values):
+            shared[p] = values[0]
     columns = [Column("measurement", "name"),
                *(Column(p, f"params.{p}") for p in params if p not in shared),
                Column("seconds", "seconds"),
@@ -149,8 +153,9 @@ def section(script: str, records: Sequence[Mapping[str, Any]]) -> str:
              f"Run: `{first['command']}` -- {machine_line(first, [r['load_avg'][0] for r in run])}."]  # fmt: skip
     if first["quick"]:
         lines += ["", QUICK_NOTE]
-    if shared:
-        lines += ["", "Parameters of every row: " + ", ".join(f"{p} = {number(v)}" for p, v in shared.items()) + "."]
+    shown = {p: v for p, v in shared.items() if v is not None}  # None: the script's default was used
+    if shown:
+        lines += ["", "Parameters: " + ", ".join(f"{p} = {number(v)}" for p, v in shown.items()) + "."]
     return "\n".join([*lines, "", body, ""])
 
 

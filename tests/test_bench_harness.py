@@ -131,13 +131,13 @@ def test_page_and_headline(tmp_path, capsys):
     assert page.startswith("# Performance\n") and report.MARK in page
     assert page.index("## `bench_core.py`") < page.index("## `bench_view.py`")  # the headline's script first
     assert "Core benchmark: sqlanon.anonymize against a full scan" in page  # the script's own docstring
-    assert "| measurement | rows | repeat | k | seconds | /scan | /numpy | /sqlanon | rss_mib | partitions | error |" in page
-    assert "| sqlanon | 10,000,000 | - | 100 | 8.02 | 321 | 1.17 | - | 1,986 | 76,773 | - |" in page
-    assert "| anonypy | 10,000,000 | - | 100 | - | - | - | - | - | - | anonypy is not installed: pip install anonypy |" in page
-    assert "Parameters of every row: k = 100." not in page  # scan has no k: k is not shared by every row
+    assert "| measurement | rows | seconds | /scan | /numpy | /sqlanon | rss_mib | partitions | error |" in page
+    assert "| sqlanon | 10,000,000 | 8.02 | 321 | 1.17 | - | 1,986 | 76,773 | - |" in page
+    assert "| anonypy | 10,000,000 | - | - | - | - | - | - | anonypy is not installed: pip install anonypy |" in page
+    assert "Parameters: repeat = 3, k = 100." in page  # one value wherever they are given
     view = page[page.index("## `bench_view.py`"):]
     assert report.QUICK_NOTE in view and report.QUICK_NOTE not in page[:page.index("## `bench_view.py`")]
-    assert "Parameters of every row: rows = 10, release = k, query = full read." in view
+    assert "Parameters: rows = 10, release = k, query = full read." in view
     assert "| live view | 0.042 | 7.13 | 128 |" in view
     assert report.main(["--results", str(tmp_path), "--page", str(page_path), "--check"]) == 0
     page_path.write_text(page + "edited by hand\n")
@@ -223,3 +223,11 @@ def test_missing_peer_is_a_sentence():
         "nosuch==1.0 is not installed: pip install -e '.[bench]' (or pip install nosuch==1.0)")
     with pytest.raises(SystemExit, match="no_such_module_xyz is not installed"):
         harness.require("no_such_module_xyz")
+
+
+def test_no_password_in_the_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["bench_engines.py", "--postgres", "postgresql://bob:s3cret@db:5432/x"])
+    rec, _ = _recorder(tmp_path, "bench_engines.py")
+    record = rec.record("scan", {"rows": 1}, 0.1)
+    assert record["command"] == "python benchmarks/bench_engines.py --postgres postgresql://bob:***@db:5432/x"
+    assert "s3cret" not in (tmp_path / "bench_engines.jsonl").read_text()
