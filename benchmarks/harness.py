@@ -109,8 +109,8 @@ def machine(*packages: str) -> dict[str, Any]:
 
 
 def git_state() -> dict[str, Any]:
-    """The checkout's commit and whether its code differs from it (results and the generated
-    page left aside: recording results is not a change of the code measured)."""
+    """The checkout's commit and whether its code (Python, SQL, the project file) differs from
+    it: documentation, results and the generated page are not the code measured."""
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
@@ -119,8 +119,7 @@ def git_state() -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                 ":(exclude)benchmarks/results", ":(exclude)docs/performance.md")  # fmt: skip
+    status = git("status", "--porcelain", "--untracked-files=no", "--", "*.py", "*.sql", "pyproject.toml")
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 

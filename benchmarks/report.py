@@ -111,14 +111,14 @@ def _keys(records: Sequence[Mapping[str, Any]], field: str) -> list[str]:
 
 
 def run_table(records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
-    """The parameters with one value in a run (in every record that has them), and the Markdown
-    table of the rest: the measurement, the parameters that vary, seconds, ratios, metrics and
+    """The parameters with one value in a run (in every record that has them, at least half of
+    the run's records), and the Markdown table of the rest: the measurement, the parameters that vary, seconds, ratios, metrics and
     errors."""
     params = _keys(records, "params")
     shared = {}
     for p in params:
         values = [r["params"][p] for r in records if p in r["params"]]
-        if all(v == values[0] for v in values):
+        if 2 * len(values) >= len(records) and all(v == values[0] for v in values):
             shared[p] = values[0]
     columns = [Column("measurement", "name"),
                *(Column(p, f"params.{p}") for p in params if p not in shared),

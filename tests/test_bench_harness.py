@@ -131,10 +131,10 @@ def test_page_and_headline(tmp_path, capsys):
     assert page.startswith("# Performance\n") and report.MARK in page
     assert page.index("## `bench_core.py`") < page.index("## `bench_view.py`")  # the headline's script first
     assert "Core benchmark: sqlanon.anonymize against a full scan" in page  # the script's own docstring
-    assert "| measurement | rows | seconds | /scan | /numpy | /sqlanon | rss_mib | partitions | error |" in page
-    assert "| sqlanon | 10,000,000 | 8.02 | 321 | 1.17 | - | 1,986 | 76,773 | - |" in page
-    assert "| anonypy | 10,000,000 | - | - | - | - | - | - | anonypy is not installed: pip install anonypy |" in page
-    assert "Parameters: repeat = 3, k = 100." in page  # one value wherever they are given
+    assert "| measurement | rows | repeat | seconds | /scan | /numpy | /sqlanon | rss_mib | partitions | error |" in page
+    assert "| sqlanon | 10,000,000 | - | 8.02 | 321 | 1.17 | - | 1,986 | 76,773 | - |" in page
+    assert "| anonypy | 10,000,000 | - | - | - | - | - | - | - | anonypy is not installed: pip install anonypy |" in page
+    assert "Parameters: k = 100." in page  # one value in the five records that have it: said once
     view = page[page.index("## `bench_view.py`"):]
     assert report.QUICK_NOTE in view and report.QUICK_NOTE not in page[:page.index("## `bench_view.py`")]
     assert "Parameters: rows = 10, release = k, query = full read." in view
