@@ -102,11 +102,6 @@ def timed_engine(con: Any) -> Any:
     return Timed(con)
 
 
-def scan_seconds(con: Any, dialect: str, repeat: int) -> float:
-    """The harness's scan-equivalent on a DuckDB or psycopg connection."""
-    return harness.scan_seconds(lambda sql: con.execute(sql).fetchall(), TABLE, QI_COLUMNS, repeat, dialect)
-
-
 def rules_rows(engine: Any, rules: str) -> list[list[Any]]:
     """The rules relation, ordered, in the normalization of tests/test_engines.py."""
     frame = engine.fetch_frame(f'SELECT * FROM "{rules}" ORDER BY 1')
@@ -202,7 +197,7 @@ def load_postgres(admin_url: str, database: str, n: int, repeat: int) -> tuple[s
                 copy.write(text)
         con.execute(f"ANALYZE {TABLE}")
         load_s = time.perf_counter() - start
-        scan = scan_seconds(con, "postgres", repeat)
+        scan = harness.scan_seconds(lambda sql: con.execute(sql).fetchall(), TABLE, QI_COLUMNS, repeat, "postgres")
     return url, load_s, scan
 
 

@@ -496,8 +496,10 @@ METRICS = ("cores", "start_s", "rows_per_s_core", "statements", "driver_s", "sql
            "rules_identical")
 
 
-def ratio(a: float | None, b: float | None) -> str:
-    return "-" if not a or not b else f"{a / b:.2f}x"
+def times(a: float | None, b: float | None) -> str:
+    """``a / b`` as text ("1.23x"), ``-`` when either is missing."""
+    r = harness.ratio(a, b)
+    return "-" if r is None else f"{r:.2f}x"
 
 
 def sql_levels_for(n: int, memory_rows: int) -> int:
@@ -759,15 +761,15 @@ def main(argv: list[str] | None = None) -> None:
     print()
     for criterion, runs in by.items():
         duck = runs.get("duckdb", {})
-        parts = [f"spark {m} / duckdb: anon {ratio(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
+        parts = [f"spark {m} / duckdb: anon {times(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
                  for m in args.masters if not args.skip_duckdb]  # fmt: skip
         narrowest = min(args.masters, key=lambda m: cores[m])
         lo, hi = runs.get(f"spark {narrowest}", {}), runs.get(f"spark {widest}", {})
         if narrowest != widest and lo.get("s") and hi.get("s"):
-            parts.append(f"{narrowest} / {widest}: anon {ratio(lo.get('s'), hi.get('s'))}, in-memory finish "
-                         f"{ratio(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
-                         f"{ratio(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
-                         f"{ratio(*(sum(r['timings'].get(x, 0) for x in ('validate', 'encode', 'publish_verify')) for r in (lo, hi)))}"
+            parts.append(f"{narrowest} / {widest}: anon {times(lo.get('s'), hi.get('s'))}, in-memory finish "
+                         f"{times(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
+                         f"{times(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
+                         f"{times(*(sum(r['timings'].get(x, 0) for x in ('validate', 'encode', 'publish_verify')) for r in (lo, hi)))}"
                          f" (ideal {cores[widest] / cores[narrowest]:.0f}x)")  # fmt: skip
         print(f"{criterion}: " + "; ".join(parts))
         if duck.get("s") and hi.get("s"):

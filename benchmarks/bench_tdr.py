@@ -102,7 +102,7 @@ def child(db: str, table: str, qid: list[str], k: int, target: str, hierarchies:
             "k_achieved": release.k_achieved}  # fmt: skip
 
 
-def run_child(rec: harness.Recorder, name: str, db: Path, table: str, qid: list[str], k: int, target: str,
+def scalability_run(rec: harness.Recorder, name: str, db: Path, table: str, qid: list[str], k: int, target: str,
               hierarchies: dict[str, str], timeout: float | None, scan: float | None = None) -> None:
     """One scalability run in a fresh process (its own memory, no warm caches), recorded."""
     out = harness.run_child(__file__, "child", {"db": str(db), "table": table, "qid": qid, "k": k, "target": target,
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
         blown_up_adult(db, args.adult_rows)
         print(f"# adult blown up to {args.adult_rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
         hierarchies = {c: str(p) for c, p in datasets.adult_hierarchies().items() if c in HIERARCHICAL}
-        run_child(rec, "adult1m", db, "adult1m", list(ADULT14), 50, "salary-class", hierarchies, args.timeout)
+        scalability_run(rec, "adult1m", db, "adult1m", list(ADULT14), 50, "salary-class", hierarchies, args.timeout)
     if "agrawal" in args.only:
         from agrawal import QI_COLUMNS, write_duckdb
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
             write_duckdb(db, n)
             scan = harness.duckdb_scan_seconds(db, "agrawal", QI_COLUMNS, args.repeat)
             rec.record("scan", {"rows": n, "repeat": args.repeat}, scan)
-            run_child(rec, "agrawal", db, "agrawal", list(QI_COLUMNS), 100, "c2", {}, args.timeout, scan)
+            scalability_run(rec, "agrawal", db, "agrawal", list(QI_COLUMNS), 100, "c2", {}, args.timeout, scan)
 
 
 if __name__ == "__main__":
