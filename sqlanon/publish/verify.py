@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 
 import math
@@ -45,17 +46,19 @@ class Verification:
     """The outcome of :func:`verify`.
 
     Attributes:
-        ok: every equivalence class holds at least ``k`` rows.
+        ok: every check holds -- every equivalence class holds at least ``k`` rows, and the
+            rest :meth:`failures` names (``ok`` is ``not failures()``).
         k: the requirement checked.
         k_achieved: size of the smallest equivalence class (0 for an empty relation).
         classes: number of equivalence classes.
         rows: rows in the relation.
         violating: classes smaller than ``k``.
         columns: the columns that define the classes.
-        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named). For
-            a sqlanon release these are its *suppressed* rows: they do not form a class, and
-            ``ok`` requires instead that each is fully generalized (``leaked`` counts those that
-            are not). For any other relation they fail the check.
+        unplaced: rows whose class column is NULL (0 without a class column). For a sqlanon
+            release these are its *suppressed* rows: they do not form a class, and ``ok``
+            requires instead that each is fully generalized (``leaked`` counts those that are
+            not) and that they are within the release's suppression limit. For any other
+            relation they fail the check.
         checks: one :class:`Check` per further constraint verified.
         suppressed: for a live release view, ``(reason, rows, classes)`` per reason its rows are
             suppressed now: new, changed or duplicate-key rows, classes below k, classes that
@@ -67,6 +70,10 @@ class Verification:
             suppress (:mod:`sqlanon.publish.suppression`); ``ok`` then also requires that the
             rows the recoding suppressed -- a snapshot's rows without a class, a live view's
             rows suppressed "by the recoding" -- are at most that many.
+        class_column: the class column checked: the one given, or for a sqlanon release the
+            one its manifest records (None: rows grouped on their QI columns alone).
+        release: the relation was checked as a sqlanon release (its manifest names it and the
+            class column is the release's): suppressed rows judged as above.
     """
 
     ok: bool
@@ -82,6 +89,34 @@ class Verification:
     leaked: int = 0
     qids: tuple[QIDCheck, ...] = ()
     suppression_limit: int | None = None
+    class_column: str | None = None
+    release: bool = False
+
+    def failures(self) -> tuple[str, ...]:
+        """The checks that fail, by name (empty exactly when ``ok``): k-anonymity (a class below
+        k; rows without a class outside a release; no rows at all), a release's suppressed rows
+        not fully generalized or beyond its limit, each constraint, each QID. The command line
+        prints these and exits with ``ok``'s status."""
+        out: list[str] = []
+        if self.violating or (self.unplaced and not self.release) or not (self.classes or self.release and self.unplaced):
+            out.append(KAnonymity(self.k).describe())
+        if self.leaked:
+            out.append("suppressed rows fully generalized")
+        if self.suppression_limit is not None and self.recoded > self.suppression_limit:
+            out.append(f"suppression limit ({self.suppression_limit:,} rows)")
+        out += [c.constraint for c in self.checks if not c.ok]
+        out += [f"QID {', '.join(q.qid)} k={q.k}" for q in self.qids if not q.ok]
+        return tuple(out)
+
+    @property
+    def recoded(self) -> int:
+        """Rows of a release suppressed by its recoding (what ``suppression_limit`` bounds): a
+        live view's rows suppressed "by the recoding", a snapshot's rows without a class."""
+        if not self.release:
+            return 0
+        if self.suppressed:
+            return sum(n for reason, n, _ in self.suppressed if reason == SUPPRESSED)
+        return self.unplaced
 
 
 @dataclass(frozen=True)
@@ -144,17 +179,19 @@ def verify(
         qid: the quasi-identifiers; a QI published as a range may be named by its base name
             (``age`` stands for ``age_min`` and ``age_max``).
         k: the requirement.
-        class_column: optionally, the class column (``eq_class`` of a release). Rows where it
-            is NULL are counted as ``unplaced``: for a sqlanon release (its manifest names the
-            relation) they are its suppressed rows, which form no class and must each be fully
-            generalized; for any other relation they fail the check.
+        class_column: the class column (``eq_class`` of a release). Default: for a sqlanon
+            release (its manifest names the relation), the class column its manifest records;
+            for any other relation, none. Rows where it is NULL are counted as ``unplaced``: for
+            a release checked with its own class column they are its suppressed rows, which
+            form no class and must each be fully generalized and within the release's
+            suppression limit; for any other relation (or another column) they fail the check.
         constraints: further constraints to check per class (``DistinctLDiversity``,
             ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``,
             ``TCloseness``: the whole relation's distribution, suppressed rows included, is its
             reference), each with its own SQL statement over the relation.
         qids: further ``(columns, k)`` pairs (several QIDs, each with its own k): each checked
             by its own statement grouping the relation on that QID's columns. Default: those a
-            single-dimensional release recorded in its manifest (when ``class_column`` is given).
+            single-dimensional release recorded in its manifest.
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``); without
     a release's class column, rows with identical published values form one class like any
@@ -193,9 +230,7 @@ def verify_source(
     """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
     are used), with the arguments already checked."""
     columns = class_columns(source.column_names, qid)
-    if class_column is not None and class_column not in source.column_names:
-        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
-    release = _release(engine, source) if class_column is not None else None
+    release, class_column = release_of(engine, source, class_column)
     shape = None if release is None else (release.qis, release.ref(release.rules), release.size_column)
     query = class_sizes_query(source.ref, columns, k, class_column, shape)
     classes, smallest, total, violating, unplaced, suppressed, leaked = engine.fetch_rows(query)[0]
@@ -217,12 +252,8 @@ def verify_source(
     per_qid = tuple(_check_qid(engine, source, checked, tuple(c), n) for c, n in (qids or ()))
     unplaced = int(unplaced or 0) + suppressed_rows
     limit = release.suppression_limit if release is not None else None
-    recoded = (sum(n for r, n, _ in reasons if r == SUPPRESSED) if release is not None and release.live_view() is not None
-               else suppressed_rows)
-    return Verification(
-        ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
-            and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)
-            and (limit is None or recoded <= limit)),
+    result = Verification(
+        ok=False,  # below: ok is not failures()
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -235,7 +266,10 @@ def verify_source(
         leaked=leaked,
         qids=per_qid,
         suppression_limit=limit,
+        class_column=class_column,
+        release=release is not None,
     )
+    return dataclasses.replace(result, ok=not result.failures())
 
 
 def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tuple[str, ...], k: int) -> QIDCheck:
@@ -243,6 +277,25 @@ def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tup
     columns = class_columns(source.column_names, qid)
     classes, smallest, _, violating, *_ = engine.fetch_rows(class_sizes_query(checked, columns, k))[0]
     return QIDCheck(qid, k, not int(violating or 0), int(smallest or 0), int(violating or 0))
+
+
+def release_of(engine: Engine, source: Source, class_column: str | None) -> tuple[Manifest | None, str | None]:
+    """``(manifest, class column)`` to check ``source`` with: for the published relation of a
+    sqlanon release, its manifest and -- unless another column is named -- the class column it
+    records; a named column that is not the release's makes it a plain relation (its NULLs are
+    no suppressed rows: fail closed). ``(None, class_column)`` for any other relation.
+
+    Raises:
+        UnknownColumnError: ``class_column`` names no column of ``source``.
+    """
+    if class_column is not None and class_column not in source.column_names:
+        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
+    release = _release(engine, source)
+    if release is None or release.class_column not in source.column_names:
+        return None, class_column
+    if class_column is not None and class_column != release.class_column:
+        return None, class_column
+    return release, release.class_column
 
 
 def _release(engine: Engine, source: Source) -> Manifest | None:

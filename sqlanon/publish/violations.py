@@ -41,7 +41,7 @@ from .class_checks import BAD, SIZE, VALUE, per_class_query
 from ..engine import engine_for
 from ..errors import UnknownColumnError, did_you_mean
 from ..request.spec import _catalog, _find_source
-from .verify import class_columns
+from .verify import class_columns, release_of
 
 #: What the measure of each constraint kind is, for listings.
 MEASURES: dict[type, str] = {
@@ -85,7 +85,8 @@ class Violations:
 
 
 def violations(
-    con: Any, relation: str, qid: Sequence[str], constraint: Constraint, limit: int = 20,
+    con: Any, relation: str, qid: Sequence[str], constraint: Constraint, limit: int = 20, *,
+    class_column: str | None = None,
 ) -> Violations:
     """The classes of ``relation`` over the QIs that break ``constraint``, worst first.
 
@@ -95,6 +96,8 @@ def violations(
         qid: the QIs; ``age`` stands for ``age_min``/``age_max`` when the relation has those.
         constraint: :class:`~sqlanon.KAnonymity` or one of the diversity constraints.
         limit: at most this many classes are listed (all are counted).
+        class_column: as for :func:`sqlanon.verify`: a sqlanon release's suppressed rows (its
+            class column NULL) form no class, so none of its classes lists them.
 
     Raises:
         InputError: (and subclasses) unknown relation or column, or not a constraint.
@@ -106,7 +109,11 @@ def violations(
         if name not in source.column_names:
             raise UnknownColumnError(f"no column {name!r} to check {constraint.describe()}."
                                      + did_you_mean(name, source.column_names))
-    per = exp.Subquery(this=per_class_query(source.ref, columns, constraint), alias=exp.TableAlias(this=g.ident("c")))
+    release, class_column = release_of(engine, source, class_column)
+    placed = (exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null())) if release is not None
+              else None)
+    per = exp.Subquery(this=per_class_query(source.ref, columns, constraint, where=placed),
+                       alias=exp.TableAlias(this=g.ident("c")))
     highest = isinstance(constraint, (RecursiveCLDiversity, TCloseness))  # a larger ratio / distance is worse
     worst_of = exp.Max if highest else exp.Min
     bad_count, worst = engine.fetch_rows(exp.select(
