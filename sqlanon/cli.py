@@ -69,7 +69,7 @@ from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .mondrian.builder import Progress
 from .release.report import FORMATS, collect, render
-from .release.risk import risk
+from .release.risk import check_threshold, risk
 from .request.spec import resolve
 from .publish.pipeline import set_aside
 from .publish.verify import Verification, verify
@@ -445,8 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qid", action="append", metavar="COLS", help="QI columns (default for a release: its QIs)")
     p.add_argument("--population", metavar="TABLE", help="the population the data was drawn from (journalist, "
                                                           "marketer); for a release it is recoded by a temporary apply")
-    p.add_argument("--threshold", type=float, default=0.2, metavar="T",
-                   help="records at risk: those whose risk exceeds T (default 0.2)")
+    p.add_argument("--threshold", type=_threshold, default=0.2, metavar="T",
+                   help="records at risk: those whose risk exceeds T, a number from 0 to 1 (default 0.2)")
     p.add_argument("--json", action="store_true", help="print the Risk as JSON")
     _engine_options(p)
     p.set_defaults(run=_risk)
@@ -737,8 +737,8 @@ def _drop_new_objects(con: Any, before: set[tuple[str, str, str, str]]) -> None:
 
 
 def _release_document(release: Release) -> dict[str, Any]:
-    """The Release as a JSON-ready dict."""
-    return dataclasses.asdict(release)
+    """The Release as a JSON-ready dict (its notes name the command line's flags)."""
+    return {**dataclasses.asdict(release), "notes": [cli_words(note) for note in release.notes]}
 
 
 def _request(args: argparse.Namespace) -> ReleaseConfig:
@@ -1065,8 +1065,8 @@ def _write_summary(
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         stream.write(f"{label:<{width}}  {value}\n")
-    for note in release.notes:
-        stream.write(f"note: {note}\n")
+    for note in release.notes:  # the library's words, with the command line's flags
+        stream.write(f"note: {cli_words(note)}\n")
 
 
 class _ProgressLine:
@@ -1334,6 +1334,14 @@ def _install_macros(args: argparse.Namespace) -> int:
 
 
 # -- risk -------------------------------------------------------------------------------------
+def _threshold(text: str) -> float:
+    """``--threshold``: a risk, so a finite number from 0 to 1 (``nan`` would put no record at risk)."""
+    try:
+        return check_threshold(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}") from None
+
+
 def _risk(args: argparse.Namespace) -> int:
     qid = _split(args.qid) if args.qid else None
     with _opened(args, args.db, read_only=args.population is None) as con:  # a release's population is applied
