@@ -491,7 +491,38 @@ def test_verify_exits_with_the_verdict_of_a_release_with_suppression(capsys, tar
     assert "more than its limit of 9" in out and "suppression limit (9 rows)" in out.splitlines()[-1]
 
 
+def test_notes_name_the_command_lines_flags(capsys, db):
+    """Issue 49: the note on a release without a key said "Pass key=" -- the Python keyword -- to a
+    user of the command line; it names --key (in the summary and in --json)."""
+    with connected(db) as c:
+        make_people(c, 100, name="plain", key=False)
+    code, out, _ = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10")
+    note = next(line for line in out.splitlines() if line.startswith("note: "))
+    assert code == 0 and "(no declared PRIMARY KEY or UNIQUE key, no --key)" in note
+    assert note.endswith("Pass --key (or declare a key) for a live view.") and "key=" not in note
+    code, out, _ = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10", "--view", "p2", "--json")
+    notes = json.loads(out)["notes"]
+    assert code == 0 and len(notes) == 1 and "Pass --key" in notes[0] and "key=" not in notes[0]
+
+
 # -- explain ------------------------------------------------------------------------------------
+def test_explain_does_not_stop_at_output_names_in_use(capsys, db):
+    """Issue 49: explain refused when the output view existed, though it writes nothing. It shows
+    the statements and notes that anonymize would refuse; anonymize still does."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    before = sql_objects(db)
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "10")
+    assert (code, err) == (0, "")
+    assert ("-- note: view 'people_anon', table 'people_anon_rules', table 'people_anon_rowmap' exist already: "
+            "anonymize refuses this request as it stands") in out
+    assert "CREATE VIEW" in out.upper() and sql_objects(db) == before
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")
+    assert code == 2 and "--replace" in err and sql_objects(db) == before
+    # with --replace the request is anonymize's own: no note, the earlier release's objects dropped
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "10", "--replace")
+    assert (code, err) == (0, "") and "-- note:" not in out and "DROP" in out and sql_objects(db) == before
+
+
 def test_explain_runs_nothing_that_writes(capsys, db, tmp_path):
     before = sql_objects(db)
     code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip,city", "--k", "10",
