@@ -171,7 +171,8 @@ def _taken_note(engine: Any, spec: Spec) -> str:
     out = spec.outputs
     names = [out.view, out.rules, out.assignment] + ([out.hierarchies] if out.hierarchies else [])
     taken = [f"{o.kind} {o.name!r}" for name in names for o in engine.taken(name)]
-    return (f"-- note: {', '.join(taken)} {'exists' if len(taken) == 1 else 'exist'} already: anonymize refuses this request as it stands (only an "
+    verb = "exists" if len(taken) == 1 else "exist"
+    return (f"-- note: {', '.join(taken)} {verb} already: anonymize refuses this request as it stands (only an "
             f"earlier sqlanon release of this name may be replaced); the statements below are a run's with "
             f"the names free")
 

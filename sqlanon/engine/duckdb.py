@@ -18,7 +18,6 @@ from . import sqlgen as g
 from .base import CatalogObject, Engine, short
 from ..errors import EngineError, InputError, ReadOnlyError
 
-#: File extensions DuckDB reads in place, and the reader of each.
 #: What DuckDB quotes of the data in its errors: a CSV reader's error quotes the file's line it
 #: failed on (``Original Line: ...``), and a failed cast the value (``Could not convert string
 #: "..." to 'BIGINT'``). A file read in place may be anything (a path typed by mistake, another
@@ -36,6 +35,7 @@ def redacted(message: str) -> str:
     return _QUOTED_VALUE.sub(r"\1(a value)\2", _QUOTED_LINE.sub("", message))
 
 
+#: File extensions DuckDB reads in place, and the reader of each.
 READERS = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv", ".gz": "read_csv",
            ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json"}
 

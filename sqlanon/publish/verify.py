@@ -98,7 +98,9 @@ class Verification:
         not fully generalized or beyond its limit, each constraint, each QID. The command line
         prints these and exits with ``ok``'s status."""
         out: list[str] = []
-        if self.violating or (self.unplaced and not self.release) or not (self.classes or self.release and self.unplaced):
+        unplaced = self.unplaced and not self.release  # a release's are its suppressed rows
+        empty = not self.classes and not (self.release and self.unplaced)
+        if self.violating or unplaced or empty:
             out.append(KAnonymity(self.k).describe())
         if self.leaked:
             out.append("suppressed rows fully generalized")
