@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import glob
 import json
 import os
@@ -69,7 +70,7 @@ from .errors import InputError, PrivacyWarning, SqlanonError
 from .explain import explain
 from .mondrian.builder import Progress
 from .release.report import FORMATS, collect, render
-from .release.risk import risk
+from .release.risk import check_threshold, risk
 from .request.spec import resolve
 from .publish.pipeline import set_aside
 from .publish.verify import Verification, verify
@@ -307,9 +308,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "--diversity says otherwise), with --variance COL=V its variance of COL at least V.\n"
                     "Each check is reported on its own line -- ok or FAILED, with the achieved value of the\n"
                     f"worst class -- and each failed one lists its violating classes, worst first (at most\n"
-                    f"{MAX_LISTED}; all are counted). The database is opened read-only (Spark has no read-only\n"
-                    "mode: nothing is written there either).\n\n"
-                    "Exit status: 0 every check holds, 1 one fails, 2 usage or input error.",
+                    f"{MAX_LISTED}; all are counted). For a sqlanon release the class column and the\n"
+                    "suppressed rows are read from its manifest: rows with a NULL class form no class, and\n"
+                    "each must be fully generalized, at most the release's suppression limit of them.\n"
+                    "The database is opened read-only (Spark has no read-only mode: nothing is written there\n"
+                    "either).\n\n"
+                    "Exit status: 0 every check holds, 1 one fails, 2 usage or input error (0 exactly when\n"
+                    "sqlanon.verify says ok).",
         epilog="examples:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10\n"
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis\n"
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip --k 10 --sensitive diagnosis --l 2 \\\n"
@@ -322,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quasi-identifier columns, comma-separated (repeatable)")
     p.add_argument("--k", type=int, required=True, metavar="N", help="the required smallest class size")
     p.add_argument("--class-column", metavar="COL",
-                   help="a column every row must have (eq_class of a release); NULLs fail the check")
+                   help="a column every row must have; NULLs fail the check (default: a release's own class "
+                        "column, from its manifest, whose NULLs are its suppressed rows)")
     _privacy_options(p)
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON: the Verification, the failed checks and each one's violating "
@@ -441,8 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qid", action="append", metavar="COLS", help="QI columns (default for a release: its QIs)")
     p.add_argument("--population", metavar="TABLE", help="the population the data was drawn from (journalist, "
                                                           "marketer); for a release it is recoded by a temporary apply")
-    p.add_argument("--threshold", type=float, default=0.2, metavar="T",
-                   help="records at risk: those whose risk exceeds T (default 0.2)")
+    p.add_argument("--threshold", type=_threshold, default=0.2, metavar="T",
+                   help="records at risk: those whose risk exceeds T, a number from 0 to 1 (default 0.2)")
     p.add_argument("--json", action="store_true", help="print the Risk as JSON")
     _engine_options(p)
     p.set_defaults(run=_risk)
@@ -769,8 +775,8 @@ def _drop_new_objects(con: Any, before: set[tuple[str, str, str, str]]) -> None:
 
 
 def _release_document(release: Release) -> dict[str, Any]:
-    """The Release as a JSON-ready dict."""
-    return dataclasses.asdict(release)
+    """The Release as a JSON-ready dict (its notes name the command line's flags)."""
+    return {**dataclasses.asdict(release), "notes": [cli_words(note) for note in release.notes]}
 
 
 def _request(args: argparse.Namespace) -> ReleaseConfig:
@@ -1102,8 +1108,8 @@ def _write_summary(
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         stream.write(f"{label:<{width}}  {value}\n")
-    for note in release.notes:
-        stream.write(f"note: {note}\n")
+    for note in release.notes:  # the library's words, with the command line's flags
+        stream.write(f"note: {cli_words(note)}\n")
 
 
 class _ProgressLine:
@@ -1164,15 +1170,14 @@ def _verify(args: argparse.Namespace) -> int:
     constraints: list[PrivacyModel] = privacy_constraints(**privacy)
     with _opened(args, database, read_only=True) as con:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
-        # Per check, the worst class's value and the violating classes, worst first.
-        k_classes = violations(con, relation, qid, KAnonymity(args.k), MAX_LISTED) if result.violating else None
-        details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
-    k_holds = not result.violating and not result.unplaced and result.classes > 0
-    failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
-        check.constraint for check in result.checks if not check.ok] + [
-        f"QID {', '.join(q.qid)} k={q.k}" for q in result.qids if not q.ok]
+        # Per check, the worst class's value and the violating classes, worst first (a release's
+        # suppressed rows, as verify judges them, in no class).
+        listed = functools.partial(violations, con, relation, qid, limit=MAX_LISTED, class_column=result.class_column)
+        k_classes = listed(KAnonymity(args.k)) if result.violating else None
+        details = [listed(c) for c in constraints]
+    failed = list(result.failures())  # the status is verify's own verdict: ok
     if args.json:
-        document = {"relation": relation, "holds": not failed, "failed": failed, **dataclasses.asdict(result),
+        document = {"relation": relation, "holds": result.ok, "failed": failed, **dataclasses.asdict(result),
                     "violating_classes": _listed(k_classes)}
         document["checks"] = [
             {**dataclasses.asdict(check), "measure": detail.measure, "worst": detail.worst,
@@ -1182,17 +1187,18 @@ def _verify(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
         _write_verification(sys.stdout, relation, result, k_classes)
+        _write_suppressed(sys.stdout, result)
         for check, detail in zip(result.checks, details):
             _write_check(sys.stdout, check.ok, detail)
         for q in result.qids:  # a single-dimensional release's QIDs, as its manifest records them
             verdict = "ok" if q.ok else "FAILED"
             below = f", {q.violating:,} groups below k" if not q.ok else ""
             sys.stdout.write(f"{verdict}: QID {', '.join(q.qid)}: k={q.k}, smallest group {q.achieved:,}{below}\n")
-        if constraints:
-            checks = 1 + len(constraints)
-            sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if not failed else
+        checks = 1 + len(constraints) + len(result.qids) + _suppression_checks(result)
+        if checks > 1:
+            sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if result.ok else
                              f"FAILED: {relation}: {len(failed)} of {checks} checks fail: {'; '.join(failed)}\n")
-    return 0 if not failed else 1
+    return 0 if result.ok else 1
 
 
 def _listed(found: Violations | None) -> list[dict[str, Any]]:
@@ -1228,15 +1234,36 @@ def _write_classes(out: TextIO, title: str, found: Violations, first: list[str],
                                    for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
 
 
+def _suppression_checks(r: Verification) -> int:
+    """The checks of a release's suppressed rows (:func:`_write_suppressed`): fully generalized,
+    and within the limit its manifest records."""
+    return (1 + (r.suppression_limit is not None)) if r.release and r.unplaced else 0
+
+
+def _write_suppressed(out: TextIO, r: Verification) -> None:
+    """A release's suppressed rows (class column NULL): in no class, so not judged by k; each
+    must be fully generalized, and the recoding's at most its suppression limit."""
+    if not _suppression_checks(r):
+        return
+    problems = []
+    if r.leaked:
+        problems.append(f"{r.leaked:,} not fully generalized")
+    if r.suppression_limit is not None and r.recoded > r.suppression_limit:
+        problems.append(f"{r.recoded:,} suppressed by the recoding, more than its limit of {r.suppression_limit:,}")
+    limit = f", limit {r.suppression_limit:,}" if r.suppression_limit is not None else ""
+    what = f"{r.unplaced:,} suppressed rows ({r.class_column} NULL{limit})"
+    out.write(f"FAILED: {what}: {'; '.join(problems)}\n" if problems else f"ok: {what}: fully generalized\n")
+
+
 def _write_verification(out: TextIO, relation: str, r: Verification, listed: Violations | None) -> None:
     """The k-anonymity verdict (the other checks have lines of their own)."""
     over = ", ".join(r.columns)
     problems = []
     if r.violating:
         problems.append(f"{r.violating:,} of {r.classes:,} classes have fewer than {r.k} rows (smallest {r.k_achieved:,})")
-    if r.unplaced:
+    if r.unplaced and not r.release:
         problems.append(f"{r.unplaced:,} rows have no equivalence class")
-    if not r.classes:
+    if not r.classes and not (r.release and r.unplaced):
         problems.append("it has no rows")
     if not problems:
         out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
@@ -1362,6 +1389,14 @@ def _install_macros(args: argparse.Namespace) -> int:
 
 
 # -- risk -------------------------------------------------------------------------------------
+def _threshold(text: str) -> float:
+    """``--threshold``: a risk, so a finite number from 0 to 1 (``nan`` would put no record at risk)."""
+    try:
+        return check_threshold(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}") from None
+
+
 def _risk(args: argparse.Namespace) -> int:
     qid = _split(args.qid) if args.qid else None
     with _opened(args, args.db, read_only=args.population is None) as con:  # a release's population is applied

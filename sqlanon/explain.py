@@ -24,6 +24,7 @@ from .mondrian.builder import Partitioner, Regions
 from .singledim.run import compress_query, place
 from .publish.pipeline import publish_release, reads_work
 from .publish.verify import class_sizes_query
+from .errors import ObjectExistsError
 from .request.spec import Spec, _current, resolve
 from .mondrian.split import Children
 from .mondrian.levels import batch_query, extents_query, groups_query, repartition
@@ -57,10 +58,20 @@ def explain_entries(
 
     ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
     :func:`sqlanon.anonymize`."""
-    rec = recording_engine(con)
-    rec.section = "Validate the request: catalog lookups and checks (once)"
-    spec = resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace, memory_rows=memory_rows,
-                   **workload)
+    def resolved(free: bool) -> tuple[Any, Spec]:
+        rec = recording_engine(con)
+        rec.outputs_free = free
+        rec.section = "Validate the request: catalog lookups and checks (once)"
+        return rec, resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
+                            memory_rows=memory_rows, **workload)
+
+    try:
+        rec, spec = resolved(False)
+    except ObjectExistsError:
+        # explain writes nothing, so an output name in use does not stop it: the statements of a
+        # run with the names free, after a note of what anonymize would say
+        rec, spec = resolved(True)
+        rec.entries.insert(0, ExplainEntry(rec.section, _taken_note(engine_for(con), spec), False))
     try:
         in_place = _reads_in_place(rec, spec)
         reading = contextlib.ExitStack()  # the transaction over every read of the source (in place)
@@ -153,6 +164,17 @@ def explain_entries(
         rec.section = "Clean up: drop the run's temp tables (also after errors)"
         rec.cleanup()
     return spec, rec.entries
+
+
+def _taken_note(engine: Any, spec: Spec) -> str:
+    """Which of the request's output names are in use, and that anonymize stops there."""
+    out = spec.outputs
+    names = [out.view, out.rules, out.assignment] + ([out.hierarchies] if out.hierarchies else [])
+    taken = [f"{o.kind} {o.name!r}" for name in names for o in engine.taken(name)]
+    verb = "exists" if len(taken) == 1 else "exist"
+    return (f"-- note: {', '.join(taken)} {verb} already: anonymize refuses this request as it stands (only an "
+            f"earlier sqlanon release of this name may be replaced); the statements below are a run's with "
+            f"the names free")
 
 
 def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> str:

@@ -288,6 +288,16 @@ def test_malformed_hierarchy_file_is_named(con, people, tmp_path):
     assert str(path) in msg and "row 2" in msg
 
 
+def test_a_file_that_is_no_hierarchy_is_not_quoted(con, people, tmp_path):
+    """Issue 49: a password file given as a hierarchy was refused with two of its lines quoted
+    (as the roots of rows 1 and 2). Rows without a separator are no hierarchy: said so, unquoted."""
+    path = tmp_path / "passwd"
+    path.write_text("root:x:0:0:secret-gecos:/root:/bin/bash\nalice:x:1000:1000:another-secret:/home:/bin/sh\n")
+    msg = refused(con, HierarchyError, qid=["city"], hierarchies={"city": str(path)})
+    assert str(path) in msg and "not an ARX hierarchy" in msg
+    assert "secret" not in msg and "bin/bash" not in msg and "alice" not in msg
+
+
 def test_malformed_hierarchy_table_is_named(con, people):
     run(con, "CREATE TABLE h AS SELECT * FROM (VALUES ('x0', '*'), ('x0', '*')) t(leaf, root)")
     msg = refused(con, HierarchyError, qid=["city"], hierarchies={"city": "h"})

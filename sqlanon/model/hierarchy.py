@@ -195,6 +195,11 @@ class Hierarchy:
         rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
         while rows and not rows[-1]:  # blank lines at the end of the file
             rows.pop()
+        if len(rows) > 1 and all(len(row) <= 1 for row in rows):
+            # rows of one cell each cannot share a root: not a hierarchy (a password file, say),
+            # so none of its lines is quoted back
+            raise HierarchyError(f"{path}: not an ARX hierarchy: no row has a separator (';' or ','); each row "
+                                 f"is leaf;level1;...;root")
         try:
             return cls.from_rows(rows)
         except HierarchyError as e:

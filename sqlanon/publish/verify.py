@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.privacy import BAD, VALUE, PrivacyModel, beyond_k, check_models
+from ..model.privacy import BAD, VALUE, KAnonymity, PrivacyModel, beyond_k, check_models
 from . import manifest
 from ..engine.base import Engine
 from ..engine.calls import serialized
@@ -32,17 +33,19 @@ class Verification:
     """The outcome of :func:`verify`.
 
     Attributes:
-        ok: every equivalence class holds at least ``k`` rows.
+        ok: every check holds -- every equivalence class holds at least ``k`` rows, and the
+            rest :meth:`failures` names (``ok`` is ``not failures()``).
         k: the requirement checked.
         k_achieved: size of the smallest equivalence class (0 for an empty relation).
         classes: number of equivalence classes.
         rows: rows in the relation.
         violating: classes smaller than ``k``.
         columns: the columns that define the classes.
-        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named). For
-            a sqlanon release these are its *suppressed* rows: they do not form a class, and
-            ``ok`` requires instead that each is fully generalized (``leaked`` counts those that
-            are not). For any other relation they fail the check.
+        unplaced: rows whose class column is NULL (0 without a class column). For a sqlanon
+            release these are its *suppressed* rows: they do not form a class, and ``ok``
+            requires instead that each is fully generalized (``leaked`` counts those that are
+            not) and that they are within the release's suppression limit. For any other
+            relation they fail the check.
         checks: one :class:`Check` per further constraint verified.
         suppressed: for a live release view, ``(reason, rows, classes)`` per reason its rows are
             suppressed now: new, changed or duplicate-key rows, classes below k, classes that
@@ -58,6 +61,10 @@ class Verification:
             hold, or under ``published="domain"`` a smallest or largest value fewer than k
             published rows hold; ``ok`` requires none. Checked for a live release view (its rows
             matched to the source by key) and, at publication, for a snapshot's.
+        class_column: the class column checked: the one given, or for a sqlanon release the
+            one its manifest records (None: rows grouped on their QI columns alone).
+        release: the relation was checked as a sqlanon release (its manifest names it and the
+            class column is the release's): suppressed rows judged as above.
     """
 
     ok: bool
@@ -74,6 +81,38 @@ class Verification:
     qids: tuple[QIDCheck, ...] = ()
     suppression_limit: int | None = None
     exposed: int = 0
+    class_column: str | None = None
+    release: bool = False
+
+    def failures(self) -> tuple[str, ...]:
+        """The checks that fail, by name (empty exactly when ``ok``): k-anonymity (a class below
+        k; rows without a class outside a release; no rows at all), a release's suppressed rows
+        not fully generalized or beyond its limit, values only suppressed rows hold printed,
+        each constraint, each QID. The command line prints these and exits with ``ok``'s status."""
+        out: list[str] = []
+        unplaced = self.unplaced and not self.release  # a release's are its suppressed rows
+        empty = not self.classes and not (self.release and self.unplaced)
+        if self.violating or unplaced or empty:
+            out.append(KAnonymity(self.k).describe())
+        if self.leaked:
+            out.append("suppressed rows fully generalized")
+        if self.suppression_limit is not None and self.recoded > self.suppression_limit:
+            out.append(f"suppression limit ({self.suppression_limit:,} rows)")
+        if self.exposed:
+            out.append(f"no value held only by suppressed rows or fewer than k rows printed ({self.exposed:,} printed)")
+        out += [c.constraint for c in self.checks if not c.ok]
+        out += [f"QID {', '.join(q.qid)} k={q.k}" for q in self.qids if not q.ok]
+        return tuple(out)
+
+    @property
+    def recoded(self) -> int:
+        """Rows of a release suppressed by its recoding (what ``suppression_limit`` bounds): a
+        live view's rows suppressed "by the recoding", a snapshot's rows without a class."""
+        if not self.release:
+            return 0
+        if self.suppressed:
+            return sum(n for reason, n, _ in self.suppressed if reason == SUPPRESSED)
+        return self.unplaced
 
 
 @dataclass(frozen=True)
@@ -137,10 +176,12 @@ def verify(
         qid: the quasi-identifiers; a QI published as a range may be named by its base name
             (``age`` stands for ``age_min`` and ``age_max``).
         k: the requirement.
-        class_column: optionally, the class column (``eq_class`` of a release). Rows where it
-            is NULL are counted as ``unplaced``: for a sqlanon release (its manifest names the
-            relation) they are its suppressed rows, which form no class and must each be fully
-            generalized; for any other relation they fail the check.
+        class_column: the class column (``eq_class`` of a release). Default: for a sqlanon
+            release (its manifest names the relation), the class column its manifest records;
+            for any other relation, none. Rows where it is NULL are counted as ``unplaced``: for
+            a release checked with its own class column they are its suppressed rows, which
+            form no class and must each be fully generalized and within the release's
+            suppression limit; for any other relation (or another column) they fail the check.
         constraints: further privacy models to check per class (``DistinctLDiversity``,
             ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``,
             ``TCloseness``, ``DeltaDisclosure``, ``BetaLikeness``: for the last three the whole
@@ -148,7 +189,7 @@ def verify(
             own SQL statement over the relation (the model's per-class measure).
         qids: further ``(columns, k)`` pairs (several QIDs, each with its own k): each checked
             by its own statement grouping the relation on that QID's columns. Default: those a
-            single-dimensional release recorded in its manifest (when ``class_column`` is given).
+            single-dimensional release recorded in its manifest.
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``); without
     a release's class column, rows with identical published values form one class like any
@@ -187,9 +228,7 @@ def verify_source(
     """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
     are used), with the arguments already checked."""
     columns = class_columns(source.column_names, qid)
-    if class_column is not None and class_column not in source.column_names:
-        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
-    release = _release(engine, source) if class_column is not None else None
+    release, class_column = release_of(engine, source, class_column)
     shape = None if release is None else (release.qis, release.ref(release.rules), release.size_column)
     query = class_sizes_query(source.ref, columns, k, class_column, shape)
     classes, smallest, total, violating, unplaced, suppressed, leaked = engine.fetch_rows(query)[0]
@@ -213,12 +252,8 @@ def verify_source(
     exposed = (exposed_values(engine, released_rows(engine, live), release.qis, release.ref(release.rules),
                               source.ref, release.k) if live is not None else 0)
     limit = release.suppression_limit if release is not None else None
-    recoded = (sum(n for r, n, _ in reasons if r == SUPPRESSED) if release is not None and release.live_view() is not None
-               else suppressed_rows)
-    return Verification(
-        ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
-            and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)
-            and (limit is None or recoded <= limit) and not exposed),
+    result = Verification(
+        ok=False,  # below: ok is not failures()
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -232,7 +267,10 @@ def verify_source(
         qids=per_qid,
         suppression_limit=limit,
         exposed=exposed,
+        class_column=class_column,
+        release=release is not None,
     )
+    return dataclasses.replace(result, ok=not result.failures())
 
 
 def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tuple[str, ...], k: int) -> QIDCheck:
@@ -240,6 +278,25 @@ def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tup
     columns = class_columns(source.column_names, qid)
     classes, smallest, _, violating, *_ = engine.fetch_rows(class_sizes_query(checked, columns, k))[0]
     return QIDCheck(qid, k, not int(violating or 0), int(smallest or 0), int(violating or 0))
+
+
+def release_of(engine: Engine, source: Source, class_column: str | None) -> tuple[Manifest | None, str | None]:
+    """``(manifest, class column)`` to check ``source`` with: for the published relation of a
+    sqlanon release, its manifest and -- unless another column is named -- the class column it
+    records; a named column that is not the release's makes it a plain relation (its NULLs are
+    no suppressed rows: fail closed). ``(None, class_column)`` for any other relation.
+
+    Raises:
+        UnknownColumnError: ``class_column`` names no column of ``source``.
+    """
+    if class_column is not None and class_column not in source.column_names:
+        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
+    release = _release(engine, source)
+    if release is None or release.class_column not in source.column_names:
+        return None, class_column
+    if class_column is not None and class_column != release.class_column:
+        return None, class_column
+    return release, release.class_column
 
 
 def _release(engine: Engine, source: Source) -> Manifest | None:

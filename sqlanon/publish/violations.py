@@ -27,7 +27,7 @@ from ..model.privacy import BAD, SIZE, VALUE, PrivacyModel, check_models
 from ..engine import engine_for
 from ..errors import UnknownColumnError, did_you_mean
 from ..request.spec import _catalog, _find_source
-from .verify import class_columns
+from .verify import class_columns, release_of
 
 @dataclass(frozen=True)
 class ClassViolation:
@@ -60,7 +60,8 @@ class Violations:
 
 
 def violations(
-    con: Any, relation: str, qid: Sequence[str], constraint: PrivacyModel, limit: int = 20,
+    con: Any, relation: str, qid: Sequence[str], constraint: PrivacyModel, limit: int = 20, *,
+    class_column: str | None = None,
 ) -> Violations:
     """The classes of ``relation`` over the QIs that break ``constraint``, worst first.
 
@@ -70,6 +71,8 @@ def violations(
         qid: the QIs; ``age`` stands for ``age_min``/``age_max`` when the relation has those.
         constraint: a privacy model (:class:`~sqlanon.KAnonymity`, a diversity model, ...).
         limit: at most this many classes are listed (all are counted).
+        class_column: as for :func:`sqlanon.verify`: a sqlanon release's suppressed rows (its
+            class column NULL) form no class, so none of its classes lists them.
 
     Raises:
         InputError: (and subclasses) unknown relation or column, or not a constraint.
@@ -82,7 +85,11 @@ def violations(
         if name not in source.column_names:
             raise UnknownColumnError(f"no column {name!r} to check {constraint.describe()}."
                                      + did_you_mean(name, source.column_names))
-    per = exp.Subquery(this=constraint.per_class(source.ref, columns), alias=exp.TableAlias(this=g.ident("c")))
+    release, class_column = release_of(engine, source, class_column)
+    placed = (exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null())) if release is not None
+              else None)
+    per = exp.Subquery(this=constraint.per_class(source.ref, columns, where=placed),
+                       alias=exp.TableAlias(this=g.ident("c")))
     highest = constraint.worst == "max"
     worst_of = exp.Max if highest else exp.Min
     bad_count, worst = engine.fetch_rows(exp.select(

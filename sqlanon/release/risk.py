@@ -42,10 +42,15 @@ from ..engine import engine_for, sqlgen as g
 from ..engine.calls import serialized
 from ..errors import InputError, PrivacyWarning, UnknownColumnError, did_you_mean
 from ..publish import manifest as manifest_module
-from ..request.checks import check_qid
+from ..request.checks import check_number, check_qid
 from ..request.spec import _catalog, _find_source
 from ..publish.manifest import Manifest
 from .regions import load_release, resolve_relation
+
+
+def check_threshold(threshold: Any) -> float:
+    """A risk threshold: a finite number from 0 to 1 (NaN would put no record at risk)."""
+    return check_number("threshold", threshold, 0.0, maximum=1.0)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,12 @@ class Model:
     records: tuple[int, ...]  # records holding each of ``risks``
 
     def at_risk(self, threshold: float) -> float:
-        """Share of records whose risk is above ``threshold``."""
+        """Share of records whose risk is above ``threshold``.
+
+        Raises:
+            InputError: ``threshold`` is not a number from 0 to 1 (a risk is a probability).
+        """
+        threshold = check_threshold(threshold)
         total = sum(self.records)
         return sum(r for risk, r in zip(self.risks, self.records) if risk > threshold) / total if total else 0.0
 

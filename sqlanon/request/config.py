@@ -78,6 +78,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -332,26 +333,52 @@ def check_request(fail, spell, *, sensitive: Any, l: Any, diversity: Any, c: Any
                                 f"analysts will run)")
 
 
+#: The largest release file read (bytes): a request is a few hundred bytes; anything this large
+#: is not one (and a device such as /dev/zero would never end).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def load_config(path: str | os.PathLike[str]) -> ReleaseConfig:
     """Read and validate a TOML release file.
 
     Raises:
-        ConfigError: the file cannot be read, is not TOML, or breaks the schema; the message
-            names the file and the key path.
+        ConfigError: the file cannot be read (missing, not a regular file, larger than
+            :data:`MAX_CONFIG_BYTES`, not UTF-8), is not TOML (nested too deeply included), or
+            breaks the schema; the message names the file and the key path, never its lines.
     """
     file = Path(path)
     label = str(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{label}: release file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{label}: cannot read the release file: {e}") from None
+    text = _read_text(file, label)
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{label}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(f"{label}: not valid TOML: arrays or tables nested too deeply") from None
     return _parse(document, file.resolve().parent, label)
+
+
+def _read_text(file: Path, label: str) -> str:
+    """The text of a release file: a regular file of at most :data:`MAX_CONFIG_BYTES` bytes, in
+    UTF-8 (checked on the open file, then read no further than the cap; opened without blocking,
+    so a FIFO is refused rather than waited on)."""
+    try:
+        with open(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise ConfigError(f"{label}: not a regular file (a release file is a TOML file)")
+            data = stream.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{label}: release file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{label}: not a regular file (a release file is a TOML file)") from None
+    except OSError as e:
+        raise ConfigError(f"{label}: cannot read the release file: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{label}: larger than {MAX_CONFIG_BYTES:,} bytes: not a release file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{label}: not a UTF-8 text file (byte {e.start})") from None
 
 
 # -- validation ------------------------------------------------------------------------------
