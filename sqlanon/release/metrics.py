@@ -189,7 +189,7 @@ def metrics(
           *Mondrian Multidimensional k-Anonymity*, ICDE 2006; the suppressed rows, in no class,
           are left out);
         * ``dm = sum_E |E|^2 + S * N`` (discernibility, Bayardo & Agrawal, *Data Privacy
-          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N; ARX's
+          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs ``|D|`` = N; ARX's
           non-monotonic DM); ``aecs = N / (|classes| + [S > 0])`` (ARX's average equivalence
           class size); ``precision`` of a full-domain release (ARX's non-monotonic Precision).
           ARX's Loss per QI is ``ncp[q]`` for a hierarchical QI; the non-uniform entropy needs
