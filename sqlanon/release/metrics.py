@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
+from . import display
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..engine.calls import serialized
@@ -127,6 +128,17 @@ class Metrics:
     precision: float | None = None
     at_root: Mapping[str, float | None] = field(default_factory=dict)
     at_root_before: Mapping[str, float | None] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return display.text("Metrics", [("view", self.view), ("k_achieved", self.k_achieved), ("classes", self.classes),
+                                        ("suppressed", self.suppressed), ("gcp", self.gcp), ("cm", dict(self.cm))])
+
+    def _repr_html_(self) -> str:
+        rows = [("rows", self.rows), ("classes", self.classes), ("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),
+                ("suppressed", self.suppressed), ("GCP (0 exact .. 1 fully generalized)", self.gcp)]
+        rows += [(f"NCP {q}", v) for q, v in self.ncp.items()]
+        rows += [(f"CM {t}", v) for t, v in self.cm.items()] + [(f"RMSE {t}", v) for t, v in self.rmse.items()]
+        return display.card("Metrics", self.view, rows)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
