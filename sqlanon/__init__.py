@@ -13,11 +13,14 @@ from __future__ import annotations
 from .api import Release, anonymize
 from .frame import anonymize_frame
 from .release.apply import Applied, apply
-from .model.constraints import (
+from .model.privacy import (
+    BetaLikeness,
+    DeltaDisclosure,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
 from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
@@ -47,7 +50,6 @@ from .release.report import report
 from .release.rewrite import RewriteError, rewrite
 from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
-from .model.constraints import TCloseness
 from .release.measures import Measures, measures
 from .release.risk import Risk, risk
 
@@ -55,6 +57,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Applied",
+    "BetaLikeness",
+    "DeltaDisclosure",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "InfoGain",

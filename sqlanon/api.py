@@ -11,7 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from .engine import sqlgen as g
-from .model.constraints import Constraint
+from .model.privacy import Constraint, check_models
 from .model.criteria import Criterion
 from .mondrian.encode import build_domains, encode, reads_work_as_view
 from .engine.base import Engine
@@ -21,6 +21,7 @@ from .laps import Laps
 from .errors import InputError, RecodingError
 from .mondrian import median_finish
 from .mondrian.builder import Leaves, Partitioner, Progress, finish_in_memory
+from .mondrian.hypotheses import exact_only
 from .mondrian.sample import Outcome, check_options, choose, run_sample
 from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
@@ -144,6 +145,30 @@ class Release:
         return imprecision(con, self, chosen)
 
 
+def validate(
+    engine: Engine, table: str, qid: Sequence[str] | None, k: int | None, *,
+    progress: Callable[[Progress], None] | None = None, strategy: str = "auto", sample_rows: int | None = None,
+    confidence: float = 0.95, recoding: str = "multi", seed: int | None = None, **request: Any,
+) -> Spec:
+    """Every check :func:`anonymize` makes before its first write, on the same arguments (but
+    the connection's engine): the request as a :class:`~sqlanon.request.spec.Spec`.
+
+    Raises:
+        InputError: (and subclasses) what :func:`anonymize` refuses; ``TypeError`` for an
+            argument it does not take.
+    """
+    check_callable("progress", progress)  # first called only after a level of partitioning
+    engine.check_writable("the release (its view, rules relation and row map)")
+    check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
+    if recoding == "single" and strategy == "sample":
+        raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
+    exact = exact_only(check_models(request.get("constraints", ())))  # models Rothko-S has no sound test for
+    if exact and strategy == "sample":
+        raise InputError(f"strategy='sample' (Rothko-S) cannot judge {exact[0]} on a sample (no sound hypothesis "
+                         f"test): pass strategy='levels' (or 'auto', which then partitions with Rothko-T)")
+    return resolve(engine, table, qid, k, recoding=recoding, seed=seed, **request)
+
+
 @serialized
 def anonymize(
     con: Any,
@@ -206,8 +231,10 @@ def anonymize(
             in every class the sensitive values' entropy is at least ``ln l``.
         constraints: further constraints: :class:`~sqlanon.DistinctLDiversity`,
             :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
-            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness` (k-anonymity with ``k``
-            always applies).
+            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness`,
+            :class:`~sqlanon.DeltaDisclosure`, :class:`~sqlanon.BetaLikeness` (k-anonymity with ``k``
+            always applies). Rothko-S (``strategy="sample"``) refuses delta-disclosure, which has no
+            sound sample test; ``"auto"`` then partitions with Rothko-T.
         target: the workload's target column(s): class labels give InfoGain Mondrian, numeric
             columns Regression (LSD) Mondrian, both together :class:`~sqlanon.Targets`.
         criterion: an explicit criterion instead (``Median()``, ``InfoGain(...)``,
@@ -279,17 +306,13 @@ def anonymize(
     lap = Laps()
 
     engine = engine_for(con)
-    check_callable("progress", progress)  # first called only after a level of partitioning
-    engine.check_writable("the release (its view, rules relation and row map)")
-    check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)
-    if recoding == "single" and strategy == "sample":
-        raise InputError('strategy="sample" partitions multidimensionally (Mondrian); recoding="single" has no use for it')
-    spec = resolve(engine, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
-                   memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
-                   target=target, criterion=criterion, selections=selections, key=key,
-                   class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
-                   max_seconds=max_seconds, published=published, search=search, metric=metric,
-                   suppression=suppression, seed=seed, budget=budget, iterations=iterations)
+    spec = validate(engine, table, qid, k, progress=progress, strategy=strategy, sample_rows=sample_rows,
+                    confidence=confidence, hierarchies=hierarchies, view=view, replace=replace,
+                    memory_rows=memory_rows, sensitive=sensitive, l=l, constraints=constraints,
+                    target=target, criterion=criterion, selections=selections, key=key,
+                    class_column=class_column, recoding=recoding, qids=qids, max_steps=max_steps,
+                    max_seconds=max_seconds, published=published, search=search, metric=metric,
+                    suppression=suppression, seed=seed, budget=budget, iterations=iterations)
     lap("validate")
     # load the compiled finish beside the engine's first statements, where the run finishes in memory
     if spec.single is None and spec.memory_rows > 0 and not spec.suppression:
@@ -310,8 +333,10 @@ def anonymize(
             source, snapshot, rid, ranges = _working_source(engine, spec, in_place)
             domains = build_domains(engine, spec, source)
             # Rothko-T or Rothko-S (resolved before encoding: whether the working table is a view)
-            options = choose("levels" if spec.suppression and strategy == "auto" else strategy, spec.source.rows,
-                             spec.memory_rows, sample_rows, confidence, 0 if seed is None else seed)
+            exact = exact_only(spec.workload.constraints)  # models Rothko-S has no sound test for
+            exact_path = (spec.suppression or exact) and strategy == "auto"  # Rothko-S cannot carry either
+            options = choose("levels" if exact_path else strategy, spec.source.rows, spec.memory_rows, sample_rows,
+                             confidence, 0 if seed is None else seed)
             as_view = reads_work_as_view(engine, spec, options.strategy)
             work = encode(engine, spec, domains, source, g.col(rid, "b"), view=as_view)
             if not as_view:
@@ -364,7 +389,11 @@ def anonymize(
         if not reads_work(spec, memory, regions):  # dropped now: the publication's transaction would keep it
             engine.drop_temp(work)
         held, regions = [regions], None
-        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges)
+        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges,
+                                       encoded=source)
+        if suppression_budget(spec) or any(q.bounds == "domain" for q in spec.qis):
+            # a box left without a published code is no region (sqlanon.publish.rules.printable_boxes)
+            rules = int(engine.fetch_rows(exp.select(exp.Count(this=exp.Star())).from_(g.table(spec.outputs.rules)))[0][0])
         lap("publish_verify")
     finally:
         engine.cleanup()

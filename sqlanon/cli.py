@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -51,6 +52,7 @@ from .request.config import (
     DATA_SUFFIXES,
     DIVERSITIES,
     KEY_PATHS,
+    MODEL_KEYS,
     SCHEMA,
     SEARCH_KEYS,
     ConfigError,
@@ -60,8 +62,7 @@ from .request.config import (
     load_config,
     privacy_constraints,
 )
-from .model.constraints import Constraint, KAnonymity
-from .model.closeness import DISTANCES
+from .model.privacy import DISTANCES, KAnonymity, PrivacyModel
 from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
@@ -378,8 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS,
                    help="html (one file, plots inline), markdown or json; default: from -o's suffix "
                         "(.html/.htm, .md/.markdown, .json), else markdown")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (replaced if it exists); "
-                                                          "default: standard output")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (never the database; an existing "
+                                                          "FILE only with --replace); default: standard output")
+    p.add_argument("--replace", action="store_true", help="overwrite FILE (-o) if it exists")
     p.add_argument("--target", action="append", metavar="COLS",
                    help="class label column(s) for CM and the entropies (comma-separated, repeatable)")
     p.add_argument("--numeric-target", action="append", metavar="COLS",
@@ -566,6 +568,9 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
                    help="t-closeness: in every class the Earth Mover's Distance of COL's distribution from the "
                         "whole table's is at most T; DISTANCE equal (default), ordered, or hierarchical with an "
                         "ARX hierarchy CSV over COL's values (repeatable)")
+    for key, model in MODEL_KEYS.items():  # the models declared by a key of their own
+        p.add_argument(f"--{key.replace('_', '-')}", action="append", default=[], dest=key,
+                       metavar=f"COL={model.spec_param.upper()}", help=model.spec_help)
 
 
 def _release_file_help() -> str:
@@ -606,7 +611,7 @@ def _anonymize(args: argparse.Namespace) -> int:
     in_memory = _engine(args, request.database) == "duckdb" and request.database is None
     out = Path(args.out) if args.out else None
     if out is not None:
-        _check_out(out, request.replace)
+        _check_out(out, request.replace, _inputs(args, request))
     if in_memory and out is None:
         raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
                          "(or name a database: sqlanon anonymize DB FILES ...)")
@@ -641,12 +646,14 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
-def _check_out(out: Path, replace: bool) -> None:
-    """Everything about ``--out`` that can be checked before the work: a known format, an
-    existing writable directory, and no file in the way unless ``--replace``."""
+def _check_out(out: Path, replace: bool, inputs: Sequence[tuple[str, str]]) -> None:
+    """Everything about ``--out`` that can be checked before the work: a known format, not one of
+    the command's ``inputs`` (:func:`_refuse_input`), an existing writable directory, and no file
+    in the way unless ``--replace``."""
     folder = out.parent
     if out.is_dir():
         raise UsageError(f"--out {out} is a directory; name a file in it")
+    _refuse_input("--out", out, inputs)
     _out_format(out)
     if out.exists() and not replace:
         raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
@@ -654,6 +661,37 @@ def _check_out(out: Path, replace: bool) -> None:
         raise UsageError(f"--out {out}: no such directory: {folder}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out}: the directory {folder} is not writable")
+
+
+def _inputs(args: argparse.Namespace, request: ReleaseConfig) -> list[tuple[str, str]]:
+    """The local files ``anonymize`` reads, as ``(what, path)``: the release file, the DuckDB
+    database (and its write-ahead log), the source files (a glob expanded), the hierarchy files."""
+    found: list[tuple[str, str]] = [("the release file (--config)", str(args.config))] if args.config else []
+    database = request.database
+    if database is not None and database != ":memory:" and _engine(args, database) == "duckdb":
+        found += _database_files(database)
+    if _is_data_path(request.table):
+        found += [("a source file", f) for f in sorted(glob.glob(request.table, recursive=True)) or [request.table]]
+    found += [(f"the hierarchy of {q.name!r}", q.hierarchy) for q in request.qis if q.hierarchy is not None]
+    found += [(f"the t-closeness hierarchy of {column!r}", h) for column, _, _, h in request.t_closeness if h]
+    return found
+
+
+def _database_files(database: str) -> list[tuple[str, str]]:
+    """A DuckDB database file and its write-ahead log, as :func:`_inputs` lists them."""
+    return [("the database", database), ("the database's write-ahead log", f"{database}.wal")]
+
+
+def _refuse_input(flag: str, out: Path, inputs: Sequence[tuple[str, str]]) -> None:
+    """Refuse an output path that is one of the command's ``inputs`` (``(what, path)``): the same
+    path once resolved (symlinks followed, ``..`` and ``~`` undone), or the same file by another
+    name (a hard link). Writing there would destroy what the command reads."""
+    target = out.expanduser().resolve()
+    for what, path in inputs:
+        given = Path(path).expanduser()
+        if given.resolve() == target or (given.exists() and out.exists() and os.path.samefile(given, out)):
+            raise UsageError(f"{flag} {out} is {what} ({path}), which this command reads: it is never overwritten; "
+                             f"write to another path")
 
 
 def _publish_and_export(
@@ -843,6 +881,10 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
         return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
 
     closeness = [_t_closeness(item) for item in args.t_closeness]
+    try:
+        models = [model.from_flag(item) for key, model in MODEL_KEYS.items() for item in getattr(args, key)]
+    except InputError as e:
+        raise UsageError(str(e)) from None
 
     return {
         "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
@@ -851,6 +893,7 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
         "c": pick(args.c, "c"),
         "variance": variance or list(config.variance if config else []),
         "t_closeness": closeness or list(config.t_closeness if config else []),
+        "models": models or list(config.models if config else []),
     }
 
 
@@ -1118,7 +1161,7 @@ def _verify(args: argparse.Namespace) -> int:
     privacy = _privacy(args, None)
     check_request(lambda key, message: UsageError(message), _spelling(args, None), **privacy,
                   criterion=None, target=(), selections=())
-    constraints: list[Constraint] = privacy_constraints(**privacy)
+    constraints: list[PrivacyModel] = privacy_constraints(**privacy)
     with _opened(args, database, read_only=True) as con:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
         # Per check, the worst class's value and the violating classes, worst first.
@@ -1224,6 +1267,8 @@ REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdow
 
 def _report(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else None
+    if out is not None:
+        _check_report_out(args, out)
     fmt = args.format or (REPORT_SUFFIXES.get(out.suffix.lower()) if out is not None else None) or "markdown"
     columns = {key: _split(value, option) if value is not None else None for key, value, option in (
         ("targets", args.target, "--target"), ("numeric_targets", args.numeric_target, "--numeric-target"),
@@ -1246,6 +1291,16 @@ def _report(args: argparse.Namespace) -> int:
         sys.stderr.write(f"sqlanon: the requirement does not hold on {data.view} (see the report)\n")
         return 1
     return 0
+
+
+def _check_report_out(args: argparse.Namespace, out: Path) -> None:
+    """``-o``: not a directory, not the database the report reads, no file in the way unless ``--replace``."""
+    if out.is_dir():
+        raise UsageError(f"-o {out} is a directory; name a file in it")
+    local = args.db != ":memory:" and _engine(args, args.db) == "duckdb"
+    _refuse_input("-o", out, _database_files(args.db) if local else [])
+    if out.exists() and not args.replace:
+        raise UsageError(f"-o {out} exists; pass --replace to overwrite it")
 
 
 # -- apply ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import sqlanon
 from sqlanon.mondrian import builder, median_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
-from sqlanon.model.constraints import KAnonymity
+from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI

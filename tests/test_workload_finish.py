@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import sqlanon
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
-from sqlanon.model.constraints import XLOGX_ROWS, EntropyLDiversity, KAnonymity, xlogx_table
+from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
+from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 import math
 import re
 from pathlib import Path
@@ -27,6 +28,7 @@ class DuckDBEngine(Engine):
     """A ``duckdb.DuckDBPyConnection`` plus the temp objects of one run."""
 
     name = "duckdb"
+    title = "DuckDB"
     dialect = "duckdb"
 
     #: The rules' lookups a few QIs per statement (at most ``LOOKUP_ROWS`` codes looked up): the
@@ -128,10 +130,22 @@ class DuckDBEngine(Engine):
             create.this.set("db", g.ident(schema))
         sql = self.render(create)
         self.statements += 1
-        try:
-            self.con.from_df(frame).query(view, sql)
+        try:  # a pandas DataFrame, or a PyArrow table (sqlanon.anonymize_frame)
+            (self.con.from_df(frame) if isinstance(frame, pd.DataFrame) else self.con.from_arrow(frame)).query(view, sql)
         except duckdb.Error as e:  # the engine's own errors, never ours
             raise EngineError(str(e), sql) from e
+
+    @contextlib.contextmanager
+    def frame_as(self, name: str, frame: Any) -> Iterator[None]:
+        """Inside the block ``frame`` (a pandas DataFrame or a PyArrow table) is the temporary
+        view ``name``, which an unqualified ``name`` binds to before a table of that name
+        (:mod:`sqlanon.engine.duckdb_names`): a request on the frame is checked against it
+        before anything is written. Nothing is left in the catalog after the block."""
+        self.con.register(name, frame)
+        try:
+            yield
+        finally:
+            self.con.unregister(name)
 
     # -- what DuckDB spells its own way ---------------------------------------------------------
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:

@@ -48,6 +48,17 @@ def classify(data_type: str) -> Kind | None:
 BOUNDS = ("data", "domain", "hierarchy")
 
 
+def published_columns(name: str, ordered: bool) -> tuple[str, ...]:
+    """The view's columns for QI ``name``: ``<qi>_min``/``<qi>_max`` when ordered, else the
+    node label under the QI's own name (:attr:`QI.published`)."""
+    return (f"{name}_min", f"{name}_max") if ordered else (name,)
+
+
+def box_columns(name: str, ordered: bool) -> tuple[str, ...]:
+    """The rules relation's columns holding QI ``name``'s box (:attr:`QI.box_columns`)."""
+    return (f"{name}_lo", f"{name}_hi", f"{name}_null") if ordered else (f"{name}_node",)
+
+
 @dataclass(frozen=True)
 class QI:
     """One quasi-identifier — the one QI type of the request, the builder, the published view,
@@ -99,13 +110,12 @@ class QI:
     @property
     def published(self) -> tuple[str, ...]:
         """Columns that replace this QI in the view: ``<qi>_min``/``<qi>_max`` or the node label."""
-        return (f"{self.name}_min", f"{self.name}_max") if self.ordered else (self.name,)
+        return published_columns(self.name, self.ordered)
 
     @property
     def box_columns(self) -> tuple[str, ...]:
         """Columns of the rules relation holding this QI's region box in the domain."""
-        n = self.name
-        return (f"{n}_lo", f"{n}_hi", f"{n}_null") if self.ordered else (f"{n}_node",)
+        return box_columns(self.name, self.ordered)
 
     @property
     def root_label(self) -> str | None:
@@ -138,3 +148,14 @@ class QI:
 def enum_labels(data_type: str) -> tuple[str, ...]:
     """The labels of an ENUM type name, in order (sqlglot reads the type; nothing runs)."""
     return tuple(e.this for e in exp.DataType.build(data_type, dialect="duckdb").expressions)
+
+
+def published_columns(name: str, ordered: bool) -> tuple[str, ...]:
+    """The view's (and the rules') columns standing for the QI ``name``: ``<name>_min``/``<name>_max``
+    for an ordered QI, the node label ``<name>`` for a hierarchical one (:attr:`QI.published`)."""
+    return (f"{name}_min", f"{name}_max") if ordered else (name,)
+
+
+def box_columns(name: str, ordered: bool) -> tuple[str, ...]:
+    """The rules' columns holding the region box of the QI ``name`` (:attr:`QI.box_columns`)."""
+    return (f"{name}_lo", f"{name}_hi", f"{name}_null") if ordered else (f"{name}_node",)

@@ -30,9 +30,9 @@ import numpy as np
 from sqlglot import exp
 
 from ..model import kernels
-from ..model.constraints import Constraint
+from ..model.privacy import Constraint
 from ..model.criteria import Criterion, Targets, rank
-from ..model.domain import Domain
+from ..model.domain import Domain, Visibility
 from ..engine.base import Engine, joined
 from ..model.parallel import return_free_memory, run_all, small_pages
 from . import median_finish, workload_finish
@@ -144,6 +144,9 @@ class Regions:
     cmax: np.ndarray
     in_sql: np.ndarray
     suppressed: np.ndarray | None = None  # leaves whose rows are suppressed (no region)
+    # what the published rows hold, for the printable bounds (sqlanon.publish.bounds.Shown):
+    # set by a single-dimensional search, else found at publication
+    visibility: Visibility | None = None
 
 
 @dataclass

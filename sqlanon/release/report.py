@@ -30,7 +30,7 @@ from typing import Any
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import Constraint, KAnonymity, TCloseness
+from ..model.privacy import PrivacyModel, beyond_k
 from ..model.criteria import Criterion, Selections
 from ..engine.base import Engine
 from ..engine.calls import serialized
@@ -245,7 +245,7 @@ def collect(
     checked = verify_source(engine, published, m.qid, m.k, class_column=m.class_column,
                             constraints=rebuilt)
     timings = getattr(release, "timings", None)
-    hierarchies = {c.sensitive: c.hierarchy for c in rebuilt if isinstance(c, TCloseness) and c.hierarchy is not None}
+    hierarchies = {c.reference_column: c.value_hierarchy for c in rebuilt if c.value_hierarchy is not None}
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
         # the kind, and how an ordered QI's bounds are published when not its own data (issue 19)
@@ -281,12 +281,12 @@ def _source_risk(con: Any, m: Manifest) -> Risk | None:
 
 
 # -- what the manifest records -----------------------------------------------------------------
-def recorded_constraints(m: Manifest) -> tuple[list[Constraint], tuple[str, ...]]:
-    """The release's constraints other than k-anonymity (checked separately) as objects to
+def recorded_constraints(m: Manifest) -> tuple[list[PrivacyModel], tuple[str, ...]]:
+    """The release's constraints other than its k-anonymity (checked separately) as objects to
     verify, from the manifest's records; and the ``describe()`` texts of those this version
     cannot read back (a newer kind; or a release of sqlanon 0.1, which recorded only texts),
     which are reported unchecked."""
-    return [c for c in m.constraint_objects if not isinstance(c, KAnonymity)], m.unknown_constraints
+    return beyond_k(m.constraint_objects, m.k), m.unknown_constraints
 
 
 def release_workload(m: Manifest) -> dict[str, list[str]]:
@@ -296,7 +296,7 @@ def release_workload(m: Manifest) -> dict[str, list[str]]:
     criterion = m.criterion_object
     if isinstance(criterion, Selections):
         criterion = criterion.then
-    sensitive = [c.sensitive for c in recorded_constraints(m)[0]]
+    sensitive = [s for c in recorded_constraints(m)[0] for s in c.class_columns + c.numeric_columns]
     return {"targets": list(dict.fromkeys(criterion.class_columns)) if criterion else [],
             "numeric_targets": list(dict.fromkeys(criterion.numeric_columns)) if criterion else [],
             "sensitive": list(dict.fromkeys(sensitive))}
@@ -455,9 +455,8 @@ def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
     rows: list[tuple[str, str, bool | None]] = [
         (f"k-anonymity(k={r.k})", achieved, v.violating == 0 and v.ok)]
     for c in v.checks:
-        what = "violating classes" if c.constraint.startswith("recursive") else "worst class"
-        rows.append((c.constraint, f"{what} {number(c.achieved)}" + (f"; {c.violating:,} classes fail" if not c.ok else ""),
-                     c.ok))
+        worst = f"worst class {number(c.achieved)}" + (f" ({c.measure})" if c.measure else "")
+        rows.append((c.constraint, worst + (f"; {c.violating:,} classes fail" if not c.ok else ""), c.ok))
     rows += [(f"QID {', '.join(q.qid)} (k={q.k})",
               f"smallest group {q.achieved:,}" + (f"; {q.violating:,} groups below k" if not q.ok else ""), q.ok)
              for q in v.qids]

@@ -39,6 +39,9 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     variance = { salary = 1e6 }   # optional: variance diversity, column = smallest class variance
     t_closeness = { diagnosis = 0.2 }  # optional: t-closeness, column = t (equal distance), or
                                   # column = { t = 0.2, distance = "ordered" | "hierarchical", hierarchy = "dx.csv" }
+    delta_disclosure = { diagnosis = 1.5 }  # optional: delta-disclosure privacy, column = delta
+    beta_likeness = { diagnosis = 1.0 }     # optional: beta-likeness, column = beta, or
+                                  # column = { beta = 1.0, enhanced = true }
 
     [workload]                    # optional
     target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
@@ -81,15 +84,16 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from ..model.constraints import (
-    Constraint,
+from ..model.privacy import (
+    DISTANCES,
+    MODELS,
     DistinctLDiversity,
     EntropyLDiversity,
+    PrivacyModel,
     RecursiveCLDiversity,
     TCloseness,
     VarianceDiversity,
 )
-from ..model.closeness import DISTANCES
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..errors import InputError, did_you_mean
 
@@ -105,7 +109,10 @@ _RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "
 #: also Rothko-S's.
 SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness")
+#: The privacy models declared by a key of their own, ``{ column = parameter or table }``
+#: (:attr:`~sqlanon.model.privacy.PrivacyModel.spec_key`), by key.
+MODEL_KEYS = {m.spec_key: m for m in MODELS.values() if m.spec_key is not None}
+_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", *MODEL_KEYS)
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
@@ -199,6 +206,7 @@ class ReleaseConfig:
     sample_rows: int | None = None
     confidence: float | None = None
     t_closeness: tuple[tuple[str, float, str, str | None], ...] = ()  # (column, t, distance, hierarchy file)
+    models: tuple[PrivacyModel, ...] = ()  # the models of MODEL_KEYS, checked
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -210,9 +218,10 @@ class ReleaseConfig:
         return {q.name: q.hierarchy for q in self.qis if q.hierarchy is not None}
 
     @property
-    def constraints(self) -> list[Constraint]:
+    def constraints(self) -> list[PrivacyModel]:
         """The privacy constraints besides k-anonymity, as objects (for ``sqlanon.verify``)."""
-        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance, self.t_closeness)
+        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance, self.t_closeness,
+                                   self.models)
 
     def anonymize_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``sqlanon.anonymize(con, **kwargs)``.
@@ -223,7 +232,8 @@ class ReleaseConfig:
         Selections always go to ``selections=``, which wraps the criterion (Selection Mondrian).
         """
         entropy = (self.diversity or "entropy") == "entropy"
-        others = [c for c in self.constraints if not (entropy and isinstance(c, EntropyLDiversity))]
+        others = privacy_constraints(() if entropy else self.sensitive, self.l, self.diversity, self.c,
+                                     self.variance, self.t_closeness, self.models)
         criterion = criterion_object(self.criterion, self.target)
         return {
             "table": self.table,
@@ -257,11 +267,12 @@ def privacy_constraints(
     sensitive: tuple[str, ...] | list[str], l: float | None, diversity: str | None, c: float | None,
     variance: tuple[tuple[str, float], ...] | list[tuple[str, float]],
     t_closeness: Sequence[tuple[str, float, str, str | None]] = (),
-) -> list[Constraint]:
+    models: Sequence[PrivacyModel] = (),
+) -> list[PrivacyModel]:
     """The constraint objects of a checked request (see :func:`check_request`): l-diversity of
     each sensitive column in the chosen variant, then variance diversity of each column, then
-    t-closeness ``(column, t, distance, hierarchy file)``."""
-    out: list[Constraint] = []
+    t-closeness ``(column, t, distance, hierarchy file)``, then the ``models`` (already objects)."""
+    out: list[PrivacyModel] = []
     for column in sensitive if l is not None else ():
         if diversity == "distinct":
             out.append(DistinctLDiversity(column, int(l)))
@@ -271,7 +282,7 @@ def privacy_constraints(
             out.append(EntropyLDiversity(column, float(l)))
     out += [VarianceDiversity(column, float(v)) for column, v in variance]
     out += [TCloseness(column, float(t), distance, hierarchy) for column, t, distance, hierarchy in t_closeness]
-    return out
+    return out + list(models)
 
 
 def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str]) -> Criterion | None:
@@ -289,7 +300,7 @@ def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str])
 
 
 def check_request(fail, spell, *, sensitive: Any, l: Any, diversity: Any, c: Any, variance: Any,
-                  criterion: Any, target: Any, selections: Any, t_closeness: Any = ()) -> None:
+                  criterion: Any, target: Any, selections: Any, t_closeness: Any = (), models: Any = ()) -> None:
     """Reject contradictory privacy and workload settings, in the words of the caller.
 
     Shared by release files and command-line flags, so both refuse the same requests.
@@ -450,6 +461,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         raise fail("privacy.c", f"must be a number > 0, got {_show(c)}")
     variance = _variance(privacy.get("variance", {}), "privacy.variance", fail)
     t_closeness = _closeness(privacy.get("t_closeness", {}), "privacy.t_closeness", base, fail)
+    models = _models(privacy, fail)
     workload = _table(document.get("workload", {}), "workload", fail)
     _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
     target = _names(workload.get("target", []), "workload.target", fail)
@@ -469,7 +481,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          recoding=recoding, qids=qids, max_steps=max_steps,
                          max_seconds=None if max_seconds is None else float(max_seconds), published=published,
                          search={key: release[key] for key in SEARCH_KEYS if key in release}, **sampling,
-                         t_closeness=t_closeness)
+                         t_closeness=t_closeness, models=models)
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
@@ -577,6 +589,23 @@ def _closeness(value: Any, key: str, base: Path, fail) -> tuple[tuple[str, float
                 raise fail(f"{key}.{column}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
             hierarchy = str(resolved)
         out.append((column, float(t), distance, hierarchy))
+    return tuple(out)
+
+
+def _models(privacy: dict[str, Any], fail) -> tuple[PrivacyModel, ...]:
+    """The models declared by their own keys (:data:`MODEL_KEYS`): ``{ column = number }`` or
+    ``{ column = { parameter = value, ... } }``."""
+    out = []
+    for key, model in MODEL_KEYS.items():
+        value = privacy.get(key, {})
+        if not isinstance(value, dict):
+            raise fail(f"privacy.{key}", f"must be a table of column = {model.spec_param}, e.g. "
+                                         f"{{ diagnosis = 1.5 }}, got {_show(value)}")
+        for column, spec in value.items():
+            try:
+                out.append(model.from_spec(column, spec))
+            except InputError as e:
+                raise fail(f"privacy.{key}.{column}", str(e)) from None
     return tuple(out)
 
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
-from ..model.constraints import TCloseness, VarianceDiversity
+from ..model.privacy import check_models
 from ..model.criteria import InfoGain, Score
-from ..model.hierarchy import Hierarchy
+from ..model.hierarchy import Hierarchy, unused_label
 from .checks import _shown, check_int, check_names, check_number
 
 #: ``recoding=``: multidimensional (Mondrian, the default) or single-dimensional (TDR).
@@ -165,10 +165,10 @@ def resolve_single(
 
 
 def _check_diversity(search: Any, sensitive: Any, l: Any, constraints: Any) -> None:
-    """l-diversity (``sensitive=``/``l=``, or :data:`LATTICE_CONSTRAINTS` in ``constraints=``) is
-    judged by the lattice search only (:mod:`sqlanon.singledim.lattice`); TDR and the genetic
-    algorithm check k alone, and refuse it. (The constraints' own shape is checked with the
-    workload.)"""
+    """Privacy models besides k (``sensitive=``/``l=``, ``constraints=``) are judged by the
+    lattice search only (:mod:`sqlanon.singledim.lattice`), from each class's value counts of
+    their column; TDR and the genetic algorithm check k alone, and refuse them, and the lattice
+    refuses a model that needs moments (variance diversity)."""
     asked = [o for o, v in (("sensitive=", sensitive), ("l=", l), ("constraints=", constraints))
              if v not in (None, (), [])]
     if not asked:
@@ -177,11 +177,11 @@ def _check_diversity(search: Any, sensitive: Any, l: Any, constraints: Any) -> N
         raise RecodingError(f"{' and '.join(asked)} with recoding='single' need search='optimal' (the lattice "
                             f"search judges l-diversity; top-down refinement and the genetic algorithm check "
                             f"k-anonymity only); or use the default multidimensional recoding")
-    listed = [constraints] if not isinstance(constraints, (list, tuple)) else list(constraints or [])
-    for c in listed:
-        if isinstance(c, (VarianceDiversity, TCloseness)):
-            raise RecodingError(f"search='optimal' judges k-anonymity and distinct, entropy or recursive (c, l)-"
-                                f"diversity, not {c.describe()}; use the default multidimensional recoding")
+    for c in check_models(constraints):
+        if c.numeric_columns:
+            raise RecodingError(f"search='optimal' judges the privacy models over a sensitive column's value counts, "
+                                f"not {c.describe()}, which needs the column's moments; use the default "
+                                f"multidimensional recoding")
 
 
 def _search(plan: Single, qid: Sequence[str], hierarchical: Sequence[str], *, search: Any, metric: Any,
@@ -232,7 +232,7 @@ def _search(plan: Single, qid: Sequence[str], hierarchical: Sequence[str], *, se
 
 
 def flat_hierarchy(values: Sequence[str]) -> Hierarchy:
-    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values (the
-    published hierarchy is rebuilt from what TDR discloses,
-    :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
-    return Hierarchy._build("*", {v: {} for v in values})
+    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values
+    (lengthened when ``*`` is one of them; the published hierarchy is rebuilt from what TDR
+    discloses, :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
+    return Hierarchy._build(unused_label("*", values), {v: {} for v in values})

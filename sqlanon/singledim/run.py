@@ -23,8 +23,8 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from ..model.constraints import KAnonymity
-from ..model.domain import Domain
+from ..model.privacy import beyond_k
+from ..model.domain import Domain, Visibility
 from ..model.stats import StatColumn
 from ..mondrian.builder import Progress, Regions
 from ..request.spec import Spec
@@ -169,7 +169,8 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     found = cells(values, y.sum(axis=1), attrs, result.ends)
     placed = place(engine, work, result.labels, codes, found.pid, spec.hashed)
     outcome = Outcome("tdr", result.complete, refinements=len(result.steps))
-    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, outcome
+    regions = dataclasses.replace(found.regions, visibility=visibility(codes, y.sum(axis=1), np.ones(len(codes), bool)))
+    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), regions, placed, outcome
 
 
 def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.ndarray,
@@ -182,7 +183,7 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
     assert plan is not None
     hierarchies = [q.hierarchy for q in spec.qis]
     assert all(h is not None for h in hierarchies)
-    judged = [c for c in spec.workload.constraints if not isinstance(c, KAnonymity)]  # k: spec.k
+    judged = beyond_k(spec.workload.constraints, spec.k)  # k: spec.k
     lattice = Lattice(codes, y, hierarchies, sensitive, judged)  # type: ignore[arg-type]
     rows = lattice.total
     started = time.perf_counter()
@@ -212,7 +213,19 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
     outcome = Outcome("optimal", True, metric=plan.metric, score=best.value,
                       levels={q.name: int(v) for q, v in zip(spec.qis, best.levels)}, suppressed=best.suppressed,
                       evaluated=found.checked)
-    return placed_cells.regions, placed, outcome
+    return dataclasses.replace(placed_cells.regions, visibility=visibility(codes, lattice.bottom.n, kept)), placed, outcome
+
+
+def visibility(codes: np.ndarray, rows: np.ndarray, kept: np.ndarray) -> Visibility:
+    """What the published rows hold (:class:`~sqlanon.model.domain.Visibility`), from the
+    compressed table: ``codes`` (G, d) with ``rows`` each, ``kept`` the published ones (the
+    others are suppressed). A QI's hidden codes are those only suppressed compressed rows hold."""
+    hidden = tuple(np.setdiff1d(np.unique(codes[~kept, j]), codes[kept, j]) for j in range(codes.shape[1]))
+
+    def count(i: int, code: int) -> int:
+        return int(rows[kept & (codes[:, i] == code)].sum())
+
+    return Visibility(hidden, count)
 
 
 def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray,
@@ -294,4 +307,4 @@ def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: s
     placed = place(engine, work, list(best.labels), codes, pid, spec.hashed)
     outcome = Outcome("genetic", result.complete, metric=plan.metric, score=best.fitness, suppressed=best.suppressed,
                       evaluated=result.evaluations)
-    return found.regions, placed, outcome
+    return dataclasses.replace(found.regions, visibility=visibility(codes, n, kept)), placed, outcome
