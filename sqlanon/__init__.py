@@ -40,6 +40,7 @@ from .errors import (
     VerificationError,
 )
 from .model.hierarchy import Hierarchy
+from . import hierarchies
 from .request.spec import load_hierarchy
 from .release.imprecision import Imprecision, imprecision
 from .release.metrics import Metrics, metrics
@@ -71,6 +72,7 @@ __all__ = [
     "VarianceDiversity",
     "EngineError",
     "Hierarchy",
+    "hierarchies",
     "Imprecision",
     "HierarchyError",
     "InputError",

@@ -379,6 +379,14 @@ class Hierarchy:
         rebuilds the tree (the NULL leaf's row aside: :meth:`with_null_leaf` adds it back)."""
         return [[self.labels[a] for a in reversed(self._path(int(n)))] for n in self.leaf_node]
 
+    def to_csv(self, path: str | os.PathLike[str], sep: str = ";") -> None:
+        """Write the ARX file :meth:`from_csv` reads: one row ``leaf;level1;...;root`` per leaf,
+        no header, quoted where a label holds ``sep`` or a quote. A NULL leaf is left out (sqlanon
+        places NULL by itself); an existing file is replaced."""
+        rows = [row for row in self.to_rows() if row[0] is not None]
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, delimiter=sep, lineterminator="\n").writerows(rows)
+
     def _path(self, node: int) -> list[int]:
         leaf = self.ancestors[self.leaf_lo[node]]  # the first leaf below shares node's path
         return [int(a) for a in leaf[: self.depth[node] + 1]]

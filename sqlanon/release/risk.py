@@ -45,6 +45,7 @@ from ..publish import manifest as manifest_module
 from ..request.checks import check_number, check_qid
 from ..request.spec import _catalog, _find_source
 from ..publish.manifest import Manifest
+from . import display
 from .regions import load_release, resolve_relation
 
 
@@ -108,6 +109,23 @@ class Risk:
     @property
     def unique(self) -> float:
         return self.prosecutor.unique
+
+    def _fields(self) -> list[tuple[str, Any]]:
+        p = self.prosecutor
+        return [("relation", self.relation), ("rows", self.rows), ("classes", self.classes),
+                ("highest", p.highest), ("average", p.average), ("unique", p.unique)]
+
+    def __repr__(self) -> str:
+        return display.text("Risk", self._fields())
+
+    def _repr_html_(self) -> str:
+        rows = [("records", self.rows), ("classes", self.classes), ("suppressed (left out)", self.suppressed),
+                ("highest risk (1 / smallest class)", self.prosecutor.highest),
+                ("average risk", self.prosecutor.average), ("unique records (share)", self.prosecutor.unique),
+                ("records at risk > 0.2 (share)", self.at_risk(0.2))]
+        if self.journalist is not None:
+            rows += [("journalist: highest", self.journalist.highest), ("marketer", self.marketer)]
+        return display.card("Risk", self.relation, rows)
 
     def at_risk(self, threshold: float) -> float:
         """Prosecutor: share of records whose risk ``1/f`` exceeds ``threshold``."""
