@@ -14,6 +14,10 @@ ready for ``hierarchies={col: ...}`` or :meth:`~sqlanon.Hierarchy.to_csv` (ARX's
 * :func:`masking` — codes (ZIP, ICD) masked one character more per level, from the right;
 * :func:`dates` — dates generalized to month, quarter, year, decade, century.
 
+:func:`column_values` reads a column's distinct values from a table, a view or files in the
+database (one ``SELECT DISTINCT``), for the builders and for ``sqlanon hierarchy`` on the
+command line, which writes the hierarchy as an ARX file.
+
 Interval hierarchies have ascending leaves and contiguous nodes, so a numeric QI may publish
 them (``published="hierarchy"``, :mod:`sqlanon.model.intervals`).
 
@@ -184,6 +188,26 @@ def dates(values: Iterable[Any], levels: Sequence[str] = ("month", "year", "deca
         rows.append([_text(v), *(labels[lv](day) for lv in asked), ROOT])
     rows.sort(key=lambda r: _as_date(r[0]))
     return _checked(rows, "dates")
+
+
+def column_values(con: Any, table: str, column: str) -> list[Any]:
+    """The distinct values of ``column`` in ``table`` (a table or view of the connection's
+    database, or -- on DuckDB -- Parquet/CSV/JSON files), NULL included, in one statement.
+
+    Raises:
+        UnknownTableError, UnknownColumnError: (listing what exists) for a missing table or column.
+    """
+    from sqlglot import exp
+
+    from .engine import engine_for, sqlgen as g
+    from .errors import UnknownColumnError, did_you_mean
+    from .request.spec import _catalog, _find_source
+
+    engine = engine_for(con)
+    source = _find_source(engine, _catalog(engine), table, count=False)
+    if column not in source.column_names:
+        raise UnknownColumnError(f"{table!r} has no column {column!r}." + did_you_mean(column, source.column_names))
+    return [row[0] for row in engine.fetch_rows(exp.select(g.col(column)).distinct().from_(source.ref))]
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -141,3 +141,38 @@ def test_builders_serve_real_releases() -> None:
     assert all(lo <= hi for lo, hi in shown)
     assert {z for (z,) in con.execute("SELECT DISTINCT zip FROM p_anon").fetchall()} <= {
         label for label in H.masking(zips).labels}
+
+
+def test_the_command_line_writes_the_builders_arx_files(tmp_path, capsys) -> None:
+    from sqlanon.cli import main
+
+    db = tmp_path / "h.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE patients AS SELECT i AS id, 20 + i % 60 AS age, CAST(53700 + i % 40 AS VARCHAR) AS zip, "
+                "DATE '2020-01-01' + CAST(i % 900 AS INTEGER) AS admitted FROM range(5000) t(i)")
+    con.execute(f"COPY patients TO '{tmp_path / 'p.parquet'}'")
+    ages, zips, days = (list(c) for c in zip(*con.execute("SELECT age, zip, admitted FROM patients").fetchall()))
+    con.close()
+    zip_csv, age_csv, day_csv = tmp_path / "zip.csv", tmp_path / "age.csv", tmp_path / "days.csv"
+    assert main(["hierarchy", "masking", str(db), "patients", "zip", "-o", str(zip_csv)]) == 0
+    assert Hierarchy.from_csv(zip_csv) == H.masking(zips)
+    assert main(["hierarchy", "intervals", ":memory:", str(tmp_path / "p.parquet"), "age", "--width", "5",
+                 "--fanout", "2,3", "-o", str(age_csv)]) == 0
+    assert Hierarchy.from_csv(age_csv) == H.intervals(ages, 5, fanout=[2, 3])
+    assert main(["hierarchy", "dates", str(db), "patients", "admitted", "--levels", "quarter,year", "-o", str(day_csv)]) == 0
+    assert Hierarchy.from_csv(day_csv) == H.dates(days, ["quarter", "year"])
+    capsys.readouterr()
+    # never overwritten without --replace, never the database, a missing option named
+    before = zip_csv.read_text()
+    assert main(["hierarchy", "masking", str(db), "patients", "zip", "--step", "2", "-o", str(zip_csv)]) == 2
+    assert zip_csv.read_text() == before and "pass --replace" in capsys.readouterr().err
+    assert main(["hierarchy", "masking", str(db), "patients", "zip", "-o", str(db), "--replace"]) == 2
+    assert "never overwritten" in capsys.readouterr().err and duckdb.connect(str(db)).execute(
+        "SELECT count(*) FROM patients").fetchone() == (5000,)
+    assert main(["hierarchy", "quantiles", str(db), "patients", "age", "-o", str(tmp_path / "q.csv")]) == 2
+    assert "needs --bins" in capsys.readouterr().err
+    assert main(["hierarchy", "masking", str(db), "patients", "zipp", "-o", str(tmp_path / "x.csv")]) == 2
+    assert "no column 'zipp'" in capsys.readouterr().err
+    # and the file serves a release
+    assert main(["anonymize", str(db), "patients", "--qid", "age,zip", "--k", "20", "--key", "id",
+                 "--hierarchy", f"zip={zip_csv}"]) == 0
