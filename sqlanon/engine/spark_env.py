@@ -114,10 +114,14 @@ def _probe(spark: Any) -> Executors:
             found["error"] = f"{type(e).__name__}: {e}"
         yield found
 
+    described = context.getLocalProperty("spark.job.description")
+    context.setJobDescription("sqlanon: check that the executors import this sqlanon")
     try:
         answers = context.parallelize(range(tasks), tasks).mapPartitions(report).collect()
     except Exception as e:  # the worker could not start: Spark's error, never shown as it is
         raise _error(spark, _worker_cause(e)) from None
+    finally:
+        context.setJobDescription(described)  # None removes it
     python = tuple(sorted({a["python"] for a in answers}))
     # another version first: its modules may well fail to import here, for that reason
     other = sorted({(a["sqlanon"], a["location"]) for a in answers if a.get("sqlanon", __version__) != __version__})
