@@ -145,7 +145,7 @@ def test_a_local_master_defaults_the_executors_to_the_drivers_python(spark, monk
     executors_run("python3")
     found = check_executors(spark)
     assert context.pythonExec == sys.executable
-    assert found.python == (sys.executable,) and found.python_version == ("%d.%d.%d" % sys.version_info[:3],)
+    assert found.python == (sys.executable,) and found.python_version == (".".join(map(str, sys.version_info[:3])),)
     monkeypatch.setenv("PYSPARK_PYTHON", "python3")
     executors_run("python3")
     spark_env._default_to_driver_python(spark)

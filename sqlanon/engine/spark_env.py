@@ -87,6 +87,7 @@ def check_executors(spark: Any) -> Executors:
 
 
 def _default_to_driver_python(spark: Any) -> None:
+    """``sys.executable`` for the Python workers on a local master when the user chose none."""
     context = spark.sparkContext
     chosen = ("PYSPARK_PYTHON" in os.environ or context.pythonExec != DEFAULT_PYTHON
               or context.getConf().get("spark.pyspark.python") is not None)
@@ -104,7 +105,7 @@ def _probe(spark: Any) -> Executors:
     def report(_rows: Any) -> Any:  # nested: pickled by value, so executors without sqlanon can run it
         import sys as executor_sys
 
-        found = {"python": executor_sys.executable, "python_version": "%d.%d.%d" % executor_sys.version_info[:3]}
+        found = {"python": executor_sys.executable, "python_version": ".".join(map(str, executor_sys.version_info[:3]))}
         try:
             import sqlanon
 
@@ -146,7 +147,7 @@ def _worker_cause(error: BaseException) -> str:
     if m:
         return (f"their Python is version {m.group(1)}, this driver's {m.group(2)} "
                 f"(PySpark runs only the driver's minor version)")
-    m = re.search(r"Error from python worker:\n(.*?)(?:\nPYTHONPATH was:|\n\S+Exception|\Z)", text, re.S)
+    m = re.search(r"Error from python worker:\n(.*?)(?:\nPYTHONPATH was:|\n\S+Exception|\Z)", text, re.DOTALL)
     if m:
         lines = [line.strip() for line in m.group(1).splitlines() if line.strip()]
         return f"their Python cannot start PySpark's worker: {lines[-1] if lines else 'no output'}"
