@@ -10,7 +10,8 @@ stack; when it imports another sqlanon version, the finish would run other code.
 the finish's module and returns what it found; a failure becomes a :class:`SparkEnvironmentError`
 that names the cause and the fix (``PYSPARK_PYTHON``, ``spark.archives`` with a packed
 environment, ``--py-files``; see ``docs/guides/spark.md``). A success is kept per Spark
-application and executors' interpreter, so a session pays the job (~1-2 s) once.
+application and executors' interpreter, so a session pays the job once (5 s on ``local[2]``
+on 2 cores, most of it the workers' first import of sqlanon, which the finish then reuses).
 
 **Local masters default to the driver's interpreter.** With ``local``, ``local[N]`` or
 ``local-cluster[...]`` the executors run on this machine, where the driver's own interpreter
