@@ -11,7 +11,7 @@ the finish's module and returns what it found; a failure becomes a :class:`Spark
 that names the cause and the fix (``PYSPARK_PYTHON``, ``spark.archives`` with a packed
 environment, ``--py-files``; see ``docs/guides/spark.md``). A success is kept per Spark
 application and executors' interpreter, so a session pays the job once (5 s on ``local[2]``
-on 2 cores, most of it the workers' first import of sqlanon, which the finish then reuses).
+on 2 cores, most of it the workers' first import of sqlanon and its dependencies).
 
 **Local masters default to the driver's interpreter.** With ``local``, ``local[N]`` or
 ``local-cluster[...]`` the executors run on this machine, where the driver's own interpreter
