@@ -157,6 +157,7 @@ def validate(
         InputError: (and subclasses) what :func:`anonymize` refuses; ``TypeError`` for an
             argument it does not take.
     """
+    engine.check_environment()  # Spark: the executors' Python imports this sqlanon
     check_callable("progress", progress)  # first called only after a level of partitioning
     engine.check_writable("the release (its view, rules relation and row map)")
     check_options(strategy, sample_rows, confidence, 0 if seed is None else seed)

@@ -252,6 +252,10 @@ class Engine(abc.ABC):
         transaction created the same names at the same time (DuckDB: a write-write conflict)."""
         return "conflict" in str(error).lower()
 
+    def check_environment(self) -> None:
+        """Refuse, before any work, when what runs outside the database cannot run sqlanon's
+        code (Spark: the executors' Python, :mod:`.spark_env`). Nothing to check here."""
+
     @abc.abstractmethod
     def check_writable(self, what: str) -> None:
         """Refuse, before any work, when the current database cannot be written

@@ -36,6 +36,7 @@ from sqlglot import exp
 from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
 from .frames import sql_type, write_file
+from .spark_env import check_executors
 from ..errors import EngineError, InputError
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
@@ -147,6 +148,12 @@ class SparkEngine(Engine):
     # -- transactions: none -------------------------------------------------------------------
     def in_transaction(self) -> bool:
         return False
+
+    def check_environment(self) -> None:
+        """The executors import this driver's sqlanon (one small job per application,
+        :func:`.spark_env.check_executors`; a local master defaults them to the driver's
+        interpreter)."""
+        check_executors(self.con)
 
     def check_writable(self, what: str) -> None:
         """Spark sessions have no read-only mode; a catalog that refuses writes says so when the

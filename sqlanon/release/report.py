@@ -229,6 +229,7 @@ def collect(
     if selections is not None and (isinstance(selections, (bytes, Mapping)) or not isinstance(selections, Iterable)):
         raise InputError(f"selections must be a list of predicates, got {type(selections).__name__} {selections!r}")
     engine = engine_for(con)
+    engine.check_environment()  # Spark: the executors' Python imports this sqlanon
     m = load_release(con, release)
     # selections first: a predicate that does not parse fails before the heavier queries
     imprecise = _imprecision(con, m, m.selections if selections is None else selections)
