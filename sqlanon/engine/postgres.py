@@ -185,11 +185,15 @@ class PostgresEngine(Engine):
                             na_values=[_NULL], keep_default_na=False, quotechar='"')
         return {n: _column(frame[i], t) for i, (n, t, _) in enumerate(described)}
 
-    def _copy_out(self, copy_sql: str) -> bytes:
-        """The whole output of one ``COPY ... TO STDOUT``."""
+    def _copy_out(self, copy_sql: str) -> bytearray:
+        """The whole output of one ``COPY ... TO STDOUT``, appended block by block to one buffer
+        (a block is a row: keeping 1M blocks to join them at the end took 3.3 s, appending 0.7-1.2 s)."""
+        out = bytearray()
         with self._cursor(copy_sql) as cursor:
             with cursor.copy(copy_sql) as copy:
-                return b"".join(copy)
+                while block := copy.read():
+                    out += block
+        return out
 
     def _fetch_binary(self, sql: str, described: list[tuple[str, str, int]]) -> dict[str, np.ndarray]:
         """A result of fixed-width columns only (integers, floats, booleans) through ``COPY ...
@@ -493,7 +497,7 @@ def _layout(wires: Sequence[str]) -> np.dtype:
                                            for part, t in (("n", ">i4"), ("v", w))])
 
 
-def _records(data: bytes, wires: Sequence[str]) -> np.ndarray | None:
+def _records(data: bytes | bytearray, wires: Sequence[str]) -> np.ndarray | None:
     """The rows of a binary ``COPY ... TO STDOUT`` as one array of records of :func:`_layout`
     (a view of ``data``), or None when some record is not of that layout: a NULL field has no
     value (its length is -1), so its record is shorter. Every record's field count and field
