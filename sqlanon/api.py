@@ -13,7 +13,7 @@ from sqlglot import exp
 from .engine import sqlgen as g
 from .model.privacy import Constraint, check_models
 from .model.criteria import Criterion
-from .mondrian.encode import build_domains, encode, reads_work_as_view
+from .mondrian.encode import build_domains, code_fetched, codes_here, encode, reads_work_as_view
 from .engine.base import Engine
 from .engine.calls import serialized
 from .engine import engine_for
@@ -332,14 +332,21 @@ def anonymize(
             if in_place:
                 reading.enter_context(engine.transaction())
             source, snapshot, rid, ranges = _working_source(engine, spec, in_place)
-            domains = build_domains(engine, spec, source)
             # Rothko-T or Rothko-S (resolved before encoding: whether the working table is a view)
             exact = exact_only(spec.workload.constraints)  # models Rothko-S has no sound test for
             exact_path = (spec.suppression or exact) and strategy == "auto"  # Rothko-S cannot carry either
             options = choose("levels" if exact_path else strategy, spec.source.rows, spec.memory_rows, sample_rows,
                              confidence, 0 if seed is None else seed)
             as_view = reads_work_as_view(engine, spec, options.strategy)
-            work = encode(engine, spec, domains, source, g.col(rid, "b"), view=as_view)
+            here = codes_here(engine, spec, options.strategy)
+            pending = build_domains(engine, spec, source, here)
+            work = encode(engine, spec, pending, source, g.col(rid, "b"), view=as_view)
+            held = None  # the working view's rows, fetched once and coded here (codes_here)
+            if here:
+                domains, held = code_fetched(engine, spec, pending, engine.fetch(exp.select(exp.Star()).from_(g.table(work))))
+                reading.close()  # commit: nothing reads the source any more
+            else:
+                domains = tuple(d for d in pending if d is not None)
             if not as_view:
                 reading.close()  # commit: nothing reads the source any more
             lap("encode")
@@ -376,7 +383,8 @@ def anonymize(
                     work, open_ = partitioner.run_sql(engine, work, root, spec.memory_rows)
                     partitioning.add_levels(partitioner.levels)
                     lap("partition_sql")
-                memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows)
+                memory = finish_in_memory(engine, partitioner, work, open_, spec.memory_rows, held=held)
+                held = None  # finished: its arrays are let go
                 reading.close()  # the finish has read the working table (perhaps the view over the source)
                 partitioning.scans += int(len(open_) > 0)
                 del open_  # not held while publishing (as the leaves below, it grows with the table)

@@ -305,8 +305,17 @@ class Engine(abc.ABC):
         return name
 
     @abc.abstractmethod
-    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
-        """Create a temp table from numpy columns (in bulk) and return its name."""
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray],
+               types: Mapping[str, str] | None = None) -> str:
+        """Create a temp table from numpy columns (in bulk) and return its name. ``types``: the
+        house types of some columns (else the arrays' own, :func:`sqlanon.engine.frames.sql_type`)."""
+
+    def codes_here(self, data_type: str) -> bool:
+        """Whether a QI of the house type ``data_type`` is coded in this process from its
+        fetched values when the run's rows are fetched anyway (:func:`sqlanon.mondrian.encode.codes_here`),
+        rather than by a code table built and joined in the database. Here: never (DuckDB
+        builds and joins code tables faster than its rows travel)."""
+        return False
 
     @abc.abstractmethod
     def create_from_frame(self, name: str, frame: Any, *, replace: bool = False,

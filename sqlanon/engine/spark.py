@@ -160,10 +160,11 @@ class SparkEngine(Engine):
         first table is created, before anything of the release exists."""
 
     # -- temp objects -------------------------------------------------------------------------
-    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray],
+               types: Mapping[str, str] | None = None) -> str:
         name = self.temp_name(purpose)
         frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
-        self._save(g.table(name), frame)
+        self._save(g.table(name), frame, types)
         return name
 
     def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
@@ -171,10 +172,11 @@ class SparkEngine(Engine):
             raise EngineError(f"a table named {name!r} already exists", f"-- save a DataFrame as {name}")
         self._save(g.table(name, schema), frame)
 
-    def _save(self, table: exp.Table, frame: pd.DataFrame) -> None:
-        """A managed Parquet table holding ``frame`` (replacing one of that name): built on the
-        driver, so for small data only (boxes, maps, test tables)."""
-        schema = T.StructType([T.StructField(str(c), _spark_type(sql_type(frame[c]))) for c in frame.columns])
+    def _save(self, table: exp.Table, frame: pd.DataFrame, types: Mapping[str, str] | None = None) -> None:
+        """A managed Parquet table holding ``frame`` (replacing one of that name), its columns of
+        ``types`` where given: built on the driver, so for small data only (boxes, maps, test tables)."""
+        schema = T.StructType([T.StructField(str(c), _spark_type((types or {}).get(str(c)) or sql_type(frame[c])))
+                               for c in frame.columns])
         self.statements += 1
         self._catalog = None
         try:

@@ -873,10 +873,13 @@ class Batch:
 
 def finish_in_memory(
     engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int, purpose: str = "leaves",
+    held: dict[str, np.ndarray] | None = None,
 ) -> str | None:
     """Finish the remaining partitions in batches of about ``memory_rows`` rows, each by
     :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
     into this process one batch at a time, or on Spark's executors), and record their leaves.
+    ``held``: the working table's rows, fetched already (:func:`sqlanon.mondrian.encode.code_fetched`),
+    when they are one batch: finished without fetching them again.
 
     Returns the temp table ``(rid, pid[, qhash])`` (:func:`row_columns`) of the rows finished in
     memory, with their leaf (None if there were none). ``purpose`` names the engine's temp tables
@@ -888,7 +891,8 @@ def finish_in_memory(
     open_ = open_.take(np.argsort(open_.pid))
     batch_of = _batches(open_.n, max(memory_rows, 1))
     groups = int(batch_of.max()) + 1
-    batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
+    if held is not None and groups != 1:
+        raise AssertionError(f"rows held in memory are one batch, not {groups}")
     # Each batch numbers its new partitions from its own first id: a split makes at most
     # ``fanout`` children, and a batch of n rows splits fewer than n times.
     fanout = max([2] + [d.qi.hierarchy.n_nodes for d in partitioner.domains if d.qi.hierarchy is not None])
@@ -897,19 +901,27 @@ def finish_in_memory(
     # a keyless release's snapshot joins the rows by ranges of row ids (rid_chunks): stored by range
     cluster = None if layout.hashed else engine.join_rows()
     finish = BatchFinish(partitioner.fork(local=not engine.distributed), open_, batch_of, first_pid, layout, cluster)
-    first = {b: int(open_.pid[batch_of == b][0]) for b in range(groups)}
-    last = {b: int(open_.pid[batch_of == b][-1]) for b in range(groups)}
+    if held is not None:
+        with small_pages():
+            kept, little = finish(0, held)
+        leaves = {c: little[c] for c in leaf_columns(partitioner.d)}
+        assignment = engine.upload(f"{purpose}0", {c: kept[c] for c in row_columns(layout.hashed)})
+        del kept
+    else:
+        batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
+        first = {b: int(open_.pid[batch_of == b][0]) for b in range(groups)}
+        last = {b: int(open_.pid[batch_of == b][-1]) for b in range(groups)}
 
-    def rows(b: int | None) -> exp.Expression:
-        return batch_query(work, batches, layout, b, first.get(b), last.get(b))
+        def rows(b: int | None) -> exp.Expression:
+            return batch_query(work, batches, layout, b, first.get(b), last.get(b))
 
-    with small_pages():  # the fetched columns and the batch's arrays are new, large and short-lived
-        assignment, leaves = engine.map_groups(rows, groups, finish, row_columns(layout.hashed),
-                                               leaf_columns(partitioner.d), purpose)
+        with small_pages():  # the fetched columns and the batch's arrays are new, large and short-lived
+            assignment, leaves = engine.map_groups(rows, groups, finish, row_columns(layout.hashed),
+                                                   leaf_columns(partitioner.d), purpose)
+        engine.drop_temp(batches)
     return_free_memory()  # what the batches freed, before their leaves become matrices (the run's peak)
     partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
     partitioner.add_leaves(leaves)
-    engine.drop_temp(batches)
     return assignment
 
 
