@@ -506,7 +506,8 @@ class Partitioner:
         if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
             if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
-                                                              self.threads, batch.disposable), seg)
+                                                              self.threads, batch.disposable,
+                                                              *self._model_values(batch)), seg)
             if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
                 return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
@@ -578,7 +579,27 @@ class Partitioner:
     def median_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.median_finish` finishes this batch (its codes are then
         best fetched row-major: a split moves whole rows)."""
-        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)
+        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget,
+                                                        self._exact, int(seg.n.max(initial=0)))
+
+    def _exact(self, column: str) -> bool:
+        """Whether numeric ``column``'s moments are summed as integers."""
+        i = self._numeric_index.get(column)
+        return i is not None and self.numeric_stats[i].exact
+
+    def _model_values(self, batch: Batch) -> tuple[list, dict[str, np.ndarray], dict[str, int]]:
+        """What the depth-first finish needs to judge the privacy models: their compiled faces,
+        the columns they read (by name, the batch's arrays) and the class columns' sizes."""
+        faces = median_finish.faces(self.constraints, self._exact) or []
+        values: dict[str, np.ndarray] = {}
+        sizes: dict[str, int] = {}
+        for f in faces:
+            if f.numeric:
+                values[f.column] = batch.numbers[self._numeric_index[f.column]]
+            else:
+                i = self._class_index[f.column]
+                values[f.column], sizes[f.column] = batch.classes[i], self.class_stats[i].size
+        return faces, values, sizes
 
     def _workload_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.workload_finish` finishes this batch."""
