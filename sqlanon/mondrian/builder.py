@@ -498,8 +498,9 @@ class Partitioner:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
-        Median under k-anonymity alone over ordered QIs (no suppression budget) takes the
-        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`, InfoGain,
+        Median under k-anonymity and the privacy models that have a compiled face, over ordered
+        QIs (no suppression budget), takes the depth-first compiled finish of
+        :mod:`sqlanon.mondrian.median_finish`; InfoGain,
         Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
@@ -859,7 +860,7 @@ def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[n
 _BINS_PER_ROW = 2
 #: Attribute lists for criteria that judge every QI at every level (tests switch them off).
 _LISTS = True
-#: The depth-first compiled finish of Median under k-anonymity (tests switch it off).
+#: The depth-first compiled finish of Median under k-anonymity and privacy models (tests switch it off).
 _MEDIAN_FINISH = True
 #: The depth-first compiled finish of InfoGain, Regression and Targets under k-anonymity (tests
 #: switch it off).

@@ -1,10 +1,11 @@
-"""The in-memory finish of Median Mondrian under k-anonymity, depth-first in compiled loops.
+"""The in-memory finish of Median Mondrian under k-anonymity and privacy models, depth-first in
+compiled loops.
 
 :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` finishes a
 batch level by level with frequency groups, the engine every criterion shares. For the default
-request — the :class:`~sqlanon.model.criteria.Median` criterion, only
-:class:`~sqlanon.model.privacy.KAnonymity` constraints, every QI ordered, no suppression
-budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
+request — the :class:`~sqlanon.model.criteria.Median` criterion, k-anonymity and any privacy
+models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`), every QI
+ordered, no suppression budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
 batch's partitions depth-first instead (like ``reference_mondrian_fast`` in
 ``tests/reference_mondrian.py``, LeFevre et al., ICDE 2006): a partition's rows are a
 contiguous run of a row-major copy of the codes, a split moves its left child's rows to the
@@ -30,6 +31,15 @@ the GIL: after a few splits the open partitions are shared out over ``threads`` 
   QI has no allowable cut, and the next one in rank order is asked. ``v`` comes from a
   histogram of the run's codes when its code range is at most about twice its rows, else from
   a quickselect; then one pass counts the rows below ``v`` and finds the largest code below it.
+* Under privacy models beyond k (:func:`_model_cut`), the cut of one QI is
+  :func:`sqlanon.mondrian.split._most_balanced`'s: among the cuts in the size window whose both
+  children pass every model, the smallest ``(|2L - n|, c)``. The cuts are met in that order
+  walking outwards from the median (on each side balance grows with the distance; of equal
+  balance the left cut, the lower code, first), so the first allowable cut met is it. A child is
+  judged by the model's compiled face (:mod:`sqlanon.model.privacy.compiled`) from its value
+  counts or integer moments, the same float operations as the numpy judgement; the sensitive
+  values of each row move with its codes. Usually the cut nearest the median passes, judged
+  after one pass over the rows; only otherwise are the rows sorted by code for the walk.
 * A partition whose candidates have no allowable cut is a leaf with its rows' extents.
 
 Only the numbering comes out of the loops differently — and is put back: the level-by-level
@@ -39,8 +49,10 @@ and the leaves are listed in the order that path records them (by level, then id
 regions and ids are therefore identical to the general path's (``tests/test_median_finish.py``
 compares them on random tables; ``builder._MEDIAN_FINISH = False`` forces the general path).
 
-Everything else takes the general path: other criteria, l-diversity, t-closeness and the
-other constraints, hierarchical QIs, a suppression budget, and the sampling strategy's grower.
+Everything else takes the general path: other criteria, models without a compiled face (the
+hierarchical t-closeness, Rothko-S's sample tests), variance diversity over a column summed in
+floats, entropy l-diversity on batches beyond the ``c ln c`` table, hierarchical QIs, a
+suppression budget, and the sampling strategy's grower.
 """
 
 from __future__ import annotations
