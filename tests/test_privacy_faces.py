@@ -28,7 +28,9 @@ class _Layout:
 
 def models(rng, counts, moments, table_counts):
     """One model of each kind with a face, thresholds near the classes' measures."""
-    pick = lambda values: float(values[rng.integers(len(values))]) if len(values) else 1.0  # noqa: E731
+    def pick(values):
+        return float(values[rng.integers(len(values))]) if len(values) else 1.0
+
     n = counts.sum(axis=1)
     V = counts.shape[1]
     out = [DistinctLDiversity("s", int(rng.integers(1, V + 2))),

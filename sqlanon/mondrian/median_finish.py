@@ -154,7 +154,7 @@ class _Models:
     def scratch(self, rows: int) -> tuple[np.ndarray, ...]:
         """One thread's work arrays: the rows' code order, value counts and moments of four
         classes (:func:`_model_cut`), and a buffer of one column's counts."""
-        offs, sizes = self.arrays[5], self.arrays[6]
+        sizes = self.arrays[6]
         T = self.Y.shape[1] - self.ncls
         return (np.empty(rows if len(self.arrays[0]) else 0, dtype=np.int64),
                 np.zeros((4, int(sizes.sum())), dtype=np.int64), np.zeros((4, T, 3), dtype=np.int64),

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from ..summaries import xlogx_table
-from .base import BETA, DELTA, DISTINCT, ENTROPY, EQUAL_EMD, ORDERED_EMD, RECURSIVE, VARIANCE, Face
+from .base import DELTA, DISTINCT, ENTROPY, EQUAL_EMD, ORDERED_EMD, RECURSIVE, VARIANCE, Face
 
 
 def log_table(largest: int) -> np.ndarray:
@@ -140,7 +140,7 @@ def passes(kinds, cols, ps, a, b, offs, sizes, xlogx, logn, cnt, mom, buf):
                 out /= max(V - 1, 1)
             if not out <= ps[f, 0]:
                 return False
-        else:  # DELTA, BETA: r = (c N) / (n Q) of every present value
+        else:  # DELTA, BETA (the last kind): r = (c N) / (n Q) of every present value
             total = ps[f, 2] if kind == DELTA else ps[f, 0]
             for j in range(V):
                 c = cnt[o + j]
