@@ -498,15 +498,17 @@ class Partitioner:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
-        Median under k-anonymity alone over ordered QIs (no suppression budget) takes the
-        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`, InfoGain,
+        Median under k-anonymity and the privacy models that have a compiled face, over ordered
+        QIs (no suppression budget), takes the depth-first compiled finish of
+        :mod:`sqlanon.mondrian.median_finish`; InfoGain,
         Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
         if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
             if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
-                                                              self.threads, batch.disposable), seg)
+                                                              self.threads, batch.disposable,
+                                                              *self._model_values(batch)), seg)
             if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
                 return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
@@ -578,7 +580,27 @@ class Partitioner:
     def median_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.median_finish` finishes this batch (its codes are then
         best fetched row-major: a split moves whole rows)."""
-        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)
+        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget,
+                                                        self._exact, int(seg.n.max(initial=0)))
+
+    def _exact(self, column: str) -> bool:
+        """Whether numeric ``column``'s moments are summed as integers."""
+        i = self._numeric_index.get(column)
+        return i is not None and self.numeric_stats[i].exact
+
+    def _model_values(self, batch: Batch) -> tuple[list, dict[str, np.ndarray], dict[str, int]]:
+        """What the depth-first finish needs to judge the privacy models: their compiled faces,
+        the columns they read (by name, the batch's arrays) and the class columns' sizes."""
+        faces = median_finish.faces(self.constraints, self._exact) or []
+        values: dict[str, np.ndarray] = {}
+        sizes: dict[str, int] = {}
+        for f in faces:
+            if f.numeric:
+                values[f.column] = batch.numbers[self._numeric_index[f.column]]
+            else:
+                i = self._class_index[f.column]
+                values[f.column], sizes[f.column] = batch.classes[i], self.class_stats[i].size
+        return faces, values, sizes
 
     def _workload_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.workload_finish` finishes this batch."""
@@ -838,7 +860,7 @@ def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[n
 _BINS_PER_ROW = 2
 #: Attribute lists for criteria that judge every QI at every level (tests switch them off).
 _LISTS = True
-#: The depth-first compiled finish of Median under k-anonymity (tests switch it off).
+#: The depth-first compiled finish of Median under k-anonymity and privacy models (tests switch it off).
 _MEDIAN_FINISH = True
 #: The depth-first compiled finish of InfoGain, Regression and Targets under k-anonymity (tests
 #: switch it off).
