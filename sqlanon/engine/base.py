@@ -459,6 +459,9 @@ class Engine(abc.ABC):
         """How many cores this run may use for in-memory work: this process's."""
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
+    #: Whether :meth:`file_source` reads data files in place (DuckDB); the others refuse.
+    reads_files = False
+
     def file_source(self, path: str) -> exp.Table:
         """A relation reading data files in place; engines that cannot refuse clearly."""
 

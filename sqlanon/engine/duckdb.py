@@ -45,6 +45,7 @@ class DuckDBEngine(Engine):
     """A ``duckdb.DuckDBPyConnection`` plus the temp objects of one run."""
 
     name = "duckdb"
+    reads_files = True
     title = "DuckDB"
     dialect = "duckdb"
 

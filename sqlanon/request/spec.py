@@ -364,11 +364,18 @@ def _find_source(engine: Engine, objects: list, table: str, count: bool = True) 
     if found is None and _is_file(table):
         return _file_source(engine, table, count)
     if found is None:
+        if _looks_like_files(table) and not engine.reads_files:
+            engine.file_source(table)  # the engine's own refusal: it reads no files in place
         _check_path(table)
         raise UnknownTableError(
             f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
         )
     return source_of(engine, found, count)
+
+
+def _looks_like_files(name: str) -> bool:
+    """Whether a name reads as data files: a glob or a path with a data suffix."""
+    return Path(name.replace("*", "x")).suffix.lower() in DATA_SUFFIXES
 
 
 def _check_path(name: str) -> None:
