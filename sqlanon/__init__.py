@@ -10,7 +10,11 @@ True
 
 from __future__ import annotations
 
-from .api import Release, anonymize
+from .api import Request, anonymize
+from .pipeline import Release
+from .mondrian.algorithm import Levels, Mondrian, Sample
+from .singledim.algorithms import Genetic, Optimal, TopDown
+from .request.output import Output
 from .frame import anonymize_frame
 from .release.apply import Applied, apply
 from .model.constraints import (
@@ -30,6 +34,7 @@ from .errors import (
     PrivacyWarning,
     ReadOnlyError,
     RecodingError,
+    RemovedOptionError,
     SqlanonError,
     UnknownColumnError,
     UnknownTableError,
@@ -40,7 +45,7 @@ from .model.hierarchy import Hierarchy
 from .request.spec import load_hierarchy
 from .release.imprecision import Imprecision, imprecision
 from .release.metrics import Metrics, metrics
-from .mondrian.builder import Progress
+from .model.partition import Progress
 from .release.regions import regions
 from .release.report import report
 from .release.rewrite import RewriteError, rewrite
@@ -54,6 +59,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Applied",
+    "Genetic",
+    "Levels",
+    "Mondrian",
+    "Optimal",
+    "Output",
+    "RemovedOptionError",
+    "Request",
+    "Sample",
+    "TopDown",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "InfoGain",

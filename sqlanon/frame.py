@@ -10,6 +10,7 @@ index), so nothing a user did not ask to anonymize changes, not even its type.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from .api import Release, anonymize
 from .engine import sqlgen as g
 from .engine.duckdb import connect as duckdb_connect
 from .errors import FrameError, ObjectExistsError
+from .request.output import Output
 from .request.spec import free_name
 
 #: The table name the frame is loaded as (in ``con``), unless ``name=`` says otherwise.
@@ -44,11 +46,11 @@ def anonymize_frame(
             keeps, so ``release.imprecision()`` works; pass your own to keep using the release
             with :func:`sqlanon.metrics`, :func:`sqlanon.apply`, :func:`sqlanon.report`, ...).
         name: the table the frame is loaded as in ``con`` (the view is ``<name>_anon`` unless
-            ``view=`` says otherwise).
+            ``output=`` says otherwise).
         **options: every keyword of :func:`sqlanon.anonymize` (``hierarchies=`` as dicts, rows,
-            DataFrames or ARX CSV paths; ``sensitive=``/``l=``, ``constraints=``, ``target=``,
-            ``criterion=``, ``selections=``, ``recoding=``, ``published=``, ``replace=``, ...),
-            except ``key=``: the row position is the key.
+            DataFrames or ARX CSV paths; ``sensitive=``/``l=``, ``privacy=``, ``target=``,
+            ``algorithm=``, ``selections=``, ``published=``, ``output=``, ...), except
+            ``Output(key=...)``: the row position is the key.
 
     Returns:
         ``(anonymized, release)``. ``anonymized`` is of the input's kind (a DataFrame for a
@@ -60,7 +62,7 @@ def anonymize_frame(
 
     Raises:
         FrameError: ``frame`` is not a DataFrame or a PyArrow table, or its column names are not
-            distinct strings; ``key=`` was passed.
+            distinct strings; ``Output(key=...)`` was passed.
         InputError: whatever :func:`sqlanon.anonymize` refuses, before any work.
     """
     arrow = _is_arrow(frame)
@@ -74,8 +76,9 @@ def anonymize_frame(
                          "(e.g. frame.columns = frame.columns.map(str))")
     if len({c.lower() for c in columns}) != len(columns):
         raise FrameError(f"column names must be distinct (ignoring case, as SQL compares them): {columns}")
-    if "key" in options:
-        raise FrameError("anonymize_frame keys the rows by their position: key= is not an option here")
+    output = Output.of(options.pop("output", None))
+    if output.key is not None or "key" in options:
+        raise FrameError("anonymize_frame keys the rows by their position: Output(key=...) is not an option here")
     if not isinstance(name, str) or not name:
         raise FrameError(f"name must be a non-empty string, got {name!r}")
     if con is None:
@@ -84,9 +87,9 @@ def anonymize_frame(
         raise FrameError(f"con must be a DuckDB connection (the frame is loaded into it), got {type(con).__name__}; "
                          "for PostgreSQL or Spark, load the frame into a table and call sqlanon.anonymize")
     row = free_name("__sqlanon_row", columns)
-    created = _load(con, name, frame, arrow, row, bool(options.get("replace", False)))
+    created = _load(con, name, frame, arrow, row, output.replace)
     try:
-        release = anonymize(con, name, qid, k, key=row, **options)
+        release = anonymize(con, name, qid, k, output=dataclasses.replace(output, key=row), **options)
     except BaseException:
         if created:  # a refused request leaves the connection as it was
             con.execute(g.drop(name, "TABLE").sql(dialect="duckdb"))

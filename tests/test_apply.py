@@ -238,8 +238,9 @@ def test_adult_with_hierarchies(con):
     hierarchies = _load_adult_keyed(con, "rid", n if is_postgres(con) else None)  # a key: the release keeps a row map
     assert rows(con, "SELECT count(*), min(age), max(age) FROM adult")[0] == (n, 17, 90)
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
-    release = sqlanon.anonymize(con, "adult", qid=qid, k=10, target="salary-class", key="rid",
-                                hierarchies={c: hierarchies[c] for c in qid if c != "age"})
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=10, target="salary-class",
+                                hierarchies={c: hierarchies[c] for c in qid if c != "age"},
+                                output=sqlanon.Output(key="rid"))
     applied = apply(con, release, "adult", view="adult_again")
     assert (applied.rows, applied.placed, applied.unplaced) == (n, n, 0) and applied.depth > 0
     _same_as_view(con, "adult_anon", "adult_again")

@@ -70,7 +70,12 @@ def refused(con, exc: type[SqlanonError], table: str = "people", **kwargs) -> st
     before = objects(con)
     args = {"table": table, "qid": ["age", "zip"], "k": 5}
     args.update(kwargs)
-    with pytest.raises(SqlanonError) as info:
+    output = {key: args.pop(key) for key in ("view", "replace", "key", "class_column") if key in args}
+    with pytest.raises(SqlanonError) as info:  # (the objects check their own arguments: built inside)
+        if output:
+            args["output"] = sqlanon.Output(**output)
+        if "memory_rows" in args:
+            args["algorithm"] = sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=args.pop("memory_rows")))
         sqlanon.anonymize(con, **args)
     assert type(info.value) is exc, f"{type(info.value).__name__}: {info.value}"
     usable(con)  # on PostgreSQL objects() above opened the caller's transaction: sqlanon ran in it
@@ -352,7 +357,7 @@ def test_explicit_view_name_taken(con, people):
 def test_replace_overwrites_an_earlier_release(con, people):
     first = sqlanon.anonymize(con, "people", qid=["age"], k=5)
     refused(con, ObjectExistsError, qid=["age", "zip"])
-    second = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, replace=True)
+    second = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, output=sqlanon.Output(replace=True))
     assert second.view == first.view
     assert columns(con, second.view) == ["id", "age_min", "age_max", "zip_min", "zip_max", "city", "salary", "eq_class"]
     assert sqlanon.verify(con, second.view, ["age", "zip"], 5).ok
@@ -382,7 +387,7 @@ def test_replace_never_drops_the_table_behind_a_source_view(con, people):
 
 
 def test_replace_never_overwrites_another_release(con, people):
-    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="first")
+    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view="first"))
     msg = refused(con, ObjectExistsError, view="first_rules", replace=True)
     assert "'first_rules'" in msg
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
@@ -390,7 +395,7 @@ def test_replace_never_overwrites_another_release(con, people):
 
 
 def test_replace_never_drops_a_release_the_source_reads(con, people):
-    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="first")
+    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view="first"))
     run(con, "CREATE VIEW over_first AS SELECT * FROM first")
     refused(con, ObjectExistsError, table="over_first", qid=["age_min"], view="first", replace=True)
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
@@ -411,7 +416,7 @@ def test_replace_must_be_a_bool(con, people, replace):
 def test_replace_a_release_drops_what_it_no_longer_needs(con, people):
     sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}})
     run(con, "CREATE VIEW pv AS SELECT * FROM people")
-    second = sqlanon.anonymize(con, "pv", qid=["age"], k=5, view="people_anon", replace=True)
+    second = sqlanon.anonymize(con, "pv", qid=["age"], k=5, output=sqlanon.Output(view="people_anon", replace=True))
     assert second.materialized
     names = {o[2] for o in objects(con)}
     assert "people_anon_hierarchies" not in names
@@ -426,7 +431,7 @@ def test_replace_over_a_table_named_like_the_view_fails_closed(con, people):
     run(con, "INSERT INTO people_anon VALUES (7)")
     before = objects(con)
     try:
-        sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=True)
+        sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(replace=True))
     except SqlanonError:
         usable(con)
         assert objects(con) == before
@@ -461,7 +466,8 @@ def test_view_name_taken_up_to_case_is_refused(con, people, engine_name):
         return
     # PostgreSQL keeps quoted names apart: "People_Anon" is created beside people_anon, which
     # stays as it was (a replace=True would never drop it either)
-    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, view="People_Anon", replace=True)
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5,
+                                output=sqlanon.Output(view="People_Anon", replace=True))
     assert rows(con, f"SELECT count(*) FROM {quote(release.view)}") == [(100,)]
     assert rows(con, "SELECT count(*) FROM people_anon") == [(0,)]
 
@@ -542,7 +548,8 @@ def test_bad_memory_rows(con, people, memory_rows, shown):
 
 
 def test_memory_rows_zero_is_allowed(con, people):
-    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, memory_rows=0)
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)))
     assert release.verification.ok
 
 
@@ -575,8 +582,8 @@ def weird(con) -> str:
 @pytest.mark.parametrize("view", [None, 'my "view\'s" ünï', "x; DROP TABLE t; --", "a.b"])
 def test_quotes_spaces_and_unicode_just_work(con, weird, view):
     hierarchy = {"*": {"a'b\"": ["v0", "v1"], "c d": ["v2", "v3"]}}
-    release = sqlanon.anonymize(con, weird, qid=list(WEIRD_COLUMNS), k=5, view=view,
-                                hierarchies={"it's": hierarchy}, key="id")
+    release = sqlanon.anonymize(con, weird, qid=list(WEIRD_COLUMNS), k=5, hierarchies={"it's": hierarchy},
+                                output=sqlanon.Output(view=view, key="id"))
     expected_view = view if view is not None else WEIRD_TABLE + "_anon"
     assert release.view == expected_view
     assert release.rules == expected_view + "_rules"
@@ -691,8 +698,9 @@ def mixed(con) -> str:
 @pytest.mark.parametrize("memory_rows", [None, 0])
 def test_source_table_is_unchanged(con, mixed, memory_rows):
     before = snapshot(con, mixed)
-    release = sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=5, memory_rows=memory_rows,
-                                hierarchies={"city": CITY}, key="id")
+    release = sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=5, hierarchies={"city": CITY},
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                output=sqlanon.Output(key="id"))
     assert release.rows == 490
     assert snapshot(con, mixed) == before
     assert temp_objects(con) == []
@@ -757,7 +765,8 @@ def test_crash_mid_run_publishes_nothing(con, mixed, monkeypatch, step):
     con.commit()  # PostgreSQL: end the reads' transaction, so the run is in a transaction of its own
     monkeypatch.setattr(target, attribute, factory(getattr(target, attribute)))
     with pytest.raises(RuntimeError, match="injected failure"):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, memory_rows=memory_rows)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5,
+                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
     no_transaction_left(con)
     assert temp_objects(con) == []
     assert objects(con) == before_objects
@@ -772,15 +781,16 @@ def test_crash_mid_run_keeps_the_earlier_release(con, mixed, monkeypatch, step):
     con.commit()  # PostgreSQL: end the reads' transaction, so the run is in a transaction of its own
     monkeypatch.setattr(target, attribute, factory(getattr(target, attribute)))
     with pytest.raises(RuntimeError, match="injected failure"):
-        sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=7, memory_rows=memory_rows,
-                          hierarchies={"city": CITY}, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=7, hierarchies={"city": CITY},
+                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                          output=sqlanon.Output(replace=True))
     no_transaction_left(con)
     assert temp_objects(con) == []
     assert objects(con) == before_objects
     assert release_state(con, earlier.view) == state
     monkeypatch.undo()
     # and the connection is usable: no transaction left open
-    again = sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+    again = sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     assert again.verification.ok
 
 
@@ -816,7 +826,7 @@ def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
     state, before = release_state(con, earlier.view), objects(con)
     monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification())
     with pytest.raises(VerificationError):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
     assert objects(con) == before
     assert release_state(con, earlier.view) == state
@@ -825,7 +835,9 @@ def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
 
 def test_no_temp_objects_after_success(con, mixed):
     sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=3, hierarchies={"city": CITY})
-    sqlanon.anonymize(con, mixed, qid=["age", "day"], k=3, memory_rows=50, view="second")
+    sqlanon.anonymize(con, mixed, qid=["age", "day"], k=3,
+                      algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=50)),
+                      output=sqlanon.Output(view="second"))
     run(con, "CREATE VIEW mv AS SELECT * FROM mixed")
     sqlanon.anonymize(con, "mv", qid=["age"], k=3)  # the snapshot path
     assert temp_objects(con) == []
@@ -906,7 +918,7 @@ def test_crash_inside_a_caller_transaction_keeps_the_earlier_release(con, mixed,
     monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.publish.pipeline.publish))
     begin(con)
     with pytest.raises((RuntimeError, SqlanonError)):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
     con.commit()
     assert release_state(con, earlier.view) == state
@@ -933,7 +945,7 @@ def test_database_error_inside_a_caller_transaction_rolls_back_to_the_call(con, 
     module = sqlanon.api if step == "encode" else sqlanon.publish.pipeline
     monkeypatch.setattr(module, step, _sql_error_after(getattr(module, step)))
     with pytest.raises(EngineError, match="__sqlanon_test_no_such_table"):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
     assert objects(con) == before and temp_objects(con) == []
     assert release_state(con, earlier.view) == state

@@ -47,7 +47,8 @@ def test_frame_equals_anonymize_on_a_duckdb_table(seed, n, nulls, options):
     table = frame.reset_index(drop=True).assign(pos=np.arange(n))
     con.register("src", table)
     con.execute("CREATE TABLE people AS SELECT * FROM src")
-    direct = sqlanon.anonymize(con, "people", qid=qid, k=k, key="pos", hierarchies={"sex": SEX}, **options)
+    direct = sqlanon.anonymize(con, "people", qid=qid, k=k, hierarchies={"sex": SEX},
+                               output=sqlanon.Output(key="pos"), **options)
     want = con.execute(f"SELECT age_min, age_max, zip_min, zip_max, sex, eq_class FROM {direct.view} ORDER BY pos").df()
     assert list(out.columns) == ["note", "age_min", "age_max", "zip_min", "zip_max", "sex", "income", "when", "eq_class"]
     got = out[list(want.columns)].reset_index(drop=True)
@@ -67,7 +68,7 @@ def test_arrow_in_arrow_out_and_the_release_lives_in_the_connection():
     table = pa.Table.from_pandas(frame, preserve_index=False)
     con = duckdb.connect()
     out, release = sqlanon.anonymize_frame(table, ["age", "zip"], 5, con=con, name="people", published="domain",
-                                           view="people_v")
+                                           output=sqlanon.Output(view="people_v"))
     assert isinstance(out, pa.Table) and out.num_rows == 60
     assert out.column_names == ["note", "age_min", "age_max", "zip_min", "zip_max", "sex", "income", "when", "eq_class"]
     for c in ("note", "sex", "income", "when"):
@@ -76,7 +77,8 @@ def test_arrow_in_arrow_out_and_the_release_lives_in_the_connection():
     # a second frame in the same connection needs another name, or replace=True
     with pytest.raises(sqlanon.ObjectExistsError, match="already exists"):
         sqlanon.anonymize_frame(table, ["age"], 5, con=con, name="people")
-    again, _ = sqlanon.anonymize_frame(table, ["age"], 5, con=con, name="people", view="people_v", replace=True)
+    again, _ = sqlanon.anonymize_frame(table, ["age"], 5, con=con, name="people",
+                                       output=sqlanon.Output(view="people_v", replace=True))
     assert again.column_names[:3] == ["note", "age_min", "age_max"]
 
 
@@ -89,7 +91,7 @@ def test_not_a_frame_fails_clearly():
     with pytest.raises(sqlanon.FrameError, match="distinct"):
         sqlanon.anonymize_frame(pd.DataFrame([[1, 2]], columns=["a", "A"]), qid=["a"], k=1)
     with pytest.raises(sqlanon.FrameError, match="key="):
-        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, key="a")
+        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, output=sqlanon.Output(key="a"))
     with pytest.raises(sqlanon.FrameError, match="DuckDB connection"):
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, con=object())
     con = duckdb.connect()

@@ -24,9 +24,8 @@ def test_release_reloads_by_name_with_identical_hierarchies(con):
         "seen": [dt.date(2000, 1, 1) + dt.timedelta(days=int(d)) for d in i % 300]}))
     rows = [["fr", "Europe", "*"], ["gr", "Europe", "*"], ["cn", "Asia", "*"], ["jp", "Asia", "*"]]
     # The table declares no key: key="id" makes the release a live view with a row map.
-    release = sqlanon.anonymize(
-        con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows}, view="pv", key="id"
-    )
+    release = sqlanon.anonymize(con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows},
+                                output=sqlanon.Output(view="pv", key="id"))
     m = manifest.read(con, "pv")
     assert (m.view, m.rules, m.rowmap, m.hierarchies_table) == ("pv", "pv_rules", "pv_rowmap", "pv_hierarchies")
     assert m.qid == ("age", "nat", "seen") and m.k == 12 and m.source == "p" and not m.materialized

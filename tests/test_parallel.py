@@ -52,8 +52,8 @@ def _rules(path, threads: int, **kw) -> list[tuple]:
     con = duckdb.connect(str(path))
     try:
         con.execute(f"SET threads = {threads}")
-        release = sqlanon.anonymize(con, "wide", qid=["salary", "loan", "age", "car"], k=25, view="out",
-                                    replace=True, **kw)
+        release = sqlanon.anonymize(con, "wide", qid=["salary", "loan", "age", "car"], k=25,
+                                    output=sqlanon.Output(view="out", replace=True), **kw)
         return con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall()
     finally:
         con.close()

@@ -102,17 +102,18 @@ def test_selection_mondrian_equals_the_oracle(case, memory_rows):
     load(con, df)
     target = {"criterion": inner} if not isinstance(inner, sqlanon.Median) else {}
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, selections=predicates,
-                                memory_rows=memory_rows, **target)
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)), **target)
     impurity, weak = selection_oracle(df, members, inner)
     assert partition_of(con, release.view) == reference_mondrian(df, qid, k, hierarchies, impurity=impurity, weak=weak)
     assert release.selections == tuple(predicates)
 
 
 def test_explicit_criterion_equals_the_keyword(people):
-    via_keyword = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, selections=["age > 40"],
-                                    target="label", view="a")
-    explicit = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, view="b",
-                                 criterion=sqlanon.Selections(["age > 40"], then=sqlanon.InfoGain("label")))
+    via_keyword = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, selections=["age > 40"], target="label",
+                                    output=sqlanon.Output(view="a"))
+    explicit = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5,
+                                 algorithm=sqlanon.Mondrian(sqlanon.Selections(["age > 40"], then=sqlanon.InfoGain("label"))),
+                                 output=sqlanon.Output(view="b"))
     assert partition_of(people, via_keyword.view) == partition_of(people, explicit.view)
     m = sqlanon.publish.manifest.read(people, "b")
     assert m.selections == ("age > 40",)
@@ -185,7 +186,7 @@ def test_selection_mondrian_beats_median_on_c2(agrawal, k):
     c2 = " OR ".join(f"({b})" for b in C2_BOXES)
 
     def imprecision(qid, **kw) -> int:
-        release = sqlanon.anonymize(con, "agrawal", qid=qid, k=k, view="v", replace=True, **kw)
+        release = sqlanon.anonymize(con, "agrawal", qid=qid, k=k, output=sqlanon.Output(view="v", replace=True), **kw)
         return sqlanon.imprecision(con, release, c2).total
 
     selection = imprecision(qis, selections=C2_BOXES)
@@ -203,7 +204,7 @@ def test_release_reports_its_imprecision(people):
     assert sqlanon.metrics(people, release).imprecision == {p.text: p.imprecision for p in measured.predicates}
     assert sqlanon.metrics(people, release.view, selections=["age < 30"]).imprecision == {
         "age < 30": sqlanon.imprecision(people, release, "age < 30").total}
-    plain = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, view="plain")
+    plain = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, output=sqlanon.Output(view="plain"))
     assert sqlanon.metrics(people, plain).imprecision == {}
     with pytest.raises(sqlanon.InputError, match="no selections"):
         plain.imprecision()

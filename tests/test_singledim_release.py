@@ -103,12 +103,13 @@ def test_random_releases(seed: int, rows: int, labelled: bool, shape: str, k: in
         qids = [(["num"], k + 5), (["txt", "day"], k), (["num", "cat"], 2)]
         request = {"qids": qids}
     heard: list[sqlanon.Progress] = []
-    release = sqlanon.anonymize(con, "t", recoding="single", hierarchies={"cat": TREE}, progress=heard.append,
-                                target="y" if labelled else None, max_steps=steps, **request)
-    assert [p.level for p in heard] == list(range(1, release.refinements + 1))
+    release = sqlanon.anonymize(con, "t", hierarchies={"cat": TREE}, progress=heard.append,
+                                target="y" if labelled else None, algorithm=sqlanon.TopDown(max_steps=steps),
+                                **request)
+    assert [p.level for p in heard] == list(range(1, release.outcome.refinements + 1))
     if steps is not None:
-        assert release.refinements <= steps
-        assert any("budget" in n for n in release.notes) == (release.refinements == steps)
+        assert release.outcome.refinements <= steps
+        assert any("budget" in n for n in release.notes) == (release.outcome.refinements == steps)
     check_single(con, release, data, qids)
 
 
@@ -118,10 +119,11 @@ def test_several_qids_distort_less_than_their_union():
     con = duckdb.connect()
     data = _random_table(7, 400)
     _load(con, data)
-    union = sqlanon.anonymize(con, "t", qid=["num", "cat", "txt", "day"], k=10, target="y", recoding="single",
-                              hierarchies={"cat": TREE}, view="u")
-    split = sqlanon.anonymize(con, "t", qids=[(["num", "cat"], 10), (["txt", "day"], 10)], target="y",
-                              recoding="single", hierarchies={"cat": TREE}, view="s")
+    union = sqlanon.anonymize(con, "t", qid=["num", "cat", "txt", "day"], k=10, target="y",
+                              hierarchies={"cat": TREE}, algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="u"))
+    split = sqlanon.anonymize(con, "t", target="y", hierarchies={"cat": TREE},
+                              privacy=[sqlanon.KAnonymity(10, qid=["num", "cat"]), sqlanon.KAnonymity(10, qid=["txt", "day"])],
+                              algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="s"))
     assert split.partitions > union.partitions
     check_single(con, split, data, [(["num", "cat"], 10), (["txt", "day"], 10)])
     with pytest.raises(RecodingError, match="several QIDs"):  # apply's enforce knows one k
@@ -135,10 +137,11 @@ def test_several_qids_distort_less_than_their_union():
 def test_adult(adult):
     con, hierarchies = adult
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
-    release = sqlanon.anonymize(con, "adult", qid=qid, k=50, target="salary-class", recoding="single",
-                                hierarchies={q: hierarchies[q] for q in qid if q != "age"})
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=50, target="salary-class",
+                                hierarchies={q: hierarchies[q] for q in qid if q != "age"},
+                                algorithm=sqlanon.TopDown())
     assert release.verification.ok and release.k_achieved >= 50
-    assert release.refinements >= 5  # the brute-force oracle finds the same five on these data
+    assert release.outcome.refinements >= 5  # the brute-force oracle finds the same five on these data
     # single-dimensional: every age value lies in exactly one published interval
     ages = con.execute(f'SELECT DISTINCT age_min, age_max FROM "{release.view}" ORDER BY 1').fetchall()
     assert all(ages[i][1] < ages[i + 1][0] for i in range(len(ages) - 1))
@@ -146,9 +149,9 @@ def test_adult(adult):
     doc = json.loads(report)
     assert doc["verification"]["holds"] and doc["verification"]["qids"][0]["k"] == 50
     assert "QID age, sex, race" in sqlanon.report(con, release.view, format="markdown")
-    gain = sqlanon.anonymize(con, "adult", qid=qid, k=50, criterion=sqlanon.InfoGain("salary-class"),
-                             recoding="single", hierarchies={q: hierarchies[q] for q in qid if q != "age"},
-                             view="adult_gain")
+    gain = sqlanon.anonymize(con, "adult", qid=qid, k=50, hierarchies={q: hierarchies[q] for q in qid if q != "age"},
+                             algorithm=sqlanon.TopDown(sqlanon.InfoGain("salary-class")),
+                             output=sqlanon.Output(view="adult_gain"))
     assert gain.verification.ok and gain.k_achieved >= 50
 
 
@@ -204,7 +207,7 @@ def test_errors_before_any_work():
             sqlanon.anonymize(con, "t", **kwargs)
     con.execute("UPDATE t SET txt = NULL WHERE id = 0")
     with pytest.raises(RecodingError, match="NULLs and no hierarchy"):
-        sqlanon.anonymize(con, "t", qid=["txt"], k=3, recoding="single")
+        sqlanon.anonymize(con, "t", qid=["txt"], k=3, algorithm=sqlanon.TopDown())
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == before
 
 
@@ -229,7 +232,9 @@ def test_live_view_keeps_every_qid():
     _load(con, data)
     con.execute("ALTER TABLE t ADD PRIMARY KEY (id)")
     qids = [(["num", "cat"], 10), (["txt", "day"], 20)]
-    release = sqlanon.anonymize(con, "t", qids=qids, target="y", recoding="single", hierarchies={"cat": TREE})
+    release = sqlanon.anonymize(con, "t", target="y", hierarchies={"cat": TREE},
+                                privacy=[sqlanon.KAnonymity(qk, qid=qc) for qc, qk in qids],
+                                algorithm=sqlanon.TopDown())
     assert not release.materialized
     check_single(con, release, data, qids)
     # shrink the smallest group of the first QID below 10

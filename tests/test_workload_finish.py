@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
-from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
+from sqlanon.model.partition import Boxes
+from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.model.constraints import XLOGX_ROWS, EntropyLDiversity, KAnonymity, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
 from sqlanon.model.domain import Domain
@@ -436,10 +437,10 @@ def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatc
     con.register("frame", frame)
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
     monkeypatch.setattr(workload_finish, "finish", refuse)
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", sensitive="s", l=2, target="label")
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target=["x", "c"], replace=True)  # float and integer
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, sensitive="s", l=2, target="label", output=sqlanon.Output(key="id"))
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))  # float and integer
     with pytest.raises(AssertionError, match="outside its scope"):
-        sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target="label", replace=True)
+        sqlanon.anonymize(con, "t", qid=["a"], k=5, target="label", output=sqlanon.Output(replace=True, key="id"))
 
 
 # -- through the whole release ----------------------------------------------------------------
@@ -483,7 +484,9 @@ def release(frame: pd.DataFrame, target: list[str], k: int, memory_rows: int, fa
         con.register("frame", frame)
         con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
         qid = [c for c in frame.columns if c.startswith("q")]
-        out = sqlanon.anonymize(con, "t", qid=qid, k=k, memory_rows=memory_rows, key="id", target=target)
+        out = sqlanon.anonymize(con, "t", qid=qid, k=k, target=target,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                output=sqlanon.Output(key="id"))
         assert out.verification.ok
         return (con.execute(f'SELECT * FROM "{out.rules}" ORDER BY ALL').fetchall(),
                 con.execute(f'SELECT * FROM "{out.view}" ORDER BY id').fetchall())
@@ -521,8 +524,9 @@ def test_spark_executors_publish_the_general_paths_rules(spark):
         for con, fast in ((duck, False), (spark, True)):
             builder._WORKLOAD_FINISH = fast
             load(con, "t", frame)
-            out.append(sqlanon.anonymize(con, "t", qid=["a", "b"], k=7, memory_rows=150, key="id", view="t_anon",
-                                         replace=True, target=["label", "amount"]))
+            out.append(sqlanon.anonymize(con, "t", qid=["a", "b"], k=7, target=["label", "amount"],
+                                         algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=150)),
+                                         output=sqlanon.Output(view="t_anon", replace=True, key="id")))
         assert rules(duck, out[0]) == rules(spark, out[1])
         assert table_of(duck, "t_anon") == table_of(spark, "t_anon")
     finally:

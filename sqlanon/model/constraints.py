@@ -63,11 +63,20 @@ class Constraint(Protocol):
 
 @dataclass(frozen=True)
 class KAnonymity:
-    """k-anonymity (Samarati & Sweeney): every equivalence class holds at least ``k`` rows."""
+    """k-anonymity (Samarati & Sweeney): every equivalence class holds at least ``k`` rows.
+
+    ``qid``: the quasi-identifier this k is for, when a request has several (TKDE 2007,
+    Definition 1: every group of rows equal on the QID holds at least ``k``; top-down refinement
+    enforces each); None: the request's QIs."""
 
     k: int
+    qid: tuple[str, ...] | None = None
     class_columns = ()
     numeric_columns = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.qid, list):
+            object.__setattr__(self, "qid", tuple(self.qid))
 
     @property
     def min_size(self) -> int:
@@ -77,7 +86,7 @@ class KAnonymity:
         return (stats.n >= self.k) | (stats.n == 0)
 
     def describe(self) -> str:
-        return f"k-anonymity(k={self.k})"
+        return f"k-anonymity(k={self.k})" if self.qid is None else f"k-anonymity(k={self.k}, qid={list(self.qid)})"
 
 
 class _OnSensitiveValues:
@@ -323,7 +332,9 @@ def to_record(c: Constraint) -> dict[str, object]:
     if isinstance(c, TCloseness):
         rows = c.hierarchy.to_rows() if isinstance(c.hierarchy, Hierarchy) else c.hierarchy
         return {"type": "TCloseness", "sensitive": c.sensitive, "t": c.t, "distance": c.distance, "hierarchy": rows}
-    return {"type": type(c).__name__, **dataclasses.asdict(c)}  # type: ignore[call-overload]
+    given = {f.name: getattr(c, f.name) for f in dataclasses.fields(c)  # type: ignore[arg-type]
+             if not (f.default is None and getattr(c, f.name) is None)}  # KAnonymity's qid only when given
+    return {"type": type(c).__name__, **{k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}}
 
 
 def from_record(record: dict[str, object]) -> Constraint:

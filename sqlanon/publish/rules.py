@@ -34,7 +34,7 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..model.domain import Domain
 from ..engine.base import Engine
-from ..mondrian.builder import Boxes, Regions
+from ..model.partition import Boxes, Regions
 from ..request.spec import Spec
 from .bounds import empty_marker, region_bounds
 from .view import LiveView, live_view, rowmap_key, snapshot_view

@@ -38,7 +38,8 @@ from ..model.criteria import InfoGain, Median, Regression, Score, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
 from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_number, check_qid
-from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
+from .output import Output
+from .single import Single, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
 from .published import interval_columns, published_modes, with_bounds
 
@@ -134,8 +135,15 @@ class Spec:
     workload: Workload
     key: RowIdentity | None = None  # None: published as a view of a snapshot
     single: Single | None = None  # a single-dimensional recoding (TDR); None: Mondrian
-    suppression: float = 0.0  # Mondrian: the fraction of rows that may be suppressed
-    at_root_before: Mapping[str, float] | None = None  # ... and the root shares without it (manifest)
+    suppression: float = 0.0  # the fraction of rows that may be suppressed
+    at_root_before: Mapping[str, float] | None = None  # Mondrian's root shares without it (manifest)
+
+    @property
+    def suppression_limit(self) -> int:
+        """The most rows the release may suppress: ``floor(suppression * rows)`` (0 when the
+        request allows none). Mondrian spends it as the root's local budget, the genetic and
+        lattice searches as a limit (:mod:`sqlanon.publish.suppression`)."""
+        return int(self.suppression * self.source.rows + 1e-9)
 
     @property
     def hashed(self) -> bool:
@@ -185,58 +193,46 @@ def resolve(
     qid: Sequence[str] | None,
     k: int | None,
     *,
+    algorithm: Any,
+    privacy: Sequence[Any] = (),
     hierarchies: Mapping[str, Any] | None = None,
-    view: str | None = None,
-    replace: bool = False,
-    memory_rows: int | None = None,
+    output: Output | None = None,
     sensitive: str | Sequence[str] | None = None,
     l: float | None = None,
-    constraints: Sequence[Any] = (),
     target: str | Sequence[str] | None = None,
-    criterion: Any = None,
     selections: str | Sequence[str] | None = None,
-    key: str | Sequence[str] | None = None,
-    class_column: str | None = None,
-    recoding: str = "multi",
-    qids: Sequence[tuple[Sequence[str], int]] | None = None,
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
     published: Any = None,
-    search: str | None = None,
-    metric: str | None = None,
     suppression: float | None = None,
-    seed: int | None = None,
-    budget: float | None = None,
-    iterations: int | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
+
+    ``algorithm``: the :class:`~sqlanon.request.algorithm.Algorithm`, already checked against
+    the rest of the request (:func:`~sqlanon.request.algorithm.check_fit`); it is asked for its
+    criterion, its memory budget and whether it recodes single-dimensionally.
 
     Raises:
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
-    single = check_recoding(recoding) == "single"
-    # seed= also seeds Rothko-S's sample (strategy="sample"), so the multidimensional recoding takes it too
-    searching = {"search": search, "metric": metric, "suppression": suppression, "budget": budget,
-                 "iterations": iterations}
+    output = output if output is not None else Output()
+    single = algorithm.single_dimensional
+    qid, k, pairs, privacy = requirement(qid, k, privacy)
     fraction = 0.0
-    if not single and suppression is not None:  # Mondrian's suppression limit (sqlanon.mondrian.split)
+    if suppression is not None:
         fraction = check_number("suppression", suppression, 0.0)
         if fraction >= 1.0:
             raise InputError(f"suppression is the fraction of rows that may be suppressed, in [0, 1); got "
                              f"{suppression!r}")
-        searching = {**searching, "suppression": None}
-    if not single and any(v is not None for v in searching.values()):
-        raise RecodingError(f"{[f'{o}=' for o, v in searching.items() if v is not None]} need recoding='single' "
-                            f"(the single-dimensional searches)")
-    if not single and (qids is not None or max_steps is not None or max_seconds is not None):
-        raise RecodingError("qids=, max_steps= and max_seconds= need recoding='single' (top-down refinement); "
-                            "the multidimensional recoding takes one qid= with its k=")
-    pairs: tuple[tuple[tuple[str, ...], int], ...] = ()
-    if single:
-        qid, k, pairs = requirement(qid, k, qids)
+    memory_rows = algorithm.memory_rows
+    replace = output.replace
     qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
     k = check_int("k", k, minimum=1)
-    replace = check_bool("replace", replace)
+    pairs = pairs or ((tuple(qid), k),)
+    extra = [c.k for c in privacy if isinstance(c, KAnonymity)]
+    if single and extra:  # a single-dimensional search enforces k through its QIDs: the largest k counts
+        k = max(k, *extra)
+        pairs = tuple((c, max(kk, k)) if set(c) == set(qid) else (c, kk) for c, kk in pairs)
+        pairs += ((tuple(qid), k),) if all(set(c) != set(qid) for c, _ in pairs) else ()
+        privacy = tuple(c for c in privacy if not isinstance(c, KAnonymity))
     objects = _catalog(engine)
     source = _find_source(engine, objects, table)
     qid = _check_qid(qid, source)
@@ -288,24 +284,26 @@ def resolve(
     qis = with_bounds(engine, source.ref, qis, modes, given, lambda table: table_rows(engine, table))
     _check_finite(engine, source, qis)
     plan = None
+    criterion = algorithm.criterion
     if single:  # (every QID's columns are in the union qid, checked above)
-        plan, criterion = resolve_single(
-            pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
-            sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
-            max_seconds=max_seconds, hierarchical=tuple(hierarchies), seed=seed, **searching)
+        if algorithm.needs_hierarchies and (suppressed or set(qid) - set(hierarchies)):
+            missing = [q for q in qid if q not in hierarchies]
+            raise RecodingError(f"{algorithm.describe()} generalizes every QI to a level of its hierarchy: give one "
+                                f"for {missing} (hierarchies={{...}})")
+        plan, criterion = resolve_single(pairs, source.rows, types, qid, suppressed, nulls, target=target,
+                                         criterion=criterion)
+        algorithm.check_target(plan.target)
         target = None
-    elif isinstance(criterion, Score):
-        raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
-        constraints=constraints, target=target, criterion=criterion, selections=selections,
+        constraints=privacy, target=target, criterion=criterion, selections=selections,
         qis=qis,
     )
-    identity = _row_identity(engine, source, key)
+    identity = _row_identity(engine, source, output.key)
     if source.temporary and not engine.views_read_temporary:
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
-    outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
-                       given)
+    outputs = _outputs(engine, objects, source, tuple(qis), output.view, replace, identity is None,
+                       output.class_column, given)
     if sized and not _depth_first(workload, qis, fraction):
         # on partitions of millions of rows the SQL levels (DuckDB's parallel GROUP BYs) are
         # faster than the level-by-level numpy finish (measured at 10M rows: InfoGain 48 s all in

@@ -116,7 +116,7 @@ def resolve_workload(
                          "by default; pass constraints=[...] for the other variants)")
     for s in sensitive_list:
         chosen.append(EntropyLDiversity(s, _number("l", l, minimum=1.0)))
-    chosen += check_constraints(constraints)
+    chosen += check_constraints(constraints, "privacy")
     if criterion is not None and target_list:
         raise InputError("give either target= or criterion=, not both")
     if criterion is None:
@@ -169,9 +169,10 @@ def _number(label: str, value: Any, minimum: float) -> float:
     return check_number(label, value, minimum)
 
 
-def check_constraints(constraints: Any) -> list[Constraint]:
-    """``constraints=`` as a list of checked constraint objects, or an :class:`InputError` naming
-    the accepted types (for :func:`sqlanon.anonymize` and :func:`sqlanon.verify` alike).
+def check_constraints(constraints: Any, label: str = "constraints") -> list[Constraint]:
+    """``constraints`` (the keyword ``label``: ``privacy=`` of :func:`sqlanon.anonymize`,
+    ``constraints=`` of :func:`sqlanon.verify`) as a list of checked constraint objects, or an
+    :class:`InputError` naming the accepted types.
 
     None means none; a single constraint object is taken as a list of one. Numpy numbers in a
     constraint (``DistinctLDiversity("d", np.int64(3))``) become Python numbers, as the
@@ -183,12 +184,12 @@ def check_constraints(constraints: Any) -> list[Constraint]:
         constraints = [constraints]
     accepted = ", ".join(t.__name__ for t in CONSTRAINT_TYPES)
     if isinstance(constraints, (str, bytes, Mapping)) or not isinstance(constraints, Iterable):
-        raise InputError(f"constraints= takes a list of sqlanon constraint objects ({accepted}), got "
+        raise InputError(f"{label}= takes a list of sqlanon constraint objects ({accepted}), got "
                          f"{type(constraints).__name__} {constraints!r}")
     out = []
     for c in constraints:
         if not isinstance(c, CONSTRAINT_TYPES):
-            raise InputError(f"constraints= takes sqlanon constraint objects ({accepted}), got "
+            raise InputError(f"{label}= takes sqlanon constraint objects ({accepted}), got "
                              f"{type(c).__name__} {c!r}")
         out.append(_check_constraint(c))
     return out
