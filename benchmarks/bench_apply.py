@@ -32,6 +32,7 @@ Results are printed as JSON lines (a machine line, one line per (k, N)) and as a
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import sys
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> None:
             view = f"train_k{k}"
             print(f"# anonymizing {args.train_rows:,} rows, k={k} ...", file=sys.stderr, flush=True)
             start = time.perf_counter()
-            release = sqlanon.anonymize(con, TRAIN, qid=QI_COLUMNS, k=k, view=view, replace=True)
+            release = sqlanon.anonymize(con, TRAIN, qid=QI_COLUMNS, k=k,
+                                        output=sqlanon.Output(view=view, replace=True))
             anonymize_s = time.perf_counter() - start
             check = apply(con, release, TRAIN, view=f"{view}_again", replace=True)
             identical = same_as_view(con, view, check.view)

@@ -25,6 +25,7 @@ printed as JSON lines (one per N, after a machine line) and as a table at the en
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import importlib.metadata
 import json
@@ -60,9 +61,8 @@ def child_sqlanon(db: str, k: int, memory_rows: int | None, memory_limit: str | 
     if memory_limit:  # DuckDB's own buffer limit: beyond it temp tables spill to disk
         con.execute("SET memory_limit = $limit", {"limit": memory_limit})
     start = time.perf_counter()
-    release = sqlanon.anonymize(
-        con, TABLE, qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True, **extra
-    )
+    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k,
+                                output=sqlanon.Output(view="agrawal_anon", replace=True), **extra)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     con.close()  # may checkpoint what the release persisted: reported, not counted

@@ -31,6 +31,7 @@ per configuration, then a table.
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import os
@@ -158,8 +159,8 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
     extra = {} if memory_rows is None else {"memory_rows": memory_rows}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, view=VIEW, replace=True,
-                                progress=progress, **extra, **CRITERIA[criterion])  # fmt: skip
+    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
+                                output=sqlanon.Output(view=VIEW, replace=True), **extra, **CRITERIA[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
     rules = rules_rows(engine, release.rules)

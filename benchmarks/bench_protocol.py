@@ -57,6 +57,7 @@ average, so the comparison table shows ``LM / |QI|`` (= GCP) next to them.
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import os
@@ -263,7 +264,7 @@ def run_release(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold, k: int, 
 
     start = time.perf_counter()
     release = sqlanon.anonymize(con, fold.train, list(task.qid), k, hierarchies=dict(task.hierarchies),
-                                view=view, replace=True, **request)
+                                output=sqlanon.Output(view=view, replace=True), **request)
     times["anonymize"] = time.perf_counter() - start
 
     start = time.perf_counter()

@@ -15,6 +15,7 @@ the training table's overall age range instead (what ``apply`` published before 
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import sys
 import time
@@ -38,8 +39,8 @@ def run(con, k: int, published: str, hierarchies: dict) -> dict:
     if published == "hierarchy":
         chosen["age"] = hierarchies["age"]
     started = time.perf_counter()
-    release = sqlanon.anonymize(con, "train", qid=QID, k=k, hierarchies=chosen, target=TARGET, view="tr",
-                                replace=True, published={"age": published})
+    release = sqlanon.anonymize(con, "train", qid=QID, k=k, hierarchies=chosen, target=TARGET,
+                                published={"age": published}, output=sqlanon.Output(view="tr", replace=True))
     elapsed = time.perf_counter() - started
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sqlanon.PrivacyWarning)

@@ -24,6 +24,7 @@ seconds per step. JSON lines (a machine line, a read line per N, one per run), t
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import os
@@ -55,9 +56,9 @@ def child(db: str, strategy: str, k: int, memory_rows: int, sample_rows: int | N
         con.execute("SET memory_limit = $limit", {"limit": memory_limit})
     extra: dict[str, Any] = {"target": LABEL} if criterion == "infogain" else {}
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k, view=f"agrawal_anon_{strategy}", replace=True,
-                                memory_rows=memory_rows, strategy=strategy, sample_rows=sample_rows,
-                                confidence=confidence, **extra)
+    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k,
+                                algorithm=sqlanon.Mondrian(strategy=(sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                output=sqlanon.Output(view=f"agrawal_anon_{strategy}", replace=True), **extra)
     seconds = time.perf_counter() - start
     con.close()
     return {"s": seconds, "classes": release.partitions, "k_achieved": release.k_achieved,

@@ -23,6 +23,7 @@ the lattice's rolling up in numpy against SQL ``GROUP BY``.
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import os
@@ -116,8 +117,9 @@ def lattice9() -> None:
         found = Lattice(keys, counts, hierarchies).search(metric, 5, int(0.04 * 30162))
         search = time.perf_counter() - start
         start = time.perf_counter()
-        release = sqlanon.anonymize(con, "adult", qid=qid, k=5, hierarchies=h, recoding="single", search="optimal",
-                                    metric=metric, suppression=0.04, view=f"adult_{metric.lower()}", replace=True)
+        release = sqlanon.anonymize(con, "adult", qid=qid, k=5, hierarchies=h, suppression=0.04,
+                                    algorithm=sqlanon.Optimal(metric=metric),
+                                    output=sqlanon.Output(view=f"adult_{metric.lower()}", replace=True))
         total = time.perf_counter() - start
         print(json.dumps({"metric": metric, "levels": list(found.best.levels), "value": found.best.value,
                           "suppressed": found.best.suppressed, "checked": found.checked, "pruned": found.pruned,

@@ -63,6 +63,7 @@ baseline), also with the finish's batches placed as Spark's ``groupBy(b)`` place
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import math
@@ -437,9 +438,9 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     sqlanon.api.Laps = Laps  # type: ignore[misc]
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, view=VIEW, replace=True, key=KEY,
-                                progress=progress, **({} if memory_rows is None else {"memory_rows": memory_rows}),
-                                **CRITERIA[criterion])  # fmt: skip
+    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
+                                output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
+                                **{} if memory_rows is None else {"memory_rows": memory_rows}, **CRITERIA[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
     rules = rules_rows(engine, release.rules)

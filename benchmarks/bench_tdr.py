@@ -21,6 +21,7 @@ Each scalability run is a child process (``benchmarks/machine.py``), printing JS
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import os
@@ -100,8 +101,8 @@ def blown_up_adult(path: Path, rows: int, seed: int = 0) -> None:
 def child(db: str, table: str, qid: list[str], k: int, target: str, hierarchies: dict[str, str]) -> dict[str, Any]:
     con = duckdb.connect(db)
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, table, qid=qid, k=k, target=target, recoding="single",
-                                hierarchies=hierarchies, view=f"{table}_tdr", replace=True)
+    release = sqlanon.anonymize(con, table, qid=qid, k=k, target=target, hierarchies=hierarchies,
+                                algorithm=sqlanon.TopDown(), output=sqlanon.Output(view=f"{table}_tdr", replace=True))
     wall = time.perf_counter() - start
     return {"table": table, "rows": release.rows, "k": k, "qis": len(qid), "seconds": round(wall, 2),
             "steps": {s: round(t, 2) for s, t in release.timings.items()}, "refinements": release.refinements,

@@ -20,6 +20,7 @@ suppresses the classes that no longer qualify. In one run, on an in-memory DuckD
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import json
 import sys
@@ -66,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     qid = [q for q in QI_COLUMNS if q != "elevel"]
     rows = []
     for label, extra in (("k", {}), ("k + entropy l=2", {"sensitive": "elevel", "l": 2})):
-        release = sqlanon.anonymize(con, "agrawal", qid, args.k, view="live", replace=True, **extra)
-        snapshot = sqlanon.anonymize(con, "keyless", qid, args.k, view="snapshot", replace=True, **extra)
+        release = sqlanon.anonymize(con, "agrawal", qid, args.k, output=sqlanon.Output(view="live", replace=True),
+                                    **extra)
+        snapshot = sqlanon.anonymize(con, "keyless", qid, args.k,
+                                     output=sqlanon.Output(view="snapshot", replace=True), **extra)
         assert snapshot.materialized and not release.materialized
         con.execute("CREATE OR REPLACE TABLE frozen AS SELECT * FROM live")
         for query, sql in (("full read", "SELECT count(*), sum(hash(r)) FROM {r} AS r"),

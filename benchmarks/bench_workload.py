@@ -30,6 +30,7 @@ target).
 
 from __future__ import annotations
 
+import sqlanon
 import argparse
 import hashlib
 import json
@@ -92,7 +93,7 @@ def child(db: str, run: str, k: int, memory_limit: str | None) -> dict[str, Any]
         con.execute(f"CREATE TEMP TABLE {table} AS SELECT *, CASE WHEN hash(rowid * 7919 + 1) % 2 = 0 "
                     f"THEN 'a' ELSE 'b' END AS noise FROM {TABLE}")
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, table, qid=qid, k=k, view="bench_anon", replace=True, **kw)
+    release = sqlanon.anonymize(con, table, qid=qid, k=k, output=sqlanon.Output(view="bench_anon", replace=True), **kw)
     seconds = time.perf_counter() - start
     entropy = con.execute(
         "WITH c AS (SELECT eq_class, c2, count(*) AS n FROM bench_anon GROUP BY ALL), "

@@ -229,7 +229,12 @@ def check_removed(caller: str, given: Mapping[str, Any]) -> None:
 def request_of(c: config.ReleaseConfig) -> Request:
     """The :class:`~sqlanon.Request` of a release file (or of the command line's flags)."""
     criterion = config.criterion_object(c.criterion, c.target)
-    algorithm = algorithm_of(dict(c.algorithm), criterion)
+    try:
+        algorithm = algorithm_of(dict(c.algorithm), criterion)
+    except InputError as e:  # in the file's words: where the argument was
+        if c.path is None:
+            raise
+        raise config.ConfigError(f"{c.path}: algorithm: {e}") from None
     entropy = (c.diversity or "entropy") == "entropy"
     shortcut = entropy and (bool(c.sensitive) or c.l is not None)
     models = [m for m in c.constraints if not (shortcut and type(m).__name__ == "EntropyLDiversity")]

@@ -733,8 +733,11 @@ def _drop_new_objects(con: Any, before: set[tuple[str, str, str, str]]) -> None:
 
 
 def _release_document(release: Release) -> dict[str, Any]:
-    """The Release as a JSON-ready dict."""
-    return dataclasses.asdict(release)
+    """The Release as a JSON-ready dict (the algorithm with its name)."""
+    document = dataclasses.asdict(release)
+    if release.algorithm is not None:
+        document["algorithm"] = {"name": release.algorithm.name, **document["algorithm"]}
+    return document
 
 
 def _request(args: argparse.Namespace) -> ReleaseConfig:

@@ -28,7 +28,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import describe, objects, temp_objects
+from conftest import describe, objects, temp_objects, request_options
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +88,7 @@ def _release(con, n: int, seed: int, k: int, **kwargs) -> sqlanon.Release:
     rng = np.random.default_rng(seed)
     nulls = {c: bool(rng.random() < 0.5) for c in QID}
     _load(con, "t", _frame(rng, n, nulls))
-    return sqlanon.anonymize(con, "t", qid=QID, k=min(k, n), hierarchies={"j": J}, **kwargs)
+    return sqlanon.anonymize(con, "t", qid=QID, k=min(k, n), hierarchies={"j": J}, **request_options(**kwargs))
 
 
 # -- the oracle ---------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_r
     con.execute("CREATE TABLE people AS SELECT * FROM frame")
     con.execute("CHECKPOINT")
     other = con.cursor()
-    real = sqlanon.api.build_domains
+    real = sqlanon.pipeline.build_domains
 
     def meanwhile(engine, spec, source):  # inside the run's transaction, before the working table
         domains = real(engine, spec, source)
@@ -118,7 +118,7 @@ def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_r
             assert "other write transactions" in str(e)
         return domains
 
-    monkeypatch.setattr(sqlanon.api, "build_domains", meanwhile)
+    monkeypatch.setattr(sqlanon.pipeline, "build_domains", meanwhile)
     release = sqlanon.anonymize(con, "people", ["a", "b"], k=10,
                                 algorithm=sqlanon.Mondrian(strategy=(sqlanon.Sample(memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
                                 output=sqlanon.Output(view="pub"))

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from tests.conftest import load_frame
@@ -105,8 +106,8 @@ def test_duckdb_and_postgres_publish_identical_rules(pg_con, table, k, memory_ro
             load_frame(con, "t", frame, primary_key="id")
             try:
                 releases.append(sqlanon.anonymize(con, "t", qid=["a", "cat"], k=k, hierarchies={"cat": HIERARCHY},
-                                                  algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
-                                                  output=sqlanon.Output(view="t_anon", replace=True), **extra))
+                                                  **request_options(memory_rows=memory_rows, view="t_anon",
+                                                                    replace=True, **extra)))
             except sqlanon.InputError as e:
                 releases.append(type(e).__name__)
         if isinstance(releases[0], str):
@@ -133,8 +134,7 @@ def test_adult_identical_rules_on_both_engines(pg_con, extra, memory_rows):
             h = datasets.load_adult(con, "adult")
             out.append((con, sqlanon.anonymize(con, "adult", qid=qid, k=25,
                                                hierarchies={q: h[q] for q in qid if q != "age"},
-                                               algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
-                                               **extra)))
+                                               **request_options(memory_rows=memory_rows, **extra))))
         assert _rules(*out[0]) == _rules(*out[1])
         assert sqlanon.verify(pg_con, out[1][1].view, qid=qid, k=25).ok
     finally:
@@ -332,7 +332,7 @@ def test_duckdb_renders_every_statement_of_a_run_alike_twice(monkeypatch):
             {"strategy": "sample", "sample_rows": 400, "memory_rows": 400}, {"selections": ["age > 40 AND sex = 'M'"]},
             {"recoding": "single"}]
     for i, kw in enumerate(runs):
-        sqlanon.anonymize(con, "t", qid=["age", "zip", "day", "sex"], k=10, output=sqlanon.Output(view=f"v{i}"), **kw)
+        sqlanon.anonymize(con, "t", qid=["age", "zip", "day", "sex"], k=10, **request_options(view=f"v{i}", **kw))
         sqlanon.anonymize(con, "tk", qid=["age", "zip", "sex"], k=10, output=sqlanon.Output(view=f"w{i}"),
                           **{"sensitive": "dis", "l": 2} if i == 1 else {})
     assert not changed, changed[:3]

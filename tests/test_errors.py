@@ -18,7 +18,7 @@ import pytest
 from conftest import here, frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
-import sqlanon.api
+import sqlanon.pipeline
 import sqlanon.publish.pipeline
 import sqlanon.publish.manifest
 import sqlanon.mondrian.builder
@@ -739,7 +739,7 @@ def _raise(*args, **kwargs):
 
 # (module, attribute, replacement factory, memory_rows): each crashes at a different step
 CRASHES = {
-    "encode": (sqlanon.api, "encode", lambda real: _raise, None),
+    "encode": (sqlanon.pipeline, "encode", lambda real: _raise, None),
     "run_sql": (sqlanon.mondrian.builder, "repartition", lambda real: _raise, 0),
     "run_memory": (sqlanon.mondrian.builder.Partitioner, "run_memory", lambda real: _raise, None),
     "create_rules": (sqlanon.publish.pipeline, "create_rules", _raise_after, None),
@@ -942,7 +942,7 @@ def test_database_error_inside_a_caller_transaction_rolls_back_to_the_call(con, 
     begin(con)
     run(con, "CREATE TABLE mine AS SELECT 42 AS answer")
     before = objects(con)
-    module = sqlanon.api if step == "encode" else sqlanon.publish.pipeline
+    module = sqlanon.pipeline if step == "encode" else sqlanon.publish.pipeline
     monkeypatch.setattr(module, step, _sql_error_after(getattr(module, step)))
     with pytest.raises(EngineError, match="__sqlanon_test_no_such_table"):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 
 SEX = {"*": ["F", "M"]}
 
@@ -41,14 +42,14 @@ def test_frame_equals_anonymize_on_a_duckdb_table(seed, n, nulls, options):
     frame = make(seed, n, nulls)
     qid = ["age", "zip", "sex"]
     k = 4
-    out, release = sqlanon.anonymize_frame(frame, qid=qid, k=k, hierarchies={"sex": SEX}, **options)
+    out, release = sqlanon.anonymize_frame(frame, qid=qid, k=k, hierarchies={"sex": SEX}, **request_options(**options))
     # the same data as a DuckDB table, anonymized directly
     con = duckdb.connect()
     table = frame.reset_index(drop=True).assign(pos=np.arange(n))
     con.register("src", table)
     con.execute("CREATE TABLE people AS SELECT * FROM src")
     direct = sqlanon.anonymize(con, "people", qid=qid, k=k, hierarchies={"sex": SEX},
-                               output=sqlanon.Output(key="pos"), **options)
+                               output=sqlanon.Output(key="pos"), **request_options(**options))
     want = con.execute(f"SELECT age_min, age_max, zip_min, zip_max, sex, eq_class FROM {direct.view} ORDER BY pos").df()
     assert list(out.columns) == ["note", "age_min", "age_max", "zip_min", "zip_max", "sex", "income", "when", "eq_class"]
     got = out[list(want.columns)].reset_index(drop=True)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, objects, rows, run
+from conftest import frame, is_postgres, load_frame, objects, rows, run, request_options
 from sqlanon import EntropyLDiversity, VarianceDiversity
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
@@ -310,7 +310,7 @@ def _random_dml(con, ops, constraint) -> None:
     elif constraint == "variance":
         v = 50.0
         kwargs = {"constraints": [VarianceDiversity("income", v)]}
-    release = sqlanon.anonymize(con, "people", QID, k=8, **kwargs)
+    release = sqlanon.anonymize(con, "people", QID, k=8, **request_options(**kwargs))
     before = _view(con, release).set_index("id").eq_class
     touched: set[int] = set()
     for step, (op, a, b) in enumerate(ops):

@@ -23,7 +23,7 @@ import sqlanon
 from sqlanon.errors import HierarchyError, InputError
 from sqlanon.model.hierarchy import Hierarchy
 
-from conftest import rows
+from conftest import rows, request_options
 
 # Interval hierarchy over 0..49: leaves, 5-wide, 10-wide, [0, 19] / [20, 49], root.
 AGE_ROWS = [[str(v), f"{v // 5 * 5}-{v // 5 * 5 + 4}", f"{v // 10 * 10}-{v // 10 * 10 + 9}",
@@ -45,7 +45,7 @@ def release_of(con, frame: pd.DataFrame, published, view: str, **kwargs):
     con.register("frame", frame)
     con.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM frame")
     return sqlanon.anonymize(con, "t", qid=["age", "zip"], k=kwargs.pop("k", 4), published=published,
-                             output=sqlanon.Output(view=view, replace=True, key="id"), **kwargs)
+                             output=sqlanon.Output(view=view, replace=True, key="id"), **request_options(**kwargs))
 
 
 def published_rows(con, view: str) -> pd.DataFrame:
@@ -274,7 +274,7 @@ def test_bad_requests_fail_clearly_before_any_work():
         if kwargs.get("published") == "hierarchy" and "hierarchies" in kwargs:
             qid = ["age"]
         with pytest.raises(error, match=text):
-            sqlanon.anonymize(con, "t", qid=qid, k=5, **kwargs)
+            sqlanon.anonymize(con, "t", qid=qid, k=5, **request_options(**kwargs))
     assert rows(con, "SELECT count(*) FROM information_schema.tables") == [(1,)]
 
 

@@ -536,11 +536,12 @@ def test_release_files_take_the_sampling_keys(tmp_path):
     from sqlanon.request.config import load_config
 
     path = tmp_path / "r.toml"
-    body = ('[release]\ntable = "t"\nstrategy = "sample"\nsample_rows = 500\nconfidence = 0.9\nseed = 7\n'
-            '[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
+    body = ('[release]\ntable = "t"\n[algorithm]\nstrategy = "sample"\nsample_rows = 500\nconfidence = 0.9\n'
+            'seed = 7\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
     path.write_text(body)
-    kwargs = load_config(path).anonymize_kwargs()
-    assert (kwargs["strategy"], kwargs["sample_rows"], kwargs["confidence"], kwargs["seed"]) == ("sample", 500, 0.9, 7)
+    assert load_config(path).algorithm == (("strategy", "sample"), ("sample_rows", 500), ("confidence", 0.9), ("seed", 7))
+    assert sqlanon.Request.from_toml(path).algorithm == sqlanon.Mondrian(
+        strategy=sqlanon.Sample(rows=500, confidence=0.9, seed=7))
     path.write_text(body.replace('"sample"', '"sampled"'))
-    with pytest.raises(sqlanon.InputError, match="release.strategy"):
-        load_config(path)
+    with pytest.raises(sqlanon.InputError, match="algorithm: strategy must be one of"):
+        sqlanon.Request.from_toml(path)

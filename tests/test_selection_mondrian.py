@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import load_frame, objects, quote, rows
+from conftest import load_frame, objects, quote, rows, request_options
 from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.selection import parse_selection
@@ -142,7 +142,7 @@ def test_selection_splits_along_the_query_region(people):
 def test_bad_selections_fail_before_any_work(people, kwargs, error, text):
     before = objects(people)
     with pytest.raises(error, match=text):
-        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **kwargs)
+        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **request_options(**kwargs))
     assert objects(people) == before
 
 

@@ -146,6 +146,5 @@ def test_release(con):
                            suppression=0.03, algorithm=sqlanon.Genetic(metric="LM", iterations=300, seed=3),
                            output=sqlanon.Output(view="t_lm"))
     assert sqlanon.metrics(con, lm).lm == pytest.approx(lm.outcome.score)
-    with pytest.raises(RecodingError, match="budget"):
-        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL},
-                          algorithm=sqlanon.Genetic(), output=sqlanon.Output(view="t_x"))
+    with pytest.raises(TypeError, match="max_seconds"):  # top-down refinement's budget: the GA's is budget=
+        sqlanon.Genetic(max_seconds=3)

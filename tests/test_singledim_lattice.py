@@ -409,11 +409,11 @@ def test_metric_cm_and_loss_on_adult(adult):
     r = sqlanon.anonymize(con, "adult", qid=qid, k=50, hierarchies={q: hierarchies[q] for q in qid},
                           target="salary-class", suppression=0.01, algorithm=sqlanon.Optimal(metric="cm"))
     m = sqlanon.metrics(con, r, targets=["salary-class"])
-    assert r.metric == "CM" and m.cm["salary-class"] == pytest.approx(r.score)
+    assert r.outcome.metric == "CM" and m.cm["salary-class"] == pytest.approx(r.outcome.score)
     loss = sqlanon.anonymize(con, "adult", qid=qid, k=50, hierarchies={q: hierarchies[q] for q in qid},
                              suppression=0.01, algorithm=sqlanon.Optimal(metric="LM"),
                              output=sqlanon.Output(view="adult_lm"))
-    assert sqlanon.metrics(con, loss).lm == pytest.approx(loss.score)
+    assert sqlanon.metrics(con, loss).lm == pytest.approx(loss.outcome.score)
 
 
 @pytest.mark.spark
@@ -441,7 +441,7 @@ def test_spark_equals_duckdb(spark):
                                     algorithm=sqlanon.Optimal(metric="LM"),
                                     output=sqlanon.Output(view="t_div", replace=True))
         assert diverse.verification.ok and diverse.verification.checks[0].ok and diverse.suppressed == 60
-        out.append((diverse.levels, diverse.suppressed))
+        out.append((diverse.outcome.levels, diverse.suppressed))
     assert out[:2] == out[2:]
 
 
@@ -460,14 +460,13 @@ def test_errors(con):
     with pytest.raises(InputError, match="suppression"):
         sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, suppression=1.5,
                           algorithm=sqlanon.Optimal())
-    with pytest.raises(RecodingError, match="recoding='single'"):
-        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL})
+    with pytest.raises(sqlanon.RemovedOptionError, match="Optimal"):  # the flat search= names its object
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, search="optimal")
     with pytest.raises(RecodingError, match="suppression="):
         sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, suppression=0.1,
                           algorithm=sqlanon.TopDown())
-    with pytest.raises(RecodingError, match="genetic"):
-        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL},
-                          algorithm=sqlanon.Optimal())
+    with pytest.raises(TypeError, match="seed"):  # the genetic algorithm's seed: the lattice takes none
+        sqlanon.Optimal(seed=3)
 
 
 def _cli_files(tmp_path):
@@ -492,23 +491,23 @@ def test_cli_and_release_file(tmp_path, capsys):
     from sqlanon.request.config import load_config
 
     db, tree, small = _cli_files(tmp_path)
-    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
+    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--algorithm", "optimal",
                  "--metric", "LM", "--suppression", "0.05", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}",
                  "--json"]) == 0
     doc = _json.loads(capsys.readouterr().out)
-    assert doc["search"] == "optimal" and doc["metric"] == "LM" and set(doc["levels"]) == {"t", "s"}
+    assert doc["outcome"]["search"] == "optimal" and doc["outcome"]["metric"] == "LM"
+    assert set(doc["outcome"]["levels"]) == {"t", "s"}
     assert doc["suppressed"] <= 10 and doc["verification"]["ok"]
     toml = tmp_path / "release.toml"
-    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "ga"\nrecoding = "single"\n'
-                    f'search = "genetic"\nmetric = "CM"\nsuppression = 0.02\nseed = 4\niterations = 50\n'
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "ga"\nsuppression = 0.02\n'
+                    f'[algorithm]\nname = "genetic"\nmetric = "CM"\nseed = 4\niterations = 50\n'
                     f'[[qi]]\nname = "t"\nhierarchy = "{tree}"\n[[qi]]\nname = "s"\nhierarchy = "{small}"\n'
                     f'[privacy]\nk = 8\n[workload]\ntarget = ["lab"]\n')
-    kwargs = load_config(toml).anonymize_kwargs()
-    assert kwargs["search"] == "genetic" and kwargs["iterations"] == 50 and kwargs["seed"] == 4
+    assert sqlanon.Request.from_toml(toml).algorithm == sqlanon.Genetic(metric="CM", iterations=50, seed=4)
     assert main(["anonymize", "--config", str(toml), "--json"]) == 0
     doc = _json.loads(capsys.readouterr().out)
-    assert doc["search"] == "genetic" and doc["metric"] == "CM" and doc["suppressed"] <= 4
-    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--recoding", "single", "--search", "optimal",
+    assert doc["outcome"]["search"] == "genetic" and doc["outcome"]["metric"] == "CM" and doc["suppressed"] <= 4
+    assert main(["anonymize", str(db), "t", "--qid", "t,s", "--k", "10", "--algorithm", "optimal",
                  "--metric", "LM", "--hierarchy", f"t={tree}", "--hierarchy", f"s={small}", "--view", "text"]) == 0
     out = capsys.readouterr().out
     assert "levels t=" in out and "suppressed" in out
@@ -595,7 +594,7 @@ def test_release_with_diversity(con, key):
     np.add.at(sensitive, (inverse.ravel(), pd.factorize(df["d"], sort=True)[0]), 1)
     suppressed = []
     for options, constraint in (({"sensitive": "d", "l": 2.5}, EntropyLDiversity("d", 2.5)),
-                                ({"constraints": [RecursiveCLDiversity("d", 1.5, 2)]}, RecursiveCLDiversity("d", 1.5, 2))):
+                                ({"privacy": [RecursiveCLDiversity("d", 1.5, 2)]}, RecursiveCLDiversity("d", 1.5, 2))):
         release = sqlanon.anonymize(con, "t", qid=["t", "s", "f"], k=8,
                                     hierarchies={"t": TREE, "s": SMALL, "f": FLAT}, target="lab", suppression=0.15,
                                     algorithm=sqlanon.Optimal(metric="LM"),
@@ -622,20 +621,20 @@ def test_release_with_diversity(con, key):
 def test_diversity_errors(con):
     df = _people(60)
     load_frame(con, "t", df)
-    common = {"qid": ["t", "s"], "k": 5, "hierarchies": {"t": TREE, "s": SMALL}, "recoding": "single"}
-    for search in (None, "genetic"):
-        with pytest.raises(RecodingError, match="search='optimal'"):
-            sqlanon.anonymize(con, "t", sensitive="f", l=2, **common)
-        with pytest.raises(RecodingError, match="search='optimal'"):
-            sqlanon.anonymize(con, "t", privacy=[DistinctLDiversity("f", 2)], **common)
+    common = {"qid": ["t", "s"], "k": 5, "hierarchies": {"t": TREE, "s": SMALL}}
+    for algorithm in (sqlanon.TopDown(), sqlanon.Genetic()):  # k-anonymity only: Mondrian() or Optimal() judge more
+        with pytest.raises(RecodingError, match="judges k-anonymity"):
+            sqlanon.anonymize(con, "t", sensitive="f", l=2, algorithm=algorithm, **common)
+        with pytest.raises(RecodingError, match="judges k-anonymity"):
+            sqlanon.anonymize(con, "t", privacy=[DistinctLDiversity("f", 2)], algorithm=algorithm, **common)
     from sqlanon.model.constraints import TCloseness, VarianceDiversity
     for c in (TCloseness("f", 0.2), VarianceDiversity("id", 1.0)):
         with pytest.raises(RecodingError, match="distinct, entropy or recursive"):
-            sqlanon.anonymize(con, "t", privacy=[c], **common)
+            sqlanon.anonymize(con, "t", privacy=[c], algorithm=sqlanon.Optimal(), **common)
     with pytest.raises(RecodingError, match="selections"):
-        sqlanon.anonymize(con, "t", selections="t = 'a11'", **common)
+        sqlanon.anonymize(con, "t", selections="t = 'a11'", algorithm=sqlanon.Optimal(), **common)
     with pytest.raises(InputError, match="sensitive= and l= go together"):
-        sqlanon.anonymize(con, "t", sensitive="f", **common)
+        sqlanon.anonymize(con, "t", sensitive="f", algorithm=sqlanon.Optimal(), **common)
 
 
 def test_cli_diversity(tmp_path, capsys):
@@ -644,17 +643,17 @@ def test_cli_diversity(tmp_path, capsys):
     from sqlanon.cli import main
 
     db, tree, _ = _cli_files(tmp_path)
-    base = ["anonymize", str(db), "t", "--qid", "t", "--k", "5", "--recoding", "single", "--search", "optimal",
+    base = ["anonymize", str(db), "t", "--qid", "t", "--k", "5", "--algorithm", "optimal",
             "--suppression", "0.05", "--hierarchy", f"t={tree}", "--sensitive", "s", "--json"]
     assert main(base + ["--l", "3", "--diversity", "recursive", "--c", "2"]) == 0
     doc = _json.loads(capsys.readouterr().out)
-    assert doc["search"] == "optimal" and doc["verification"]["ok"] and doc["suppressed"] <= 10
+    assert doc["outcome"]["search"] == "optimal" and doc["verification"]["ok"] and doc["suppressed"] <= 10
     assert "recursive" in doc["verification"]["checks"][0]["constraint"]
     toml = tmp_path / "release.toml"
-    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "div"\nrecoding = "single"\n'
-                    f'search = "optimal"\nmetric = "DM"\nsuppression = 0.05\n'
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "div"\nsuppression = 0.05\n'
+                    f'[algorithm]\nname = "optimal"\nmetric = "DM"\n'
                     f'[[qi]]\nname = "t"\nhierarchy = "{tree}"\n'
                     f'[privacy]\nk = 5\nsensitive = ["s"]\nl = 4\ndiversity = "distinct"\n')
     assert main(["anonymize", "--config", str(toml), "--json"]) == 0
     doc = _json.loads(capsys.readouterr().out)
-    assert doc["search"] == "optimal" and doc["verification"]["ok"] and "distinct" in doc["verification"]["checks"][0]["constraint"]
+    assert doc["outcome"]["search"] == "optimal" and doc["verification"]["ok"] and "distinct" in doc["verification"]["checks"][0]["constraint"]

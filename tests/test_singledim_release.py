@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon.cli import main
 from sqlanon.errors import InputError, RecodingError, UnknownColumnError
 from sqlanon.request.config import load_config
@@ -105,7 +106,7 @@ def test_random_releases(seed: int, rows: int, labelled: bool, shape: str, k: in
     heard: list[sqlanon.Progress] = []
     release = sqlanon.anonymize(con, "t", hierarchies={"cat": TREE}, progress=heard.append,
                                 target="y" if labelled else None, algorithm=sqlanon.TopDown(max_steps=steps),
-                                **request)
+                                **request_options(**request))
     assert [p.level for p in heard] == list(range(1, release.outcome.refinements + 1))
     if steps is not None:
         assert release.outcome.refinements <= steps
@@ -162,21 +163,21 @@ def test_cli_and_release_file(tmp_path: Path, capsys):
     con.close()
     tree = tmp_path / "cat.csv"
     tree.write_text("a1;a;*\na2;a;*\na3;a;*\nb11;b1;b;*\nb12;b1;b;*\nb21;b2;b;*\n")
-    assert main(["anonymize", str(db), "t", "--recoding", "single", "--qids", "num,cat:5", "--qids", "cat,txt:8",
+    assert main(["anonymize", str(db), "t", "--algorithm", "topdown", "--qids", "num,cat:5", "--qids", "cat,txt:8",
                  "--hierarchy", f"cat={tree}", "--target", "y", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["recoding"] == "single" and doc["qids"] == [[["num", "cat"], 5], [["cat", "txt"], 8]]
+    assert doc["algorithm"]["name"] == "topdown" and doc["qids"] == [[["num", "cat"], 5], [["cat", "txt"], 8]]
     assert doc["criterion"] == "score('y')"
     toml = tmp_path / "release.toml"
-    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "from_file"\nrecoding = "single"\n'
-                    f'max_steps = 2\n[[qi]]\nname = "num"\n[[qi]]\nname = "cat"\nhierarchy = "{tree}"\n'
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "from_file"\n'
+                    f'[algorithm]\nname = "topdown"\nmax_steps = 2\n[[qi]]\nname = "num"\n[[qi]]\nname = "cat"\nhierarchy = "{tree}"\n'
                     f'[privacy]\nqids = [{{ columns = ["num", "cat"], k = 6 }}]\n'
                     f'[workload]\ntarget = ["y"]\ncriterion = "infogain"\n')
     config = load_config(toml)
-    assert config.anonymize_kwargs()["qids"] == [(["num", "cat"], 6)]
+    assert sqlanon.Request.from_toml(toml).privacy == (sqlanon.KAnonymity(6, qid=["num", "cat"]),)
     assert main(["anonymize", "--config", str(toml), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["refinements"] <= 2 and doc["criterion"] == "infogain('y')"
+    assert doc["outcome"]["refinements"] <= 2 and doc["criterion"] == "infogain('y')"
     # the reloaded release verifies its QIDs from the manifest
     assert main(["verify", str(db), "from_file", "--qid", "num,cat", "--k", "1", "--class-column", "eq_class"]) == 0
     assert "ok: QID num, cat: k=6" in capsys.readouterr().out
@@ -191,7 +192,7 @@ def test_errors_before_any_work():
     before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]
     cases = [
         (UnknownColumnError, dict(qids=[(["num", "nope"], 3)], recoding="single")),
-        (RecodingError, dict(qids=[(["num"], 3)])),  # several QIDs need recoding="single"
+        (RecodingError, dict(qids=[(["num"], 3), (["txt"], 3)])),  # several QIDs need TopDown
         (RecodingError, dict(qid=["num"], k=3, recoding="single", selections="num > 3")),
         (RecodingError, dict(qid=["num"], k=3, recoding="single", sensitive="txt", l=2)),
         (RecodingError, dict(qid=["num"], k=3, recoding="single", target=["y", "txt"])),
@@ -200,11 +201,11 @@ def test_errors_before_any_work():
         (InputError, dict(qid=["num"], k=3, qids=[(["num"], 3)], recoding="single")),
         (InputError, dict(qids=[(["num"], 10**6)], recoding="single")),
         (InputError, dict(qids=[("num", 3)], recoding="single")),  # a string is not a column list
-        (InputError, dict(qid=["num"], k=3, recoding="diagonal")),
+        (InputError, dict(qid=["num"], k=3, algorithm="diagonal")),
     ]
     for error, kwargs in cases:
         with pytest.raises(error):
-            sqlanon.anonymize(con, "t", **kwargs)
+            sqlanon.anonymize(con, "t", **request_options(**kwargs))
     con.execute("UPDATE t SET txt = NULL WHERE id = 0")
     with pytest.raises(RecodingError, match="NULLs and no hierarchy"):
         sqlanon.anonymize(con, "t", qid=["txt"], k=3, algorithm=sqlanon.TopDown())
@@ -216,7 +217,7 @@ def test_explain_shows_the_compression(tmp_path: Path, capsys):
     con = duckdb.connect(str(db))
     _load(con, _random_table(5, 100))
     con.close()
-    assert main(["explain", str(db), "t", "--recoding", "single", "--qids", "num,txt:5", "--target", "y"]) == 0
+    assert main(["explain", str(db), "t", "--algorithm", "topdown", "--qids", "num,txt:5", "--target", "y"]) == 0
     text = capsys.readouterr().out
     assert "single-dimensional (top-down refinement), QIDs ['num', 'txt'] k=5" in text
     assert "Compress: one GROUP BY" in text and "Place the rows" in text

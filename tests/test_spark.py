@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
@@ -80,7 +81,7 @@ def _identical(spark, frame: pd.DataFrame, qid: list[str], **kwargs) -> None:
             load(con, "t", frame)
             try:
                 out.append(sqlanon.anonymize(con, "t", qid=qid,
-                                             output=sqlanon.Output(view="t_anon", replace=True, key="id"), **kwargs))
+                                             output=sqlanon.Output(view="t_anon", replace=True, key="id"), **request_options(**kwargs)))
             except sqlanon.InputError as e:
                 out.append(type(e).__name__)
         if isinstance(out[0], str):

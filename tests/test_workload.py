@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import load_frame, objects, rows
+from conftest import load_frame, objects, rows, request_options
 from sqlanon.model.constraints import entropy, variance
 from sqlanon.model.stats import ClassStats
 from tests.reference_mondrian import reference_mondrian
@@ -332,7 +332,7 @@ def people(con):
 def test_bad_workloads_fail_before_any_work(people, kwargs, error, text):
     before = objects(people)
     with pytest.raises(error, match=text.replace("(", r"\(")):
-        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **kwargs)
+        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **request_options(**kwargs))
     assert objects(people) == before
 
 

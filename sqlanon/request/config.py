@@ -388,9 +388,9 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
     models = _models(privacy.get("model", []), "privacy.model", fail)
     algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
-    for key, value in algorithm.items():
+    for name, value in algorithm.items():
         if isinstance(value, (dict, list)):
-            raise fail(f"algorithm.{key}", f"must be a string, a number or a boolean, got {_show(value)}")
+            raise fail(f"algorithm.{name}", f"must be a string, a number or a boolean, got {_show(value)}")
     if "k" not in privacy and not qids:
         raise fail("privacy.k", "missing: every class must hold at least k rows")
     k = _integer(privacy["k"], "privacy.k", 1, fail) if not qids else None
@@ -600,7 +600,7 @@ def dumps(document: dict[str, Any]) -> str:
         entries = body if isinstance(body, list) else [body]
         for entry in entries:
             lines += ["", f"[[{section}]]" if isinstance(body, list) else f"[{section}]"]
-            lines += [f"{_key(k)} = {_value(v)}" for k, v in entry.items()]
+            lines += [f"{_key(k)} = {_value(v)}" for k, v in entry.items() if v is not None]  # TOML has no null
     return "\n".join(lines).lstrip() + "\n"
 
 
@@ -618,6 +618,6 @@ def _value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + " }"
     raise ConfigError(f"a release file cannot hold {value!r}")
 
