@@ -568,7 +568,8 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
 def _release_file_help() -> str:
     """The release-file schema, section by section (from :data:`sqlanon.request.config.SCHEMA`)."""
     lines = ["release file (--config RELEASE.toml; flags override its values; see sqlanon.config):"]
-    lines += [f"  {section:<11}{', '.join(keys)}" for section, keys in SCHEMA]
+    lines += [f"  {section:<12}{', '.join(keys)}" for section, keys in SCHEMA]
+    lines += [f"{'':<14}{name}: {', '.join(kind.keys())}" for name, kind in ALGORITHMS.items()]
     lines.append("  e.g. [privacy] k = 10, sensitive = [\"diagnosis\"], l = 3, diversity = \"recursive\", c = 2,")
     lines.append("       variance = { cost = 1e6 }; [workload] target = [\"hiv\"], criterion = \"infogain\"")
     return "\n".join(lines)

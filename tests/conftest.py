@@ -133,7 +133,7 @@ def request_options(**options) -> dict:
     elif strategy == "levels" or memory:
         chosen = sqlanon.Levels(**memory)
     else:
-        chosen = "auto"
+        chosen = "auto" if strategy is None else strategy  # "auto", or a wrong value the object refuses
     if criterion is not None or chosen != "auto":
         out["algorithm"] = sqlanon.Mondrian(criterion, chosen)
     return out

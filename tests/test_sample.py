@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, load_frame, run
+from conftest import frame, load_frame, run, request_options
 from sqlanon.model.stats import ClassStats
 from sqlanon.mondrian.hypotheses import (
     CLTest, EntropyTest, VarianceTest, chi2_upper, entropy_statistic, fit_threshold, k_threshold,
@@ -327,14 +327,14 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
     finish. A source read directly by its integer key (``key="id"``), whose two reads the run
     does not pin, is encoded to a table. Either way the release is the one a table gives, also
     with several rounds, pruning and partitions handed to Rothko-T."""
-    from sqlanon import api
+    from sqlanon.mondrian import algorithm
 
     statements = duckdb_statements(monkeypatch)
     con = duckdb.connect()
     load(con, _skewed(rows, seed))
     kw = dict(qid=["a", "b", "c"], k=k, strategy="sample", sample_rows=sample_rows, confidence=confidence,
               memory_rows=sample_rows, key=key, replace=True)
-    release = sqlanon.anonymize(con, "t", **kw)
+    release = sqlanon.anonymize(con, "t", **request_options(**kw))
     assert release.verification.ok and release.outcome.rescued > 0
     assert (release.outcome.pruned > 0 and release.outcome.rounds > 1) if rows == 3000 else release.outcome.rounds == 1
     encoded = [re.search(r'CREATE TEMPORARY (VIEW|TABLE) "__sqlanon_\w+_work"', sql) for sql in statements]
@@ -349,9 +349,9 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
                       len(statements))
         assert begin < rewrite < commit < finish
     with_view = (partition_of(con, release.view), rules_frame(con, release))
-    monkeypatch.setattr(api, "reads_work_as_view", lambda *a: False)
+    monkeypatch.setattr(algorithm, "reads_work_as_view", lambda *a: False)
     statements.clear()
-    table = sqlanon.anonymize(con, "t", **kw)
+    table = sqlanon.anonymize(con, "t", **request_options(**kw))
     assert any(re.search(r'CREATE TEMPORARY TABLE "__sqlanon_\w+_work"', sql) for sql in statements)
     assert (table.outcome.pruned, table.outcome.rounds, table.outcome.rescued) == (release.outcome.pruned, release.outcome.rounds, release.outcome.rescued)
     assert partition_of(con, table.view) == with_view[0]
@@ -459,15 +459,16 @@ def test_sample_rounds_redraw_when_the_filter_lets_too_few_through(monkeypatch):
     ({"confidence": 1.0}, "confidence must be a number strictly between 0 and 1"),
     ({"confidence": "high"}, "confidence must be"),
     ({"seed": -1}, "seed must be an integer"),
-    ({"strategy": "sample", "recoding": "single"}, "recoding=\"single\" has no use for it"),
 ])
 def test_bad_sampling_arguments_are_refused_before_any_work(kw, match):
     con = duckdb.connect()
     load(con, _skewed(50, 1))
     before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
-    with pytest.raises(sqlanon.InputError, match=match):
-        sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, **kw)
+    with pytest.raises(sqlanon.InputError, match=match):  # (the objects check their arguments: built inside)
+        sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, **request_options(**kw))
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == before
+    with pytest.raises(TypeError, match="strategy"):  # a sampling strategy is Mondrian's: TopDown has none
+        sqlanon.TopDown(strategy=sqlanon.Sample())
 
 
 @pytest.mark.spark
@@ -492,7 +493,8 @@ def test_cli_and_report_say_how_the_partition_was_computed(capsys, tmp_path):
     assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "sample",
                  "--sample-rows", "150", "--confidence", "0.9", "--seed", "5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["strategy"] == "sample" and document["sample_rounds"] >= 1 and document["k_achieved"] >= 10
+    assert document["outcome"]["strategy"] == "sample" and document["outcome"]["rounds"] >= 1
+    assert document["algorithm"]["strategy"]["rows"] == 150 and document["k_achieved"] >= 10
     assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "levels", "--replace"]) == 0
     out = capsys.readouterr().out
     assert "partitioning  levels (Rothko-T):" in out

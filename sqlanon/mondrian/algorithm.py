@@ -48,7 +48,7 @@ class Levels:
 
     def __post_init__(self) -> None:
         if self.memory_rows is not None:
-            object.__setattr__(self, "memory_rows", check_int("Levels(memory_rows=...)", self.memory_rows, 0))
+            object.__setattr__(self, "memory_rows", check_int("memory_rows", self.memory_rows, 0))
 
     def options(self, rows: int, memory_rows: int) -> SampleOptions:
         return choose("levels", rows, memory_rows, None, 0.95, 0)
@@ -76,7 +76,7 @@ class Sample:
     def __post_init__(self) -> None:
         check_options("sample", self.rows, self.confidence, self.seed)
         if self.memory_rows is not None:
-            object.__setattr__(self, "memory_rows", check_int("Sample(memory_rows=...)", self.memory_rows, 0))
+            object.__setattr__(self, "memory_rows", check_int("memory_rows", self.memory_rows, 0))
         object.__setattr__(self, "confidence", float(self.confidence))
 
     def options(self, rows: int, memory_rows: int) -> SampleOptions:
@@ -117,8 +117,8 @@ class Mondrian(Algorithm):
         if isinstance(self.strategy, str) and self.strategy in STRATEGIES:
             object.__setattr__(self, "strategy", STRATEGIES[self.strategy]())
         if self.strategy != "auto" and not isinstance(self.strategy, (Levels, Sample)):
-            raise InputError(f"Mondrian(strategy=...) takes 'auto', sqlanon.Levels(memory_rows) or "
-                             f"sqlanon.Sample(rows, confidence, seed), got {_shown(self.strategy)}")
+            raise InputError(f"strategy must be one of 'auto', 'levels', 'sample' (or sqlanon.Levels(memory_rows), "
+                             f"sqlanon.Sample(rows, confidence, seed)), got {_shown(self.strategy)}")
         if isinstance(self.criterion, Score):
             raise RecodingError("Score(...) is top-down refinement's criterion: pass algorithm=sqlanon.TopDown(...)")
         if self.criterion is not None and not isinstance(self.criterion, CRITERIA):

@@ -118,7 +118,7 @@ _LATER_PRIVACY: dict[str, str] = {}
 _LATER_WORKLOAD: dict[str, str] = {}
 #: Every section of a release file and its keys, for help texts and errors.
 SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRIVACY_KEYS),
-          ("[workload]", _WORKLOAD_KEYS), ("[algorithm]", ("name", "...the algorithm's arguments")))
+          ("[workload]", _WORKLOAD_KEYS), ("[algorithm]", ("name", "and the algorithm's arguments")))
 
 #: The l-diversity variants (``privacy.diversity``, ``--diversity``); entropy is the default.
 DIVERSITIES = ("entropy", "distinct", "recursive")

@@ -85,9 +85,9 @@ class TopDown(_SingleDimensional):
             raise RecodingError(f"TopDown(criterion=...) takes Score(...) (InfoGain / (AnonyLoss + 1), the default) "
                                 f"or InfoGain(...) (the gain alone), got {self.criterion!r}")
         if self.max_steps is not None:
-            object.__setattr__(self, "max_steps", check_int("TopDown(max_steps=...)", self.max_steps, 0))
+            object.__setattr__(self, "max_steps", check_int("max_steps", self.max_steps, 0))
         if self.max_seconds is not None:
-            object.__setattr__(self, "max_seconds", check_number("TopDown(max_seconds=...)", self.max_seconds, 0.0))
+            object.__setattr__(self, "max_seconds", check_number("max_seconds", self.max_seconds, 0.0))
 
     def resolved(self, spec: Spec) -> TopDown:
         return dataclasses.replace(self, criterion=spec.workload.criterion)
@@ -125,10 +125,10 @@ class Genetic(_SingleDimensional):
         if self.budget is not None and self.iterations is not None:
             raise InputError("give the genetic algorithm either budget= (seconds) or iterations=, not both")
         if self.budget is not None:
-            object.__setattr__(self, "budget", check_number("Genetic(budget=...)", self.budget, 0.0))
+            object.__setattr__(self, "budget", check_number("budget", self.budget, 0.0))
         if self.iterations is not None:
-            object.__setattr__(self, "iterations", check_int("Genetic(iterations=...)", self.iterations, 0))
-        object.__setattr__(self, "seed", check_int("Genetic(seed=...)", self.seed, 0))
+            object.__setattr__(self, "iterations", check_int("iterations", self.iterations, 0))
+        object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
 
     def partition(self, run: Prepared) -> Partitioned:
         assert self.metric is not None, "resolve the metric first"
