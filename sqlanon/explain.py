@@ -8,7 +8,7 @@ per-level statements for the root level.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from .mondrian.builder import Partitioner
 from .singledim.run import compress_query, place
 from .publish.pipeline import publish_release, reads_work
 from .publish.verify import class_sizes_query
-from .request.spec import Spec, _current
+from .request.spec import Spec
 from .mondrian.split import Children
 from .mondrian.levels import batch_query, extents_query, groups_query, repartition
 
@@ -190,7 +190,7 @@ def _show_verification(rec, spec: Spec) -> None:
     the independent verification statement (the classes of the published relation and its
     suppressed rows, in one read, as :func:`sqlanon.verify` does)."""
     published = [c for qi in spec.qis for c in qi.published]
-    catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
+    catalog, schema = rec.current()  # where the view is created, as sqlanon.verify names it
     rules = g.table(spec.outputs.rules, schema, catalog)
     rec.show(class_sizes_query(g.table(spec.outputs.view, schema, catalog), published, spec.k,
                                spec.outputs.class_column, (spec.qis, rules, spec.outputs.size_column)),

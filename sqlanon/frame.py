@@ -22,7 +22,7 @@ from .engine import sqlgen as g
 from .engine.duckdb import connect as duckdb_connect
 from .errors import FrameError, ObjectExistsError
 from .request.output import Output
-from .request.spec import free_name
+from .engine.catalog import free_name
 
 #: The table name the frame is loaded as (in ``con``), unless ``name=`` says otherwise.
 FRAME_TABLE = "frame"

@@ -29,7 +29,8 @@ from .publish.pipeline import publish_release, reads_work
 from .publish.verify import Verification
 from .request.algorithm import Algorithm, Prepared
 from .request.checks import check_callable
-from .request.spec import Spec, _current, free_name
+from .request.spec import Spec
+from .engine.catalog import free_name
 
 
 class Resolvable(Protocol):
@@ -197,7 +198,7 @@ def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | No
     object.__setattr__(release, "_con", con)  # for release.imprecision()
     # where the objects were created (unqualified, so in the current schema): reloading this
     # Release reads there, even after the session's schema changed
-    object.__setattr__(release, "_location", _current(engine))
+    object.__setattr__(release, "_location", engine.current())
     return release
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from sqlglot import exp
@@ -34,7 +34,7 @@ from ..model.constraints import Constraint
 from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
 from ..engine.base import Engine
-from ..model.partition import Boxes, Leaves, Progress, Regions
+from ..model.partition import Boxes, Leaves, Progress
 from ..model.parallel import return_free_memory, run_all, small_pages
 from . import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels

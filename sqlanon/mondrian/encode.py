@@ -11,7 +11,8 @@ from ..engine.base import Engine
 from ..model.domain import Domain, ordered_positions
 from ..model.hierarchy import leaf_codes
 from ..model.qi import QI, classify
-from ..request.spec import Spec, distinct_values
+from ..request.spec import Spec
+from ..engine.catalog import distinct_values
 
 
 def build_domains(engine: Engine, spec: Spec, source: exp.Table) -> tuple[Domain, ...]:

@@ -43,7 +43,7 @@ from ..model.qi import QI
 from ..engine.base import Engine
 from .class_checks import BAD, per_class_query
 from ..model.constraints import Constraint, KAnonymity
-from ..request.spec import free_name
+from ..engine.catalog import free_name
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"

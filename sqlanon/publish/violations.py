@@ -40,7 +40,7 @@ from ..model.constraints import (
 from .class_checks import BAD, SIZE, VALUE, per_class_query
 from ..engine import engine_for
 from ..errors import UnknownColumnError, did_you_mean
-from ..request.spec import _catalog, _find_source
+from ..engine.catalog import find_source
 from .verify import class_columns
 
 #: What the measure of each constraint kind is, for listings.
@@ -100,7 +100,7 @@ def violations(
         InputError: (and subclasses) unknown relation or column, or not a constraint.
     """
     engine = engine_for(con)
-    source = _find_source(engine, _catalog(engine), relation, count=False)
+    source = find_source(engine, engine.objects(), relation, count=False)
     columns = class_columns(source.column_names, qid)
     for name in constraint.class_columns + constraint.numeric_columns:
         if name not in source.column_names:

@@ -40,7 +40,7 @@ from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
 from .regions import derived, load_release, resolve_relation
 from ..mondrian.sample import describe
-from ..request.spec import Source
+from ..engine.catalog import Source
 from ..publish.verify import Verification, verify_source
 
 FORMATS = ("html", "markdown", "json")

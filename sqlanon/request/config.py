@@ -96,10 +96,9 @@ from ..model.constraints import (
 )
 from ..model.closeness import DISTANCES
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
+from ..engine.catalog import DATA_SUFFIXES
 from ..errors import InputError, did_you_mean
 
-#: File suffixes that make ``table`` a path (DuckDB reads them in place).
-DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table", "algorithm": "a table"}

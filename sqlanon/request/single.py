@@ -22,7 +22,7 @@ from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
 from ..model.constraints import KAnonymity
 from ..model.criteria import InfoGain, Score
 from ..model.hierarchy import Hierarchy
-from .checks import _shown, check_int, check_names
+from .checks import check_names
 
 
 @dataclass(frozen=True)

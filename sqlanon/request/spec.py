@@ -10,34 +10,32 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import sqlglot
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine import engine_for
-from ..engine.base import CatalogObject, Engine
+from ..engine.base import Engine
+from ..engine.catalog import Source, distinct_values, find_source, free_name, table_rows
 from ..errors import (
-    EngineError,
     HierarchyError,
     InputError,
     ObjectExistsError,
     RecodingError,
     UnknownColumnError,
-    UnknownTableError,
     UnsupportedTypeError,
     did_you_mean,
 )
 from ..model import manifest_format
 from ..model.constraints import KAnonymity
-from ..model.criteria import InfoGain, Median, Regression, Score, Targets
+from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, classify
-from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_number, check_qid
+from .checks import _shown, case_duplicate, check_free, check_int, check_number, check_qid
 from .output import Output
 from .single import Single, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
@@ -56,36 +54,6 @@ DEFAULT_MEMORY_ROWS = 2_000_000
 BYTES_PER_MEMORY_ROW = 1000
 #: The smallest default ``memory_rows``, however small the limit.
 MIN_MEMORY_ROWS = 100_000
-
-#: File extensions that make a name a data-file source (only DuckDB reads them in place).
-DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
-
-
-@dataclass(frozen=True)
-class Source:
-    """The relation to anonymize: a table or view in the catalog, or files DuckDB reads."""
-
-    catalog: str
-    schema: str
-    name: str
-    kind: Literal["table", "view", "file"]
-    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
-    rows: int
-    path: str | None = None  # for files: the path or glob
-    reader: exp.Table | None = None  # for files: the engine's relation reading them
-    keys: tuple[tuple[str, ...], ...] = ()  # declared PRIMARY KEY / UNIQUE column sets, PK first
-    temporary: bool = False  # a temp table or view of the session
-
-    @property
-    def ref(self) -> exp.Table:
-        if self.reader is not None:
-            return self.reader.copy()
-        return g.table(self.name, self.schema, self.catalog)
-
-    @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(c for c, _ in self.columns)
-
 
 #: Key types whose values serve directly as the run's BIGINT row id (no snapshot needed).
 _DIRECT_KEY_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
@@ -233,8 +201,8 @@ def resolve(
         pairs = tuple((c, max(kk, k)) if set(c) == set(qid) else (c, kk) for c, kk in pairs)
         pairs += ((tuple(qid), k),) if all(set(c) != set(qid) for c, _ in pairs) else ()
         privacy = tuple(c for c in privacy if not isinstance(c, KAnonymity))
-    objects = _catalog(engine)
-    source = _find_source(engine, objects, table)
+    objects = engine.objects()
+    source = find_source(engine, objects, table)
     qid = _check_qid(qid, source)
     if k > source.rows:
         raise InputError(
@@ -315,7 +283,6 @@ def resolve(
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
 
 
-
 def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
     """Load a hierarchy from what the user passed.
 
@@ -334,62 +301,7 @@ def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
     return hierarchy_from(source, None if engine is None else lambda table: table_rows(engine, table))
 
 
-def table_rows(engine: Engine, name: str) -> list[tuple[Any, ...]] | None:
-    """Every row of the table or view ``name`` binds to (columns in table order); None if
-    there is none."""
-    found = engine.find(name)
-    if found is None:
-        return None
-    try:
-        return engine.fetch_rows(exp.select("*").from_(found.ref))
-    except EngineError as e:
-        raise HierarchyError(f"cannot read hierarchy table {name!r}: {e}") from e
-
-
 # -- helpers ---------------------------------------------------------------------------------
-def _catalog(engine: Engine) -> list[CatalogObject]:
-    return engine.objects()
-
-
-def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
-    if not isinstance(table, str) or not table:
-        raise InputError(f"table must be a non-empty string, got {table!r}")
-    found = engine.find(table)  # the one relation lookup: as the engine binds the name in SQL
-    if found is None and _is_file(table):
-        return _file_source(engine, table, count)
-    if found is None:
-        raise UnknownTableError(
-            f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
-        )
-    return source_of(engine, found, count)
-
-
-def source_of(engine: Engine, found: CatalogObject, count: bool = True) -> Source:
-    """The :class:`Source` of a catalog relation: its columns, keys and (if ``count``) rows."""
-    catalog, schema, name, kind = found.catalog, found.schema, found.name, found.kind
-    columns = tuple(engine.columns(catalog, schema, name))
-    ref = g.table(name, schema, catalog)
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
-    keys: tuple[tuple[str, ...], ...] = ()
-    if kind == "table":
-        keys = tuple(engine.keys(catalog, schema, name))
-    return Source(catalog, schema, name, kind, columns, rows, keys=keys, temporary=found.temporary)
-
-
-def _is_file(table: str) -> bool:
-    suffix = Path(table.replace("*", "x")).suffix.lower()
-    return suffix in DATA_SUFFIXES and ("*" in table or Path(table).is_file())
-
-
-def _file_source(engine: Engine, path: str, count: bool) -> Source:
-    """Parquet, CSV or JSON files read in place (a glob reads several)."""
-    reader = engine.file_source(path)
-    columns = tuple(engine.describe(exp.select("*").from_(reader.copy())))
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(reader.copy()))) if count else -1
-    stem = Path(path).name.split(".")[0].replace("*", "") or "files"
-    return Source("", "", stem, "file", columns, rows, path, reader)
-
-
 def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
     qid = check_qid(qid)
     for name in qid:
@@ -464,24 +376,6 @@ def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> No
         )
 
 
-def distinct_values(engine: Engine, column: str, source: exp.Table, numeric: bool) -> dict[str, np.ndarray]:
-    """Distinct non-NULL values of a column (``v``) with their text form (``t``).
-
-    Only numbers are fetched as values (so ``39.0`` can match a leaf ``39``); other types are
-    matched by the database's text form (fetching e.g. TIMESTAMPTZ values would need pytz).
-    """
-    text = exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR"))
-    return engine.fetch(
-        exp.select(
-            g.alias(g.col(column) if numeric else text.copy(), "v"),
-            g.alias(text, "t"),
-        )
-        .distinct()
-        .from_(source)
-        .where(exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
-    )
-
-
 def types_of(source: Source) -> dict[str, str]:
     return dict(source.columns)
 
@@ -532,17 +426,6 @@ def _key_violations(engine: Engine, source: Source, columns: Sequence[str]) -> t
     return nulls, duplicates
 
 
-def free_name(base: str, taken: Iterable[str]) -> str:
-    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (case-insensitively,
-    as DuckDB compares names), so an internal column never collides with a user's."""
-    used = {t.lower() for t in taken}
-    name, i = base, 0
-    while name.lower() in used:
-        i += 1
-        name = f"{base}_{i}"
-    return name
-
-
 def _outputs(
     engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool,
     materialize: bool, class_column: str | None, hierarchies: Mapping[str, Any],
@@ -557,7 +440,7 @@ def _outputs(
     hierarchies_table = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
     names = [view, f"{view}_rules", f"{view}_rowmap"] + (
         [hierarchies_table] if hierarchies_table else [])
-    current = _current(engine)
+    current = engine.current()
     here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
     owned = _release_objects(here, view)
     reads = _reads(objects, source, current)
@@ -656,7 +539,3 @@ def _column_names(source: Source, qis: tuple[QI, ...]) -> tuple[list[str], list[
                 f"rename one in a view over the source first"
             )
     return rules_cols, view_cols
-
-
-def _current(engine: Engine) -> tuple[str, str]:
-    return engine.current()

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sqlglot import exp
@@ -26,7 +26,7 @@ from ..engine.base import Engine
 from ..model.constraints import KAnonymity
 from ..model.domain import Domain
 from ..model.stats import StatColumn
-from ..model.partition import SUPPRESSED_PID, Progress, Regions
+from ..model.partition import SUPPRESSED_PID, Progress
 from ..request.algorithm import Partitioned, Prepared
 from ..request.spec import Spec
 from .cuts import cells, disclosure_hierarchy, disclosure_nodes
