@@ -56,7 +56,7 @@ SELECT_QIS = "SELECT " + ", ".join(QI_COLUMNS) + f" FROM {TABLE}"
 def child_sqlanon(db: str, k: int, memory_rows: int | None, memory_limit: str | None) -> dict[str, Any]:
     import sqlanon
 
-    extra = {} if memory_rows is None else {"memory_rows": memory_rows}
+    extra = {} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}
     con = duckdb.connect(db)
     if memory_limit:  # DuckDB's own buffer limit: beyond it temp tables spill to disk
         con.execute("SET memory_limit = $limit", {"limit": memory_limit})

@@ -156,7 +156,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
         mark["statements"] = engine.statements
 
     builder.Partitioner.__init__ = started  # type: ignore[method-assign]
-    extra = {} if memory_rows is None else {"memory_rows": memory_rows}
+    extra = {} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,

@@ -62,9 +62,9 @@ def child(db: str, strategy: str, k: int, memory_rows: int, sample_rows: int | N
     seconds = time.perf_counter() - start
     con.close()
     return {"s": seconds, "classes": release.partitions, "k_achieved": release.k_achieved,
-            "scans": release.scans, "writes": release.writes, "rounds": release.sample_rounds,
-            "pruned": release.pruned, "rescued": release.rescued,
-            "distance_from_minimal": release.distance_from_minimal, "timings": dict(release.timings)}
+            "scans": release.outcome.scans, "writes": release.outcome.writes, "rounds": release.outcome.rounds,
+            "pruned": release.outcome.pruned, "rescued": release.outcome.rescued,
+            "distance_from_minimal": release.outcome.distance_from_minimal, "timings": dict(release.timings)}
 
 
 def read_seconds(db: Path) -> dict[str, float]:

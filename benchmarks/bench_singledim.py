@@ -67,13 +67,14 @@ def quality(ks: tuple[int, ...], budget: float, suppression: float) -> None:
     full = bp.Task("adult", HIERARCHY_QID, TARGET, {q: load_hierarchy(paths[q]) for q in HIERARCHY_QID})
     folds = {"numeric": bp.Fold(0, "train_numeric", "test_numeric"), "hier": bp.Fold(0, "train_hier", "test_hier")}
     models = bp.classifiers(0, len(os.sched_getaffinity(0)))
-    single = {"recoding": "single", "suppression": suppression}
+    single = {"suppression": suppression}
     plans = [
-        ("ga_cm", numeric, "numeric", {**single, "search": "genetic", "metric": "CM", "target": TARGET, "budget": budget}),
-        ("ga_lm", numeric, "numeric", {**single, "search": "genetic", "metric": "LM", "budget": budget}),
-        ("tdr", numeric, "numeric", {"recoding": "single", "target": TARGET}),
-        ("lattice_dm", full, "hier", {**single, "search": "optimal", "metric": "DM"}),
-        ("lattice_cm", full, "hier", {**single, "search": "optimal", "metric": "CM", "target": TARGET}),
+        ("ga_cm", numeric, "numeric", {**single, "algorithm": sqlanon.Genetic(metric="CM", budget=budget),
+                                       "target": TARGET}),
+        ("ga_lm", numeric, "numeric", {**single, "algorithm": sqlanon.Genetic(metric="LM", budget=budget)}),
+        ("tdr", numeric, "numeric", {"algorithm": sqlanon.TopDown(), "target": TARGET}),
+        ("lattice_dm", full, "hier", {**single, "algorithm": sqlanon.Optimal(metric="DM")}),
+        ("lattice_cm", full, "hier", {**single, "algorithm": sqlanon.Optimal(metric="CM"), "target": TARGET}),
         ("infogain", numeric, "numeric", {"target": TARGET}),
     ]
     runs = []
@@ -124,7 +125,7 @@ def lattice9() -> None:
         print(json.dumps({"metric": metric, "levels": list(found.best.levels), "value": found.best.value,
                           "suppressed": found.best.suppressed, "checked": found.checked, "pruned": found.pruned,
                           "nodes": found.size, "search_s": round(search, 2), "anonymize_s": round(total, 2),
-                          "release_levels": list(release.levels.values())}), flush=True)
+                          "release_levels": list(release.outcome.levels.values())}), flush=True)
 
 
 def rollup(nodes: int = 30) -> None:

@@ -415,14 +415,14 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     import resource
 
     import sqlanon
-    import sqlanon.api
+    import sqlanon.pipeline
 
     engine = timed_engine(con)
     levels: list[dict[str, Any]] = []
     mark = {"t": 0.0, "statements": 0}
     phases: dict[str, int] = {}
 
-    class Laps(sqlanon.api.Laps):  # the statements of each phase of release.timings
+    class Laps(sqlanon.pipeline.Laps):  # the statements of each phase of release.timings
         def __call__(self, step: str) -> None:
             super().__call__(step)
             phases[step] = engine.statements - sum(phases.values())
@@ -435,7 +435,7 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
         mark["t"], mark["statements"] = p.elapsed, engine.statements
         engine.level = p.level
 
-    sqlanon.api.Laps = Laps  # type: ignore[misc]
+    sqlanon.pipeline.Laps = Laps  # type: ignore[misc]
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,

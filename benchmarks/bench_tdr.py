@@ -105,7 +105,7 @@ def child(db: str, table: str, qid: list[str], k: int, target: str, hierarchies:
                                 algorithm=sqlanon.TopDown(), output=sqlanon.Output(view=f"{table}_tdr", replace=True))
     wall = time.perf_counter() - start
     return {"table": table, "rows": release.rows, "k": k, "qis": len(qid), "seconds": round(wall, 2),
-            "steps": {s: round(t, 2) for s, t in release.timings.items()}, "refinements": release.refinements,
+            "steps": {s: round(t, 2) for s, t in release.timings.items()}, "refinements": release.outcome.refinements,
             "classes": release.partitions, "rules": release.regions, "k_achieved": release.k_achieved}
 
 

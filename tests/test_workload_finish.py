@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.builder import Batch, Partitioner
@@ -395,7 +396,7 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     finished in memory: faster than SQL levels), the others are capped at 2M rows (the SQL
     levels beat the level-by-level numpy finish)."""
     from sqlanon.engine import engine_for
-    from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows, resolve
+    from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows
 
     con = duckdb.connect()
     con.execute("SET memory_limit = '20GB'")
@@ -406,7 +407,7 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     assert sized > DEFAULT_MEMORY_ROWS
 
     def rows(qid=("a", "b"), **kw) -> int:
-        return resolve(engine, "t", list(qid), 5, **kw).memory_rows
+        return sqlanon.Request("t", list(qid), 5, **request_options(**kw)).resolve(engine).memory_rows
 
     assert rows() == sized  # Median
     assert rows(sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # Median under l-diversity: level by level
