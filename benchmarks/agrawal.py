@@ -102,10 +102,10 @@ def write_duckdb(
     comment), so repeated benchmark runs reuse the file; otherwise the table is replaced.
 
     The rows are written by a process of its own: writing 100M rows takes the writer to a
-    3.4 GiB high-water mark, and a process forked later by the writer inherits it — a benchmark
-    child's ``ru_maxrss`` (``os.wait4``) starts at its parent's high-water mark, since fork copies
-    the memory map with its peak (measured: an empty child of a parent that had just written
-    100M rows reported 3445 MiB). So the benchmarks' parents stay small.
+    3.4 GiB high-water mark, which the benchmark's parent process then need not carry (the
+    harness measures a child's own peak, ``VmHWM``; ``ru_maxrss`` from ``os.wait4`` would start
+    at the parent's high-water mark, which Linux carries over ``exec``: an empty child of a
+    parent that had just written 100M rows reported 3445 MiB).
     """
     if _written(path, n, table, seed):
         return

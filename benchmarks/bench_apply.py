@@ -1,23 +1,24 @@
 """Apply benchmark: recode fresh tables with a release's stored rules (``sqlanon.apply``).
 
     python benchmarks/bench_apply.py [--train-rows 1000000] [--k 100 10] [--rows 1000000 10000000]
-        [--dir /tmp/sqlanon-bench-apply] [--duckdb-memory-limit 2GB] [--repeat 1] [--compare]
+        [--dir /tmp/sqlanon-bench-apply] [--duckdb-memory-limit 2GB] [--runs 1] [--compare]
+    python benchmarks/bench_apply.py --quick           # 20,000 training rows, fresh 20,000 and 40,000
 
 In one run, on one on-disk DuckDB file (``<dir>/apply_<train rows>.duckdb``, generated once and
 reused; its own file, so a concurrent ``bench_core.py`` run is not disturbed):
 
 * train    an Agrawal table ``agrawal`` (seed 0), anonymized once per ``--k`` with
-           ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, view=f"train_k{k}")``;
+           ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, output=f"train_k{k}")``;
            the smaller k gives more rules (about 7,000 at k = 100 and 77,000 at k = 10 for 1M
            training rows);
 * fresh    one table per ``--rows`` N generated with another seed (1): the same distributions,
            different rows, so values fall between and beyond the training values;
-* scan     best of 3 wall times of ``SELECT sum(q) ... FROM fresh`` over the nine QIs: one
-           scan-equivalent;
+* scan     the harness's scan-equivalent of ``fresh`` over the nine QIs (best of ``--repeat``
+           warm runs);
 * copy     ``CREATE TABLE ... AS SELECT * FROM fresh`` (a persistent table, committed, then
            dropped): the cost of writing N rows, which any recoding into a table pays;
 * apply    ``sqlanon.release.apply.apply(con, f"train_k{k}", fresh, view=..., replace=True)`` -- wall time
-           (best of ``--repeat``), the tree depth, rows placed, its own ``timings``;
+           (best of ``--runs``, as the copy), the tree depth, rows placed, its own ``timings``;
 * ratios   apply / scan and apply / copy;
 * check    apply on the training table itself reproduces the release's view (EXCEPT ALL both
            ways is empty), once per k;
@@ -27,56 +28,44 @@ reused; its own file, so a concurrent ``bench_core.py`` run is not disturbed):
            measures against: a plain range join of the table against the rules' boxes (DuckDB
            picks an inequality join) and one nested ``CASE`` expression of the same tree.
 
-Results are printed as JSON lines (a machine line, one line per (k, N)) and as a table.
+Records: ``scan`` and ``copy`` per N, ``apply`` per (k, N) with the ratios ``per_scan`` and
+``per_copy`` (and, with ``--compare``, the alternatives' seconds in its metrics).
 """
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
-from sqlglot import exp
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
+import duckdb  # noqa: E402
+from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
+from harness import Column  # noqa: E402
+from sqlglot import exp  # noqa: E402
 
 import sqlanon  # noqa: E402
-from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
-from machine import machine  # noqa: E402
+from sqlanon.engine import engine_for  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
 from sqlanon.release.apply import _boxes, _bounds_table, apply, guillotine  # noqa: E402
-from sqlanon.engine import engine_for  # noqa: E402
 from sqlanon.release.regions import load_release  # noqa: E402
 
 TRAIN = "agrawal"
+COLUMNS = [
+    Column("measurement", "name"), Column("k", "params.k"), Column("rules", "metrics.rules", ","),
+    Column("depth", "metrics.depth"), Column("N", "params.rows", ","), Column("seconds", "seconds", ".3f"),
+    Column("/scan", "ratios.per_scan", ".0f"), Column("/copy", "ratios.per_copy", ".1f"),
+    Column("unplaced", "metrics.unplaced", ","), Column("train reproduced", "metrics.train_reproduced"),
+]  # fmt: skip
 
 
 def fresh_name(n: int) -> str:
     return f"fresh_{n}"
 
 
-def best_of(repeats: int, run) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def scan_seconds(con: duckdb.DuckDBPyConnection, table: str) -> float:
-    query = exp.select(*[exp.Sum(this=g.col(c)) for c in QI_COLUMNS]).from_(g.table(table)).sql(dialect=g.DIALECT)
-    return best_of(3, lambda: con.execute(query).fetchall())
-
-
-def copy_seconds(con: duckdb.DuckDBPyConnection, table: str, repeats: int) -> float:
+def copy_seconds(con: duckdb.DuckDBPyConnection, table: str, runs: int) -> float:
     target = "__bench_copy"
     create = g.create_table_as(target, exp.select("*").from_(g.table(table)), temporary=False, replace=True)
 
@@ -85,7 +74,7 @@ def copy_seconds(con: duckdb.DuckDBPyConnection, table: str, repeats: int) -> fl
         con.execute(create.sql(dialect=g.DIALECT))
         con.execute("COMMIT")
 
-    seconds = best_of(repeats, run)
+    seconds = harness.timed(run, runs, warmup=False).best
     con.execute(g.drop(target, "TABLE").sql(dialect=g.DIALECT))
     return seconds
 
@@ -157,48 +146,35 @@ def compare(con: duckdb.DuckDBPyConnection, view: str, table: str) -> dict[str, 
 
 
 # ----------------------------------------------------------------------------- main
-def print_table(records: list[dict[str, Any]]) -> None:
-    cols = [("k", "k", "{}"), ("rules", "rules", "{:,}"), ("depth", "depth", "{}"), ("N", "n", "{:,}"),
-            ("scan s", "scan_s", "{:.3f}"), ("copy s", "copy_s", "{:.2f}"), ("apply s", "apply_s", "{:.2f}"),
-            ("apply/scan", "apply_per_scan", "{:.0f}"), ("apply/copy", "apply_per_copy", "{:.1f}"),
-            ("unplaced", "unplaced", "{:,}")]
-    cells = [[h for h, _, _ in cols]]
-    for rec in records:
-        cells.append([fmt.format(rec[key]) if rec.get(key) is not None else "-" for _, key, fmt in cols])
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    for row in cells:
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
-    for rec in records:
-        print(f"k={rec['k']} N={rec['n']:,} apply timings: {rec['timings']}")
-
-
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = harness.arguments(__doc__, rows=[1_000_000, 10_000_000],
+                          quick={"rows": [20_000, 40_000], "train_rows": 20_000})  # fmt: skip
+    p.set_defaults(dir=str(Path(harness.DATA_DIR + "-apply")))  # its own file: a concurrent bench_core is not disturbed
     p.add_argument("--train-rows", type=int, default=1_000_000)
     p.add_argument("--k", type=int, nargs="+", default=[100, 10])
-    p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000], help="fresh table sizes")
-    p.add_argument("--dir", default="/tmp/sqlanon-bench-apply", help="where the DuckDB file lives")
     p.add_argument("--duckdb-memory-limit", default=None, help="SET memory_limit, e.g. 2GB (default: DuckDB's)")
-    p.add_argument("--repeat", type=int, default=1, help="best of this many copy and apply runs")
+    p.add_argument("--runs", type=int, default=1, help="best of this many copy and apply runs")
     p.add_argument("--compare", action="store_true", help="also time a range join and a nested CASE")
     args = p.parse_args(argv)
 
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     db = str(Path(args.dir) / f"apply_{args.train_rows}.duckdb")
-    start = time.perf_counter()
     write_duckdb(db, args.train_rows, table=TRAIN, seed=0)
     for n in args.rows:
         write_duckdb(db, n, table=fresh_name(n), seed=1)
-    info = machine()
-    print(json.dumps({"machine": info, "prepare_s": round(time.perf_counter() - start, 2)}), flush=True)
+    rec = harness.Recorder.start(__file__, args)
 
     con = duckdb.connect(db)
     if args.duckdb_memory_limit:
         con.execute("SET memory_limit = $limit", {"limit": args.duckdb_memory_limit})
-    records = []
     try:
-        scans = {n: scan_seconds(con, fresh_name(n)) for n in args.rows}
-        copies = {n: copy_seconds(con, fresh_name(n), args.repeat) for n in args.rows}
+        scans, copies = {}, {}
+        for n in args.rows:
+            scans[n] = harness.scan_seconds(lambda sql: con.execute(sql).fetchall(), fresh_name(n), QI_COLUMNS,
+                                            args.repeat)  # fmt: skip
+            rec.record("scan", {"rows": n, "repeat": args.repeat}, scans[n])
+            copies[n] = copy_seconds(con, fresh_name(n), args.runs)
+            rec.record("copy", {"rows": n, "runs": args.runs}, copies[n], {"per_scan": harness.ratio(copies[n], scans[n], 1)})
         for k in args.k:
             view = f"train_k{k}"
             print(f"# anonymizing {args.train_rows:,} rows, k={k} ...", file=sys.stderr, flush=True)
@@ -211,29 +187,30 @@ def main(argv: list[str] | None = None) -> None:
             con.execute(g.drop(check.view, "TABLE").sql(dialect=g.DIALECT))  # keep the file small
             for n in args.rows:
                 print(f"# apply k={k} to N={n:,} ...", file=sys.stderr, flush=True)
-                best, applied = float("inf"), None
-                for _ in range(args.repeat):
-                    started = time.perf_counter()
-                    applied = apply(con, view, fresh_name(n), view=f"{fresh_name(n)}_k{k}", replace=True)
-                    best = min(best, time.perf_counter() - started)
-                assert applied is not None and applied.rows == n
-                con.execute(g.drop(applied.view, "TABLE").sql(dialect=g.DIALECT))
-                rec = {"k": k, "rules": release.regions, "classes": release.partitions, "depth": applied.depth,
-                       "train_rows": args.train_rows, "anonymize_s": round(anonymize_s, 2), "n": n,
-                       "scan_s": round(scans[n], 4), "copy_s": round(copies[n], 3), "apply_s": round(best, 3),
-                       "apply_per_scan": round(best / scans[n], 1), "apply_per_copy": round(best / copies[n], 2),
-                       "placed": applied.placed, "unplaced": applied.unplaced, "timings": dict(applied.timings),
-                       "train_reproduced": identical, "memory_limit": args.duckdb_memory_limit}
+                applied: list[Any] = []
+
+                def run() -> None:
+                    applied.append(apply(con, view, fresh_name(n), view=f"{fresh_name(n)}_k{k}", replace=True))
+
+                best = harness.timed(run, args.runs, warmup=False).best
+                assert applied and applied[-1].rows == n
+                con.execute(g.drop(applied[-1].view, "TABLE").sql(dialect=g.DIALECT))
+                metrics = {"rules": release.regions, "classes": release.partitions, "depth": applied[-1].depth,
+                           "anonymize_s": anonymize_s, "placed": applied[-1].placed, "unplaced": applied[-1].unplaced,
+                           "train_reproduced": identical}  # fmt: skip
                 if args.compare and n == min(args.rows) and k == max(args.k):
-                    rec.update(compare(con, view, fresh_name(n)))
-                records.append(rec)
-                print(json.dumps(rec), flush=True)
+                    metrics |= compare(con, view, fresh_name(n))
+                rec.record("apply", {"rows": n, "k": k, "train_rows": args.train_rows, "runs": args.runs,
+                                     "duckdb_memory_limit": args.duckdb_memory_limit}, best,
+                           {"per_scan": harness.ratio(best, scans[n], 1), "per_copy": harness.ratio(best, copies[n])},
+                           metrics, {"timings": dict(applied[-1].timings)})  # fmt: skip
     finally:
         con.close()
-    print(f"\nmachine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; duckdb {info['duckdb']}, "
-          f"numpy {info['numpy']}, python {info['python']}; train {args.train_rows:,} rows (seed 0), "
-          f"fresh tables seed 1; memory_limit {args.duckdb_memory_limit}")
-    print_table(records)
+    print(f"\ntrain {args.train_rows:,} rows (seed 0), fresh tables seed 1; memory_limit {args.duckdb_memory_limit}")
+    harness.print_table(rec.records, COLUMNS)
+    for r in rec.records:
+        if r["name"] == "apply":
+            print(f"k={r['params']['k']} N={r['params']['rows']:,} apply timings: {r['details']['timings']}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_engines.py --rows 1000000 [--k 100] [--postgres URL]
         [--memory-rows default 0] [--dir /tmp/sqlanon-bench] [--engines duckdb postgres]
+    python benchmarks/bench_engines.py --quick         # 20,000 rows
 
 The Agrawal table (``agrawal.py``, the nine integer QIs of the other benchmarks) of N rows is
 loaded once per engine, outside every measurement:
@@ -13,50 +14,43 @@ loaded once per engine, outside every measurement:
              FROM STDIN`` (the engine's ``create_from_frame``, then one COPY per 1M-row block),
              then ``ANALYZE``; the database is dropped at the end (``--keep-database`` keeps it).
 
-Then, per engine, one **scan-equivalent**: the median of 3 warm runs of ``SELECT sum(salary),
-..., sum(loan) FROM agrawal`` (after one unmeasured run). And per engine, criterion (``median``:
-no target; ``infogain``: ``target="c2"``, the Agrawal C2 label) and ``--memory-rows`` value, one
-child process (this script with ``--one``, so that each peak RSS is its own) runs
-``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True)``
+Then, per engine, one **scan-equivalent** (the harness's: the best of ``--repeat`` warm runs of
+``SELECT sum(salary), ..., sum(loan) FROM agrawal`` after one unmeasured run; PostgreSQL may use
+its parallel workers). And per engine, criterion (``median``: no target; ``infogain``:
+``target="c2"``, the Agrawal C2 label) and ``--memory-rows`` value, one child process (the
+harness's, so that each peak RSS is its own) runs
+``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, output=sqlanon.Output(view="agrawal_anon", replace=True))``
 and reports: wall time, SQL statements (``release.statements``), the seconds and statements of
 every SQL level and of the in-memory finish (from the ``progress`` callback), the seconds spent
 inside the driver (every statement timed) and the slowest statements, and the child's peak RSS
-(``ru_maxrss`` from ``os.wait4``: the Python process only -- PostgreSQL's server works in other
-processes, whose memory is not counted). Both engines' rules relations are compared row by row
-for each criterion; the run prints whether they are identical.
+(the Python process only -- PostgreSQL's server works in other processes, whose memory is not
+counted). Both engines' rules relations are compared row by row for each criterion; the
+PostgreSQL record says whether they are identical (``rules_identical``).
 
-Prints a machine line (with the PostgreSQL server's version and memory settings), one JSON line
-per configuration, then a table.
+Records: ``scan`` per engine and N (with the load seconds and, for PostgreSQL, the server's
+version and settings), one record per configuration (ratio ``per_scan``: against that engine's
+own scan), then a table, the SQL levels of every run and the slowest statements.
 """
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
-import json
 import os
-import pickle
-import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import numpy as np
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
 from agrawal import BLOCK, QI_COLUMNS, _rows, write_duckdb  # noqa: E402
-from machine import machine, run_child  # noqa: E402
+from harness import Column  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
 CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "c2"}}
 ENGINES = ("duckdb", "postgres")
-SCAN = "SELECT " + ", ".join(f"sum({c})" for c in QI_COLUMNS) + f" FROM {TABLE}"
 PG_SETTINGS = ("shared_buffers", "work_mem", "temp_buffers", "max_parallel_workers_per_gather", "jit")
 
 
@@ -108,17 +102,6 @@ def timed_engine(con: Any) -> Any:
     return Timed(con)
 
 
-def scan_seconds(con: Any, repeats: int = 3) -> float:
-    """Median of ``repeats`` warm full scans summing the nine QIs (one unmeasured run first)."""
-    def once() -> float:
-        start = time.perf_counter()
-        con.execute(SCAN).fetchall()
-        return time.perf_counter() - start
-
-    once()
-    return statistics.median(once() for _ in range(repeats))
-
-
 def rules_rows(engine: Any, rules: str) -> list[list[Any]]:
     """The rules relation, ordered, in the normalization of tests/test_engines.py."""
     frame = engine.fetch_frame(f'SELECT * FROM "{rules}" ORDER BY 1')
@@ -127,11 +110,8 @@ def rules_rows(engine: Any, rules: str) -> list[list[Any]]:
 
 
 # ----------------------------------------------------------------------------- one configuration
-def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None,
-        result: str, rules_out: str) -> None:
-    """Inside the child: one anonymize() and what it cost."""
-    import resource
-
+def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None) -> dict[str, Any]:
+    """Inside the child: one anonymize(), what it cost, and its rules (``rules``)."""
     import sqlanon
 
     con = connect(engine_name, where)
@@ -157,7 +137,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
 
     builder.Partitioner.__init__ = started  # type: ignore[method-assign]
     extra = {} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = harness.peak_rss_mib()
     start = time.perf_counter()
     release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
                                 output=sqlanon.Output(view=VIEW, replace=True), **extra, **CRITERIA[criterion])  # fmt: skip
@@ -173,32 +153,27 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
     out = {
         "s": seconds, "close_s": close_s, "statements": release.statements,
         "timings": dict(release.timings), "partitions": release.partitions,
-        "k_achieved": release.k_achieved, "rss_before_mib": round(rss_before / 1024, 1),
+        "k_achieved": release.k_achieved, "rss_before_mib": rss_before,
         "sql_levels": len(sql), "sql_level_s": [lv["s"] for lv in sql],
         "sql_level_statements": [lv["statements"] for lv in sql],
         "sql_level_open": [lv["open"] for lv in sql],
         "memory_levels": len(memory), "memory_statements": sum(lv["statements"] for lv in memory),
         "driver_s": sum(t for t, _, _ in log), "driver_calls": len(log),
-        "slowest": [{"s": round(t, 3), "level": lv, "sql": s[:300]} for t, lv, s in slowest],
+        "slowest": [{"s": round(t, 3), "level": lv, "sql": s[:300]} for t, lv, s in slowest], "rules": rules,
     }  # fmt: skip
-    Path(result).write_text(json.dumps(out, default=str))
-    Path(rules_out).write_bytes(pickle.dumps(rules))
+    return out
 
 
 def run_one(engine: str, where: str, criterion: str, k: int, memory_rows: int | None,
             timeout: float | None) -> tuple[dict[str, Any], list[list[Any]] | None]:
-    """One configuration in a fresh interpreter; its peak RSS (MiB) and rules, or an error."""
-
-    def command(result: str, rules_out: str) -> list[str]:
-        return [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(k),
-                "--result", result, "--rules-out", rules_out,
-                "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
-
-    return run_child(command, timeout)
+    """One configuration in a fresh interpreter: its results and rules, or an error and None."""
+    out = harness.run_child(__file__, "one", {"engine_name": engine, "where": where, "criterion": criterion,
+                                              "k": k, "memory_rows": memory_rows}, timeout)  # fmt: skip
+    return out, out.pop("rules", None)
 
 
 # ----------------------------------------------------------------------------- loading
-def load_postgres(admin_url: str, database: str, n: int) -> tuple[str, float, float]:
+def load_postgres(admin_url: str, database: str, n: int, repeat: int) -> tuple[str, float, float]:
     """Create ``database`` (dropped first if it exists) and load n Agrawal rows by COPY, then
     ANALYZE. Returns the database's URL, the load seconds and the scan-equivalent."""
     import psycopg
@@ -222,21 +197,16 @@ def load_postgres(admin_url: str, database: str, n: int) -> tuple[str, float, fl
                 copy.write(text)
         con.execute(f"ANALYZE {TABLE}")
         load_s = time.perf_counter() - start
-        scan = scan_seconds(con)
+        scan = harness.scan_seconds(lambda sql: con.execute(sql).fetchall(), TABLE, QI_COLUMNS, repeat, "postgres")
     return url, load_s, scan
 
 
-def load_duckdb(directory: str, n: int) -> tuple[str, float, float]:
+def load_duckdb(directory: str, n: int, repeat: int) -> tuple[str, float, float]:
     path = Path(directory) / f"agrawal_{n}.duckdb"
     start = time.perf_counter()
     write_duckdb(path, n, table=TABLE)  # a no-op when the file already holds this table
     load_s = time.perf_counter() - start
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        scan = scan_seconds(con)
-    finally:
-        con.close()  # the children open the file read-write: no other process may hold it
-    return str(path), load_s, scan
+    return str(path), load_s, harness.duckdb_scan_seconds(path, TABLE, QI_COLUMNS, repeat)
 
 
 def pg_server(admin_url: str) -> dict[str, Any]:
@@ -250,71 +220,61 @@ def pg_server(admin_url: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- report
-def fmt(v: Any, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
-
-
-def print_table(records: list[dict[str, Any]]) -> None:
-    cols = [  # (heading, key, format)
-        ("N", "n", ","), ("engine", "engine", ""), ("criterion", "criterion", ""),
-        ("mem rows", "memory_rows", ""), ("load s", "load_s", ".1f"), ("scan s", "scan_s", ".3f"),
-        ("anon s", "s", ".2f"), ("/scan", "per_scan", ".0f"), ("stmts", "statements", ","),
-        ("driver s", "driver_s", ".2f"), ("encode", "encode_s", ".2f"), ("sql lv", "sql_levels", ""),
-        ("sql s", "partition_sql_s", ".2f"), ("s/lv", "s_per_sql_level", ".2f"),
-        ("memory s", "partition_memory_s", ".2f"), ("publish", "publish_verify_s", ".2f"),
-        ("MiB", "rss_mib", ".0f"), ("classes", "partitions", ","), ("k min", "k_achieved", ""),
-    ]  # fmt: skip
-    cells = [[h for h, _, _ in cols]] + [[fmt(r.get(key), f) for _, key, f in cols] for r in records]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    for row in cells:
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+COLUMNS = [
+    Column("N", "params.rows", ","), Column("engine", "params.engine"), Column("criterion", "params.criterion"),
+    Column("mem rows", "params.memory_rows"), Column("load s", "details.load_s", ".1f"),
+    Column("scan s", "details.scan_s", ".3f"), Column("anon s", "seconds", ".2f"), Column("/scan", "ratios.per_scan", ".0f"),
+    Column("stmts", "metrics.statements", ","), Column("driver s", "metrics.driver_s", ".2f"),
+    Column("encode", "metrics.encode_s", ".2f"), Column("sql lv", "metrics.sql_levels"),
+    Column("sql s", "metrics.partition_sql_s", ".2f"), Column("s/lv", "metrics.s_per_sql_level", ".2f"),
+    Column("memory s", "metrics.partition_memory_s", ".2f"), Column("publish", "metrics.publish_verify_s", ".2f"),
+    Column("MiB", "metrics.rss_mib", ".0f"), Column("classes", "metrics.partitions", ","),
+    Column("k min", "metrics.k_achieved"), Column("rules identical", "metrics.rules_identical"),
+]  # fmt: skip
+#: What a configuration's record shows as metrics (the table's columns); the rest goes to its details.
+METRICS = ("statements", "driver_s", "sql_levels", "s_per_sql_level", "encode_s", "partition_sql_s",
+           "partition_memory_s", "publish_verify_s", "rss_mib", "partitions", "k_achieved")
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    p = harness.arguments(__doc__, rows=[1_000_000], quick={"rows": [20_000]}, timeout=True)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--memory-rows", nargs="+", default=["default", "0"],
-                   help="anonymize(memory_rows=...) values to run; 'default' passes none (2,000,000), "
+                   help="Mondrian(strategy=Levels(memory_rows)) values to run; 'default' passes none (2,000,000), "
                         "0 keeps every level in SQL")
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
-    p.add_argument("--dir", default="/tmp/sqlanon-bench", help="where the DuckDB files live")
     p.add_argument("--postgres", default=os.environ.get("SQLANON_POSTGRES_URL"),
                    help="server URL (default $SQLANON_POSTGRES_URL); the benchmark creates its own database")
     p.add_argument("--database", default="sqlanon_bench", help="PostgreSQL database to create (and drop)")
     p.add_argument("--keep-database", action="store_true")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per configuration")
-    p.add_argument("--one", nargs=2, metavar=("ENGINE", "CRITERION"), help=argparse.SUPPRESS)
-    p.add_argument("--where", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
-    p.add_argument("--rules-out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    if args.one:  # inside a measurement process
-        memory_rows = None if args.memory_rows[0] == "default" else int(args.memory_rows[0])
-        one(args.one[0], args.where, args.one[1], args.k, memory_rows, args.result, args.rules_out)
-        return
-
-    engines = [e for e in args.engines if e != "postgres" or args.postgres]
-    if "postgres" in args.engines and not args.postgres:
-        print("# no --postgres and no $SQLANON_POSTGRES_URL: PostgreSQL skipped", file=sys.stderr)
+    engines = list(args.engines)
+    if "postgres" in engines:
+        why = ("no --postgres and no $SQLANON_POSTGRES_URL" if not args.postgres else
+               harness.missing("psycopg", "psycopg[binary]"))  # fmt: skip
+        if why:
+            print(f"# {why}: PostgreSQL skipped", file=sys.stderr)
+            engines.remove("postgres")
     memory_values = [None if m == "default" else int(m) for m in args.memory_rows]
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    info = machine("psycopg", "sqlanon")
+    rec = harness.Recorder.start(__file__, args, ["psycopg"])
     server = pg_server(args.postgres) if "postgres" in engines else {}
-    print(json.dumps({"machine": info, "postgres_server": server}), flush=True)
+    if server:
+        print("# PostgreSQL " + ", ".join(f"{s}={v}" for s, v in server.items()), flush=True)
 
-    records: list[dict[str, Any]] = []
-    identical: list[str] = []
     slow: list[str] = []
     try:
         for n in args.rows:
             where: dict[str, tuple[str, float, float]] = {}
             for engine in engines:
                 print(f"# N={n:,}: loading {engine} ...", file=sys.stderr, flush=True)
-                where[engine] = (load_duckdb(args.dir, n) if engine == "duckdb"
-                                 else load_postgres(args.postgres, args.database, n))  # fmt: skip
+                where[engine] = (load_duckdb(args.dir, n, args.repeat) if engine == "duckdb"
+                                 else load_postgres(args.postgres, args.database, n, args.repeat))  # fmt: skip
+                rec.record("scan", {"rows": n, "engine": engine, "repeat": args.repeat}, where[engine][2],
+                           metrics={"load_s": where[engine][1]},
+                           details={"server": server} if engine == "postgres" else None)  # fmt: skip
             for memory_rows in memory_values:
                 for criterion in args.criteria:
                     rules: dict[str, Any] = {}
@@ -323,27 +283,24 @@ def main(argv: list[str] | None = None) -> None:
                               file=sys.stderr, flush=True)  # fmt: skip
                         out, rules[engine] = run_one(engine, where[engine][0], criterion, args.k,
                                                      memory_rows, args.timeout)  # fmt: skip
-                        timings = out.get("timings") or {}
-                        rec = {"n": n, "engine": engine, "criterion": criterion,
-                               "memory_rows": "default" if memory_rows is None else memory_rows,
-                               "load_s": round(where[engine][1], 2), "scan_s": round(where[engine][2], 4),
-                               **out, **{f"{step}_s": v for step, v in timings.items()}}  # fmt: skip
-                        rec["per_scan"] = round(rec["s"] / rec["scan_s"], 1) if rec.get("s") else None
-                        levels = rec.get("sql_level_s") or []
-                        rec["s_per_sql_level"] = round(sum(levels) / len(levels), 3) if levels else None
-                        records.append(rec)
-                        print(json.dumps(rec, default=str), flush=True)
-                        slow += [f"N={n:,} {engine} {criterion} memory_rows={rec['memory_rows']}: "
+                        out |= {f"{step}_s": v for step, v in (out.get("timings") or {}).items()}
+                        out |= {"load_s": where[engine][1], "scan_s": where[engine][2]}
+                        levels = out.get("sql_level_s") or []
+                        out["s_per_sql_level"] = round(sum(levels) / len(levels), 3) if levels else None
+                        if engine == "postgres" and "duckdb" in rules:
+                            a, b = rules["duckdb"], rules["postgres"]
+                            out["rules_identical"] = None if a is None or b is None else a == b
+                            out["rules"] = None if a is None or b is None else len(a)
+                        seconds = out.get("s")
+                        rec.record(criterion, {"rows": n, "engine": engine, "criterion": criterion, "k": args.k,
+                                               "memory_rows": "default" if memory_rows is None else memory_rows},
+                                   seconds, {"per_scan": harness.ratio(seconds, where[engine][2], 1)},
+                                   {m: out.get(m) for m in (*METRICS, "rules_identical", "rules") if m in out},
+                                   {key: v for key, v in out.items() if key not in METRICS and key != "error"},
+                                   out.get("error"))  # fmt: skip
+                        slow += [f"N={n:,} {engine} {criterion} memory_rows={rec.records[-1]['params']['memory_rows']}: "
                                  f"{s['s']:.3f} s (level {s['level']}) {s['sql'][:160]}"
-                                 for s in (rec.get("slowest") or [])[:3]]  # fmt: skip
-                    if len(rules) == 2:
-                        a, b = rules.values()
-                        verdict = ("identical" if a is not None and a == b else
-                                   "NOT COMPARED (a run failed)" if a is None or b is None else "DIFFERENT")
-                        identical.append(f"N={n:,} {criterion} memory_rows="
-                                         f"{'default' if memory_rows is None else memory_rows}: rules relations "
-                                         f"{verdict} on DuckDB and PostgreSQL"
-                                         + (f" ({len(a)} rules)" if a is not None and b is not None else ""))  # fmt: skip
+                                 for s in (out.get("slowest") or [])[:3]]  # fmt: skip
     finally:
         if "postgres" in engines and not args.keep_database:
             import psycopg
@@ -351,23 +308,19 @@ def main(argv: list[str] | None = None) -> None:
             with psycopg.connect(args.postgres, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{args.database}"')
 
-    print(f"\nmachine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; python {info['python']}, "
-          f"duckdb {info['duckdb']}, psycopg {info['psycopg']}, numpy {info['numpy']}, pandas {info['pandas']}; "
-          + (f"PostgreSQL {server['postgres']} (" + ", ".join(f"{s}={server[s]}" for s in PG_SETTINGS) + ")"
-             if server else "no PostgreSQL")
-          + f"; k = {args.k}; DuckDB: on-disk file in {args.dir}")  # fmt: skip
-    print_table(records)
+    runs = [r for r in rec.records if r["name"] != "scan"]
+    print(f"\nk = {args.k}; DuckDB: on-disk file in {args.dir}")
+    harness.print_table(runs, COLUMNS)
     print()
-    for line in identical:
-        print(line)
-    for r in records:
-        head = f"N={r['n']:,} {r['engine']} {r['criterion']} memory_rows={r['memory_rows']}"
-        if r.get("error"):
+    for r in runs:
+        head = f"N={r['params']['rows']:,} {r['params']['engine']} {r['name']} memory_rows={r['params']['memory_rows']}"
+        if r["error"]:
             print(f"{head}: {r['error']}")
             continue
-        print(f"{head}: SQL levels s {r['sql_level_s']} (statements {r['sql_level_statements']}); "
-              f"in-memory finish {r.get('partition_memory_s')} s in {r['memory_levels']} levels "
-              f"({r['memory_statements']} statements)")  # fmt: skip
+        d, m = r["details"], r["metrics"]
+        print(f"{head}: SQL levels s {d['sql_level_s']} (statements {d['sql_level_statements']}); "
+              f"in-memory finish {m.get('partition_memory_s')} s in {d['memory_levels']} levels "
+              f"({d['memory_statements']} statements)")  # fmt: skip
     if slow:
         print("\nslowest statements:")
         for line in slow:

@@ -1,7 +1,10 @@
 """The passes every anonymize() run makes, timed alone on DuckDB and on Spark in one run (issue 15).
 
     python benchmarks/bench_primitives.py --rows 10000000 [--dir /tmp/sqlanon-bench]
-        [--master 'local[2]'] [--shuffle-partitions 8] [--driver-memory 8g]
+        [--master 'local[2]'] [--shuffle-partitions 8] [--driver-memory 8g] [--duckdb-end-to-end S]
+    python benchmarks/bench_primitives.py --quick      # 20,000 rows
+
+Needs PySpark and Java, as bench_spark.py.
 
 Why: Spark's target was "within 3x of DuckDB's time". An anonymize() run is made of a few kinds of
 full passes over the table -- check the key, build the QI domains, write the coded working table,
@@ -25,12 +28,14 @@ prints Spark/DuckDB per pass. The SQL is a hand-written equivalent of what the l
 Then the **lower bound**: even with no SQL level at all and a free in-memory finish, a Spark run
 costs at least key check + domains + encode + view join; that sum is compared with 3x DuckDB's
 measured end-to-end time when given (``--duckdb-end-to-end S``, e.g. from bench_spark.py's run).
+
+Records: one per (pass, engine), Spark's with the ratio ``per_duckdb``; and ``spark lower bound``
+(with ``per_duckdb_end_to_end`` when ``--duckdb-end-to-end`` is given).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import os
 import shutil
 import sys
 import tempfile
@@ -38,14 +43,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
-
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
+import duckdb  # noqa: E402
 from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
 from bench_spark import load_duckdb, parquet_dir, spark_session  # noqa: E402
-from machine import machine  # noqa: E402
+from harness import Column  # noqa: E402
 
 QI = list(QI_COLUMNS)
 
@@ -83,17 +86,23 @@ def timed(run: Callable[[str], object], passes: dict[str, list[str]]) -> dict[st
     return out
 
 
+COLUMNS = [Column("pass", "name"), Column("engine", "params.engine"), Column("seconds", "seconds", ".2f"),
+           Column("spark/duckdb", "ratios.per_duckdb", ".1f")]
+
+
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--dir", default="/tmp/sqlanon-bench")
+    ap = harness.arguments(__doc__, rows=10_000_000, quick={"rows": 20_000})
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--duckdb-end-to-end", type=float, default=None,
                     help="DuckDB's measured anonymize() seconds on the same table, for the bound")
     args = ap.parse_args(argv)
-    print(json.dumps(machine()))
+    harness.require("pyspark", "pyspark", "the Spark passes run in PySpark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise SystemExit("bench_primitives.py: Java is not installed (Spark needs a JVM)")
+    rec = harness.Recorder.start(__file__, args, ["pyspark"])
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
     parquet = write_parquet(parquet_dir(args.dir, args.rows), args.rows)
     path, _ = load_duckdb(args.dir, args.rows, parquet)
 
@@ -117,15 +126,19 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\n{'pass':12s} {'duckdb s':>9s} {'spark s':>9s} {'spark/duckdb':>13s}")
+    params = {"rows": args.rows, "master": args.master, "shuffle_partitions": args.shuffle_partitions}
     for name in duck:
-        print(f"{name:12s} {duck[name]:9.2f} {sp[name]:9.2f} {sp[name] / duck[name]:12.1f}x")
+        rec.record(name, {**params, "engine": "duckdb"}, duck[name])
+        rec.record(name, {**params, "engine": "spark"}, sp[name], {"per_duckdb": harness.ratio(sp[name], duck[name], 1)})
+    print()
+    harness.print_table(rec.records, COLUMNS)
     bound = sum(sp[p] for p in ("key check", "domains", "encode", "view join"))
     print(f"\nSpark lower bound (key check + domains + encode + view join, no SQL level, free finish): {bound:.1f} s")
     if args.duckdb_end_to_end:
         print(f"3x DuckDB's end-to-end {args.duckdb_end_to_end:.1f} s = {3 * args.duckdb_end_to_end:.1f} s; "
               f"bound / DuckDB = {bound / args.duckdb_end_to_end:.2f}x")
-    print(json.dumps({"rows": args.rows, "master": args.master, "duckdb": duck, "spark": sp, "bound": bound}))
+    rec.record("spark lower bound", {**params, "engine": "spark", "duckdb_end_to_end_s": args.duckdb_end_to_end},
+               bound, {"per_duckdb_end_to_end": harness.ratio(bound, args.duckdb_end_to_end)})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ Anonymization*, KDD 2006, Section 5.1), with Iyengar's CM and LM (KDD 2002, Sect
 
     pip install -e '.[bench]'            # scikit-learn (an optional extra, not a dependency)
     python benchmarks/bench_protocol.py [--quick] [--k 5 10 25 ...] [--datasets adult cmc]
-        [--folds 10] [--seed 0] [--json results.json]
+        [--folds 10] [--seed 0]
 
 The protocol, for every data set, fold, k and criterion (Median or InfoGain Mondrian):
 
@@ -53,13 +53,14 @@ H(C|P) in bits (KDD 2006, Section 5.1), Iyengar's CM (share of rows not of their
 label) and LM. ``sqlanon.metrics`` reports LM as Iyengar's *sum* over the QIs (0..|QI|); the
 figures Iyengar plots (LM 0.21-0.49, "very poor values around 0.8") can only be the per-column
 average, so the comparison table shows ``LM / |QI|`` (= GCP) next to them.
+
+Records (``results/bench_protocol.jsonl``): one per release (name: the criterion; seconds: its
+``anonymize``; metrics: the metrics above and each classifier's test accuracy, ``acc_<name>``)
+and one per original-data baseline (name ``original (ordinal)`` / ``original (one-hot)``).
 """
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
-import json
 import os
 import statistics
 import sys
@@ -69,32 +70,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import numpy as np
-import pandas as pd
-from sqlglot import exp
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]
+harness.require("sklearn", "scikit-learn", "the evaluation protocol trains scikit-learn classifiers")
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from harness import Column  # noqa: E402
+from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import StratifiedKFold  # noqa: E402
+from sklearn.naive_bayes import GaussianNB  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.tree import DecisionTreeClassifier  # noqa: E402
+from sqlglot import exp  # noqa: E402
 
 import sqlanon  # noqa: E402
-from machine import machine  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
 from sqlanon.model.hierarchy import Hierarchy  # noqa: E402
 from sqlanon.request.spec import load_hierarchy  # noqa: E402
-
-try:
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-    from sklearn.naive_bayes import GaussianNB
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.tree import DecisionTreeClassifier
-except ImportError:  # pragma: no cover - the message is the point
-    sys.exit("bench_protocol.py needs scikit-learn: pip install -e '.[bench]' (or pip install scikit-learn)")
 
 ALL_K = (5, 10, 25, 50, 100, 250, 500)
 QUICK_K = (10, 100)
@@ -321,10 +318,10 @@ def _mean_sd(values: Sequence[float], digits: int = 3, sd: bool = False) -> str:
     return f"{mean:.{digits}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: str) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Rows of cells under ``header`` as a Markdown table (the harness's printer)."""
+    columns = [Column(h, str(i)) for i, h in enumerate(header)]
+    return harness.table([{str(i): c for i, c in enumerate(row)} for row in rows], columns, markdown=True)
 
 
 def accuracy_table(name: str, runs: list[dict], baselines: list[dict], models: Sequence[str]) -> str:
@@ -341,7 +338,7 @@ def accuracy_table(name: str, runs: list[dict], baselines: list[dict], models: S
             if chosen:
                 rows.append([k, CRITERION_NAMES[criterion],
                              *(_mean_sd([r["accuracy"][c] for r in chosen], sd=cv) for c in columns)])
-    return _table(["k", "training data", *columns], rows, "rl" + "r" * len(columns))
+    return _table(["k", "training data", *columns], rows)
 
 
 def metrics_table(name: str, runs: list[dict]) -> str:
@@ -362,9 +359,9 @@ def metrics_table(name: str, runs: list[dict]) -> str:
                          avg("cond_entropy"), avg("cm"), avg("lm"), avg("lm_per_qi"),
                          avg("unplaced", 1), avg("no_region", 1), seconds("anonymize"), seconds("apply"),
                          seconds("regions_test")])
-    return _table(["k", "criterion", "classes", "avg class", "H(C\\|P) bits", "CM", "LM (sum)", "LM / \\|QI\\|",
+    return _table(["k", "criterion", "classes", "avg class", "H(C|P) bits", "CM", "LM (sum)", "LM / |QI|",
                    "unplaced test rows", "test rows in no training class", "anonymize s", "apply s", "regions(test) s"],
-                  rows, "rl" + "r" * 11)
+                  rows)
 
 
 def iyengar_table(runs: list[dict]) -> str:
@@ -376,7 +373,7 @@ def iyengar_table(runs: list[dict]) -> str:
                      f"{md['lm_per_qi']:.3f}" if md else "–", f"{ig['lm_per_qi']:.3f}" if ig else "–",
                      IYENGAR_LM.get(k, "–")])
     return _table(["k", "CM InfoGain", "CM Median", "Iyengar CM (GA optimizing CM)", "LM/8 Median",
-                   "LM/8 InfoGain", "Iyengar LM (GA optimizing LM)"], rows, "rrrrrrr")
+                   "LM/8 InfoGain", "Iyengar LM (GA optimizing LM)"], rows)
 
 
 def time_table(runs: list[dict], baselines: list[dict], wall: Mapping[str, float]) -> str:
@@ -393,33 +390,49 @@ def time_table(runs: list[dict], baselines: list[dict], wall: Mapping[str, float
                      f"{steps.get('regions_train', 0) + steps.get('regions_test', 0):.1f}",
                      f"{steps.get('apply', 0):.1f}", f"{fit:.1f}", f"{base:.1f}", f"{wall[name]:.1f}"])
     return _table(["data set", "releases", "anonymize s", "metrics s", "regions s", "apply s",
-                   "classifiers s", "baselines s", "wall s"], rows, "lrrrrrrrr")
+                   "classifiers s", "baselines s", "wall s"], rows)
+
+
+# -- records ----------------------------------------------------------------------------------------
+#: The scalars of a release kept as metrics (the per-step seconds go to the details).
+RELEASE_METRICS = ("train_rows", "test_rows", "classes", "k_achieved", "avg_class_size", "cond_entropy", "entropy",
+                   "cm", "lm", "lm_per_qi", "gcp", "unplaced", "filled", "no_region", "suppressed")
+
+
+def _accuracy(accuracy: Mapping[str, float]) -> dict[str, float]:
+    return {"acc_" + name.replace(" ", "_"): a for name, a in accuracy.items()}
+
+
+def record_release(rec: harness.Recorder, run: Mapping[str, Any], **params: Any) -> dict[str, Any]:
+    """One release of the protocol (:func:`run_release`) as a record named for its criterion."""
+    return rec.record(run["criterion"], {"dataset": run["dataset"], "fold": run["fold"], "k": run["k"], **params},
+                      run["seconds"]["anonymize"], None,
+                      {**{m: run[m] for m in RELEASE_METRICS if m in run}, **_accuracy(run["accuracy"])},
+                      {"seconds": run["seconds"]})  # fmt: skip
+
+
+def record_baseline(rec: harness.Recorder, base: Mapping[str, Any]) -> dict[str, Any]:
+    """One original-data baseline (:func:`run_baselines`) as a record."""
+    return rec.record(f"original ({base['encoding']})", {"dataset": base["dataset"], "fold": base["fold"]}, None, None,
+                      {"train_rows": base["train_rows"], "test_rows": base["test_rows"], **_accuracy(base["accuracy"])},
+                      {"seconds": base["seconds"]})  # fmt: skip
 
 
 # -- main ---------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--k", type=int, nargs="+", default=None, help=f"values of k (default {ALL_K})")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"k in {QUICK_K} and the first 2 CMC folds (unless --k / --use-folds say otherwise)")
+    parser = harness.arguments(__doc__, quick={"k": list(QUICK_K), "use_folds": 2})
+    parser.add_argument("--k", type=int, nargs="+", default=list(ALL_K), help=f"values of k (default {ALL_K})")
     parser.add_argument("--datasets", nargs="+", choices=("adult", "cmc"), default=("adult", "cmc"))
     parser.add_argument("--criteria", nargs="+", choices=CRITERIA, default=CRITERIA)
     parser.add_argument("--folds", type=int, default=10, help="CMC cross-validation folds (default 10)")
     parser.add_argument("--use-folds", type=int, default=None, help="run only the first N CMC folds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the folds and the classifiers")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="random forest n_jobs")
-    parser.add_argument("--json", type=Path, default=None, help="also write every measurement here")
     args = parser.parse_args(argv)
-    ks = tuple(args.k) if args.k else (QUICK_K if args.quick else ALL_K)
-    use = args.use_folds if args.use_folds is not None else (2 if args.quick else args.folds)
+    ks = tuple(args.k)
+    use = args.use_folds if args.use_folds is not None else args.folds
     models = classifiers(args.seed, args.jobs)
-
-    info = machine("scikit-learn")
-    print(f"machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; Python {info['python']}, "
-          f"DuckDB {info['duckdb']}, numpy {info['numpy']}, pandas {info['pandas']}, "
-          f"scikit-learn {info['scikit-learn']}")
-    print(f"command: python benchmarks/bench_protocol.py {' '.join(sys.argv[1:] if argv is None else argv)}")
+    rec = harness.Recorder.start(__file__, args, ["scikit-learn"])
 
     con = duckdb.connect()
     runs: list[dict] = []
@@ -429,16 +442,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         task, folds = adult(con) if name == "adult" else cmc(con, args.folds, use, args.seed)
         for fold in folds:
-            baselines += run_baselines(con, task, fold, models)
+            for base in run_baselines(con, task, fold, models):
+                baselines.append(base)
+                record_baseline(rec, base)
             for k in ks:
                 for criterion in args.criteria:
-                    rec = run_release(con, task, fold, k, criterion, models)
-                    runs.append(rec)
-                    print(json.dumps({key: (round(v, 4) if isinstance(v, float) else v) for key, v in rec.items()
-                                      if key not in ("accuracy", "seconds")}
-                                     | {"accuracy": {c: round(a, 4) for c, a in rec["accuracy"].items()},
-                                        "anonymize_s": round(rec["seconds"]["anonymize"], 3),
-                                        "apply_s": round(rec["seconds"]["apply"], 3)}), flush=True)
+                    runs.append(run_release(con, task, fold, k, criterion, models))
+                    record_release(rec, runs[-1], seed=args.seed)
         wall[name] = time.perf_counter() - start
 
     for name in args.datasets:
@@ -453,9 +463,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(iyengar_table(runs))
     print("\n### time\n")
     print(time_table(runs, baselines, wall))
-    if args.json:
-        args.json.write_text(json.dumps({"machine": info, "k": ks, "runs": runs, "baselines": baselines,
-                                         "wall": wall}, indent=1))
     return 0
 
 

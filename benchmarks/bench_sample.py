@@ -3,52 +3,54 @@
     python benchmarks/bench_sample.py --rows 10000000 [50000000 100000000] [--k 100]
         [--memory-rows 500000] [--sample-rows N] [--criterion median|infogain]
         [--duckdb-memory-limit 2GB] [--dir /tmp/sqlanon-bench] [--confidence 0.95]
+    python benchmarks/bench_sample.py --quick          # 40,000 rows, memory_rows 5,000
 
 For every N, on the same Agrawal table in an on-disk DuckDB file (``<dir>/agrawal_<N>.duckdb``,
 generated once and reused; the nine QIs, ``c2`` the InfoGain label), each strategy in a child
 process of its own (so its peak RSS is its own):
 
-* levels  ``sqlanon.anonymize(..., strategy="levels", memory_rows=M)``: Rothko-T, SQL levels until
+* levels  ``sqlanon.anonymize(..., algorithm=Mondrian(strategy=Levels(M)))``: Rothko-T, SQL levels until
           partitions fit ``M`` rows, then the in-memory finish;
-* sample  ``sqlanon.anonymize(..., strategy="sample", memory_rows=M, sample_rows=S)``: Rothko-S
+* sample  ``sqlanon.anonymize(..., algorithm=Mondrian(strategy=Sample(S, memory_rows=M)))``: Rothko-S
           (S defaults to M).
 
 Before the runs of each N, one read of the whole table (every column, as a run reads them: the
-QIs to encode, the others for the publication), first cold and then the best of two more: the
-floor of a run's time, and it leaves the file in the page cache for the runs that follow, so
-that 10M and 100M start alike. Reported per run: wall seconds of the call and its ratio to that
-read, peak RSS, the Release's reads and writes of the working table (TR 1590's I/O model), sample
-rounds, pruned tree nodes, partitions handed to Rothko-T, classes, the smallest class, and the
-seconds per step. JSON lines (a machine line, a read line per N, one per run), then a table.
+QIs to encode, the others for the publication), first cold (the harness's unmeasured warm-up,
+kept as ``read_cold_s``) and then the best of ``--repeat`` more: the floor of a run's time, and
+it leaves the file in the page cache for the runs that follow, so that 10M and 100M start alike;
+then the harness's scan-equivalent of the nine QIs. Recorded per run: wall seconds of the call and
+its ratios to that read (``per_read``) and to the scan (``per_scan``), peak RSS, the Release's
+reads and writes of the working table (TR 1590's I/O model), sample rounds, pruned tree nodes,
+partitions handed to Rothko-T, classes, the smallest class, and the seconds per step.
 """
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
-import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
-from machine import machine, measure_child  # noqa: E402
+from harness import Column  # noqa: E402
 
 TABLE = "agrawal"
 LABEL = "c2"
+COLUMNS = [
+    Column("N", "params.rows", ","), Column("strategy", "name"), Column("seconds", "seconds", ".2f"),
+    Column("/read", "ratios.per_read", ".1f"), Column("/scan", "ratios.per_scan", ".0f"),
+    Column("MiB", "metrics.rss_mib", ".0f"), Column("scans", "metrics.scans"), Column("writes", "metrics.writes"),
+    Column("rounds", "metrics.rounds"), Column("pruned", "metrics.pruned"), Column("rescued", "metrics.rescued"),
+    Column("classes", "metrics.classes", ","), Column("k min", "metrics.k_achieved"), Column("error", "error"),
+]  # fmt: skip
 
 
 def child(db: str, strategy: str, k: int, memory_rows: int, sample_rows: int | None, criterion: str,
           confidence: float, memory_limit: str | None) -> dict[str, Any]:
+    import duckdb
+
     import sqlanon
 
     con = duckdb.connect(db)
@@ -67,83 +69,55 @@ def child(db: str, strategy: str, k: int, memory_rows: int, sample_rows: int | N
             "distance_from_minimal": release.outcome.distance_from_minimal, "timings": dict(release.timings)}
 
 
-def read_seconds(db: Path) -> dict[str, float]:
-    """One read of every column of the table: the first (cold: from disk, as far as the page
-    cache does not hold the file) and the best of two more."""
+def read_seconds(db: Path, repeat: int) -> harness.Timing:
+    """Reads of every column of the table: the first (cold: from disk, as far as the page cache
+    does not hold the file) and the best of ``repeat`` more."""
+    import duckdb
+
     con = duckdb.connect(str(db), read_only=True)
     try:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            # a hash of every value: min/max or count would be answered from the zone maps
-            con.execute(f"SELECT count(*), sum(hash(COLUMNS(*))) FROM {TABLE}").fetchall()
-            times.append(time.perf_counter() - start)
-        return {"read_cold_s": round(times[0], 3), "read_s": round(min(times[1:]), 3)}
+        # a hash of every value: min/max or count would be answered from the zone maps
+        return harness.timed(lambda: con.execute(f"SELECT count(*), sum(hash(COLUMNS(*))) FROM {TABLE}").fetchall(),
+                             repeat)  # fmt: skip
     finally:
         con.close()
 
 
-def run(db: Path, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    fd, result = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    cmd = [sys.executable, __file__, "--child", strategy, "--db", str(db), "--k", str(args.k), "--result", result,
-           "--memory-rows", str(args.memory_rows), "--criterion", args.criterion, "--confidence", str(args.confidence)]
-    if args.sample_rows:
-        cmd += ["--sample-rows", str(args.sample_rows)]
-    if args.duckdb_memory_limit:
-        cmd += ["--duckdb-memory-limit", args.duckdb_memory_limit]
-    code, rss, _, wall = measure_child(cmd, None)
-    out: dict[str, Any] = {"strategy": strategy, "rss_mib": rss, "process_s": round(wall, 2)}
-    try:
-        if code != 0:
-            out["error"] = f"child exited with {code}"
-        else:
-            out.update(json.loads(Path(result).read_text()))
-    finally:
-        os.unlink(result)
-    return out
-
-
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, nargs="+", default=[10_000_000])
+    p = harness.arguments(__doc__, rows=[10_000_000], quick={"rows": [40_000], "memory_rows": 5_000}, timeout=True)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--memory-rows", type=int, default=500_000)
     p.add_argument("--sample-rows", type=int, default=None)
     p.add_argument("--criterion", choices=("median", "infogain"), default="median")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--duckdb-memory-limit", default=None)
-    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "sqlanon-bench"))
     p.add_argument("--strategies", nargs="+", default=["levels", "sample"])
-    p.add_argument("--child", help=argparse.SUPPRESS)
-    p.add_argument("--db", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.child:
-        out = child(args.db, args.child, args.k, args.memory_rows, args.sample_rows, args.criterion,
-                    args.confidence, args.duckdb_memory_limit)
-        Path(args.result).write_text(json.dumps(out))
-        return
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    print(json.dumps({"machine": machine("duckdb", "numpy")}), flush=True)
-    records = []
+    rec = harness.Recorder.start(__file__, args)
     for n in args.rows:
         db = Path(args.dir) / f"agrawal_{n}.duckdb"
         write_duckdb(db, n, table=TABLE)
-        read = read_seconds(db)
-        print(json.dumps({"n": n, **read}), flush=True)
+        read = read_seconds(db, args.repeat)
+        rec.record("read", {"rows": n, "repeat": args.repeat}, read.best, metrics={"read_cold_s": read.first})
+        scan = harness.duckdb_scan_seconds(db, TABLE, QI_COLUMNS, args.repeat)
+        rec.record("scan", {"rows": n, "repeat": args.repeat}, scan)
         for strategy in args.strategies:
             print(f"# N={n:,}: {strategy} ...", file=sys.stderr, flush=True)
-            rec = {"n": n, "k": args.k, "memory_rows": args.memory_rows, "sample_rows": args.sample_rows,
-                   "criterion": args.criterion, **run(db, strategy, args)}
-            rec["per_read"] = round(rec["s"] / read["read_s"], 1) if "s" in rec else None
-            print(json.dumps(rec), flush=True)
-            records.append(rec)
-    heads = ["n", "strategy", "s", "per_read", "rss_mib", "scans", "writes", "rounds", "pruned", "rescued", "classes", "k_achieved"]
-    print("\n" + " | ".join(heads))
-    for r in records:
-        print(" | ".join(str(round(r[h], 2) if isinstance(r.get(h), float) else r.get(h, r.get("error", "")))
-                         for h in heads))
+            out = harness.run_child(__file__, "child", {
+                "db": str(db), "strategy": strategy, "k": args.k, "memory_rows": args.memory_rows,
+                "sample_rows": args.sample_rows, "criterion": args.criterion, "confidence": args.confidence,
+                "memory_limit": args.duckdb_memory_limit}, args.timeout)  # fmt: skip
+            seconds = out.pop("s", None)
+            details = {key: out.pop(key, None) for key in ("timings", "process_s", "distance_from_minimal")}
+            rec.record(strategy, {"rows": n, "k": args.k, "memory_rows": args.memory_rows,
+                                  "sample_rows": args.sample_rows, "criterion": args.criterion,
+                                  "confidence": args.confidence, "duckdb_memory_limit": args.duckdb_memory_limit},
+                       seconds, {"per_read": harness.ratio(seconds, read.best, 1),
+                                 "per_scan": harness.ratio(seconds, scan, 0)},
+                       {key: v for key, v in out.items() if key != "error"}, details, out.get("error"))  # fmt: skip
+    print()
+    harness.print_table([r for r in rec.records if r["name"] not in ("read", "scan")], COLUMNS)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ the lattice's rolling up in numpy against SQL ``GROUP BY``.
 
     python benchmarks/bench_singledim.py [--k 10 25 50 100 250 500] [--budget 30]
         [--suppression 0.02] [--only quality lattice9 rollup]
+    python benchmarks/bench_singledim.py --quick       # k = 100, a 5 s GA budget
 
 * ``quality``: the evaluation protocol of ``bench_protocol.py`` (UCI Adult train -> anonymize,
   rules applied to UCI test, classifiers learn from regions) with Iyengar's eight QIs (age,
@@ -18,31 +19,33 @@ the lattice's rolling up in numpy against SQL ``GROUP BY``.
 * ``lattice9``: the lattice on ARX's Adult, all nine columns, k = 5, 4 % suppression (ARX's
   example setting), each metric: time and node count.
 * ``rollup``: one lattice node's class sizes, rolled up in numpy from the compressed table vs.
-  one SQL ``GROUP BY`` over the table with each QI's hierarchy level joined (DuckDB).
+  one SQL ``GROUP BY`` over the table with each QI's hierarchy level joined (DuckDB); the ratio
+  ``sql_per_numpy``.
+
+Records: ``rollup`` (seconds: numpy's roll-up from the bottom, per node), ``lattice9 <metric>``
+(seconds: the whole ``anonymize``), and per k one release of ``quality`` per search (named as in
+the tables: ``ga_cm``, ``tdr``, ...), with the protocol's metrics and accuracies.
 """
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-import duckdb
-import numpy as np
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
 
 import sqlanon  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 from sqlanon.model.hierarchy import Hierarchy  # noqa: E402
 from sqlanon.request.spec import load_hierarchy  # noqa: E402
 from sqlanon.singledim.lattice import Lattice  # noqa: E402
+
+ROOT = harness.ROOT
 
 ALL_K = (10, 25, 50, 100, 250, 500)
 NUMERIC_QID = ("age", "workclass", "education-num", "marital-status", "occupation", "race", "sex", "native-country")
@@ -52,7 +55,7 @@ NAMES = {"ga_cm": "GA (CM)", "ga_lm": "GA (LM)", "tdr": "TDR (single)", "lattice
          "lattice_cm": "lattice (CM)", "infogain": "InfoGain"}
 
 
-def quality(ks: tuple[int, ...], budget: float, suppression: float) -> None:
+def quality(rec: harness.Recorder, ks: tuple[int, ...], budget: float, suppression: float) -> None:
     import bench_protocol as bp
 
     bp.CRITERION_NAMES.update(NAMES)
@@ -80,13 +83,9 @@ def quality(ks: tuple[int, ...], budget: float, suppression: float) -> None:
     runs = []
     for k in ks:
         for criterion, task, fold, request in plans:
-            rec = bp.run_release(con, task, folds[fold], k, criterion, models, request=request)
-            runs.append(rec)
-            print(json.dumps({"k": k, "criterion": criterion, "classes": rec["classes"], "cm": round(rec["cm"], 4),
-                              "lm": round(rec["lm"], 4), "lm_per_qi": round(rec["lm_per_qi"], 4),
-                              "suppressed": rec["suppressed"],
-                              "accuracy": {c: round(a, 4) for c, a in rec["accuracy"].items()},
-                              "anonymize_s": round(rec["seconds"]["anonymize"], 2)}), flush=True)
+            runs.append(bp.run_release(con, task, folds[fold], k, criterion, models, request=request))
+            bp.record_release(rec, runs[-1], budget=budget if criterion.startswith("ga") else None,
+                              suppression=request.get("suppression"))  # fmt: skip
     print("\n### adult: test accuracy (UCI train/test)\n")
     print(bp.accuracy_table("adult", runs, bp.run_baselines(con, numeric, folds["numeric"], models), list(models)))
     print("\n### adult: training releases\n")
@@ -110,7 +109,7 @@ def datasets_columns() -> tuple[str, ...]:
             "salary-class")
 
 
-def lattice9() -> None:
+def lattice9(rec: harness.Recorder) -> None:
     qid, hierarchies, keys, counts, con = _arx_adult()
     h = {q: str(ROOT / "sqlanon" / "data" / f"adult_hierarchy_{q}.csv") for q in qid}
     for metric in ("DM", "AECS", "Loss", "Precision", "Entropy", "LM"):
@@ -122,13 +121,14 @@ def lattice9() -> None:
                                     algorithm=sqlanon.Optimal(metric=metric),
                                     output=sqlanon.Output(view=f"adult_{metric.lower()}", replace=True))
         total = time.perf_counter() - start
-        print(json.dumps({"metric": metric, "levels": list(found.best.levels), "value": found.best.value,
-                          "suppressed": found.best.suppressed, "checked": found.checked, "pruned": found.pruned,
-                          "nodes": found.size, "search_s": round(search, 2), "anonymize_s": round(total, 2),
-                          "release_levels": list(release.outcome.levels.values())}), flush=True)
+        rec.record(f"lattice9 {metric}", {"dataset": "adult (ARX)", "k": 5, "suppression": 0.04, "metric": metric},
+                   total, {"search_per_anonymize": harness.ratio(search, total)},
+                   {"value": found.best.value, "suppressed": found.best.suppressed, "checked": found.checked,
+                    "pruned": found.pruned, "nodes": found.size, "search_s": search},
+                   {"levels": list(found.best.levels), "release_levels": list(release.outcome.levels.values())})  # fmt: skip
 
 
-def rollup(nodes: int = 30) -> None:
+def rollup(rec: harness.Recorder, nodes: int = 30) -> None:
     """Class sizes of random nodes: numpy roll-up from the compressed table vs SQL GROUP BY with
     each QI's level joined (a table (leaf, label) per QI and level)."""
     qid, hierarchies, keys, counts, con = _arx_adult()
@@ -158,24 +158,29 @@ def rollup(nodes: int = 30) -> None:
     for j in range(len(qid)):
         lattice.roll(t, j)
     step_s = (time.perf_counter() - start) / len(qid)
-    print(json.dumps({"nodes": nodes, "numpy_from_bottom_ms": round(numpy_s * 1e3, 2),
-                      "numpy_one_rollup_ms": round(step_s * 1e3, 3), "sql_group_by_ms": round(sql_s * 1e3, 2)}))
+    rec.record("rollup", {"dataset": "adult (ARX)", "nodes": nodes}, numpy_s, {"sql_per_numpy": harness.ratio(sql_s, numpy_s, 1)},
+               {"numpy_from_bottom_ms": numpy_s * 1e3, "numpy_one_rollup_ms": step_s * 1e3,
+                "sql_group_by_ms": sql_s * 1e3})  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.arguments(__doc__, quick={"k": [100], "budget": 5.0})
     parser.add_argument("--k", type=int, nargs="+", default=list(ALL_K))
     parser.add_argument("--budget", type=float, default=30.0)
     parser.add_argument("--suppression", type=float, default=0.02)
     parser.add_argument("--only", nargs="+", default=["rollup", "lattice9", "quality"],
                         choices=("quality", "lattice9", "rollup"))
     args = parser.parse_args(argv)
-    if "rollup" in args.only:
-        rollup()
-    if "lattice9" in args.only:
-        lattice9()
     if "quality" in args.only:
-        quality(tuple(args.k), args.budget, args.suppression)
+        harness.require("sklearn", "scikit-learn", "the quality part trains scikit-learn classifiers "
+                        "(--only rollup lattice9 runs without it)")
+    rec = harness.Recorder.start(__file__, args, ["scikit-learn"])
+    if "rollup" in args.only:
+        rollup(rec)
+    if "lattice9" in args.only:
+        lattice9(rec)
+    if "quality" in args.only:
+        quality(rec, tuple(args.k), args.budget, args.suppression)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ run, both from the same Parquet files.
     python benchmarks/bench_spark.py --rows 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
         [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N]
         [--shuffle-partitions 8] [--driver-memory 8g] [--baseline-rows auto] [--timeout S]
+    python benchmarks/bench_spark.py --quick           # 20,000 rows, local[2] only, median, no baseline
+
+Needs PySpark and Java (``pip install pyspark``); the script says so and stops when either is missing.
 
 The Agrawal table (``agrawal.py``: the nine integer QIs, the C2 label, ...) of N rows is written
 once as Parquet, ``<dir>/agrawal_<N>.parquet/part-*.parquet`` (one file per 1M-row block, with a
@@ -20,8 +23,8 @@ outside every measurement, into
   keys, so ``key="id"`` is what gives a live view; DuckDB gets the same ``key="id"``.
 
 Per criterion (``median``: no target; ``infogain``: ``target="c2"``) and engine, one child
-process (this script with ``--one``; ``machine.measure_child``) runs ``sqlanon.anonymize(con,
-"agrawal", qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True, key="id")`` and reports:
+process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
+"agrawal", qid=QI_COLUMNS, k=k, output=sqlanon.Output(view="agrawal_anon", replace=True, key="id"))`` and reports:
 
 * start-up apart from the run: Spark's session (JVM) start and the table's registration;
 * ``s``: the wall time of anonymize(); ``release.statements``; ``release.timings`` (validate,
@@ -39,9 +42,7 @@ process (this script with ``--one``; ``machine.measure_child``) runs ``sqlanon.a
 * memory: a sampler thread in the child reads ``/proc`` of the child's process tree every second:
   ``self_mib`` (the Python child's ``VmHWM``), ``jvm_mib`` (the JVM's), ``workers_mib`` (sum of
   the ``VmHWM`` of Spark's Python workers) and ``tree_mib`` (the largest sum of ``VmRSS`` over the
-  tree at one sample). ``rss_mib`` (``os.wait4``, as in the other benchmarks) is also kept, but
-  after fork + exec Linux carries the parent's peak into the child's ``ru_maxrss``, so it is at
-  least this script's own peak;
+  tree at one sample). ``rss_mib`` (the harness's: the Python child's own ``VmHWM``) is kept too;
 * on Spark, measured after the run on the warm session, the latency of a trivial statement
   (median of 3 of a tiny ``CREATE TABLE ... USING parquet AS``, a tiny fetch, a ``DROP``).
 
@@ -53,8 +54,9 @@ levels, statements and finish batches: the estimate's fixed costs.
 After each criterion the rules relations (``agrawal_anon_rules``, ordered by region; NULL and NaN
 as None, numbers as floats) of DuckDB and of every Spark master are compared row by row.
 
-Prints a machine line (with Java, PySpark and the Spark settings), one JSON line per
-configuration, a table, whether the rules are identical, the ratios Spark/DuckDB and
+Records (``results/bench_spark.jsonl``): one per configuration (name: the engine's label; ratio
+``per_duckdb``: its time over DuckDB's in the same run), and one ``estimate`` per criterion (the
+extrapolation below; its seconds are an estimate, not a measurement). Prints a table, whether the rules are identical, the ratios Spark/DuckDB and
 local[1]/local[2] per criterion, each run's levels and phases, the slowest calls, and an
 **estimate** for 100M rows on a 64-core cluster from the measured costs (the model is printed
 with it: per phase ``fixed + per_row x rows / cores``, fitted through the N-row run and the
@@ -63,12 +65,9 @@ baseline), also with the finish's batches placed as Spark's ``groupBy(b)`` place
 
 from __future__ import annotations
 
-import sqlanon
 import argparse
-import json
 import math
 import os
-import pickle
 import re
 import shutil
 import statistics
@@ -81,15 +80,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import numpy as np
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]  # run from a checkout without installing
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
 from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
-from machine import machine, run_child  # noqa: E402
+from harness import Column  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
@@ -365,8 +361,8 @@ def statement_latency(spark: Any, repeats: int = 3) -> dict[str, float]:
 
 
 def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None, master: str,
-        shuffle: int, driver_memory: str, warehouse: str, result: str, rules_out: str) -> None:
-    """Inside the child: start the engine, one anonymize() and what it cost."""
+        shuffle: int, driver_memory: str, warehouse: str) -> dict[str, Any]:
+    """Inside the child: start the engine, one anonymize(), what it cost and its rules (``rules``)."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # PySpark on pandas 3
     with TreeMemory() as memory:
         out: dict[str, Any] = {}
@@ -407,8 +403,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
         start = time.perf_counter()
         con.close()  # DuckDB may checkpoint the persisted release: reported, not counted
         out["close_s"] = round(time.perf_counter() - start, 3)
-    Path(result).write_text(json.dumps(out, default=str))
-    Path(rules_out).write_bytes(pickle.dumps(rules))
+    return out | {"rules": rules}
 
 
 def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_rows: int | None) -> dict[str, Any]:
@@ -440,7 +435,8 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     start = time.perf_counter()
     release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
                                 output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
-                                **{} if memory_rows is None else {"memory_rows": memory_rows}, **CRITERIA[criterion])  # fmt: skip
+                                **{} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))},
+                                **CRITERIA[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
     rules = rules_rows(engine, release.rules)
@@ -471,45 +467,40 @@ def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, m
         root.mkdir(parents=True, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix=f"{criterion}-", dir=root)
 
-    def command(result: str, rules_out: str) -> list[str]:
-        return [sys.executable, __file__, "--one", engine, criterion, "--where", where, "--k", str(args.k),
-                "--warehouse", scratch or "-",
-                "--result", result, "--rules-out", rules_out, "--masters", master or "-",
-                "--shuffle-partitions", str(args.shuffle_partitions), "--driver-memory", args.driver_memory,
-                "--memory-rows", "default" if memory_rows is None else str(memory_rows)]  # fmt: skip
-
     try:
-        return run_child(command, args.timeout)
+        out = harness.run_child(__file__, "one", {
+            "engine_name": engine, "where": where, "criterion": criterion, "k": args.k, "memory_rows": memory_rows,
+            "master": master, "shuffle": args.shuffle_partitions, "driver_memory": args.driver_memory,
+            "warehouse": scratch}, args.timeout)  # fmt: skip
+        return out, out.pop("rules", None)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- report
-def fmt(v: Any, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
+COLUMNS = [
+    Column("N", "n", ","), Column("engine", "label"), Column("criterion", "criterion"),
+    Column("mem rows", "memory_rows_run", ","), Column("cores", "cores"), Column("start s", "start_s", ".1f"),
+    Column("anon s", "s", ".2f"), Column("rows/s/core", "rows_per_s_core", ",.0f"), Column("stmts", "statements", ","),
+    Column("driver s", "driver_s", ".2f"), Column("validate", "validate_s", ".2f"), Column("encode", "encode_s", ".2f"),
+    Column("sql lv", "sql_levels"), Column("sql s", "partition_sql_s", ".2f"), Column("s/lv", "s_per_sql_level", ".2f"),
+    Column("memory s", "partition_memory_s", ".2f"), Column("finish r/s/core", "finish_rows_per_s_core", ",.0f"),
+    Column("publish", "publish_verify_s", ".2f"), Column("py MiB", "self_mib", ".0f"), Column("JVM MiB", "jvm_mib", ".0f"),
+    Column("workers MiB", "workers_mib", ".0f"), Column("tree MiB", "tree_mib", ".0f"),
+    Column("classes", "partitions", ","), Column("k min", "k_achieved"),
+]  # fmt: skip
+#: What a configuration's record keeps as metrics (scalars); the rest goes to its details.
+METRICS = ("cores", "start_s", "rows_per_s_core", "statements", "driver_s", "sql_levels", "s_per_sql_level",
+           "finish_rows_per_s_core", "validate_s", "encode_s", "partition_sql_s", "partition_memory_s",
+           "publish_verify_s", "rss_mib", "self_mib", "jvm_mib", "workers_mib", "tree_mib", "partitions", "k_achieved",
+           "rules_identical")
 
 
-def print_table(records: list[dict[str, Any]]) -> None:
-    cols = [  # (heading, key, format)
-        ("N", "n", ","), ("engine", "label", ""), ("criterion", "criterion", ""), ("mem rows", "memory_rows_run", ","),
-        ("cores", "cores", ""),
-        ("start s", "start_s", ".1f"), ("anon s", "s", ".2f"), ("rows/s/core", "rows_per_s_core", ",.0f"),
-        ("stmts", "statements", ","), ("driver s", "driver_s", ".2f"), ("validate", "validate_s", ".2f"),
-        ("encode", "encode_s", ".2f"), ("sql lv", "sql_levels", ""), ("sql s", "partition_sql_s", ".2f"),
-        ("s/lv", "s_per_sql_level", ".2f"), ("memory s", "partition_memory_s", ".2f"),
-        ("finish r/s/core", "finish_rows_per_s_core", ",.0f"), ("publish", "publish_verify_s", ".2f"), ("py MiB", "self_mib", ".0f"), ("JVM MiB", "jvm_mib", ".0f"),
-        ("workers MiB", "workers_mib", ".0f"), ("tree MiB", "tree_mib", ".0f"), ("classes", "partitions", ","),
-        ("k min", "k_achieved", ""),
-    ]  # fmt: skip
-    cells = [[h for h, _, _ in cols]] + [[fmt(r.get(key), f) for _, key, f in cols] for r in records]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    for row in cells:
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return "-" if not a or not b else f"{a / b:.2f}x"
+def times(a: float | None, b: float | None) -> str:
+    """``a / b`` as text ("1.23x"), ``-`` when either is missing."""
+    r = harness.ratio(a, b)
+    return "-" if r is None else f"{r:.2f}x"
 
 
 def sql_levels_for(n: int, memory_rows: int) -> int:
@@ -553,11 +544,12 @@ def fit(big: dict[str, Any], small: dict[str, Any] | None, latency: float) -> di
 
 
 def estimate(runs: dict[str, dict[str, Any]], masters: list[str], memory_rows: int,
-             baseline: dict[str, Any] | None) -> list[str]:
-    """The 100M-row, 64-core estimate for one criterion from its Spark runs (see MODEL)."""
+             baseline: dict[str, Any] | None) -> tuple[list[str], float | None]:
+    """The 100M-row, 64-core estimate for one criterion from its Spark runs (see MODEL): the
+    lines that explain it and the estimated seconds."""
     ok = [runs[m] for m in masters if m in runs and not runs[m].get("error")]
     if not ok:
-        return ["  no successful Spark run: no estimate"]
+        return ["  no successful Spark run: no estimate"], None
     base = max(ok, key=lambda r: r["cores"])  # the run with the most cores gives the SQL costs
     small = baseline if baseline is not None and not baseline.get("error") else None
     latency = statistics.mean(base[f"latency_{s}_s"] for s in ("ctas", "fetch", "drop"))
@@ -626,7 +618,7 @@ def estimate(runs: dict[str, dict[str, Any]], masters: list[str], memory_rows: i
                      f"{partitions}) with spark.sql.shuffle.partitions={partitions}: fullest task {fullest} batches, "
                      f"busiest core {span} batches instead of {waves}): finish {t_hash:,.0f} s, total "
                      f"{total - t_finish + t_hash:,.0f} s ({(total - t_finish + t_hash) / 60:.1f} min)")
-    return lines
+    return lines, total
 
 
 MODEL = """\
@@ -647,15 +639,13 @@ computed with Spark's hash). JVM/session start-up is not counted."""
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000)
+    p = harness.arguments(__doc__, rows=1_000_000, timeout=True, quick={
+        "rows": 20_000, "masters": ["local[2]"], "criteria": ["median"], "baseline_rows": "0"})  # fmt: skip
     p.add_argument("--k", type=int, default=100)
-    p.add_argument("--dir", default="/tmp/sqlanon-bench",
-                   help="where the Parquet files, the DuckDB file and the Spark warehouses live")
     p.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"], help="Spark masters (local modes)")
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
     p.add_argument("--memory-rows", default="default",
-                   help="anonymize(memory_rows=...); 'default' passes none (2,000,000)")
+                   help="Mondrian(strategy=Levels(memory_rows)); 'default' passes none (2,000,000)")
     p.add_argument("--shuffle-partitions", type=int, default=8,
                    help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
     p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")
@@ -663,19 +653,12 @@ def main(argv: list[str] | None = None) -> None:
                    help="rows of the Spark baseline run per criterion for the estimate's fixed costs ('auto': "
                         "max(100000, rows/50); 0: none, fixed costs from the statement latency instead)")
     p.add_argument("--skip-duckdb", action="store_true", help="Spark only (no ratios, no rule comparison)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per configuration")
-    p.add_argument("--one", nargs=2, metavar=("ENGINE", "CRITERION"), help=argparse.SUPPRESS)
-    p.add_argument("--where", help=argparse.SUPPRESS)
-    p.add_argument("--warehouse", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
-    p.add_argument("--rules-out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     memory_rows = None if args.memory_rows == "default" else int(args.memory_rows)
-
-    if args.one:  # inside a measurement process
-        one(args.one[0], args.where, args.one[1], args.k, memory_rows, args.masters[0], args.shuffle_partitions,
-            args.driver_memory, args.warehouse, args.result, args.rules_out)  # fmt: skip
-        return
+    harness.require("pyspark", "pyspark", "the Spark engine runs in PySpark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise SystemExit("bench_spark.py: Java is not installed (Spark needs a JVM: e.g. apt-get install "
+                         "default-jre-headless, or set JAVA_HOME)")
 
     from sqlanon.request.spec import DEFAULT_MEMORY_ROWS
 
@@ -687,11 +670,12 @@ def main(argv: list[str] | None = None) -> None:
     small_memory = max(1, round(memory * small / n))  # the same plan on fewer rows
     widest = max(args.masters, key=lambda m: cores[m])
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    info = machine("pyspark", "pyarrow", "sqlanon")
+    recorder = harness.Recorder.start(__file__, args, ["pyspark", "pyarrow"])
+    info = recorder.machine
     info["java"] = java_version()
     settings = {"spark.sql.shuffle.partitions": args.shuffle_partitions, "spark.driver.memory": args.driver_memory,
                 "spark.ui.enabled": False, "spark.sql.execution.arrow.pyspark.enabled": True}
-    print(json.dumps({"machine": info, "spark": settings}), flush=True)
+    print(f"# {info['java']}; " + ", ".join(f"{key}={v}" for key, v in settings.items()), flush=True)
 
     print(f"# N={n:,}: writing/reusing Parquet ...", file=sys.stderr, flush=True)
     start = time.perf_counter()
@@ -706,6 +690,7 @@ def main(argv: list[str] | None = None) -> None:
     identical: list[str] = []
     for criterion in args.criteria:
         rules: dict[str, Any] = {}
+        done: list[dict[str, Any]] = []
         configs = ([("duckdb", None, n)] if not args.skip_duckdb else []) + [("spark", m, n) for m in args.masters]
         configs += [("spark", widest, small)] if small else []
         for engine, master, rows in configs:
@@ -730,11 +715,11 @@ def main(argv: list[str] | None = None) -> None:
             levels = rec.get("sql_level_s") or []
             rec["s_per_sql_level"] = round(sum(levels) / len(levels), 3) if levels else None
             records.append(rec)
+            done.append(rec)
             if rows == n:
                 by.setdefault(criterion, {})[label] = rec
             else:
                 baselines[criterion] = rec
-            print(json.dumps(rec, default=str), flush=True)
         if "duckdb" in rules:
             for label in rules:
                 if label == "duckdb" or label.endswith("baseline"):
@@ -747,20 +732,28 @@ def main(argv: list[str] | None = None) -> None:
                     diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
                     extra += f"; {len(a)} vs {len(b)} rules, first difference at row {diff}"
                 identical.append(f"{criterion}: rules of duckdb and {label} identical: {verdict}{extra}")
+                by[criterion][label]["rules_identical"] = None if a is None or b is None else a == b
+        duck_s = by.get(criterion, {}).get("duckdb", {}).get("s")
+        for rec in done:
+            recorder.record(rec["label"], {
+                "rows": rec["n"], "engine": rec["engine"], "master": rec["master"], "criterion": criterion,
+                "k": args.k, "memory_rows": rec["memory_rows_run"], "key": KEY,
+                "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory},
+                rec.get("s"), {"per_duckdb": None if rec["engine"] == "duckdb" or rec["n"] != n
+                               else harness.ratio(rec.get("s"), duck_s)},
+                {m: rec.get(m) for m in METRICS}, {key: v for key, v in rec.items() if key not in METRICS},
+                rec.get("error"))  # fmt: skip
 
-    print(f"\nmachine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; python {info['python']}, "
-          f"duckdb {info['duckdb']}, pyspark {info['pyspark']}, pyarrow {info['pyarrow']}, pandas {info['pandas']}, "
-          f"numpy {info['numpy']}; {info['java']}")
     print(f"N = {n:,}, k = {args.k}, memory_rows = {args.memory_rows}, key = {KEY!r}; Parquet: {parquet} "
           f"({len(list(parquet.glob('*.parquet')))} files); DuckDB: on-disk file loaded from it; Spark: "
           f"spark.sql.shuffle.partitions={args.shuffle_partitions} (small, for local mode, the same for every master), "
           f"spark.driver.memory={args.driver_memory}, Arrow on, UI off, in-memory catalog; "
           + (f"baseline (for the estimate): {small:,} rows, memory_rows {small_memory:,}, on {widest}" if small
              else "no baseline"))
-    print_table(records)
+    harness.print_table(records, COLUMNS)
     print("\nstart s: DuckDB connect; Spark session (JVM) start + CREATE TABLE ... USING parquet + count(*), not in "
-          "anon s. rows/s/core = N / anon s / cores. py MiB: the Python child's VmHWM (the JSON's rss_mib, from os.wait4, "
-          "is at least the parent's peak at fork: Linux carries it over exec); JVM MiB: the "
+          "anon s. rows/s/core = N / anon s / cores. py MiB: the Python child's VmHWM (the record's rss_mib, the harness's "
+          "measure); JVM MiB: the "
           "JVM's VmHWM; workers MiB: sum of the VmHWM of Spark's Python workers; tree MiB: largest sum of VmRSS over "
           "the child's process tree (1 s samples).")
     print()
@@ -769,15 +762,15 @@ def main(argv: list[str] | None = None) -> None:
     print()
     for criterion, runs in by.items():
         duck = runs.get("duckdb", {})
-        parts = [f"spark {m} / duckdb: anon {ratio(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
+        parts = [f"spark {m} / duckdb: anon {times(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
                  for m in args.masters if not args.skip_duckdb]  # fmt: skip
         narrowest = min(args.masters, key=lambda m: cores[m])
         lo, hi = runs.get(f"spark {narrowest}", {}), runs.get(f"spark {widest}", {})
         if narrowest != widest and lo.get("s") and hi.get("s"):
-            parts.append(f"{narrowest} / {widest}: anon {ratio(lo.get('s'), hi.get('s'))}, in-memory finish "
-                         f"{ratio(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
-                         f"{ratio(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
-                         f"{ratio(*(sum(r['timings'].get(x, 0) for x in ('validate', 'encode', 'publish_verify')) for r in (lo, hi)))}"
+            parts.append(f"{narrowest} / {widest}: anon {times(lo.get('s'), hi.get('s'))}, in-memory finish "
+                         f"{times(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
+                         f"{times(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
+                         f"{times(*(sum(r['timings'].get(x, 0) for x in ('validate', 'encode', 'publish_verify')) for r in (lo, hi)))}"
                          f" (ideal {cores[widest] / cores[narrowest]:.0f}x)")  # fmt: skip
         print(f"{criterion}: " + "; ".join(parts))
         if duck.get("s") and hi.get("s"):
@@ -808,8 +801,13 @@ def main(argv: list[str] | None = None) -> None:
     print("\n" + MODEL)
     for criterion, runs in by.items():
         print(f"{criterion}:")
-        for line in estimate(runs, [f"spark {m}" for m in args.masters], memory, baselines.get(criterion)):
+        lines, total = estimate(runs, [f"spark {m}" for m in args.masters], memory, baselines.get(criterion))
+        for line in lines:
             print(line)
+        if total is not None:
+            recorder.record("estimate", {"rows": CLUSTER_ROWS, "cores": CLUSTER_CORES, "criterion": criterion,
+                                         "measured_rows": n, "memory_rows": memory}, total,
+                            {"per_goal": harness.ratio(total, GOAL_S)}, {"estimated": True}, {"model": lines})  # fmt: skip
 
 
 if __name__ == "__main__":

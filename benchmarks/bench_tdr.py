@@ -2,10 +2,11 @@
 InfoGain and Median Mondrian, and TDR's scalability.
 
     python benchmarks/bench_tdr.py [--k 5 10 25 50 100 250 500] [--only quality adult1m agrawal]
-        [--agrawal-rows 1000000 10000000] [--dir /tmp/sqlanon-bench]
+        [--adult-rows 1000000] [--rows 1000000 10000000] [--dir /tmp/sqlanon-bench]
+    python benchmarks/bench_tdr.py --quick             # k = 50, Adult blown up to 100,000, Agrawal 20,000
 
 * ``quality``: the Adult protocol of ``bench_protocol.py`` (UCI train -> anonymize, apply the
-  rules to UCI test, classifiers learn from regions): TDR (``recoding="single"``, Score), InfoGain
+  rules to UCI test, classifiers learn from regions): TDR (``algorithm=TopDown()``, Score), InfoGain
   and Median Mondrian side by side per k: test accuracy, CM and LM of the training release,
   anonymize time.
 * ``adult1m``: TKDE 2007, Section 5.3: UCI train + test (45,222 complete rows) blown up to
@@ -14,33 +15,29 @@ InfoGain and Median Mondrian, and TDR's scalability.
   ``salary-class``. The six continuous attributes are intervals, the seven with an ARX hierarchy
   use it, ``relationship`` (no hierarchy) is suppressed and disclosed (``⊥``). The paper: about
   80 s excluding I/O; reported here end to end in DuckDB and per step.
-* ``agrawal``: the nine Agrawal QIs, k = 100, target ``c2``, for the growth curve.
+* ``agrawal``: the nine Agrawal QIs, k = 100, target ``c2``, for the growth curve (``--rows``),
+  with the ratio ``per_scan`` to the harness's scan-equivalent of the nine QIs.
 
-Each scalability run is a child process (``benchmarks/machine.py``), printing JSON lines.
+Each scalability run is a child process of the harness (its own memory, no warm caches); every
+release is a record (``quality``: the protocol's, named for the criterion; ``adult1m`` and
+``agrawal``: seconds end to end, the steps in the details).
 """
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import numpy as np
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
 
 import sqlanon  # noqa: E402
 from sqlanon import datasets  # noqa: E402
-from machine import machine  # noqa: E402
 
 ALL_K = (5, 10, 25, 50, 100, 250, 500)
 CONTINUOUS = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
@@ -48,7 +45,7 @@ HIERARCHICAL = ("workclass", "education", "marital-status", "occupation", "race"
 ADULT14 = (*CONTINUOUS, *HIERARCHICAL, "relationship")
 
 
-def quality(ks: tuple[int, ...]) -> None:
+def quality(rec: harness.Recorder, ks: tuple[int, ...]) -> None:
     """The Adult protocol for TDR, InfoGain Mondrian and Median Mondrian."""
     import bench_protocol as bp
 
@@ -58,12 +55,8 @@ def quality(ks: tuple[int, ...]) -> None:
     runs = []
     for k in ks:
         for criterion in ("tdr", "infogain", "median"):
-            rec = bp.run_release(con, task, folds[0], k, criterion, models)
-            runs.append(rec)
-            print(json.dumps({"k": k, "criterion": criterion, "classes": rec["classes"],
-                              "cm": round(rec["cm"], 4), "lm_per_qi": round(rec["lm_per_qi"], 4),
-                              "accuracy": {c: round(a, 4) for c, a in rec["accuracy"].items()},
-                              "anonymize_s": round(rec["seconds"]["anonymize"], 3)}), flush=True)
+            runs.append(bp.run_release(con, task, folds[0], k, criterion, models))
+            bp.record_release(rec, runs[-1])
     print("\n### adult: test accuracy (UCI train/test)\n")
     print(bp.accuracy_table("adult", runs, bp.run_baselines(con, task, folds[0], models), list(models)))
     print("\n### adult: training releases\n")
@@ -104,54 +97,54 @@ def child(db: str, table: str, qid: list[str], k: int, target: str, hierarchies:
     release = sqlanon.anonymize(con, table, qid=qid, k=k, target=target, hierarchies=hierarchies,
                                 algorithm=sqlanon.TopDown(), output=sqlanon.Output(view=f"{table}_tdr", replace=True))
     wall = time.perf_counter() - start
-    return {"table": table, "rows": release.rows, "k": k, "qis": len(qid), "seconds": round(wall, 2),
-            "steps": {s: round(t, 2) for s, t in release.timings.items()}, "refinements": release.outcome.refinements,
-            "classes": release.partitions, "rules": release.regions, "k_achieved": release.k_achieved}
+    return {"rows": release.rows, "qis": len(qid), "s": wall, "steps": dict(release.timings),
+            "refinements": release.outcome.refinements, "classes": release.partitions, "rules": release.regions,
+            "k_achieved": release.k_achieved}  # fmt: skip
 
 
-def run_child(db: Path, table: str, qid: list[str], k: int, target: str, hierarchies: dict[str, str]) -> None:
-    """One scalability run in a fresh process (its own memory, no warm caches); prints its JSON."""
-    cmd = [sys.executable, __file__, "--child", json.dumps([str(db), table, qid, k, target, hierarchies])]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        print(out.stderr[-3000:], file=sys.stderr)
-        return
-    rec = json.loads(out.stdout.strip().splitlines()[-1])
-    print(json.dumps(rec | {"load_avg_1m": round(os.getloadavg()[0], 2)}), flush=True)
+def scalability_run(rec: harness.Recorder, name: str, db: Path, table: str, qid: list[str], k: int, target: str,
+              hierarchies: dict[str, str], timeout: float | None, scan: float | None = None) -> None:
+    """One scalability run in a fresh process (its own memory, no warm caches), recorded."""
+    out = harness.run_child(__file__, "child", {"db": str(db), "table": table, "qid": qid, "k": k, "target": target,
+                                                "hierarchies": hierarchies}, timeout)  # fmt: skip
+    seconds, details = out.pop("s", None), {key: out.pop(key, None) for key in ("steps", "process_s")}
+    rec.record(name, {"table": table, "rows": out.get("rows"), "k": k, "target": target}, seconds,
+               {"per_scan": harness.ratio(seconds, scan, 0)} if scan else None,
+               {key: v for key, v in out.items() if key != "error"}, details, out.get("error"))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.arguments(__doc__, rows=[1_000_000, 10_000_000], timeout=True,
+                               quick={"k": [50], "adult_rows": 100_000, "rows": [20_000]})  # fmt: skip
     parser.add_argument("--k", type=int, nargs="+", default=list(ALL_K))
     parser.add_argument("--only", nargs="+", choices=("quality", "adult1m", "agrawal"),
                         default=["quality", "adult1m", "agrawal"])
     parser.add_argument("--adult-rows", type=int, default=1_000_000)
-    parser.add_argument("--agrawal-rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/sqlanon-bench"))
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
-        print(json.dumps(child(*json.loads(args.child))))
-        return
-    info = machine()
-    print(f"machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB; DuckDB {info['duckdb']}, "
-          f"numpy {info['numpy']}; load average {os.getloadavg()}", flush=True)
-    args.dir.mkdir(parents=True, exist_ok=True)
     if "quality" in args.only:
-        quality(tuple(args.k))
+        harness.require("sklearn", "scikit-learn", "the quality part trains scikit-learn classifiers "
+                        "(--only adult1m agrawal runs without it)")
+    rec = harness.Recorder.start(__file__, args, ["scikit-learn"])
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    if "quality" in args.only:
+        quality(rec, tuple(args.k))
     if "adult1m" in args.only:
-        db = args.dir / "adult_blown_up.duckdb"
+        db = directory / f"adult_blown_up_{args.adult_rows}.duckdb"
         start = time.perf_counter()
         blown_up_adult(db, args.adult_rows)
-        print(f"adult blown up to {args.adult_rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
+        print(f"# adult blown up to {args.adult_rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
         hierarchies = {c: str(p) for c, p in datasets.adult_hierarchies().items() if c in HIERARCHICAL}
-        run_child(db, "adult1m", list(ADULT14), 50, "salary-class", hierarchies)
+        scalability_run(rec, "adult1m", db, "adult1m", list(ADULT14), 50, "salary-class", hierarchies, args.timeout)
     if "agrawal" in args.only:
         from agrawal import QI_COLUMNS, write_duckdb
-        for n in args.agrawal_rows:
-            db = args.dir / f"agrawal_{n}.duckdb"
+
+        for n in args.rows:
+            db = directory / f"agrawal_{n}.duckdb"
             write_duckdb(db, n)
-            run_child(db, "agrawal", list(QI_COLUMNS), 100, "c2", {})
+            scan = harness.duckdb_scan_seconds(db, "agrawal", QI_COLUMNS, args.repeat)
+            rec.record("scan", {"rows": n, "repeat": args.repeat}, scan)
+            scalability_run(rec, "agrawal", db, "agrawal", list(QI_COLUMNS), 100, "c2", {}, args.timeout, scan)
 
 
 if __name__ == "__main__":

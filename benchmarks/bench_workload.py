@@ -4,6 +4,7 @@ splitting").
 
     python benchmarks/bench_workload.py --rows 1000000 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
         [--duckdb-memory-limit 2GB] [--only median infogain ...]
+    python benchmarks/bench_workload.py --quick        # 20,000 rows: a check that it runs
 
 Runs, each in its own child process on the same on-disk DuckDB file (``agrawal_<N>.duckdb``,
 generated once by ``agrawal.write_duckdb`` and shared with ``bench_core.py``):
@@ -21,7 +22,8 @@ generated once by ``agrawal.write_duckdb`` and shared with ``bench_core.py``):
   nine QIs; ``regression-loan``, LSD on ``loan`` (drawn independently of every other Agrawal
   attribute), loan leaving the QIs.
 
-Prints per run the wall time of ``anonymize()``, its ratio to ``median`` in the same run, where
+Records per run the wall time of ``anonymize()``, its ratios to ``median`` in the same run
+(``per_median``) and to the harness's scan-equivalent of the nine QIs (``per_scan``), where
 the time went (``sql``: the SQL-pushed levels; ``memory``: the in-memory finish; the rest is
 encoding, publishing and verifying), the peak RSS of the child, the number of classes and the
 quality measure the criterion optimizes (H(C2 | P) in bits for the label, RMSE of R7 for the
@@ -30,25 +32,16 @@ target).
 
 from __future__ import annotations
 
-import sqlanon
-import argparse
 import hashlib
-import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
-from machine import measure_child  # noqa: E402
+from harness import Column  # noqa: E402
 
 TABLE = "agrawal"
 RUNS: dict[str, dict[str, Any]] = {
@@ -62,6 +55,14 @@ RUNS: dict[str, dict[str, Any]] = {
     "infogain-noise": {"target": "noise"},
     "regression-loan": {"target": "loan"},
 }
+COLUMNS = [
+    Column("N", "params.rows", ","), Column("run", "name"), Column("seconds", "seconds", ".2f"),
+    Column("/median", "ratios.per_median", ".2f"), Column("/scan", "ratios.per_scan", ".0f"),
+    Column("sql", "metrics.partition_sql_s", ".1f"), Column("memory", "metrics.partition_memory_s", ".1f"),
+    Column("MiB", "metrics.rss_mib", ".0f"), Column("classes", "metrics.partitions", ","),
+    Column("H(C2|P)", "metrics.h_c2_bits", ".4f"), Column("RMSE r7", "metrics.rmse_r7", ".0f"),
+    Column("rules md5", "metrics.rules_md5"), Column("error", "error"),
+]  # fmt: skip
 
 
 def _kwargs(run: str) -> tuple[list[str], dict[str, Any]]:
@@ -72,8 +73,8 @@ def _kwargs(run: str) -> tuple[list[str], dict[str, Any]]:
     if "sensitive" in kw:
         excluded.add(kw["sensitive"])
     if "constraints" in kw:
-        _, column, v = kw["constraints"]
-        kw["constraints"] = [sqlanon.VarianceDiversity(column, v)]
+        _, column, v = kw.pop("constraints")
+        kw["privacy"] = [sqlanon.VarianceDiversity(column, v)]
         excluded.add(column)
     if kw.get("target") == "loan":
         excluded.add("loan")
@@ -81,6 +82,8 @@ def _kwargs(run: str) -> tuple[list[str], dict[str, Any]]:
 
 
 def child(db: str, run: str, k: int, memory_limit: str | None) -> dict[str, Any]:
+    import duckdb
+
     import sqlanon
 
     qid, kw = _kwargs(run)
@@ -110,63 +113,35 @@ def child(db: str, run: str, k: int, memory_limit: str | None) -> dict[str, Any]
             "h_c2_bits": entropy, "rmse_r7": rmse, "timings": dict(release.timings), "rules_md5": rules}
 
 
-def run_child(db: Path, run: str, k: int, memory_limit: str | None) -> dict[str, Any]:
-    fd, result = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    cmd = [sys.executable, __file__, "--child", run, "--db", str(db), "--k", str(k), "--result", result]
-    if memory_limit:
-        cmd += ["--duckdb-memory-limit", memory_limit]
-    code, rss, _, _ = measure_child(cmd, None)  # the child's own peak RSS
-    out: dict[str, Any] = {"rss_mib": rss}
-    try:
-        if code:
-            out["error"] = f"child exited with {code}"
-        else:
-            out.update(json.loads(Path(result).read_text()))
-    finally:
-        os.unlink(result)
-    return out
-
-
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    p = harness.arguments(__doc__, rows=[1_000_000, 10_000_000], quick={"rows": [20_000]}, timeout=True)
     p.add_argument("--k", type=int, default=100)
-    p.add_argument("--dir", default="/tmp/sqlanon-bench")
     p.add_argument("--duckdb-memory-limit", default=None)
     p.add_argument("--only", nargs="*", choices=sorted(RUNS), default=list(RUNS))
-    p.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
-    p.add_argument("--db", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.child:
-        out = child(args.db, args.child, args.k, args.duckdb_memory_limit)
-        Path(args.result).write_text(json.dumps(out))
-        return
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    print(json.dumps({"machine": {"nproc": len(os.sched_getaffinity(0)), "duckdb": duckdb.__version__}}))
-    table = []
+    rec = harness.Recorder.start(__file__, args)
     for n in args.rows:
         db = Path(args.dir) / f"agrawal_{n}.duckdb"
         write_duckdb(db, n, table=TABLE)
-        results = {}
+        scan = harness.duckdb_scan_seconds(db, TABLE, QI_COLUMNS, args.repeat)
+        rec.record("scan", {"rows": n, "repeat": args.repeat}, scan)
+        base = None
         for run in args.only:
             print(f"# N={n:,}: {run} ...", file=sys.stderr, flush=True)
-            results[run] = run_child(db, run, args.k, args.duckdb_memory_limit)
-            print(json.dumps({"n": n, "run": run, **results[run]}, default=str), flush=True)
-        base = results.get("median", {}).get("s")
-        for run, r in results.items():
-            timings = r.get("timings") or {}
-            table.append((n, run, r.get("s"), (r.get("s") / base) if base and r.get("s") else None,
-                          timings.get("partition_sql"), timings.get("partition_memory"), r.get("rss_mib"),
-                          r.get("partitions"), r.get("h_c2_bits"), r.get("rmse_r7"), r.get("error")))
-    print(f"\n{'N':>11} {'run':>15} {'seconds':>8} {'/median':>8} {'sql':>6} {'memory':>7} {'MiB':>6} {'classes':>8} "
-          f"{'H(C2|P)':>8} {'RMSE r7':>9}")
-    for n, run, s, ratio, sql, memory, rss, parts, h, rmse, err in table:
-        def fmt(v, f):
-            return "-" if v is None else format(v, f)
-        print(f"{n:>11,} {run:>15} {fmt(s, '8.2f')} {fmt(ratio, '8.2f')} {fmt(sql, '6.1f')} {fmt(memory, '7.1f')} "
-              f"{fmt(rss, '6.0f')} {fmt(parts, '8,')} {fmt(h, '8.4f')} {fmt(rmse, '9.0f')}" + (f"  {err}" if err else ""))
+            out = harness.run_child(__file__, "child", {"db": str(db), "run": run, "k": args.k,
+                                                        "memory_limit": args.duckdb_memory_limit}, args.timeout)
+            seconds = out.pop("s", None)
+            base = seconds if run == "median" else base
+            timings = out.pop("timings", None) or {}
+            details = {"timings": timings, "process_s": out.pop("process_s", None)}
+            metrics = {key: v for key, v in out.items() if key != "error"}
+            metrics |= {f"{step}_s": timings.get(step) for step in ("partition_sql", "partition_memory")}
+            rec.record(run, {"rows": n, "k": args.k, "duckdb_memory_limit": args.duckdb_memory_limit}, seconds,
+                       {"per_median": harness.ratio(seconds, base), "per_scan": harness.ratio(seconds, scan, 0)},
+                       metrics, details, out.get("error"))  # fmt: skip
+    print()
+    harness.print_table([r for r in rec.records if r["name"] != "scan"], COLUMNS)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,14 @@ from .singledim.algorithms import Genetic, Optimal, TopDown
 from .request.output import Output
 from .frame import anonymize_frame
 from .release.apply import Applied, apply
-from .model.constraints import (
+from .model.privacy import (
+    BetaLikeness,
+    DeltaDisclosure,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
     RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
 from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
@@ -42,6 +45,7 @@ from .errors import (
     VerificationError,
 )
 from .model.hierarchy import Hierarchy
+from . import hierarchies
 from .request.spec import load_hierarchy
 from .release.imprecision import Imprecision, imprecision
 from .release.metrics import Metrics, metrics
@@ -51,7 +55,6 @@ from .release.report import report
 from .release.rewrite import RewriteError, rewrite
 from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
-from .model.constraints import TCloseness
 from .release.measures import Measures, measures
 from .release.risk import Risk, risk
 
@@ -59,6 +62,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Applied",
+    "BetaLikeness",
+    "DeltaDisclosure",
     "Genetic",
     "Levels",
     "Mondrian",
@@ -81,6 +86,7 @@ __all__ = [
     "VarianceDiversity",
     "EngineError",
     "Hierarchy",
+    "hierarchies",
     "Imprecision",
     "HierarchyError",
     "InputError",

@@ -5,7 +5,7 @@ value; :func:`anonymize` runs one (``Request(...).run(con)``) through the pipeli
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -15,14 +15,13 @@ from .engine.base import Engine
 from .engine.calls import serialized
 from .errors import InputError, RemovedOptionError
 from .explain import explain
-from .model.constraints import Constraint, EntropyLDiversity, KAnonymity, from_record, to_record
+from .model.privacy import Constraint, EntropyLDiversity, KAnonymity, check_models, from_record, to_record
 from .model.partition import Progress
 from .pipeline import Release, run
 from .request import config
 from .request.algorithm import Algorithm, check_fit
 from .request.output import Output
 from .request.single import requirement
-from .request.workload import check_constraints
 from .request.spec import Spec, resolve
 
 
@@ -63,7 +62,7 @@ class Request:
 
         if isinstance(self.qid, (list, tuple)):
             object.__setattr__(self, "qid", tuple(self.qid))
-        object.__setattr__(self, "privacy", tuple(check_constraints(self.privacy, "privacy")))
+        object.__setattr__(self, "privacy", tuple(check_models(self.privacy, "privacy=")))
         for name in ("target", "sensitive", "selections"):
             object.__setattr__(self, name, tupled(getattr(self, name)))
         if self.selections is None:
@@ -135,6 +134,11 @@ class Request:
         return request_of(config.load_config(path))
 
 
+#: The keywords of :func:`anonymize` that go into the :class:`Request` as they are (besides
+#: ``table``, ``qid``, ``k`` and ``output``).
+REQUEST_OPTIONS = frozenset(f.name for f in fields(Request)) - {"table", "qid", "k", "output"}
+
+
 @serialized
 def anonymize(
     con: Any,
@@ -167,9 +171,12 @@ def anonymize(
         k: every published equivalence class holds at least ``k`` rows.
         privacy: further privacy models: :class:`~sqlanon.DistinctLDiversity`,
             :class:`~sqlanon.EntropyLDiversity`, :class:`~sqlanon.RecursiveCLDiversity`,
-            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness`, and
+            :class:`~sqlanon.VarianceDiversity`, :class:`~sqlanon.TCloseness`,
+            :class:`~sqlanon.DeltaDisclosure`, :class:`~sqlanon.BetaLikeness`, and
             :class:`~sqlanon.KAnonymity` (``KAnonymity(k, qid=[...])``: several QIDs, each with its
             own k, for :class:`~sqlanon.TopDown`). Each is verified on the published view.
+            Rothko-S (``Mondrian(strategy=Sample(...))``) refuses delta-disclosure, which has no
+            sound sample test; ``"auto"`` then partitions with Rothko-T.
         suppression: the fraction of rows that may be suppressed (default 0): published with
             every QI fully generalized and class NULL, verified in SQL. Mondrian spends it as a
             local budget carried down the tree, only where no ordinary split exists
@@ -238,7 +245,7 @@ def request_of(c: config.ReleaseConfig) -> Request:
     entropy = (c.diversity or "entropy") == "entropy"
     shortcut = entropy and (bool(c.sensitive) or c.l is not None)
     models = [m for m in c.constraints if not (shortcut and type(m).__name__ == "EntropyLDiversity")]
-    models = [KAnonymity(k, qid=columns) for columns, k in c.qids] + models + [from_record(dict(r)) for r in c.models]
+    models = [KAnonymity(k, qid=columns) for columns, k in c.qids] + models + [from_record(dict(r)) for r in c.records]
     return Request(
         c.table, c.qid, c.k, privacy=tuple(models), suppression=c.suppression, algorithm=algorithm,
         target=None if criterion is not None or not c.target else c.target,

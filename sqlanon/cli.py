@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
+import glob
 import json
 import os
 import re
@@ -41,7 +43,7 @@ from typing import Any, TextIO
 
 from sqlglot import exp
 
-from . import __version__
+from . import __version__, hierarchies
 from .publish import manifest
 from .engine import sqlgen as g
 from .api import Request, anonymize, request_of
@@ -53,6 +55,7 @@ from .request.config import (
     DATA_SUFFIXES,
     DIVERSITIES,
     KEY_PATHS,
+    MODEL_KEYS,
     SCHEMA,
     ConfigError,
     QIConfig,
@@ -61,13 +64,12 @@ from .request.config import (
     load_config,
     privacy_constraints,
 )
-from .model.constraints import Constraint, KAnonymity
-from .model.closeness import DISTANCES
+from .model.privacy import DISTANCES, KAnonymity, PrivacyModel
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
 from .model.partition import Progress
 from .release.report import FORMATS, collect, render
-from .release.risk import risk
+from .release.risk import check_threshold, risk
 from .publish.pipeline import set_aside
 from .publish.verify import Verification, verify
 from .publish.violations import Violations, violations
@@ -305,9 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "--diversity says otherwise), with --variance COL=V its variance of COL at least V.\n"
                     "Each check is reported on its own line -- ok or FAILED, with the achieved value of the\n"
                     f"worst class -- and each failed one lists its violating classes, worst first (at most\n"
-                    f"{MAX_LISTED}; all are counted). The database is opened read-only (Spark has no read-only\n"
-                    "mode: nothing is written there either).\n\n"
-                    "Exit status: 0 every check holds, 1 one fails, 2 usage or input error.",
+                    f"{MAX_LISTED}; all are counted). For a sqlanon release the class column and the\n"
+                    "suppressed rows are read from its manifest: rows with a NULL class form no class, and\n"
+                    "each must be fully generalized, at most the release's suppression limit of them.\n"
+                    "The database is opened read-only (Spark has no read-only mode: nothing is written there\n"
+                    "either).\n\n"
+                    "Exit status: 0 every check holds, 1 one fails, 2 usage or input error (0 exactly when\n"
+                    "sqlanon.verify says ok).",
         epilog="examples:\n  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 10\n"
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip,sex --k 100 --l 3 --sensitive diagnosis\n"
                "  sqlanon verify hospital.duckdb patients_anon --qid age,zip --k 10 --sensitive diagnosis --l 2 \\\n"
@@ -320,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quasi-identifier columns, comma-separated (repeatable)")
     p.add_argument("--k", type=int, required=True, metavar="N", help="the required smallest class size")
     p.add_argument("--class-column", metavar="COL",
-                   help="a column every row must have (eq_class of a release); NULLs fail the check")
+                   help="a column every row must have; NULLs fail the check (default: a release's own class "
+                        "column, from its manifest, whose NULLs are its suppressed rows)")
     _privacy_options(p)
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON: the Verification, the failed checks and each one's violating "
@@ -377,8 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS,
                    help="html (one file, plots inline), markdown or json; default: from -o's suffix "
                         "(.html/.htm, .md/.markdown, .json), else markdown")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (replaced if it exists); "
-                                                          "default: standard output")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (never the database; an existing "
+                                                          "FILE only with --replace); default: standard output")
+    p.add_argument("--replace", action="store_true", help="overwrite FILE (-o) if it exists")
     p.add_argument("--target", action="append", metavar="COLS",
                    help="class label column(s) for CM and the entropies (comma-separated, repeatable)")
     p.add_argument("--numeric-target", action="append", metavar="COLS",
@@ -438,11 +446,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qid", action="append", metavar="COLS", help="QI columns (default for a release: its QIs)")
     p.add_argument("--population", metavar="TABLE", help="the population the data was drawn from (journalist, "
                                                           "marketer); for a release it is recoded by a temporary apply")
-    p.add_argument("--threshold", type=float, default=0.2, metavar="T",
-                   help="records at risk: those whose risk exceeds T (default 0.2)")
+    p.add_argument("--threshold", type=_threshold, default=0.2, metavar="T",
+                   help="records at risk: those whose risk exceeds T, a number from 0 to 1 (default 0.2)")
     p.add_argument("--json", action="store_true", help="print the Risk as JSON")
     _engine_options(p)
     p.set_defaults(run=_risk)
+
+    p = sub.add_parser(
+        "hierarchy", formatter_class=fmt, help="build a generalization hierarchy from a column (sqlanon.hierarchies)",
+        usage="sqlanon hierarchy BUILDER DB TABLE COLUMN -o FILE [--replace] [builder options] [engine options]",
+        description="Build a hierarchy from the distinct values of COLUMN (sqlanon.hierarchies, after ARX's builders)\n"
+                    "and write it as an ARX file (leaf;level1;...;*), ready for --hierarchy COLUMN=FILE:\n\n"
+                    "  intervals  fixed-width nested intervals (--width, --start, --fanout)\n"
+                    "  quantiles  intervals of about equal counts, nested (--bins, --fanout)\n"
+                    "  ordering   categories grouped in order (--fanout, --order)\n"
+                    "  masking    codes masked from the right (--mask, --step)\n"
+                    "  dates      dates by calendar (--levels month,quarter,year,decade,century)",
+        epilog="example:\n  sqlanon hierarchy masking hospital.duckdb patients zip -o zip.csv\n"
+               "  sqlanon hierarchy intervals hospital.duckdb patients age --width 5 -o age.csv",
+    )
+    p.add_argument("builder", metavar="BUILDER", choices=HIERARCHY_BUILDERS,
+                   help=f"one of {', '.join(HIERARCHY_BUILDERS)}")
+    p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL (with --engine spark: the "
+                                            "Spark database); ':memory:' for files as TABLE")
+    p.add_argument("table", metavar="TABLE", help="a table or view, or (DuckDB) Parquet/CSV/JSON files")
+    p.add_argument("column", metavar="COLUMN", help="the column whose values become the leaves")
+    p.add_argument("-o", "--out", required=True, type=Path, metavar="FILE", help="the ARX file to write")
+    p.add_argument("--replace", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--width", type=float, help="intervals: the first level's width")
+    p.add_argument("--start", type=float, help="intervals: where the first interval starts")
+    p.add_argument("--bins", type=int, help="quantiles: how many intervals at the first level")
+    p.add_argument("--fanout", default="2", metavar="N[,N...]",
+                   help="intervals, quantiles, ordering: nodes joined per level (one number, or one per level)")
+    p.add_argument("--order", metavar="FILE", type=Path,
+                   help="ordering: a file with every value in order, one per line (default: sorted)")
+    p.add_argument("--mask", default="*", help="masking: the character that replaces a digit (default *)")
+    p.add_argument("--step", type=int, default=1, help="masking: characters masked per level (default 1)")
+    p.add_argument("--levels", default="month,year,decade", help="dates: the levels, fine to coarse")
+    _engine_options(p)
+    p.set_defaults(run=_hierarchy)
 
     p = sub.add_parser(
         "install-macros", formatter_class=fmt, help="install the SQL check macros into a database",
@@ -563,6 +605,9 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
                    help="t-closeness: in every class the Earth Mover's Distance of COL's distribution from the "
                         "whole table's is at most T; DISTANCE equal (default), ordered, or hierarchical with an "
                         "ARX hierarchy CSV over COL's values (repeatable)")
+    for key, model in MODEL_KEYS.items():  # the models declared by a key of their own
+        p.add_argument(f"--{key.replace('_', '-')}", action="append", default=[], dest=key,
+                       metavar=f"COL={model.spec_param.upper()}", help=model.spec_help)
 
 
 def _release_file_help() -> str:
@@ -604,7 +649,7 @@ def _anonymize(args: argparse.Namespace) -> int:
     in_memory = _engine(args, request.database) == "duckdb" and request.database is None
     out = Path(args.out) if args.out else None
     if out is not None:
-        _check_out(out, request.replace)
+        _check_out(out, request.replace, _inputs(args, request))
     if in_memory and out is None:
         raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
                          "(or name a database: sqlanon anonymize DB FILES ...)")
@@ -643,12 +688,14 @@ def _built(config: ReleaseConfig) -> Request:
         raise UsageError(f"{where}{cli_words(str(e))}") from None
 
 
-def _check_out(out: Path, replace: bool) -> None:
-    """Everything about ``--out`` that can be checked before the work: a known format, an
-    existing writable directory, and no file in the way unless ``--replace``."""
+def _check_out(out: Path, replace: bool, inputs: Sequence[tuple[str, str]]) -> None:
+    """Everything about ``--out`` that can be checked before the work: a known format, not one of
+    the command's ``inputs`` (:func:`_refuse_input`), an existing writable directory, and no file
+    in the way unless ``--replace``."""
     folder = out.parent
     if out.is_dir():
         raise UsageError(f"--out {out} is a directory; name a file in it")
+    _refuse_input("--out", out, inputs)
     _out_format(out)
     if out.exists() and not replace:
         raise UsageError(f"--out {out} exists; pass --replace to overwrite it")
@@ -656,6 +703,37 @@ def _check_out(out: Path, replace: bool) -> None:
         raise UsageError(f"--out {out}: no such directory: {folder}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out}: the directory {folder} is not writable")
+
+
+def _inputs(args: argparse.Namespace, request: ReleaseConfig) -> list[tuple[str, str]]:
+    """The local files ``anonymize`` reads, as ``(what, path)``: the release file, the DuckDB
+    database (and its write-ahead log), the source files (a glob expanded), the hierarchy files."""
+    found: list[tuple[str, str]] = [("the release file (--config)", str(args.config))] if args.config else []
+    database = request.database
+    if database is not None and database != ":memory:" and _engine(args, database) == "duckdb":
+        found += _database_files(database)
+    if _is_data_path(request.table):
+        found += [("a source file", f) for f in sorted(glob.glob(request.table, recursive=True)) or [request.table]]
+    found += [(f"the hierarchy of {q.name!r}", q.hierarchy) for q in request.qis if q.hierarchy is not None]
+    found += [(f"the t-closeness hierarchy of {column!r}", h) for column, _, _, h in request.t_closeness if h]
+    return found
+
+
+def _database_files(database: str) -> list[tuple[str, str]]:
+    """A DuckDB database file and its write-ahead log, as :func:`_inputs` lists them."""
+    return [("the database", database), ("the database's write-ahead log", f"{database}.wal")]
+
+
+def _refuse_input(flag: str, out: Path, inputs: Sequence[tuple[str, str]]) -> None:
+    """Refuse an output path that is one of the command's ``inputs`` (``(what, path)``): the same
+    path once resolved (symlinks followed, ``..`` and ``~`` undone), or the same file by another
+    name (a hard link). Writing there would destroy what the command reads."""
+    target = out.expanduser().resolve()
+    for what, path in inputs:
+        given = Path(path).expanduser()
+        if given.resolve() == target or (given.exists() and out.exists() and os.path.samefile(given, out)):
+            raise UsageError(f"{flag} {out} is {what} ({path}), which this command reads: it is never overwritten; "
+                             f"write to another path")
 
 
 def _publish_and_export(
@@ -734,8 +812,9 @@ def _drop_new_objects(con: Any, before: set[tuple[str, str, str, str]]) -> None:
 
 
 def _release_document(release: Release) -> dict[str, Any]:
-    """The Release as a JSON-ready dict (the algorithm with its name)."""
-    document = dataclasses.asdict(release)
+    """The Release as a JSON-ready dict (the algorithm with its name; its notes name the command
+    line's flags)."""
+    document = {**dataclasses.asdict(release), "notes": [cli_words(note) for note in release.notes]}
     if release.algorithm is not None:
         document["algorithm"] = {"name": release.algorithm.name, **document["algorithm"]}
     return document
@@ -793,7 +872,7 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         published=_published(args.published) if args.published else (config.published if config else None),
         suppression=args.suppression if args.suppression is not None else (config.suppression if config else None),
         algorithm=_algorithm(args, config),
-        models=config.models if config else (),
+        records=config.records if config else (),
     )
 
 
@@ -860,6 +939,10 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
         return flag if flag not in (None, []) else (getattr(config, key) if config else empty)
 
     closeness = [_t_closeness(item) for item in args.t_closeness]
+    try:
+        models = [model.from_flag(item) for key, model in MODEL_KEYS.items() for item in getattr(args, key)]
+    except InputError as e:
+        raise UsageError(str(e)) from None
 
     return {
         "sensitive": _split(args.sensitive, "--sensitive") if args.sensitive else list(config.sensitive if config else []),
@@ -868,6 +951,7 @@ def _privacy(args: argparse.Namespace, config: ReleaseConfig | None) -> dict[str
         "c": pick(args.c, "c"),
         "variance": variance or list(config.variance if config else []),
         "t_closeness": closeness or list(config.t_closeness if config else []),
+        "models": models or list(config.models if config else []),
     }
 
 
@@ -1064,8 +1148,8 @@ def _write_summary(
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         stream.write(f"{label:<{width}}  {value}\n")
-    for note in release.notes:
-        stream.write(f"note: {note}\n")
+    for note in release.notes:  # the library's words, with the command line's flags
+        stream.write(f"note: {cli_words(note)}\n")
 
 
 class _ProgressLine:
@@ -1123,18 +1207,17 @@ def _verify(args: argparse.Namespace) -> int:
     privacy = _privacy(args, None)
     check_request(lambda key, message: UsageError(message), _spelling(args, None), **privacy,
                   criterion=None, target=(), selections=())
-    constraints: list[Constraint] = privacy_constraints(**privacy)
+    constraints: list[PrivacyModel] = privacy_constraints(**privacy)
     with _opened(args, database, read_only=True) as con:
         result = verify(con, relation, qid, args.k, class_column=args.class_column, constraints=constraints)
-        # Per check, the worst class's value and the violating classes, worst first.
-        k_classes = violations(con, relation, qid, KAnonymity(args.k), MAX_LISTED) if result.violating else None
-        details = [violations(con, relation, qid, c, MAX_LISTED) for c in constraints]
-    k_holds = not result.violating and not result.unplaced and result.classes > 0
-    failed = ([] if k_holds else [KAnonymity(args.k).describe()]) + [
-        check.constraint for check in result.checks if not check.ok] + [
-        f"QID {', '.join(q.qid)} k={q.k}" for q in result.qids if not q.ok]
+        # Per check, the worst class's value and the violating classes, worst first (a release's
+        # suppressed rows, as verify judges them, in no class).
+        listed = functools.partial(violations, con, relation, qid, limit=MAX_LISTED, class_column=result.class_column)
+        k_classes = listed(KAnonymity(args.k)) if result.violating else None
+        details = [listed(c) for c in constraints]
+    failed = list(result.failures())  # the status is verify's own verdict: ok
     if args.json:
-        document = {"relation": relation, "holds": not failed, "failed": failed, **dataclasses.asdict(result),
+        document = {"relation": relation, "holds": result.ok, "failed": failed, **dataclasses.asdict(result),
                     "violating_classes": _listed(k_classes)}
         document["checks"] = [
             {**dataclasses.asdict(check), "measure": detail.measure, "worst": detail.worst,
@@ -1144,17 +1227,18 @@ def _verify(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
         _write_verification(sys.stdout, relation, result, k_classes)
+        _write_suppressed(sys.stdout, result)
         for check, detail in zip(result.checks, details):
             _write_check(sys.stdout, check.ok, detail)
         for q in result.qids:  # a single-dimensional release's QIDs, as its manifest records them
             verdict = "ok" if q.ok else "FAILED"
             below = f", {q.violating:,} groups below k" if not q.ok else ""
             sys.stdout.write(f"{verdict}: QID {', '.join(q.qid)}: k={q.k}, smallest group {q.achieved:,}{below}\n")
-        if constraints:
-            checks = 1 + len(constraints)
-            sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if not failed else
+        checks = 1 + len(constraints) + len(result.qids) + _suppression_checks(result)
+        if checks > 1:
+            sys.stdout.write(f"ok: {relation}: all {checks} checks hold\n" if result.ok else
                              f"FAILED: {relation}: {len(failed)} of {checks} checks fail: {'; '.join(failed)}\n")
-    return 0 if not failed else 1
+    return 0 if result.ok else 1
 
 
 def _listed(found: Violations | None) -> list[dict[str, Any]]:
@@ -1190,15 +1274,36 @@ def _write_classes(out: TextIO, title: str, found: Violations, first: list[str],
                                    for i, (c, w) in enumerate(zip(row, widths))).rstrip() + "\n")
 
 
+def _suppression_checks(r: Verification) -> int:
+    """The checks of a release's suppressed rows (:func:`_write_suppressed`): fully generalized,
+    and within the limit its manifest records."""
+    return (1 + (r.suppression_limit is not None)) if r.release and r.unplaced else 0
+
+
+def _write_suppressed(out: TextIO, r: Verification) -> None:
+    """A release's suppressed rows (class column NULL): in no class, so not judged by k; each
+    must be fully generalized, and the recoding's at most its suppression limit."""
+    if not _suppression_checks(r):
+        return
+    problems = []
+    if r.leaked:
+        problems.append(f"{r.leaked:,} not fully generalized")
+    if r.suppression_limit is not None and r.recoded > r.suppression_limit:
+        problems.append(f"{r.recoded:,} suppressed by the recoding, more than its limit of {r.suppression_limit:,}")
+    limit = f", limit {r.suppression_limit:,}" if r.suppression_limit is not None else ""
+    what = f"{r.unplaced:,} suppressed rows ({r.class_column} NULL{limit})"
+    out.write(f"FAILED: {what}: {'; '.join(problems)}\n" if problems else f"ok: {what}: fully generalized\n")
+
+
 def _write_verification(out: TextIO, relation: str, r: Verification, listed: Violations | None) -> None:
     """The k-anonymity verdict (the other checks have lines of their own)."""
     over = ", ".join(r.columns)
     problems = []
     if r.violating:
         problems.append(f"{r.violating:,} of {r.classes:,} classes have fewer than {r.k} rows (smallest {r.k_achieved:,})")
-    if r.unplaced:
+    if r.unplaced and not r.release:
         problems.append(f"{r.unplaced:,} rows have no equivalence class")
-    if not r.classes:
+    if not r.classes and not (r.release and r.unplaced):
         problems.append("it has no rows")
     if not problems:
         out.write(f"ok: {relation} is {r.k}-anonymous over {over}: {r.classes:,} classes, "
@@ -1229,6 +1334,8 @@ REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdow
 
 def _report(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else None
+    if out is not None:
+        _check_report_out(args, out)
     fmt = args.format or (REPORT_SUFFIXES.get(out.suffix.lower()) if out is not None else None) or "markdown"
     columns = {key: _split(value, option) if value is not None else None for key, value, option in (
         ("targets", args.target, "--target"), ("numeric_targets", args.numeric_target, "--numeric-target"),
@@ -1250,6 +1357,60 @@ def _report(args: argparse.Namespace) -> int:
     if not data.holds:
         sys.stderr.write(f"sqlanon: the requirement does not hold on {data.view} (see the report)\n")
         return 1
+    return 0
+
+
+def _check_report_out(args: argparse.Namespace, out: Path) -> None:
+    """``-o``: not a directory, not the database the report reads, no file in the way unless ``--replace``."""
+    if out.is_dir():
+        raise UsageError(f"-o {out} is a directory; name a file in it")
+    local = args.db != ":memory:" and _engine(args, args.db) == "duckdb"
+    _refuse_input("-o", out, _database_files(args.db) if local else [])
+    if out.exists() and not args.replace:
+        raise UsageError(f"-o {out} exists; pass --replace to overwrite it")
+
+
+# -- hierarchy --------------------------------------------------------------------------------
+HIERARCHY_BUILDERS = ("intervals", "quantiles", "ordering", "masking", "dates")
+
+
+def _hierarchy(args: argparse.Namespace) -> int:
+    """``sqlanon hierarchy``: read the column's values, build, write the ARX file."""
+    out: Path = args.out
+    if out.is_dir():
+        raise UsageError(f"-o {out} is a directory; name a file in it")
+    local = args.db != ":memory:" and _engine(args, args.db) == "duckdb"
+    inputs = (_database_files(args.db) if local else []) + ([("the --order file", str(args.order))] if args.order else [])
+    if _is_data_path(args.table):
+        inputs += [("a source file", f) for f in sorted(glob.glob(args.table, recursive=True)) or [args.table]]
+    _refuse_input("-o", out, inputs)
+    if out.exists() and not args.replace:
+        raise UsageError(f"-o {out} exists; pass --replace to overwrite it")
+    try:
+        fanout: int | list[int] = [int(x) for x in args.fanout.split(",")]
+    except ValueError:
+        raise UsageError(f"--fanout must be a number or numbers separated by commas, got {args.fanout!r}") from None
+    if len(fanout) == 1:
+        fanout = fanout[0]
+    needed = {"intervals": ("width",), "quantiles": ("bins",)}.get(args.builder, ())
+    for option in needed:
+        if getattr(args, option) is None:
+            raise UsageError(f"{args.builder} needs --{option}")
+    order = None
+    if args.order is not None:
+        order = [line.strip() for line in args.order.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with _opened(args, None if args.db == ":memory:" else args.db, read_only=True) as con:
+        values = hierarchies.column_values(con, args.table, args.column)
+    build = {
+        "intervals": lambda: hierarchies.intervals(values, args.width, start=args.start, fanout=fanout),
+        "quantiles": lambda: hierarchies.quantiles(values, args.bins, fanout=fanout),
+        "ordering": lambda: hierarchies.ordering(values, fanout, order=order),
+        "masking": lambda: hierarchies.masking(values, mask=args.mask, step=args.step),
+        "dates": lambda: hierarchies.dates(values, [x.strip() for x in args.levels.split(",")]),
+    }
+    built = build[args.builder]()
+    built.to_csv(out)
+    sys.stdout.write(f"{out}: {built.n_leaves:,} values under {built.height} levels ({args.builder})\n")
     return 0
 
 
@@ -1312,6 +1473,14 @@ def _install_macros(args: argparse.Namespace) -> int:
 
 
 # -- risk -------------------------------------------------------------------------------------
+def _threshold(text: str) -> float:
+    """``--threshold``: a risk, so a finite number from 0 to 1 (``nan`` would put no record at risk)."""
+    try:
+        return check_threshold(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}") from None
+
+
 def _risk(args: argparse.Namespace) -> int:
     qid = _split(args.qid) if args.qid else None
     with _opened(args, args.db, read_only=args.population is None) as con:  # a release's population is applied

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .engine import sqlgen as g
-from .errors import InputError
+from .errors import InputError, ObjectExistsError
 from .pipeline import Resolvable, reads_in_place, working_source
 from .model.criteria import rank
 from .mondrian.encode import build_domains, encode
@@ -48,9 +48,19 @@ def explain(con: Any, request: Resolvable) -> str:
 
 def explain_entries(con: Any, request: Resolvable) -> tuple[Spec, list[ExplainEntry]]:
     """The validated request and the statements of :func:`explain`, in order."""
-    rec = recording_engine(con)
-    rec.section = "Validate the request: catalog lookups and checks (once)"
-    spec = request.resolve(rec)
+    def resolved(free: bool) -> tuple[Any, Spec]:
+        rec = recording_engine(con)
+        rec.outputs_free = free
+        rec.section = "Validate the request: catalog lookups and checks (once)"
+        return rec, request.resolve(rec)
+
+    try:
+        rec, spec = resolved(False)
+    except ObjectExistsError:
+        # explain writes nothing, so an output name in use does not stop it: the statements of a
+        # run with the names free, after a note of what anonymize would say
+        rec, spec = resolved(True)
+        rec.entries.insert(0, ExplainEntry(rec.section, _taken_note(engine_for(con), spec), False))
     algorithm = request.algorithm.resolved(spec)
     if algorithm.record().get("strategy") == "sample":
         raise InputError("explain shows the statements of strategy=Levels(); Rothko-S's (Sample) depend on its "
@@ -147,6 +157,17 @@ def explain_entries(con: Any, request: Resolvable) -> tuple[Spec, list[ExplainEn
         rec.section = "Clean up: drop the run's temp tables (also after errors)"
         rec.cleanup()
     return spec, rec.entries
+
+
+def _taken_note(engine: Any, spec: Spec) -> str:
+    """Which of the request's output names are in use, and that anonymize stops there."""
+    out = spec.outputs
+    names = [out.view, out.rules, out.assignment] + ([out.hierarchies] if out.hierarchies else [])
+    taken = [f"{o.kind} {o.name!r}" for name in names for o in engine.taken(name)]
+    verb = "exists" if len(taken) == 1 else "exist"
+    return (f"-- note: {', '.join(taken)} {verb} already: anonymize refuses this request as it stands (only an "
+            f"earlier sqlanon release of this name may be replaced); the statements below are a run's with "
+            f"the names free")
 
 
 def _render_explain(spec: Spec, entries: list[ExplainEntry], dialect: str) -> str:

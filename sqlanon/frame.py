@@ -11,21 +11,30 @@ index), so nothing a user did not ask to anonymize changes, not even its type.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from .api import Release, anonymize
+from .api import REQUEST_OPTIONS, Release, Request, anonymize, check_removed
+from .pipeline import validate
+from .engine import engine_for
 from .engine import sqlgen as g
+from .engine.base import CatalogObject, Engine
 from .engine.duckdb import connect as duckdb_connect
 from .errors import FrameError, ObjectExistsError
-from .request.output import Output
 from .engine.catalog import free_name
+from .model import manifest_format
+from .request.output import Output
+from .request.owned import owned as release_owned
 
 #: The table name the frame is loaded as (in ``con``), unless ``name=`` says otherwise.
 FRAME_TABLE = "frame"
+#: The key of the comment (a JSON object) on a table this module loaded: only such a table is
+#: overwritten by ``replace=True``.
+UPLOAD_MARK = "sqlanon_frame"
 
 
 def anonymize_frame(
@@ -46,7 +55,9 @@ def anonymize_frame(
             keeps, so ``release.imprecision()`` works; pass your own to keep using the release
             with :func:`sqlanon.metrics`, :func:`sqlanon.apply`, :func:`sqlanon.report`, ...).
         name: the table the frame is loaded as in ``con`` (the view is ``<name>_anon`` unless
-            ``output=`` says otherwise).
+            ``output=`` says otherwise). With ``Output(replace=True)`` it may be a table this
+            function loaded before (marked by its comment) -- never another table or a view, and
+            not the source of a release other than the one this call replaces.
         **options: every keyword of :func:`sqlanon.anonymize` (``hierarchies=`` as dicts, rows,
             DataFrames or ARX CSV paths; ``sensitive=``/``l=``, ``privacy=``, ``target=``,
             ``algorithm=``, ``selections=``, ``published=``, ``output=``, ...), except
@@ -63,7 +74,12 @@ def anonymize_frame(
     Raises:
         FrameError: ``frame`` is not a DataFrame or a PyArrow table, or its column names are not
             distinct strings; ``Output(key=...)`` was passed.
-        InputError: whatever :func:`sqlanon.anonymize` refuses, before any work.
+        ObjectExistsError: ``name`` is taken by a view, or by a table this function may not
+            overwrite (see ``name``).
+        ReadOnlyError: ``con`` is read-only.
+        RemovedOptionError: a keyword of the earlier API (as :func:`sqlanon.anonymize`).
+        InputError: whatever :func:`sqlanon.anonymize` refuses -- checked on the frame before
+            anything is written, so a refused request leaves ``con`` as it was.
     """
     arrow = _is_arrow(frame)
     if not arrow and not isinstance(frame, pd.DataFrame):
@@ -86,13 +102,32 @@ def anonymize_frame(
     elif not hasattr(con, "register") or type(con).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
         raise FrameError(f"con must be a DuckDB connection (the frame is loaded into it), got {type(con).__name__}; "
                          "for PostgreSQL or Spark, load the frame into a table and call sqlanon.anonymize")
+    progress = options.pop("progress", None)
+    check_removed("anonymize_frame", {o: v for o, v in options.items() if o not in REQUEST_OPTIONS})
+    engine = engine_for(con)
+    view = output.view or f"{name}_anon"  # anonymize's default
+    engine.check_writable(f"the frame (loaded as table {name!r}) and its release")
     row = free_name("__sqlanon_row", columns)
-    created = _load(con, name, frame, arrow, row, output.replace)
+    upload = _earlier_upload(engine, name, view, output.replace)
+    data = _with_positions(frame, arrow, row)
+    output = dataclasses.replace(output, key=row)
+    request = Request(name, qid, k, output=output, **options)
     try:
-        release = anonymize(con, name, qid, k, output=dataclasses.replace(output, key=row), **options)
+        with engine.frame_as(name, data):  # the request is checked on the frame before anything is written
+            spec = validate(engine, request, progress)
+    finally:
+        engine.cleanup()
+    outputs = [spec.outputs.view, spec.outputs.rules, spec.outputs.assignment, spec.outputs.hierarchies]
+    if any(o is not None and o.lower() == name.lower() for o in outputs):
+        raise ObjectExistsError(f"the release's objects {[o for o in outputs if o]} would overwrite the frame's table "
+                                f"{name!r}: pass another name= or output=")
+    engine.create_from_frame(name, data, replace=upload)
+    engine.set_comment(name, json.dumps({UPLOAD_MARK: 1, "row": row}))
+    try:
+        release = anonymize(con, name, qid, k, output=output, progress=progress, **options)
     except BaseException:
-        if created:  # a refused request leaves the connection as it was
-            con.execute(g.drop(name, "TABLE").sql(dialect="duckdb"))
+        if not upload:  # a refused request leaves the connection as it was
+            engine.execute(g.drop(name, "TABLE"))
         raise
     published = [p for c in columns for p in _published(release, c)] + [release.class_column]
     query = exp.select(*[g.col(c) for c in published]).from_(g.table(release.view)).order_by(g.col(row))
@@ -110,30 +145,68 @@ def _is_arrow(frame: Any) -> bool:
     return isinstance(frame, pa.Table)
 
 
-def _load(con: Any, name: str, frame: Any, arrow: bool, row: str, replace: bool) -> bool:
-    """Create table ``name`` in ``con`` from ``frame`` plus the row position ``row`` (BIGINT);
-    True when it is new (not a replaced one)."""
+def _with_positions(frame: Any, arrow: bool, row: str) -> Any:
+    """``frame`` with one more column, ``row``: each row's position (BIGINT), the release's key."""
     n = frame.num_rows if arrow else len(frame)
     positions = np.arange(n, dtype=np.int64)
     if arrow:
-        data = frame.append_column(row, _pa().array(positions))
-    else:
-        data = frame.reset_index(drop=True).assign(**{row: positions})
-    found = con.execute("SELECT (SELECT count(*) FROM duckdb_tables() WHERE table_name = $1 AND schema_name = "
-                        "current_schema()) + (SELECT count(*) FROM duckdb_views() WHERE view_name = $1 AND "
-                        "schema_name = current_schema())", [name]).fetchall()[0][0]
-    if found and not replace:
-        raise ObjectExistsError(f"{name!r} already exists in the connection: pass name= another table name, or "
-                                "replace=True to overwrite it")
-    staging = free_name("__sqlanon_frame", [name])
-    con.register(staging, data)
+        return frame.append_column(row, _pa().array(positions))
+    return frame.reset_index(drop=True).assign(**{row: positions})
+
+
+def _earlier_upload(engine: Engine, name: str, view: str, replace: bool) -> bool:
+    """Whether ``name`` is an earlier upload of this function that ``replace`` overwrites; False
+    when ``name`` is free.
+
+    Raises:
+        ObjectExistsError: ``name`` is a view; or a table, and ``replace`` is False, or it is not
+            a table this function loaded (the comment it leaves, and the row position as its
+            last column), or it is the source of a release other than ``view``'s (which
+            ``replace=True`` replaces): overwriting it would change what that release reads.
+    """
+    objects = engine.objects()
+    taken = engine.taken(name, objects)
+    if not taken:
+        return False
+    found = taken[0]
+    if found.kind != "table":
+        raise ObjectExistsError(f"{found.name!r} is a {found.kind} in the connection; anonymize_frame loads the frame "
+                                "into a table of its own: pass name= another name")
+    if not replace:
+        raise ObjectExistsError(f"{found.name!r} already exists in the connection: pass name= another table name, or "
+                                "replace=True to overwrite an earlier anonymize_frame table")
+    if not _uploaded(engine, found):
+        raise ObjectExistsError(
+            f"{found.name!r} is a table anonymize_frame did not load (or an earlier sqlanon version did, without "
+            "saying so); replace=True overwrites only the frame's own table: pass name= another name")
+    current, replaced = engine.current(), release_owned(engine, objects, view).names
+    readers = sorted(str(document.get("view")) for o in objects
+                     if not ((o.catalog, o.schema) == current and o.name.lower() in replaced)
+                     and (document := _manifest(engine, o)) is not None
+                     and document.get("source_relation") == [found.catalog, found.schema, found.name])
+    if readers:
+        raise ObjectExistsError(
+            f"{found.name!r} is the source of the release(s) {readers} (by their manifests): overwriting it would "
+            f"change what they read. Pass name= another name, or view= that release's view to replace it too")
+    return True
+
+
+def _uploaded(engine: Engine, found: CatalogObject) -> bool:
+    """Whether the table ``found`` is one this function loaded: its comment says so, and its last
+    column is the row position the comment names."""
     try:
-        create = exp.Create(this=g.table(name), kind="TABLE", replace=bool(found),
-                            expression=exp.select(exp.Star()).from_(g.table(staging)))
-        con.execute(create.sql(dialect="duckdb"))
-    finally:
-        con.unregister(staging)
-    return not found
+        mark = json.loads(engine.comment(found) or "")
+    except ValueError:
+        return False
+    if not isinstance(mark, dict) or mark.get(UPLOAD_MARK) != 1:
+        return False
+    columns = engine.columns(found.catalog, found.schema, found.name)
+    return bool(columns) and columns[-1] == (mark.get("row"), "BIGINT")
+
+
+def _manifest(engine: Engine, found: CatalogObject) -> dict[str, Any] | None:
+    """The release manifest on ``found``, if it is a table carrying one."""
+    return manifest_format.decode(engine.comment(found) if found.kind == "table" else None)
 
 
 def _pa() -> Any:

@@ -129,14 +129,24 @@ class Release:
         return imprecision(con, self, chosen)
 
 
+def validate(engine: Engine, request: Resolvable, progress: Callable[[Progress], None] | None = None) -> Spec:
+    """Every check :func:`run` makes before its first write, on the same request (but the
+    connection's engine): the request as a :class:`~sqlanon.request.spec.Spec`.
+
+    Raises:
+        InputError: (and subclasses) what :func:`run` refuses.
+    """
+    check_callable("progress", progress)  # first called only after a level of partitioning
+    engine.check_writable("the release (its view, rules relation and row map)")
+    return request.resolve(engine)
+
+
 def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | None = None) -> Release:
     """Validate, prepare, partition, publish and verify ``request`` (module docstring)."""
     lap = Laps()
 
     engine = engine_for(con)
-    check_callable("progress", progress)  # first called only after a level of partitioning
-    engine.check_writable("the release (its view, rules relation and row map)")
-    spec = request.resolve(engine)
+    spec = validate(engine, request, progress)
     assert request.algorithm is not None
     algorithm = request.algorithm.resolved(spec)
     lap("validate")
@@ -164,7 +174,11 @@ def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | No
         if not reads_work(spec, memory, regions):  # dropped now: the publication's transaction would keep it
             engine.drop_temp(work)
         held, regions = [regions], None
-        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges)
+        verification = publish_release(engine, spec, domains, held, work, memory, snapshot, rid, ranges=ranges,
+                                       encoded=source)
+        if spec.suppression_limit or any(q.bounds == "domain" for q in spec.qis):
+            # a box left without a published code is no region (sqlanon.publish.rules.printable_boxes)
+            rules = int(engine.fetch_rows(exp.select(exp.Count(this=exp.Star())).from_(g.table(spec.outputs.rules)))[0][0])
         lap("publish_verify")
     finally:
         engine.cleanup()

@@ -22,6 +22,8 @@ Helpers (import them with ``from conftest import ...``):
 * :func:`rows`, :func:`frame`, :func:`run`: a query's rows / a DataFrame / a statement on either
   engine (``?`` placeholders on both).
 * :func:`make_people`: a small deterministic table with an ``id`` column.
+* :func:`suppressing_release`: a small table and a release of it with suppressed rows, by
+  Mondrian or a single-dimensional search (``SUPPRESSING``).
 * :func:`load_frame`: a table from a pandas DataFrame, with the same column types on DuckDB and
   PostgreSQL.
 
@@ -51,6 +53,7 @@ import pandas as pd
 import pytest
 
 import pg_server
+import sqlanon
 
 DATA = Path(__file__).resolve().parent.parent / "sqlanon" / "data"
 ADULT_CSV = DATA / "adult.csv.gz"
@@ -184,6 +187,33 @@ def make_people(con, n: int = 200, name: str = "people", key: bool = True) -> st
     people = pd.DataFrame({"id": i, "age": (i % 90).astype(np.int32), "zip": (i % 7).astype(np.int32),
                            "city": [f"x{v}" for v in i % 5], "salary": [f"{v * 10.5:.1f}" for v in i]})
     return load_frame(con, name, people, primary_key="id" if key else None, types={"salary": "DECIMAL(22, 1)"})
+
+
+#: A ZIP hierarchy of three branches (``11``, ``12`` under ``1*``, ...; root ``*``).
+ZIP = [[f"{a}{b}", f"{a}*", "*"] for a in "123" for b in "12"]
+#: The searches that suppress rows: ``anonymize`` keyword arguments by name.
+SUPPRESSING = {
+    "mondrian": {},
+    "optimal": {"recoding": "single", "search": "optimal", "metric": "LM"},
+    "genetic": {"recoding": "single", "search": "genetic", "metric": "LM", "seed": 1, "iterations": 200},
+}
+
+
+def suppressing_release(con, search: str, key: str | None = None, view: str = "t_anon"):
+    """Table ``t`` (49 rows: ``id``; ``zip``, four leaves of 10 rows and branch ``3*`` of 9;
+    ``age`` = id % 7, but 1000 for id 48) and its release ``view`` by ``SUPPRESSING[search]``
+    with ``k=10`` and ``suppression=0.2`` (limit floor(0.2 x 49) = 9): branch ``3*`` cannot form
+    a class, so the search suppresses rows (Mondrian the age outlier). Returns ``(release, qid)``
+    (the optimal lattice needs a hierarchy per QI: zip alone)."""
+    z = ["11"] * 10 + ["12"] * 10 + ["21"] * 10 + ["22"] * 10 + ["31"] * 9
+    age = np.arange(len(z)) % 7
+    age[48] = 1000
+    load_frame(con, "t", pd.DataFrame({"id": np.arange(len(z)), "zip": z, "age": age}))
+    qid = ["zip"] if search == "optimal" else ["zip", "age"]
+    release = sqlanon.anonymize(con, "t", qid, 10, hierarchies={"zip": ZIP}, suppression=0.2, key=key, view=view,
+                                **SUPPRESSING[search])
+    assert release.suppressed > 0 and release.verification.ok and release.verification.suppression_limit == 9
+    return release, qid
 
 
 class Adult(NamedTuple):

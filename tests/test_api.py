@@ -505,6 +505,51 @@ def test_files_are_read_in_place_and_published_as_a_snapshot(con, tmp_path, suff
     assert partition_of(con, "file_anon") == partition_of(con, from_table.view)
 
 
+@pytest.mark.engines("duckdb", "postgres")
+def test_missing_files_are_named_as_files(con, tmp_path):
+    """Issue 49: a missing file was "no table named '<path>'" with the catalog's tables listed, and
+    a glob matching nothing a raw DuckDB IO error. Now: file not found, no files match, or the
+    suffixes sqlanon reads -- before anything is written, on either engine, and from verify too."""
+    load(con, pd.DataFrame({"age": np.arange(30) % 7}))
+    for i in range(60):  # a catalog long enough that listing it would say nothing
+        run(con, f"CREATE TABLE other_{i} (a INTEGER)")
+    before = objects(con)
+    cases = [(str(tmp_path / "missing.csv"), sqlanon.UnknownTableError, "file not found: "),
+             (str(tmp_path / "no" / "such.parquet"), sqlanon.UnknownTableError, "file not found: "),
+             (str(tmp_path / "none*.parquet"), sqlanon.UnknownTableError, "no files match "),
+             ("people.jsonl", sqlanon.UnknownTableError, "file not found: "),
+             (str(tmp_path / "book.xlsx"), sqlanon.InputError, "'.xlsx' is not a data file sqlanon reads "
+                                                               "(Parquet, CSV or JSON files: .parquet, .csv, .tsv, .gz, "
+                                                               ".json, .jsonl, .ndjson)")]
+    for name, error, message in cases:
+        for call in (lambda: sqlanon.anonymize(con, name, qid=["age"], k=2),
+                     lambda: sqlanon.verify(con, name, ["age"], 2)):
+            with pytest.raises(error) as info:
+                call()
+            assert message in str(info.value) and repr(name) in str(info.value), info.value
+            assert "other_" not in str(info.value) and "Available" not in str(info.value)
+    assert objects(con) == before and temp_objects(con) == []
+    # a name that is no path is still looked up among the tables, with the hint
+    with pytest.raises(sqlanon.UnknownTableError, match="no table or view named 'tt'. Did you mean 't'"):
+        sqlanon.anonymize(con, "tt", qid=["age"], k=2)
+
+
+@pytest.mark.engines("duckdb")
+def test_errors_reading_a_file_never_quote_its_lines(con, tmp_path):
+    """Issue 49: DuckDB's CSV errors quote the line they fail on and the value they could not
+    convert -- here the 30,002nd line, past the rows DuckDB samples to detect types. The error
+    names the line number and the column, not what the file holds."""
+    path = tmp_path / "people.csv"
+    lines = ["age,zip"] + [f"{i % 90},{i % 7}" for i in range(30_000)] + ["5,topsecret-value"]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(sqlanon.SqlanonError) as info:
+        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=5, view="file_anon")
+    message = str(info.value).split("\n-- while running:")[0]
+    assert "topsecret" not in message and "Original Line" not in message
+    assert "CSV Error on Line: 30002" in message and 'column "zip"' in message
+    assert temp_objects(con) == []
+
+
 @pytest.mark.engines("postgres")
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_files_are_refused_clearly_on_postgres(con, tmp_path, suffix):

@@ -5,8 +5,9 @@
   NULLs; several k) and Adult with hierarchies.
 * On new rows -- inside and outside the training domain, between training values, NULLs, unseen
   categories, leaves no training row had -- every row is checked against a brute-force oracle
-  that tests the rules' boxes in plain Python: the one region whose box holds the row, or the
-  documented fully generalized output; row count preserved, no raw value.
+  that tests the rules' boxes in plain Python: the one region whose box holds the row (for an
+  unknown hierarchical value, the one region whose box holds the other values, if only one
+  does), or the documented fully generalized output; row count preserved, no raw value.
 * The partition tree against brute force on random guillotine tilings; refusals of boxes that
   overlap, are not a guillotine partition, or leave a gap.
 * Reloading by view name (also from a reopened database file), files as input, ``regions`` on an
@@ -33,9 +34,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from sqlanon import datasets
 from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, is_postgres, load_frame, rows, run
 from sqlanon.release.apply import Applied, apply, guillotine
 from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.publish import manifest
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -145,13 +148,44 @@ def _expected(con, view: str, training: str, relation: str) -> list[tuple]:
     for row in _rows(con, f'SELECT * FROM "{relation}" ORDER BY id'):
         code = int(h.code_of([row["j"]])[0])
         hits = [r for r in rules if all(_contains(r, q, row[q]) for q in ORDERED)
-                and code >= 0 and h.leaf_lo[r["j_node"]] <= code <= h.leaf_hi[r["j_node"]]]
-        assert len(hits) == (1 if code >= 0 else 0), (row, hits)  # the boxes tile the domain
-        rule = hits[0] if hits else None
+                and (code < 0 or h.leaf_lo[r["j_node"]] <= code <= h.leaf_hi[r["j_node"]])]
+        assert code < 0 or len(hits) == 1, (row, hits)  # the boxes tile the domain
+        # j NULL without a NULL leaf, or no leaf: placed only when one box holds the other
+        # values, whatever j is (that box spans all of j)
+        rule = hits[0] if len(hits) == 1 else None
+        assert rule is None or code >= 0 or (h.leaf_lo[rule["j_node"]], h.leaf_hi[rule["j_node"]]) == (0, h.n_leaves - 1)
         bounds = {q: (rule[f"{q}_min"], rule[f"{q}_max"]) if rule and rule["size"] > 0
                   else _box(rule, q, train, full[q]) if rule else full[q] for q in ORDERED}
         out.append((row["id"], *[v for q in ORDERED for v in bounds[q]],
                     rule["j"] if rule else "*", row["y"], rule["region"] if rule else None))
+    return out
+
+
+def _one_region(con, view: str, relation: str, key: str) -> dict:
+    """For each row of ``relation`` with a hierarchical QI that is NULL without a NULL leaf or no
+    leaf: the region of release ``view`` whose box alone holds its other values (then it spans the
+    unknown QIs' whole domains), None when several do -- by brute force over the rules' boxes."""
+    m = manifest.read(con, view)
+    records = _rows(con, f'SELECT * FROM "{m.rules}"')  # NULL as None (pandas would make NaN of it)
+    rules = pd.DataFrame(records)
+    out = {}
+    for row in _rows(con, f'SELECT * FROM "{relation}"'):
+        codes = {q: int(h.code_of([row[q]])[0]) for q, h in m.hierarchies.items()}
+        if min(codes.values()) >= 0:
+            continue
+        holds = np.ones(len(rules), bool)
+        for q in m.qis:
+            if q.kind == "hierarchy":
+                h, code, node = m.hierarchies[q.name], codes[q.name], rules[f"{q.name}_node"].to_numpy(int)
+                holds &= code < 0 or (h.leaf_lo[node] <= code) & (code <= h.leaf_hi[node])
+            else:
+                holds &= [_contains(r, q.name, row[q.name]) for r in records]
+        one = np.flatnonzero(holds)
+        out[row[key]] = int(rules[m.region_column][one[0]]) if len(one) == 1 else None
+        if len(one) == 1:
+            for q in m.hierarchies:  # the one box spans the unknown QIs' whole domain
+                h, node = m.hierarchies[q], int(rules[f"{q}_node"][one[0]])
+                assert codes[q] >= 0 or (h.leaf_lo[node], h.leaf_hi[node]) == (0, h.n_leaves - 1)
     return out
 
 
@@ -252,8 +286,14 @@ def test_adult_with_hierarchies(con):
     con.execute("UPDATE adult_test SET age = NULL WHERE rid % 30 = 2")
     con.execute("UPDATE adult_test SET age = age + 100 WHERE rid % 40 = 3")
     test = apply(con, "adult_anon", "adult_test")
-    assert test.rows == n and test.unplaced == con.execute(
+    # a row with an unseen occupation or a NULL education is placed when one region's box holds
+    # its other values (brute force), else fully generalized
+    unknown = _one_region(con, "adult_anon", "adult_test", "rid")
+    assert len(unknown) == con.execute(
         "SELECT count(*) FROM adult_test WHERE occupation = 'Astronaut' OR education IS NULL").fetchall()[0][0]
+    assert test.rows == n and test.unplaced == sum(r is None for r in unknown.values())
+    placed = dict(rows(con, "SELECT rid, eq_class FROM adult_test_anon"))
+    assert {rid: placed[rid] for rid in unknown} == unknown
     columns = [r[0] for r in describe(con, "adult_test_anon")]
     assert columns[:4] == ["salary-class", "occupation", "age_min", "age_max"] and columns[-2:] == ["rid", "eq_class"]
     # placed rows: the region of the training row with the same QI values (same region, same columns)
@@ -288,6 +328,100 @@ def test_nulls_in_a_hierarchy_without_a_null_leaf(con):
     # NULL in an ordered QI sorts first: the region holding the smallest values
     first = con.execute("SELECT eq_class FROM t_anon WHERE id = 0").fetchall()[0][0]  # a = 0, j = 'a'
     assert rows[2][4] == first
+
+
+def _spanning_release(con) -> sqlanon.Release:
+    """Four regions of ``a`` (0-6, 7-14, 15-21, 22-29), each spanning the whole of ``j``."""
+    i = np.arange(60)
+    load_frame(con, "t", pd.DataFrame({"id": i, "a": i % 30, "j": np.array(list("abcdef"))[i % 6],
+                                       "y": np.where(i % 2 == 0, "yes", "no")}))
+    release = sqlanon.anonymize(con, "t", qid=["a", "j"], k=12, hierarchies={"j": J},
+                                constraints=[sqlanon.EntropyLDiversity("y", 1.9)])
+    assert rows(con, f'SELECT a_lo, a_hi, j FROM "{release.rules}" ORDER BY region') == [
+        (None, 6, "*"), (6, 14, "*"), (14, 21, "*"), (21, None, "*")]
+    return release
+
+
+def _new_rows(con, groups: list[tuple[int, int, str | None, str]]) -> None:
+    """Table ``new``: ``count`` rows of ``(a, j, y)`` per group, ids from 0."""
+    data = [(a, j, y) for count, a, j, y in groups for _ in range(count)]
+    load_frame(con, "new", pd.DataFrame({"id": np.arange(len(data)), "a": [d[0] for d in data],
+                                         "j": pd.Series([d[1] for d in data], dtype=object),
+                                         "y": [d[2] for d in data]}), types={"j": "VARCHAR"})
+
+
+@pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
+def test_an_unknown_hierarchical_value_is_placed_where_its_region_spans_the_qi(con):
+    """A row whose j is NULL (no NULL leaf) or no leaf goes to the region its other values
+    reach when that region spans the whole of j: published as its other rows are, j at the root
+    (it was fully generalized, eq_class NULL); where a cut on j decides, it still is."""
+    release = _spanning_release(con)
+    _new_rows(con, [(2, 3, "a", "yes"), (2, 3, None, "no"), (1, 10, "zz", "yes"), (1, 25, "P", "no")])
+    applied = apply(con, release, "new", view="out")
+    assert (applied.rows, applied.placed, applied.unplaced) == (6, 6, 0)
+    assert rows(con, "SELECT id, a_min, a_max, j, eq_class FROM out ORDER BY id") == [
+        (0, 0, 6, "*", 0), (1, 0, 6, "*", 0), (2, 0, 6, "*", 0), (3, 0, 6, "*", 0), (4, 7, 14, "*", 1),
+        (5, 22, 29, "*", 3)]
+    assert (applied.classes, applied.k_achieved, applied.below_k) == (3, 1, 3)  # the rows count in their class
+    # a release that cuts j where it can: not where a slab holds fewer than k rows of "d" (Q)
+    i = np.arange(120)
+    load_frame(con, "cut", pd.DataFrame({"id": i, "a": i % 50, "j": np.where(i % 10 == 0, "d", "a")}))
+    cut = sqlanon.anonymize(con, "cut", qid=["a", "j"], k=8, hierarchies={"j": J}, view="cut_anon")
+    con.execute("CREATE TABLE u AS SELECT id, a, CAST(NULL AS VARCHAR) AS j FROM cut WHERE id < 60")
+    expected = _one_region(con, "cut_anon", "u", "id")
+    assert 0 < sum(r is None for r in expected.values()) < 60  # both cases occur
+    applied = apply(con, cut, "u")
+    assert dict(rows(con, "SELECT id, eq_class FROM u_anon")) == expected
+    assert applied.unplaced == sum(r is None for r in expected.values())
+
+
+@pytest.mark.engines("duckdb")  # the whole of UCI Adult's test file, checked row by row in Python
+@pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
+def test_uci_adult_test_rows_with_a_missing_category_are_placed(con):
+    """UCI Adult's test file has 1,221 rows with a missing (NULL) workclass, occupation or
+    native-country, which the complete training rows never had: every one of them was fully
+    generalized. Now those whose other values reach a region spanning the missing QIs are
+    placed -- exactly those (brute force) -- and fewer are suppressed."""
+    hierarchies = datasets.load_adult_uci(con, "train")
+    datasets.load_adult_uci(con, "test", split="test", complete=False)
+    qid = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
+    release = sqlanon.anonymize(con, "train", qid=qid, k=50, target="salary-class", view="train_anon",
+                                hierarchies={q: hierarchies[q] for q in qid if q != "age"})
+    run(con, "CREATE TABLE test_rows AS SELECT row_number() OVER () AS rid, * FROM test")
+    missing = rows(con, 'SELECT count(*) FROM test_rows WHERE workclass IS NULL OR occupation IS NULL '
+                        'OR "native-country" IS NULL')[0][0]
+    assert missing == 1_221
+    applied = apply(con, release, "test_rows")
+    expected = _one_region(con, "train_anon", "test_rows", "rid")
+    assert len(expected) == missing
+    assert applied.unplaced == sum(r is None for r in expected.values()) < missing  # was: == missing
+    placed = dict(rows(con, "SELECT rid, eq_class FROM test_rows_anon"))
+    assert {rid: placed[rid] for rid in expected} == expected
+
+
+def test_enforce_judges_rows_placed_at_the_root_apart(con):
+    """With enforce, a class that meets k and the release's constraints with its rows placed
+    at the root keeps them; one that fails with them but meets everything without them loses
+    only them; one that fails either way is suppressed whole (its rows placed at the root too)."""
+    release = _spanning_release(con)  # k = 12, entropy l-diversity l = 1.9 on y
+    _new_rows(con, [
+        (6, 3, "a", "yes"), (6, 3, "b", "no"), (10, 3, None, "yes"),  # region 0: 16:6 fails, 6:6 holds
+        (4, 10, "a", "yes"), (4, 10, "d", "no"), (3, 10, "zz", "yes"), (3, 10, None, "no"),  # region 1: 7:7 holds
+        (12, 17, "c", "yes"), (2, 17, None, "no"),  # region 2: fails either way
+        (1, 25, "e", "no"),  # region 3: one row, below k
+    ])
+    applied = apply(con, release, "new", view="out", enforce=True)
+    got = rows(con, "SELECT eq_class, count(*) FROM out GROUP BY eq_class ORDER BY eq_class NULLS LAST")
+    assert got == [(0, 12), (1, 14), (None, 10 + 14 + 1)]
+    assert (applied.placed, applied.unplaced) == (51, 0)  # placed by the rules, before enforce
+    assert (applied.suppressed_classes, applied.suppressed_rows) == (2, 25)
+    assert (applied.classes, applied.k_achieved, applied.below_k) == (2, 12, 0)
+    suppressed = rows(con, "SELECT DISTINCT a_min, a_max, j FROM out WHERE eq_class IS NULL")
+    assert suppressed == [(0, 29, "*")]
+    run(con, "CREATE VIEW kept AS SELECT * FROM out WHERE eq_class IS NOT NULL")
+    check = sqlanon.verify(con, "kept", ["a", "j"], 12, class_column="eq_class",
+                           constraints=[sqlanon.EntropyLDiversity("y", 1.9)])
+    assert check.ok and check.rows == 26
 
 
 @pytest.mark.filterwarnings("ignore::sqlanon.errors.PrivacyWarning")  # new rows: below k
@@ -447,8 +581,10 @@ CONSTRAINTS = [
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
 def test_enforce_against_brute_force(n, seed, k, which, m):
     """enforce=True suppresses exactly the classes of the plain recoding that are below k or
-    break one of the release's constraints -- each as a whole, published fully generalized --
-    and leaves the other rows as they were; every class left holds at least k rows."""
+    break one of the release's constraints -- each as a whole, published fully generalized,
+    unless the class meets them without its rows placed with an unknown hierarchical value,
+    which then go alone -- and leaves the other rows as they were; every class left holds at
+    least k rows."""
     constraints = CONSTRAINTS[which]
     con = duckdb.connect()
     try:
@@ -467,10 +603,25 @@ def test_enforce_against_brute_force(n, seed, k, which, m):
         before = con.execute("SELECT * FROM plain ORDER BY id").df()
         after = con.execute("SELECT * FROM enforced ORDER BY id").df()
         qi_columns = [c for q in ORDERED for c in (f"{q}_min", f"{q}_max")] + ["j"]
-        # the oracle: the plain recoding's classes that fail k or a constraint
-        bad = {region for region, rows in before[before["eq_class"].notna()].groupby("eq_class")
-               if len(rows) < release.k or any(_fails(rows, c) for c in constraints)}
-        suppressed = before["eq_class"].isin(bad)
+        # the oracle: the plain recoding's classes that fail k or a constraint; the rows placed
+        # with an unknown j (no leaf, or NULL without a NULL leaf) go alone when their class
+        # meets every constraint without them
+        h = manifest.read(con, release.view).hierarchies["j"]
+        raw = con.execute("SELECT j FROM new ORDER BY id").df()["j"].tolist()
+        at_root = pd.Series(h.code_of(raw) < 0, index=before.index)
+
+        def fails(rows: pd.DataFrame) -> bool:
+            return len(rows) < release.k or any(_fails(rows, c) for c in constraints)
+
+        suppressed = pd.Series(False, index=before.index)
+        bad = set()  # classes no row of which is left
+        for region, rows in before[before["eq_class"].notna()].groupby("eq_class"):
+            if not fails(rows):
+                continue
+            regular = rows[~at_root[rows.index]]
+            gone = rows.index if len(regular) == 0 or fails(regular) else rows.index[at_root[rows.index]]
+            suppressed[gone] = True
+            bad |= {region} if len(gone) == len(rows) else set()
         generalized = _generalized(con, release.rules)
         assert after["eq_class"][suppressed].isna().all()
         ids = {int(i) for i in before["id"][suppressed]}

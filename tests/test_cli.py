@@ -28,7 +28,8 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, make_people, objects, rows, run as run_sql
+from conftest import (SUPPRESSING, frame, is_postgres, load_frame, make_people, objects, rows, run as run_sql,
+                      suppressing_release)
 from sqlanon.engine import base as engine
 from sqlanon.engine import engine_for
 from sqlanon import explain as explain_module
@@ -450,7 +451,78 @@ def test_verify_counts_rows_without_a_class(capsys, db):
     assert "violating classes" not in out
 
 
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_verify_exits_with_the_verdict_of_a_release_with_suppression(capsys, target, search):
+    """Issue 49: a valid release with suppressed rows verifies ok and exits 0, with or without
+    --class-column (the manifest says which column and how many rows may be suppressed); a
+    tampered one exits 1 and says why. The exit status is sqlanon.verify's ok."""
+    with connected(target) as c:
+        release, qid = suppressing_release(c, search)
+        suppressed = release.suppressed
+    args = ["verify", target, "t_anon", "--qid", ",".join(qid), "--k", "10"]
+    for extra in ([], ["--class-column", "eq_class"]):
+        code, out, err = run(capsys, *args, *extra)
+        assert (code, err) == (0, ""), out
+        assert f"ok: {suppressed:,} suppressed rows (eq_class NULL, limit 9): fully generalized" in out
+        assert out.splitlines()[-1] == f"ok: t_anon: all {2 + len(release.verification.qids) + 1} checks hold"
+    code, out, _ = run(capsys, *args, "--json")
+    document = json.loads(out)
+    assert code == 0 and document["ok"] and document["holds"] and document["failed"] == []
+    assert (document["release"], document["unplaced"]) == (True, suppressed)
+    # tampered: the view replaced by a copy in which a suppressed row has a class of its own
+    with connected(target) as c:
+        run_sql(c, "CREATE TABLE copied AS SELECT * FROM t_anon")
+        run_sql(c, "DROP VIEW t_anon")
+        run_sql(c, "ALTER TABLE copied RENAME TO t_anon")
+        run_sql(c, "UPDATE t_anon SET eq_class = -1 WHERE id = (SELECT min(id) FROM t_anon WHERE eq_class IS NULL)")
+    code, out, err = run(capsys, *args)
+    assert (code, err) == (1, "")
+    assert out.startswith("FAILED: t_anon is not 10-anonymous") and "classes have fewer than 10 rows (smallest 1)" in out
+    assert "violating classes (smallest first):" in out
+    # more rows suppressed than the release's limit (each fully generalized, in no class)
+    with connected(target) as c:
+        run_sql(c, "UPDATE t_anon SET eq_class = NULL WHERE eq_class = -1")
+        published = [col for col in frame(c, "SELECT * FROM t_anon LIMIT 0").columns if col not in ("id", "eq_class")]
+        root = rows(c, f"SELECT {', '.join(published)} FROM t_anon WHERE eq_class IS NULL LIMIT 1")[0]
+        run_sql(c, f"UPDATE t_anon SET eq_class = NULL, {', '.join(f'{col} = ?' for col in published)} "
+                   f"WHERE eq_class = (SELECT min(eq_class) FROM t_anon)", list(root))
+    code, out, _ = run(capsys, *args, "--class-column", "eq_class")
+    assert code == 1
+    assert "more than its limit of 9" in out and "suppression limit (9 rows)" in out.splitlines()[-1]
+
+
+def test_notes_name_the_command_lines_flags(capsys, db):
+    """Issue 49: the note on a release without a key said "Pass key=" -- the Python keyword -- to a
+    user of the command line; it names --key (in the summary and in --json)."""
+    with connected(db) as c:
+        make_people(c, 100, name="plain", key=False)
+    code, out, _ = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10")
+    note = next(line for line in out.splitlines() if line.startswith("note: "))
+    assert code == 0 and "(no declared PRIMARY KEY or UNIQUE key, no --key)" in note
+    assert note.endswith("Pass --key (or declare a key) for a live view.") and "key=" not in note
+    code, out, _ = run(capsys, "anonymize", db, "plain", "--qid", "age,zip", "--k", "10", "--view", "p2", "--json")
+    notes = json.loads(out)["notes"]
+    assert code == 0 and len(notes) == 1 and "Pass --key" in notes[0] and "key=" not in notes[0]
+
+
 # -- explain ------------------------------------------------------------------------------------
+def test_explain_does_not_stop_at_output_names_in_use(capsys, db):
+    """Issue 49: explain refused when the output view existed, though it writes nothing. It shows
+    the statements and notes that anonymize would refuse; anonymize still does."""
+    assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
+    before = sql_objects(db)
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "10")
+    assert (code, err) == (0, "")
+    assert ("-- note: view 'people_anon', table 'people_anon_rules', table 'people_anon_rowmap' exist already: "
+            "anonymize refuses this request as it stands") in out
+    assert "CREATE VIEW" in out.upper() and sql_objects(db) == before
+    code, _, err = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")
+    assert code == 2 and "--replace" in err and sql_objects(db) == before
+    # with --replace the request is anonymize's own: no note, the earlier release's objects dropped
+    code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip", "--k", "10", "--replace")
+    assert (code, err) == (0, "") and "-- note:" not in out and "DROP" in out and sql_objects(db) == before
+
+
 def test_explain_runs_nothing_that_writes(capsys, db, tmp_path):
     before = sql_objects(db)
     code, out, err = run(capsys, "explain", db, "people", "--qid", "age,zip,city", "--k", "10",

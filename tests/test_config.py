@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from pathlib import Path
 
 import duckdb
 import pytest
 
 import sqlanon
-from sqlanon.request.config import ConfigError, QIConfig, ReleaseConfig, load_config
+from sqlanon.request.config import MAX_CONFIG_BYTES, ConfigError, QIConfig, ReleaseConfig, load_config
 
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
 
@@ -191,6 +193,59 @@ def test_qi_must_be_entries(tmp_path, value, message):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="release file not found"):
         load_config(tmp_path / "nope.toml")
+
+
+def _loaded_within(path, seconds: float = 20.0) -> BaseException:
+    """The error ``load_config(path)`` raises, failing the test if it does not return in time
+    (a FIFO would block its open, a device its read, forever)."""
+    outcome: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_config(path)
+        except BaseException as e:  # the test inspects it
+            outcome.append(e)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"load_config({str(path)!r}) did not return"
+    assert outcome, "no error"
+    return outcome[0]
+
+
+def test_a_release_file_is_a_small_regular_file(tmp_path):
+    """Issue 49: --config /dev/zero read until the kernel killed the process; a FIFO blocked.
+    Only regular files are read, and at most MAX_CONFIG_BYTES of them."""
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero"), tmp_path):
+        error = _loaded_within(path)
+        assert isinstance(error, ConfigError) and "not a regular file" in str(error), error
+    big = write(tmp_path, MINIMAL + "#" * MAX_CONFIG_BYTES, "big.toml")
+    with pytest.raises(ConfigError, match=f"larger than {MAX_CONFIG_BYTES:,} bytes"):
+        load_config(big)
+    assert load_config(write(tmp_path, MINIMAL + "#" * (MAX_CONFIG_BYTES - len(MINIMAL) - 1), "edge.toml")).k == 5
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"[release]\ntable = \"\xff\"\n")
+    with pytest.raises(ConfigError, match="not a UTF-8 text file"):
+        load_config(binary)
+
+
+def test_deeply_nested_arrays_are_a_config_error(tmp_path):
+    """Issue 49: 10,000 nested arrays gave a RecursionError traceback (tomllib recurses)."""
+    path = write(tmp_path, '[release]\ntable = "t"\nx = ' + "[" * 10_000 + "]" * 10_000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(path)
+
+
+def test_errors_never_quote_the_file(tmp_path):
+    """A file that is not a release file (here a password file) is refused without its lines."""
+    path = tmp_path / "passwd"
+    path.write_text("root:x:0:0:secret-gecos:/root:/bin/bash\nalice:x:1000:1000:another-secret:/home:/bin/sh\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "secret" not in str(info.value) and "bin/bash" not in str(info.value)
 
 
 def test_config_errors_are_input_errors():

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sqlanon.model import score_kernels as sk
-from sqlanon.model.constraints import xlogx_table
+from sqlanon.model.summaries import xlogx_table
 from sqlanon.mondrian import cut_scan
 from sqlanon.mondrian.cut_scan import _estimate, _moment_bound, _scan, _scan_bins
 from sqlanon.mondrian.split import TIE

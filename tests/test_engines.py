@@ -197,6 +197,21 @@ def test_text_follows_the_column_collation_on_postgres(pg_con):
     assert (applied.rows, applied.placed) == (1200, 1200)
 
 
+def test_postgres_moves_any_text_exactly(pg_con):
+    """Uploads and fetches go through CSV ``COPY`` with ``\\N`` for NULL: a text value that is
+    the marker (or empty, or quoted, or on two lines) must still arrive as itself, not NULL."""
+    from sqlglot import exp
+
+    engine = engine_for(pg_con)
+    values = np.array(["\\N", None, "", "\\NN", '"', "a,b", "x\ny", " ", "NULL", "é"], dtype=object)
+    name = engine.upload("texts", {"i": np.arange(len(values)), "v": values})
+    stored = pg_con.execute(f'SELECT v FROM "{name}" ORDER BY i').fetchall()
+    assert [r[0] for r in stored] == values.tolist()
+    fetched = engine.fetch(exp.select("i", "v", exp.Null().as_("z")).from_(name).order_by("i"))
+    assert fetched["v"].tolist() == values.tolist() and fetched["z"].tolist() == [None] * len(values)
+    engine.cleanup()
+
+
 def test_sql_levels_with_many_partitions_on_both_engines(pg_con):
     """Levels asking for more than 256 pairs upload their candidates, again at every such level:
     PostgreSQL replaces the earlier upload (it once failed with 'already exists')."""

@@ -293,6 +293,16 @@ def test_malformed_hierarchy_file_is_named(con, people, tmp_path):
     assert str(path) in msg and "row 2" in msg
 
 
+def test_a_file_that_is_no_hierarchy_is_not_quoted(con, people, tmp_path):
+    """Issue 49: a password file given as a hierarchy was refused with two of its lines quoted
+    (as the roots of rows 1 and 2). Rows without a separator are no hierarchy: said so, unquoted."""
+    path = tmp_path / "passwd"
+    path.write_text("root:x:0:0:secret-gecos:/root:/bin/bash\nalice:x:1000:1000:another-secret:/home:/bin/sh\n")
+    msg = refused(con, HierarchyError, qid=["city"], hierarchies={"city": str(path)})
+    assert str(path) in msg and "not an ARX hierarchy" in msg
+    assert "secret" not in msg and "bin/bash" not in msg and "alice" not in msg
+
+
 def test_malformed_hierarchy_table_is_named(con, people):
     run(con, "CREATE TABLE h AS SELECT * FROM (VALUES ('x0', '*'), ('x0', '*')) t(leaf, root)")
     msg = refused(con, HierarchyError, qid=["city"], hierarchies={"city": "h"})
@@ -638,6 +648,97 @@ def test_schema_qualified_source(con, new_schema):
     release = sqlanon.anonymize(con, f"{s}.people", qid=["age"], k=4)
     assert release.table == "people"
     assert con.execute(f"SELECT count(*) FROM {release.view}").fetchone()[0] == 80
+
+
+# -- the engine's identifier limit ------------------------------------------------------------
+# PostgreSQL cuts a name to 63 bytes (UTF-8) without an error; every name a release derives is
+# checked first. DuckDB has no limit. (Spark: a table's name is a directory name, 255 bytes.)
+@pytest.mark.engines("postgres")
+@pytest.mark.parametrize("view, culprit", [
+    ("v" * 60, "'" + "v" * 60 + "_rules', which is 66 bytes"),  # published, then could not be reloaded
+    ("w" * 70, "'" + "w" * 70 + "', which is 70 bytes"),  # misreported as a concurrent run
+    ("é" * 29, "_rules', which is 64 bytes"),  # 35 characters: bytes count, not characters
+    ("h" * 52, "'" + "h" * 52 + "_hierarchies', which is 64 bytes"),
+])
+def test_postgres_refuses_a_view_name_it_would_cut(con, people, view, culprit):
+    msg = refused(con, InputError, view=view, hierarchies={"city": CITY}, qid=["age", "city"])
+    assert culprit in msg and "at most 63 bytes" in msg and "view=" in msg
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_refuses_a_default_view_name_it_would_cut(con):
+    table = "t" * 60
+    run(con, f"CREATE TABLE {quote(table)} AS SELECT i AS id, mod(i, 40) AS age FROM {series(80)}")
+    msg = refused(con, InputError, table=table, qid=["age"])
+    assert f"'{table}_anon', which is 65 bytes" in msg and "pass view= a shorter name" in msg
+
+
+@pytest.mark.engines("postgres")
+@pytest.mark.parametrize("qi, hierarchical, culprit", [
+    ("a" * 62, False, "_min', which is 66 bytes"),  # was: column reference ... is ambiguous
+    ("b" * 59, False, "_null', which is 64 bytes"),
+    ("c" * 59, True, "_node', which is 64 bytes"),
+    ("ß" * 29, False, "_null', which is 63 bytes"),  # 29 two-byte characters + 5: just fits ...
+])
+def test_postgres_refuses_a_qi_whose_columns_it_would_cut(con, qi, hierarchical, culprit):
+    run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 4) AS {quote(qi)} FROM {series(80)}")
+    hierarchies = {qi: {"*": {"low": ["0", "1"], "high": ["2", "3"]}}} if hierarchical else None
+    if qi.startswith("ß"):  # ... so the release is made, and reads back
+        release = sqlanon.anonymize(con, "t", qid=[qi], k=4, view="v")
+        assert sqlanon.apply(con, release.view, "t", view="again").placed == 80
+        return
+    msg = refused(con, InputError, table="t", qid=[qi], k=4, hierarchies=hierarchies)
+    assert f"a column of QI '{qi}'" in msg and culprit in msg and "rename the column" in msg
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_refuses_a_class_column_it_would_cut(con, people):
+    msg = refused(con, InputError, class_column="k" * 64)
+    assert "class column" in msg and "64 bytes" in msg and "class_column=" in msg
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_names_of_exactly_63_bytes_work(con, people):
+    view = "v" * 51  # v..._hierarchies: 63 bytes
+    release = sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, view=view, hierarchies={"city": CITY},
+                                class_column="c" * 63)
+    assert release.hierarchies == view + "_hierarchies"
+    applied = sqlanon.apply(con, view, "people", view="a" * 63)
+    assert applied.placed == 100 and columns(con, applied.view)[-1] == "c" * 63
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_apply_refuses_an_output_name_it_would_cut(con, people):
+    release = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="v")
+    before = objects(con)
+    with pytest.raises(InputError, match="the recoded table would be named 'xxx.*64 bytes"):
+        sqlanon.apply(con, release.view, "people", view="x" * 64)
+    usable(con)
+    assert objects(con) == before and temp_objects(con) == []
+
+
+@pytest.mark.engines("postgres")
+def test_postgres_apply_with_long_hierarchical_qi_names(con):
+    # apply once named a temp table after each hierarchical QI: cut to 63 bytes, two QIs that
+    # share their first 35 characters got one name
+    a, b = "q" * 50 + "_one", "q" * 50 + "_two"
+    run(con, f"CREATE TABLE t AS SELECT i AS id, 'x' || mod(i, 2) AS {quote(a)}, 'y' || mod(i, 3) AS {quote(b)} "
+             f"FROM {series(60)}")
+    release = sqlanon.anonymize(con, "t", qid=[a, b], k=2, view="v",
+                                hierarchies={a: {"*": ["x0", "x1"]}, b: {"*": ["y0", "y1", "y2"]}})
+    applied = sqlanon.apply(con, release.view, "t", view="again")
+    assert applied.placed == 60
+    assert rows(con, f"SELECT count(*) FROM again a JOIN v USING (id) WHERE a.{quote(a)} = v.{quote(a)} "
+                     f"AND a.{quote(b)} = v.{quote(b)}") == [(60,)]
+
+
+@pytest.mark.engines("duckdb")
+def test_duckdb_takes_long_names(con):
+    qi, view = "q" * 300, "v" * 300
+    run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 40) AS {quote(qi)} FROM {series(80)}")
+    release = sqlanon.anonymize(con, "t", qid=[qi], k=4, view=view)
+    assert sqlanon.apply(con, view, "t", view="again").placed == 80
+    assert release.verification.ok and columns(con, view)[1] == qi + "_min"
 
 
 # -- fail closed, nothing lost ---------------------------------------------------------------

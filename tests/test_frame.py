@@ -99,3 +99,62 @@ def test_not_a_frame_fails_clearly():
     with pytest.raises(sqlanon.UnknownColumnError, match="age"):
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["age"], k=1, con=con)
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]  # nothing left behind
+
+
+# -- nothing the function did not load is ever overwritten (issue 49, parts 2 and 4) ----------
+def _catalog(con) -> list[tuple]:
+    """Every table's and view's name, kind and rows, for comparing before and after."""
+    names = con.execute("SELECT table_name, 'table' FROM duckdb_tables() UNION ALL "
+                        "SELECT view_name, 'view' FROM duckdb_views() WHERE NOT internal").fetchall()
+    return sorted((n, kind, sorted(con.execute(f'SELECT * FROM "{n}"').fetchall(), key=repr)) for n, kind in names)
+
+
+@pytest.mark.parametrize("ddl", ["CREATE TABLE people AS SELECT 7 AS precious",
+                                 "CREATE TABLE people AS SELECT 7 AS precious, 0::BIGINT AS __sqlanon_row",
+                                 "CREATE VIEW people AS SELECT 7 AS precious"], ids=["table", "table-like", "view"])
+@pytest.mark.parametrize("replace", [False, True])
+def test_a_table_or_view_of_the_callers_is_never_replaced(ddl, replace):
+    """``name=`` of the caller's own table (even one shaped like an upload) or view: refused with
+    ObjectExistsError, before anything is written, whatever ``replace`` says."""
+    con = duckdb.connect()
+    con.execute(ddl)
+    before = _catalog(con)
+    with pytest.raises(sqlanon.ObjectExistsError, match="'people'"):
+        sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people", replace=replace)
+    assert _catalog(con) == before
+
+
+@pytest.mark.parametrize("bad", [dict(qid=["nope"]), dict(k=1000), dict(hierarchies={"sex": {"*": ["F"]}}),
+                                 dict(view="people")], ids=["column", "k", "hierarchy", "view"])
+def test_the_request_is_validated_before_an_earlier_upload_is_replaced(bad):
+    """A refused request with ``replace=True`` leaves the earlier upload (and its release) as they were."""
+    con = duckdb.connect()
+    sqlanon.anonymize_frame(make(1, 40, False), ["age", "sex"], 5, con=con, name="people",
+                            hierarchies={"sex": SEX})
+    before = _catalog(con)
+    request = {"qid": ["age", "sex"], "k": 5, "hierarchies": {"sex": SEX}, **bad}
+    with pytest.raises(sqlanon.InputError):
+        sqlanon.anonymize_frame(make(2, 60, False), con=con, name="people", replace=True, **request)
+    assert _catalog(con) == before
+
+
+def test_the_source_of_another_release_is_never_replaced():
+    con = duckdb.connect()
+    _, first = sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people")
+    before = _catalog(con)
+    with pytest.raises(sqlanon.ObjectExistsError, match=r"source of the release\(s\) \['people_anon'\]"):
+        sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people", view="other", replace=True)
+    assert _catalog(con) == before
+    assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
+    # replacing that release too is what replace=True is for
+    _, again = sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people", replace=True)
+    assert again.rows == 60 and again.view == first.view
+
+
+def test_a_read_only_connection_is_refused_clearly(tmp_path):
+    path = str(tmp_path / "ro.duckdb")
+    duckdb.connect(path).close()
+    con = duckdb.connect(path, read_only=True)
+    with pytest.raises(sqlanon.ReadOnlyError, match="read-only"):
+        sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con)
+    assert _catalog(con) == []

@@ -415,3 +415,46 @@ def test_random_trees_round_trip(tree: dict) -> None:
     assert n.code_of(list(h.leaves)).tolist() == list(range(1, h.n_leaves + 1))
     check_invariants(n)
     check_child_of(n)
+
+
+# ---- a stored hierarchy reads back exactly (issue 49, part 4) ------------------------------------
+_LABEL = st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_LABEL, _LABEL), min_size=1, max_size=8, unique_by=lambda p: p[1]))
+def test_verbatim_rows_rebuild_any_labels(pairs) -> None:
+    # leaves are any text (empty, spaces, ``*``, newlines), and so are the groups above them
+    tree: dict = {}
+    for group, leaf in pairs:
+        tree.setdefault(group, {})[leaf] = {}
+    h = Hierarchy._build("*", tree)
+    assert Hierarchy.from_rows(h.to_rows(), verbatim=True) == h
+    assert Hierarchy.from_rows([[leaf, group, "*"] for group, leaf in pairs], verbatim=True) == h
+
+
+def test_verbatim_keeps_what_loading_strips_and_refuses() -> None:
+    rows = [["", "*"], ["  ", "*"], [" a ", "*"]]
+    with pytest.raises(HierarchyError, match="row 1, column 1 is empty"):
+        Hierarchy.from_rows(rows)
+    h = Hierarchy.from_rows(rows, verbatim=True)
+    assert h.leaves == ("", "  ", " a ") and h.code_of(["  ", " a", " a "]).tolist() == [1, -1, 2]
+    # the structure is still checked, and a stored cell is text
+    with pytest.raises(HierarchyError, match="listed twice"):
+        Hierarchy.from_rows([["", "*"], ["", "*"]], verbatim=True)
+    with pytest.raises(HierarchyError, match="not a label"):
+        Hierarchy.from_rows([["a", None, "*"]], verbatim=True)
+
+
+def test_labels_sqlanon_adds_are_no_value_of_the_column() -> None:
+    from sqlanon.model.hierarchy import unused_label
+    from sqlanon.request.single import flat_hierarchy
+    from sqlanon.singledim.cuts import disclosure_hierarchy
+
+    assert unused_label("*", ["a"]) == "*" and unused_label("*", ["*", "**"]) == "***"
+    assert flat_hierarchy(["*", "a"]).labels == ("**", "*", "a")
+    # "⊥" disclosed while other values stay hidden: the hidden group is a node of its own
+    h, code = disclosure_hierarchy(["⊥", "*", "b", "c"], np.array([True, True, False, False]))
+    assert h.labels == ("**", "⊥", "*", "⊥⊥", "b", "c")
+    assert [h.leaves[c] for c in code] == ["⊥", "*", "b", "c"]
+    assert Hierarchy.from_rows(h.to_rows(), verbatim=True) == h

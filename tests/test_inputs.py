@@ -172,6 +172,16 @@ def test_qid_that_is_not_a_list_of_names(con, people, qid):
     assert msg.startswith("qid must be a list of column names")
 
 
+@pytest.mark.parametrize("text, listed", [("age,zip", "['age', 'zip']"), ("age, zip", "['age', 'zip']"),
+                                          ("age", "['age']"), ("first name", "['first name']"), (",", "[',']")])
+def test_qid_as_one_string_suggests_its_columns(con, people, text, listed):
+    """Issue 49: qid="age,zip" suggested ['age,zip']; a comma separates the columns."""
+    for call in (lambda: sqlanon.anonymize(con, "people", qid=text, k=5), lambda: sqlanon.verify(con, "people", text, 5)):
+        with pytest.raises(InputError) as info:
+            call()
+        assert str(info.value) == f"qid must be a list of column names, got the string {text!r}; use {listed}"
+
+
 @pytest.mark.parametrize("qid", [lambda: ("age", "zip"), lambda: np.array(["age", "zip"]), lambda: iter(["age", "zip"])],
                          ids=["tuple", "ndarray", "iterator"])
 def test_qid_as_any_ordered_sequence(con, people, qid):

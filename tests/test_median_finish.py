@@ -18,7 +18,7 @@ import sqlanon
 from sqlanon.mondrian import builder, median_finish
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.builder import Batch, Partitioner
-from sqlanon.model.constraints import KAnonymity
+from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI

@@ -117,6 +117,48 @@ def test_class_sizes_and_objects_against_pandas(adult_live_release):
     assert collect(con, release.view).timings is None  # by name: the manifest has no timings
 
 
+
+def test_summary_preview_and_published_values_against_pandas(adult_live_release):
+    """The board's view: the preview is the view's first rows in class order, each QI's published
+    values are counted exactly (pandas groupby), the summary card comes first and the full
+    metrics table last, folded."""
+    con, release = adult_live_release
+    data = collect(con, release)
+    view = frame(con, f"SELECT * FROM {quote(release.view)}")
+    columns = list(data.preview[0])
+    assert columns == list(view.columns) and len(data.preview[1]) == 8
+    order = [release.class_column, *(c for c in columns if c != release.class_column)]
+    expected = view.sort_values(order, na_position="last", kind="stable").head(8)
+    assert [tuple(row) for row in data.preview[1]] == [tuple(None if pd.isna(v) else v for v in row)
+                                                        for row in expected.itertuples(index=False)]
+    for qi in ADULT_QID:
+        cols = [f"{qi}_min", f"{qi}_max"] if qi == "age" else [qi]  # age ordered, the others hierarchical
+        counts = view.groupby(cols, dropna=False).size()
+        distinct, top = data.bands[qi]
+        assert distinct == len(counts), qi
+        assert [rows for _, rows in top] == sorted(counts.tolist(), reverse=True)[:len(top)], qi
+        assert sum(rows for _, rows in top) <= len(view)
+    document = json.loads(render(data, "json"))
+    assert document["published_values"]["sex"]["distinct"] == data.bands["sex"][0]
+    assert document["preview"]["columns"] == columns
+    html_text = render(data, "html")
+    assert html_text.index('id="summary"') < html_text.index('id="preview"') < html_text.index('id="published-values"') \
+        < html_text.index('id="requirement"') < html_text.index('id="metrics"')
+    assert "<details>" in html_text[html_text.index('id="metrics"'):] and 'class="mark"' in html_text
+    assert f">k = {release.k}<" in html_text
+    md = render(data, "markdown")
+    assert md.index("## Summary: HOLDS") < md.index("## What an analyst sees") < md.index("## All metrics")
+
+
+@pytest.mark.engines("duckdb")
+def test_k_mark_sits_where_k_falls_on_the_histogram():
+    from sqlanon.release.report import _k_mark
+    bins = [(10, 19, 5, 70), (20, 29, 3, 70), (30, 30, 1, 30)]
+    assert _k_mark(bins, 10) == (0.0, "k = 10")      # every class at least k: the first bar's left edge
+    assert _k_mark(bins, 25) == (1.5, "k = 25")      # inside the second bin, halfway
+    assert _k_mark(bins, 40) == (3.0, "k = 40")      # beyond every bar (a failing release)
+
+
 @pytest.mark.parametrize("sizes", [[(5, 3)], [(5, 1), (7, 2), (30, 1)], [(k, k % 3 + 1) for k in range(10, 200, 7)],
                                    [(10, 5), (11, 2), (5000, 1)]])
 def test_class_size_bins_partition_the_distribution(sizes):
@@ -294,7 +336,7 @@ def test_renderings_show_requirement_verdict_and_escape_names(con):
     assert "a&lt;i&gt;g&amp;e" in html_text and "HOLDS" in html_text and "k-anonymity(k=10)" in html_text
     for forbidden in ("<script", "<link", "<img", "src=", "url(", "@import"):
         assert forbidden not in html_text.lower()
-    assert html_text.count("<svg") == 3  # class sizes, widths, timings
+    assert html_text.count("<svg") == 4  # risk, class sizes, widths, timings
     md = report(con, release, format="markdown", sensitive=["s|x"])
     assert "## Requirement: HOLDS" in md and "| k-anonymity(k=10) |" in md
     assert "l_distinct[s\\|x]" in md  # the pipe escaped in the table cell
@@ -320,7 +362,7 @@ def test_imprecision_per_selection(adult):
     md = report(con, release, format="markdown")
     assert "## Imprecision per selection" in md and "| `education = 'Higher education'` |" in md
     page = report(con, release, format="html", selections=["age BETWEEN 30 AND 50"])
-    assert 'id="selections"' in page and page.count("<svg") == 4 and "selected +" in page
+    assert 'id="selections"' in page and page.count("<svg") == 5 and "selected +" in page
     assert 'id="selections"' not in report(con, release, format="html", selections=())
     with pytest.raises(sqlanon.InputError, match="race"):
         report(con, release, selections=["race = 'White'"])  # not a QI of this release
@@ -467,5 +509,5 @@ def test_html_renders_in_headless_chromium(adult_live_release, tmp_path):
     done = _chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p2")
     assert done.returncode == 0, done.stderr
     dom = done.stdout
-    assert dom.count("<svg") == 3 and dom.count('class="bar"') >= 10
+    assert dom.count("<svg") == 4 and dom.count('class="bar"') >= 10
     assert "Equivalence classes by size" in dom and "HOLDS" in dom and "adult_anon_rowmap" in dom

@@ -69,6 +69,24 @@ def test_cli_risk(capsys, tmp_path):
     assert document["prosecutor"]["highest"] == 1.0 and document["classes"] == 4
 
 
+def test_a_threshold_is_a_number_from_0_to_1(con, capsys, tmp_path):
+    """Issue 49: ``--threshold nan`` was accepted (and put no record at risk); so were inf and
+    numbers outside [0, 1]. The library and the command line refuse them."""
+    load_frame(con, "t", SAMPLE, primary_key="id")
+    r = sqlanon.risk(con, "t", qid=["q", "z"])
+    for bad in (float("nan"), float("inf"), -0.1, 1.5, "0.4", True, None):
+        with pytest.raises(sqlanon.InputError, match="threshold must be a number from 0 to 1"):
+            r.at_risk(bad)
+        with pytest.raises(sqlanon.InputError, match="threshold must be a number from 0 to 1"):
+            r.prosecutor.at_risk(bad)
+    assert r.at_risk(0) == 1.0 and r.at_risk(1) == 0.0
+    for text in ("nan", "inf", "-inf", "-0.1", "1.5", "x"):
+        # refused before any connection: the database named need not exist
+        assert main(["risk", str(tmp_path / "none.duckdb"), "t", f"--threshold={text}"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("sqlanon: error: argument --threshold: must be a number from 0 to 1") and text in err
+
+
 def test_bad_requests(con):
     load_frame(con, "t", SAMPLE, primary_key="id")
     with pytest.raises(sqlanon.InputError, match="qid"):

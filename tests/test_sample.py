@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 import sqlanon
 from conftest import frame, load_frame, run, request_options
 from sqlanon.model.stats import ClassStats
-from sqlanon.mondrian.hypotheses import (
-    CLTest, EntropyTest, VarianceTest, chi2_upper, entropy_statistic, fit_threshold, k_threshold,
-    recursive_cl_statistic, sample_constraints, z_upper,
-)
+from sqlanon.model.privacy.anonymity import k_threshold
+from sqlanon.model.privacy.diversity import CLTest, EntropyTest, entropy_statistic, recursive_cl_statistic
+from sqlanon.model.privacy.sampling import chi2_upper, z_upper
+from sqlanon.model.privacy.variance import VarianceTest
+from sqlanon.mondrian.hypotheses import fit_threshold, sample_constraints
 from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
 from tests.test_api import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables

@@ -198,6 +198,19 @@ def test_the_release_stays_fail_closed_while_the_source_changes(spark):
     assert sorted(r[0] for r in table_of(spark, snapshot.view)) == sorted(r[0] for r in table_of(spark, release.view))
 
 
+def test_a_table_name_longer_than_a_file_name_is_refused_first(spark):
+    """A Spark table is a warehouse directory named after it: a name over 255 bytes failed deep
+    in the run (mkdirs). The release's tables are checked before any work; its view and columns
+    have no such limit."""
+    load(spark, "p", people(60))
+    before = {t.name for t in spark.catalog.listTables()}
+    with pytest.raises(sqlanon.InputError, match=r"rules relation .* 256 bytes long .* at most 255 bytes"):
+        sqlanon.anonymize(spark, "p", qid=["age"], k=5, view="v" * 250)
+    assert {t.name for t in spark.catalog.listTables()} == before
+    release = sqlanon.anonymize(spark, "p", qid=["age"], k=5, view="v" * 248)  # v..._rowmap: 255 bytes
+    assert release.rowmap == "v" * 248 + "_rowmap" and len(table_of(spark, release.view)) == 60
+
+
 def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):
     """A release that fails its check leaves nothing behind, and one that was to replace an
     earlier release leaves that release as it was (Spark has no transactions: the old objects

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.mondrian import split
-from sqlanon.model.closeness import Ground
+from sqlanon.model.privacy import Constraint
+from sqlanon.model.privacy.closeness import Ground
 from sqlanon.model.criteria import InfoGain
 from sqlanon.model.stats import ClassStats, FrequencyGroups, first_of_run
 
@@ -171,7 +172,7 @@ def test_settled_needs_pure_labels_and_vanishing_scores():
     assert not split.settled(Noisy("label"), stats, layout).any()
 
 
-class Extremes:
+class Extremes(Constraint):
     """Acceptable with at most ``small`` or at least ``large`` rows: only cuts far from the
     median are allowable, so the outward search must widen."""
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import is_postgres, objects, temp_objects
+from conftest import SUPPRESSING, frame, is_postgres, objects, rows, run, suppressing_release, temp_objects
 
 import sqlanon
 from sqlanon import InputError, UnknownColumnError, UnknownTableError, Verification
+from sqlanon.publish.violations import violations
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -73,7 +74,8 @@ def test_nulls_group_together(con):
 def test_class_column_counts_unplaced_rows(con, released):
     v = sqlanon.verify(con, released, ["age", "sex"], 3, class_column="eq_class")
     assert v == Verification(ok=False, k=3, k_achieved=3, classes=3, rows=10, violating=0,
-                             columns=("age_min", "age_max", "sex"), unplaced=1)
+                             columns=("age_min", "age_max", "sex"), unplaced=1, class_column="eq_class")
+    assert v.failures() == ("k-anonymity(k=3)",)  # not a release: a row without a class fails k
     con.execute("UPDATE released SET eq_class = 2 WHERE payload = 'p10'")
     assert sqlanon.verify(con, released, ["age", "sex"], 3, class_column="eq_class").ok
 
@@ -191,3 +193,82 @@ def test_a_suppressed_row_showing_values_is_leaked(con):
                 f"zip_max = (SELECT max(zip_max) FROM {first}) WHERE id IN (0, 1)")
     check = sqlanon.verify(con, release.view, ["age", "zip"], 5, class_column="eq_class")
     assert check.unplaced == 2 and check.leaked == 0
+
+
+# -- issue 49, part 3: verify agrees with the release ---------------------------------------------
+@pytest.mark.parametrize("key", [None, "id"])
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_a_release_with_suppression_verifies_ok_as_the_quick_start_calls_it(con, search, key):
+    """The README's own call -- no class column named -- on a valid release with suppressed
+    rows: the class column and the suppression limit come from its manifest, so the suppressed
+    rows (fully generalized, class NULL) form no class and the release verifies ok."""
+    release, qid = suppressing_release(con, search, key)
+    v = sqlanon.verify(con, release.view, qid, 10)
+    assert v.ok and v.failures() == ()
+    assert (v.release, v.class_column, v.unplaced, v.suppression_limit, v.leaked) == (
+        True, "eq_class", release.suppressed, 9, 0)
+    assert v == sqlanon.verify(con, release.view, qid, 10, class_column="eq_class") == release.verification
+    # the violations listed for it are verify's: the suppressed rows are in no class
+    assert violations(con, release.view, qid, sqlanon.KAnonymity(10)).violating == 0
+    # another column named as the class column: no release semantics, its NULLs fail (closed)
+    run(con, "CREATE TABLE other AS SELECT * FROM t_anon")
+    other = sqlanon.verify(con, "other", qid, 10, class_column="eq_class")
+    assert not other.ok and not other.release and other.unplaced == release.suppressed
+
+
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_a_tampered_release_with_suppression_does_not_verify(con, search):
+    """Fail closed: a suppressed row given a real class (a group below k), one that shows its own
+    values, a placed row alone in its class, and more suppressed rows than the release's limit
+    each fail ``sqlanon.verify`` -- with no class column named, as with the release's own. (A
+    single-dimensional release's own QID, checked on the placed rows, fails beside k.)"""
+    release, qid = suppressing_release(con, search)
+    view = release.view
+    run(con, f"CREATE TABLE copied AS SELECT * FROM {view}")
+    run(con, f"DROP VIEW {view}")
+    run(con, f"ALTER TABLE copied RENAME TO {view}")
+    published = [c for c in frame(con, f"SELECT * FROM {view} LIMIT 0").columns if c not in ("id", "eq_class")]
+    hidden = rows(con, f"SELECT min(id) FROM {view} WHERE eq_class IS NULL")[0][0]
+    root = rows(con, f"SELECT {', '.join(published)} FROM {view} WHERE id = ?", [hidden])[0]
+    placed_class = rows(con, f"SELECT min(eq_class) FROM {view}")[0][0]
+
+    def verdict(**kwargs):
+        return sqlanon.verify(con, view, qid, 10, **kwargs)
+
+    assert verdict().ok
+    # a suppressed row given a real class: its fully generalized values form a group of 1
+    run(con, f"UPDATE {view} SET eq_class = ? WHERE id = ?", [placed_class, hidden])
+    for v in (verdict(), verdict(class_column="eq_class")):
+        assert (v.ok, v.violating, v.k_achieved, v.failures()[0]) == (False, 1, 1, "k-anonymity(k=10)")
+    run(con, f"UPDATE {view} SET eq_class = NULL WHERE id = ?", [hidden])
+    assert verdict().ok
+    # a suppressed row that shows its own value
+    run(con, f"UPDATE {view} SET zip = '31' WHERE id = ?", [hidden])
+    v = verdict()
+    assert (v.ok, v.leaked, v.failures()) == (False, 1, ("suppressed rows fully generalized",))
+    run(con, f"UPDATE {view} SET zip = ? WHERE id = ?", [root[published.index("zip")], hidden])
+    assert verdict().ok
+    # a placed row given values of its own: a class below k
+    own = rows(con, f"SELECT zip FROM {view} WHERE id = 0")[0][0]
+    run(con, f"UPDATE {view} SET zip = '3*' WHERE id = 0")  # no placed row's value
+    v = verdict()
+    assert (v.ok, v.k_achieved, v.failures()[0]) == (False, 1, "k-anonymity(k=10)")
+    run(con, f"UPDATE {view} SET zip = ? WHERE id = 0", [own])
+    assert verdict().ok
+    # a whole class suppressed (fully generalized, in no class): more rows than the limit of 9
+    sets = ", ".join(f"{c} = ?" for c in published)
+    run(con, f"UPDATE {view} SET eq_class = NULL, {sets} WHERE eq_class = ?", [*root, placed_class])
+    v = verdict()
+    assert (v.ok, v.violating, v.leaked, v.unplaced > 9, v.failures()) == (
+        False, 0, 0, True, ("suppression limit (9 rows)",))
+
+
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_a_live_release_beyond_its_suppression_limit_does_not_verify(con, search):
+    """A live view (key=): rows its row map no longer places are suppressed by the recoding; past
+    the release's limit, ``sqlanon.verify`` (no class column named) fails."""
+    release, qid = suppressing_release(con, search, key="id")
+    assert sqlanon.verify(con, release.view, qid, 10).ok
+    run(con, f"UPDATE {release.rowmap} SET region = NULL WHERE key0 < 10")
+    v = sqlanon.verify(con, release.view, qid, 10)
+    assert not v.ok and v.recoded > 9 and "suppression limit (9 rows)" in v.failures()

@@ -21,13 +21,24 @@ from hypothesis import strategies as st
 import sqlanon
 import json
 
-from sqlanon.model.constraints import from_record, to_record
+from sqlanon.model.privacy import from_record, to_record
 from sqlanon.model.criteria import criterion_from_record, criterion_record
 from sqlanon.publish.violations import violations
 
 
 def _measure(rows: pd.DataFrame, c, whole: pd.DataFrame | None = None) -> tuple[float, bool]:
-    """(the constraint's measure, fails) of one class, by hand (t-closeness against ``whole``)."""
+    """(the constraint's measure, fails) of one class, by hand (t-closeness, delta-disclosure and
+    beta-likeness against ``whole``; the latter two as ARX's DDisclosurePrivacy, BasicBLikeness
+    and EnhancedBLikeness judge a class: every value present in it)."""
+    if isinstance(c, (sqlanon.DeltaDisclosure, sqlanon.BetaLikeness)):
+        p = rows[c.sensitive].fillna("<NULL>").value_counts() / len(rows)
+        q = whole[c.sensitive].fillna("<NULL>").value_counts() / len(whole)
+        if isinstance(c, sqlanon.DeltaDisclosure):
+            bits = [abs(math.log2(p[v] / q[v])) for v in p.index]
+            return max(bits), any(b >= c.delta for b in bits)
+        increase = [(p[v] - q[v]) / q[v] for v in p.index]
+        bound = [min(c.beta, -math.log(q[v])) if c.enhanced else c.beta for v in p.index]
+        return max(increase), any(x > b + 1e-9 for x, b in zip(increase, bound))
     if isinstance(c, sqlanon.TCloseness):
         nulls = ["<NULL>"] if whole[c.sensitive].isna().any() else []
         order = [*nulls, *sorted(whole[c.sensitive].dropna().unique())]  # NULL first, then ascending
@@ -72,6 +83,9 @@ def test_violations_against_verify_and_brute_force(n, seed):
         sqlanon.VarianceDiversity("v", float(rng.uniform(0, 12))),
         sqlanon.TCloseness("s", float(rng.uniform(0.05, 0.5))),
         sqlanon.TCloseness("s", float(rng.uniform(0.05, 0.5)), "ordered"),
+        sqlanon.DeltaDisclosure("s", float(rng.uniform(0.2, 2.5))),
+        sqlanon.BetaLikeness("s", float(rng.uniform(0.1, 3))),
+        sqlanon.BetaLikeness("s", float(rng.uniform(0.1, 3)), enhanced=True),
     ]
     con = duckdb.connect()
     try:
@@ -86,11 +100,13 @@ def test_violations_against_verify_and_brute_force(n, seed):
             per_class = [(_measure(rows, c, frame), rows) for rows in groups]
             bad = [m for (m, fails), _ in per_class if fails]
             assert found.violating == violating == len(bad), c
-            worst = (max if isinstance(c, (sqlanon.RecursiveCLDiversity, sqlanon.TCloseness)) else min)(
+            highest = isinstance(c, (sqlanon.RecursiveCLDiversity, sqlanon.TCloseness, sqlanon.DeltaDisclosure,
+                                     sqlanon.BetaLikeness))
+            worst = (max if highest else min)(
                 m for (m, _), _ in per_class)
             assert found.worst == pytest.approx(worst), c
             assert found.constraint == c.describe() and len(found.classes) == min(7, len(bad))
-            ordered = sorted(bad, reverse=isinstance(c, (sqlanon.RecursiveCLDiversity, sqlanon.TCloseness)))
+            ordered = sorted(bad, reverse=highest)
             assert [v.value for v in found.classes] == pytest.approx(ordered[:7]), c
             for v in found.classes:
                 rows = frame[(frame["a"] == v.key["a"]) & (frame["b"].isna() if v.key["b"] is None
@@ -106,7 +122,9 @@ def test_records_round_trip_exactly():
               sqlanon.EntropyLDiversity("dx", 1.23456789012), sqlanon.RecursiveCLDiversity("dx", 0.1 + 0.2, 2),
               sqlanon.VarianceDiversity("cost", 1e6), sqlanon.VarianceDiversity("a=1, l=2", 1 / 3),
               sqlanon.TCloseness("dx", 0.1 + 0.2), sqlanon.TCloseness("dx", 0.25, "ordered"),
-              sqlanon.TCloseness("dx", 1 / 3, "hierarchical", sqlanon.Hierarchy.from_dict({"*": {"ab": ["a", "b"]}}))]:
+              sqlanon.TCloseness("dx", 1 / 3, "hierarchical", sqlanon.Hierarchy.from_dict({"*": {"ab": ["a", "b"]}})),
+              sqlanon.DeltaDisclosure("dx", 0.1 + 0.2), sqlanon.BetaLikeness("dx", 1 / 3),
+              sqlanon.BetaLikeness("dx", 2.5, enhanced=True)]:
         back = from_record(json.loads(json.dumps(to_record(c))))  # as the manifest stores it
         assert back == c and type(back) is type(c)
     for criterion in [sqlanon.Median(), sqlanon.InfoGain("y", "z", min_gain=0.1 + 0.2), sqlanon.Regression("cost"),

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from conftest import load_frame, objects, rows, request_options
-from sqlanon.model.constraints import entropy, variance
+from sqlanon.model.summaries import entropy, variance
 from sqlanon.model.stats import ClassStats
 from tests.reference_mondrian import reference_mondrian
 from tests.test_api import load, partition_of

@@ -22,7 +22,8 @@ from conftest import request_options
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.builder import Batch, Partitioner
-from sqlanon.model.constraints import XLOGX_ROWS, EntropyLDiversity, KAnonymity, xlogx_table
+from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
+from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI

@@ -14,7 +14,7 @@ import abc
 import contextlib
 import os
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,7 +22,7 @@ import numpy as np
 from sqlglot import exp
 
 from . import sqlgen as g
-from ..errors import EngineError
+from ..errors import EngineError, InputError
 
 Statement = exp.Expression | str
 #: ``function(b, columns) -> (rows, small)`` of :meth:`Engine.map_groups`.
@@ -52,6 +52,19 @@ class CatalogObject:
         return g.table(self.name, self.schema, self.catalog)
 
 
+@dataclass(frozen=True)
+class Name:
+    """A name sqlanon is about to create, checked by :meth:`Engine.check_names`.
+
+    ``kind``: ``"table"``, ``"view"`` or ``"column"``; ``what``: what the name is, for the error
+    (``"the rules relation of view='x'"``); ``remedy``: what the caller can change."""
+
+    name: str
+    kind: str
+    what: str
+    remedy: str
+
+
 class Engine(abc.ABC):
     """A connection of one engine plus the temp objects of one run.
 
@@ -64,6 +77,8 @@ class Engine(abc.ABC):
     """
 
     name: ClassVar[str]
+    #: The engine's name for people, in messages (``PostgreSQL``).
+    title: ClassVar[str]
     dialect: ClassVar[str]
     #: Whether the engine can roll back to a savepoint inside the caller's transaction (else
     #: a failed step inside the caller's transaction is undone by dropping what it created).
@@ -95,6 +110,12 @@ class Engine(abc.ABC):
     #: 4.7 s against 14.3 s at 100M Agrawal rows in DuckDB (0.37 s against 0.74 s at 10M); the
     #: sorts cost about what they save at 10M and 6 s at 100M.
     clusters_snapshot: ClassVar[bool] = False
+
+    #: The longest name the engine keeps, in UTF-8 bytes, per kind of object (``"table"``,
+    #: ``"view"``, ``"column"``); a kind not listed has no limit. See :meth:`check_names`.
+    name_limits: ClassVar[Mapping[str, int]] = {}
+    #: What happens to a longer name on this engine, for the error of :meth:`check_names`.
+    name_limit_reason: ClassVar[str] = ""
 
     def __init__(self, con: Any) -> None:
         self.con = con
@@ -235,6 +256,23 @@ class Engine(abc.ABC):
     def check_writable(self, what: str) -> None:
         """Refuse, before any work, when the current database cannot be written
         (:class:`~sqlanon.errors.ReadOnlyError` naming where ``what`` would be written)."""
+
+    def check_names(self, names: Iterable[Name]) -> None:
+        """Refuse, before any work, a name longer than the engine keeps (:attr:`name_limits`,
+        counted in UTF-8 bytes, as the engines count: ``é`` is two). PostgreSQL would cut it
+        without an error, so a release would name objects it cannot find again, or two derived
+        names (``<qi>_min``, ``<qi>_max``) would become one.
+
+        Raises:
+            InputError: naming the first such name, what it is, its length and the limit.
+        """
+        for n in names:
+            limit = self.name_limits.get(n.kind)
+            size = len(n.name.encode("utf-8"))
+            if limit is not None and size > limit:
+                raise InputError(
+                    f"{n.what} would be named {n.name!r}, which is {size} bytes long (UTF-8); {self.title} keeps "
+                    f"{n.kind} names of at most {limit} bytes ({self.name_limit_reason}): {n.remedy}")
 
     # -- temp objects -------------------------------------------------------------------------
     def temp_name(self, purpose: str) -> str:
@@ -410,7 +448,6 @@ class Engine(abc.ABC):
 
     def file_source(self, path: str) -> exp.Table:
         """A relation reading data files in place; engines that cannot refuse clearly."""
-        from ..errors import InputError
 
         raise InputError(f"{path!r} looks like a data file, which only the DuckDB engine reads in place; "
                          f"on {self.name} load it into a table first")
@@ -422,7 +459,6 @@ class Engine(abc.ABC):
 
     def install_macros(self, script: str, prefix: str) -> list[tuple[str, list[str]]]:
         """Install SQL table macros; only DuckDB has them."""
-        from ..errors import InputError
 
         raise InputError(f"sqlanon's SQL macros are DuckDB table macros; {self.name} cannot install them "
                          f"(use the Python API or the CLI on {self.name})")

@@ -9,6 +9,7 @@ name binds here as it binds in SQL.
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,10 +66,30 @@ def find_source(engine: Engine, objects: Sequence[CatalogObject], table: str, co
     if found is None and is_file(table):
         return file_source(engine, table, count)
     if found is None:
+        check_path(table)
         raise UnknownTableError(
             f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
         )
     return source_of(engine, found, count)
+
+
+def check_path(name: str) -> None:
+    """For a name no relation answers that reads as a path of data files -- a folder in it, a
+    glob, a data suffix, or an existing file -- the error about the files: not found, no file
+    matching the glob, or a suffix sqlanon does not read (listing those it does), never the
+    catalog's tables. The files are not opened (their lines are never quoted)."""
+    suffix = Path(name.replace("*", "x")).suffix.lower()
+    if not ("/" in name or "\\" in name or "*" in name or suffix in DATA_SUFFIXES or Path(name).exists()):
+        return
+    if "://" in name:  # a URL: DuckDB's extensions read it, or say why not
+        return
+    if suffix not in DATA_SUFFIXES:
+        kind = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
+        raise InputError(f"no table or view named {name!r}, and {kind} is not a data file sqlanon reads "
+                         f"(Parquet, CSV or JSON files: {', '.join(DATA_SUFFIXES)})")
+    if "*" in name:
+        raise UnknownTableError(f"no files match {name!r} (and no table or view has that name)")
+    raise UnknownTableError(f"file not found: {name!r} (and no table or view has that name)")
 
 
 def source_of(engine: Engine, found: CatalogObject, count: bool = True) -> Source:
@@ -84,9 +105,14 @@ def source_of(engine: Engine, found: CatalogObject, count: bool = True) -> Sourc
 
 
 def is_file(table: str) -> bool:
-    """Whether ``table`` names data files (an existing file, or a glob, of a data suffix)."""
+    """Whether ``table`` names data files to read: an existing file with a data suffix, or a glob
+    with one that matches a file (a URL's glob is DuckDB's to expand)."""
     suffix = Path(table.replace("*", "x")).suffix.lower()
-    return suffix in DATA_SUFFIXES and ("*" in table or Path(table).is_file())
+    if suffix not in DATA_SUFFIXES:
+        return False
+    if "*" in table:
+        return "://" in table or any(Path(f).is_file() for f in glob.iglob(table, recursive=True))
+    return Path(table).is_file()
 
 
 def file_source(engine: Engine, path: str, count: bool) -> Source:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 import math
 import re
 from pathlib import Path
@@ -18,6 +19,23 @@ from . import sqlgen as g
 from .base import CatalogObject, Engine, short
 from ..errors import EngineError, InputError, ReadOnlyError
 
+#: What DuckDB quotes of the data in its errors: a CSV reader's error quotes the file's line it
+#: failed on (``Original Line: ...``), and a failed cast the value (``Could not convert string
+#: "..." to 'BIGINT'``). A file read in place may be anything (a path typed by mistake, another
+#: user's file), and a table's values are what is being anonymized: neither is repeated.
+_QUOTED_LINE = re.compile(r"^Original Line:.*(?:\n|$)", re.MULTILINE)
+_QUOTED_VALUE = re.compile(r"(Could not convert string ).*( to '[^'\n]*')")
+
+
+def redacted(message: str) -> str:
+    """DuckDB's error ``message`` without the data it quotes (:data:`_QUOTED_LINE`).
+
+    >>> redacted('CSV Error on Line: 3\\nOriginal Line: 5,secret\\nCould not convert string "secret" to \\'BIGINT\\'')
+    "CSV Error on Line: 3\\nCould not convert string (a value) to 'BIGINT'"
+    """
+    return _QUOTED_VALUE.sub(r"\1(a value)\2", _QUOTED_LINE.sub("", message))
+
+
 #: File extensions DuckDB reads in place, and the reader of each.
 READERS = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv", ".gz": "read_csv",
            ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json"}
@@ -27,6 +45,7 @@ class DuckDBEngine(Engine):
     """A ``duckdb.DuckDBPyConnection`` plus the temp objects of one run."""
 
     name = "duckdb"
+    title = "DuckDB"
     dialect = "duckdb"
 
     #: The rules' lookups a few QIs per statement (at most ``LOOKUP_ROWS`` codes looked up): the
@@ -51,7 +70,7 @@ class DuckDBEngine(Engine):
         try:
             return self.con.execute(sql)
         except duckdb.Error as e:  # the engine's own errors, never ours
-            raise EngineError(str(e), sql) from e
+            raise EngineError(redacted(str(e)), sql) from e
 
     def _run(self, sql: str) -> None:
         self._cursor(sql)
@@ -128,10 +147,22 @@ class DuckDBEngine(Engine):
             create.this.set("db", g.ident(schema))
         sql = self.render(create)
         self.statements += 1
-        try:
-            self.con.from_df(frame).query(view, sql)
+        try:  # a pandas DataFrame, or a PyArrow table (sqlanon.anonymize_frame)
+            (self.con.from_df(frame) if isinstance(frame, pd.DataFrame) else self.con.from_arrow(frame)).query(view, sql)
         except duckdb.Error as e:  # the engine's own errors, never ours
-            raise EngineError(str(e), sql) from e
+            raise EngineError(redacted(str(e)), sql) from e
+
+    @contextlib.contextmanager
+    def frame_as(self, name: str, frame: Any) -> Iterator[None]:
+        """Inside the block ``frame`` (a pandas DataFrame or a PyArrow table) is the temporary
+        view ``name``, which an unqualified ``name`` binds to before a table of that name
+        (:mod:`sqlanon.engine.duckdb_names`): a request on the frame is checked against it
+        before anything is written. Nothing is left in the catalog after the block."""
+        self.con.register(name, frame)
+        try:
+            yield
+        finally:
+            self.con.unregister(name)
 
     # -- what DuckDB spells its own way ---------------------------------------------------------
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:

@@ -67,6 +67,10 @@ class PostgresEngine(Engine):
     """A ``psycopg.Connection`` plus the temp objects of one run."""
 
     name = "postgres"
+    title = "PostgreSQL"
+    #: NAMEDATALEN - 1 (:meth:`Engine.check_names`)
+    name_limits = {"table": 63, "view": 63, "column": 63}
+    name_limit_reason = "it cuts a longer name to that many bytes without an error"
     dialect = "postgres"
     case_insensitive_names = False
     savepoints = True
@@ -166,6 +170,14 @@ class PostgresEngine(Engine):
 
     def _fetch_numpy(self, sql: str) -> dict[str, np.ndarray]:
         described = self._describe_sql(sql)
+        # A text value that equals the NULL marker is written quoted, which pandas' reader does
+        # not tell from the marker: textual columns come with one character in front of every
+        # value (NULL stays NULL), taken off after parsing. Positional names (q(c0, c1, ..)),
+        # as a query's columns need not have distinct names.
+        marked = [_textual(t) for _, t, _ in described]
+        if any(marked):
+            columns = ", ".join(f"'.' || CAST(q.c{i} AS text)" if m else f"q.c{i}" for i, m in enumerate(marked))
+            sql = f"SELECT {columns} FROM ({sql}) AS q({', '.join(f'c{i}' for i in range(len(marked)))})"
         copy_sql = f"COPY ({sql}) TO STDOUT WITH (FORMAT csv, NULL '{_NULL}')"
         with self._cursor(copy_sql) as cursor:
             buffer = io.BytesIO()
@@ -181,6 +193,8 @@ class PostgresEngine(Engine):
         types = {i: ("Int64" if t in _INTEGERS else object) for i, (_, t, _) in enumerate(described)}
         frame = pd.read_csv(buffer, header=None, names=list(range(len(names))), dtype=types,
                             na_values=[_NULL], keep_default_na=False, quotechar='"')
+        for i in np.flatnonzero(marked):
+            frame[i] = frame[i].str.slice(1)
         return {n: _column(frame[i], t) for i, (n, t, _) in enumerate(described)}
 
     def fetch_frame(self, statement: Any) -> pd.DataFrame:
@@ -254,9 +268,10 @@ class PostgresEngine(Engine):
         self.execute(exp.Create(this=schema, kind="TABLE", properties=props))
         if not len(frame):
             return
-        text = _csv(frame)
+        null = _null_marker(frame)
+        text = _csv(frame, null)
         target = table.sql(self.dialect)
-        copy_sql = f"COPY {target} FROM STDIN WITH (FORMAT csv, NULL '{_NULL}')"
+        copy_sql = f"COPY {target} FROM STDIN WITH (FORMAT csv, NULL '{null}')"
         self.statements += 1
         with self._cursor(copy_sql) as cursor:
             with cursor.copy(copy_sql) as copy:
@@ -433,9 +448,28 @@ def _column(values: pd.Series, house: str) -> np.ndarray:
     return out
 
 
-def _csv(frame: pd.DataFrame) -> str:
-    """The frame as CSV for ``COPY ... FROM STDIN`` (floats exact, NULL as ``\\N``)."""
-    return frame.to_csv(index=False, header=False, na_rep=_NULL, float_format="%.17g", lineterminator="\n")
+def _textual(house: str) -> bool:
+    """Whether a column of this house type is fetched as text whose value may be any string
+    (so also the NULL marker): every type but numbers, booleans, dates and timestamps."""
+    return not (house in _INTEGERS or house in _FLOATS or house.startswith("DECIMAL")
+                or house in ("BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE"))
+
+
+def _null_marker(frame: pd.DataFrame) -> str:
+    """The NULL marker of an upload: ``\\N``, lengthened while it is one of the frame's strings
+    (``COPY ... FROM`` reads an unquoted field equal to the marker as NULL, and pandas quotes a
+    string only when it must)."""
+    texts = {v for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])
+             for v in frame[c] if isinstance(v, str)}
+    marker = _NULL
+    while marker in texts:
+        marker += "N"
+    return marker
+
+
+def _csv(frame: pd.DataFrame, null: str = _NULL) -> str:
+    """The frame as CSV for ``COPY ... FROM STDIN`` (floats exact, NULL as ``null``)."""
+    return frame.to_csv(index=False, header=False, na_rep=null, float_format="%.17g", lineterminator="\n")
 
 
 def connect(url: str, *, read_only: bool = False) -> psycopg.Connection:

@@ -52,10 +52,15 @@ class Recorder:
         self.live_reads = True
         self.placeholder = False  # uploads hold stand-in values (the real ones depend on the data)
         self._pending: dict[str, exp.Expression | None] = {}  # recorded temp -> defining query
+        self.outputs_free = False  # every output name taken as free (explain writes none of them)
 
     #: A recorded statement is rendered again when explain prints it: render copies (see
     #: :attr:`Engine.render_in_place`).
     render_in_place = False
+
+    def taken(self, name: str, objects: Any = None) -> list:
+        """What creating ``name`` would replace; nothing once :attr:`outputs_free` is set."""
+        return [] if self.outputs_free else super().taken(name, objects)  # type: ignore[misc]
 
     def show(self, statement: Statement, note: str = "") -> None:
         """Record a statement without running it."""

@@ -73,6 +73,12 @@ class SparkEngine(Engine):
     """A ``SparkSession`` plus the temp objects of one run."""
 
     name = "spark"
+    title = "Spark"
+    #: A table is a directory of the warehouse named after it, and a file name holds at most 255
+    #: bytes (NAME_MAX; measured: a 256-byte name fails in mkdirs). Views and columns live in the
+    #: catalog and the Parquet schema, with no limit met (5,000 bytes worked).
+    name_limits = {"table": 255}
+    name_limit_reason = "a table is a directory named after it, and a file name holds at most 255 bytes"
     dialect = "spark"
     transactions = False
     distributed = True

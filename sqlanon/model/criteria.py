@@ -35,10 +35,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from .constraints import Layout, count_moments, squared_error
 from .domain import Domain
 from .selection import QueryBox
-from .stats import ClassStats
+from .stats import ClassStats, Layout
+from .summaries import count_moments, squared_error
 
 
 

@@ -13,6 +13,7 @@ database by :mod:`sqlanon.mondrian.encode`, so published bounds keep their exact
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,18 @@ class Domain:
         h = self.qi.hierarchy
         largest = max(self.size, h.n_nodes if h is not None else 0)
         return np.int32 if largest < 2**31 else np.int64
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """What the published rows of a release hold, for :class:`sqlanon.publish.bounds.Shown`: per
+    QI the codes only suppressed rows hold (sorted; empty for a hierarchical QI or without
+    suppression), and
+    ``count(i, code)``, the published rows holding ``code`` on QI ``i`` (asked only for the
+    smallest published code of a QI published ``"domain"``)."""
+
+    hidden: tuple[np.ndarray, ...]
+    count: Callable[[int, int], int]
 
 
 def ordered_positions(values: np.ndarray, qi: QI) -> np.ndarray:

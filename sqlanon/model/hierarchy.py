@@ -12,7 +12,7 @@ import io
 import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -59,8 +59,9 @@ def _repeated(where: str, path: tuple[Any, ...], first: tuple[Any, ...], sub: An
             f"different subtree)")
 
 
-def _row_path(n: int, row: Sequence[Any]) -> tuple[str, ...]:
-    """Row ``n`` (1-based) as validated, stripped labels from the root down to the leaf."""
+def _row_path(n: int, row: Sequence[Any], verbatim: bool = False) -> tuple[str, ...]:
+    """Row ``n`` (1-based) as validated, stripped labels from the root down to the leaf
+    (``verbatim``: the labels as they are, see :meth:`Hierarchy.from_rows`)."""
     if isinstance(row, (str, bytes, Mapping)) or not isinstance(row, Iterable):
         # a string would be read as one label per character
         raise HierarchyError(f"hierarchy row {n} must be a list of labels (leaf first), got "
@@ -69,6 +70,13 @@ def _row_path(n: int, row: Sequence[Any]) -> tuple[str, ...]:
     if len(cells) > MAX_HEIGHT + 1:
         raise HierarchyError(f"hierarchy row {n} has more than {MAX_HEIGHT + 1} cells: at most "
                              f"{MAX_HEIGHT} levels below the root are supported")
+    if verbatim:
+        for j, v in enumerate(cells, 1):
+            if not isinstance(v, str):
+                raise HierarchyError(f"stored hierarchy row {n}, column {j} is {v!r}, not a label (text)")
+        if not cells:
+            raise HierarchyError(f"stored hierarchy row {n} is empty")
+        return tuple(reversed(cells))
     while cells and _is_null(cells[-1]):
         cells.pop()
     if not cells:
@@ -122,12 +130,18 @@ class Hierarchy:
         object.__setattr__(self, "_index", {leaf: i for i, leaf in enumerate(self.leaves)})
 
     @classmethod
-    def from_rows(cls, rows: Iterable[Sequence[Any]]) -> Hierarchy:
+    def from_rows(cls, rows: Iterable[Sequence[Any]], *, verbatim: bool = False) -> Hierarchy:
         """Build from ARX rows ``[leaf, level1, ..., root]``, one per leaf.
 
         Node identity is the path from the root (one label under two parents is two nodes);
         children are ordered by first appearance. Rows may differ in length but must share the
         root. Cells are stripped text; trailing ``None`` cells (ragged-row padding) are ignored.
+
+        ``verbatim``: the cells are labels exactly as :meth:`to_rows` gave them (a hierarchy
+        sqlanon stored, :mod:`sqlanon.publish.manifest`): kept as they are -- not stripped, an
+        empty or whitespace-only label allowed (a single-dimensional release's leaves are the
+        column's values, ``""`` and ``" a"`` included) -- and every cell must be text, so
+        ``from_rows(h.to_rows(), verbatim=True) == h`` for a tree without the NULL leaf.
 
         Raises:
             HierarchyError: naming the row: no rows, an empty row or cell, a different root, a
@@ -139,7 +153,7 @@ class Hierarchy:
         inner_paths: dict[tuple[str, ...], int] = {}
         root = None
         for n, row in enumerate(rows, 1):
-            path = _row_path(n, row)
+            path = _row_path(n, row, verbatim)
             leaf, root = path[-1], root or path[0]
             if path[0] != root:
                 raise HierarchyError(f"hierarchy row {n} ends with root {path[0]!r} but row 1 "
@@ -181,6 +195,11 @@ class Hierarchy:
         rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
         while rows and not rows[-1]:  # blank lines at the end of the file
             rows.pop()
+        if len(rows) > 1 and all(len(row) <= 1 for row in rows):
+            # rows of one cell each cannot share a root: not a hierarchy (a password file, say),
+            # so none of its lines is quoted back
+            raise HierarchyError(f"{path}: not an ARX hierarchy: no row has a separator (';' or ','); each row "
+                                 f"is leaf;level1;...;root")
         try:
             return cls.from_rows(rows)
         except HierarchyError as e:
@@ -356,8 +375,17 @@ class Hierarchy:
         return tuple(self.labels[a] for a in self._path(int(node)))
 
     def to_rows(self) -> list[list[str | None]]:
-        """ARX rows ``[leaf, ..., root]`` in leaf-code order; ``from_rows`` rebuilds the tree."""
+        """ARX rows ``[leaf, ..., root]`` in leaf-code order; ``from_rows(rows, verbatim=True)``
+        rebuilds the tree (the NULL leaf's row aside: :meth:`with_null_leaf` adds it back)."""
         return [[self.labels[a] for a in reversed(self._path(int(n)))] for n in self.leaf_node]
+
+    def to_csv(self, path: str | os.PathLike[str], sep: str = ";") -> None:
+        """Write the ARX file :meth:`from_csv` reads: one row ``leaf;level1;...;root`` per leaf,
+        no header, quoted where a label holds ``sep`` or a quote. A NULL leaf is left out (sqlanon
+        places NULL by itself); an existing file is replaced."""
+        rows = [row for row in self.to_rows() if row[0] is not None]
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, delimiter=sep, lineterminator="\n").writerows(rows)
 
     def _path(self, node: int) -> list[int]:
         leaf = self.ancestors[self.leaf_lo[node]]  # the first leaf below shares node's path
@@ -415,6 +443,17 @@ def hierarchy_from(source: Any, read_table: Callable[[str], list[tuple[Any, ...]
         "path (str or pathlib.Path), a pandas DataFrame, a dict, a list of rows, or the name of "
         "a table or view in `con`")
 
+
+
+def unused_label(label: str, taken: Collection[str | None]) -> str:
+    """``label``, or ``label`` repeated until it is none of ``taken``: the label of a node
+    sqlanon adds above a column's values (the root ``*`` of a flat hierarchy, ``⊥`` over the
+    values single-dimensional recoding keeps hidden) must not read as one of those values, and
+    under one parent two children with the same label would be one node."""
+    out = label
+    while out in taken:
+        out += label
+    return out
 
 
 def leaf_codes(h: Hierarchy, values: Sequence[Any], texts: Sequence[Any]) -> np.ndarray:

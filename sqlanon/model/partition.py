@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engine.base import joined
+from .domain import Visibility
 
 #: The working table's ``pid`` of a row the recoding suppresses (no region has that id;
 #: :mod:`sqlanon.publish.suppression`).
@@ -117,6 +118,9 @@ class Regions:
     cmax: np.ndarray
     in_sql: np.ndarray
     suppressed: np.ndarray | None = None  # leaves whose rows are suppressed (no region)
+    # what the published rows hold, for the printable bounds (sqlanon.publish.bounds.Shown):
+    # set by a single-dimensional search, else found at publication
+    visibility: Visibility | None = None
 
 
 @dataclass

@@ -99,13 +99,12 @@ class QI:
     @property
     def published(self) -> tuple[str, ...]:
         """Columns that replace this QI in the view: ``<qi>_min``/``<qi>_max`` or the node label."""
-        return (f"{self.name}_min", f"{self.name}_max") if self.ordered else (self.name,)
+        return published_columns(self.name, self.ordered)
 
     @property
     def box_columns(self) -> tuple[str, ...]:
         """Columns of the rules relation holding this QI's region box in the domain."""
-        n = self.name
-        return (f"{n}_lo", f"{n}_hi", f"{n}_null") if self.ordered else (f"{n}_node",)
+        return box_columns(self.name, self.ordered)
 
     @property
     def root_label(self) -> str | None:
@@ -138,3 +137,14 @@ class QI:
 def enum_labels(data_type: str) -> tuple[str, ...]:
     """The labels of an ENUM type name, in order (sqlglot reads the type; nothing runs)."""
     return tuple(e.this for e in exp.DataType.build(data_type, dialect="duckdb").expressions)
+
+
+def published_columns(name: str, ordered: bool) -> tuple[str, ...]:
+    """The view's (and the rules') columns standing for the QI ``name``: ``<name>_min``/``<name>_max``
+    for an ordered QI, the node label ``<name>`` for a hierarchical one (:attr:`QI.published`)."""
+    return (f"{name}_min", f"{name}_max") if ordered else (name,)
+
+
+def box_columns(name: str, ordered: bool) -> tuple[str, ...]:
+    """The rules' columns holding the region box of the QI ``name`` (:attr:`QI.box_columns`)."""
+    return (f"{name}_lo", f"{name}_hi", f"{name}_null") if ordered else (f"{name}_node",)

@@ -12,7 +12,7 @@ more pass scores the cuts and keeps each pair's best (:func:`best_cuts`).
 Every value is the one :mod:`sqlanon.model.criteria` computes in numpy, bit for bit: the same
 operations in the same order, without floating-point reassociation or contraction (numba's
 default, without ``fastmath``), and no logarithm of numba's own — ``c ln c`` comes from the
-table :func:`~sqlanon.model.constraints.count_moments` reads (numpy's logarithm, which returns
+table :func:`~sqlanon.model.summaries.count_moments` reads (numpy's logarithm, which returns
 the same value for the same argument wherever it sits in an array; numba's libm differs from it
 in the last bit for a few hundred of the first 2^23 integers). So the keys, gains and the chosen
 cuts are those of :func:`sqlanon.mondrian.split._score` and :func:`~sqlanon.mondrian.split._best`.
@@ -44,7 +44,7 @@ def entropy_bits(n: float, x: float, table: np.ndarray) -> float:
 @njit(nogil=True, cache=True, inline="always")
 def class_entropy(counts: np.ndarray, table: np.ndarray) -> float:
     """``|E| H(C|E)`` in bits of one class's counts per value, both sums taken value by value
-    (the order of :func:`~sqlanon.model.constraints.count_moments`)."""
+    (the order of :func:`~sqlanon.model.summaries.count_moments`)."""
     n = 0.0
     x = 0.0
     for j in range(len(counts)):
@@ -106,7 +106,7 @@ def add_entropy(acc: np.ndarray, cand: np.ndarray, pair: np.ndarray, run: np.nda
 @njit(nogil=True, cache=True, inline="always")
 def _squared_error(n, s1, s2) -> float:
     """``S2 - S1^2 / n`` of centered moments, clipped at 0 (0 when n = 0), in the operations
-    of :func:`~sqlanon.model.constraints.variance` times ``n``."""
+    of :func:`~sqlanon.model.summaries.variance` times ``n``."""
     count = np.float64(n)
     d = max(count, 1.0)
     v = np.float64(s1)

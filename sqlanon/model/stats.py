@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -45,6 +46,15 @@ class StatColumn:
     center: float = 0.0
     exact: bool = False
     nulls: bool = False
+
+
+class Layout(Protocol):
+    """Where a column's statistics sit in a :class:`ClassStats` (the privacy models and the
+    criteria look columns up by name)."""
+
+    def counts(self, stats: ClassStats, column: str) -> np.ndarray: ...
+
+    def moments(self, stats: ClassStats, column: str) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ privacy model filters them. The strategy says how the partition is computed at s
 the result does not depend on it:
 
 - ``"auto"`` (default): :class:`Sample` when the table has at least 10M rows and more than 8
-  times the memory budget's rows, else :class:`Levels` (:func:`sqlanon.mondrian.sample.choose`);
+  times the memory budget's rows, else :class:`Levels` (:func:`sqlanon.mondrian.sample.choose`;
+  always :class:`Levels` with ``suppression=`` or a model without a sound sample test);
 - :class:`Levels` -- Rothko-T: partitions larger than ``memory_rows`` are split in SQL level by
   level, the rest finished in memory;
 - :class:`Sample` -- Rothko-S (:mod:`sqlanon.mondrian.sample`): the tree is grown on a seeded
@@ -28,6 +29,7 @@ from ..request.checks import _shown, check_int
 from ..request.spec import Spec
 from . import median_finish
 from .encode import reads_work_as_view
+from .hypotheses import exact_only
 from .run import run_mondrian
 from .sample import SampleOptions, check_options, choose
 
@@ -130,7 +132,14 @@ class Mondrian(Algorithm):
         return None if self.strategy == "auto" else self.strategy.memory_rows  # type: ignore[union-attr]
 
     def supports(self, constraint: Any) -> bool:
-        return True  # every privacy model judges a class from its statistics
+        """Every privacy model judges a class from its statistics; Rothko-S only those with a
+        sound hypothesis test (``sample_testable``, :func:`~sqlanon.mondrian.hypotheses.exact_only`)."""
+        return not (isinstance(self.strategy, Sample) and exact_only([constraint]))
+
+    def refusal(self, constraint: Any) -> str:
+        return (f"strategy=Sample(...) (Rothko-S) cannot judge {constraint.describe()} on a sample (no sound "
+                f"hypothesis test): pass strategy=sqlanon.Levels() (or leave it 'auto', which then partitions "
+                f"with Rothko-T)")
 
     def check_suppression(self, suppression: Any) -> None:
         """Rothko-S does not carry a suppression budget (Rothko-T's levels do)."""
@@ -140,10 +149,12 @@ class Mondrian(Algorithm):
 
     def resolved(self, spec: Spec) -> Mondrian:
         """The strategy that runs (``"auto"`` chosen; with ``suppression=`` always Rothko-T) with the
-        memory budget resolved, and the criterion the request resolved to."""
+        memory budget resolved, and the criterion the request resolved to. ``"auto"`` takes
+        Rothko-T also for a privacy model Rothko-S has no sound test for (delta-disclosure)."""
         strategy = self.strategy
         if strategy == "auto":
-            chosen = "levels" if spec.suppression else choose(
+            exact = spec.suppression or exact_only(spec.workload.constraints)
+            chosen = "levels" if exact else choose(
                 "auto", spec.source.rows, spec.memory_rows, None, 0.95, 0).strategy
             strategy = Levels(spec.memory_rows) if chosen == "levels" else Sample(memory_rows=spec.memory_rows)
         elif strategy.memory_rows is None:  # type: ignore[union-attr]

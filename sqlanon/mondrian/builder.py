@@ -30,7 +30,7 @@ import numpy as np
 from sqlglot import exp
 
 from ..model import kernels
-from ..model.constraints import Constraint
+from ..model.privacy import Constraint
 from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
 from ..engine.base import Engine

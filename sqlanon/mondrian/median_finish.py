@@ -3,7 +3,7 @@
 :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` finishes a
 batch level by level with frequency groups, the engine every criterion shares. For the default
 request — the :class:`~sqlanon.model.criteria.Median` criterion, only
-:class:`~sqlanon.model.constraints.KAnonymity` constraints, every QI ordered, no suppression
+:class:`~sqlanon.model.privacy.KAnonymity` constraints, every QI ordered, no suppression
 budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
 batch's partitions depth-first instead (like ``reference_mondrian_fast`` in
 ``tests/reference_mondrian.py``, LeFevre et al., ICDE 2006): a partition's rows are a
@@ -51,7 +51,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model.constraints import Constraint, KAnonymity
+from ..model.privacy import Constraint
 from ..model.criteria import Criterion, Median
 from ..model.domain import Domain
 from ..model.parallel import run_all
@@ -66,7 +66,7 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
 
 def _takes(criterion: Criterion, constraints: Sequence[Constraint]) -> bool:
     """The request's part of :func:`applies`: Median under k-anonymity alone."""
-    return type(criterion) is Median and len(constraints) > 0 and all(type(c) is KAnonymity for c in constraints)
+    return type(criterion) is Median and len(constraints) > 0 and all(c.size_only for c in constraints)
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,

@@ -33,7 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.constraints import Constraint, KAnonymity, Layout, xlogx_table
+from ..model.privacy import Constraint
+from ..model.stats import Layout
+from ..model.summaries import xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.hierarchy import Hierarchy
@@ -304,7 +306,7 @@ def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout
     """Rows of ``stats`` that satisfy every constraint. k-anonymity (cheap) goes first; the
     others only judge the rows still standing."""
     ok = np.ones(len(stats), dtype=bool)
-    for c in sorted(constraints, key=lambda c: not isinstance(c, KAnonymity)):
+    for c in sorted(constraints, key=lambda c: not c.size_only):
         alive = ok.nonzero()[0]
         if len(alive) == 0:
             break
@@ -417,7 +419,7 @@ def _ordered_cuts(cand, groups, n_left, running, total, balanced, judged, partit
     # cuts judged and ranked again (k-anonymity alone needs no judging: the size filter above
     # is exactly its verdict).
     best, key, gain = _criterion_best(cand, part, code, total, partition_terms, criterion, running, layout, n_left)
-    if not all(isinstance(c, KAnonymity) for c in constraints):
+    if not all(c.size_only for c in constraints):
         g = cand[best]
         left = running.left(g, *judged)
         right = Running.right(total, part[g], left)
@@ -525,7 +527,7 @@ def _most_balanced(idx, part, n_left, total, running, judged, constraints, layou
     starts = first_of_run(p)
     ends = np.append(starts[1:], len(idx))
     cross = starts + np.add.reduceat((2 * nl < n).astype(np.int64), starts)  # first cut past the median
-    if all(isinstance(c, KAnonymity) for c in constraints):
+    if all(c.size_only for c in constraints):
         # The size filter was the verdict: every candidate is allowable, and the most balanced is
         # the last one before the median or the first one past it (the earlier on a tie).
         before, after = np.maximum(cross - 1, starts), np.minimum(cross, ends - 1)

@@ -4,7 +4,7 @@ InfoGain and LSD Mondrian (LeFevre, DeWitt, Ramakrishnan, KDD 2006, Sections 3.1
 :class:`~sqlanon.model.criteria.Targets` judge every candidate QI of every partition, at every
 cut. :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` does that
 level by level in numpy; for the requests where each split depends on nothing but its
-partition's rows — one of these criteria, only :class:`~sqlanon.model.constraints.KAnonymity`
+partition's rows — one of these criteria, only :class:`~sqlanon.model.privacy.KAnonymity`
 constraints, every QI ordered, no suppression budget, numeric targets all integers or all floats
 — :func:`finish` grows the batch's partitions depth-first instead, as
 :mod:`sqlanon.mondrian.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
@@ -59,7 +59,7 @@ is :mod:`sqlanon.mondrian.cut_scan`.
   rows in cannot reach the sums, its rows are first put in the order of their targets: rows
   tied there hold equal values, and any order of them sums alike.) The partition's own
   impurity is :func:`~sqlanon.model.criteria.weighted_entropy` /
-  :func:`~sqlanon.model.constraints.squared_error` in the same operations
+  :func:`~sqlanon.model.summaries.squared_error` in the same operations
   (:func:`~sqlanon.model.score_kernels.class_entropy`, ``_squared_error``), summed left to
   right (``_sum_columns``) or, for Targets, as the count of targets with positive impurity
   (``combine`` of the partition with itself).
@@ -80,7 +80,7 @@ so the ids, rules, leaves and rows are identical to the level-by-level path's
 Left on the general path (``applies`` is False): l-diversity, t-closeness and the other
 constraints, hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
 numeric targets together (summed in one array, the integers would round), and label counts beyond the ``c ln c``
-table (partitions of :data:`~sqlanon.model.constraints.XLOGX_ROWS` rows or more).
+table (partitions of :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model.constraints import XLOGX_ROWS, Constraint, KAnonymity, xlogx_table
+from ..model.privacy import Constraint
+from ..model.summaries import XLOGX_ROWS, xlogx_table
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.parallel import run_all
@@ -101,7 +102,7 @@ from .histograms import _bin_extents, _Histograms
 from .median_finish import _PARALLEL_ROWS, _Table
 from .split import TIE
 
-#: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.constraints.xlogx_table`).
+#: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).
 _TABLE_ROWS = XLOGX_ROWS
 #: Most integers kept for the nodes' label counts and target moments (256 MiB).
 _TOTALS = 2**25
@@ -116,7 +117,7 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
     return (type(criterion) in (InfoGain, Regression, Targets)
             and len(criterion.class_columns) + len(criterion.numeric_columns) > 0
             and len(exact) == len(criterion.numeric_columns) and len(set(exact)) <= 1
-            and len(constraints) > 0 and all(type(c) is KAnonymity for c in constraints)
+            and len(constraints) > 0 and all(c.size_only for c in constraints)
             and len(domains) > 0 and all(d.num is not None for d in domains)
             and not (budget > 0).any() and rows < _TABLE_ROWS)
 

@@ -25,10 +25,9 @@ from ..errors import InputError
 from ..model.hierarchy import Hierarchy
 from ..model.qi import QI
 from ..model import manifest_format
-from ..model.constraints import Constraint, from_record, to_record
+from ..model.privacy import PrivacyModel, from_record, to_record
 from ..model.criteria import Criterion, criterion_from_record, criterion_record
 from ..request.spec import EQ_CLASS, Spec
-from . import suppression
 from .view import LiveView
 
 
@@ -51,7 +50,7 @@ class Manifest:
     key: tuple[str, ...] | None = None  # the live view's key (None: a view of a snapshot)
     key_declared: bool = True
     guarded: tuple[str, ...] = ()  # the columns the row map's hash covers
-    constraint_objects: tuple[Constraint, ...] = ()  # exact, from the records this version reads
+    constraint_objects: tuple[PrivacyModel, ...] = ()  # exact, from the records this version reads
     # describe() texts of recorded constraints this version cannot read back (a newer kind, or a
     # format-1 release, which recorded texts only): reported unchecked, refused by enforce.
     unknown_constraints: tuple[str, ...] = ()
@@ -115,7 +114,7 @@ def write(engine: Engine, spec: Spec) -> None:
                     leaf.append(code)
                     level.append(depth)
                     label.append(cell)
-        upload = engine.upload("hierarchies", {"qi": qi, "leaf": leaf, "level": level, "label": label})
+        upload = engine.upload("hierarchies", dict(zip(manifest_format.HIERARCHY_COLUMNS, (qi, leaf, level, label))))
         engine.execute(g.create_table_as(table, exp.select("*").from_(g.table(upload)).order_by(
             g.col("qi"), g.col("leaf"), g.col("level")), temporary=False))
         engine.drop_temp(upload)
@@ -198,7 +197,7 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
             paths.setdefault(qi, {}).setdefault(leaf, []).append(label)
         for q in recorded:
             if q["kind"] == "hierarchy":
-                h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])])
+                h = Hierarchy.from_rows([paths[q["name"]][i] for i in sorted(paths[q["name"]])], verbatim=True)
                 hierarchies[q["name"]] = h.with_null_leaf() if q["has_null"] else h
     qis = tuple(QI(q["name"], q["kind"], q["type"], hierarchies.get(q["name"]), has_null=q["has_null"], position=i,
                    bounds=q.get("bounds", "data"))  # published= (sqlanon.publish.bounds)
@@ -228,12 +227,12 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
     )
 
 
-def _constraints(texts: list, records: list | None) -> tuple[tuple[Constraint, ...], tuple[str, ...]]:
+def _constraints(texts: list, records: list | None) -> tuple[tuple[PrivacyModel, ...], tuple[str, ...]]:
     """The recorded constraints this version reads, as objects; and the ``describe()`` texts of
     those it cannot (all but k-anonymity's when there are no records: format 1)."""
     if records is None or len(records) != len(texts):
         return (), tuple(t for t in texts if not t.startswith("k-anonymity("))
-    known: list[Constraint] = []
+    known: list[PrivacyModel] = []
     unknown: list[str] = []
     for text, record in zip(texts, records):
         try:

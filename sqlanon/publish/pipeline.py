@@ -9,6 +9,7 @@ engine with a check that shows the verification statement instead of running it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
 from sqlglot import exp
@@ -22,7 +23,8 @@ from ..request.spec import Spec
 from . import manifest, suppression
 from ..model.partition import Regions
 from .rules import create_rules, publish, reads_sql_rows, rowmap_query
-from .verify import Verification, verify
+from .verify import Verification, exposed_values, verify
+from .view import PLACED, RECODED
 
 #: ``check(engine, spec)``: verify the published relation (raise to roll back).
 Check = Callable[[Engine, Spec], "Verification | None"]
@@ -60,6 +62,8 @@ def verified(engine: Engine, spec: Spec) -> Verification:
         problems.append(f"{result.leaked} suppressed rows not fully generalized")
     problems += [f"{c.violating} class(es) violate {c.constraint}" for c in result.checks if not c.ok]
     problems += [f"{q.violating} group(s) of QID {list(q.qid)} smaller than k={q.k}" for q in result.qids if not q.ok]
+    if result.exposed:
+        problems.append(exposure_problem(result.exposed))
     if problems:
         raise VerificationError(
             f"the published relation {spec.outputs.view!r} failed verification: "
@@ -82,7 +86,7 @@ def reads_work(spec: Spec, memory: str | None, regions: Regions) -> bool:
 def publish_release(
     engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: list[Regions], work: str,
     memory: str | None, source: exp.Table, rid: str, check: Check = verified,
-    ranges: Sequence[tuple[int | None, int | None]] | None = None,
+    ranges: Sequence[tuple[int | None, int | None]] | None = None, encoded: exp.Table | None = None,
 ) -> Verification | None:
     """Create the release's objects in one transaction (:meth:`Engine.transaction`: its own, or
     the caller's — a savepoint, or dropping what was created, undoes a failure there), after
@@ -96,6 +100,10 @@ def publish_release(
     An engine without transactions (Spark) moves what ``replace=True`` overwrites aside (renamed)
     instead of dropping it, and drops it only once the new release has passed its check; a
     failure drops the new objects and moves the old ones back.
+
+    ``encoded``: the relation the encoding read (every column by row id ``rid``; default
+    ``source``), where the publication finds the QI values of a keyless release's rows: its
+    suppressed rows' values are checked not to be printed (:func:`exposed_values`).
 
     Publication is atomic: when another run publishes the same names at the same time, the
     database refuses one of the two transactions (a write-write conflict) and that run rolls
@@ -111,6 +119,9 @@ def publish_release(
                 set_aside(engine, spec.outputs.existing, undo):
             leaves = regions.pop()
             return_free_memory()  # what making the leaves left (the rules' arrays come next)
+            if leaves.visibility is None:  # Mondrian's: what its published rows hold, for the bounds
+                leaves = dataclasses.replace(leaves, visibility=suppression.visibility(
+                    engine, spec, domains, leaves, work, memory, encoded if encoded is not None else source))
             region = create_rules(engine, spec, domains, leaves)
             manifest.write(engine, spec)
             rowmap = rowmap_query(engine, spec, work, memory, leaves, region)
@@ -119,8 +130,17 @@ def publish_release(
             return_free_memory()  # what the rules' arrays left, before the longest statements
             if spec.suppression_limit:  # rows the recoding suppressed: no region
                 rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.hashed), distinct=False)
+            rows = (snapshot_rows(spec, encoded if encoded is not None else source, rid, rowmap)
+                    if spec.key is None else None)
             publish(engine, spec, source, rid, rowmap, count, suppressed=bool(spec.suppression_limit), ranges=ranges)
-            return check(engine, spec)
+            result = check(engine, spec)
+            if rows is not None and isinstance(result, Verification):  # a keyed release's verify matched its rows
+                exposed = exposed_values(engine, rows, spec.qis, g.table(spec.outputs.rules), g.table(spec.outputs.view),
+                                         spec.k)
+                if exposed:
+                    raise VerificationError(f"the published relation {spec.outputs.view!r} failed verification: "
+                                            f"{exposure_problem(exposed)}. Nothing was published.")
+            return result
     except EngineError as e:
         if engine.lost_race(e):
             raise ObjectExistsError(
@@ -128,6 +148,25 @@ def publish_release(
                 f"this run was rolled back and left nothing behind"
             ) from e
         raise
+
+
+def exposure_problem(exposed: int) -> str:
+    """The verification problem of values a release may not print (:func:`exposed_values`)."""
+    return (f"{exposed} printed value(s) held by suppressed rows only, or (published='domain') an end of "
+            f"the column held by fewer than k rows")
+
+
+def snapshot_rows(spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression) -> exp.Select:
+    """The rows a keyless release read (its snapshot ``source``), with their QI values and
+    whether the row map places them in a class, for :func:`exposed_values` (its snapshot
+    holds no QI value, so this is checked at publication only)."""
+    region = exp.Is(this=g.col("region", "m"), expression=exp.Null())
+    flag = (lambda when: exp.Case().when(when, g.lit(1)).else_(g.lit(0)))
+    return (exp.select(*[g.col(q.name, "b") for q in spec.qis], g.alias(flag(exp.Not(this=region)), PLACED),
+                       g.alias(flag(region.copy()), RECODED))
+            .from_(exp.alias_(source.copy(), g.ident("b"), table=True))
+            .join(exp.Subquery(this=rowmap.copy(), alias=exp.TableAlias(this=g.ident("m"))),
+                  on=exp.EQ(this=g.col("rid", "m"), expression=g.col(rid, "b")), join_type="left"))
 
 
 @contextlib.contextmanager

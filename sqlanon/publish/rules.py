@@ -33,16 +33,17 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..model.domain import Domain
+from ..model.manifest_format import ROWMAP_HASH, ROWMAP_REGION, rowmap_key
 from ..engine.base import Engine
-from ..model.partition import Boxes, Regions
+from ..model.partition import Regions
 from ..request.spec import Spec
-from .bounds import empty_marker, region_bounds
-from .view import LiveView, live_view, rowmap_key, snapshot_view
+from .bounds import Shown, empty_marker, region_bounds, shown_codes
+from .view import LiveView, live_view, snapshot_view
 
 
-def number_regions(boxes: Boxes) -> np.ndarray:
-    """Region order: by box lower corner (QI order). Boxes are disjoint, so corners are unique."""
-    return np.lexsort(boxes.lo.T[::-1])
+def number_regions(lo: np.ndarray) -> np.ndarray:
+    """Region order: by box lower corner ``lo`` (QI order). Boxes are disjoint, so corners are unique."""
+    return np.lexsort(lo.T[::-1])
 
 
 def rules_columns(spec: Spec) -> list[str]:
@@ -51,27 +52,59 @@ def rules_columns(spec: Spec) -> list[str]:
     return [out.region_column, out.size_column] + [c for qi in spec.qis for c in qi.published + qi.box_columns]
 
 
+def printable_boxes(spec: Spec, domains: Sequence[Domain], regions: Regions
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Shown | None]]:
+    """``(lo, hi, kept, shown)``: the regions' boxes with the edges of every ordered QI moved off
+    the codes the release may not print (:class:`~sqlanon.publish.bounds.Shown`: codes only
+    suppressed rows hold; under ``"domain"`` a smallest value fewer than k rows hold), which
+    leaves are regions of the rules (``kept``: a box left without a code is none; it had no
+    published row), and each QI's printable codes (None for a hierarchical QI). Without
+    suppression and such a value, the boxes as they are."""
+    boxes = regions.boxes
+    lo, hi = boxes.lo.astype(np.int64), boxes.hi.astype(np.int64)
+    kept = np.ones(len(boxes), dtype=bool)
+    shown: list[Shown | None] = []
+    for i, d in enumerate(domains):
+        if not d.qi.ordered:
+            shown.append(None)
+            continue
+        null_only = bool((np.maximum(lo[:, i], d.first_value) > hi[:, i]).any())
+        s = shown_codes(d, i, regions.visibility, spec.k, lo[:, i], hi[:, i], null_only)
+        lo[:, i], hi[:, i] = s.box(lo[:, i], hi[:, i])
+        kept &= lo[:, i] <= hi[:, i]
+        shown.append(s)
+    if (boxes.n[~kept] > 0).any():
+        raise AssertionError("a region with published rows lost its box")  # Shown.cut passes no published code
+    return lo, hi, kept, shown
+
+
 def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> np.ndarray:
-    """Create the rules table; return the region id of each leaf (aligned with ``regions``)."""
-    boxes, cmin, cmax = regions.boxes, regions.cmin, regions.cmax
-    order = number_regions(boxes)
-    region = np.empty(len(order), dtype=np.int64)
-    region[order] = np.arange(len(order))
-    columns: dict[str, np.ndarray] = {"region": region, "size": boxes.n}
+    """Create the rules table; return the region id of each leaf (aligned with ``regions``;
+    :data:`SUPPRESSED_REGION` for a leaf that is no region, :func:`printable_boxes`)."""
+    lo_all, hi_all, kept, shown = printable_boxes(spec, domains, regions)
+    boxes = regions.boxes.take(kept.nonzero()[0]) if not kept.all() else regions.boxes
+    cmin, cmax = (regions.cmin, regions.cmax) if kept.all() else (regions.cmin[kept], regions.cmax[kept])
+    lo_all, hi_all = lo_all[kept], hi_all[kept]
+    order = number_regions(lo_all)
+    numbered = np.empty(len(order), dtype=np.int64)
+    numbered[order] = np.arange(len(order))
+    region = np.full(len(kept), SUPPRESSED_REGION, dtype=np.int64)
+    region[kept] = numbered
+    columns: dict[str, np.ndarray] = {"region": numbered, "size": boxes.n}
     casts: set[int] = set()  # ordered QIs whose published bounds are uploaded as text
     for i, d in enumerate(domains):
-        lo, hi = boxes.lo[:, i], boxes.hi[:, i]
+        lo, hi = lo_all[:, i], hi_all[:, i]
         if d.qi.ordered:
             first = d.first_value
             start = np.maximum(lo, first)  # the box's first non-NULL code
             empty = start > hi  # the box holds only NULL
-            kind, low, high = region_bounds(d, lo, hi, cmin[:, i], cmax[:, i], boxes.n)
+            kind, low, high = region_bounds(d, lo, hi, cmin[:, i], cmax[:, i], boxes.n, shown[i])
             if kind == "text":  # published="hierarchy": interval bounds, cast to the column's type below
                 casts.add(i)
             else:
                 low, high = low.astype(d.code_type), high.astype(d.code_type)
             columns[f"c{i}_min"], columns[f"c{i}_max"] = low, high
-            mark = empty_marker(d, hi)
+            mark = empty_marker(d, hi, shown[i])
             # narrow (Domain.code_type): the 36 code columns of nine QIs are held together until
             # uploaded, 0.2 GB as int64 at 100M rows
             columns[f"c{i}_lo"] = np.where(empty, mark, np.where(start - 1 >= first, start - 1, -1)).astype(d.code_type)
@@ -241,7 +274,8 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
     else:  # the run read a snapshot numbered by ``rid``: look its key up there
         query = exp.select(*[g.alias(g.col(c, "b"), rowmap_key(i)) for i, c in enumerate(spec.key.columns)]).from_(x).join(
             exp.alias_(source, g.ident("b"), table=True), on=exp.EQ(this=g.col(rid, "b"), expression=g.col("rid", "x")))
-    query = query.select(g.col("region", "x"), g.alias(g.col("qhash", "x"), "rhash"), copy=False)
+    query = query.select(g.alias(g.col("region", "x"), ROWMAP_REGION), g.alias(g.col("qhash", "x"), ROWMAP_HASH),
+                         copy=False)
     engine.execute(g.create_table_as(out.assignment, query, temporary=False))
     engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec), regions)))
 

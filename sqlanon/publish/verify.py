@@ -6,28 +6,17 @@ made by sqlanon, by an older version of it, or by any other tool.
 
 from __future__ import annotations
 
-from typing import Any
-
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import math
+from collections.abc import Sequence
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import (
-    TOLERANCE,
-    Constraint,
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    TCloseness,
-    VarianceDiversity,
-)
+from ..model.privacy import BAD, VALUE, KAnonymity, PrivacyModel, beyond_k, check_models
 from . import manifest
-from .class_checks import BAD, VALUE, per_class_query
 from ..engine.base import Engine
 from ..engine.calls import serialized
 from ..engine import engine_for
@@ -36,8 +25,7 @@ from .manifest import Manifest
 from ..model.qi import QI
 from ..request.checks import check_int, check_qid
 from ..engine.catalog import Source, find_source
-from .view import SUPPRESSED, root_bounds, status
-from ..request.workload import check_constraints
+from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
 
 
 @dataclass(frozen=True)
@@ -45,17 +33,19 @@ class Verification:
     """The outcome of :func:`verify`.
 
     Attributes:
-        ok: every equivalence class holds at least ``k`` rows.
+        ok: every check holds -- every equivalence class holds at least ``k`` rows, and the
+            rest :meth:`failures` names (``ok`` is ``not failures()``).
         k: the requirement checked.
         k_achieved: size of the smallest equivalence class (0 for an empty relation).
         classes: number of equivalence classes.
         rows: rows in the relation.
         violating: classes smaller than ``k``.
         columns: the columns that define the classes.
-        unplaced: rows whose ``class_column`` is NULL (0 when no class column was named). For
-            a sqlanon release these are its *suppressed* rows: they do not form a class, and
-            ``ok`` requires instead that each is fully generalized (``leaked`` counts those that
-            are not). For any other relation they fail the check.
+        unplaced: rows whose class column is NULL (0 without a class column). For a sqlanon
+            release these are its *suppressed* rows: they do not form a class, and ``ok``
+            requires instead that each is fully generalized (``leaked`` counts those that are
+            not) and that they are within the release's suppression limit. For any other
+            relation they fail the check.
         checks: one :class:`Check` per further constraint verified.
         suppressed: for a live release view, ``(reason, rows, classes)`` per reason its rows are
             suppressed now: new, changed or duplicate-key rows, classes below k, classes that
@@ -67,6 +57,14 @@ class Verification:
             suppress (:mod:`sqlanon.publish.suppression`); ``ok`` then also requires that the
             rows the recoding suppressed -- a snapshot's rows without a class, a live view's
             rows suppressed "by the recoding" -- are at most that many.
+        exposed: values the release prints (:func:`exposed_values`) that only suppressed rows
+            hold, or under ``published="domain"`` a smallest or largest value fewer than k
+            published rows hold; ``ok`` requires none. Checked for a live release view (its rows
+            matched to the source by key) and, at publication, for a snapshot's.
+        class_column: the class column checked: the one given, or for a sqlanon release the
+            one its manifest records (None: rows grouped on their QI columns alone).
+        release: the relation was checked as a sqlanon release (its manifest names it and the
+            class column is the release's): suppressed rows judged as above.
     """
 
     ok: bool
@@ -82,6 +80,39 @@ class Verification:
     leaked: int = 0
     qids: tuple[QIDCheck, ...] = ()
     suppression_limit: int | None = None
+    exposed: int = 0
+    class_column: str | None = None
+    release: bool = False
+
+    def failures(self) -> tuple[str, ...]:
+        """The checks that fail, by name (empty exactly when ``ok``): k-anonymity (a class below
+        k; rows without a class outside a release; no rows at all), a release's suppressed rows
+        not fully generalized or beyond its limit, values only suppressed rows hold printed,
+        each constraint, each QID. The command line prints these and exits with ``ok``'s status."""
+        out: list[str] = []
+        unplaced = self.unplaced and not self.release  # a release's are its suppressed rows
+        empty = not self.classes and not (self.release and self.unplaced)
+        if self.violating or unplaced or empty:
+            out.append(KAnonymity(self.k).describe())
+        if self.leaked:
+            out.append("suppressed rows fully generalized")
+        if self.suppression_limit is not None and self.recoded > self.suppression_limit:
+            out.append(f"suppression limit ({self.suppression_limit:,} rows)")
+        if self.exposed:
+            out.append(f"no value held only by suppressed rows or fewer than k rows printed ({self.exposed:,} printed)")
+        out += [c.constraint for c in self.checks if not c.ok]
+        out += [f"QID {', '.join(q.qid)} k={q.k}" for q in self.qids if not q.ok]
+        return tuple(out)
+
+    @property
+    def recoded(self) -> int:
+        """Rows of a release suppressed by its recoding (what ``suppression_limit`` bounds): a
+        live view's rows suppressed "by the recoding", a snapshot's rows without a class."""
+        if not self.release:
+            return 0
+        if self.suppressed:
+            return sum(n for reason, n, _ in self.suppressed if reason == SUPPRESSED)
+        return self.unplaced
 
 
 @dataclass(frozen=True)
@@ -98,14 +129,15 @@ class QIDCheck:
 
 @dataclass(frozen=True)
 class Check:
-    """One constraint verified on the published relation: ``achieved`` is the worst class's
-    value of the constrained measure (distinct values, entropy l = e^H, variance, or for
-    recursive (c,l) the number of violating classes) and ``violating`` the classes that fail."""
+    """One privacy model verified on the published relation: ``achieved`` is the worst class's
+    value of the model's measure (``measure``: distinct values, l = e^entropy, x1/(xl+...+xm),
+    variance, an EMD, ...; NaN without classes) and ``violating`` the classes that fail."""
 
     constraint: str
     ok: bool
     achieved: float
     violating: int
+    measure: str = ""
 
 
 def class_columns(columns: Sequence[str], qid: Sequence[str]) -> tuple[str, ...]:
@@ -133,7 +165,7 @@ def verify(
     k: int,
     *,
     class_column: str | None = None,
-    constraints: Sequence[Constraint] = (),
+    constraints: Sequence[PrivacyModel] = (),
     qids: Sequence[tuple[Sequence[str], int]] | None = None,
 ) -> Verification:
     """Check k-anonymity of ``relation`` over the QIs, in one SQL statement.
@@ -144,17 +176,20 @@ def verify(
         qid: the quasi-identifiers; a QI published as a range may be named by its base name
             (``age`` stands for ``age_min`` and ``age_max``).
         k: the requirement.
-        class_column: optionally, the class column (``eq_class`` of a release). Rows where it
-            is NULL are counted as ``unplaced``: for a sqlanon release (its manifest names the
-            relation) they are its suppressed rows, which form no class and must each be fully
-            generalized; for any other relation they fail the check.
-        constraints: further constraints to check per class (``DistinctLDiversity``,
+        class_column: the class column (``eq_class`` of a release). Default: for a sqlanon
+            release (its manifest names the relation), the class column its manifest records;
+            for any other relation, none. Rows where it is NULL are counted as ``unplaced``: for
+            a release checked with its own class column they are its suppressed rows, which
+            form no class and must each be fully generalized and within the release's
+            suppression limit; for any other relation (or another column) they fail the check.
+        constraints: further privacy models to check per class (``DistinctLDiversity``,
             ``EntropyLDiversity``, ``RecursiveCLDiversity``, ``VarianceDiversity``,
-            ``TCloseness``: the whole relation's distribution, suppressed rows included, is its
-            reference), each with its own SQL statement over the relation.
+            ``TCloseness``, ``DeltaDisclosure``, ``BetaLikeness``: for the last three the whole
+            relation's distribution, suppressed rows included, is the reference), each with its
+            own SQL statement over the relation (the model's per-class measure).
         qids: further ``(columns, k)`` pairs (several QIDs, each with its own k): each checked
             by its own statement grouping the relation on that QID's columns. Default: those a
-            single-dimensional release recorded in its manifest (when ``class_column`` is given).
+            single-dimensional release recorded in its manifest.
 
     Rows are grouped on the QI columns with NULLs grouping together (SQL ``GROUP BY``); without
     a release's class column, rows with identical published values form one class like any
@@ -172,7 +207,7 @@ def verify(
     except InputError:
         raise InputError(f"k must be a positive integer, got {k!r}") from None
     qid = check_qid(qid)
-    constraints = check_constraints(constraints)
+    constraints = check_models(constraints)
     if class_column is not None and (not isinstance(class_column, str) or not class_column):
         raise InputError(f"class_column must be a column name (or None), got {class_column!r}")
     pairs = None if qids is None else [(tuple(check_qid(c)), check_int("qids k", n, 1)) for c, n in qids]
@@ -187,42 +222,38 @@ def verify_source(
     k: int,
     *,
     class_column: str | None = None,
-    constraints: Sequence[Constraint] = (),
+    constraints: Sequence[PrivacyModel] = (),
     qids: Sequence[tuple[Sequence[str], int]] | None = None,
 ) -> Verification:
     """:func:`verify` of a relation already found (``source.ref`` and ``source.column_names``
     are used), with the arguments already checked."""
     columns = class_columns(source.column_names, qid)
-    if class_column is not None and class_column not in source.column_names:
-        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
-    release = _release(engine, source) if class_column is not None else None
+    release, class_column = release_of(engine, source, class_column)
     shape = None if release is None else (release.qis, release.ref(release.rules), release.size_column)
     query = class_sizes_query(source.ref, columns, k, class_column, shape)
     classes, smallest, total, violating, unplaced, suppressed, leaked = engine.fetch_rows(query)[0]
     suppressed_rows, leaked = int(suppressed or 0), int(leaked or 0)
     checked: exp.Expression = source.ref
+    placed: exp.Expression | None = None
     reasons: tuple[tuple[str, int, int], ...] = ()
-    if release is not None:  # suppressed rows are no class: the constraints judge the others
+    if release is not None:  # suppressed rows are no class: the models judge the others
         assert class_column is not None
         placed = exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null()))
         checked = exp.Subquery(this=exp.select(exp.Star()).from_(source.ref).where(placed))
         live = release.live_view()
         if live is not None and suppressed_rows:
             reasons = tuple((str(r), int(n), int(c)) for r, n, c in engine.fetch_rows(status(engine, live)))
-    checks = tuple(_closeness(engine, source, columns, c, class_column if release is not None else None)
-                   if isinstance(c, TCloseness) else _check(engine, source, checked, columns, c)
-                   for c in constraints if not isinstance(c, KAnonymity))
+    checks = tuple(_check(engine, source, columns, c, placed) for c in beyond_k(constraints, k))
     if qids is None and release is not None:
         qids = release.qids
     per_qid = tuple(_check_qid(engine, source, checked, tuple(c), n) for c, n in (qids or ()))
     unplaced = int(unplaced or 0) + suppressed_rows
+    live = release.live_view() if release is not None else None
+    exposed = (exposed_values(engine, released_rows(engine, live), release.qis, release.ref(release.rules),
+                              source.ref, release.k) if live is not None else 0)
     limit = release.suppression_limit if release is not None else None
-    recoded = (sum(n for r, n, _ in reasons if r == SUPPRESSED) if release is not None and release.live_view() is not None
-               else suppressed_rows)
-    return Verification(
-        ok=(int(violating or 0) == 0 and (int(classes or 0) > 0 or suppressed_rows > 0) and not leaked
-            and (release is not None or not unplaced) and all(c.ok for c in checks) and all(q.ok for q in per_qid)
-            and (limit is None or recoded <= limit)),
+    result = Verification(
+        ok=False,  # below: ok is not failures()
         k=k,
         k_achieved=int(smallest or 0),
         classes=int(classes or 0),
@@ -235,7 +266,11 @@ def verify_source(
         leaked=leaked,
         qids=per_qid,
         suppression_limit=limit,
+        exposed=exposed,
+        class_column=class_column,
+        release=release is not None,
     )
+    return dataclasses.replace(result, ok=not result.failures())
 
 
 def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tuple[str, ...], k: int) -> QIDCheck:
@@ -243,6 +278,25 @@ def _check_qid(engine: Engine, source: Source, checked: exp.Expression, qid: tup
     columns = class_columns(source.column_names, qid)
     classes, smallest, _, violating, *_ = engine.fetch_rows(class_sizes_query(checked, columns, k))[0]
     return QIDCheck(qid, k, not int(violating or 0), int(smallest or 0), int(violating or 0))
+
+
+def release_of(engine: Engine, source: Source, class_column: str | None) -> tuple[Manifest | None, str | None]:
+    """``(manifest, class column)`` to check ``source`` with: for the published relation of a
+    sqlanon release, its manifest and -- unless another column is named -- the class column it
+    records; a named column that is not the release's makes it a plain relation (its NULLs are
+    no suppressed rows: fail closed). ``(None, class_column)`` for any other relation.
+
+    Raises:
+        UnknownColumnError: ``class_column`` names no column of ``source``.
+    """
+    if class_column is not None and class_column not in source.column_names:
+        raise UnknownColumnError(f"no column {class_column!r}." + did_you_mean(class_column, source.column_names))
+    release = _release(engine, source)
+    if release is None or release.class_column not in source.column_names:
+        return None, class_column
+    if class_column is not None and class_column != release.class_column:
+        return None, class_column
+    return release, release.class_column
 
 
 def _release(engine: Engine, source: Source) -> Manifest | None:
@@ -287,55 +341,71 @@ def class_sizes_query(relation: exp.Expression, columns: Sequence[str], k: int, 
                       grouped=values, unplaced=unplaced, suppressed=suppressed, leaked=leaked, root=one_row)
 
 
-def _check(engine: Engine, source, checked: exp.Expression, columns: tuple[str, ...], c: Constraint) -> Check:
-    """Verify one diversity constraint on every class of the relation (``checked``: its rows
-    that form classes), in SQL."""
-    column = (c.class_columns + c.numeric_columns)[0]
-    if column not in source.column_names:
-        raise UnknownColumnError(f"no column {column!r} to check {c.describe()}." + did_you_mean(column, source.column_names))
-    common = {"source": checked, "columns": [g.col(x) for x in columns], "sensitive": g.col(column)}
-    if isinstance(c, VarianceDiversity):
-        classes, low, bad = engine.fetch_rows(g.template("check_variance", v=g.lit(float(c.v) * (1 - TOLERANCE)), **common))[0]
-        if not classes:  # every row suppressed: no class to violate anything
-            return Check(c.describe(), True, math.nan, 0)
-        return Check(c.describe(), not bad, float(low or 0.0), int(bad or 0))
-    l = c.l if isinstance(c, RecursiveCLDiversity) else 1
-    factor = float(c.c) if isinstance(c, RecursiveCLDiversity) else 1.0
-    classes, distinct, entropy, recursive_bad = engine.fetch_rows(
-        g.template("check_sensitive", c=g.lit(factor), l=g.lit(int(l)), **common)
-    )[0]
-    if not classes:
-        return Check(c.describe(), True, math.nan, 0)
-    if isinstance(c, DistinctLDiversity):
-        return Check(c.describe(), int(distinct or 0) >= c.l, float(distinct or 0), _count_below(engine, common, c))
-    if isinstance(c, EntropyLDiversity):
-        ok = float(entropy or 0.0) >= math.log(c.l) - TOLERANCE
-        return Check(c.describe(), ok, math.exp(float(entropy or 0.0)), 0 if ok else _count_below(engine, common, c))
-    return Check(c.describe(), not recursive_bad, float(recursive_bad or 0), int(recursive_bad or 0))
+def _check(engine: Engine, source: Source, columns: tuple[str, ...], c: PrivacyModel,
+           placed: exp.Expression | None) -> Check:
+    """Verify one privacy model on every class of the relation (``placed``: which of its rows
+    form classes; all do when None), in one statement over the model's per-class measure
+    (``sql/check_classes.sql``)."""
+    for column in c.class_columns + c.numeric_columns:
+        if column not in source.column_names:
+            raise UnknownColumnError(f"no column {column!r} to check {c.describe()}."
+                                     + did_you_mean(column, source.column_names))
+    per = exp.Subquery(this=c.per_class(source.ref, columns, where=placed), alias=exp.TableAlias(this=g.ident("p")))
+    worst = (exp.Max if c.worst == "max" else exp.Min)(this=g.col(VALUE))
+    classes, achieved, bad = engine.fetch_rows(g.template("check_classes", per_class=per, worst=worst,
+                                                          bad=g.col(BAD)))[0]
+    if not classes:  # every row suppressed: no class to violate anything
+        return Check(c.describe(), True, math.nan, 0, c.measure)
+    return Check(c.describe(), not bad, float(achieved if achieved is not None else math.nan), int(bad or 0),
+                 c.measure)
 
 
-def _closeness(engine: Engine, source: Source, columns: tuple[str, ...], c: TCloseness, class_column: str | None) -> Check:
-    """Verify t-closeness on every class (``sql/check_closeness.sql`` over the per-class EMDs of
-    :mod:`sqlanon.publish.closeness`): the reference distribution is the whole relation's,
-    suppressed rows included; the classes are its rows with a class (all rows without a
-    release's class column). ``achieved`` is the largest EMD."""
-    if c.sensitive not in source.column_names:
-        raise UnknownColumnError(f"no column {c.sensitive!r} to check {c.describe()}."
-                                 + did_you_mean(c.sensitive, source.column_names))
-    placed = None if class_column is None else exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null()))
-    per = exp.Subquery(this=per_class_query(source.ref, columns, c, where=placed), alias=exp.TableAlias(this=g.ident("p")))
-    classes, worst, bad = engine.fetch_rows(g.template("check_closeness", per_class=per, value=g.col(VALUE),
-                                                       bad=g.col(BAD)))[0]
-    if not classes:
-        return Check(c.describe(), True, math.nan, 0)
-    return Check(c.describe(), not bad, float(worst or 0.0), int(bad or 0))
+def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rules: exp.Table, view: exp.Expression,
+                   k: int) -> int:
+    """How many values the release prints that it may not (issue 49): per ordered QI, a value of
+    its published bounds (view and rules; not a ``"hierarchy"`` interval, the custodian's) or
+    box edges (rules) that only rows the recoding suppressed hold, or -- under ``"domain"`` --
+    the smallest or largest published value when fewer than ``k`` published rows hold it (an
+    empty range's marker ``q_lo = q_hi`` apart, README's one exception). ``rows``: every row
+    of the release with its QI values and the flags :data:`~sqlanon.publish.view.PLACED` and
+    :data:`~sqlanon.publish.view.RECODED`. One statement per ordered QI."""
+    total = 0
+    for q in qis:
+        if not q.ordered:
+            continue
+        x, r = g.col(q.name), exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("r")))
+        per_value = (exp.select(g.alias(x, "x"), g.alias(exp.Sum(this=g.col(PLACED)), "shown"),
+                                g.alias(exp.Sum(this=g.col(RECODED)), "hid"))
+                     .from_(r).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))).group_by(x.copy()))
+        low, high = q.published
+        lo_col, hi_col = q.box_columns[:2]
+        printed: list[exp.Select] = []
+        marker = exp.EQ(this=g.col(lo_col), expression=g.col(hi_col))
+        for relation, columns in ((rules, ([low, high] if q.bounds != "hierarchy" else []) + [lo_col, hi_col]),
+                                  (view, [low, high] if q.bounds != "hierarchy" else [])):
+            for c in columns:
+                is_marker = (exp.Coalesce(this=marker.copy(), expressions=[exp.false()])
+                             if relation is rules and c in (lo_col, hi_col) else exp.false())
+                printed.append(exp.select(g.alias(g.col(c), "x"), g.alias(is_marker, "m")).from_(relation.copy()))
+        union: exp.Query = printed[0]
+        for p in printed[1:]:
+            union = exp.union(union, p, distinct=False)
+        shown = exp.GT(this=g.col("shown", "v"), expression=g.lit(0))
+        bad = exp.and_(exp.EQ(this=g.col("shown", "v"), expression=g.lit(0)),
+                       exp.GT(this=g.col("hid", "v"), expression=g.lit(0)))
+        if q.bounds == "domain":
+            def end(agg: type[exp.Func]) -> exp.Subquery:
+                return exp.Subquery(this=exp.select(agg(this=g.col("x"))).from_(g.table("v")).where(
+                    exp.GT(this=g.col("shown"), expression=g.lit(0))))
 
-
-def _count_below(engine: Engine, common: dict, c: Constraint) -> int:
-    """Classes failing a distinct or entropy l-diversity requirement (only computed on failure)."""
-    per_class = g.template("class_diversity", **common)
-    rows = engine.fetch_rows(per_class)
-    if isinstance(c, DistinctLDiversity):
-        return sum(1 for distinct, _ in rows if distinct < c.l)
-    return sum(1 for _, entropy in rows if entropy < math.log(c.l) - TOLERANCE)
-
+            thin = exp.and_(shown, exp.LT(this=g.col("shown", "v"), expression=g.lit(k)), exp.Not(this=g.col("m", "p")),
+                            exp.or_(exp.EQ(this=g.col("x", "v"), expression=end(exp.Min)),
+                                    exp.EQ(this=g.col("x", "v"), expression=end(exp.Max))))
+            bad = exp.or_(bad, thin)
+        query = (exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table("p"), g.ident("p"), table=True))
+                 .join(exp.alias_(g.table("v"), g.ident("v"), table=True),
+                       on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
+                 .where(bad)
+                 .with_(g.ident("v"), as_=per_value).with_(g.ident("p"), as_=union))
+        total += int(engine.fetch_rows(query)[0][0])
+    return total

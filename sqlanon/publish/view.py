@@ -12,7 +12,7 @@ hold at query time, not only when it was published. Each time the view is read:
    matches nothing: it has no region.
 2. **live**: a region whose matched rows still meet the requirement: at least ``k`` rows and
    every constraint (distinct / entropy / recursive (c,l)-diversity, variance diversity),
-   evaluated with the same formulas the partitioner used (:mod:`sqlanon.model.constraints`).
+   evaluated with the same formulas the partitioner used (:mod:`sqlanon.model.privacy`).
 3. every row of a live region is published with the region's bounds and its class id; every
    other row is **suppressed**: class column NULL and every QI fully generalized -- a
    hierarchical QI the hierarchy's root label, an ordered QI the bounds of the whole release
@@ -41,9 +41,9 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..model.qi import QI
 from ..engine.base import Engine
-from .class_checks import BAD, per_class_query
-from ..model.constraints import Constraint, KAnonymity
+from ..model.privacy import BAD, KAnonymity, PrivacyModel, beyond_k
 from ..engine.catalog import free_name
+from ..model.manifest_format import rowmap_key
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"
@@ -63,7 +63,7 @@ class LiveView:
     key_declared: bool
     guarded: tuple[str, ...]
     k: int
-    constraints: tuple[Constraint, ...]
+    constraints: tuple[PrivacyModel, ...]
     rowmap: str | exp.Table  # a name in the current schema, or a qualified reference
     rules: str | exp.Table
     region_column: str
@@ -81,11 +81,6 @@ class LiveView:
         """The matched rows' flag: the row map vouches for the row and the recoding suppressed
         it (:mod:`sqlanon.publish.suppression`)."""
         return free_name("__sqlanon_suppressed", self.columns)
-
-
-def rowmap_key(i: int) -> str:
-    """The row map's column holding the ``i``-th key column."""
-    return f"key{i}"
 
 
 def _ref(name: str | exp.Table) -> exp.Table:
@@ -123,12 +118,12 @@ def _matched(engine: Engine, v: LiveView) -> exp.Select:
 
 def _judged(v: LiveView) -> list[tuple[str, str, exp.Select]]:
     """The requirement as ``(reason, cte name, per-class query)``: k first, then every constraint
-    of the release, each judging every region of the matched rows
-    (:func:`sqlanon.publish.class_checks.per_class_query`: one row per region, ``BAD`` when it fails)."""
+    of the release, each judging every region of the matched rows (the model's per-class
+    measure, :meth:`~sqlanon.model.privacy.PrivacyModel.per_class`: one row per region, ``BAD``
+    when it fails)."""
     placed = exp.Not(this=exp.Is(this=g.col(v.region_alias), expression=exp.Null()))
-    requirement = [KAnonymity(v.k), *[c for c in v.constraints if not isinstance(c, KAnonymity)]]
-    return [(f"class below k={v.k}" if isinstance(c, KAnonymity) else f"violates {c.describe()}", f"c{j}",
-             per_class_query(g.table("matched"), [v.region_alias], c, where=placed))
+    requirement: list[PrivacyModel] = [KAnonymity(v.k), *beyond_k(v.constraints, v.k)]
+    return [(c.reason(), f"c{j}", c.per_class(g.table("matched"), [v.region_alias], where=placed))
             for j, c in enumerate(requirement)]
 
 
@@ -291,3 +286,18 @@ def status(engine: Engine, v: LiveView) -> exp.Select:
              .group_by(g.col("reason")).order_by(g.col("reason")))
     return _with(query, [("matched", _matched(engine, v)), *[(name, q) for _, name, q in judged],
                          *([("qids_hold", _qids_hold(v))] if v.qids else [])])
+
+
+#: The columns :func:`released_rows` adds to the QIs: 1 for a row published in a class, 1 for a
+#: row the recoding suppressed (:func:`sqlanon.publish.verify.exposed_values`).
+PLACED, RECODED = "__sqlanon_placed", "__sqlanon_recoded"
+
+
+def released_rows(engine: Engine, v: LiveView) -> exp.Select:
+    """Each source row of a live release with its QI values and whether the row map places it
+    in a class (:data:`PLACED`) or the recoding suppressed it (:data:`RECODED`), for
+    :func:`sqlanon.publish.verify.exposed_values`."""
+    placed = exp.Case().when(exp.Not(this=exp.Is(this=g.col(v.region_alias), expression=exp.Null())), g.lit(1)).else_(g.lit(0))
+    recoded = exp.Case().when(g.col(v.suppressed_alias), g.lit(1)).else_(g.lit(0))
+    return exp.select(*[g.col(q.name) for q in v.qis], g.alias(placed, PLACED), g.alias(recoded, RECODED)).from_(
+        _sub(_matched(engine, v), "m"))

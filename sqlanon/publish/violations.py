@@ -4,19 +4,14 @@
 how many classes fail). This module names the failing classes, worst first, with the value of
 the measure the constraint bounds, so that a DBA sees *which* rows to look at:
 
-=============================  =====================================  ====================  =====
-constraint                     measure per class                      fails when            worst
-=============================  =====================================  ====================  =====
-k-anonymity(k)                 rows                                   rows < k              min
-distinct l-diversity(s, l)     distinct values of s (NULL is one)     value < l             min
-entropy l-diversity(s, l)      l = e^H, H the entropy of s (nats)     H < ln l - tol        min
-recursive (c,l)-diversity      x_1 / (x_l + ... + x_m), counts of s   not x_1 < c * tail    max
-variance diversity(s, v)       population variance of s (NULLs out)   variance < v (1-tol)  min
-=============================  =====================================  ====================  =====
+each privacy model's per-class measure (its ``measure``; the worst is its smallest or largest
+value, its ``worst``): rows for k-anonymity, distinct values, l = e^entropy, x1/(xl+...+xm),
+variance, the EMD from the whole relation, max |log2(p/q)|, max (p-q)/q
+(:mod:`sqlanon.model.privacy`).
 
-The verdicts are those of :mod:`sqlanon.publish.verify` (same grouping -- NULLs group together -- and the
-same tolerance, :data:`sqlanon.model.constraints.TOLERANCE`), computed here per class so the classes can
-be listed. :func:`sqlanon.apply` uses :func:`per_class_query` to find the classes it suppresses.
+It is the one per-class statement :func:`sqlanon.verify`, the live view and :func:`sqlanon.apply`
+judge classes with (:meth:`~sqlanon.model.privacy.PrivacyModel.per_class`), so the verdicts are
+the same; here the classes are listed.
 """
 
 from __future__ import annotations
@@ -28,31 +23,11 @@ from typing import Any
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import (
-    Constraint,
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    TCloseness,
-    VarianceDiversity,
-)
-from .class_checks import BAD, SIZE, VALUE, per_class_query
+from ..model.privacy import BAD, SIZE, VALUE, PrivacyModel, check_models
 from ..engine import engine_for
 from ..errors import UnknownColumnError, did_you_mean
 from ..engine.catalog import find_source
-from .verify import class_columns
-
-#: What the measure of each constraint kind is, for listings.
-MEASURES: dict[type, str] = {
-    KAnonymity: "rows",
-    DistinctLDiversity: "distinct values",
-    EntropyLDiversity: "l = e^entropy",
-    RecursiveCLDiversity: "x1/(xl+...+xm)",
-    VarianceDiversity: "variance",
-    TCloseness: "EMD from the whole relation",
-}
-
+from .verify import class_columns, release_of
 
 @dataclass(frozen=True)
 class ClassViolation:
@@ -85,7 +60,8 @@ class Violations:
 
 
 def violations(
-    con: Any, relation: str, qid: Sequence[str], constraint: Constraint, limit: int = 20,
+    con: Any, relation: str, qid: Sequence[str], constraint: PrivacyModel, limit: int = 20, *,
+    class_column: str | None = None,
 ) -> Violations:
     """The classes of ``relation`` over the QIs that break ``constraint``, worst first.
 
@@ -93,21 +69,28 @@ def violations(
         con: a DuckDB or PostgreSQL (psycopg) connection.
         relation: table or view (or files), as for :func:`sqlanon.verify`.
         qid: the QIs; ``age`` stands for ``age_min``/``age_max`` when the relation has those.
-        constraint: :class:`~sqlanon.KAnonymity` or one of the diversity constraints.
+        constraint: a privacy model (:class:`~sqlanon.KAnonymity`, a diversity model, ...).
         limit: at most this many classes are listed (all are counted).
+        class_column: as for :func:`sqlanon.verify`: a sqlanon release's suppressed rows (its
+            class column NULL) form no class, so none of its classes lists them.
 
     Raises:
         InputError: (and subclasses) unknown relation or column, or not a constraint.
     """
     engine = engine_for(con)
+    (constraint,) = check_models([constraint], "violations()")
     source = find_source(engine, engine.objects(), relation, count=False)
     columns = class_columns(source.column_names, qid)
     for name in constraint.class_columns + constraint.numeric_columns:
         if name not in source.column_names:
             raise UnknownColumnError(f"no column {name!r} to check {constraint.describe()}."
                                      + did_you_mean(name, source.column_names))
-    per = exp.Subquery(this=per_class_query(source.ref, columns, constraint), alias=exp.TableAlias(this=g.ident("c")))
-    highest = isinstance(constraint, (RecursiveCLDiversity, TCloseness))  # a larger ratio / distance is worse
+    release, class_column = release_of(engine, source, class_column)
+    placed = (exp.Not(this=exp.Is(this=g.col(class_column), expression=exp.Null())) if release is not None
+              else None)
+    per = exp.Subquery(this=constraint.per_class(source.ref, columns, where=placed),
+                       alias=exp.TableAlias(this=g.ident("c")))
+    highest = constraint.worst == "max"
     worst_of = exp.Max if highest else exp.Min
     bad_count, worst = engine.fetch_rows(exp.select(
         exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=g.col(BAD))),
@@ -121,5 +104,5 @@ def violations(
                  .where(g.col(BAD)).order_by(*order).limit(limit))
         listed = [ClassViolation(int(row[-2]), float(row[-1]), dict(zip(columns, row[:-2])))
                   for row in engine.fetch_rows(query)]
-    return Violations(constraint.describe(), MEASURES[type(constraint)], None if worst is None else float(worst),
+    return Violations(constraint.describe(), constraint.measure, None if worst is None else float(worst),
                       int(bad_count or 0), tuple(listed))

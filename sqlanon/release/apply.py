@@ -74,10 +74,18 @@ a row reaches holds its values. Then:
   the smallest interval covering them) -- not the training table's overall bounds, which would
   tell a learner nothing. (Rules of releases made before this stored NULL there: such a region's
   ordered QIs are then fully generalized, as below);
-* not placed -- a value of a hierarchical QI that is no leaf of the hierarchy (an unseen
-  category), or NULL in a hierarchical QI whose training column had no NULLs (so the hierarchy
-  has no NULL leaf); ordered QIs place every value, NULL included (NULL sorts first) and NaN
-  (sorted after every number): **fully generalized**: ``eq_class`` NULL, every hierarchical QI
+* an *unknown* hierarchical value -- no leaf of the hierarchy (an unseen category), or NULL in
+  a hierarchical QI whose training column had no NULLs (so the hierarchy has no NULL leaf) --
+  places nothing on its own QI; ordered QIs place every value, NULL included (NULL sorts first)
+  and NaN (sorted after every number). The row is **placed at the root** of that QI when its
+  other values place it: when exactly one region's box holds them whatever the unknown value is
+  -- the walk meets no cut on that QI, so that region's box spans the QI's whole domain (its
+  node is the root, or a node above every leaf). Such a row is published exactly as that
+  region's other rows (its ``eq_class``, its label, its bounds): it joins their class, truthful
+  on every QI, and adds no new class. When a cut on the unknown QI decides between regions the
+  row could be in, choosing one would publish a node the row's value is not known to be under,
+  so the row is *not placed*;
+* not placed: **fully generalized**: ``eq_class`` NULL, every hierarchical QI
   the root's label, every ordered QI the bounds of the whole training table, ``q_min`` = the
   smallest published ``q_min`` of the release's non-empty regions (NULL when the training column
   had NULLs, as in the view: NULL sorts first) and ``q_max`` the largest ``q_max``.
@@ -91,11 +99,24 @@ reports the output's classes (rows grouped by ``eq_class``, NULL left out), the 
 (``k_achieved``) and how many are below the release's k (``below_k``), and :func:`apply` warns
 with a :class:`~sqlanon.errors.PrivacyWarning` when some are. ``enforce=True`` suppresses every
 class below k -- and every class breaking one of the release's diversity constraints, read back
-from its manifest's records (:func:`sqlanon.model.constraints.from_record`) -- as a whole, in the same
+from its manifest's records (:func:`sqlanon.model.privacy.from_record`) -- as a whole, in the same
 transaction: its rows are published like unplaced rows (``eq_class`` NULL, every QI fully
 generalized as above). Afterwards every class of the output holds at least k rows and meets the
 release's constraints; the suppressed rows are one fully generalized group, as everywhere in
 sqlanon.
+
+**Rows placed at the root, and "the class still meets the requirement".** A row placed at the
+root joins a class whose rows all publish the same values, so the class is judged with it:
+
+* without ``enforce``, apply guarantees nothing about classes, and the requirement it reports is
+  k: a row added to a class never makes it smaller, so rows placed at the root are always
+  placed, and counted in ``classes``, ``k_achieved`` and ``below_k`` like the others;
+* with ``enforce``, the requirement is k *and* the release's constraints, and diversity is not
+  monotone (one more row of the majority value lowers a class's entropy). A class that meets
+  them with its rows placed at the root keeps them (they may even bring it to k); one that fails
+  with them but meets every constraint without them loses only them (they are suppressed, the
+  class stays as the plain recoding would have had it); one that fails either way is
+  suppressed whole, as before.
 """
 
 from __future__ import annotations
@@ -109,11 +130,11 @@ import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..engine.base import Engine
+from ..engine.base import Engine, Name
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..laps import Laps
-from ..model.constraints import Constraint, KAnonymity
+from ..model.privacy import BAD, SIZE, KAnonymity, PrivacyModel, beyond_k
 from ..errors import (
     InputError,
     ObjectExistsError,
@@ -132,7 +153,6 @@ from ..model.tiling import Tree, guillotine
 from ..engine.catalog import Source, distinct_values, find_source
 from ..request.checks import case_duplicate, check_bool, check_free
 from ..model.qi import classify
-from ..publish.class_checks import BAD, SIZE, per_class_query
 from ..publish.view import root_bound
 
 _BIGINT = exp.DataType.build("BIGINT")
@@ -149,7 +169,8 @@ class Applied:
         table: the input table (or file path).
         rows: rows of the input = rows of ``view``.
         placed: rows the rules placed in a region (their ``eq_class`` is the region's, unless
-            ``enforce`` suppressed their class).
+            ``enforce`` suppressed them), rows with an unknown hierarchical value placed at the
+            root included.
         unplaced: rows no rule can place, published fully generalized (``eq_class`` NULL).
         elapsed: wall-clock seconds of the call.
         depth: levels of the reconstructed partition tree (hash joins of the walk).
@@ -162,9 +183,11 @@ class Applied:
         below_k: classes of the output with fewer than ``k`` rows (0 after ``enforce``).
         enforced: the constraints ``enforce`` applied (``describe()`` texts: k-anonymity and the
             release's diversity constraints); empty without ``enforce``.
-        suppressed_classes: classes ``enforce`` suppressed (below k, or breaking a constraint).
-        suppressed_rows: rows of those classes, published fully generalized with ``eq_class``
-            NULL.
+        suppressed_classes: classes ``enforce`` suppressed whole (below k, or breaking a
+            constraint): no row of theirs is left in a class.
+        suppressed_rows: rows ``enforce`` suppressed (those classes' rows, and rows placed at the
+            root that broke a class meeting the requirement without them), published fully
+            generalized with ``eq_class`` NULL.
     """
 
     view: str
@@ -211,7 +234,9 @@ def apply(
         enforce: suppress, as a whole, every class of the output with fewer than the release's
             k rows or breaking one of the release's diversity constraints (``table`` then needs
             the constrained sensitive columns): its rows are published fully generalized with
-            ``eq_class`` NULL, so every remaining class meets the release's requirement.
+            ``eq_class`` NULL, so every remaining class meets the release's requirement. A class
+            that meets it without its rows placed at the root (an unknown hierarchical value, see
+            the module docstring) loses only those rows.
 
     Returns:
         An :class:`Applied`: with the output's classes, smallest class and classes below k.
@@ -263,13 +288,16 @@ def apply(
         if not np.array_equal(tree.locate(b), np.arange(len(region))):  # each box's corner reaches it
             raise SqlanonError("internal error: the partition tree does not reach every region")
         nodes = _node_table(engine, m, tree, region, bounds, rule_types)
-        codes = {q.name: _leaf_code_table(engine, q, m.hierarchies[q.name], source)
-                 for q in m.qis if q.kind == "hierarchy"}
+        codes = {q.name: _leaf_code_table(engine, i, q, m.hierarchies[q.name], source)
+                 for i, q in enumerate(m.qis) if q.kind == "hierarchy"}
         targets, root = _targets_table(engine, m), _root_table(engine, m)
         lap("tree")
         order = _branch_order(tree, size, len(m.qis))
-        query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types)
-        suppress = (lambda staging: _suppress(engine, m, staging, enforced, root)) if enforced else None
+        # enforce judges the rows placed with an unknown hierarchical value apart (_suppress)
+        marker = f"{engine.prefix}at_root" if enforced and codes else None
+        query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types,
+                            marker)
+        suppress = (lambda staging: _suppress(engine, m, staging, enforced, root, marker)) if enforced else None
         rows, placed, (suppressed_classes, suppressed_rows) = _create(engine, name, existing, query, source, m.class_column, suppress)
         lap("walk")
         classes, k_achieved, below_k = _class_sizes(engine, name, m.k, m.class_column)
@@ -290,11 +318,11 @@ def apply(
 
 
 # -- what apply guarantees ---------------------------------------------------------------------
-def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]:
+def _enforced_constraints(m: Manifest, source: Source) -> tuple[PrivacyModel, ...]:
     """k-anonymity with the release's k and the release's other constraints, from the manifest's
     records; refuses constraints this version cannot read back and constrained columns the
     input lacks."""
-    out: list[Constraint] = [KAnonymity(m.k)]
+    out: list[PrivacyModel] = [KAnonymity(m.k)]
     if any(set(columns) != set(m.qid) for columns, _ in m.qids):
         raise RecodingError(f"cannot enforce release {m.view!r}: it has several QIDs, each with its own k, and "
                             f"enforce suppresses classes below one k; check the output per QID with "
@@ -304,10 +332,8 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
                          f"{m.view!r}: this "
                          f"version cannot read them back (a newer kind, or a manifest of sqlanon 0.1, which recorded "
                          f"them only as text); publish the release again to enforce them")
-    for c in m.constraint_objects:
+    for c in beyond_k(m.constraint_objects, m.k):  # the release's k: already first
         text = c.describe()
-        if isinstance(c, KAnonymity):
-            continue  # the release's k, already first
         for column in c.class_columns + c.numeric_columns:
             if column not in source.column_names:
                 where = source.path or source.name
@@ -319,27 +345,44 @@ def _enforced_constraints(m: Manifest, source: Source) -> tuple[Constraint, ...]
 
 
 def _suppress(
-    engine: Engine, m: Manifest, name: str, constraints: Sequence[Constraint], root: str | None,
+    engine: Engine, m: Manifest, name: str, constraints: Sequence[PrivacyModel], root: str | None,
+    marker: str | None = None,
 ) -> tuple[str, tuple[int, int]]:
-    """Suppress every class of the new table ``name`` that breaks a constraint: its rows get
-    ``eq_class`` NULL and every QI fully generalized (the hierarchy's root label; the bounds of
-    the whole training table from ``root``), as unplaced rows are. The rows are rewritten into a
-    new table (Spark's Parquet tables have no ``UPDATE``), which replaces ``name``. Returns the
-    table now holding the rows and ``(classes, rows)`` suppressed."""
+    """Suppress what breaks a constraint in the new table ``name``: its rows get ``eq_class``
+    NULL and every QI fully generalized (the hierarchy's root label; the bounds of the whole
+    training table from ``root``), as unplaced rows are. ``marker`` (a boolean column, dropped
+    here) flags the rows placed with an unknown hierarchical value: a class that fails with them
+    but meets every constraint without them loses only them; a class that fails either way is
+    suppressed as a whole. The rows are rewritten into a new table (Spark's Parquet tables have
+    no ``UPDATE``), which replaces ``name``. Returns the table now holding the rows and
+    ``(classes, rows)`` suppressed: classes no row of which is left, and rows."""
     cls = m.class_column
     placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
-    failing = [exp.select(g.col(cls)).from_(exp.Subquery(
-        this=per_class_query(g.table(name), [cls], c, where=placed), alias=exp.TableAlias(this=g.ident("c"))))
-        .where(g.col(BAD)) for c in constraints]
-    union = failing[0]
-    for more in failing[1:]:
-        union = exp.union(union, more, distinct=True)
-    bad = engine.temp_name("suppressed")
-    engine.execute(g.create_table_as(bad, union))
-    classes = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(bad))))
-    if not classes:
+
+    def failing(where: exp.Expression) -> str:
+        """A temp table of the classes that break a constraint over the rows ``where`` holds."""
+        parts = [exp.select(g.col(cls)).from_(exp.Subquery(
+            this=c.per_class(g.table(name), [cls], where=where), alias=exp.TableAlias(this=g.ident("c"))))
+            .where(g.col(BAD)) for c in constraints]
+        union = parts[0]
+        for more in parts[1:]:
+            union = exp.union(union, more, distinct=True)
+        bad = engine.temp_name(f"suppressed{engine.statements}")
+        engine.execute(g.create_table_as(bad, union))
+        return bad
+
+    every = failing(placed)  # the classes as apply placed them
+    fails = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(every))))
+    if not fails and marker is None:
         return name, (0, 0)
-    n, x, f = "n", "x", "f"
+    n, x, y, f = "n", "x", "y", "f"
+    # a row is suppressed when its class fails, unless it is a row placed at the root whose
+    # class meets every constraint without such rows (then only those go)
+    suppressed: exp.Expression = exp.Not(this=exp.Is(this=g.col(cls, x), expression=exp.Null()))
+    if marker is not None:
+        regular = failing(exp.and_(placed.copy(), exp.Not(this=g.col(marker))))
+        suppressed = exp.and_(suppressed, exp.or_(g.col(marker, n), exp.Not(this=exp.Is(
+            this=g.col(cls, y), expression=exp.Null()))))
     generalized: dict[str, exp.Expression] = {cls: exp.Null()}
     for i, q in enumerate(m.qis):
         if q.kind == "hierarchy":
@@ -347,29 +390,32 @@ def _suppress(
             continue
         for part in ("min", "max"):
             generalized[f"{q.name}_{part}"] = g.col(f"g{part}{i}", f)
-    suppressed = exp.Not(this=exp.Is(this=g.col(cls, x), expression=exp.Null()))
-    columns = [c for c, _ in engine.describe(exp.select(exp.Star()).from_(g.table(name)))]
+    columns = [c for c, _ in engine.describe(exp.select(exp.Star()).from_(g.table(name))) if c != marker]
     query = exp.select(*[
         g.alias(exp.Case().when(suppressed.copy(), generalized[c]).else_(g.col(c, n)), c) if c in generalized
         else g.col(c, n) for c in columns
     ]).from_(exp.alias_(g.table(name), g.ident(n), table=True)).join(
-        exp.alias_(g.table(bad), g.ident(x), table=True),
+        exp.alias_(g.table(every), g.ident(x), table=True),
         on=exp.EQ(this=g.col(cls, n), expression=g.col(cls, x)), join_type="left")
+    if marker is not None:
+        query = query.join(exp.alias_(g.table(regular), g.ident(y), table=True),
+                           on=exp.EQ(this=g.col(cls, n), expression=g.col(cls, y)), join_type="left")
     if root is not None:
         query = query.join(exp.alias_(g.table(root), g.ident(f), table=True), join_type="cross")
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(g.table(name)).where(
-        exp.In(this=g.col(cls), query=exp.Subquery(this=exp.select(g.col(cls)).from_(g.table(bad)))))))
     rewritten = engine.temp_name("enforced")
     engine.execute(g.create_table_as(rewritten, query, temporary=False))
+    before, after = (engine.fetch_rows(exp.select(
+        exp.Count(this=g.col(cls)), exp.Count(this=exp.Distinct(expressions=[g.col(cls)]))).from_(g.table(t)))[0]
+        for t in (name, rewritten))
     engine.execute(g.drop(name, "TABLE"))
-    return rewritten, (classes, rows)
+    return rewritten, (int(before[1]) - int(after[1]), int(before[0]) - int(after[0]))
 
 
 def _class_sizes(engine: Engine, name: str, k: int, cls: str) -> tuple[int, int, int]:
     """``(classes, smallest, below k)`` of the new table: its rows grouped by the class column
     ``cls``, NULL (unplaced or suppressed) left out."""
     placed = exp.Not(this=exp.Is(this=g.col(cls), expression=exp.Null()))
-    per = exp.Subquery(this=per_class_query(g.table(name), [cls], KAnonymity(k), where=placed),
+    per = exp.Subquery(this=KAnonymity(k).per_class(g.table(name), [cls], where=placed),
                        alias=exp.TableAlias(this=g.ident("c")))
     classes, smallest, below = engine.fetch_rows(exp.select(
         exp.Count(this=exp.Star()), exp.Min(this=g.col(SIZE)),
@@ -431,6 +477,8 @@ def _output_name(
     name = view if view is not None else f"{source.name}_anon"
     if not isinstance(name, str) or not name:
         raise InputError(f"view must be a non-empty string, got {name!r}")
+    engine.check_names([Name(name, "table", "the recoded table", "choose a shorter view= name" if view is not None
+                             else "pass view= a shorter name (the default is the table's name and '_anon')")])
     protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source) if n}
     current = engine.current()
     if name.lower() in protected:
@@ -581,14 +629,15 @@ def _node_table(
     return name
 
 
-def _leaf_code_table(engine: Engine, q: QI, h: Hierarchy, source: Source) -> str:
+def _leaf_code_table(engine: Engine, i: int, q: QI, h: Hierarchy, source: Source) -> str:
     """Temp ``(t, code)``: the leaf code of each distinct non-NULL value of the input's column
-    that is a leaf, matched as anonymize matches (:func:`sqlanon.model.hierarchy.leaf_codes`)."""
+    that is a leaf, matched as anonymize matches (:func:`sqlanon.model.hierarchy.leaf_codes`).
+    Named by the QI's index ``i``, not its name: a temp name stays within every engine's limit."""
     types = dict(source.columns)
     rows = distinct_values(engine, q.name, source.ref, classify(types[q.name]) == "numeric")
     codes = leaf_codes(h, rows["v"], rows["t"]) if len(rows["t"]) else np.zeros(0, np.int32)
     known = codes >= 0
-    return engine.upload(f"leaves_{q.name}", {"t": np.asarray(rows["t"], dtype=object)[known],
+    return engine.upload(f"leaves{i}", {"t": np.asarray(rows["t"], dtype=object)[known],
                                                "code": codes[known].astype(np.int64)})
 
 
@@ -641,9 +690,13 @@ def _branch_order(tree: Tree, size: np.ndarray, d: int) -> list[list[int]]:
 def _walk_query(
     engine: Engine, m: Manifest, source: Source, layout: list[tuple[str, QI | None]], tree: Tree,
     region: np.ndarray, order: list[list[int]], nodes: str, codes: Mapping[str, str], targets: str,
-    root: str | None, rule_types: Mapping[str, str],
+    root: str | None, rule_types: Mapping[str, str], marker: str | None = None,
 ) -> exp.Select:
-    """``SELECT`` of the recoded table: leaf codes, one join per tree level, the region's columns."""
+    """``SELECT`` of the recoded table: leaf codes, one join per tree level, the region's columns.
+
+    A row whose hierarchical value is unknown (NULL without a NULL leaf, or no leaf) is placed
+    when the walk meets no cut on that QI (its region then spans the QI's whole domain). With
+    ``marker``, a last column of that name is TRUE for such rows (enforce judges them apart)."""
     x, w, t, f = "x", "w", "t", "f"
     tmp = engine.prefix  # run-unique: internal column names cannot collide with the input's
     inner = exp.select(*[g.alias(g.col(c, x), c) for c, _ in source.columns]).from_(
@@ -671,12 +724,16 @@ def _walk_query(
     query = exp.select().from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=g.ident(w))))
     groups = _cut_groups(m, rule_types)
     cur: exp.Expression = g.lit(int(tree.root) if tree.root < 0 else int(region[tree.root]))
+    undecided: list[exp.Expression] = []  # a cut on a hierarchical QI whose value is unknown
     for level in range(tree.depth):
         n = f"n{level}"
         query = query.join(exp.alias_(g.table(nodes), g.ident(n), table=True), join_type="inner",
                            on=exp.EQ(this=g.col("node", n), expression=cur), copy=False)
         tests = []
         for i in order[level]:
+            if m.qis[i].kind == "hierarchy":
+                undecided.append(exp.and_(exp.EQ(this=g.col("attr", n), expression=g.lit(i)),
+                                          exp.Is(this=value[i].copy(), expression=exp.Null())))
             below: exp.Expression = exp.LTE(this=value[i].copy(), expression=g.col(groups[i], n))
             if m.qis[i].kind != "hierarchy":  # NULL sorts first: always on the low side
                 below = exp.or_(exp.Is(this=value[i].copy(), expression=exp.Null()), below)
@@ -693,8 +750,11 @@ def _walk_query(
     if root is not None:
         query = query.join(exp.alias_(g.table(root), g.ident(f), table=True), join_type="cross", copy=False)
 
-    # The published columns: the region's, or fully generalized (see the module docstring).
-    placed = exp.and_(exp.Not(this=exp.Is(this=g.col("region", t), expression=exp.Null())), *known)
+    # The published columns: the region's, or fully generalized (see the module docstring). An
+    # unknown hierarchical value took the right branch at each cut on its QI (NULL <= c is not
+    # true): the region reached is the row's only when no such cut was met.
+    placed = exp.and_(exp.Not(this=exp.Is(this=g.col("region", t), expression=exp.Null())),
+                      *([exp.Not(this=exp.paren(exp.or_(*undecided)))] if undecided else []))
     with_rows = exp.and_(placed.copy(), exp.GT(this=g.col("size", t), expression=g.lit(0)))
     select: list[exp.Expression] = []
     for column, q in layout:
@@ -713,7 +773,10 @@ def _walk_query(
         for part in ("min", "max"):
             select.append(g.alias(exp.Case().when(stored.copy(), g.col(f"{part}{i}", t))
                                   .else_(g.col(f"g{part}{i}", f)), f"{q.name}_{part}"))
-    select.append(g.alias(exp.Case().when(placed, g.col("region", t)), m.class_column))
+    select.append(g.alias(exp.Case().when(placed.copy(), g.col("region", t)), m.class_column))
+    if marker is not None:
+        unknown = exp.Not(this=exp.paren(exp.and_(*known))) if known else exp.false()
+        select.append(g.alias(exp.Coalesce(this=exp.and_(placed, unknown), expressions=[exp.false()]), marker))
     return query.select(*select, copy=False)
 
 

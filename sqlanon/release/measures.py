@@ -16,7 +16,7 @@ every row, suppressed ones included -- and ``p`` a class's. Per sensitive column
   the paper;
 * t-closeness (Li, Li & Venkatasubramanian, ICDE 2007): the largest EMD of a class from ``q``
   under the equal and the ordered ground distances (and the hierarchical one given a
-  hierarchy): :mod:`sqlanon.model.closeness`. pycanon measures a numeric column with the
+  hierarchy): :mod:`sqlanon.model.privacy.closeness`. pycanon measures a numeric column with the
   ordered distance and a text column with the equal one: ``t_ordered`` and ``t_equal`` here;
 * delta-disclosure privacy (Brickell & Shmatikov, KDD 2008): ``max |ln(p / q)|`` over the
   classes and the values *present* in a class (as pycanon: an absent value has ``ln 0``);
@@ -37,7 +37,7 @@ from sqlglot import exp
 from ..engine import engine_for, sqlgen as g
 from ..engine.calls import serialized
 from ..errors import InputError, UnknownColumnError, did_you_mean
-from ..model.closeness import Ground, leaves_of
+from ..model.privacy.closeness import Ground, leaves_of
 from ..model.hierarchy import hierarchy_from
 from ..publish.verify import class_columns
 from ..request.checks import check_qid

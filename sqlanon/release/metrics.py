@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
+from . import display
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..engine.calls import serialized
@@ -128,6 +129,17 @@ class Metrics:
     at_root: Mapping[str, float | None] = field(default_factory=dict)
     at_root_before: Mapping[str, float | None] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return display.text("Metrics", [("view", self.view), ("k_achieved", self.k_achieved), ("classes", self.classes),
+                                        ("suppressed", self.suppressed), ("gcp", self.gcp), ("cm", dict(self.cm))])
+
+    def _repr_html_(self) -> str:
+        rows = [("rows", self.rows), ("classes", self.classes), ("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),
+                ("suppressed", self.suppressed), ("GCP (0 exact .. 1 fully generalized)", self.gcp)]
+        rows += [(f"NCP {q}", v) for q, v in self.ncp.items()]
+        rows += [(f"CM {t}", v) for t, v in self.cm.items()] + [(f"RMSE {t}", v) for t, v in self.rmse.items()]
+        return display.card("Metrics", self.view, rows)
+
     def as_dict(self) -> dict[str, Any]:
         """Every field in declaration order; per-column metrics as ``{column: value}`` in the
         order the columns were given. JSON-serializable (undefined values are None)."""
@@ -189,7 +201,7 @@ def metrics(
           *Mondrian Multidimensional k-Anonymity*, ICDE 2006; the suppressed rows, in no class,
           are left out);
         * ``dm = sum_E |E|^2 + S * N`` (discernibility, Bayardo & Agrawal, *Data Privacy
-          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs |D| = N; ARX's
+          through Optimal k-Anonymization*, ICDE 2005: a suppressed row costs ``|D|`` = N; ARX's
           non-monotonic DM); ``aecs = N / (|classes| + [S > 0])`` (ARX's average equivalence
           class size); ``precision`` of a full-domain release (ARX's non-monotonic Precision).
           ARX's Loss per QI is ``ncp[q]`` for a hierarchical QI; the non-uniform entropy needs

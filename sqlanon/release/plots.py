@@ -15,6 +15,7 @@ from typing import Any
 
 BLUE = "#4c78a8"
 ORANGE = "#e45756"
+GREY = "#aab4bf"
 
 
 def number(value: Any) -> str:
@@ -45,8 +46,11 @@ def ticks(top: float, count: int = 5) -> list[float]:
     return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
 
 
-def svg_columns(labels: Sequence[str], values: Sequence[float], title: str, *, y_label: str) -> str:
-    """A vertical bar chart (the class-size histogram)."""
+def svg_columns(labels: Sequence[str], values: Sequence[float], title: str, *, y_label: str,
+                mark: tuple[float, str] | None = None) -> str:
+    """A vertical bar chart (the class-size histogram). ``mark = (slot, text)`` draws a dashed
+    vertical line at ``slot`` (0 the left edge of the first bar, 1 of the second, ...) labelled
+    ``text`` (the class-size histogram marks k)."""
     w, h, left, bottom, top_pad = 1000, 300, 64, 64, 28
     marks = ticks(max(values) if values else 0)
     scale = (h - bottom - top_pad) / marks[-1]
@@ -66,9 +70,40 @@ def svg_columns(labels: Sequence[str], values: Sequence[float], title: str, *, y
         cx, cy = x + slot / 2, h - bottom + 14
         anchor = f'text-anchor="end" transform="rotate(-40 {cx:.1f} {cy:.1f})"' if rotate else 'text-anchor="middle"'
         parts.append(f'<text x="{cx:.1f}" y="{cy:.1f}" {anchor}>{esc(label)}</text>')
+    if mark is not None:
+        x = left + mark[0] * slot
+        parts.append(f'<line class="mark" x1="{x:.1f}" x2="{x:.1f}" y1="{top_pad - 8}" y2="{h - bottom}" stroke="{ORANGE}" '
+                     f'stroke-width="2" stroke-dasharray="6 4"/><text x="{x + 5:.1f}" y="{top_pad - 12}" '
+                     f'fill="{ORANGE}">{esc(mark[1])}</text>')
     parts.append(f'<text x="14" y="{(h - bottom) / 2:.0f}" transform="rotate(-90 14 {(h - bottom) / 2:.0f})" '
                  f'text-anchor="middle">{esc(y_label)}</text></svg>')
     return "".join(parts)
+
+
+def svg_before_after(labels: Sequence[str], before: Sequence[float | None], after: Sequence[float | None],
+                     title: str) -> str:
+    """Pairs of horizontal bars on a 0..100 % scale, before (grey) and after (blue), one pair per
+    label (the report's risk picture); a missing value draws no bar and says so."""
+    label_w, bar_w, row_h = 200, 260, 52
+    h = row_h * len(labels) + 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 70}" height="{h}" role="img" '
+             f'aria-label="{esc(title)}"><title>{esc(title)}</title>',
+             f'<rect x="{label_w}" y="4" width="12" height="12" fill="{GREY}"/><text x="{label_w + 18}" y="14">before (source)</text>'
+             f'<rect x="{label_w + 130}" y="4" width="12" height="12" fill="{BLUE}"/><text x="{label_w + 148}" y="14">'
+             f'after (release)</text>']
+    for i, (label, pair) in enumerate(zip(labels, zip(before, after))):
+        y = 26 + i * row_h
+        parts.append(f'<text x="{label_w - 8}" y="{y + 24}" text-anchor="end">{esc(label)}</text>')
+        for j, (value, colour) in enumerate(zip(pair, (GREY, BLUE))):
+            by = y + 4 + j * 22
+            if value is None:
+                parts.append(f'<text x="{label_w}" y="{by + 13}">not readable</text>')
+                continue
+            length = bar_w * min(max(value, 0.0), 1.0)
+            parts.append(f'<rect class="bar" x="{label_w}" y="{by}" width="{max(length, 1):.1f}" height="18" '
+                         f'fill="{colour}"><title>{esc(label)}: {value:.1%}</title></rect>'
+                         f'<text x="{label_w + length + 6:.1f}" y="{by + 13}">{value:.1%}</text>')
+    return "".join(parts) + "</svg>"
 
 
 def svg_rows(labels: Sequence[str], segments: Sequence[Sequence[float]], captions: Sequence[str], title: str,

@@ -42,7 +42,7 @@ from sqlglot import exp
 from ..publish import manifest
 from ..engine import sqlgen as g
 from ..engine import check_connection
-from ..engine.base import Engine
+from ..engine.base import Engine, Name
 from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import (
@@ -286,6 +286,7 @@ def _half_ranks(m: Manifest, qi: QI, other: exp.Table | None) -> exp.Select:
 def _create_view(engine: Engine, m: Manifest, name: str, query: exp.Select, replace: bool, relation: str) -> None:
     if not isinstance(name, str) or not name:
         raise InputError(f"name must be a non-empty string, got {name!r}")
+    engine.check_names([Name(name, "view", "the regions' view", "choose a shorter name=")])
     engine.check_writable(f"the view {name!r}")
     protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source, relation) if n}
     if name.lower() in protected:

@@ -1,6 +1,10 @@
-"""The release report: the requirement and whether it holds, the metrics, the distribution of
-equivalence-class sizes, per-QI generalization, imprecision per selection, timings and the SQL
-objects -- as HTML (one self-contained file, plots as inline SVG), Markdown or JSON.
+"""The release report, written for a reader who is not an anonymization expert (a board, a data
+protection officer) first and for the analyst after: a summary card (whether the requirement
+holds, rows, classes, suppressed rows, re-identification risk before and after, the detail each
+QI gave up), a preview of the published rows, what each QI became, the class-size histogram with
+k marked, per-QI generalization, the requirement in detail, risk, privacy measures, imprecision
+per selection, timings, the SQL objects, and every metric with its meaning folded at the end --
+as HTML (one self-contained file, plots as inline SVG), Markdown or JSON.
 
 Everything is read from the database, so a report can be made in a later session from the view's
 name: the release is reloaded with :func:`sqlanon.publish.manifest.read`, the figures come from
@@ -26,7 +30,7 @@ from typing import Any
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import Constraint, KAnonymity, TCloseness
+from ..model.privacy import PrivacyModel, beyond_k
 from ..model.criteria import Criterion, Selections
 from ..engine.base import Engine
 from ..engine.calls import serialized
@@ -37,8 +41,8 @@ from .measures import Measures, measures
 from .risk import Risk, risk
 from ..publish.manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
-from .plots import BLUE, ORANGE, esc, number, shade, svg_columns, svg_rows
-from .regions import derived, load_release, resolve_relation
+from .plots import BLUE, ORANGE, esc, number, shade, svg_before_after, svg_columns, svg_rows
+from .regions import derived, load_release, qi_columns, resolve_relation
 from ..mondrian.sample import describe
 from ..engine.catalog import Source
 from ..publish.verify import Verification, verify_source
@@ -105,6 +109,8 @@ class ReleaseReport:
     measures: Measures | None = None  # pycanon's measures of the view (sqlanon.release.measures)
     risk_before: Risk | None = None  # re-identification risk of the source on the QIs (None: unreadable now)
     risk_after: Risk | None = None  # ... and of the release (its classes)
+    preview: tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]] = ((), ())  # columns, first rows of the view
+    bands: Mapping[str, tuple[int, tuple[tuple[str, int], ...]]] | None = None  # per QI: values, most common
 
     @property
     def holds(self) -> bool:
@@ -139,11 +145,20 @@ class ReleaseReport:
             "measures": None if self.measures is None else asdict(self.measures),
             "risk": {"before": _risk_dict(self.risk_before), "after": _risk_dict(self.risk_after),
                      "threshold": RISK_THRESHOLD},
+            "published_values": {q: {"distinct": n, "most_common": [[label, rows] for label, rows in top]}
+                                 for q, (n, top) in (self.bands or {}).items()},
+            "preview": {"columns": list(self.preview[0]), "rows": [[_jsonable(v) for v in row] for row in self.preview[1]]},
         }
 
 
 #: The report's records-at-risk threshold (ARX's default highest acceptable risk is 0.2 too).
 RISK_THRESHOLD = 0.2
+
+
+def _jsonable(value: Any) -> Any:
+    """A preview cell for JSON: numbers, text and NULL as they are, anything else (dates,
+    decimals) as its text."""
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 def _risk_dict(r: Risk | None) -> dict[str, Any] | None:
@@ -230,7 +245,7 @@ def collect(
     checked = verify_source(engine, published, m.qid, m.k, class_column=m.class_column,
                             constraints=rebuilt)
     timings = getattr(release, "timings", None)
-    hierarchies = {c.sensitive: c.hierarchy for c in rebuilt if isinstance(c, TCloseness) and c.hierarchy is not None}
+    hierarchies = {c.reference_column: c.value_hierarchy for c in rebuilt if c.value_hierarchy is not None}
     return ReleaseReport(
         view=m.view, source=m.source, materialized=m.materialized, key=m.key,
         # the kind, and how an ordered QI's bounds are published when not its own data (issue 19)
@@ -250,6 +265,8 @@ def collect(
         measures=measures(con, m, sensitive=workload["sensitive"] if sensitive is None else sensitive,
                           hierarchies=hierarchies),
         risk_before=_source_risk(con, m), risk_after=risk(con, m),
+        preview=_preview(engine, view_ref, m.class_column, [c for c, _ in columns]),
+        bands={q.name: _published_values(engine, q, view_ref) for q in m.qis},
     )
 
 
@@ -264,12 +281,12 @@ def _source_risk(con: Any, m: Manifest) -> Risk | None:
 
 
 # -- what the manifest records -----------------------------------------------------------------
-def recorded_constraints(m: Manifest) -> tuple[list[Constraint], tuple[str, ...]]:
-    """The release's constraints other than k-anonymity (checked separately) as objects to
+def recorded_constraints(m: Manifest) -> tuple[list[PrivacyModel], tuple[str, ...]]:
+    """The release's constraints other than its k-anonymity (checked separately) as objects to
     verify, from the manifest's records; and the ``describe()`` texts of those this version
     cannot read back (a newer kind; or a release of sqlanon 0.1, which recorded only texts),
     which are reported unchecked."""
-    return [c for c in m.constraint_objects if not isinstance(c, KAnonymity)], m.unknown_constraints
+    return beyond_k(m.constraint_objects, m.k), m.unknown_constraints
 
 
 def release_workload(m: Manifest) -> dict[str, list[str]]:
@@ -279,7 +296,7 @@ def release_workload(m: Manifest) -> dict[str, list[str]]:
     criterion = m.criterion_object
     if isinstance(criterion, Selections):
         criterion = criterion.then
-    sensitive = [c.sensitive for c in recorded_constraints(m)[0]]
+    sensitive = [s for c in recorded_constraints(m)[0] for s in c.class_columns + c.numeric_columns]
     return {"targets": list(dict.fromkeys(criterion.class_columns)) if criterion else [],
             "numeric_targets": list(dict.fromkeys(criterion.numeric_columns)) if criterion else [],
             "sensitive": list(dict.fromkeys(sensitive))}
@@ -294,6 +311,57 @@ def _class_sizes(engine: Engine, view_ref: exp.Table, class_column: str) -> tupl
     query = (exp.select(g.col("n"), exp.Count(this=exp.Star())).from_(derived(sizes, "c"))
              .group_by(g.col("n")).order_by(g.col("n")))
     return tuple((int(n), int(c)) for n, c in engine.fetch_rows(query))
+
+
+#: Rows of the view shown in the report's preview, and published values listed per QI.
+PREVIEW_ROWS = 8
+TOP_VALUES = 6
+
+
+def _preview(engine: Engine, view_ref: exp.Table, class_column: str,
+             columns: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
+    """The first :data:`PREVIEW_ROWS` rows of the view in class order (suppressed rows last),
+    ties broken by every column so that every engine shows the same rows."""
+    order = [class_column, *(c for c in columns if c != class_column)]
+    query = (exp.select(*(g.col(c) for c in columns)).from_(view_ref.copy())
+             .order_by(*(exp.Ordered(this=g.col(c), nulls_first=False) for c in order)).limit(PREVIEW_ROWS))
+    columns, rows = engine.fetch_described(query)
+    return tuple(columns), tuple(tuple(row) for row in rows)
+
+
+def _published_values(engine: Engine, qi: Any, view_ref: exp.Table) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """What a QI became: how many distinct published values (ranges or hierarchy nodes) the view
+    holds, and the :data:`TOP_VALUES` most common with their rows, in one statement."""
+    columns = [g.col(c) for c in qi_columns(qi)]
+    groups = (exp.select(*columns, g.alias(exp.Count(this=exp.Star()), "n")).from_(view_ref.copy())
+              .group_by(*(c.copy() for c in columns)))
+    total = exp.Window(this=exp.Count(this=exp.Star()))
+    query = (exp.select(*(g.col(c.name, "v") for c in columns), g.col("n", "v"), g.alias(total, "groups"))
+             .from_(derived(groups, "v"))
+             .order_by(exp.Ordered(this=g.col("n", "v"), desc=True),
+                       *(exp.Ordered(this=g.col(c.name, "v"), nulls_first=False) for c in columns))
+             .limit(TOP_VALUES))
+    rows = engine.fetch_rows(query)
+    if not rows:
+        return 0, ()
+    width = len(columns)
+    return int(rows[0][-1]), tuple((_value_label(qi, row[:width]), int(row[width])) for row in rows)
+
+
+def _value_label(qi: Any, values: Sequence[Any]) -> str:
+    """A published value in words: a node label, or a range read by the QI's published mode."""
+    if len(values) == 1:
+        return "suppressed (any value)" if values[0] is None else str(values[0])
+    lo, hi = (None if v is None else number(v) if isinstance(v, (int, float)) else str(v) for v in values)
+    if qi.bounds == "domain":
+        if lo is None and hi is None:
+            return "any value"
+        return f"up to {hi}" if lo is None else f"above {lo}" if hi is None else f"above {lo}, up to {hi}"
+    if lo is None and hi is None:
+        return "suppressed (any value)"
+    if lo is None:
+        return f"NULL .. {hi}"
+    return lo if lo == hi else f"{lo} .. {hi}"
 
 
 def _widths(engine: Engine, m: Manifest, view_ref: exp.Table, suppressed: int) -> dict[str, tuple[int, ...]]:
@@ -387,9 +455,8 @@ def _requirements(r: ReleaseReport) -> list[tuple[str, str, bool | None]]:
     rows: list[tuple[str, str, bool | None]] = [
         (f"k-anonymity(k={r.k})", achieved, v.violating == 0 and v.ok)]
     for c in v.checks:
-        what = "violating classes" if c.constraint.startswith("recursive") else "worst class"
-        rows.append((c.constraint, f"{what} {number(c.achieved)}" + (f"; {c.violating:,} classes fail" if not c.ok else ""),
-                     c.ok))
+        worst = f"worst class {number(c.achieved)}" + (f" ({c.measure})" if c.measure else "")
+        rows.append((c.constraint, worst + (f"; {c.violating:,} classes fail" if not c.ok else ""), c.ok))
     rows += [(f"QID {', '.join(q.qid)} (k={q.k})",
               f"smallest group {q.achieved:,}" + (f"; {q.violating:,} groups below k" if not q.ok else ""), q.ok)
              for q in v.qids]
@@ -555,15 +622,30 @@ def render_markdown(r: ReleaseReport) -> str:
     out = [f"# sqlanon release report: `{r.view}`", "",
            f"Source `{r.source}`, published as a {kind}; QIs: "
            + ", ".join(f"`{n}` ({kind_})" for n, kind_, _ in r.qis) + f". Generated {r.generated}.", "",
-           f"## Requirement: {_verdict(r)}", ""]
+           f"## Summary: {_verdict(r)}", "", _summary_sentence(r), ""]
+    out += _md_table([label for label, _ in _tiles(r)], [[value for _, value in _tiles(r)]])
+    labels, before, after = _risk_pairs(r)
+    out += _md_table(["re-identification risk", "before (source)", "after (release)"],
+                     [(label, "not readable" if b is None else f"{b:.1%}", "not readable" if a is None else f"{a:.1%}")
+                      for label, b, a in zip(labels, before, after)])
+    out += _md_table(["QI", "detail given up (0% exact, 100% fully generalized)"],
+                     [(f"`{q}`", f"{lost:.0%} {_text_bar(lost, 1.0, 20)}") for q, lost in _utility_rows(r)])
+    preview_cols, preview_rows = r.preview
+    if preview_cols:
+        out += ["## What an analyst sees: the first published rows", ""]
+        out += _md_table(preview_cols, [[_cell(v) for v in row] for row in preview_rows])
+    if r.bands:
+        out += ["## What each QI became", ""]
+        out += _md_table(["QI", "kind", "published values", "most common (rows)"],
+                         [(f"`{q}`", kind_, number(r.bands[q][0]), "; ".join(f"{label} ({rows:,})" for label, rows in r.bands[q][1]))
+                          for q, kind_, _ in r.qis if q in r.bands])
+    out += [f"## Requirement: {_verdict(r)}", ""]
     out += _md_table(["requirement", "achieved", "holds"],
                      [(req, ach, "not checked" if ok is None else number(ok)) for req, ach, ok in _requirements(r)])
     out += [f"Criterion: {_criterion(r, lambda t: f'`{t}`')}. Re-checked now on the published view "
             "with `sqlanon.verify`.", "", f"Published as {publication(r)}.", ""]
     if r.verification.suppressed:
         out += ["Suppressed now:", ""] + [f"* {line}" for line in suppression_lines(r)] + [""]
-    out += ["## Metrics", ""]
-    out += _md_table(["metric", "value", "meaning"], _metric_rows(m))
     out += ["## Privacy measures", "", MEASURES_NOTE, ""]
     out += _md_table(*_measure_table(r))
     out += ["## Re-identification risk", "", RISK_NOTE, ""]
@@ -573,7 +655,7 @@ def render_markdown(r: ReleaseReport) -> str:
     if bins:
         top = max(c for _, _, c, _ in bins)
         width = max(len(_bin_label(lo, hi)) for lo, hi, _, _ in bins)
-        out += ["```", f"{'size':>{width}}  classes"]
+        out += ["```", f"{'size':>{width}}  classes (k = {r.k:,})"]
         out += [f"{_bin_label(lo, hi):>{width}}  {_text_bar(c, top)} {c:,}" for lo, hi, c, _ in bins] + ["```", ""]
     out += ["## Generalization per QI", "",
             "Rows by normalized width of their QI value (NCP cell loss: 0 exact, 1 the whole domain); "
@@ -598,6 +680,8 @@ def render_markdown(r: ReleaseReport) -> str:
         out += [f"Partitioning: {describe(r.partitioning)}.", ""]
     out += ["## SQL objects", ""]
     out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
+    out += ["## All metrics", ""]
+    out += _md_table(["metric", "value", "meaning"], _metric_rows(m))
     return "\n".join(out)
 
 
@@ -613,6 +697,11 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}.verdict{display:inline-
 border-radius:6px;font-weight:700;color:#fff;margin:4px 0 10px}.ok{background:#1a7f37}.bad{background:#cf222e}
 .part{background:#9a6700}.cols{display:flex;gap:28px;flex-wrap:wrap;align-items:flex-start}
 svg{display:block;margin:6px 0}svg text{font:12px system-ui,sans-serif;fill:#1f2328}
+.card{border:1px solid #d0d7de;border-radius:10px;padding:12px 20px;margin:12px 0 8px;background:#fbfcfd}
+.card h3{font-size:15px;margin:10px 0 4px}.tiles{display:flex;gap:14px;flex-wrap:wrap;margin:8px 0}
+.tile{border:1px solid #d0d7de;border-radius:8px;padding:8px 14px;min-width:150px;background:#fff}
+.tile .big{font-size:22px;font-weight:700}.meter{width:140px;height:12px;background:#eff1f3;border-radius:3px}
+.meter span{display:block;height:12px;background:#4c78a8;border-radius:3px}details summary{cursor:pointer;margin:6px 0}
 """
 #: Column headers for :data:`WIDTH_BUCKETS` (the HTML table is narrow).
 _SHORT_BUCKETS = ("0",) + tuple(f"≤{(i + 1) / 10:g}" for i in range(10))
@@ -668,14 +757,71 @@ def _svg_widths(r: ReleaseReport) -> str:
     return "".join(parts) + "</svg>"
 
 
+def _k_mark(bins: Sequence[tuple[int, int, int, int]], k: int) -> tuple[float, str]:
+    """Where k falls on the class-size histogram's slots (see :func:`svg_columns`)."""
+    for i, (lo, hi, _, _) in enumerate(bins):
+        if hi >= k:
+            return (float(i) if lo >= k else i + (k - lo) / (hi - lo + 1)), f"k = {k:,}"
+    return float(len(bins)), f"k = {k:,}"
+
+
+def _summary_sentence(r: ReleaseReport) -> str:
+    """The verdict in plain words."""
+    v = r.verification
+    if r.holds:
+        extra = " and every further privacy requirement" if v.checks or v.qids else ""
+        return (f"Every published group holds at least {r.k:,} people (the smallest holds {v.k_achieved:,}){extra}: "
+                "re-checked now on the published view, it holds.")
+    if not v.ok:
+        return "The requirement does NOT hold on the published view now: see the requirement table below."
+    return "Some recorded requirements could not be re-checked by this version: see the requirement table below."
+
+
+def _risk_pairs(r: ReleaseReport) -> tuple[list[str], list[float | None], list[float | None]]:
+    """The risk picture's rows: highest and average risk, unique records, records at risk."""
+    def of(x: Risk | None, field: str) -> float | None:
+        if x is None:
+            return None
+        return x.at_risk(RISK_THRESHOLD) if field == "at_risk" else float(getattr(x, field))
+
+    fields = (("highest risk of a record", "highest"), ("average risk", "average"),
+              ("records unique on their QIs", "unique"), (f"records at risk (> {RISK_THRESHOLD:.0%})", "at_risk"))
+    return ([label for label, _ in fields], [of(r.risk_before, f) for _, f in fields],
+            [of(r.risk_after, f) for _, f in fields])
+
+
+def _tiles(r: ReleaseReport) -> list[tuple[str, str]]:
+    m, v = r.metrics, r.verification
+    share = f" ({m.suppressed / m.rows:.1%})" if m.rows else ""
+    return [("rows published", f"{m.rows:,}"), ("groups (classes)", f"{m.classes:,}"),
+            ("smallest group", f"{v.k_achieved:,} (k = {r.k:,})"), ("rows suppressed", f"{m.suppressed:,}{share}")]
+
+
+def _utility_rows(r: ReleaseReport) -> list[tuple[str, float]]:
+    """Per QI the share of its detail given up (NCP: 0 exact values, 1 fully generalized)."""
+    return [(q, float(r.metrics.ncp.get(q) or 0.0)) for q, _, _ in r.qis]
+
+
+def _cell(value: Any) -> str:
+    return "NULL" if value is None else number(value) if isinstance(value, (int, float)) else str(value)
+
+
 def render_html(r: ReleaseReport) -> str:
-    """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no links)."""
+    """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no links): a
+    summary card first (verdict, sizes, risk before and after, detail lost per QI), then what
+    was published, then the details, the full metrics folded at the end."""
     m = r.metrics
     kind = "view of a snapshot" if r.materialized else "live view"
     verdict = _verdict(r)
     css = {"HOLDS": "ok", "FAILS": "bad"}.get(verdict, "part")
     req_rows = [(f"<code>{esc(req)}</code>", esc(ach), "not re-checked" if ok is None else ("yes" if ok else "<b>no</b>"))
                 for req, ach, ok in _requirements(r)]
+    labels, before, after = _risk_pairs(r)
+    tiles = "".join(f'<div class="tile"><div class="big">{esc(value)}</div><div>{esc(label)}</div></div>'
+                    for label, value in _tiles(r))
+    utility = "".join(f'<tr><td><code>{esc(q)}</code></td><td class="n">{lost:.0%}</td><td><div class="meter">'
+                      f'<span style="width:{100 * min(lost, 1):.1f}%"></span></div></td></tr>'
+                      for q, lost in _utility_rows(r))
     s = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
          f'<meta name="viewport" content="width=device-width, initial-scale=1">'
          f"<title>sqlanon report: {esc(r.view)}</title><style>{_CSS}</style></head><body><main>",
@@ -683,29 +829,32 @@ def render_html(r: ReleaseReport) -> str:
          f'<p class="sub">Source <code>{esc(r.source)}</code>, published as a {kind}; QIs: '
          + ", ".join(f"<code>{esc(n)}</code> ({esc(k)})" for n, k, _ in r.qis)
          + f". Generated {esc(r.generated)}.</p>",
-         f'<section id="requirement"><h2>Requirement</h2><div class="verdict {css}">{verdict}</div>',
-         _html_table(["requirement", "achieved", "holds"], req_rows),
-         f"<p>Criterion: {_criterion(r, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
-         f"published view with "
-         f"<code>sqlanon.verify</code> (independent SQL over the view only).</p>",
-         f"<p>Published as {esc(publication(r))}.</p>",
-         ("<p>Suppressed now:</p><ul>" + "".join(f"<li>{esc(x)}</li>" for x in suppression_lines(r)) + "</ul>"
-          if r.verification.suppressed else ""),
-         "</section>",
-         '<section id="metrics"><h2>Metrics</h2>',
-         _html_table(["metric", "value", "meaning"],
-                     [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
-         "</section>", '<section id="measures"><h2>Privacy measures</h2>', f"<p>{esc(MEASURES_NOTE)}</p>",
-         _html_table([esc(h) for h in _measure_table(r)[0]], [[esc(c) for c in row] for row in _measure_table(r)[1]],
-                     numeric=tuple(range(1, 1 + len(_measure_table(r)[0])))),
-         "</section>", '<section id="risk"><h2>Re-identification risk</h2>', f"<p>{esc(RISK_NOTE)}</p>",
-         _html_table(list(_risk_table(r)[0]), [[esc(c) for c in row] for row in _risk_table(r)[1]], numeric=(1, 2)),
-         "</section>", '<section id="class-sizes"><h2>Equivalence-class sizes</h2>',
-         f"<p>{esc(_size_summary(r))}.</p>"]
+         f'<section id="summary" class="card"><div class="verdict {css}">{verdict}</div>',
+         f"<p>{esc(_summary_sentence(r))}</p>", f'<div class="tiles">{tiles}</div>',
+         '<div class="cols"><div><h3>Re-identification risk, before and after</h3>',
+         svg_before_after(labels, before, after, "Re-identification risk before and after (prosecutor model)"),
+         "</div><div><h3>Detail given up per QI</h3>"
+         "<table><thead><tr><th>QI</th><th>lost</th><th>0% = exact values, 100% = fully generalized</th></tr></thead>"
+         f"<tbody>{utility}</tbody></table></div></div></section>"]
+    preview_cols, preview_rows = r.preview
+    if preview_cols:
+        s += ['<section id="preview"><h2>What an analyst sees: the first published rows</h2>',
+              _html_table(list(preview_cols), [[esc(_cell(v)) for v in row] for row in preview_rows]),
+              f"<p>{m.rows:,} rows in all, one per source row; columns other than the QIs are unchanged.</p></section>"]
+    if r.bands:
+        s += ['<section id="published-values"><h2>What each QI became</h2>',
+              "<p>How many different published values (ranges or hierarchy nodes) each QI has now, and the most "
+              "common ones with their rows.</p>",
+              _html_table(["QI", "kind", "published values", "most common (rows)"],
+                          [(f"<code>{esc(q)}</code>", esc(k), number(r.bands[q][0]),
+                            "; ".join(f"{esc(label)} ({rows:,})" for label, rows in r.bands[q][1]))
+                           for q, k, _ in r.qis if q in r.bands], numeric=(2,)),
+              "</section>"]
+    s += ['<section id="class-sizes"><h2>Group (equivalence-class) sizes</h2>', f"<p>{esc(_size_summary(r))}.</p>"]
     bins = class_size_bins(r.class_sizes)
     if bins:
         s.append(svg_columns([_bin_label(lo, hi) for lo, hi, _, _ in bins], [c for _, _, c, _ in bins],
-                              "Equivalence classes by size", y_label="classes"))
+                             "Equivalence classes by size", y_label="classes", mark=_k_mark(bins, r.k)))
     s += ["</section>", '<section id="generalization"><h2>Generalization per QI</h2>',
           "<p>Each row's QI value is published as a range or a hierarchy node; its normalized width is the NCP "
           "cell loss (0 the exact value, 1 the whole domain; suppressed rows count 1). NCP is the mean over the rows.</p>",
@@ -713,6 +862,21 @@ def render_html(r: ReleaseReport) -> str:
           _html_table(["QI", "kind", "NCP", *_SHORT_BUCKETS],
                       [(f"<code>{esc(q)}</code>", esc(k), number(m.ncp.get(q)), *(number(x) for x in r.widths[q]))
                        for q, k, _ in r.qis], numeric=tuple(range(2, 3 + len(WIDTH_BUCKETS)))),
+          "</section>",
+          '<section id="requirement"><h2>Requirement</h2>',
+          _html_table(["requirement", "achieved", "holds"], req_rows),
+          f"<p>Criterion: {_criterion(r, lambda t: f'<code>{esc(t)}</code>')}. Re-checked now on the "
+          f"published view with "
+          f"<code>sqlanon.verify</code> (independent SQL over the view only).</p>",
+          f"<p>Published as {esc(publication(r))}.</p>",
+          ("<p>Suppressed now:</p><ul>" + "".join(f"<li>{esc(x)}</li>" for x in suppression_lines(r)) + "</ul>"
+           if r.verification.suppressed else ""),
+          "</section>",
+          '<section id="risk"><h2>Re-identification risk</h2>', f"<p>{esc(RISK_NOTE)}</p>",
+          _html_table(list(_risk_table(r)[0]), [[esc(c) for c in row] for row in _risk_table(r)[1]], numeric=(1, 2)),
+          "</section>", '<section id="measures"><h2>Privacy measures</h2>', f"<p>{esc(MEASURES_NOTE)}</p>",
+          _html_table([esc(h) for h in _measure_table(r)[0]], [[esc(c) for c in row] for row in _measure_table(r)[1]],
+                      numeric=tuple(range(1, 1 + len(_measure_table(r)[0])))),
           "</section>"]
     if r.selections:
         s += ['<section id="selections"><h2>Imprecision per selection</h2>',
@@ -740,7 +904,11 @@ def render_html(r: ReleaseReport) -> str:
           _html_table(["role", "name", "kind", "rows"],
                       [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],
                       numeric=(3,)),
-          "</section></main></body></html>\n"]
+          "</section>",
+          '<section id="metrics"><h2>All metrics</h2><details><summary>Every metric, with what it means</summary>',
+          _html_table(["metric", "value", "meaning"],
+                      [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
+          "</details></section></main></body></html>\n"]
     return "".join(s)
 
 

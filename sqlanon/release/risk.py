@@ -42,10 +42,16 @@ from ..engine import engine_for, sqlgen as g
 from ..engine.calls import serialized
 from ..errors import InputError, PrivacyWarning, UnknownColumnError, did_you_mean
 from ..publish import manifest as manifest_module
-from ..request.checks import check_qid
+from ..request.checks import check_number, check_qid
 from ..engine.catalog import find_source
 from ..publish.manifest import Manifest
+from . import display
 from .regions import load_release, resolve_relation
+
+
+def check_threshold(threshold: Any) -> float:
+    """A risk threshold: a finite number from 0 to 1 (NaN would put no record at risk)."""
+    return check_number("threshold", threshold, 0.0, maximum=1.0)
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,12 @@ class Model:
     records: tuple[int, ...]  # records holding each of ``risks``
 
     def at_risk(self, threshold: float) -> float:
-        """Share of records whose risk is above ``threshold``."""
+        """Share of records whose risk is above ``threshold``.
+
+        Raises:
+            InputError: ``threshold`` is not a number from 0 to 1 (a risk is a probability).
+        """
+        threshold = check_threshold(threshold)
         total = sum(self.records)
         return sum(r for risk, r in zip(self.risks, self.records) if risk > threshold) / total if total else 0.0
 
@@ -98,6 +109,23 @@ class Risk:
     @property
     def unique(self) -> float:
         return self.prosecutor.unique
+
+    def _fields(self) -> list[tuple[str, Any]]:
+        p = self.prosecutor
+        return [("relation", self.relation), ("rows", self.rows), ("classes", self.classes),
+                ("highest", p.highest), ("average", p.average), ("unique", p.unique)]
+
+    def __repr__(self) -> str:
+        return display.text("Risk", self._fields())
+
+    def _repr_html_(self) -> str:
+        rows = [("records", self.rows), ("classes", self.classes), ("suppressed (left out)", self.suppressed),
+                ("highest risk (1 / smallest class)", self.prosecutor.highest),
+                ("average risk", self.prosecutor.average), ("unique records (share)", self.prosecutor.unique),
+                ("records at risk > 0.2 (share)", self.at_risk(0.2))]
+        if self.journalist is not None:
+            rows += [("journalist: highest", self.journalist.highest), ("marketer", self.marketer)]
+        return display.card("Risk", self.relation, rows)
 
     def at_risk(self, threshold: float) -> float:
         """Prosecutor: share of records whose risk ``1/f`` exceeds ``threshold``."""

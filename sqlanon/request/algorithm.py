@@ -103,6 +103,11 @@ class Algorithm(abc.ABC):
         """Whether it enforces the privacy model ``constraint`` (k-anonymity always)."""
         return not constraint.class_columns and not constraint.numeric_columns
 
+    def refusal(self, constraint: Any) -> str:
+        """Why it refuses the privacy model ``constraint`` (one it does not :meth:`supports`)."""
+        return (f"{self.describe()} judges {self.enforces}, not {constraint.describe()}; sqlanon.Mondrian() "
+                f"enforces every privacy model (algorithm=...)")
+
     def with_criterion(self, criterion: Any) -> Algorithm:
         """The same algorithm with the criterion that ran (``target=`` resolved)."""
         return dataclasses.replace(self, criterion=criterion)  # type: ignore[type-var]
@@ -164,8 +169,7 @@ def check_fit(algorithm: Algorithm, privacy: Sequence[Any], *, suppression: Any,
     """
     for c in privacy:
         if not algorithm.supports(c):
-            raise RecodingError(f"{algorithm.describe()} judges {algorithm.enforces}, not {c.describe()}; "
-                                f"sqlanon.Mondrian() enforces every privacy model (algorithm=...)")
+            raise RecodingError(algorithm.refusal(c))
     if suppression is not None and not algorithm.supports_suppression:
         raise RecodingError(f"suppression= is not supported by {algorithm.describe()}: {algorithm.suppression_hint}")
     algorithm.check_suppression(suppression)

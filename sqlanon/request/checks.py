@@ -21,7 +21,8 @@ def check_names(label: str, names: Any, example: str = "") -> list[str]:
     matters (for QIs it orders the regions and ties between QIs), which a set does not keep.
     """
     if isinstance(names, str):
-        raise InputError(f"{label} must be a list of column names, got the string {names!r}; use [{names!r}]")
+        listed = [n.strip() for n in names.split(",") if n.strip()] or [names]  # "age,job": two columns
+        raise InputError(f"{label} must be a list of column names, got the string {names!r}; use {listed!r}")
     if isinstance(names, (bytes, Mapping, set, frozenset)) or not isinstance(names, Iterable):
         raise InputError(f"{label} must be a list of column names{example}, got "
                          f"{type(names).__name__} {_shown(names)}")
@@ -71,12 +72,13 @@ def check_int(label: str, value: Any, minimum: int | None = None) -> int:
     return int(value)
 
 
-def check_number(label: str, value: Any, minimum: float) -> float:
-    """``value`` as a finite Python ``float`` >= ``minimum`` (Python or numpy ints and floats,
-    never booleans), or an :class:`InputError` naming ``label``."""
+def check_number(label: str, value: Any, minimum: float, maximum: float | None = None) -> float:
+    """``value`` as a finite Python ``float`` >= ``minimum`` (and <= ``maximum``, if given;
+    Python or numpy ints and floats, never booleans), or an :class:`InputError` naming ``label``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value < minimum:
-        raise InputError(f"{label} must be a number >= {minimum:g}, got {_shown(value)}")
+            or not math.isfinite(value) or value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
+        raise InputError(f"{label} must be a number {bounds}, got {_shown(value)}")
     return float(value)
 
 

@@ -33,8 +33,11 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     variance = { salary = 1e6 }   # optional: variance diversity, column = smallest class variance
     t_closeness = { diagnosis = 0.2 }  # optional: t-closeness, column = t (equal distance), or
                                   # column = { t = 0.2, distance = "ordered" | "hierarchical", hierarchy = "dx.csv" }
+    delta_disclosure = { diagnosis = 1.5 }  # optional: delta-disclosure privacy, column = delta
+    beta_likeness = { diagnosis = 1.0 }     # optional: beta-likeness, column = beta, or
+                                  # column = { beta = 1.0, enhanced = true }
     model = [{ type = "DistinctLDiversity", sensitive = "dx", l = 2 }]  # optional: privacy models
-                                  # as the manifest records them (sqlanon.model.constraints.to_record)
+                                  # as the manifest records them (sqlanon.model.privacy.to_record)
 
     [workload]                    # optional
     target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
@@ -80,21 +83,23 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from ..model.constraints import (
-    Constraint,
+from ..model.privacy import (
+    DISTANCES,
+    MODELS,
     DistinctLDiversity,
     EntropyLDiversity,
+    PrivacyModel,
     RecursiveCLDiversity,
     TCloseness,
     VarianceDiversity,
 )
-from ..model.closeness import DISTANCES
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..engine.catalog import DATA_SUFFIXES
 from ..errors import InputError, did_you_mean
@@ -107,7 +112,10 @@ _RELEASE_KEYS = ("database", "table", "view", "replace", "key", "class_column", 
 _MOVED_KEYS = ("memory_rows", "recoding", "max_steps", "max_seconds", "strategy", "sample_rows", "confidence",
                "search", "metric", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", "model")
+#: The privacy models declared by a key of their own, ``{ column = parameter or table }``
+#: (:attr:`~sqlanon.model.privacy.PrivacyModel.spec_key`), by key.
+MODEL_KEYS = {m.spec_key: m for m in MODELS.values() if m.spec_key is not None}
+_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", *MODEL_KEYS, "model")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
@@ -168,8 +176,9 @@ class ReleaseConfig:
         suppression, published: as for :func:`sqlanon.anonymize` (None = its default).
         algorithm: ``[algorithm]``: ``(key, value)`` pairs, ``name`` and the algorithm's own
             arguments (:func:`sqlanon.algorithms.algorithm_of` builds and checks the object).
-        models: ``[[privacy.model]]``: privacy models as records
-            (:func:`sqlanon.model.constraints.from_record`).
+        records: ``[[privacy.model]]``: privacy models as records
+            (:func:`sqlanon.model.privacy.from_record`).
+        models: the privacy models declared by a key of their own (:data:`MODEL_KEYS`), checked.
     """
 
     table: str
@@ -193,8 +202,9 @@ class ReleaseConfig:
     published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
     suppression: float | None = None
     algorithm: tuple[tuple[str, Any], ...] = ()
-    models: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    records: tuple[tuple[tuple[str, Any], ...], ...] = ()
     t_closeness: tuple[tuple[str, float, str, str | None], ...] = ()  # (column, t, distance, hierarchy file)
+    models: tuple[PrivacyModel, ...] = ()  # the models of MODEL_KEYS, checked
 
     @property
     def qid(self) -> tuple[str, ...]:
@@ -206,20 +216,22 @@ class ReleaseConfig:
         return {q.name: q.hierarchy for q in self.qis if q.hierarchy is not None}
 
     @property
-    def constraints(self) -> list[Constraint]:
+    def constraints(self) -> list[PrivacyModel]:
         """The privacy constraints besides k-anonymity, as objects (for ``sqlanon.verify``)."""
-        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance, self.t_closeness)
+        return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance, self.t_closeness,
+                                   self.models)
 
 
 def privacy_constraints(
     sensitive: tuple[str, ...] | list[str], l: float | None, diversity: str | None, c: float | None,
     variance: tuple[tuple[str, float], ...] | list[tuple[str, float]],
     t_closeness: Sequence[tuple[str, float, str, str | None]] = (),
-) -> list[Constraint]:
+    models: Sequence[PrivacyModel] = (),
+) -> list[PrivacyModel]:
     """The constraint objects of a checked request (see :func:`check_request`): l-diversity of
     each sensitive column in the chosen variant, then variance diversity of each column, then
-    t-closeness ``(column, t, distance, hierarchy file)``."""
-    out: list[Constraint] = []
+    t-closeness ``(column, t, distance, hierarchy file)``, then the ``models`` (already objects)."""
+    out: list[PrivacyModel] = []
     for column in sensitive if l is not None else ():
         if diversity == "distinct":
             out.append(DistinctLDiversity(column, int(l)))
@@ -229,7 +241,7 @@ def privacy_constraints(
             out.append(EntropyLDiversity(column, float(l)))
     out += [VarianceDiversity(column, float(v)) for column, v in variance]
     out += [TCloseness(column, float(t), distance, hierarchy) for column, t, distance, hierarchy in t_closeness]
-    return out
+    return out + list(models)
 
 
 def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str]) -> Criterion | None:
@@ -247,7 +259,7 @@ def criterion_object(criterion: str | None, target: tuple[str, ...] | list[str])
 
 
 def check_request(fail, spell, *, sensitive: Any, l: Any, diversity: Any, c: Any, variance: Any,
-                  criterion: Any, target: Any, selections: Any, t_closeness: Any = ()) -> None:
+                  criterion: Any, target: Any, selections: Any, t_closeness: Any = (), models: Any = ()) -> None:
     """Reject contradictory privacy and workload settings, in the words of the caller.
 
     Shared by release files and command-line flags, so both refuse the same requests.
@@ -279,26 +291,52 @@ def check_request(fail, spell, *, sensitive: Any, l: Any, diversity: Any, c: Any
                                 f"analysts will run)")
 
 
+#: The largest release file read (bytes): a request is a few hundred bytes; anything this large
+#: is not one (and a device such as /dev/zero would never end).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def load_config(path: str | os.PathLike[str]) -> ReleaseConfig:
     """Read and validate a TOML release file.
 
     Raises:
-        ConfigError: the file cannot be read, is not TOML, or breaks the schema; the message
-            names the file and the key path.
+        ConfigError: the file cannot be read (missing, not a regular file, larger than
+            :data:`MAX_CONFIG_BYTES`, not UTF-8), is not TOML (nested too deeply included), or
+            breaks the schema; the message names the file and the key path, never its lines.
     """
     file = Path(path)
     label = str(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{label}: release file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{label}: cannot read the release file: {e}") from None
+    text = _read_text(file, label)
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{label}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(f"{label}: not valid TOML: arrays or tables nested too deeply") from None
     return _parse(document, file.resolve().parent, label)
+
+
+def _read_text(file: Path, label: str) -> str:
+    """The text of a release file: a regular file of at most :data:`MAX_CONFIG_BYTES` bytes, in
+    UTF-8 (checked on the open file, then read no further than the cap; opened without blocking,
+    so a FIFO is refused rather than waited on)."""
+    try:
+        with open(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise ConfigError(f"{label}: not a regular file (a release file is a TOML file)")
+            data = stream.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{label}: release file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{label}: not a regular file (a release file is a TOML file)") from None
+    except OSError as e:
+        raise ConfigError(f"{label}: cannot read the release file: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{label}: larger than {MAX_CONFIG_BYTES:,} bytes: not a release file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{label}: not a UTF-8 text file (byte {e.start})") from None
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -385,7 +423,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
-    models = _models(privacy.get("model", []), "privacy.model", fail)
+    records = _records(privacy.get("model", []), "privacy.model", fail)
     algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
     for name, value in algorithm.items():
         if isinstance(value, (dict, list)):
@@ -405,6 +443,7 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         raise fail("privacy.c", f"must be a number > 0, got {_show(c)}")
     variance = _variance(privacy.get("variance", {}), "privacy.variance", fail)
     t_closeness = _closeness(privacy.get("t_closeness", {}), "privacy.t_closeness", base, fail)
+    models = _models(privacy, fail)
     workload = _table(document.get("workload", {}), "workload", fail)
     _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
     target = _names(workload.get("target", []), "workload.target", fail)
@@ -423,7 +462,8 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                          key=None if key is None else tuple(key), class_column=class_column,
                          qids=qids, published=published,
                          suppression=None if suppression is None else float(suppression),
-                         algorithm=tuple(algorithm.items()), models=models, t_closeness=t_closeness)
+                         algorithm=tuple(algorithm.items()), records=records, t_closeness=t_closeness,
+                         models=models)
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
@@ -440,9 +480,9 @@ def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
 
 
-def _models(value: Any, key: str, fail) -> tuple[tuple[tuple[str, Any], ...], ...]:
+def _records(value: Any, key: str, fail) -> tuple[tuple[tuple[str, Any], ...], ...]:
     """``privacy.model``: an array of privacy-model records, ``{ type = "...", ... }`` (checked
-    when the request is built, :func:`sqlanon.model.constraints.from_record`)."""
+    when the request is built, :func:`sqlanon.model.privacy.from_record`)."""
     if not isinstance(value, list) or not all(isinstance(v, dict) and "type" in v for v in value):
         raise fail(key, f"must be an array of {{ type = \"...\", ... }} tables, got {_show(value)}")
     return tuple(tuple(v.items()) for v in value)
@@ -523,6 +563,23 @@ def _closeness(value: Any, key: str, base: Path, fail) -> tuple[tuple[str, float
                 raise fail(f"{key}.{column}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
             hierarchy = str(resolved)
         out.append((column, float(t), distance, hierarchy))
+    return tuple(out)
+
+
+def _models(privacy: dict[str, Any], fail) -> tuple[PrivacyModel, ...]:
+    """The models declared by their own keys (:data:`MODEL_KEYS`): ``{ column = number }`` or
+    ``{ column = { parameter = value, ... } }``."""
+    out = []
+    for key, model in MODEL_KEYS.items():
+        value = privacy.get(key, {})
+        if not isinstance(value, dict):
+            raise fail(f"privacy.{key}", f"must be a table of column = {model.spec_param}, e.g. "
+                                         f"{{ diagnosis = 1.5 }}, got {_show(value)}")
+        for column, spec in value.items():
+            try:
+                out.append(model.from_spec(column, spec))
+            except InputError as e:
+                raise fail(f"privacy.{key}.{column}", str(e)) from None
     return tuple(out)
 
 

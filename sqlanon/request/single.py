@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
-from ..model.constraints import KAnonymity
+from ..model.privacy import KAnonymity
 from ..model.criteria import InfoGain, Score
-from ..model.hierarchy import Hierarchy
+from ..model.hierarchy import Hierarchy, unused_label
 from .checks import check_names
 
 
@@ -124,7 +124,7 @@ def resolve_single(
 
 
 def flat_hierarchy(values: Sequence[str]) -> Hierarchy:
-    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values (the
-    published hierarchy is rebuilt from what TDR discloses,
-    :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
-    return Hierarchy._build("*", {v: {} for v in values})
+    """The most masked form of a categorical QI without a hierarchy: ``*`` over its values
+    (lengthened when ``*`` is one of them; the published hierarchy is rebuilt from what TDR
+    discloses, :func:`sqlanon.singledim.cuts.disclosure_hierarchy`)."""
+    return Hierarchy._build(unused_label("*", values), {v: {} for v in values})

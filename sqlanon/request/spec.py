@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine import engine_for
-from ..engine.base import Engine
+from ..engine.base import Engine, Name
 from ..engine.catalog import Source, distinct_values, find_source, free_name, table_rows
 from ..errors import (
     HierarchyError,
@@ -31,10 +30,11 @@ from ..errors import (
     did_you_mean,
 )
 from ..model import manifest_format
-from ..model.constraints import KAnonymity
 from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
-from ..model.qi import QI, classify
+from ..model.privacy import KAnonymity
+from ..model.qi import QI, box_columns, classify, published_columns
+from .owned import owned as release_owned
 from .checks import _shown, case_duplicate, check_free, check_int, check_number, check_qid
 from .output import Output
 from .single import Single, flat_hierarchy, requirement, resolve_single
@@ -43,7 +43,7 @@ from .published import interval_columns, published_modes, with_bounds
 
 
 #: The column of the published view holding the equivalence-class (region) id.
-EQ_CLASS = "eq_class"
+EQ_CLASS = manifest_format.EQ_CLASS
 #: Default number of rows below which partitions are finished in memory (numpy), for an engine
 #: that does not say how much memory it may use (PostgreSQL, Spark: batches on executors).
 DEFAULT_MEMORY_ROWS = 2_000_000
@@ -140,7 +140,7 @@ def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool
     criterion = type(c) is Median or (
         type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
         and len({exact.get(name, False) for name in c.numeric_columns}) <= 1)
-    return (criterion and len(workload.constraints) > 0 and all(type(x) is KAnonymity for x in workload.constraints)
+    return (criterion and len(workload.constraints) > 0 and all(x.size_only for x in workload.constraints)
             and all(q.kind != "hierarchy" for q in qis) and fraction == 0)
 
 
@@ -223,6 +223,9 @@ def resolve(
     # intervals is partitioned as an ordered QI, so its hierarchy leaves the loop below
     modes = published_modes(published, qid, types, hierarchies)
     given, hierarchies = hierarchies, {q: h for q, h in hierarchies.items() if q not in interval_columns(modes)}
+    # a categorical QI without a hierarchy is refined from ⊥ by recoding='single' (the loop below)
+    ordered = {q: q not in hierarchies and not (single and classify(types[q]) == "ordinal") for q in qid}
+    _check_names(engine, source, output.view, output.class_column, ordered)
     nulls = _null_presence(engine, source, qid)
     qis = []
     suppressed = []
@@ -432,17 +435,14 @@ def _outputs(
 ) -> Outputs:
     """Output names, checked as the engine resolves them (:meth:`Engine.taken`: unqualified
     names in the current schema; case-insensitively on DuckDB). ``replace`` only ever replaces the objects of an earlier
-    sqlanon release of the same name (as its manifest lists them), never another object, and
-    never one the source reads."""
-    view = view if view is not None else f"{source.name}_anon"
-    if not isinstance(view, str) or not view:
-        raise InputError(f"view must be a non-empty string, got {view!r}")
-    hierarchies_table = f"{view}_hierarchies" if any(not q.ordered for q in qis) else None
-    names = [view, f"{view}_rules", f"{view}_rowmap"] + (
-        [hierarchies_table] if hierarchies_table else [])
+    sqlanon release of the same name -- those its manifest lists, when they are consistent with it
+    (:mod:`sqlanon.request.owned`) -- never another object, and never one the source reads."""
+    view, rules, rowmap, hierarchies_table = release_names(source, view, any(not q.ordered for q in qis))
+    names = [view, rules, rowmap] + ([hierarchies_table] if hierarchies_table else [])
     current = engine.current()
     here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
-    owned = _release_objects(here, view)
+    earlier = release_owned(engine, objects, view)
+    owned = earlier.names
     reads = _reads(objects, source, current)
     existing = []
     # The new release's names, then what else the release it replaces owns (its row map, say).
@@ -456,7 +456,8 @@ def _outputs(
         if found.lower() not in owned:
             raise ObjectExistsError(
                 f"a {kind} named {found!r} already exists and is not an object of a sqlanon release named "
-                f"{view!r}: replace=True only replaces a release's own objects; choose another view= name"
+                f"{view!r}" + (f" ({earlier.refused})" if earlier.refused else "")
+                + ": replace=True only replaces a release's own objects; choose another view= name"
             )
         if found.lower() in reads:
             raise ObjectExistsError(
@@ -475,17 +476,43 @@ def _outputs(
             "replaces could not be restored. Commit or roll back first, or choose another view= name."
         )
     rules_names, view_names = _column_names(source, qis)
-    outputs = Outputs(view, names[1], f"{view}_rowmap", materialize=materialize, hierarchies=hierarchies_table,
+    outputs = Outputs(view, rules, rowmap, materialize=materialize, hierarchies=hierarchies_table,
                       existing=tuple(existing), class_column=_class_column(class_column, view_names),
                       region_column=free_name("region", rules_names), size_column=free_name("size", rules_names))
     return outputs
 
 
-def _release_objects(here: Mapping[str, tuple], view: str) -> set[str]:
-    """Lower-cased names of the objects of the sqlanon release named ``view`` in the current
-    schema, as its manifest (the comment on its rules relation) lists them; empty if none."""
-    rules = here.get(f"{view}_rules".lower())
-    return manifest_format.release_objects(manifest_format.decode(rules[5] if rules else None), view)
+def release_names(source: Source, view: str | None, hierarchical: bool) -> tuple[str, str, str, str | None]:
+    """The names of a release's objects: its view (``view=``, default ``<source>_anon``), rules
+    relation, row map and -- with a hierarchical QI -- hierarchies table."""
+    view = view if view is not None else f"{source.name}_anon"
+    if not isinstance(view, str) or not view:
+        raise InputError(f"view must be a non-empty string, got {view!r}")
+    return view, f"{view}_rules", f"{view}_rowmap", f"{view}_hierarchies" if hierarchical else None
+
+
+def _check_names(engine: Engine, source: Source, view: str | None, class_column: str | None,
+                 ordered: Mapping[str, bool]) -> None:
+    """Every name the release would create -- its objects, the QIs' published and box columns,
+    the class column -- within the engine's limits (:meth:`Engine.check_names`), before any
+    work. (The rules' ``region`` and ``size`` and the temp objects' names are sqlanon's own,
+    and short; every other column keeps the source's name.)"""
+    shorter = ("choose a shorter view= name" if view is not None
+               else "pass view= a shorter name (the default is the table's name and '_anon')")
+    view, rules, rowmap, hierarchies = release_names(source, view, not all(ordered.values()))
+    names = [Name(view, "view", "the release's view", shorter)]
+    names += [Name(n, "table", f"the release's {what} of view={view!r}", shorter)
+              for n, what in ((rules, "rules relation"), (rowmap, "row map"), (hierarchies, "hierarchies table")) if n]
+    rename = "rename the column in a view over the source (and anonymize the view)"
+    columns = []
+    for q, is_ordered in ordered.items():
+        derived = published_columns(q, is_ordered) + box_columns(q, is_ordered)
+        names += [Name(c, "column", f"a column of QI {q!r}", rename) for c in derived if c != q]
+        columns += published_columns(q, is_ordered)
+    view_columns = [c for c in source.column_names if c not in ordered] + columns
+    cls = _class_column(class_column, view_columns)
+    names.append(Name(cls, "column", "the view's class column", "choose a shorter class_column="))
+    engine.check_names(names)
 
 
 def _reads(objects: list, source: Source, current: tuple[str, str]) -> set[str]:

@@ -12,7 +12,6 @@ partition can meet fails with a clear error instead of a useless release.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,38 +21,23 @@ import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.constraints import (
-    Constraint,
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    TCloseness,
-    VarianceDiversity,
-)
-from ..model.closeness import DISTANCES, Ground, leaves_of
-from ..model.hierarchy import hierarchy_from
+from ..model.privacy import EntropyLDiversity, KAnonymity, PrivacyModel, check_models
 from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..engine.base import Engine
-from ..errors import HierarchyError, InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
+from ..errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
 from ..model.qi import QI, classify
 from ..model.selection import QueryBox, parse_selection
 from ..model.stats import ClassStats, StatColumn
-from .checks import check_int, check_number
+from .checks import check_number
 
 
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
-
-#: The constraint classes ``constraints=`` accepts (k-anonymity with ``k`` applies anyway).
-CONSTRAINT_TYPES = (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, VarianceDiversity,
-                    TCloseness)
-
 
 @dataclass(frozen=True)
 class Workload:
     """The validated requirement and workload of a request."""
 
-    constraints: tuple[Constraint, ...]
+    constraints: tuple[PrivacyModel, ...]
     criterion: Criterion
     stat_columns: tuple[StatColumn, ...]
 
@@ -93,7 +77,7 @@ def resolve_workload(
     *,
     sensitive: str | Sequence[str] | None = None,
     l: float | None = None,
-    constraints: Sequence[Constraint] = (),
+    constraints: Sequence[PrivacyModel] = (),
     target: str | Sequence[str] | None = None,
     criterion: Criterion | None = None,
     selections: str | Sequence[str] | None = None,
@@ -110,13 +94,13 @@ def resolve_workload(
 
     sensitive_list = _column_list("sensitive", sensitive)
     target_list = _column_list("target", target)
-    chosen: list[Constraint] = [KAnonymity(k)]
+    chosen: list[PrivacyModel] = [KAnonymity(k)]
     if (l is None) != (not sensitive_list):
         raise InputError("sensitive= and l= go together: l-diversity needs both (entropy l-diversity "
                          "by default; pass constraints=[...] for the other variants)")
     for s in sensitive_list:
         chosen.append(EntropyLDiversity(s, _number("l", l, minimum=1.0)))
-    chosen += check_constraints(constraints, "privacy")
+    chosen += check_models(constraints, "privacy=")
     if criterion is not None and target_list:
         raise InputError("give either target= or criterion=, not both")
     if criterion is None:
@@ -147,7 +131,7 @@ def resolve_workload(
                                        f"diversity attribute must be a number")
 
     stat_columns = _stat_columns(engine, source_ref, columns, rows, chosen, criterion)
-    chosen = [bind_closeness(engine, source_ref, c) if isinstance(c, TCloseness) else c for c in chosen]
+    chosen = [bind_reference(engine, source_ref, c) for c in chosen]
     workload = Workload(tuple(chosen), criterion, stat_columns)
     _check_whole_table(engine, source_ref, workload)
     return workload
@@ -169,62 +153,6 @@ def _number(label: str, value: Any, minimum: float) -> float:
     return check_number(label, value, minimum)
 
 
-def check_constraints(constraints: Any, label: str = "constraints") -> list[Constraint]:
-    """``constraints`` (the keyword ``label``: ``privacy=`` of :func:`sqlanon.anonymize`,
-    ``constraints=`` of :func:`sqlanon.verify`) as a list of checked constraint objects, or an
-    :class:`InputError` naming the accepted types.
-
-    None means none; a single constraint object is taken as a list of one. Numpy numbers in a
-    constraint (``DistinctLDiversity("d", np.int64(3))``) become Python numbers, as the
-    constraint's text goes into the manifest.
-    """
-    if constraints is None:
-        return []
-    if isinstance(constraints, CONSTRAINT_TYPES):
-        constraints = [constraints]
-    accepted = ", ".join(t.__name__ for t in CONSTRAINT_TYPES)
-    if isinstance(constraints, (str, bytes, Mapping)) or not isinstance(constraints, Iterable):
-        raise InputError(f"{label}= takes a list of sqlanon constraint objects ({accepted}), got "
-                         f"{type(constraints).__name__} {constraints!r}")
-    out = []
-    for c in constraints:
-        if not isinstance(c, CONSTRAINT_TYPES):
-            raise InputError(f"{label}= takes sqlanon constraint objects ({accepted}), got "
-                             f"{type(c).__name__} {c!r}")
-        out.append(_check_constraint(c))
-    return out
-
-
-def _check_constraint(c: Constraint) -> Constraint:
-    """The constraint with its parameters checked, numpy numbers made Python numbers."""
-    if isinstance(c, KAnonymity):
-        return dataclasses.replace(c, k=_count(c, "k"))
-    if not isinstance(c.sensitive, str) or not c.sensitive:
-        raise InputError(f"{type(c).__name__} needs the sensitive column's name, got {c.sensitive!r}")
-    if isinstance(c, (DistinctLDiversity, RecursiveCLDiversity)):
-        c = dataclasses.replace(c, l=_count(c, "l"))
-    if isinstance(c, EntropyLDiversity):
-        _number("EntropyLDiversity l", c.l, 1.0)
-        c = dataclasses.replace(c, l=_plain(c.l))
-    if isinstance(c, RecursiveCLDiversity):
-        _number("RecursiveCLDiversity c", c.c, 1e-300)
-        c = dataclasses.replace(c, c=_plain(c.c))
-    if isinstance(c, VarianceDiversity):
-        _number("VarianceDiversity v", c.v, 0.0)
-        c = dataclasses.replace(c, v=_plain(c.v))
-    if isinstance(c, TCloseness):
-        _number("TCloseness t", c.t, 0.0)
-        if c.distance not in DISTANCES:
-            raise InputError(f"TCloseness distance must be one of {list(DISTANCES)}, got {c.distance!r}")
-        if (c.distance == "hierarchical") != (c.hierarchy is not None):
-            raise InputError("TCloseness takes a hierarchy= exactly when distance='hierarchical' (the hierarchy "
-                             f"over the sensitive values gives the ground distance), got distance={c.distance!r}, "
-                             f"hierarchy={c.hierarchy!r}")
-        hierarchy = hierarchy_from(c.hierarchy) if c.hierarchy is not None else None
-        c = dataclasses.replace(c, t=_plain(c.t), hierarchy=hierarchy, ground=None)
-    return c
-
-
 def value_counts(engine: Engine, source_ref: exp.Expression, column: str) -> tuple[list[Any], np.ndarray]:
     """The distinct values of ``column`` (as the database's text, NULL as None) and their row
     counts, in the order of their codes (:func:`sqlanon.mondrian.encode.code_table`: ascending,
@@ -237,36 +165,13 @@ def value_counts(engine: Engine, source_ref: exp.Expression, column: str) -> tup
     return [r[0] for r in rows], np.array([int(r[1]) for r in rows], dtype=np.int64)
 
 
-def bind_closeness(engine: Engine, source_ref: exp.Expression, c: TCloseness) -> TCloseness:
-    """``c`` measuring against the whole table's distribution of its column (one GROUP BY)."""
-    texts, counts = value_counts(engine, source_ref, c.sensitive)
-    if c.distance != "hierarchical":
-        return c.bound(Ground.of(c.distance, counts))
-    h = c.hierarchy
-    if None in texts:
-        h = h.with_null_leaf()
-    leaves = leaves_of(h, texts)
-    missing = [t for t, code in zip(texts, leaves) if code < 0]
-    if missing:
-        shown = ", ".join(repr(v) for v in missing[:20])
-        raise HierarchyError(f"the t-closeness hierarchy for {c.sensitive!r} misses {len(missing)} value(s) present "
-                             f"in the data: {shown}. Every value, as the database writes it as text, must be a leaf.")
-    return c.bound(Ground.of("hierarchical", counts, h, leaves))
-
-
-def _count(c: Constraint, name: str) -> int:
-    """An integer parameter (>= 1) of a constraint, as a Python int."""
-
-    value = getattr(c, name)
-    try:
-        return check_int(name, value, 1)
-    except InputError:
-        raise InputError(f"{type(c).__name__} needs an integer {name} >= 1, got {value!r}") from None
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python number it holds (its text is ``3``, not ``np.int64(3)``)."""
-    return value.item() if isinstance(value, np.generic) else value
+def bind_reference(engine: Engine, source_ref: exp.Expression, c: PrivacyModel) -> PrivacyModel:
+    """``c`` bound to the whole table's distribution of its reference column, if it has one
+    (one GROUP BY)."""
+    if c.reference_column is None:
+        return c
+    texts, counts = value_counts(engine, source_ref, c.reference_column)
+    return c.with_reference(texts, counts)
 
 
 def _with_selections(criterion: Criterion, selections: Any, qis: Sequence[QI]) -> Criterion:

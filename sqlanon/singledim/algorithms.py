@@ -10,8 +10,8 @@ disclosed value by value (:mod:`sqlanon.request.single`).
 - :class:`Genetic` -- Iyengar's genetic algorithm (KDD 2002; :mod:`.genetic`), one QID, a
   suppression limit;
 - :class:`Optimal` -- the optimal full-domain generalization (the lattice, :mod:`.lattice`),
-  every QI with a hierarchy, one QID, a suppression limit, distinct/entropy/recursive
-  (c, l)-diversity judged.
+  every QI with a hierarchy, one QID, a suppression limit, every privacy model judged over the
+  value counts of its column (not variance diversity, which needs moments).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import InputError, RecodingError
-from ..model.constraints import DistinctLDiversity, EntropyLDiversity, KAnonymity, RecursiveCLDiversity
 from ..model.criteria import InfoGain, Score
 from ..request.algorithm import Algorithm, Partitioned, Prepared
 from ..request.checks import _shown, check_int, check_number
@@ -151,15 +150,20 @@ class Optimal(_SingleDimensional):
     name: ClassVar[str] = "optimal"
     supports_suppression: ClassVar[bool] = True
     needs_hierarchies: ClassVar[bool] = True
-    enforces: ClassVar[str] = "k-anonymity and distinct, entropy or recursive (c, l)-diversity"
-    #: The privacy models the lattice judges besides k (:class:`~sqlanon.singledim.lattice.Lattice`).
-    JUDGED: ClassVar[tuple[type, ...]] = (KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity)
+    enforces: ClassVar[str] = ("the privacy models over a sensitive column's value counts (not one that needs "
+                               "the column's moments, as variance diversity does)")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metric", _metric("Optimal", self.metric, OPTIMAL_METRICS))
 
     def supports(self, constraint: Any) -> bool:
-        return type(constraint) in self.JUDGED
+        """The lattice (:class:`~sqlanon.singledim.lattice.Lattice`) judges every model from each
+        class's value counts of its column: not one that needs moments."""
+        return not constraint.numeric_columns
+
+    def refusal(self, constraint: Any) -> str:
+        return (f"{self.describe()} judges the privacy models over a sensitive column's value counts, not "
+                f"{constraint.describe()}, which needs the column's moments; use sqlanon.Mondrian() (algorithm=...)")
 
     def partition(self, run: Prepared) -> Partitioned:
         assert self.metric is not None, "resolve the metric first"

@@ -19,7 +19,7 @@ the same thing), a hierarchy node's label.
 
 A categorical QI without a hierarchy is refined by disclosing values from ``⊥``; its published
 form is a hierarchy built from the result (:func:`disclosure_hierarchy`): the root ``*`` over the
-disclosed values and a node ``⊥`` over those still suppressed.
+disclosed values and a node ``⊥`` over those still suppressed (labels no value of the column has).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.hierarchy import Hierarchy
+from ..model.hierarchy import Hierarchy, unused_label
 from ..model.partition import Boxes, Regions
 from .tdr import SUPPRESSED, Attribute, factorize
 
@@ -51,17 +51,21 @@ def disclosure_hierarchy(leaves: Sequence[str | None], disclosed: np.ndarray) ->
 
     ``leaves``: the values (old code order); ``disclosed``: which are disclosed. Nothing
     disclosed or nothing left suppressed: ``*`` over every value; else ``*`` over the disclosed
-    values (in code order) and ``⊥`` over the others.
+    values (in code order) and ``⊥`` over the others. ``*`` and ``⊥`` are lengthened
+    (:func:`~sqlanon.model.hierarchy.unused_label`) when they are values of the column: a
+    published label then never reads as another node's.
     """
     shown = [i for i in range(len(leaves)) if disclosed[i]]
     hidden = [i for i in range(len(leaves)) if not disclosed[i]]
+    root = unused_label(ROOT, leaves)
     if not shown or not hidden:
         tree: dict = {leaves[i]: {} for i in range(len(leaves))}
         order = list(range(len(leaves)))
     else:
-        tree = {**{leaves[i]: {} for i in shown}, HIDDEN: {leaves[i]: {} for i in hidden}}
+        tree = {**{leaves[i]: {} for i in shown},
+                unused_label(HIDDEN, {*leaves, root}): {leaves[i]: {} for i in hidden}}
         order = shown + hidden
-    h = Hierarchy._build(ROOT, tree)
+    h = Hierarchy._build(root, tree)
     code = np.empty(len(leaves), dtype=np.int64)
     code[order] = np.arange(len(leaves))
     return h, code

@@ -62,7 +62,7 @@ import pandas as pd
 
 from ..errors import RecodingError
 from ..model import utility
-from ..model.constraints import Constraint
+from ..model.privacy import Constraint
 from ..model.hierarchy import Hierarchy
 from ..model.stats import ClassStats
 
@@ -105,7 +105,7 @@ class Table:
 @dataclass(frozen=True)
 class Sensitive:
     """Where a sensitive column's value counts sit in a node's
-    :class:`~sqlanon.model.stats.ClassStats` (the :class:`~sqlanon.model.constraints.Layout`
+    :class:`~sqlanon.model.stats.ClassStats` (the :class:`~sqlanon.model.stats.Layout`
     the constraints read them through): ``counts[names.index(column)]``."""
 
     names: tuple[str, ...]
@@ -204,7 +204,7 @@ class Lattice:
 
     def kept(self, t: Table, k: int) -> np.ndarray:
         """(C,) the classes of ``t`` that satisfy the requirement -- at least ``k`` rows and every
-        constraint's :meth:`~sqlanon.model.constraints.Constraint.allowed` on their value
+        constraint's :meth:`~sqlanon.model.privacy.Constraint.allowed` on their value
         counts; the others are suppressed."""
         ok = t.n >= k
         if self.constraints:

@@ -23,8 +23,8 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from ..model.constraints import KAnonymity
-from ..model.domain import Domain
+from ..model.privacy import beyond_k
+from ..model.domain import Domain, Visibility
 from ..model.stats import StatColumn
 from ..model.partition import SUPPRESSED_PID, Progress
 from ..request.algorithm import Partitioned, Prepared
@@ -174,7 +174,8 @@ def run_tdr(run: Prepared, max_steps: int | None, max_seconds: float | None) -> 
         f"the refinement budget (max_steps/max_seconds) stopped top-down refinement after {len(result.steps)} "
         f"refinements: the release is valid, and coarser than a full run",)
     run.lap("refine")
-    return Partitioned(dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), found.regions, placed, None,
+    regions = dataclasses.replace(found.regions, visibility=visibility(codes, y.sum(axis=1), np.ones(len(codes), bool)))
+    return Partitioned(dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), regions, placed, None,
                        outcome, stopped)
 
 
@@ -190,7 +191,7 @@ def run_optimal(run: Prepared, metric: str) -> Partitioned:
     codes, y, sensitive = compress(engine, spec, work)
     hierarchies = [q.hierarchy for q in spec.qis]
     assert all(h is not None for h in hierarchies)
-    judged = [c for c in spec.workload.constraints if not isinstance(c, KAnonymity)]  # k: spec.k
+    judged = beyond_k(spec.workload.constraints, spec.k)  # k: spec.k
     lattice = Lattice(codes, y, hierarchies, sensitive, judged)  # type: ignore[arg-type]
     rows = lattice.total
     started = time.perf_counter()
@@ -222,7 +223,20 @@ def run_optimal(run: Prepared, metric: str) -> Partitioned:
                       evaluated=found.checked)
     run.lap("refine")
     spec = dataclasses.replace(spec, single=dataclasses.replace(plan, levels=tuple(int(v) for v in best.levels)))
-    return Partitioned(spec, run.domains, placed_cells.regions, placed, None, outcome)
+    regions = dataclasses.replace(placed_cells.regions, visibility=visibility(codes, lattice.bottom.n, kept))
+    return Partitioned(spec, run.domains, regions, placed, None, outcome)
+
+
+def visibility(codes: np.ndarray, rows: np.ndarray, kept: np.ndarray) -> Visibility:
+    """What the published rows hold (:class:`~sqlanon.model.domain.Visibility`), from the
+    compressed table: ``codes`` (G, d) with ``rows`` each, ``kept`` the published ones (the
+    others are suppressed). A QI's hidden codes are those only suppressed compressed rows hold."""
+    hidden = tuple(np.setdiff1d(np.unique(codes[~kept, j]), codes[kept, j]) for j in range(codes.shape[1]))
+
+    def count(i: int, code: int) -> int:
+        return int(rows[kept & (codes[:, i] == code)].sum())
+
+    return Visibility(hidden, count)
 
 
 def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.ndarray, pid: np.ndarray,
@@ -306,4 +320,5 @@ def run_genetic(run: Prepared, metric: str, seed: int, iterations: int | None, b
     outcome = Outcome("genetic", result.complete, metric=metric, score=best.fitness, suppressed=best.suppressed,
                       evaluated=result.evaluations)
     run.lap("refine")
-    return Partitioned(spec, domains, found.regions, placed, None, outcome)
+    regions = dataclasses.replace(found.regions, visibility=visibility(codes, n, kept))
+    return Partitioned(spec, domains, regions, placed, None, outcome)
