@@ -194,8 +194,8 @@ ZIP = [[f"{a}{b}", f"{a}*", "*"] for a in "123" for b in "12"]
 #: The searches that suppress rows: ``anonymize`` keyword arguments by name.
 SUPPRESSING = {
     "mondrian": {},
-    "optimal": {"recoding": "single", "search": "optimal", "metric": "LM"},
-    "genetic": {"recoding": "single", "search": "genetic", "metric": "LM", "seed": 1, "iterations": 200},
+    "optimal": {"algorithm": sqlanon.Optimal(metric="LM")},
+    "genetic": {"algorithm": sqlanon.Genetic(metric="LM", seed=1, iterations=200)},
 }
 
 
@@ -210,8 +210,8 @@ def suppressing_release(con, search: str, key: str | None = None, view: str = "t
     age[48] = 1000
     load_frame(con, "t", pd.DataFrame({"id": np.arange(len(z)), "zip": z, "age": age}))
     qid = ["zip"] if search == "optimal" else ["zip", "age"]
-    release = sqlanon.anonymize(con, "t", qid, 10, hierarchies={"zip": ZIP}, suppression=0.2, key=key, view=view,
-                                **SUPPRESSING[search])
+    release = sqlanon.anonymize(con, "t", qid, 10, hierarchies={"zip": ZIP}, suppression=0.2,
+                                **SUPPRESSING[search], output=sqlanon.Output(view=view, key=key))
     assert release.suppressed > 0 and release.verification.ok and release.verification.suppression_limit == 9
     return release, qid
 

@@ -543,7 +543,7 @@ def test_errors_reading_a_file_never_quote_its_lines(con, tmp_path):
     lines = ["age,zip"] + [f"{i % 90},{i % 7}" for i in range(30_000)] + ["5,topsecret-value"]
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(sqlanon.SqlanonError) as info:
-        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=5, view="file_anon")
+        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=5, output="file_anon")
     message = str(info.value).split("\n-- while running:")[0]
     assert "topsecret" not in message and "Original Line" not in message
     assert "CSV Error on Line: 30002" in message and 'column "zip"' in message

@@ -336,7 +336,7 @@ def _spanning_release(con) -> sqlanon.Release:
     load_frame(con, "t", pd.DataFrame({"id": i, "a": i % 30, "j": np.array(list("abcdef"))[i % 6],
                                        "y": np.where(i % 2 == 0, "yes", "no")}))
     release = sqlanon.anonymize(con, "t", qid=["a", "j"], k=12, hierarchies={"j": J},
-                                constraints=[sqlanon.EntropyLDiversity("y", 1.9)])
+                                privacy=[sqlanon.EntropyLDiversity("y", 1.9)])
     assert rows(con, f'SELECT a_lo, a_hi, j FROM "{release.rules}" ORDER BY region') == [
         (None, 6, "*"), (6, 14, "*"), (14, 21, "*"), (21, None, "*")]
     return release
@@ -366,7 +366,7 @@ def test_an_unknown_hierarchical_value_is_placed_where_its_region_spans_the_qi(c
     # a release that cuts j where it can: not where a slab holds fewer than k rows of "d" (Q)
     i = np.arange(120)
     load_frame(con, "cut", pd.DataFrame({"id": i, "a": i % 50, "j": np.where(i % 10 == 0, "d", "a")}))
-    cut = sqlanon.anonymize(con, "cut", qid=["a", "j"], k=8, hierarchies={"j": J}, view="cut_anon")
+    cut = sqlanon.anonymize(con, "cut", qid=["a", "j"], k=8, hierarchies={"j": J}, output="cut_anon")
     con.execute("CREATE TABLE u AS SELECT id, a, CAST(NULL AS VARCHAR) AS j FROM cut WHERE id < 60")
     expected = _one_region(con, "cut_anon", "u", "id")
     assert 0 < sum(r is None for r in expected.values()) < 60  # both cases occur
@@ -385,8 +385,8 @@ def test_uci_adult_test_rows_with_a_missing_category_are_placed(con):
     hierarchies = datasets.load_adult_uci(con, "train")
     datasets.load_adult_uci(con, "test", split="test", complete=False)
     qid = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
-    release = sqlanon.anonymize(con, "train", qid=qid, k=50, target="salary-class", view="train_anon",
-                                hierarchies={q: hierarchies[q] for q in qid if q != "age"})
+    release = sqlanon.anonymize(con, "train", qid=qid, k=50, target="salary-class",
+                                hierarchies={q: hierarchies[q] for q in qid if q != "age"}, output="train_anon")
     run(con, "CREATE TABLE test_rows AS SELECT row_number() OVER () AS rid, * FROM test")
     missing = rows(con, 'SELECT count(*) FROM test_rows WHERE workclass IS NULL OR occupation IS NULL '
                         'OR "native-country" IS NULL')[0][0]

@@ -303,8 +303,8 @@ def test_the_lattice_judges_t_closeness(distance):
     load_frame(con, "t", data)
     ages = {"*": {"young": [f"a{i}" for i in range(1, 5)], "old": [f"a{i}" for i in range(5, 9)]}}
     c = _constraint(distance, 0.15)
-    release = sqlanon.anonymize(con, "t", qid=["age"], k=5, hierarchies={"age": ages}, recoding="single",
-                                search="optimal", suppression=0.3, constraints=[c])
+    release = sqlanon.anonymize(con, "t", qid=["age"], k=5, hierarchies={"age": ages}, suppression=0.3, privacy=[c],
+                                algorithm=sqlanon.Optimal())
     assert release.verification.ok and release.verification.checks[0].ok
     view = engine_for(con).fetch_frame(f'SELECT * FROM "{release.view}" WHERE "eq_class" IS NOT NULL')
     assert all(d <= 0.15 + 1e-9 for d in _class_emds(data, view, c).values())

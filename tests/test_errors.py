@@ -684,7 +684,7 @@ def test_postgres_refuses_a_qi_whose_columns_it_would_cut(con, qi, hierarchical,
     run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 4) AS {quote(qi)} FROM {series(80)}")
     hierarchies = {qi: {"*": {"low": ["0", "1"], "high": ["2", "3"]}}} if hierarchical else None
     if qi.startswith("ß"):  # ... so the release is made, and reads back
-        release = sqlanon.anonymize(con, "t", qid=[qi], k=4, view="v")
+        release = sqlanon.anonymize(con, "t", qid=[qi], k=4, output="v")
         assert sqlanon.apply(con, release.view, "t", view="again").placed == 80
         return
     msg = refused(con, InputError, table="t", qid=[qi], k=4, hierarchies=hierarchies)
@@ -700,8 +700,8 @@ def test_postgres_refuses_a_class_column_it_would_cut(con, people):
 @pytest.mark.engines("postgres")
 def test_postgres_names_of_exactly_63_bytes_work(con, people):
     view = "v" * 51  # v..._hierarchies: 63 bytes
-    release = sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, view=view, hierarchies={"city": CITY},
-                                class_column="c" * 63)
+    release = sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, hierarchies={"city": CITY},
+                                output=sqlanon.Output(view=view, class_column="c" * 63))
     assert release.hierarchies == view + "_hierarchies"
     applied = sqlanon.apply(con, view, "people", view="a" * 63)
     assert applied.placed == 100 and columns(con, applied.view)[-1] == "c" * 63
@@ -709,7 +709,7 @@ def test_postgres_names_of_exactly_63_bytes_work(con, people):
 
 @pytest.mark.engines("postgres")
 def test_postgres_apply_refuses_an_output_name_it_would_cut(con, people):
-    release = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="v")
+    release = sqlanon.anonymize(con, "people", qid=["age"], k=5, output="v")
     before = objects(con)
     with pytest.raises(InputError, match="the recoded table would be named 'xxx.*64 bytes"):
         sqlanon.apply(con, release.view, "people", view="x" * 64)
@@ -724,8 +724,8 @@ def test_postgres_apply_with_long_hierarchical_qi_names(con):
     a, b = "q" * 50 + "_one", "q" * 50 + "_two"
     run(con, f"CREATE TABLE t AS SELECT i AS id, 'x' || mod(i, 2) AS {quote(a)}, 'y' || mod(i, 3) AS {quote(b)} "
              f"FROM {series(60)}")
-    release = sqlanon.anonymize(con, "t", qid=[a, b], k=2, view="v",
-                                hierarchies={a: {"*": ["x0", "x1"]}, b: {"*": ["y0", "y1", "y2"]}})
+    release = sqlanon.anonymize(con, "t", qid=[a, b], k=2,
+                                hierarchies={a: {"*": ["x0", "x1"]}, b: {"*": ["y0", "y1", "y2"]}}, output="v")
     applied = sqlanon.apply(con, release.view, "t", view="again")
     assert applied.placed == 60
     assert rows(con, f"SELECT count(*) FROM again a JOIN v USING (id) WHERE a.{quote(a)} = v.{quote(a)} "
@@ -736,7 +736,7 @@ def test_postgres_apply_with_long_hierarchical_qi_names(con):
 def test_duckdb_takes_long_names(con):
     qi, view = "q" * 300, "v" * 300
     run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 40) AS {quote(qi)} FROM {series(80)}")
-    release = sqlanon.anonymize(con, "t", qid=[qi], k=4, view=view)
+    release = sqlanon.anonymize(con, "t", qid=[qi], k=4, output=view)
     assert sqlanon.apply(con, view, "t", view="again").placed == 80
     assert release.verification.ok and columns(con, view)[1] == qi + "_min"
 

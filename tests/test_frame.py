@@ -120,7 +120,8 @@ def test_a_table_or_view_of_the_callers_is_never_replaced(ddl, replace):
     con.execute(ddl)
     before = _catalog(con)
     with pytest.raises(sqlanon.ObjectExistsError, match="'people'"):
-        sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people", replace=replace)
+        sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people",
+                                output=sqlanon.Output(replace=replace))
     assert _catalog(con) == before
 
 
@@ -134,7 +135,8 @@ def test_the_request_is_validated_before_an_earlier_upload_is_replaced(bad):
     before = _catalog(con)
     request = {"qid": ["age", "sex"], "k": 5, "hierarchies": {"sex": SEX}, **bad}
     with pytest.raises(sqlanon.InputError):
-        sqlanon.anonymize_frame(make(2, 60, False), con=con, name="people", replace=True, **request)
+        sqlanon.anonymize_frame(make(2, 60, False), con=con, name="people", **request,
+                                output=sqlanon.Output(replace=True))
     assert _catalog(con) == before
 
 
@@ -143,11 +145,13 @@ def test_the_source_of_another_release_is_never_replaced():
     _, first = sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people")
     before = _catalog(con)
     with pytest.raises(sqlanon.ObjectExistsError, match=r"source of the release\(s\) \['people_anon'\]"):
-        sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people", view="other", replace=True)
+        sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people",
+                                output=sqlanon.Output(view="other", replace=True))
     assert _catalog(con) == before
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
     # replacing that release too is what replace=True is for
-    _, again = sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people", replace=True)
+    _, again = sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people",
+                                       output=sqlanon.Output(replace=True))
     assert again.rows == 60 and again.view == first.view
 
 

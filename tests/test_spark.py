@@ -205,9 +205,9 @@ def test_a_table_name_longer_than_a_file_name_is_refused_first(spark):
     load(spark, "p", people(60))
     before = {t.name for t in spark.catalog.listTables()}
     with pytest.raises(sqlanon.InputError, match=r"rules relation .* 256 bytes long .* at most 255 bytes"):
-        sqlanon.anonymize(spark, "p", qid=["age"], k=5, view="v" * 250)
+        sqlanon.anonymize(spark, "p", qid=["age"], k=5, output="v" * 250)
     assert {t.name for t in spark.catalog.listTables()} == before
-    release = sqlanon.anonymize(spark, "p", qid=["age"], k=5, view="v" * 248)  # v..._rowmap: 255 bytes
+    release = sqlanon.anonymize(spark, "p", qid=["age"], k=5, output="v" * 248)  # v..._rowmap: 255 bytes
     assert release.rowmap == "v" * 248 + "_rowmap" and len(table_of(spark, release.view)) == 60
 
 
