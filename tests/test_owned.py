@@ -123,9 +123,10 @@ GENUINE = {
     "snapshot": dict(table="plain", qid=["age", "zip"]),
     "hierarchy": dict(qid=["age", "city"], hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
     "suppression": dict(qid=["age", "zip"], suppression=0.05),
-    "single": dict(qid=["age", "city"], recoding="single", hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
+    "single": dict(qid=["age", "city"], algorithm=sqlanon.TopDown(),
+                   hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
     "published domain": dict(qid=["age", "zip"], published="domain"),
-    "renamed columns": dict(table="odd", qid=["age", "region"], class_column="cls",
+    "renamed columns": dict(table="odd", qid=["age", "region"], output={"class_column": "cls"},
                             hierarchies={"region": {"*": [f"x{i}" for i in range(5)]}}),
 }
 
@@ -138,14 +139,15 @@ def test_every_kind_of_release_owns_its_objects(people, options):
     run(people, "CREATE TABLE plain AS SELECT * FROM people")
     run(people, "CREATE TABLE odd AS SELECT id, age, city AS region, zip AS size FROM people")
     options = {"table": "people", "k": 5, **options}
-    first = sqlanon.anonymize(people, **options, output=VIEW)
+    output = options.pop("output", {})
+    first = sqlanon.anonymize(people, **options, output=sqlanon.Output(view=VIEW, **output))
     engine = engine_for(people)
     found = owned(engine, engine.objects(), VIEW)
     expected = {first.view, first.rules, f"{VIEW}_rowmap"} | ({DERIVED["hierarchies"]} if "hierarchies" in options else set())
     assert (found.names, found.refused) == (expected, None)
     if options["table"] == "odd":
         assert rows(people, f"SELECT region_1 FROM {first.rules} LIMIT 0") == []
-    again = sqlanon.anonymize(people, **options, output=sqlanon.Output(view=VIEW, replace=True))
+    again = sqlanon.anonymize(people, **options, output=sqlanon.Output(view=VIEW, replace=True, **output))
     assert again.verification.ok
     _intact(people)
 
