@@ -232,8 +232,9 @@ def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypa
 
     con = duckdb.connect()
     load(con, pd.DataFrame({"x": pd.Series(list(range(20)) + [1000, 2000], dtype="Int64")}))
-    key = dict(key="id") if keyed else {}
-    release = sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain", **key, output="good")
+    key = "id" if keyed else None
+    release = sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain",
+                                output=sqlanon.Output("good", key=key))
     check = sqlanon.verify(con, "good", ["x"], 10, class_column="eq_class")
     assert check.ok and check.exposed == 0
     before = objects(con)
@@ -244,7 +245,7 @@ def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypa
 
     monkeypatch.setattr(bounds.Shown, "cut", leaky)
     with pytest.raises(VerificationError, match="suppressed rows only"):
-        sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain", **key, output="bad")
+        sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain", output=sqlanon.Output("bad", key=key))
     assert objects(con) == before
     monkeypatch.setattr(bounds.Shown, "cut", real)
     if keyed:
