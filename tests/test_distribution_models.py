@@ -31,6 +31,7 @@ from sqlanon.model.stats import ClassStats
 from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.hypotheses import sample_constraints
 from sqlanon.publish import manifest
+from sqlanon.request import spec as spec_mod
 from sqlanon.singledim.lattice import Lattice
 from tests.test_api import load, partition_of
 from tests.test_singledim_lattice import FLAT, SMALL, TREE, _brute, _compressed, _generalized, _random_frame
@@ -227,7 +228,7 @@ def _tables(con) -> set[str]:
 
 
 def test_delta_disclosure_needs_the_exact_path(monkeypatch):
-    """No sound sample test: strategy='sample' is refused before any work; 'auto', where it
+    """No sound sample test: strategy=Sample(...) is refused before any work; 'auto', where it
     would sample, partitions with Rothko-T instead (and beta-likeness, which has a test, samples)."""
     con = duckdb.connect()
     rng = np.random.default_rng(1)
@@ -239,11 +240,13 @@ def test_delta_disclosure_needs_the_exact_path(monkeypatch):
                           algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=500, memory_rows=400)))
     assert _tables(con) == before
     monkeypatch.setattr(sample_mod, "AUTO_MIN_ROWS", 1000)
+    monkeypatch.setattr(spec_mod, "default_memory_rows", lambda engine: 400)  # "auto" samples 4,000 rows
     delta = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, output="d", privacy=[sqlanon.DeltaDisclosure("s", 1.0)],
-                              algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=400)))
+                              algorithm=sqlanon.Mondrian())
     beta = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, output="b", privacy=[sqlanon.BetaLikeness("s", 1.0)],
-                             algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=500, memory_rows=400)))
-    assert (delta.strategy, beta.strategy) == ("levels", "sample")
+                             algorithm=sqlanon.Mondrian())
+    assert delta.algorithm.strategy == sqlanon.Levels(400)
+    assert beta.algorithm.strategy == sqlanon.Sample(400, memory_rows=400)
     assert delta.verification.ok and beta.verification.ok and beta.verification.checks[0].ok
     view = frame(con, 'SELECT "eq_class", "s" FROM "b"')
     whole = frame(con, 'SELECT "s" FROM "t"')["s"]
