@@ -461,7 +461,7 @@ def test_errors(con):
         sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, suppression=1.5,
                           algorithm=sqlanon.Optimal())
     with pytest.raises(sqlanon.RemovedOptionError, match="Optimal"):  # the flat search= names its object
-        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL})
+        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, search="optimal")
     with pytest.raises(RecodingError, match="suppression="):
         sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, suppression=0.1,
                           algorithm=sqlanon.TopDown())
