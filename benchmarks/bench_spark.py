@@ -435,7 +435,8 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     start = time.perf_counter()
     release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
                                 output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
-                                **{} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))},
+                                **({} if memory_rows is None
+                                   else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}),
                                 **CRITERIA[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)

@@ -245,7 +245,8 @@ def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypa
 
     monkeypatch.setattr(bounds.Shown, "cut", leaky)
     with pytest.raises(VerificationError, match="suppressed rows only"):
-        sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain", output=sqlanon.Output("bad", key=key))
+        sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain",
+                          output=sqlanon.Output("bad", key=key))
     assert objects(con) == before
     monkeypatch.setattr(bounds.Shown, "cut", real)
     if keyed:
