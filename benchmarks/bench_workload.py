@@ -3,7 +3,7 @@ diversity constraints, on the Agrawal data (the design's yardstick for issue "wo
 splitting").
 
     python benchmarks/bench_workload.py --rows 1000000 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
-        [--duckdb-memory-limit 2GB] [--only median infogain ...]
+        [--duckdb-memory-limit 2GB] [--only median infogain ...] [--memory-rows N] [--level-by-level]
     python benchmarks/bench_workload.py --quick        # 20,000 rows: a check that it runs
 
 Runs, each in its own child process on the same on-disk DuckDB file (``agrawal_<N>.duckdb``,
@@ -16,6 +16,10 @@ generated once by ``agrawal.write_duckdb`` and shared with ``bench_core.py``):
   leaving the QIs;
 * ``median+var``, ``regression+var``: variance diversity of ``salary`` (v = 1e8, a standard
   deviation of 10,000), salary leaving the QIs;
+* issue 52's privacy models: ``median+entropy-car`` (entropy l-diversity of ``car``, l = 5),
+  ``median+var-loan`` (variance diversity of ``loan``, v = 1e10, a standard deviation of
+  100,000), ``median+tclose-elevel`` (t-closeness of ``elevel``, t = 0.2, equal distance), the
+  sensitive column leaving the QIs;
 * the hard cases, targets unrelated to the QIs (C2 and R7 are functions of them, so partitions
   turn pure and settle early): ``infogain-noise``, InfoGain on a random label (``noise``, 'a' or
   'b' by a hash of the row number, added to a temp copy of the table outside the timing), the
@@ -54,6 +58,10 @@ RUNS: dict[str, dict[str, Any]] = {
     "regression+var": {"constraints": ("variance", "salary", 1e8), "target": "r7"},
     "infogain-noise": {"target": "noise"},
     "regression-loan": {"target": "loan"},
+    # issue 52's yardsticks for the privacy models in the compiled finish
+    "median+entropy-car": {"sensitive": "car", "l": 5},
+    "median+var-loan": {"constraints": ("variance", "loan", 1e10)},
+    "median+tclose-elevel": {"constraints": ("tcloseness", "elevel", 0.2)},
 }
 COLUMNS = [
     Column("N", "params.rows", ","), Column("run", "name"), Column("seconds", "seconds", ".2f"),
@@ -73,18 +81,23 @@ def _kwargs(run: str) -> tuple[list[str], dict[str, Any]]:
     if "sensitive" in kw:
         excluded.add(kw["sensitive"])
     if "constraints" in kw:
-        _, column, v = kw.pop("constraints")
-        kw["privacy"] = [sqlanon.VarianceDiversity(column, v)]
+        kind, column, v = kw.pop("constraints")
+        kw["privacy"] = [sqlanon.VarianceDiversity(column, v) if kind == "variance" else sqlanon.TCloseness(column, v)]
         excluded.add(column)
     if kw.get("target") == "loan":
         excluded.add("loan")
     return [q for q in QI_COLUMNS if q not in excluded], kw
 
 
-def child(db: str, run: str, k: int, memory_limit: str | None) -> dict[str, Any]:
+def child(db: str, run: str, k: int, memory_limit: str | None, memory_rows: int | None = None,
+          compiled: bool = True) -> dict[str, Any]:
     import duckdb
 
     import sqlanon
+    from sqlanon.mondrian import builder
+
+    # --level-by-level: the numpy finish level by level (the compiled depth-first ones off)
+    builder._MEDIAN_FINISH = builder._WORKLOAD_FINISH = compiled
 
     qid, kw = _kwargs(run)
     con = duckdb.connect(db)
@@ -96,6 +109,8 @@ def child(db: str, run: str, k: int, memory_limit: str | None) -> dict[str, Any]
         con.execute(f"CREATE TEMP TABLE {table} AS SELECT *, CASE WHEN hash(rowid * 7919 + 1) % 2 = 0 "
                     f"THEN 'a' ELSE 'b' END AS noise FROM {TABLE}")
     start = time.perf_counter()
+    if memory_rows is not None:  # the in-memory budget is the Levels strategy's
+        kw["algorithm"] = sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))
     release = sqlanon.anonymize(con, table, qid=qid, k=k, output=sqlanon.Output(view="bench_anon", replace=True), **kw)
     seconds = time.perf_counter() - start
     entropy = con.execute(
@@ -118,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--duckdb-memory-limit", default=None)
     p.add_argument("--only", nargs="*", choices=sorted(RUNS), default=list(RUNS))
+    p.add_argument("--memory-rows", type=int, default=None, help="passed to sqlanon.anonymize")
+    p.add_argument("--level-by-level", action="store_true",
+                   help="switch the compiled depth-first finishes off (the rules must not change: compare rules md5)")
     args = p.parse_args(argv)
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     rec = harness.Recorder.start(__file__, args)
@@ -130,14 +148,21 @@ def main(argv: list[str] | None = None) -> None:
         for run in args.only:
             print(f"# N={n:,}: {run} ...", file=sys.stderr, flush=True)
             out = harness.run_child(__file__, "child", {"db": str(db), "run": run, "k": args.k,
-                                                        "memory_limit": args.duckdb_memory_limit}, args.timeout)
+                                                        "memory_limit": args.duckdb_memory_limit,
+                                                        "memory_rows": args.memory_rows,
+                                                        "compiled": not args.level_by_level}, args.timeout)
             seconds = out.pop("s", None)
             base = seconds if run == "median" else base
             timings = out.pop("timings", None) or {}
             details = {"timings": timings, "process_s": out.pop("process_s", None)}
             metrics = {key: v for key, v in out.items() if key != "error"}
             metrics |= {f"{step}_s": timings.get(step) for step in ("partition_sql", "partition_memory")}
-            rec.record(run, {"rows": n, "k": args.k, "duckdb_memory_limit": args.duckdb_memory_limit}, seconds,
+            params = {"rows": n, "k": args.k, "duckdb_memory_limit": args.duckdb_memory_limit}
+            if args.memory_rows is not None:
+                params["memory_rows"] = args.memory_rows
+            if args.level_by_level:
+                params["compiled"] = False
+            rec.record(run, params, seconds,
                        {"per_median": harness.ratio(seconds, base), "per_scan": harness.ratio(seconds, scan, 0)},
                        metrics, details, out.get("error"))  # fmt: skip
     print()

@@ -60,6 +60,12 @@ class EngineError(SqlanonError):
         self.sql = sql
 
 
+class SparkEnvironmentError(SqlanonError):
+    """The Spark executors' Python cannot run sqlanon's code (it cannot start, cannot import
+    sqlanon or its dependencies, or imports another version): found by one small job before a
+    run on Spark does any work (:mod:`sqlanon.engine.spark_env`). The message names the fix."""
+
+
 class VerificationError(SqlanonError):
     """The published view failed its independent privacy check (it has been dropped)."""
 

@@ -23,7 +23,7 @@ from .engine.base import Engine
 from .errors import InputError
 from .laps import Laps
 from .model.partition import Progress
-from .mondrian.encode import build_domains, encode
+from .mondrian.encode import build_domains, code_fetched, encode
 from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
 from .publish.verify import Verification
@@ -136,6 +136,7 @@ def validate(engine: Engine, request: Resolvable, progress: Callable[[Progress],
     Raises:
         InputError: (and subclasses) what :func:`run` refuses.
     """
+    engine.check_environment()  # Spark: the executors' Python imports this sqlanon
     check_callable("progress", progress)  # first called only after a level of partitioning
     engine.check_writable("the release (its view, rules relation and row map)")
     return request.resolve(engine)
@@ -159,13 +160,21 @@ def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | No
             if in_place:
                 reading.enter_context(engine.transaction())
             source, snapshot, rid, ranges = working_source(engine, spec, in_place)
-            domains = build_domains(engine, spec, source)
             as_view = algorithm.reads_work_as_view(engine, spec)
-            work = encode(engine, spec, domains, source, g.col(rid, "b"), view=as_view)
+            here = algorithm.codes_here(engine, spec)
+            pending = build_domains(engine, spec, source, here)
+            work = encode(engine, spec, pending, source, g.col(rid, "b"), view=as_view)
+            held = None  # the working view's rows, fetched once and coded here (codes_here)
+            if here:
+                domains, held = code_fetched(engine, spec, pending, engine.fetch(exp.select(exp.Star()).from_(g.table(work))))
+                reading.close()  # commit: nothing reads the source any more
+            else:
+                domains = tuple(d for d in pending if d is not None)
             if not as_view:
                 reading.close()  # commit: nothing reads the source any more
             lap("encode")
-            done = algorithm.partition(Prepared(engine, spec, domains, work, progress, reading.close, lap))
+            done = algorithm.partition(Prepared(engine, spec, domains, work, progress, reading.close, lap, held))
+            held = None  # finished: its arrays are let go
         spec, domains, work, memory, outcome, notes = done.spec, done.domains, done.work, done.memory, \
             done.outcome, done.notes
         regions = done.regions

@@ -30,8 +30,9 @@ Helpers (import them with ``from conftest import ...``):
 Both engines (see ``tests/pg_server.py`` for where the PostgreSQL server comes from):
 
 * ``engine_name``: the engine of this run of the test (from its ``engines`` marker).
-* ``spark``: a local SparkSession (one per test session) working in a Spark database of the
-  test's own; modules that use it are marked ``spark``.
+* ``spark``: a local SparkSession (one per test session; ``$SQLANON_SPARK_MASTER`` chooses the
+  master, e.g. ``local-cluster[2,1,1024]``) working in a Spark database of the test's own;
+  modules that use it are marked ``spark``.
 * ``pg_con``: the psycopg connection alone; ``postgres_url``: the session's server URL. Without
   a server they skip with the reason (how to provide one) -- except in CI (``$CI`` set) or when
   ``$SQLANON_POSTGRES_URL`` is given, where they fail.
@@ -39,6 +40,7 @@ Both engines (see ``tests/pg_server.py`` for where the PostgreSQL server comes f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -510,12 +512,39 @@ def new_schema(con):
 # Spark
 # --------------------------------------------------------------------------------------------
 
+#: The master the Spark tests run on: ``local[2]``, or what ``$SQLANON_SPARK_MASTER`` names, e.g.
+#: ``local-cluster[2,1,1024]`` (two executor JVMs of one core and 1 GB, each with Python workers of
+#: its own: tasks, results and the finish's functions cross process boundaries as on a cluster).
+SPARK_MASTER = os.environ.get("SQLANON_SPARK_MASTER") or "local[2]"
+
+
+def sqlanon_zip(path: Path) -> Path:
+    """``path``: a zip of the sqlanon package these tests import, laid out as its wheel (the
+    package, and ``sql/`` as ``sqlanon/sql``): what ``docs/guides/spark.md`` ships with
+    ``--py-files`` (``spark.submit.pyFiles``) to executors that have sqlanon's dependencies."""
+    import zipfile
+
+    import sqlanon
+
+    package = Path(sqlanon.__file__).parent
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(package.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                z.write(f, (Path("sqlanon") / f.relative_to(package)).as_posix())
+        templates = package.parent / "sql"  # a source checkout; an installed package has sqlanon/sql
+        if templates.is_dir() and not (package / "sql").is_dir():
+            for f in sorted(templates.rglob("*.sql")):
+                z.write(f, (Path("sqlanon/sql") / f.relative_to(templates)).as_posix())
+    return path
+
+
 @pytest.fixture(scope="session")
 def spark_session():
-    """One local Spark session (``local[2]``) for the test session, its warehouse and temp files in
-    a directory of ours. Spark needs Java and the ``spark`` extra: without them the tests that use
-    it skip with the reason -- except in CI (``$CI`` set), where they fail (``.ci/run`` installs
-    both)."""
+    """One Spark session on :data:`SPARK_MASTER` for the test session, its warehouse and temp
+    files in a directory of ours. On ``local-cluster[...]`` sqlanon is shipped to the executors
+    as a zip (:func:`sqlanon_zip`), and the fixture checks that they import it from there. Spark
+    needs Java and the ``spark`` extra: without them the tests that use it skip with the reason
+    -- except in CI (``$CI`` set), where they fail (``.ci/run`` installs both)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
@@ -525,20 +554,39 @@ def spark_session():
         reason = "Spark tests need Java 17 (Debian: apt-get install openjdk-17-jre-headless)"
         pytest.fail(reason, pytrace=False) if pg_server.in_ci() else pytest.skip(reason)
     where = tempfile.mkdtemp(prefix="sqlanon-spark-")
-    spark = (SparkSession.builder.master("local[2]").appName("sqlanon-tests")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.default.parallelism", "2")
-             .config("spark.sql.warehouse.dir", os.path.join(where, "warehouse"))
-             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}")
-             .config("spark.local.dir", os.path.join(where, "local"))
-             .getOrCreate())
+    builder = (SparkSession.builder.master(SPARK_MASTER).appName("sqlanon-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.warehouse.dir", os.path.join(where, "warehouse"))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}")
+               .config("spark.local.dir", os.path.join(where, "local")))
+    cluster = SPARK_MASTER.startswith("local-cluster[")
+    if cluster:
+        shipped = sqlanon_zip(Path(where) / "sqlanon.zip")
+        builder = builder.config("spark.submit.pyFiles", str(shipped)).config("spark.executor.memory", "768m")
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
+        if cluster:
+            from sqlanon.engine.spark_env import check_executors
+
+            found = check_executors(spark)
+            assert all(shipped.name in location for location in found.location), (
+                f"the executors import sqlanon from {found.location}, not from the shipped {shipped.name}")
         yield spark
     finally:
+        app = spark.sparkContext.applicationId
         spark.stop()
         shutil.rmtree(where, ignore_errors=True)
+        if cluster:  # the workers' directory of the application (executor logs, the shipped zip)
+            from pyspark.find_spark_home import _find_spark_home
+
+            work = os.path.join(_find_spark_home(), "work")
+            shutil.rmtree(os.path.join(work, app), ignore_errors=True)
+            with contextlib.suppress(OSError):  # unless other applications' are there
+                os.rmdir(work)
 
 
 @pytest.fixture

@@ -650,7 +650,7 @@ def test_report_formats_and_outputs(capsys, released, tmp_path):
         code, out, err = run(capsys, "report", db, "people_anon", "-o", tmp_path / name)
         assert (code, out, err) == (0, "", "")
         assert (tmp_path / name).read_text(encoding="utf-8").startswith(marker)
-    assert (tmp_path / "r.html").read_text(encoding="utf-8").count("<svg") == 2  # sizes, widths (no timings)
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").count("<svg") == 3  # risk, sizes, widths (no timings)
     # JSON: the release's own workload by default, exactly sqlanon.metrics(...).as_dict()
     document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert _rounded(document["metrics"]) == _metrics(db, numeric_targets=["id"], sensitive=["city"])
@@ -770,7 +770,7 @@ def test_python_m_sqlanon_report(db, tmp_path):
     done = sqlanon_process("report", db, "people_anon", "--format", "html", "-o", "report.html", cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "HOLDS" in page and page.count("<svg") == 2
+    assert "HOLDS" in page and page.count("<svg") == 3  # risk, sizes, widths
     done = sqlanon_process("report", db, "people_anon", cwd=tmp_path)  # Markdown on a pipe
     assert done.returncode == 0 and "## Requirement: HOLDS" in done.stdout
     done = sqlanon_process("report", db, "people", cwd=tmp_path)

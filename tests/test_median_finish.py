@@ -214,8 +214,9 @@ def test_equals_the_numpy_oracle():
     assert ours == theirs
 
 
-def test_taken_for_the_default_request_only(monkeypatch):
-    """The fast path runs for Median under k-anonymity and stays out of other requests."""
+def test_taken_for_median_only(monkeypatch):
+    """The fast path runs for Median under k-anonymity, and with privacy models that have a
+    compiled face (tests/test_model_finish.py), and stays out of other requests."""
     calls = []
     real = median_finish.finish
     monkeypatch.setattr(median_finish, "finish", lambda *a, **kw: calls.append(1) or real(*a, **kw))
@@ -229,10 +230,11 @@ def test_taken_for_the_default_request_only(monkeypatch):
     assert len(calls) == 1
     sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, privacy=[sqlanon.DistinctLDiversity("s", 2)],
                       output=sqlanon.Output(replace=True))
+    assert len(calls) == 2
     sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, hierarchies={"b": {"lo": list(range(5)), "hi": [5, 6, 7, 8]}},
                       output=sqlanon.Output(replace=True))
     sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, target="s", output=sqlanon.Output(replace=True))
-    assert len(calls) == 1
+    assert len(calls) == 2
 
 
 def test_warming_loads_the_signatures_a_real_finish_uses():
@@ -260,10 +262,12 @@ assert after == warmed, (warmed, after)
     assert done.returncode == 0, done.stderr
 
 
-def test_warming_starts_once_and_only_for_median_under_k(monkeypatch):
+def test_warming_starts_once_and_only_for_median_under_k_and_compiled_models(monkeypatch):
     monkeypatch.setattr(median_finish, "_warmed", False)
     assert median_finish.warm_in_background(InfoGain("s"), [KAnonymity(5)], True) is None
-    assert median_finish.warm_in_background(Median(), [KAnonymity(5), sqlanon.DistinctLDiversity("s", 2)], True) is None
+    tree = sqlanon.Hierarchy.from_dict({"*": {"low": ["0", "1"], "high": ["2"]}})
+    no_face = sqlanon.TCloseness("s", 0.2, "hierarchical", tree)  # no compiled face: level by level
+    assert median_finish.warm_in_background(Median(), [KAnonymity(5), no_face], True) is None
     assert median_finish.warm_in_background(Median(), [KAnonymity(5)], False) is None  # a hierarchy
     thread = median_finish.warm_in_background(Median(), [KAnonymity(5)], True)
     assert thread is not None

@@ -86,7 +86,9 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     (``spark-defaults.conf``, ``spark-submit``) decides, else ``local[*]``. When a session is
     already running in this process, ``getOrCreate`` returns it (only runtime SQL settings of
     ``conf`` then apply) and it is left running at the end, its current database put back; a
-    session this call started is stopped at the end.
+    session this call started is stopped at the end. On a local master the executors' Python
+    defaults to this interpreter unless ``PYSPARK_PYTHON`` is set (:mod:`.spark_env`, checked
+    by the first release's call).
 
     Raises:
         InputError: pyspark is not installed, the session cannot start, or ``database`` does not

@@ -252,6 +252,10 @@ class Engine(abc.ABC):
         transaction created the same names at the same time (DuckDB: a write-write conflict)."""
         return "conflict" in str(error).lower()
 
+    def check_environment(self) -> None:
+        """Refuse, before any work, when what runs outside the database cannot run sqlanon's
+        code (Spark: the executors' Python, :mod:`.spark_env`). Nothing to check here."""
+
     @abc.abstractmethod
     def check_writable(self, what: str) -> None:
         """Refuse, before any work, when the current database cannot be written
@@ -301,8 +305,17 @@ class Engine(abc.ABC):
         return name
 
     @abc.abstractmethod
-    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
-        """Create a temp table from numpy columns (in bulk) and return its name."""
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray],
+               types: Mapping[str, str] | None = None) -> str:
+        """Create a temp table from numpy columns (in bulk) and return its name. ``types``: the
+        house types of some columns (else the arrays' own, :func:`sqlanon.engine.frames.sql_type`)."""
+
+    def codes_here(self, data_type: str) -> bool:
+        """Whether a QI of the house type ``data_type`` is coded in this process from its
+        fetched values when the run's rows are fetched anyway (:func:`sqlanon.mondrian.encode.codes_here`),
+        rather than by a code table built and joined in the database. Here: never (DuckDB
+        builds and joins code tables faster than its rows travel)."""
+        return False
 
     @abc.abstractmethod
     def create_from_frame(self, name: str, frame: Any, *, replace: bool = False,
@@ -445,6 +458,9 @@ class Engine(abc.ABC):
     def threads(self) -> int:
         """How many cores this run may use for in-memory work: this process's."""
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+    #: Whether :meth:`file_source` reads data files in place (DuckDB); the others refuse.
+    reads_files = False
 
     def file_source(self, path: str) -> exp.Table:
         """A relation reading data files in place; engines that cannot refuse clearly."""

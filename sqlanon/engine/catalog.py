@@ -66,6 +66,8 @@ def find_source(engine: Engine, objects: Sequence[CatalogObject], table: str, co
     if found is None and is_file(table):
         return file_source(engine, table, count)
     if found is None:
+        if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES and not engine.reads_files:
+            engine.file_source(table)  # the engine's own refusal: it reads no files in place
         check_path(table)
         raise UnknownTableError(
             f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})

@@ -45,6 +45,7 @@ class DuckDBEngine(Engine):
     """A ``duckdb.DuckDBPyConnection`` plus the temp objects of one run."""
 
     name = "duckdb"
+    reads_files = True
     title = "DuckDB"
     dialect = "duckdb"
 
@@ -123,26 +124,30 @@ class DuckDBEngine(Engine):
                 f"read_only=True to write there.")
 
     # -- temp objects -------------------------------------------------------------------------
-    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray],
+               types: Mapping[str, str] | None = None) -> str:
         name = self.temp_name(purpose)
         # copy=False: the frame wraps the arrays (pandas would copy them into blocks; at 100M rows
         # the rules' 727K regions x 47 columns made that copy the run's peak memory)
         frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()}, copy=False)
-        self._from_frame(name, frame, temporary=True, replace=True)
+        self._from_frame(name, frame, temporary=True, replace=True, types=types)
         return name
 
     def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
         self._from_frame(name, frame, temporary=False, replace=replace, schema=schema)
 
     def _from_frame(self, name: str, frame: pd.DataFrame, *, temporary: bool, replace: bool,
-                    schema: str | None = None) -> None:
+                    schema: str | None = None, types: Mapping[str, str] | None = None) -> None:
         # Read through a relation (DuckDBPyRelation.query), not a registered view: a registered
         # frame is a catalog entry, and inside a transaction (the publication) DuckDB keeps a
         # dropped entry -- and with it the frame's arrays -- until the commit (at 100M rows the
         # rules' 727K regions held about 200 MB through the whole publication). The relation
         # lets go of the frame when the statement ends.
         view = f"{self.prefix}frame"
-        create = g.create_table_as(name, exp.select("*").from_(g.table(view)), temporary=temporary, replace=replace)
+        columns: list[exp.Expression] = [exp.Star()] if not types else [
+            g.alias(exp.Cast(this=g.col(str(c)), to=exp.DataType.build(types[str(c)], dialect=self.dialect))
+                    if str(c) in types else g.col(str(c)), str(c)) for c in frame.columns]
+        create = g.create_table_as(name, exp.select(*columns).from_(g.table(view)), temporary=temporary, replace=replace)
         if schema:
             create.this.set("db", g.ident(schema))
         sql = self.render(create)

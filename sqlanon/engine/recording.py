@@ -97,7 +97,7 @@ class Recorder:
         self.show(statement)
         return None
 
-    def upload(self, purpose: str, columns: Any) -> str:
+    def upload(self, purpose: str, columns: Any, types: Any = None) -> str:
         name = self.temp_name(purpose)
         self._pending[name] = None
         rows = len(next(iter(columns.values()))) if columns else 0

@@ -36,6 +36,7 @@ from sqlglot import exp
 from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
 from .frames import sql_type, write_file
+from .spark_env import check_executors
 from ..errors import EngineError, InputError
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
@@ -148,15 +149,22 @@ class SparkEngine(Engine):
     def in_transaction(self) -> bool:
         return False
 
+    def check_environment(self) -> None:
+        """The executors import this driver's sqlanon (one small job per application,
+        :func:`.spark_env.check_executors`; a local master defaults them to the driver's
+        interpreter)."""
+        check_executors(self.con)
+
     def check_writable(self, what: str) -> None:
         """Spark sessions have no read-only mode; a catalog that refuses writes says so when the
         first table is created, before anything of the release exists."""
 
     # -- temp objects -------------------------------------------------------------------------
-    def upload(self, purpose: str, columns: Mapping[str, np.ndarray]) -> str:
+    def upload(self, purpose: str, columns: Mapping[str, np.ndarray],
+               types: Mapping[str, str] | None = None) -> str:
         name = self.temp_name(purpose)
         frame = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
-        self._save(g.table(name), frame)
+        self._save(g.table(name), frame, types)
         return name
 
     def create_from_frame(self, name: str, frame: Any, *, replace: bool = False, schema: str | None = None) -> None:
@@ -164,10 +172,11 @@ class SparkEngine(Engine):
             raise EngineError(f"a table named {name!r} already exists", f"-- save a DataFrame as {name}")
         self._save(g.table(name, schema), frame)
 
-    def _save(self, table: exp.Table, frame: pd.DataFrame) -> None:
-        """A managed Parquet table holding ``frame`` (replacing one of that name): built on the
-        driver, so for small data only (boxes, maps, test tables)."""
-        schema = T.StructType([T.StructField(str(c), _spark_type(sql_type(frame[c]))) for c in frame.columns])
+    def _save(self, table: exp.Table, frame: pd.DataFrame, types: Mapping[str, str] | None = None) -> None:
+        """A managed Parquet table holding ``frame`` (replacing one of that name), its columns of
+        ``types`` where given: built on the driver, so for small data only (boxes, maps, test tables)."""
+        schema = T.StructType([T.StructField(str(c), _spark_type((types or {}).get(str(c)) or sql_type(frame[c])))
+                               for c in frame.columns])
         self.statements += 1
         self._catalog = None
         try:

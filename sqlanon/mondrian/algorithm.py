@@ -28,7 +28,7 @@ from ..request.algorithm import Algorithm, Partitioned, Prepared
 from ..request.checks import _shown, check_int
 from ..request.spec import Spec
 from . import median_finish
-from .encode import reads_work_as_view
+from .encode import codes_here, reads_work_as_view
 from .hypotheses import exact_only
 from .run import run_mondrian
 from .sample import SampleOptions, check_options, choose
@@ -172,6 +172,10 @@ class Mondrian(Algorithm):
     def reads_work_as_view(self, engine: Engine, spec: Spec) -> bool:
         assert not isinstance(self.strategy, str), "resolve the strategy first"
         return reads_work_as_view(engine, spec, self.strategy.name)
+
+    def codes_here(self, engine: Engine, spec: Spec) -> frozenset[int]:
+        assert not isinstance(self.strategy, str), "resolve the strategy first"
+        return codes_here(engine, spec, self.strategy.name)
 
     def partition(self, run: Prepared) -> Partitioned:
         assert not isinstance(self.strategy, str), "resolve the strategy first"

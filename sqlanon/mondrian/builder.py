@@ -386,15 +386,17 @@ class Partitioner:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
-        Median under k-anonymity alone over ordered QIs (no suppression budget) takes the
-        depth-first compiled finish of :mod:`sqlanon.mondrian.median_finish`, InfoGain,
+        Median under k-anonymity and the privacy models that have a compiled face, over ordered
+        QIs (no suppression budget), takes the depth-first compiled finish of
+        :mod:`sqlanon.mondrian.median_finish`; InfoGain,
         Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
         if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
             if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
-                                                              self.threads, batch.disposable), seg)
+                                                              self.threads, batch.disposable,
+                                                              *self._model_values(batch)), seg)
             if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
                 return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
@@ -466,7 +468,27 @@ class Partitioner:
     def median_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.median_finish` finishes this batch (its codes are then
         best fetched row-major: a split moves whole rows)."""
-        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget)
+        return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget,
+                                                        self._exact, int(seg.n.max(initial=0)))
+
+    def _exact(self, column: str) -> bool:
+        """Whether numeric ``column``'s moments are summed as integers."""
+        i = self._numeric_index.get(column)
+        return i is not None and self.numeric_stats[i].exact
+
+    def _model_values(self, batch: Batch) -> tuple[list, dict[str, np.ndarray], dict[str, int]]:
+        """What the depth-first finish needs to judge the privacy models: their compiled faces,
+        the columns they read (by name, the batch's arrays) and the class columns' sizes."""
+        faces = median_finish.faces(self.constraints, self._exact) or []
+        values: dict[str, np.ndarray] = {}
+        sizes: dict[str, int] = {}
+        for f in faces:
+            if f.numeric:
+                values[f.column] = batch.numbers[self._numeric_index[f.column]]
+            else:
+                i = self._class_index[f.column]
+                values[f.column], sizes[f.column] = batch.classes[i], self.class_stats[i].size
+        return faces, values, sizes
 
     def _workload_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.workload_finish` finishes this batch."""
@@ -726,7 +748,7 @@ def _rows_of(seg_of_row: np.ndarray, S: int, idx: np.ndarray, M: int) -> tuple[n
 _BINS_PER_ROW = 2
 #: Attribute lists for criteria that judge every QI at every level (tests switch them off).
 _LISTS = True
-#: The depth-first compiled finish of Median under k-anonymity (tests switch it off).
+#: The depth-first compiled finish of Median under k-anonymity and privacy models (tests switch it off).
 _MEDIAN_FINISH = True
 #: The depth-first compiled finish of InfoGain, Regression and Targets under k-anonymity (tests
 #: switch it off).
@@ -761,10 +783,13 @@ class Batch:
 
 def finish_in_memory(
     engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int, purpose: str = "leaves",
+    held: dict[str, np.ndarray] | None = None,
 ) -> str | None:
     """Finish the remaining partitions in batches of about ``memory_rows`` rows, each by
     :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
     into this process one batch at a time, or on Spark's executors), and record their leaves.
+    ``held``: the working table's rows, fetched already (:func:`sqlanon.mondrian.encode.code_fetched`),
+    when they are one batch: finished without fetching them again.
 
     Returns the temp table ``(rid, pid[, qhash])`` (:func:`row_columns`) of the rows finished in
     memory, with their leaf (None if there were none). ``purpose`` names the engine's temp tables
@@ -776,7 +801,8 @@ def finish_in_memory(
     open_ = open_.take(np.argsort(open_.pid))
     batch_of = _batches(open_.n, max(memory_rows, 1))
     groups = int(batch_of.max()) + 1
-    batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
+    if held is not None and groups != 1:
+        raise AssertionError(f"rows held in memory are one batch, not {groups}")
     # Each batch numbers its new partitions from its own first id: a split makes at most
     # ``fanout`` children, and a batch of n rows splits fewer than n times.
     fanout = max([2] + [d.qi.hierarchy.n_nodes for d in partitioner.domains if d.qi.hierarchy is not None])
@@ -785,19 +811,27 @@ def finish_in_memory(
     # a keyless release's snapshot joins the rows by ranges of row ids (rid_chunks): stored by range
     cluster = None if layout.hashed else engine.join_rows()
     finish = BatchFinish(partitioner.fork(local=not engine.distributed), open_, batch_of, first_pid, layout, cluster)
-    first = {b: int(open_.pid[batch_of == b][0]) for b in range(groups)}
-    last = {b: int(open_.pid[batch_of == b][-1]) for b in range(groups)}
+    if held is not None:
+        with small_pages():
+            kept, little = finish(0, held)
+        leaves = {c: little[c] for c in leaf_columns(partitioner.d)}
+        assignment = engine.upload(f"{purpose}0", {c: kept[c] for c in row_columns(layout.hashed)})
+        del kept
+    else:
+        batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})
+        first = {b: int(open_.pid[batch_of == b][0]) for b in range(groups)}
+        last = {b: int(open_.pid[batch_of == b][-1]) for b in range(groups)}
 
-    def rows(b: int | None) -> exp.Expression:
-        return batch_query(work, batches, layout, b, first.get(b), last.get(b))
+        def rows(b: int | None) -> exp.Expression:
+            return batch_query(work, batches, layout, b, first.get(b), last.get(b))
 
-    with small_pages():  # the fetched columns and the batch's arrays are new, large and short-lived
-        assignment, leaves = engine.map_groups(rows, groups, finish, row_columns(layout.hashed),
-                                               leaf_columns(partitioner.d), purpose)
+        with small_pages():  # the fetched columns and the batch's arrays are new, large and short-lived
+            assignment, leaves = engine.map_groups(rows, groups, finish, row_columns(layout.hashed),
+                                                   leaf_columns(partitioner.d), purpose)
+        engine.drop_temp(batches)
     return_free_memory()  # what the batches freed, before their leaves become matrices (the run's peak)
     partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
     partitioner.add_leaves(leaves)
-    engine.drop_temp(batches)
     return assignment
 
 

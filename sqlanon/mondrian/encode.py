@@ -1,7 +1,14 @@
 """Encode the source into the working table: one code table per QI in the database, then one
-statement that writes every row's codes (see :mod:`sqlanon.model.domain` for the encoding)."""
+statement that writes every row's codes (see :mod:`sqlanon.model.domain` for the encoding).
+
+Where the run's rows are fetched into this process anyway (:func:`codes_here`), the QIs of the
+types the engine names (:meth:`Engine.codes_here <sqlanon.engine.base.Engine.codes_here>`) are
+fetched as values and coded here instead (:func:`code_fetched`): no code table is built from the
+source, no row is joined with one, and the code tables are uploaded from the distinct values."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from sqlglot import exp
@@ -15,20 +22,68 @@ from ..request.spec import Spec
 from ..engine.catalog import distinct_values
 
 
-def build_domains(engine: Engine, spec: Spec, source: exp.Table) -> tuple[Domain, ...]:
-    """Create one code table per QI (temp) and return the domains.
+def codes_here(engine: Engine, spec: Spec, strategy: str) -> frozenset[int]:
+    """The positions of the QIs this process codes from their fetched values (:func:`code_fetched`):
+    the ordered QIs of the types :meth:`Engine.codes_here` names, when the working table is a
+    view whose rows are fetched once for the in-memory finish anyway (Rothko-T on a table that
+    fits ``memory_rows``, :func:`reads_work_as_view`). Empty otherwise."""
+    if strategy != "levels" or not reads_work_as_view(engine, spec, strategy):
+        return frozenset()
+    return frozenset(q.position for q in spec.qis if q.ordered and engine.codes_here(q.data_type))
+
+
+def build_domains(engine: Engine, spec: Spec, source: exp.Table,
+                  here: frozenset[int] = frozenset()) -> tuple[Domain | None, ...]:
+    """Create one code table per QI (temp) and return the domains; None for the QIs of ``here``
+    (:func:`codes_here`), whose domains :func:`code_fetched` makes from the fetched rows.
 
     The positions of every ordered QI's codes come back in one statement (a UNION ALL of the
     code tables, each row tagged with its QI): one round trip instead of one per QI."""
     tables = {qi.position: code_table(engine, qi.name, source, qi.has_null, f"dom{qi.position}")
-              for qi in spec.qis if qi.ordered}
+              for qi in spec.qis if qi.ordered and qi.position not in here}
     values = _positions(engine, spec, tables)
     return tuple(
+        None if qi.position in here else
         Domain(qi, len(values[qi.position]) + int(qi.has_null), tables[qi.position],
                ordered_positions(values[qi.position], qi))
         if qi.ordered else _hierarchical(engine, qi, source)
         for qi in spec.qis
     )
+
+
+def code_fetched(engine: Engine, spec: Spec, domains: Sequence[Domain | None],
+                 rows: dict[str, np.ndarray]) -> tuple[tuple[Domain, ...], dict[str, np.ndarray]]:
+    """The domains of the QIs coded here (``domains[i]`` None) and ``rows`` (the working view
+    fetched, :func:`encode`) with their values ``v<i>`` (and NULL flags ``n<i>``) replaced by
+    codes ``q<i>``.
+
+    The codes are what the code table would give (:func:`code_table`): the distinct non-NULL
+    values in ascending order coded from ``first_value``, NULL code 0 (``np.unique``: numbers
+    order alike everywhere; NaN and infinities are refused before any work, and -0.0 is 0.0 as
+    in SQL's ``DISTINCT``). The code table ``(v, code)`` is uploaded in the QI's own type, so
+    published bounds keep it."""
+    out: list[Domain] = []
+    for i, (qi, d) in enumerate(zip(spec.qis, domains)):
+        if d is not None:
+            out.append(d)
+            continue
+        values = rows.pop(f"v{i}")
+        null = rows.pop(f"n{i}", None)
+        if values.dtype.kind == "f":
+            values = values + 0.0  # -0.0 + 0.0 is 0.0: one value, as DISTINCT sees it
+        present = values if null is None else values[~null]
+        distinct, inverse = np.unique(present, return_inverse=True)
+        first = int(qi.has_null)
+        codes = np.zeros(len(values), dtype=np.int64)
+        if null is None:
+            codes += inverse.reshape(-1) + first
+        else:
+            codes[~null] = inverse.reshape(-1) + first
+        rows[f"q{i}"] = codes
+        table = engine.upload(f"dom{qi.position}", {"v": distinct, "code": np.arange(first, first + len(distinct))},
+                              types={"v": qi.data_type})
+        out.append(Domain(qi, len(distinct) + first, table, ordered_positions(distinct.astype(np.float64), qi)))
+    return tuple(out), rows
 
 
 def code_table(engine: Engine, column: str, source: exp.Table, has_null: bool, purpose: str) -> str:
@@ -96,7 +151,7 @@ def _hierarchical(engine: Engine, qi: QI, source: exp.Table) -> Domain:
     return Domain(qi, h.n_leaves, name, None)
 
 
-def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.Table, rid: exp.Expression,
+def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source: exp.Table, rid: exp.Expression,
            *, view: bool = False) -> str:
     """Create the working table: one row per source row (see :mod:`sqlanon.mondrian.levels`).
 
@@ -109,15 +164,25 @@ def encode(engine: Engine, spec: Spec, domains: tuple[Domain, ...], source: exp.
     ``view``: a temp *view* over the source and the code tables instead of a table
     (:func:`reads_work_as_view`): the rows are encoded by the statements that read them, and
     the encoded table is never written on its own.
+
+    A QI whose domain is None is coded by this process (:func:`code_fetched`): the view holds
+    its value ``v<i>`` (NULL as 0, and a flag ``n<i>`` when the column has NULLs) in place of
+    ``q<i>``.
     """
     select = [g.alias(rid, "rid"), g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid")]
     if spec.hashed:
         select.append(g.alias(_fingerprint(engine, spec), "qhash"))
     query = exp.select(*select).from_(exp.alias_(source, g.ident("b"), table=True))
     lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
-    for i, d in enumerate(domains):
+    for i, (qi, d) in enumerate(zip(spec.qis, domains)):
         alias = f"d{i}"
-        value = g.col(d.qi.name, "b")
+        value = g.col(qi.name, "b")
+        if d is None:  # coded by this process, from the value
+            zero = exp.Cast(this=g.lit(0), to=exp.DataType.build(qi.data_type, dialect=g.DIALECT))
+            query = query.select(g.alias(exp.Coalesce(this=value, expressions=[zero]), f"v{i}"), copy=False)
+            if qi.has_null:
+                query = query.select(g.alias(exp.Is(this=value.copy(), expression=exp.Null()), f"n{i}"), copy=False)
+            continue
         start = dense_start(d)
         if start is not None:  # every integer of its range: the code is arithmetic, no lookup
             code: exp.Expression = exp.Add(

@@ -1,10 +1,11 @@
-"""The in-memory finish of Median Mondrian under k-anonymity, depth-first in compiled loops.
+"""The in-memory finish of Median Mondrian under k-anonymity and privacy models, depth-first in
+compiled loops.
 
 :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` finishes a
 batch level by level with frequency groups, the engine every criterion shares. For the default
-request — the :class:`~sqlanon.model.criteria.Median` criterion, only
-:class:`~sqlanon.model.privacy.KAnonymity` constraints, every QI ordered, no suppression
-budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
+request — the :class:`~sqlanon.model.criteria.Median` criterion, k-anonymity and any privacy
+models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`), every QI
+ordered, no suppression budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
 batch's partitions depth-first instead (like ``reference_mondrian_fast`` in
 ``tests/reference_mondrian.py``, LeFevre et al., ICDE 2006): a partition's rows are a
 contiguous run of a row-major copy of the codes, a split moves its left child's rows to the
@@ -30,6 +31,15 @@ the GIL: after a few splits the open partitions are shared out over ``threads`` 
   QI has no allowable cut, and the next one in rank order is asked. ``v`` comes from a
   histogram of the run's codes when its code range is at most about twice its rows, else from
   a quickselect; then one pass counts the rows below ``v`` and finds the largest code below it.
+* Under privacy models beyond k (:func:`_model_cut`), the cut of one QI is
+  :func:`sqlanon.mondrian.split._most_balanced`'s: among the cuts in the size window whose both
+  children pass every model, the smallest ``(|2L - n|, c)``. The cuts are met in that order
+  walking outwards from the median (on each side balance grows with the distance; of equal
+  balance the left cut, the lower code, first), so the first allowable cut met is it. A child is
+  judged by the model's compiled face (:mod:`sqlanon.model.privacy.compiled`) from its value
+  counts or integer moments, the same float operations as the numpy judgement; the sensitive
+  values of each row move with its codes. Usually the cut nearest the median passes, judged
+  after one pass over the rows; only otherwise are the rows sorted by code for the walk.
 * A partition whose candidates have no allowable cut is a leaf with its rows' extents.
 
 Only the numbering comes out of the loops differently — and is put back: the level-by-level
@@ -39,46 +49,79 @@ and the leaves are listed in the order that path records them (by level, then id
 regions and ids are therefore identical to the general path's (``tests/test_median_finish.py``
 compares them on random tables; ``builder._MEDIAN_FINISH = False`` forces the general path).
 
-Everything else takes the general path: other criteria, l-diversity, t-closeness and the
-other constraints, hierarchical QIs, a suppression budget, and the sampling strategy's grower.
+Everything else takes the general path: other criteria, models without a compiled face (the
+hierarchical t-closeness, Rothko-S's sample tests), variance diversity over a column summed in
+floats, entropy l-diversity on batches beyond the ``c ln c`` table, hierarchical QIs, a
+suppression budget, and the sampling strategy's grower.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from numba import njit
 
 from ..model.privacy import Constraint
+from ..model.privacy.base import ENTROPY, Face
+from ..model.summaries import XLOGX_ROWS
+from ..model.privacy.compiled import passes, table
 from ..model.criteria import Criterion, Median
 from ..model.domain import Domain
 from ..model.parallel import run_all
 
 
 def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
-            budget: np.ndarray) -> bool:
-    """Whether :func:`finish` gives the partition of this request (see the module docstring)."""
-    return (_takes(criterion, constraints) and len(domains) > 0 and all(d.num is not None for d in domains)
-            and not (budget > 0).any())
+            budget: np.ndarray, exact: Callable[[str], bool] = lambda column: False, rows: int = 0) -> bool:
+    """Whether :func:`finish` gives the partition of this request (see the module docstring).
+
+    ``exact(column)``: whether a numeric column's moments are summed as integers; ``rows``: the
+    largest partition to finish."""
+    chosen = faces(constraints, exact)
+    return (_takes(criterion, constraints) and chosen is not None and len(domains) > 0
+            and all(d.num is not None for d in domains) and not (budget > 0).any()
+            and (rows < XLOGX_ROWS or not any(f.kind == ENTROPY for f in chosen)))
 
 
 def _takes(criterion: Criterion, constraints: Sequence[Constraint]) -> bool:
-    """The request's part of :func:`applies`: Median under k-anonymity alone."""
-    return type(criterion) is Median and len(constraints) > 0 and all(c.size_only for c in constraints)
+    """The request's part of :func:`applies`: Median under k-anonymity and privacy models that
+    have a compiled face."""
+    return type(criterion) is Median and len(constraints) > 0 and \
+        all(c.size_only or c.face() is not None for c in constraints)
+
+
+def faces(constraints: Sequence[Constraint], exact: Callable[[str], bool]) -> list[Face] | None:
+    """The compiled faces of the constraints beyond size (k-anonymity is the size window); None
+    when one has none, or reads moments that are not summed as integers."""
+    out = []
+    for c in constraints:
+        if c.size_only:
+            continue
+        face = c.face()
+        if face is None or (face.numeric and not exact(face.column)):
+            return None
+        out.append(face)
+    return out
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
-           threads: int = 1, inplace: bool = False) -> dict[str, np.ndarray]:
+           threads: int = 1, inplace: bool = False, models: Sequence[Face] = (),
+           values: Mapping[str, np.ndarray] | None = None,
+           sizes: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Grow the partitions of a batch to their leaves.
 
     Args:
         codes: (d, M) the batch's QI codes, rows partition by partition (``seg_n`` rows each).
         seg_n: rows of each open partition (all > 0), in batch order.
-        min_size: the fewest rows a class may have (k).
+        min_size: the fewest rows a class may have (k, or more: the models' ``min_size``).
         inplace: the rows of ``codes`` may be reordered in place (when ``codes.T`` is a
             row-major int32 array, no copy is made).
+        models: the compiled faces of the privacy models beyond k (:func:`faces`): every child
+            of a split must pass them all.
+        values: the column each face reads, by name, in batch row order: value codes
+            (0..size-1) of a class column, integer (centered) values of a numeric one.
+        sizes: each class column's number of value codes.
 
     Returns the node table restricted to the nodes made (roots first, ``0..R-1`` in batch
     order): ``parent``, ``child`` (0 left, 1 right), ``depth``, ``n``, ``attr`` (split QI, -1
@@ -86,7 +129,37 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     of its leaf in the table.
     """
     nums = [np.asarray(dom.num, dtype=np.float64) for dom in domains]
-    return _finish(codes, seg_n, nums, max(dom.size for dom in domains), min_size, threads, inplace)
+    return _finish(codes, seg_n, nums, max(dom.size for dom in domains), min_size, threads, inplace,
+                   _Models.of(models, values or {}, sizes or {}, codes.shape[1], int(seg_n.max(initial=0))))
+
+
+class _Models:
+    """The faces' arrays (:func:`sqlanon.model.privacy.compiled.table`) and the rows' sensitive
+    values ``Y`` (M, class columns then numeric ones; int64), which move with the rows."""
+
+    def __init__(self, Y: np.ndarray, ncls: int, arrays: tuple[np.ndarray, ...]) -> None:
+        self.Y, self.ncls, self.arrays = Y, ncls, arrays
+
+    @classmethod
+    def of(cls, models: Sequence[Face], values: Mapping[str, np.ndarray], sizes: Mapping[str, int], M: int,
+           largest: int) -> _Models:
+        counted = list(dict.fromkeys(f.column for f in models if not f.numeric))
+        numeric = list(dict.fromkeys(f.column for f in models if f.numeric))
+        Y = np.empty((M, len(counted) + len(numeric)), dtype=np.int64)
+        for i, name in enumerate(counted + numeric):
+            Y[:, i] = values[name]
+        cols = [counted.index(f.column) if not f.numeric else numeric.index(f.column) for f in models]
+        return cls(Y, len(counted), table(models, cols, [sizes[c] for c in counted], max(largest, 1)))
+
+    def scratch(self, rows: int) -> tuple[np.ndarray, ...]:
+        """One thread's work arrays: the rows' code order, value counts and moments of four
+        classes (:func:`_model_cut`), and a buffer of one column's counts."""
+        sizes = self.arrays[6]
+        T = self.Y.shape[1] - self.ncls
+        return (np.empty(rows if len(self.arrays[0]) else 0, dtype=np.int64),
+                np.zeros((4, int(sizes.sum())), dtype=np.int64), np.zeros((4, T, 3), dtype=np.int64),
+                np.zeros(max(1, int(sizes.max(initial=1))), dtype=np.int64))
+
 
 
 def warm() -> None:
@@ -95,7 +168,8 @@ def warm() -> None:
     thread while the engine encodes (:func:`warm_in_background`), it takes the loading — about
     0.5 s, most of it numba's own imports — off the run's path."""
     # k = 1: one split
-    _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1)
+    _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1,
+            models=_Models.of((), {}, {}, 2, 2))
 
 
 def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint],
@@ -127,8 +201,11 @@ _warmed = False
 
 
 def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], widest: int, min_size: int,
-            threads: int = 1, inplace: bool = False) -> dict[str, np.ndarray]:
-    """:func:`finish` with each QI's code positions ``nums`` and the largest domain size ``widest``."""
+            threads: int = 1, inplace: bool = False, models: _Models | None = None) -> dict[str, np.ndarray]:
+    """:func:`finish` with each QI's code positions ``nums``, the largest domain size ``widest``
+    and the privacy models' faces ``models``."""
+    if models is None:
+        models = _Models.of((), {}, {}, codes.shape[1], 1)
     d, M = codes.shape
     R = len(seg_n)
     least = max(1, int(min_size))
@@ -152,10 +229,12 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
 
     def run(todo: np.ndarray, first: int, defer: int) -> tuple[int, np.ndarray]:
         hist = np.zeros(hist_size, dtype=np.int32)
-        scratch = np.empty(int(t.n[todo].max(initial=0)), dtype=np.int32)
+        rows = int(t.n[todo].max(initial=0))
+        scratch = np.empty(rows, dtype=np.int32)
         deferred = np.empty(len(todo) + 2 * (M // least) + 2, dtype=np.int64)
-        used, nd = _grow(X, rid, leaf_of, todo, first, defer, *t.arrays(), num, num_off, span, least,
-                         2 * int(min_size), hist, scratch, deferred)
+        used, nd = _grow(X, models.Y, rid, leaf_of, todo, first, defer, *t.arrays(), num, num_off, span, least,
+                         2 * int(min_size), hist, scratch, deferred, models.ncls, *models.arrays,
+                         *models.scratch(rows))
         return used, deferred[:nd]
 
     roots = np.arange(R, dtype=np.int64)
@@ -265,8 +344,9 @@ def number(nodes: dict[str, np.ndarray], first_pid: int) -> np.ndarray:
 
 
 @njit(nogil=True, cache=True)
-def _grow(X, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, attr, cut, cmin, cmax,
-          num, num_off, span, least, small, hist, scratch, deferred):
+def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, attr, cut, cmin, cmax,
+          num, num_off, span, least, small, hist, scratch, deferred, ncls, kinds, cols, ps, fa, fb, offs, sizes,
+          xlogx, logn, order, cnt, mom, buf):
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Children
     with at most ``defer`` rows (-1: none) are not grown but listed in ``deferred``. Returns
     ``(nodes made, deferred count)``."""
@@ -303,8 +383,14 @@ def _grow(X, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, a
                 if j < 0:
                     break
                 tried[j] = True
-                c, left = _median_cut(X, s, m, j, cmin[node, j], cmax[node, j], hist, scratch)
-                if left >= least and m - left >= least:
+                if len(kinds) == 0:  # k-anonymity alone: the size window is the verdict
+                    c, left = _median_cut(X, s, m, j, cmin[node, j], cmax[node, j], hist, scratch)
+                    ok = left >= least and m - left >= least
+                else:
+                    c, left, ok = _model_cut(X, Y, s, m, j, cmin[node, j], cmax[node, j], least, hist, scratch,
+                                             order, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn,
+                                             cnt, mom, buf)
+                if ok:
                     found = j
         if found < 0:
             attr[node] = -1
@@ -315,7 +401,7 @@ def _grow(X, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, a
         cut[node] = c
         a, b = free, free + 1
         free += 2
-        _split(X, rid, s, m, found, c, cmin, cmax, a, b)
+        _split(X, Y, rid, s, m, found, c, cmin, cmax, a, b)
         parent[a] = parent[b] = node
         child[a], child[b] = 0, 1
         depth[a] = depth[b] = depth[node] + 1
@@ -353,6 +439,15 @@ def _extents(X, start, n, cmin, cmax):
 def _median_cut(X, s, m, j, lo, hi, hist, scratch):
     """The most balanced cut of QI ``j`` over rows ``s .. s+m-1`` (codes in ``[lo, hi]``,
     ``lo < hi``), ignoring the size window: ``(cut, rows <= cut)``, ``(hi, m)`` when none."""
+    v, prev, lt, at = _median_of(X, s, m, j, lo, hi, hist, scratch)
+    return balanced(v, prev, lt, at, hi, m)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _median_of(X, s, m, j, lo, hi, hist, scratch):
+    """The median code ``v`` of QI ``j`` over rows ``s .. s+m-1`` (the ``ceil(m/2)``-th
+    smallest), the largest code below it (-1: none) and the rows below it and at most it:
+    ``(v, prev, lt, le)``."""
     h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
     at = 0  # rows <= v
     width = hi - lo + 1
@@ -389,7 +484,7 @@ def _median_cut(X, s, m, j, lo, hi, hist, scratch):
             elif x == v:
                 at += 1
         at += lt
-    return balanced(v, prev, lt, at, hi, m)
+    return v, prev, lt, at
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -444,10 +539,10 @@ def _select(a, m, h):
 
 
 @njit(nogil=True, cache=True)
-def _split(X, rid, s, m, j, c, cmin, cmax, a, b):
+def _split(X, Y, rid, s, m, j, c, cmin, cmax, a, b):
     """Move the rows of ``s .. s+m-1`` with code ``<= c`` on QI ``j`` to the front (in place,
-    order within each side arbitrary) and record the extents of both sides as nodes ``a``
-    (left) and ``b`` (right)."""
+    order within each side arbitrary; the sensitive values ``Y`` move with them) and record the
+    extents of both sides as nodes ``a`` (left) and ``b`` (right)."""
     d = X.shape[1]
     for q in range(d):
         cmin[a, q] = cmin[b, q] = 2147483647
@@ -476,6 +571,131 @@ def _split(X, rid, s, m, j, c, cmin, cmax, a, b):
             x = X[i, q]
             X[i, q] = X[k, q]
             X[k, q] = x
+        for q in range(Y.shape[1]):
+            y = Y[i, q]
+            Y[i, q] = Y[k, q]
+            Y[k, q] = y
         t = rid[i]
         rid[i] = rid[k]
         rid[k] = t
+
+
+@njit(nogil=True, cache=True)
+def _model_cut(X, Y, s, m, j, lo, hi, least, hist, scratch, order, ncls, kinds, cols, ps, fa, fb, offs, sizes,
+               xlogx, logn, cnt, mom, buf):
+    """The most balanced allowable cut of QI ``j`` over rows ``s .. s+m-1`` (codes in
+    ``[lo, hi]``) under the privacy models' faces: ``(cut, rows <= cut, found)``.
+
+    :func:`sqlanon.mondrian.split._most_balanced`'s choice: of the cuts in the size window
+    whose both children pass every face (:func:`sqlanon.model.privacy.compiled.passes`), the
+    smallest ``(|2L - n|, cut)``. Cuts are met in that order walking outwards from the median
+    (balance falls towards it and rises after it; of equal balance the left one, the lower
+    code, first), so the first allowable one is the answer; once a side leaves the size window
+    every further cut on it does too. One pass first judges the cut nearest the median alone
+    (usually allowable); only when it is not are the rows sorted by code (counting sort, or a
+    sort when the codes are wide) and the walk made. Slots of ``cnt``/``mom``: 0 the whole
+    partition, 1 and 2 the left children of the two walkers, 3 a right child."""
+    v, prev, lt, le = _median_of(X, s, m, j, lo, hi, hist, scratch)
+    lv = lt > 0 and lt >= least and m - lt >= least
+    rv = v < hi and le >= least and m - le >= least
+    if not lv and not rv:
+        return -1, 0, False
+    T = Y.shape[1] - ncls
+    for w in range(3):
+        cnt[w, :] = 0
+        mom[w, :, :] = 0
+    for r in range(s, s + m):
+        x = X[r, j]
+        _add(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
+        if x < v:
+            _add(Y, r, ncls, T, offs, cnt[1], mom[1], 1)
+            _add(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
+        elif x == v:
+            _add(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
+    if lv and (not rv or m - 2 * lt <= 2 * le - m):
+        if _allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            return prev, lt, True
+    elif _allowed(2, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+        return v, le, True
+    # the rows in code order
+    width = hi - lo + 1
+    if width <= len(hist) and width <= 2 * m + 64:
+        for r in range(s, s + m):
+            hist[X[r, j] - lo] += 1
+        acc = 0
+        for b in range(width):
+            k = hist[b]
+            hist[b] = acc
+            acc += k
+        for r in range(s, s + m):
+            b = X[r, j] - lo
+            order[hist[b]] = r
+            hist[b] += 1
+        for b in range(width):
+            hist[b] = 0
+    else:
+        for i in range(m):
+            scratch[i] = X[s + i, j]
+        idx = np.argsort(scratch[:m])
+        for i in range(m):
+            order[i] = s + idx[i]
+    h = (m + 1) // 2 - 1
+    pl, pr = h, h + 1  # the walkers' cuts: rows order[:pl] and order[:pr] on the left
+    while pl > 0 and X[order[pl - 1], j] == v:
+        pl -= 1
+    while pr < m and X[order[pr], j] == v:
+        pr += 1
+    for w in (1, 2):
+        cnt[w, :] = 0
+        mom[w, :, :] = 0
+    for i in range(pl):
+        _add(Y, order[i], ncls, T, offs, cnt[1], mom[1], 1)
+        _add(Y, order[i], ncls, T, offs, cnt[2], mom[2], 1)
+    for i in range(pl, pr):
+        _add(Y, order[i], ncls, T, offs, cnt[2], mom[2], 1)
+    while True:
+        lv = pl >= least and m - pl >= least and pl > 0
+        rv = pr < m and pr >= least and m - pr >= least
+        if not lv and not rv:
+            return -1, 0, False
+        if lv and (not rv or m - 2 * pl <= 2 * pr - m):
+            c = X[order[pl - 1], j]
+            if _allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+                return c, pl, True
+            while pl > 0 and X[order[pl - 1], j] == c:
+                pl -= 1
+                _add(Y, order[pl], ncls, T, offs, cnt[1], mom[1], -1)
+        else:
+            if _allowed(2, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+                return X[order[pr - 1], j], pr, True
+            c = X[order[pr], j]
+            while pr < m and X[order[pr], j] == c:
+                _add(Y, order[pr], ncls, T, offs, cnt[2], mom[2], 1)
+                pr += 1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _add(Y, r, ncls, T, offs, cnt, mom, sign):
+    """Add (``sign`` 1) or take away (-1) row ``r``'s sensitive values: its class codes to the
+    value counts ``cnt`` and its integer numeric values to the moments ``mom``."""
+    for c in range(ncls):
+        cnt[offs[c] + Y[r, c]] += sign
+    for u in range(T):
+        x = Y[r, ncls + u]
+        mom[u, 0] += sign
+        mom[u, 1] += sign * x
+        mom[u, 2] += sign * x * x
+
+
+@njit(nogil=True, cache=True)
+def _allowed(w, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+    """Whether the cut whose left child is slot ``w`` is allowable: both children (the right
+    one the whole, slot 0, less the left) pass every face."""
+    if not passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[w], mom[w], buf):
+        return False
+    for i in range(cnt.shape[1]):
+        cnt[3, i] = cnt[0, i] - cnt[w, i]
+    for u in range(T):
+        for q in range(3):
+            mom[3, u, q] = mom[0, u, q] - mom[w, u, q]
+    return passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[3], mom[3], buf)

@@ -360,6 +360,11 @@ def _check(engine: Engine, source: Source, columns: tuple[str, ...], c: PrivacyM
                  c.measure)
 
 
+#: The common table expressions of :func:`exposed_values`, named apart from any relation a
+#: release may name (a view called "v" or "p" would be shadowed by them).
+VALUES_CTE, PRINTED_CTE = "__sqlanon_values", "__sqlanon_printed"
+
+
 def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rules: exp.Table, view: exp.Expression,
                    k: int) -> int:
     """How many values the release prints that it may not (issue 49): per ordered QI, a value of
@@ -395,17 +400,17 @@ def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rule
                        exp.GT(this=g.col("hid", "v"), expression=g.lit(0)))
         if q.bounds == "domain":
             def end(agg: type[exp.Func]) -> exp.Subquery:
-                return exp.Subquery(this=exp.select(agg(this=g.col("x"))).from_(g.table("v")).where(
+                return exp.Subquery(this=exp.select(agg(this=g.col("x"))).from_(g.table(VALUES_CTE)).where(
                     exp.GT(this=g.col("shown"), expression=g.lit(0))))
 
             thin = exp.and_(shown, exp.LT(this=g.col("shown", "v"), expression=g.lit(k)), exp.Not(this=g.col("m", "p")),
                             exp.or_(exp.EQ(this=g.col("x", "v"), expression=end(exp.Min)),
                                     exp.EQ(this=g.col("x", "v"), expression=end(exp.Max))))
             bad = exp.or_(bad, thin)
-        query = (exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table("p"), g.ident("p"), table=True))
-                 .join(exp.alias_(g.table("v"), g.ident("v"), table=True),
+        query = (exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table(PRINTED_CTE), g.ident("p"), table=True))
+                 .join(exp.alias_(g.table(VALUES_CTE), g.ident("v"), table=True),
                        on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
                  .where(bad)
-                 .with_(g.ident("v"), as_=per_value).with_(g.ident("p"), as_=union))
+                 .with_(g.ident(VALUES_CTE), as_=per_value).with_(g.ident(PRINTED_CTE), as_=union))
         total += int(engine.fetch_rows(query)[0][0])
     return total

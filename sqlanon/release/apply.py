@@ -269,6 +269,7 @@ def apply(
     lap = Laps()
 
     engine = engine_for(con)
+    engine.check_environment()  # Spark: the executors' Python imports this sqlanon
     engine.check_writable("the recoded table")
     replace = check_bool("replace", replace)
     m = load_release(con, release)

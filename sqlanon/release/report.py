@@ -229,6 +229,7 @@ def collect(
     if selections is not None and (isinstance(selections, (bytes, Mapping)) or not isinstance(selections, Iterable)):
         raise InputError(f"selections must be a list of predicates, got {type(selections).__name__} {selections!r}")
     engine = engine_for(con)
+    engine.check_environment()  # Spark: the executors' Python imports this sqlanon
     m = load_release(con, release)
     # selections first: a predicate that does not parse fails before the heavier queries
     imprecise = _imprecision(con, m, m.selections if selections is None else selections)
@@ -329,16 +330,20 @@ def _preview(engine: Engine, view_ref: exp.Table, class_column: str,
     return tuple(columns), tuple(tuple(row) for row in rows)
 
 
+#: Aliases of :func:`_published_values`' counts, apart from any QI's published column names.
+ROWS, GROUPS = "__sqlanon_rows", "__sqlanon_groups"
+
+
 def _published_values(engine: Engine, qi: Any, view_ref: exp.Table) -> tuple[int, tuple[tuple[str, int], ...]]:
     """What a QI became: how many distinct published values (ranges or hierarchy nodes) the view
     holds, and the :data:`TOP_VALUES` most common with their rows, in one statement."""
     columns = [g.col(c) for c in qi_columns(qi)]
-    groups = (exp.select(*columns, g.alias(exp.Count(this=exp.Star()), "n")).from_(view_ref.copy())
+    groups = (exp.select(*columns, g.alias(exp.Count(this=exp.Star()), ROWS)).from_(view_ref.copy())
               .group_by(*(c.copy() for c in columns)))
     total = exp.Window(this=exp.Count(this=exp.Star()))
-    query = (exp.select(*(g.col(c.name, "v") for c in columns), g.col("n", "v"), g.alias(total, "groups"))
+    query = (exp.select(*(g.col(c.name, "v") for c in columns), g.col(ROWS, "v"), g.alias(total, GROUPS))
              .from_(derived(groups, "v"))
-             .order_by(exp.Ordered(this=g.col("n", "v"), desc=True),
+             .order_by(exp.Ordered(this=g.col(ROWS, "v"), desc=True),
                        *(exp.Ordered(this=g.col(c.name, "v"), nulls_first=False) for c in columns))
              .limit(TOP_VALUES))
     rows = engine.fetch_rows(query)

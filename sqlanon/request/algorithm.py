@@ -17,6 +17,8 @@ models, suppression, selections, several QIDs); it runs before the first stateme
 
 from __future__ import annotations
 
+import numpy as np
+
 import abc
 import dataclasses
 from collections.abc import Callable, Sequence
@@ -45,6 +47,7 @@ class Prepared:
     progress: Callable[[Progress], None] | None
     done_reading: Callable[[], None]
     lap: Callable[[str], None]
+    held: dict[str, np.ndarray] | None = None  # the working view's rows, fetched and coded here (codes_here)
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,11 @@ class Algorithm(abc.ABC):
         """Whether the working table may be a temp view over the source
         (:func:`sqlanon.mondrian.encode.reads_work_as_view`)."""
         return False
+
+    def codes_here(self, engine: Engine, spec: Spec) -> frozenset[int]:
+        """The QIs this process codes from the working view's fetched rows instead of the
+        engine's code tables (:func:`sqlanon.mondrian.encode.codes_here`); none by default."""
+        return frozenset()
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:

@@ -88,6 +88,33 @@ class Constraint:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def face(self) -> Face | None:
+        """The compiled face: the verdict as :func:`sqlanon.model.privacy.compiled.passes`
+        computes it in the depth-first finish, from one child's value counts or moments of
+        one column (None: no compiled face; the request takes the level-by-level finish). It
+        must be :meth:`allowed`'s verdict bit for bit: the same float operations in the same
+        order."""
+        return None
+
+
+#: The kinds of :class:`Face` (what :func:`sqlanon.model.privacy.compiled.passes` dispatches on).
+DISTINCT, ENTROPY, RECURSIVE, VARIANCE, EQUAL_EMD, ORDERED_EMD, DELTA, BETA = range(1, 9)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Face:
+    """A privacy model's verdict in a form compiled loops take (:meth:`Constraint.face`):
+    ``kind`` (:data:`DISTINCT` ...), the ``column`` it reads (value counts, or moments when
+    ``numeric``), up to three scalar parameters ``p`` and up to two per-value arrays ``a``,
+    ``b`` (float64, one entry per value code; the kind says what they hold)."""
+
+    kind: int
+    column: str
+    numeric: bool = False
+    p: tuple[float, ...] = ()
+    a: np.ndarray | None = None
+    b: np.ndarray | None = None
+
 
 class PrivacyModel(Constraint):
     """A privacy model with all its faces (module docstring). Subclasses are frozen dataclasses

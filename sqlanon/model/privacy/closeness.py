@@ -55,8 +55,8 @@ from ...engine import sqlgen as g
 from ...errors import HierarchyError, InputError
 from ..hierarchy import Hierarchy, hierarchy_from
 from ..stats import ClassStats, Layout
-from .base import BAD, SIZE, TOLERANCE, VALUE, PrivacyModel, column, cte, double, number, \
-    plain, shown, subquery, with_ctes
+from .base import BAD, EQUAL_EMD, ORDERED_EMD, SIZE, TOLERANCE, VALUE, Face, PrivacyModel, column, cte, double, \
+    number, plain, shown, subquery, with_ctes
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,13 @@ class TCloseness(PrivacyModel):
 
     def describe(self) -> str:
         return f"t-closeness({self.sensitive!r}, t={shown(self.t)}, distance={self.distance})"
+
+    def face(self) -> Face | None:
+        """The equal and ordered distances, once bound (the hierarchical one has none yet)."""
+        if self.ground is None or self.distance == "hierarchical":
+            return None
+        kind = EQUAL_EMD if self.distance == "equal" else ORDERED_EMD
+        return Face(kind, self.sensitive, p=(self.t + TOLERANCE,), a=self.ground.reference)
 
     def checked(self) -> TCloseness:
         sensitive = column(self)

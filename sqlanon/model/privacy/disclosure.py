@@ -35,7 +35,7 @@ from sqlglot import exp
 from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from .base import (
-    BAD, SIZE, VALUE, Constraint, PrivacyModel, Reference, any_of, column, double, keys, number, plain,
+    BAD, DELTA, SIZE, VALUE, Constraint, Face, PrivacyModel, Reference, any_of, column, double, keys, number, plain,
     ratio, ratio_sql, reference_cells, shown, subquery,
 )
 
@@ -91,6 +91,13 @@ class DeltaDisclosure(PrivacyModel):
 
     def describe(self) -> str:
         return f"delta-disclosure({self.sensitive!r}, delta={shown(self.delta)})"
+
+    def face(self) -> Face | None:
+        if self.reference is None:
+            return None
+        lo, hi = self.bounds()
+        return Face(DELTA, self.sensitive, p=(lo, hi, float(self.reference.total)),
+                    a=self.reference.counts.astype(np.float64))
 
     def checked(self) -> DeltaDisclosure:
         sensitive = column(self)

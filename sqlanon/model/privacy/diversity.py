@@ -21,8 +21,8 @@ from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from ..summaries import entropy
 from .base import (
-    BAD, DOUBLE, SIZE, TOLERANCE, VALUE, Constraint, PrivacyModel, column, integer, keys, number, plain, shown,
-    subquery, value_counts,
+    BAD, DISTINCT, DOUBLE, ENTROPY, RECURSIVE, SIZE, TOLERANCE, VALUE, Constraint, Face, PrivacyModel, column,
+    integer, keys, number, plain, shown, subquery, value_counts,
 )
 from .sampling import fpc, standardized, z_upper
 
@@ -86,6 +86,9 @@ class DistinctLDiversity(_OnSensitiveValues):
     def describe(self) -> str:
         return f"distinct l-diversity({self.sensitive!r}, l={self.l})"
 
+    def face(self) -> Face:
+        return Face(DISTINCT, self.sensitive, p=(float(self.l),))
+
     def checked(self) -> DistinctLDiversity:
         sensitive = column(self)
         return dataclasses.replace(self, sensitive=sensitive, l=integer(self, "l"))
@@ -121,6 +124,9 @@ class EntropyLDiversity(_OnSensitiveValues):
     def describe(self) -> str:
         return f"entropy l-diversity({self.sensitive!r}, l={shown(self.l)})"
 
+    def face(self) -> Face:
+        return Face(ENTROPY, self.sensitive, p=(math.log(self.l) - TOLERANCE,))
+
     def checked(self) -> EntropyLDiversity:
         sensitive = column(self)
         number(self, "l", 1.0)
@@ -153,6 +159,9 @@ class RecursiveCLDiversity(_OnSensitiveValues):
 
     def describe(self) -> str:
         return f"recursive (c,l)-diversity({self.sensitive!r}, c={shown(self.c)}, l={self.l})"
+
+    def face(self) -> Face:
+        return Face(RECURSIVE, self.sensitive, p=(float(self.c), float(self.l)))
 
     def checked(self) -> RecursiveCLDiversity:
         sensitive = column(self)

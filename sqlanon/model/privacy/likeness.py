@@ -36,7 +36,7 @@ from ...engine import sqlgen as g
 from ...errors import InputError
 from ..stats import ClassStats, Layout
 from .base import (
-    BAD, SIZE, TOLERANCE, VALUE, Constraint, PrivacyModel, Reference, any_of, column, double, keys, number,
+    BAD, BETA, SIZE, TOLERANCE, VALUE, Constraint, Face, PrivacyModel, Reference, any_of, column, double, keys, number,
     plain, ratio, ratio_sql, reference_cells, shown, subquery,
 )
 from .sampling import fpc, standardized, z_upper
@@ -94,6 +94,12 @@ class BetaLikeness(PrivacyModel):
                 r = ratio(counts, j, n, self.reference.counts, self.reference.total)
                 ok &= ~present | (r - 1.0 <= limit[j])
         return ok | (stats.n == 0)
+
+    def face(self) -> Face | None:
+        if self.reference is None:
+            return None
+        return Face(BETA, self.sensitive, p=(float(self.reference.total),),
+                    a=self.reference.counts.astype(np.float64), b=self.limits() + TOLERANCE)
 
     def describe(self) -> str:
         kind = "enhanced " if self.enhanced else ""

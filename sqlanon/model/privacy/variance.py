@@ -14,7 +14,7 @@ from sqlglot import exp
 from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from ..summaries import squared_error, variance
-from .base import BAD, SIZE, TOLERANCE, VALUE, Constraint, PrivacyModel, column, double, keys, number, plain, \
+from .base import BAD, SIZE, TOLERANCE, VALUE, VARIANCE, Constraint, Face, PrivacyModel, column, double, keys, number, plain, \
     rows_of, shown
 from .sampling import chi2_upper
 
@@ -43,6 +43,10 @@ class VarianceDiversity(PrivacyModel):
 
     def describe(self) -> str:
         return f"variance diversity({self.sensitive!r}, v={shown(self.v)})"
+
+    def face(self) -> Face:
+        """Judged from integer moments only (the finish takes it for exact columns)."""
+        return Face(VARIANCE, self.sensitive, numeric=True, p=(self.v * (1 - TOLERANCE),))
 
     def checked(self) -> VarianceDiversity:
         sensitive = column(self)
