@@ -12,12 +12,13 @@ import contextlib
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from .engine import sqlgen as g
 from .errors import InputError, ObjectExistsError
 from .pipeline import Resolvable, reads_in_place, working_source
 from .model.criteria import rank
-from .mondrian.encode import build_domains, encode
+from .mondrian.encode import build_domains, code_fetched, encode
 from .engine import engine_for
 from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
@@ -76,9 +77,14 @@ def explain_entries(con: Any, request: Resolvable) -> tuple[Spec, list[ExplainEn
             rec.section = "Snapshot of the source: it has no stable row ids (once)"
         source, snapshot, rid, ranges = working_source(rec, spec, in_place)
         rec.section = "Encode: one domain table per QI, then the working table (once)"
-        domains = build_domains(rec, spec, source)
         as_view = algorithm.reads_work_as_view(rec, spec)
-        work = encode(rec, spec, domains, source, g.col(rid, "b"), view=as_view)
+        here = algorithm.codes_here(rec, spec)  # as anonymize: numbers coded from one fetch of the working view
+        pending = build_domains(rec, spec, source, here)
+        work = encode(rec, spec, pending, source, g.col(rid, "b"), view=as_view)
+        if here:
+            domains, _ = code_fetched(rec, spec, pending, rec.fetch(exp.select(exp.Star()).from_(g.table(work))))
+        else:
+            domains = tuple(d for d in pending if d is not None)
         if not as_view:
             reading.close()
         rec.live_reads = False
@@ -129,7 +135,13 @@ def explain_entries(con: Any, request: Resolvable) -> tuple[Spec, list[ExplainEn
                 rec.show(f"-- none: the source has {spec.source.rows:,} rows, at most memory_rows="
                          f"{spec.memory_rows:,}, so it is partitioned in memory")
             memory = None
-            if spec.memory_rows > 0:
+            if spec.memory_rows > 0 and here:
+                rec.section = "Finish in memory: the rows fetched while encoding, one batch (no further read)"
+                rec.show("-- numpy finishes every partition of the rows fetched above; the rows' leaves are uploaded "
+                         "to one temp table (depends on the data)")
+                memory = rec.temp_name("leaves0")
+                rec.upload_placeholder(memory)
+            elif spec.memory_rows > 0:
                 rec.section = (f"Finish in memory: partitions of at most {spec.memory_rows:,} rows, fetched in "
                                "batches of about as many rows; repeats per batch (ids shown for the root)")
                 batches = rec.upload("batches", {"pid": root.pid, "b": np.zeros(1, np.int64)})
