@@ -111,7 +111,7 @@ class Request:
         self.check()
         return resolve(engine, self.table, self.qid, self.k, algorithm=self.algorithm, privacy=self.privacy,
                        hierarchies=self.hierarchies, output=self.output, sensitive=self.sensitive, l=self.l,
-                       target=self.target, selections=self.selections, published=self.published,
+                       target=self.target, selections=self.selections or None, published=self.published,
                        suppression=self.suppression)
 
     def run(self, con: Any, progress: Callable[[Progress], None] | None = None) -> Release:

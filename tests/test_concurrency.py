@@ -107,8 +107,8 @@ def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_r
     other = con.cursor()
     real = sqlanon.pipeline.build_domains
 
-    def meanwhile(engine, spec, source):  # inside the run's transaction, before the working table
-        domains = real(engine, spec, source)
+    def meanwhile(engine, spec, source, *here):  # inside the run's transaction, before the working table
+        domains = real(engine, spec, source, *here)
         other.execute("DELETE FROM people WHERE a < 50")
         other.execute("INSERT INTO people SELECT 1000 + range, 0, -1 FROM range(500)")
         other.execute("UPDATE people SET payload = -2 WHERE b = 3")

@@ -42,8 +42,8 @@ def _rewrite_as_format_1(con, rules: str) -> None:
 
 @pytest.mark.parametrize("criterion, workload", [
     (dict(target="y"), {"targets": ["y"], "numeric_targets": []}),
-    (dict(criterion=sqlanon.Regression("cost")), {"targets": [], "numeric_targets": ["cost"]}),
-    (dict(criterion=sqlanon.Targets(("y",), ("cost",))), {"targets": ["y"], "numeric_targets": ["cost"]}),
+    (dict(algorithm=sqlanon.Mondrian(sqlanon.Regression("cost"))), {"targets": [], "numeric_targets": ["cost"]}),
+    (dict(algorithm=sqlanon.Mondrian(sqlanon.Targets(("y",), ("cost",)))), {"targets": ["y"], "numeric_targets": ["cost"]}),
     (dict(selections=["age < 40"], target="y"), {"targets": ["y"], "numeric_targets": []}),
 ], ids=["infogain", "regression", "targets", "selections"])
 def test_the_workload_is_read_from_the_records(people, criterion, workload):

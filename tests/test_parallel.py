@@ -64,7 +64,7 @@ def _rules(path, threads: int, **kw) -> list[tuple]:
     {"target": "target"},
     {"target": "whole"},
     {"target": "label"},
-    {"target": "target", "constraints": [sqlanon.VarianceDiversity("whole", 1e6)]},
+    {"target": "target", "privacy": [sqlanon.VarianceDiversity("whole", 1e6)]},
 ], ids=["median", "regression-float", "regression-int", "infogain", "regression+variance"])
 def test_threads_do_not_change_the_partition(wide, kw):
     one = _rules(wide, 1, **kw)

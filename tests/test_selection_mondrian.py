@@ -100,9 +100,9 @@ def test_selection_mondrian_equals_the_oracle(case, memory_rows):
     assume(sum(len(parse_selection(p, qis).boxes) for p in predicates) == len(members))
     con = duckdb.connect()
     load(con, df)
-    target = {"criterion": inner} if not isinstance(inner, sqlanon.Median) else {}
+    criterion = inner if not isinstance(inner, sqlanon.Median) else None
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, selections=predicates,
-                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)), **target)
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Levels(memory_rows=memory_rows)))
     impurity, weak = selection_oracle(df, members, inner)
     assert partition_of(con, release.view) == reference_mondrian(df, qid, k, hierarchies, impurity=impurity, weak=weak)
     assert release.selections == tuple(predicates)
