@@ -8,7 +8,7 @@ In one run, on one on-disk DuckDB file (``<dir>/apply_<train rows>.duckdb``, gen
 reused; its own file, so a concurrent ``bench_core.py`` run is not disturbed):
 
 * train    an Agrawal table ``agrawal`` (seed 0), anonymized once per ``--k`` with
-           ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, view=f"train_k{k}")``;
+           ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, output=f"train_k{k}")``;
            the smaller k gives more rules (about 7,000 at k = 100 and 77,000 at k = 10 for 1M
            training rows);
 * fresh    one table per ``--rows`` N generated with another seed (1): the same distributions,
@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> None:
             view = f"train_k{k}"
             print(f"# anonymizing {args.train_rows:,} rows, k={k} ...", file=sys.stderr, flush=True)
             start = time.perf_counter()
-            release = sqlanon.anonymize(con, TRAIN, qid=QI_COLUMNS, k=k, view=view, replace=True)
+            release = sqlanon.anonymize(con, TRAIN, qid=QI_COLUMNS, k=k,
+                                        output=sqlanon.Output(view=view, replace=True))
             anonymize_s = time.perf_counter() - start
             check = apply(con, release, TRAIN, view=f"{view}_again", replace=True)
             identical = same_as_view(con, view, check.view)

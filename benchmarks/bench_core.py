@@ -10,8 +10,8 @@ generated once and reused), in one run on one machine:
 * scan     the harness's scan-equivalent over the nine QIs (best of ``--repeat`` warm runs of
            ``SELECT sum(q) ... FROM agrawal``), the floor any in-database algorithm is measured
            against;
-* sqlanon  ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, view="agrawal_anon",
-           replace=True)`` in a child process: wall time of the call and the child's peak RSS;
+* sqlanon  ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k,
+           output=sqlanon.Output(view="agrawal_anon", replace=True))`` in a child process: wall time of the call and the child's peak RSS;
 * numpy    ``reference_mondrian_fast`` (tests/reference_mondrian.py) in a child: load time
            (fetchnumpy of the nine columns) and partition time reported separately;
 * anonypy  (N <= --anonypy-rows) anonypy 0.2.1's Mondrian in a child: ``Mondrian.partition``
@@ -59,12 +59,13 @@ def child_sqlanon(db: str, k: int, memory_rows: int | None, memory_limit: str | 
 
     import sqlanon
 
-    extra = {} if memory_rows is None else {"memory_rows": memory_rows}
+    extra = {} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}
     con = duckdb.connect(db)
     if memory_limit:  # DuckDB's own buffer limit: beyond it temp tables spill to disk
         con.execute("SET memory_limit = $limit", {"limit": memory_limit})
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True, **extra)
+    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k,
+                                output=sqlanon.Output(view="agrawal_anon", replace=True), **extra)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     con.close()  # may checkpoint what the release persisted: reported, not counted

@@ -19,7 +19,7 @@ Then, per engine, one **scan-equivalent** (the harness's: the best of ``--repeat
 its parallel workers). And per engine, criterion (``median``: no target; ``infogain``:
 ``target="c2"``, the Agrawal C2 label) and ``--memory-rows`` value, one child process (the
 harness's, so that each peak RSS is its own) runs
-``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True)``
+``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k, output=sqlanon.Output(view="agrawal_anon", replace=True))``
 and reports: wall time, SQL statements (``release.statements``), the seconds and statements of
 every SQL level and of the in-memory finish (from the ``progress`` callback), the seconds spent
 inside the driver (every statement timed) and the slowest statements, and the child's peak RSS
@@ -136,11 +136,11 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
         mark["statements"] = engine.statements
 
     builder.Partitioner.__init__ = started  # type: ignore[method-assign]
-    extra = {} if memory_rows is None else {"memory_rows": memory_rows}
+    extra = {} if memory_rows is None else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}
     rss_before = harness.peak_rss_mib()
     start = time.perf_counter()
-    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, view=VIEW, replace=True,
-                                progress=progress, **extra, **CRITERIA[criterion])  # fmt: skip
+    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
+                                output=sqlanon.Output(view=VIEW, replace=True), **extra, **CRITERIA[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
     rules = rules_rows(engine, release.rules)
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     p = harness.arguments(__doc__, rows=[1_000_000], quick={"rows": [20_000]}, timeout=True)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--memory-rows", nargs="+", default=["default", "0"],
-                   help="anonymize(memory_rows=...) values to run; 'default' passes none (2,000,000), "
+                   help="Mondrian(strategy=Levels(memory_rows)) values to run; 'default' passes none (2,000,000), "
                         "0 keeps every level in SQL")
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))

@@ -255,13 +255,13 @@ def run_release(con: duckdb.DuckDBPyConnection, task: Task, fold: Fold, k: int, 
     view = f"{task.name}_f{fold.index}_k{k}_{criterion}"
     if request is None:
         request = ({"target": task.target} if criterion == "infogain" else
-                   {"target": task.target, "recoding": "single"} if criterion == "tdr" else
-                   {"criterion": sqlanon.Median()})
+                   {"target": task.target, "algorithm": sqlanon.TopDown()} if criterion == "tdr" else
+                   {"algorithm": sqlanon.Mondrian(sqlanon.Median())})
     times: dict[str, float] = {}
 
     start = time.perf_counter()
     release = sqlanon.anonymize(con, fold.train, list(task.qid), k, hierarchies=dict(task.hierarchies),
-                                view=view, replace=True, **request)
+                                output=sqlanon.Output(view=view, replace=True), **request)
     times["anonymize"] = time.perf_counter() - start
 
     start = time.perf_counter()

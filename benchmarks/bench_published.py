@@ -43,8 +43,8 @@ def run(con, k: int, published: str, hierarchies: dict) -> dict:
     if published == "hierarchy":
         chosen["age"] = hierarchies["age"]
     started = time.perf_counter()
-    release = sqlanon.anonymize(con, "train", qid=QID, k=k, hierarchies=chosen, target=TARGET, view="tr",
-                                replace=True, published={"age": published})
+    release = sqlanon.anonymize(con, "train", qid=QID, k=k, hierarchies=chosen, target=TARGET,
+                                published={"age": published}, output=sqlanon.Output(view="tr", replace=True))
     elapsed = time.perf_counter() - started
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sqlanon.PrivacyWarning)

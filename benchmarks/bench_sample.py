@@ -9,9 +9,9 @@ For every N, on the same Agrawal table in an on-disk DuckDB file (``<dir>/agrawa
 generated once and reused; the nine QIs, ``c2`` the InfoGain label), each strategy in a child
 process of its own (so its peak RSS is its own):
 
-* levels  ``sqlanon.anonymize(..., strategy="levels", memory_rows=M)``: Rothko-T, SQL levels until
+* levels  ``sqlanon.anonymize(..., algorithm=Mondrian(strategy=Levels(M)))``: Rothko-T, SQL levels until
           partitions fit ``M`` rows, then the in-memory finish;
-* sample  ``sqlanon.anonymize(..., strategy="sample", memory_rows=M, sample_rows=S)``: Rothko-S
+* sample  ``sqlanon.anonymize(..., algorithm=Mondrian(strategy=Sample(S, memory_rows=M)))``: Rothko-S
           (S defaults to M).
 
 Before the runs of each N, one read of the whole table (every column, as a run reads them: the
@@ -58,15 +58,15 @@ def child(db: str, strategy: str, k: int, memory_rows: int, sample_rows: int | N
         con.execute("SET memory_limit = $limit", {"limit": memory_limit})
     extra: dict[str, Any] = {"target": LABEL} if criterion == "infogain" else {}
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k, view=f"agrawal_anon_{strategy}", replace=True,
-                                memory_rows=memory_rows, strategy=strategy, sample_rows=sample_rows,
-                                confidence=confidence, **extra)
+    release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k,
+                                algorithm=sqlanon.Mondrian(strategy=(sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                output=sqlanon.Output(view=f"agrawal_anon_{strategy}", replace=True), **extra)
     seconds = time.perf_counter() - start
     con.close()
     return {"s": seconds, "classes": release.partitions, "k_achieved": release.k_achieved,
-            "scans": release.scans, "writes": release.writes, "rounds": release.sample_rounds,
-            "pruned": release.pruned, "rescued": release.rescued,
-            "distance_from_minimal": release.distance_from_minimal, "timings": dict(release.timings)}
+            "scans": release.outcome.scans, "writes": release.outcome.writes, "rounds": release.outcome.rounds,
+            "pruned": release.outcome.pruned, "rescued": release.outcome.rescued,
+            "distance_from_minimal": release.outcome.distance_from_minimal, "timings": dict(release.timings)}
 
 
 def read_seconds(db: Path, repeat: int) -> harness.Timing:

@@ -58,7 +58,8 @@ def run(con: Any, variant: str, k: int) -> tuple[int, int, float]:
     qid = ["age", "salary"] if variant == "median(age,salary)" else QI_COLUMNS
     extra = {"selections": list(C2_BOXES)} if variant == "selection" else {}
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, "agrawal", qid=qid, k=k, view="sel_anon", replace=True, **extra)
+    release = sqlanon.anonymize(con, "agrawal", qid=qid, k=k, output=sqlanon.Output(view="sel_anon", replace=True),
+                                **extra)
     seconds = time.perf_counter() - start
     measured = sqlanon.imprecision(con, release, C2)
     return measured.total, release.partitions, seconds

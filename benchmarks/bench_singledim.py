@@ -70,13 +70,14 @@ def quality(rec: harness.Recorder, ks: tuple[int, ...], budget: float, suppressi
     full = bp.Task("adult", HIERARCHY_QID, TARGET, {q: load_hierarchy(paths[q]) for q in HIERARCHY_QID})
     folds = {"numeric": bp.Fold(0, "train_numeric", "test_numeric"), "hier": bp.Fold(0, "train_hier", "test_hier")}
     models = bp.classifiers(0, len(os.sched_getaffinity(0)))
-    single = {"recoding": "single", "suppression": suppression}
+    single = {"suppression": suppression}
     plans = [
-        ("ga_cm", numeric, "numeric", {**single, "search": "genetic", "metric": "CM", "target": TARGET, "budget": budget}),
-        ("ga_lm", numeric, "numeric", {**single, "search": "genetic", "metric": "LM", "budget": budget}),
-        ("tdr", numeric, "numeric", {"recoding": "single", "target": TARGET}),
-        ("lattice_dm", full, "hier", {**single, "search": "optimal", "metric": "DM"}),
-        ("lattice_cm", full, "hier", {**single, "search": "optimal", "metric": "CM", "target": TARGET}),
+        ("ga_cm", numeric, "numeric", {**single, "algorithm": sqlanon.Genetic(metric="CM", budget=budget),
+                                       "target": TARGET}),
+        ("ga_lm", numeric, "numeric", {**single, "algorithm": sqlanon.Genetic(metric="LM", budget=budget)}),
+        ("tdr", numeric, "numeric", {"algorithm": sqlanon.TopDown(), "target": TARGET}),
+        ("lattice_dm", full, "hier", {**single, "algorithm": sqlanon.Optimal(metric="DM")}),
+        ("lattice_cm", full, "hier", {**single, "algorithm": sqlanon.Optimal(metric="CM"), "target": TARGET}),
         ("infogain", numeric, "numeric", {"target": TARGET}),
     ]
     runs = []
@@ -116,14 +117,15 @@ def lattice9(rec: harness.Recorder) -> None:
         found = Lattice(keys, counts, hierarchies).search(metric, 5, int(0.04 * 30162))
         search = time.perf_counter() - start
         start = time.perf_counter()
-        release = sqlanon.anonymize(con, "adult", qid=qid, k=5, hierarchies=h, recoding="single", search="optimal",
-                                    metric=metric, suppression=0.04, view=f"adult_{metric.lower()}", replace=True)
+        release = sqlanon.anonymize(con, "adult", qid=qid, k=5, hierarchies=h, suppression=0.04,
+                                    algorithm=sqlanon.Optimal(metric=metric),
+                                    output=sqlanon.Output(view=f"adult_{metric.lower()}", replace=True))
         total = time.perf_counter() - start
         rec.record(f"lattice9 {metric}", {"dataset": "adult (ARX)", "k": 5, "suppression": 0.04, "metric": metric},
                    total, {"search_per_anonymize": harness.ratio(search, total)},
                    {"value": found.best.value, "suppressed": found.best.suppressed, "checked": found.checked,
                     "pruned": found.pruned, "nodes": found.size, "search_s": search},
-                   {"levels": list(found.best.levels), "release_levels": list(release.levels.values())})  # fmt: skip
+                   {"levels": list(found.best.levels), "release_levels": list(release.outcome.levels.values())})  # fmt: skip
 
 
 def rollup(rec: harness.Recorder, nodes: int = 30) -> None:

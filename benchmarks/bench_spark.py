@@ -24,7 +24,7 @@ outside every measurement, into
 
 Per criterion (``median``: no target; ``infogain``: ``target="c2"``) and engine, one child
 process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
-"agrawal", qid=QI_COLUMNS, k=k, view="agrawal_anon", replace=True, key="id")`` and reports:
+"agrawal", qid=QI_COLUMNS, k=k, output=sqlanon.Output(view="agrawal_anon", replace=True, key="id"))`` and reports:
 
 * start-up apart from the run: Spark's session (JVM) start and the table's registration;
 * ``s``: the wall time of anonymize(); ``release.statements``; ``release.timings`` (validate,
@@ -410,14 +410,14 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     import resource
 
     import sqlanon
-    import sqlanon.api
+    import sqlanon.pipeline
 
     engine = timed_engine(con)
     levels: list[dict[str, Any]] = []
     mark = {"t": 0.0, "statements": 0}
     phases: dict[str, int] = {}
 
-    class Laps(sqlanon.api.Laps):  # the statements of each phase of release.timings
+    class Laps(sqlanon.pipeline.Laps):  # the statements of each phase of release.timings
         def __call__(self, step: str) -> None:
             super().__call__(step)
             phases[step] = engine.statements - sum(phases.values())
@@ -430,11 +430,13 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
         mark["t"], mark["statements"] = p.elapsed, engine.statements
         engine.level = p.level
 
-    sqlanon.api.Laps = Laps  # type: ignore[misc]
+    sqlanon.pipeline.Laps = Laps  # type: ignore[misc]
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, view=VIEW, replace=True, key=KEY,
-                                progress=progress, **({} if memory_rows is None else {"memory_rows": memory_rows}),
+    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
+                                output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
+                                **({} if memory_rows is None
+                                   else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}),
                                 **CRITERIA[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
@@ -644,7 +646,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"], help="Spark masters (local modes)")
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
     p.add_argument("--memory-rows", default="default",
-                   help="anonymize(memory_rows=...); 'default' passes none (2,000,000)")
+                   help="Mondrian(strategy=Levels(memory_rows)); 'default' passes none (2,000,000)")
     p.add_argument("--shuffle-partitions", type=int, default=8,
                    help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
     p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")

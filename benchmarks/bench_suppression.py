@@ -41,8 +41,9 @@ def run(con, task, fold, k: int, fraction: float) -> dict:
 
     view = f"sup_k{k}_{int(fraction * 1000)}"
     started = time.perf_counter()
-    release = sqlanon.anonymize(con, fold.train, list(task.qid), k, hierarchies=dict(task.hierarchies), view=view,
-                                replace=True, criterion=sqlanon.Median(), suppression=fraction or None)
+    release = sqlanon.anonymize(con, fold.train, list(task.qid), k, hierarchies=dict(task.hierarchies),
+                                suppression=fraction or None, algorithm=sqlanon.Mondrian(sqlanon.Median()),
+                                output=sqlanon.Output(view=view, replace=True))
     seconds = time.perf_counter() - started
     m = sqlanon.metrics(con, release)
     applied = apply_function()(con, release, fold.test, view=f"{view}_test", replace=True)

@@ -6,7 +6,7 @@ InfoGain and Median Mondrian, and TDR's scalability.
     python benchmarks/bench_tdr.py --quick             # k = 50, Adult blown up to 100,000, Agrawal 20,000
 
 * ``quality``: the Adult protocol of ``bench_protocol.py`` (UCI train -> anonymize, apply the
-  rules to UCI test, classifiers learn from regions): TDR (``recoding="single"``, Score), InfoGain
+  rules to UCI test, classifiers learn from regions): TDR (``algorithm=TopDown()``, Score), InfoGain
   and Median Mondrian side by side per k: test accuracy, CM and LM of the training release,
   anonymize time.
 * ``adult1m``: TKDE 2007, Section 5.3: UCI train + test (45,222 complete rows) blown up to
@@ -94,11 +94,11 @@ def blown_up_adult(path: Path, rows: int, seed: int = 0) -> None:
 def child(db: str, table: str, qid: list[str], k: int, target: str, hierarchies: dict[str, str]) -> dict[str, Any]:
     con = duckdb.connect(db)
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, table, qid=qid, k=k, target=target, recoding="single",
-                                hierarchies=hierarchies, view=f"{table}_tdr", replace=True)
+    release = sqlanon.anonymize(con, table, qid=qid, k=k, target=target, hierarchies=hierarchies,
+                                algorithm=sqlanon.TopDown(), output=sqlanon.Output(view=f"{table}_tdr", replace=True))
     wall = time.perf_counter() - start
     return {"rows": release.rows, "qis": len(qid), "s": wall, "steps": dict(release.timings),
-            "refinements": release.refinements, "classes": release.partitions, "rules": release.regions,
+            "refinements": release.outcome.refinements, "classes": release.partitions, "rules": release.regions,
             "k_achieved": release.k_achieved}  # fmt: skip
 
 

@@ -63,8 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     con.execute("CREATE TABLE keyless AS SELECT * FROM agrawal")
     qid = [q for q in QI_COLUMNS if q != "elevel"]
     for label, extra in (("k", {}), ("k + entropy l=2", {"sensitive": "elevel", "l": 2})):
-        release = sqlanon.anonymize(con, "agrawal", qid, args.k, view="live", replace=True, **extra)
-        snapshot = sqlanon.anonymize(con, "keyless", qid, args.k, view="snapshot", replace=True, **extra)
+        release = sqlanon.anonymize(con, "agrawal", qid, args.k, output=sqlanon.Output(view="live", replace=True),
+                                    **extra)
+        snapshot = sqlanon.anonymize(con, "keyless", qid, args.k,
+                                     output=sqlanon.Output(view="snapshot", replace=True), **extra)
         assert snapshot.materialized and not release.materialized
         con.execute("CREATE OR REPLACE TABLE frozen AS SELECT * FROM live")
         for query, sql in QUERIES.items():

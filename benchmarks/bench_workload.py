@@ -81,8 +81,8 @@ def _kwargs(run: str) -> tuple[list[str], dict[str, Any]]:
     if "sensitive" in kw:
         excluded.add(kw["sensitive"])
     if "constraints" in kw:
-        kind, column, v = kw["constraints"]
-        kw["constraints"] = [sqlanon.VarianceDiversity(column, v) if kind == "variance" else sqlanon.TCloseness(column, v)]
+        kind, column, v = kw.pop("constraints")
+        kw["privacy"] = [sqlanon.VarianceDiversity(column, v) if kind == "variance" else sqlanon.TCloseness(column, v)]
         excluded.add(column)
     if kw.get("target") == "loan":
         excluded.add("loan")
@@ -98,7 +98,6 @@ def child(db: str, run: str, k: int, memory_limit: str | None, memory_rows: int 
 
     # --level-by-level: the numpy finish level by level (the compiled depth-first ones off)
     builder._MEDIAN_FINISH = builder._WORKLOAD_FINISH = compiled
-    kw_memory = {} if memory_rows is None else {"memory_rows": memory_rows}
 
     qid, kw = _kwargs(run)
     con = duckdb.connect(db)
@@ -110,7 +109,9 @@ def child(db: str, run: str, k: int, memory_limit: str | None, memory_rows: int 
         con.execute(f"CREATE TEMP TABLE {table} AS SELECT *, CASE WHEN hash(rowid * 7919 + 1) % 2 = 0 "
                     f"THEN 'a' ELSE 'b' END AS noise FROM {TABLE}")
     start = time.perf_counter()
-    release = sqlanon.anonymize(con, table, qid=qid, k=k, view="bench_anon", replace=True, **kw, **kw_memory)
+    if memory_rows is not None:  # the in-memory budget is the Levels strategy's
+        kw["algorithm"] = sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))
+    release = sqlanon.anonymize(con, table, qid=qid, k=k, output=sqlanon.Output(view="bench_anon", replace=True), **kw)
     seconds = time.perf_counter() - start
     entropy = con.execute(
         "WITH c AS (SELECT eq_class, c2, count(*) AS n FROM bench_anon GROUP BY ALL), "

@@ -29,7 +29,8 @@ def main() -> None:
     print(f"{'release':<24} {'classes':>8} {'H(label|P) bits':>16} {'GCP':>6} {'l (entropy)':>12} {'seconds':>8}")
     for name, kwargs in runs.items():
         view = "adult_" + name.replace(" + ", "_").replace("-", "")
-        release = sqlanon.anonymize(con, "adult", qid=QID, k=25, hierarchies=h, view=view, **kwargs)
+        release = sqlanon.anonymize(con, "adult", qid=QID, k=25, hierarchies=h, output=sqlanon.Output(view=view),
+                                    **kwargs)
         m = sqlanon.metrics(con, release, targets=["salary-class"], sensitive=["occupation"])
         print(f"{name:<24} {m.classes:>8,} {m.cond_entropy['salary-class']:>16.4f} {m.gcp:>6.3f} "
               f"{m.l_entropy['occupation']:>12.2f} {release.elapsed:>8.2f}")

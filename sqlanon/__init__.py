@@ -10,7 +10,11 @@ True
 
 from __future__ import annotations
 
-from .api import Release, anonymize
+from .api import Request, anonymize
+from .pipeline import Release
+from .mondrian.algorithm import Levels, Mondrian, Sample
+from .singledim.algorithms import Genetic, Optimal, TopDown
+from .request.output import Output
 from .frame import anonymize_frame
 from .release.apply import Applied, apply
 from .model.privacy import (
@@ -33,6 +37,7 @@ from .errors import (
     PrivacyWarning,
     ReadOnlyError,
     RecodingError,
+    RemovedOptionError,
     SparkEnvironmentError,
     SqlanonError,
     UnknownColumnError,
@@ -45,7 +50,7 @@ from . import hierarchies
 from .request.spec import load_hierarchy
 from .release.imprecision import Imprecision, imprecision
 from .release.metrics import Metrics, metrics
-from .mondrian.builder import Progress
+from .model.partition import Progress
 from .release.regions import regions
 from .release.report import report
 from .release.rewrite import RewriteError, rewrite
@@ -60,6 +65,15 @@ __all__ = [
     "Applied",
     "BetaLikeness",
     "DeltaDisclosure",
+    "Genetic",
+    "Levels",
+    "Mondrian",
+    "Optimal",
+    "Output",
+    "RemovedOptionError",
+    "Request",
+    "Sample",
+    "TopDown",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "InfoGain",

@@ -46,8 +46,10 @@ from sqlglot import exp
 from . import __version__, hierarchies
 from .publish import manifest
 from .engine import sqlgen as g
-from .api import Release, anonymize
+from .api import Request, anonymize, request_of
+from .pipeline import Release
 from .release.apply import Applied, apply
+from .algorithms import ALGORITHMS
 from .request.config import (
     CRITERIA,
     DATA_SUFFIXES,
@@ -55,7 +57,6 @@ from .request.config import (
     KEY_PATHS,
     MODEL_KEYS,
     SCHEMA,
-    SEARCH_KEYS,
     ConfigError,
     QIConfig,
     ReleaseConfig,
@@ -64,14 +65,11 @@ from .request.config import (
     privacy_constraints,
 )
 from .model.privacy import DISTANCES, KAnonymity, PrivacyModel
-from .mondrian.sample import describe, partitioning
 from .engine import POSTGRES_URLS, connect, engine_for, spark_session
 from .errors import InputError, PrivacyWarning, SqlanonError
-from .explain import explain
-from .mondrian.builder import Progress
+from .model.partition import Progress
 from .release.report import FORMATS, collect, render
 from .release.risk import check_threshold, risk
-from .request.spec import resolve
 from .publish.pipeline import set_aside
 from .publish.verify import Verification, verify
 from .publish.violations import Violations, violations
@@ -92,10 +90,11 @@ OUT_FORMATS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
 FLAGS = {
     "replace": "--replace", "view": "--view", "memory_rows": "--memory-rows", "class_column": "--class-column",
     "sensitive": "--sensitive", "l": "--l", "k": "--k", "target": "--target", "criterion": "--criterion",
-    "selections": "--select", "hierarchies": "--hierarchy", "constraints": "--diversity/--variance",
-    "enforce": "--enforce", "key": "--key", "recoding": "--recoding", "qids": "--qids", "max_steps": "--max-steps",
-    "max_seconds": "--max-seconds", "published": "--published", "search": "--search", "metric": "--metric", "suppression": "--suppression",
-    "seed": "--seed", "budget": "--budget", "iterations": "--iterations",
+    "selections": "--select", "hierarchies": "--hierarchy", "privacy": "--diversity/--variance/--t-closeness",
+    "enforce": "--enforce", "key": "--key", "algorithm": "--algorithm", "qids": "--qids", "max_steps": "--max-steps",
+    "max_seconds": "--max-seconds", "published": "--published", "metric": "--metric", "suppression": "--suppression",
+    "seed": "--seed", "budget": "--budget", "iterations": "--iterations", "strategy": "--strategy",
+    "sample_rows": "--sample-rows", "confidence": "--confidence",
 }
 # keyword=  (not inside a constraint's description such as "l-diversity('s', l=2)", nor a name)
 _KEYWORD = re.compile(r"(?<![\w.'\"(-])(?<!, )(?P<key>" + "|".join(FLAGS) + r")=(?P<value>True\b|\[\.\.\.\])?(?P<next>\S?)")
@@ -546,31 +545,29 @@ def _request_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample-rows", type=int, metavar="N", help="rows of a Rothko-S sample (default: --memory-rows)")
     p.add_argument("--confidence", type=float, metavar="P",
                    help="confidence of Rothko-S's hypothesis tests (default 0.95)")
-    p.add_argument("--recoding", choices=("multi", "single"),
-                   help="multi: multidimensional (Mondrian, the default); single: single-dimensional, by "
-                        "top-down refinement (every QI cut the same way in every row; --criterion score or "
-                        "infogain with one --target, the LM loss without)")
+    p.add_argument("--algorithm", choices=tuple(ALGORITHMS),
+                   help="mondrian: multidimensional (the default); topdown: single-dimensional top-down "
+                        "refinement (every QI cut the same way in every row; --criterion score or infogain with "
+                        "one --target, the LM loss without); genetic: Iyengar's genetic algorithm; optimal: the "
+                        "optimal full-domain generalization (every QI needs a --hierarchy)")
     p.add_argument("--qids", action="append", metavar="COLS:K",
-                   help="with --recoding single: one QID with its own k, e.g. education,sex:4 (repeatable, "
+                   help="with --algorithm topdown: one QID with its own k, e.g. education,sex:4 (repeatable, "
                         "instead of --qid/--k)")
-    p.add_argument("--max-steps", type=int, metavar="N", help="with --recoding single: stop after N refinements")
-    p.add_argument("--max-seconds", type=float, metavar="S", help="with --recoding single: stop after S seconds")
+    p.add_argument("--max-steps", type=int, metavar="N", help="with --algorithm topdown: stop after N refinements")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="with --algorithm topdown: stop after S seconds")
     p.add_argument("--published", action="append", metavar="MODE|COL=MODE",
                    help="what an ordered QI's _min/_max publish: data (each class's own extremes, the default), "
                         "domain (the cut points; NULL for an open end, so the column's extremes never appear) or "
                         "hierarchy (a numeric QI's --hierarchy intervals); COL=MODE per QI (repeatable)")
-    p.add_argument("--search", choices=("tdr", "genetic", "optimal"),
-                   help="with --recoding single: top-down refinement (default), Iyengar's genetic algorithm, or the "
-                        "optimal full-domain generalization (every QI needs a --hierarchy)")
-    p.add_argument("--metric", metavar="M", help="what --search genetic (LM, CM) or optimal (also DM, AECS, Loss, "
+    p.add_argument("--metric", metavar="M", help="what --algorithm genetic (LM, CM) or optimal (also DM, AECS, Loss, "
                                                   "Precision, Entropy) minimizes; default CM with --target, else LM")
     p.add_argument("--suppression", type=float, metavar="F",
                    help="the fraction of rows that may be suppressed (default 0): Mondrian spends it as a local "
-                        "budget down the tree, --search genetic/optimal as a limit")
+                        "budget down the tree, --algorithm genetic/optimal as a limit")
     p.add_argument("--seed", type=int, metavar="N",
-                   help="the seed of --search genetic and of --strategy sample's sample (default 0)")
-    p.add_argument("--budget", type=float, metavar="S", help="with --search genetic: stop after S seconds")
-    p.add_argument("--iterations", type=int, metavar="N", help="with --search genetic: stop after N iterations")
+                   help="the seed of --algorithm genetic and of --strategy sample's sample (default 0)")
+    p.add_argument("--budget", type=float, metavar="S", help="with --algorithm genetic: stop after S seconds")
+    p.add_argument("--iterations", type=int, metavar="N", help="with --algorithm genetic: stop after N iterations")
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
@@ -616,7 +613,8 @@ def _privacy_options(p: argparse.ArgumentParser) -> None:
 def _release_file_help() -> str:
     """The release-file schema, section by section (from :data:`sqlanon.request.config.SCHEMA`)."""
     lines = ["release file (--config RELEASE.toml; flags override its values; see sqlanon.config):"]
-    lines += [f"  {section:<11}{', '.join(keys)}" for section, keys in SCHEMA]
+    lines += [f"  {section:<12}{', '.join(keys)}" for section, keys in SCHEMA]
+    lines += [f"{'':<14}{name}: {', '.join(kind.keys())}" for name, kind in ALGORITHMS.items()]
     lines.append("  e.g. [privacy] k = 10, sensitive = [\"diagnosis\"], l = 3, diversity = \"recursive\", c = 2,")
     lines.append("       variance = { cost = 1e6 }; [workload] target = [\"hiv\"], criterion = \"infogain\"")
     return "\n".join(lines)
@@ -655,13 +653,13 @@ def _anonymize(args: argparse.Namespace) -> int:
     if in_memory and out is None:
         raise UsageError("files without a database are anonymized in memory: pass --out FILE to keep the result "
                          "(or name a database: sqlanon anonymize DB FILES ...)")
+    req = _built(request)
     with _opened(args, request.database, read_only=False) as con:
         with _ProgressLine(quiet=args.quiet or args.json) as progress:
-            kwargs = {**request.anonymize_kwargs(), **_sampling(args)}
             if out is not None and not in_memory:
-                release = _publish_and_export(con, kwargs, out, progress)
+                release = _publish_and_export(con, req, out, progress)
             else:
-                release = anonymize(con, progress=progress, **kwargs)
+                release = req.run(con, progress)
                 if out is not None:  # in memory: nothing outlives the command, whatever happens
                     _export(con, release.view, out)
         recorded = manifest.read(con, release.rules)  # the criterion and constraints the library chose
@@ -678,12 +676,16 @@ def _anonymize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sampling(args: argparse.Namespace) -> dict[str, Any]:
-    """``--strategy``, ``--sample-rows``, ``--confidence``, ``--seed`` as anonymize's keywords
-    (those given; :func:`sqlanon.mondrian.sample.check_options` judges them)."""
-    given = {"strategy": getattr(args, "strategy", None), "sample_rows": getattr(args, "sample_rows", None),
-             "confidence": getattr(args, "confidence", None), "seed": getattr(args, "seed", None)}
-    return {key: value for key, value in given.items() if value is not None}
+def _built(config: ReleaseConfig) -> Request:
+    """The :class:`~sqlanon.Request` of the flags and the release file; an argument of the
+    algorithm or a privacy model they build wrongly is a usage error in the flags' words."""
+    try:
+        return request_of(config)
+    except ConfigError:
+        raise
+    except (InputError, ValueError) as e:
+        where = f"{config.path}: " if config.path else ""
+        raise UsageError(f"{where}{cli_words(str(e))}") from None
 
 
 def _check_out(out: Path, replace: bool, inputs: Sequence[tuple[str, str]]) -> None:
@@ -735,7 +737,7 @@ def _refuse_input(flag: str, out: Path, inputs: Sequence[tuple[str, str]]) -> No
 
 
 def _publish_and_export(
-    con: Any, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
+    con: Any, req: Request, out: Path, progress: Callable[[Progress], None] | None,
 ) -> Release:
     """Publish the release in the database and write it to ``out``, both or neither.
 
@@ -751,22 +753,23 @@ def _publish_and_export(
     """
     engine = engine_for(con)
     existing: tuple[tuple[str, str], ...] = ()
-    if kwargs["replace"]:
+    fresh = dataclasses.replace(req, output=dataclasses.replace(req.output, replace=False))
+    if req.output.replace:
         try:  # validates the request as anonymize will, and names what --replace overwrites
-            existing = tuple(resolve(engine, **kwargs).outputs.existing)
+            existing = tuple(req.resolve(engine).outputs.existing)
         finally:
             engine.cleanup()
     if not existing:
-        return _publish_then_export(con, kwargs, out, progress)
+        return _publish_then_export(con, req, out, progress)
     if not engine.transactions:
         with set_aside(engine, existing):  # moved aside: nothing left to replace
-            return _publish_then_export(con, {**kwargs, "replace": False}, out, progress)
+            return _publish_then_export(con, fresh, out, progress)
     partial: Path | None = None
     try:
         with engine.transaction():  # one transaction: a failure (or a failed COMMIT) restores the old release
             for name, kind in existing:
                 engine.execute(g.drop(name, kind.upper()))
-            release = anonymize(con, progress=progress, **{**kwargs, "replace": False})  # dropped above
+            release = fresh.run(con, progress)  # dropped above
             partial = _copy(con, release.view, out)
     except BaseException:
         if partial is not None:
@@ -777,12 +780,12 @@ def _publish_and_export(
 
 
 def _publish_then_export(
-    con: Any, kwargs: dict[str, Any], out: Path, progress: Callable[[Progress], None] | None,
+    con: Any, req: Request, out: Path, progress: Callable[[Progress], None] | None,
 ) -> Release:
     """Publish the release, then write it to ``out``; if writing fails, drop exactly the objects
     the release created (the catalog before and after)."""
     before = _persistent_objects(con)
-    release = anonymize(con, progress=progress, **kwargs)
+    release = req.run(con, progress)
     try:
         _export(con, release.view, out)
     except BaseException:
@@ -809,8 +812,12 @@ def _drop_new_objects(con: Any, before: set[tuple[str, str, str, str]]) -> None:
 
 
 def _release_document(release: Release) -> dict[str, Any]:
-    """The Release as a JSON-ready dict (its notes name the command line's flags)."""
-    return {**dataclasses.asdict(release), "notes": [cli_words(note) for note in release.notes]}
+    """The Release as a JSON-ready dict (the algorithm with its name; its notes name the command
+    line's flags)."""
+    document = {**dataclasses.asdict(release), "notes": [cli_words(note) for note in release.notes]}
+    if release.algorithm is not None:
+        document["algorithm"] = {"name": release.algorithm.name, **document["algorithm"]}
+    return document
 
 
 def _request(args: argparse.Namespace) -> ReleaseConfig:
@@ -858,20 +865,31 @@ def _request(args: argparse.Namespace) -> ReleaseConfig:
         database=database,
         view=args.view if args.view is not None else (config.view if config else None),
         replace=args.replace or (config.replace if config else False),
-        memory_rows=args.memory_rows if args.memory_rows is not None else (config.memory_rows if config else None),
         path=config.path if config else None,
         key=tuple(_split([args.key], "--key")) if args.key else (config.key if config else None),
         class_column=args.class_column if args.class_column is not None else (config.class_column if config else None),
-        recoding=args.recoding if args.recoding is not None else (config.recoding if config else None),
         qids=tuple(qids),
-        max_steps=args.max_steps if args.max_steps is not None else (config.max_steps if config else None),
-        max_seconds=args.max_seconds if args.max_seconds is not None else (config.max_seconds if config else None),
         published=_published(args.published) if args.published else (config.published if config else None),
-        search={**(config.search if config else {}),
-                **{key: getattr(args, key) for key in SEARCH_KEYS if getattr(args, key) is not None}},
-        strategy=config.strategy if config else None, sample_rows=config.sample_rows if config else None,
-        confidence=config.confidence if config else None,
+        suppression=args.suppression if args.suppression is not None else (config.suppression if config else None),
+        algorithm=_algorithm(args, config),
+        records=config.records if config else (),
     )
+
+
+def _algorithm(args: argparse.Namespace, config: ReleaseConfig | None) -> tuple[tuple[str, Any], ...]:
+    """The algorithm's flat keys: the release file's ``[algorithm]``, each overridden by its flag
+    (``--algorithm`` the name; the flags of the algorithms' arguments, :data:`ALGORITHM_FLAGS`)."""
+    record = dict(config.algorithm if config else ())
+    if args.algorithm is not None:
+        if record.get("name", "mondrian") != args.algorithm:
+            record = {}  # another algorithm: the file's arguments are not its
+        record["name"] = args.algorithm
+    record.update({key: getattr(args, key) for key in ALGORITHM_FLAGS if getattr(args, key, None) is not None})
+    return tuple(record.items())
+
+
+#: The arguments of the algorithm objects that have flags of their own (``--memory-rows``, ...).
+ALGORITHM_FLAGS = sorted({key for c in ALGORITHMS.values() for key in c.keys()})
 
 
 def _published(items: Sequence[str]) -> str | tuple[tuple[str, str], ...]:
@@ -1115,24 +1133,12 @@ def _write_summary(
     ]
     rows += [(f"QID {','.join(q.qid)}", f"k={q.k} required, {q.achieved:,} achieved (verified)")
              for q in release.verification.qids]
-    if release.recoding == "single" and release.search in (None, "tdr"):
-        rows.append(("recoding", f"single-dimensional, {release.refinements} refinements"))
-    elif release.recoding == "single":
-        found = ("levels " + ", ".join(f"{q}={v}" for q, v in (release.levels or {}).items())
-                 if release.search == "optimal" else "genetic algorithm")
-        rows.append(("recoding", f"single-dimensional, {found}; {release.metric} = {release.score:.6g}, "
-                                 f"{release.evaluated:,} {'nodes' if release.search == 'optimal' else 'evaluations'}"))
-        rows.append(("suppressed", f"{release.suppressed:,} rows (fully generalized, class NULL; verified)"))
-    if getattr(release, "at_root", None) is not None:  # Mondrian with --suppression
-        rows.append(("suppressed", f"{release.suppressed:,} rows (fully generalized, class NULL; verified)"))
-        rows.append(("at the root", ", ".join(f"{q} {release.at_root_before[q]:.1%} -> {v:.1%}"
-                                              for q, v in release.at_root.items()) + " of rows (without -> with suppression)"))
+    told = release.outcome.summary(release.suppressed) if release.outcome is not None else []
+    rows += [line for line in told if line[0] != "partitioning"]
     bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}
     if bounds:
         rows.append(("published bounds", ", ".join(f"{q}: {m}" for q, m in bounds.items())))
-    fields = partitioning(release)
-    if fields is not None:
-        rows.append(("partitioning", describe(fields)))
+    rows += [line for line in told if line[0] == "partitioning"]
     others = [c for c in constraints if not c.startswith("k-anonymity(")]
     if others:
         rows.append(("constraints", "; ".join(others) + " (verified)"))
@@ -1311,12 +1317,12 @@ def _write_verification(out: TextIO, relation: str, r: Verification, listed: Vio
 # -- explain ----------------------------------------------------------------------------------
 def _explain(args: argparse.Namespace) -> int:
     request = _request(args)
-    if _sampling(args).get("strategy") == "sample":
+    req = _built(request)
+    if req.algorithm is not None and req.algorithm.record().get("strategy") == "sample":
         raise UsageError("explain shows the statements of --strategy levels; Rothko-S's statements depend on "
                          "its sample (run anonymize and read the report's partitioning line)")
     with _opened(args, request.database, read_only=True) as con:
-        kwargs = request.anonymize_kwargs()
-        text = explain(con, kwargs.pop("table"), kwargs.pop("qid", None), kwargs.pop("k", None), **kwargs)
+        text = req.explain(con)
     sys.stdout.write(text)
     return 0
 

@@ -44,6 +44,10 @@ class RecodingError(InputError):
     not support, or several QIDs (``qids=``) with the multidimensional recoding."""
 
 
+class RemovedOptionError(InputError):
+    """A keyword of an earlier API: the message names the object that takes it now."""
+
+
 class ReadOnlyError(InputError):
     """The database the request would write to (a release, an applied table) is read-only."""
 

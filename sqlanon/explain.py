@@ -8,63 +8,52 @@ per-level statements for the root level.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+
 from typing import Any
 
 import numpy as np
 from sqlglot import exp
 
 from .engine import sqlgen as g
-from .api import _reads_in_place, _working_source
+from .errors import InputError, ObjectExistsError
+from .pipeline import Resolvable, reads_in_place, working_source
 from .model.criteria import rank
-from .mondrian.encode import build_domains, code_fetched, codes_here, encode, reads_work_as_view
+from .mondrian.encode import build_domains, code_fetched, encode
 from .engine import engine_for
 from .engine.calls import serialized
 from .engine.recording import ExplainEntry, NeedsData as _NeedsData, recording_engine
-from .mondrian.builder import Partitioner, Regions
+from .model.partition import Regions
+from .mondrian.builder import Partitioner
 from .singledim.run import compress_query, place
 from .publish.pipeline import publish_release, reads_work
 from .publish.verify import class_sizes_query
-from .errors import ObjectExistsError
-from .request.spec import Spec, _current, resolve
+from .request.spec import Spec
 from .mondrian.split import Children
 from .mondrian.levels import batch_query, extents_query, groups_query, repartition
 
 
 @serialized
-def explain(
-    con: Any, table: str, qid: Sequence[str], k: int, *,
-    hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
-    memory_rows: int | None = None, **workload: Any,
-) -> str:
-    """Validate an :func:`sqlanon.anonymize` request and return the SQL it runs, step by step.
+def explain(con: Any, request: Resolvable) -> str:
+    """Validate ``request`` (a :class:`sqlanon.Request`) and return the SQL it runs, step by step.
 
     Nothing that writes is run: read-only lookups run (marked ``[ran]``); every other statement
     is rendered from the library's own builders, the per-level ones for the root level.
 
     Raises:
-        InputError: (and subclasses) as :func:`sqlanon.anonymize` would for the same request.
+        InputError: (and subclasses) as :meth:`sqlanon.Request.run` would for the same request;
+            also for Rothko-S (``Sample``), whose statements depend on its sample.
     """
-    spec, entries = explain_entries(con, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
-                                    memory_rows=memory_rows, **workload)
+    spec, entries = explain_entries(con, request)
     return _render_explain(spec, entries, engine_for(con).dialect)
 
 
-def explain_entries(
-    con: Any, table: str, qid: Sequence[str], k: int, *,
-    hierarchies: dict[str, Any] | None = None, view: str | None = None, replace: bool = False,
-    memory_rows: int | None = None, **workload: Any,
-) -> tuple[Spec, list[ExplainEntry]]:
-    """The validated request and the statements of :func:`explain`, in order.
-
-    ``workload``: ``sensitive``, ``l``, ``target``, ``constraints``, ``criterion`` as for
-    :func:`sqlanon.anonymize`."""
+def explain_entries(con: Any, request: Resolvable) -> tuple[Spec, list[ExplainEntry]]:
+    """The validated request and the statements of :func:`explain`, in order."""
     def resolved(free: bool) -> tuple[Any, Spec]:
         rec = recording_engine(con)
         rec.outputs_free = free
         rec.section = "Validate the request: catalog lookups and checks (once)"
-        return rec, resolve(rec, table, qid, k, hierarchies=hierarchies, view=view, replace=replace,
-                            memory_rows=memory_rows, **workload)
+        return rec, request.resolve(rec)
 
     try:
         rec, spec = resolved(False)
@@ -73,8 +62,12 @@ def explain_entries(
         # run with the names free, after a note of what anonymize would say
         rec, spec = resolved(True)
         rec.entries.insert(0, ExplainEntry(rec.section, _taken_note(engine_for(con), spec), False))
+    algorithm = request.algorithm.resolved(spec)
+    if algorithm.record().get("strategy") == "sample":
+        raise InputError("explain shows the statements of strategy=Levels(); Rothko-S's (Sample) depend on its "
+                         "sample (run it and read the outcome: release.outcome)")
     try:
-        in_place = _reads_in_place(rec, spec)
+        in_place = reads_in_place(rec, spec)
         reading = contextlib.ExitStack()  # the transaction over every read of the source (in place)
         if in_place:
             rec.section = ("Read the source in place, in one transaction: a view numbering its rows, and a snapshot "
@@ -82,10 +75,10 @@ def explain_entries(
             reading.enter_context(rec.transaction())
         else:
             rec.section = "Snapshot of the source: it has no stable row ids (once)"
-        source, snapshot, rid, ranges = _working_source(rec, spec, in_place)
+        source, snapshot, rid, ranges = working_source(rec, spec, in_place)
         rec.section = "Encode: one domain table per QI, then the working table (once)"
-        as_view = reads_work_as_view(rec, spec, "levels")
-        here = codes_here(rec, spec, "levels")  # as anonymize: numbers coded from one fetch of the working view
+        as_view = algorithm.reads_work_as_view(rec, spec)
+        here = algorithm.codes_here(rec, spec)  # as anonymize: numbers coded from one fetch of the working view
         pending = build_domains(rec, spec, source, here)
         work = encode(rec, spec, pending, source, g.col(rid, "b"), view=as_view)
         if here:
@@ -230,7 +223,7 @@ def _show_verification(rec, spec: Spec) -> None:
     the independent verification statement (the classes of the published relation and its
     suppressed rows, in one read, as :func:`sqlanon.verify` does)."""
     published = [c for qi in spec.qis for c in qi.published]
-    catalog, schema = _current(rec)  # where the view is created, as sqlanon.verify names it
+    catalog, schema = rec.current()  # where the view is created, as sqlanon.verify names it
     rules = g.table(spec.outputs.rules, schema, catalog)
     rec.show(class_sizes_query(g.table(spec.outputs.view, schema, catalog), published, spec.k,
                                spec.outputs.class_column, (spec.qis, rules, spec.outputs.size_column)),

@@ -10,6 +10,7 @@ index), so nothing a user did not ask to anonymize changes, not even its type.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -17,16 +18,17 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from .api import Release, anonymize, validate
+from .api import REQUEST_OPTIONS, Release, Request, anonymize, check_removed
+from .pipeline import validate
 from .engine import engine_for
 from .engine import sqlgen as g
 from .engine.base import CatalogObject, Engine
 from .engine.duckdb import connect as duckdb_connect
 from .errors import FrameError, ObjectExistsError
+from .engine.catalog import free_name
 from .model import manifest_format
-from .request.checks import check_bool
+from .request.output import Output
 from .request.owned import owned as release_owned
-from .request.spec import free_name
 
 #: The table name the frame is loaded as (in ``con``), unless ``name=`` says otherwise.
 FRAME_TABLE = "frame"
@@ -53,13 +55,13 @@ def anonymize_frame(
             keeps, so ``release.imprecision()`` works; pass your own to keep using the release
             with :func:`sqlanon.metrics`, :func:`sqlanon.apply`, :func:`sqlanon.report`, ...).
         name: the table the frame is loaded as in ``con`` (the view is ``<name>_anon`` unless
-            ``view=`` says otherwise). With ``replace=True`` it may be a table this function
-            loaded before (marked by its comment) -- never another table or a view, and not the
-            source of a release other than the one this call replaces.
+            ``output=`` says otherwise). With ``Output(replace=True)`` it may be a table this
+            function loaded before (marked by its comment) -- never another table or a view, and
+            not the source of a release other than the one this call replaces.
         **options: every keyword of :func:`sqlanon.anonymize` (``hierarchies=`` as dicts, rows,
-            DataFrames or ARX CSV paths; ``sensitive=``/``l=``, ``constraints=``, ``target=``,
-            ``criterion=``, ``selections=``, ``recoding=``, ``published=``, ``replace=``, ...),
-            except ``key=``: the row position is the key.
+            DataFrames or ARX CSV paths; ``sensitive=``/``l=``, ``privacy=``, ``target=``,
+            ``algorithm=``, ``selections=``, ``published=``, ``output=``, ...), except
+            ``Output(key=...)``: the row position is the key.
 
     Returns:
         ``(anonymized, release)``. ``anonymized`` is of the input's kind (a DataFrame for a
@@ -71,10 +73,11 @@ def anonymize_frame(
 
     Raises:
         FrameError: ``frame`` is not a DataFrame or a PyArrow table, or its column names are not
-            distinct strings; ``key=`` was passed.
+            distinct strings; ``Output(key=...)`` was passed.
         ObjectExistsError: ``name`` is taken by a view, or by a table this function may not
             overwrite (see ``name``).
         ReadOnlyError: ``con`` is read-only.
+        RemovedOptionError: a keyword of the earlier API (as :func:`sqlanon.anonymize`).
         InputError: whatever :func:`sqlanon.anonymize` refuses -- checked on the frame before
             anything is written, so a refused request leaves ``con`` as it was.
     """
@@ -89,8 +92,9 @@ def anonymize_frame(
                          "(e.g. frame.columns = frame.columns.map(str))")
     if len({c.lower() for c in columns}) != len(columns):
         raise FrameError(f"column names must be distinct (ignoring case, as SQL compares them): {columns}")
-    if "key" in options:
-        raise FrameError("anonymize_frame keys the rows by their position: key= is not an option here")
+    output = Output.of(options.pop("output", None))
+    if output.key is not None or "key" in options:
+        raise FrameError("anonymize_frame keys the rows by their position: Output(key=...) is not an option here")
     if not isinstance(name, str) or not name:
         raise FrameError(f"name must be a non-empty string, got {name!r}")
     if con is None:
@@ -98,26 +102,29 @@ def anonymize_frame(
     elif not hasattr(con, "register") or type(con).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
         raise FrameError(f"con must be a DuckDB connection (the frame is loaded into it), got {type(con).__name__}; "
                          "for PostgreSQL or Spark, load the frame into a table and call sqlanon.anonymize")
+    progress = options.pop("progress", None)
+    check_removed("anonymize_frame", {o: v for o, v in options.items() if o not in REQUEST_OPTIONS})
     engine = engine_for(con)
-    replace = check_bool("replace", options.get("replace", False))
-    view = options.get("view") or f"{name}_anon"  # anonymize's default
+    view = output.view or f"{name}_anon"  # anonymize's default
     engine.check_writable(f"the frame (loaded as table {name!r}) and its release")
     row = free_name("__sqlanon_row", columns)
-    upload = _earlier_upload(engine, name, view, replace)
+    upload = _earlier_upload(engine, name, view, output.replace)
     data = _with_positions(frame, arrow, row)
+    output = dataclasses.replace(output, key=row)
+    request = Request(name, qid, k, output=output, **options)
     try:
         with engine.frame_as(name, data):  # the request is checked on the frame before anything is written
-            spec = validate(engine, name, qid, k, key=row, **options)
+            spec = validate(engine, request, progress)
     finally:
         engine.cleanup()
     outputs = [spec.outputs.view, spec.outputs.rules, spec.outputs.assignment, spec.outputs.hierarchies]
     if any(o is not None and o.lower() == name.lower() for o in outputs):
         raise ObjectExistsError(f"the release's objects {[o for o in outputs if o]} would overwrite the frame's table "
-                                f"{name!r}: pass another name= or view=")
+                                f"{name!r}: pass another name= or output=")
     engine.create_from_frame(name, data, replace=upload)
     engine.set_comment(name, json.dumps({UPLOAD_MARK: 1, "row": row}))
     try:
-        release = anonymize(con, name, qid, k, key=row, **options)
+        release = anonymize(con, name, qid, k, output=output, progress=progress, **options)
     except BaseException:
         if not upload:  # a refused request leaves the connection as it was
             engine.execute(g.drop(name, "TABLE"))

@@ -201,10 +201,10 @@ def column_values(con: Any, table: str, column: str) -> list[Any]:
 
     from .engine import engine_for, sqlgen as g
     from .errors import UnknownColumnError, did_you_mean
-    from .request.spec import _catalog, _find_source
+    from .engine.catalog import find_source
 
     engine = engine_for(con)
-    source = _find_source(engine, _catalog(engine), table, count=False)
+    source = find_source(engine, engine.objects(), table, count=False)
     if column not in source.column_names:
         raise UnknownColumnError(f"{table!r} has no column {column!r}." + did_you_mean(column, source.column_names))
     return [row[0] for row in engine.fetch_rows(exp.select(g.col(column)).distinct().from_(source.ref))]

@@ -105,6 +105,45 @@ def frame(con, sql: str, params: Sequence | None = None) -> pd.DataFrame:
     return pd.DataFrame(cur.fetchall(), columns=[d.name for d in cur.description])
 
 
+def request_options(**options) -> dict:
+    """Keyword arguments of :func:`sqlanon.anonymize` from a test's table of cases written with
+    the algorithms' and the output's arguments side by side (``memory_rows``, ``strategy``,
+    ``sample_rows``, ``criterion``, ``constraints``, ``recoding``, ``view``, ``key``, ...): each
+    is put into its object (``Mondrian``/``Levels``/``Sample``, ``TopDown``, ``Output``,
+    ``privacy=``), as the call site would write it."""
+    import sqlanon
+
+    out = dict(options)
+    output = {k: out.pop(k) for k in ("view", "replace", "key", "class_column") if k in out}
+    if output:
+        out["output"] = sqlanon.Output(**output)
+    if "constraints" in out:
+        out["privacy"] = list(out.pop("constraints"))
+    if "qids" in out:
+        out["privacy"] = [sqlanon.KAnonymity(k, qid=c) for c, k in out.pop("qids")] + out.get("privacy", [])
+    criterion = out.pop("criterion", None)
+    if out.pop("recoding", "multi") == "single":
+        search = out.pop("search", "tdr")
+        kind = {"tdr": sqlanon.TopDown, "genetic": sqlanon.Genetic, "optimal": sqlanon.Optimal}[search]
+        args = {k: out.pop(k) for k in ("max_steps", "max_seconds", "metric", "budget", "iterations", "seed") if k in out}
+        out.pop("memory_rows", None)
+        out["algorithm"] = kind(criterion, **args) if criterion is not None else kind(**args)
+        return out
+    strategy = out.pop("strategy", None)
+    memory = {"memory_rows": out.pop("memory_rows")} if "memory_rows" in out else {}
+    sample = {new: out.pop(old) for old, new in (("sample_rows", "rows"), ("confidence", "confidence"),
+                                                   ("seed", "seed")) if old in out}
+    if strategy == "sample" or (strategy is None and sample):
+        chosen = sqlanon.Sample(**sample, **memory)
+    elif strategy == "levels" or memory:
+        chosen = sqlanon.Levels(**memory)
+    else:
+        chosen = "auto" if strategy is None else strategy  # "auto", or a wrong value the object refuses
+    if criterion is not None or chosen != "auto":
+        out["algorithm"] = sqlanon.Mondrian(criterion, chosen)
+    return out
+
+
 def temp_objects(con) -> list[str]:
     """Tables and views (temporary or not, any schema) whose name starts with ``__sqlanon_``."""
     if is_postgres(con):
@@ -157,8 +196,8 @@ ZIP = [[f"{a}{b}", f"{a}*", "*"] for a in "123" for b in "12"]
 #: The searches that suppress rows: ``anonymize`` keyword arguments by name.
 SUPPRESSING = {
     "mondrian": {},
-    "optimal": {"recoding": "single", "search": "optimal", "metric": "LM"},
-    "genetic": {"recoding": "single", "search": "genetic", "metric": "LM", "seed": 1, "iterations": 200},
+    "optimal": {"algorithm": sqlanon.Optimal(metric="LM")},
+    "genetic": {"algorithm": sqlanon.Genetic(metric="LM", seed=1, iterations=200)},
 }
 
 
@@ -173,8 +212,8 @@ def suppressing_release(con, search: str, key: str | None = None, view: str = "t
     age[48] = 1000
     load_frame(con, "t", pd.DataFrame({"id": np.arange(len(z)), "zip": z, "age": age}))
     qid = ["zip"] if search == "optimal" else ["zip", "age"]
-    release = sqlanon.anonymize(con, "t", qid, 10, hierarchies={"zip": ZIP}, suppression=0.2, key=key, view=view,
-                                **SUPPRESSING[search])
+    release = sqlanon.anonymize(con, "t", qid, 10, hierarchies={"zip": ZIP}, suppression=0.2,
+                                **SUPPRESSING[search], output=sqlanon.Output(view=view, key=key))
     assert release.suppressed > 0 and release.verification.ok and release.verification.suppression_limit == 9
     return release, qid
 

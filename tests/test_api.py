@@ -207,7 +207,8 @@ def test_equals_reference_on_random_tables(case, memory_rows):
     df, qid, k, rows = case
     con = duckdb.connect()
     data = load(con, df)
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=rows, memory_rows=memory_rows)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=rows,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
     expected = reference_mondrian(data.drop(columns=["id"]), qid, k, rows)
     assert partition_of(con, release.view) == expected
     hierarchies = {q: sqlanon.Hierarchy.from_rows(r) for q, r in rows.items()}
@@ -226,7 +227,9 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
     qid = list(df.columns)
     results = []
     for memory_rows in (0, int(rng.integers(1, n)), n):
-        release = sqlanon.anonymize(con, "t", qid=qid, k=min(k, n), memory_rows=memory_rows, replace=True)
+        release = sqlanon.anonymize(con, "t", qid=qid, k=min(k, n),
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(replace=True))
         results.append((partition_of(con, release.view), rules_frame(con, release)))
     for partition, rules in results[1:]:
         assert partition == results[0][0]
@@ -258,7 +261,8 @@ def test_the_working_table_is_dropped_before_the_publication_when_it_does_not_re
     con = duckdb.connect()
     load(con, df)
     statements = duckdb_statements(monkeypatch)
-    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=8, memory_rows=memory_rows, suppression=suppression)
+    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=8, suppression=suppression,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
     assert release.verification.ok and not temp_objects(con)
     # the working table the publication could read: of the run's working tables (rewritten per
     # level, and the rows that left the SQL levels), the one dropped last
@@ -277,10 +281,12 @@ def test_a_table_that_fits_in_memory_is_encoded_while_the_finish_reads_it():
     df = pd.DataFrame({"a": rng.integers(0, 90, 400), "b": rng.integers(0, 7, 400)})
     con = duckdb.connect()
     load(con, df)
-    from sqlanon.explain import explain
+    def explain(memory_rows, **options):
+        algorithm = sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows))
+        return sqlanon.Request("t", ["a", "b"], 5, algorithm=algorithm, **options).explain(con)
 
-    fits = explain(con, "t", ["a", "b"], 5, memory_rows=400)
-    split = explain(con, "t", ["a", "b"], 5, memory_rows=399)
+    fits = explain(400)
+    split = explain(399)
     work_view = re.compile(r'CREATE TEMPORARY VIEW "__sqlanon_\w+_work"')
     assert work_view.search(fits) and not work_view.search(split)
     # either way the source is read in place (a numbered view, no whole copy), in one transaction
@@ -291,12 +297,14 @@ def test_a_table_that_fits_in_memory_is_encoded_while_the_finish_reads_it():
     assert fits.index("COMMIT") > fits.index("Finish in memory") and split.index("COMMIT") < split.index("Finish in memory")
     out = []
     for memory_rows in (400, 399):
-        release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, memory_rows=memory_rows, replace=True)
+        release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(replace=True))
         out.append((partition_of(con, release.view), rules_frame(con, release)))
         assert release.verification.ok and not temp_objects(con)
     assert out[0][0] == out[1][0]
     pd.testing.assert_frame_equal(out[0][1], out[1][1])
-    with_budget = explain(con, "t", ["a", "b"], 5, memory_rows=400, suppression=0.1, replace=True)
+    with_budget = explain(400, suppression=0.1, output=sqlanon.Output(replace=True))
     assert not work_view.search(with_budget)  # the baseline partitions the table twice
 
 
@@ -317,7 +325,7 @@ def test_the_snapshot_published_in_row_id_ranges_equals_one_statement(seed, most
                             "s": rng.choice(["x", "y", None], n)}))
     if deleted:
         run(con, "DELETE FROM t WHERE a % 7 = 3")
-    kwargs = dict(qid=["a", "b"], k=4, suppression=suppression, replace=True)
+    kwargs = dict(qid=["a", "b"], k=4, suppression=suppression, output=sqlanon.Output(replace=True))
     one = sqlanon.anonymize(con, "t", **kwargs)
     expected = frame(con, f'SELECT * FROM "{one.view}" ORDER BY ALL')
     used: list[list[tuple]] = []
@@ -358,7 +366,8 @@ def test_a_run_inside_the_callers_transaction_publishes_the_rows_it_appended():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(DuckDBEngine, "join_rows", lambda self: 120)
         mp.setattr(rules_module, "rid_chunks", lambda *a: used.append(real_chunks(*a)) or used[-1])
-        release = sqlanon.anonymize(con, "t", ["a", "b"], k=5, memory_rows=100)
+        release = sqlanon.anonymize(con, "t", ["a", "b"], k=5,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=100)))
     con.execute("COMMIT")
     assert release.verification.ok and release.rows == 500
     assert len(used) == 1 and 4 <= len(used[0]) <= 6, used
@@ -436,7 +445,9 @@ def test_adult_numeric_age_partition_is_minimal(adult):
 def test_release_reports_what_it_did(con):
     load(con, pd.DataFrame({"age": np.arange(100) % 37, "zip": np.arange(100) % 5}))
     seen = []
-    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=7, memory_rows=20, progress=seen.append, key="id")
+    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=7, progress=seen.append,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=20)),
+                                output=sqlanon.Output(key="id"))
     assert (release.view, release.rules, release.rowmap) == ("t_anon", "t_anon_rules", "t_anon_rowmap")
     assert release.key == ("id",) and release.class_column == "eq_class"
     assert release.k_achieved >= 7 and release.k == 7 and release.rows == 100
@@ -486,7 +497,7 @@ def test_files_are_read_in_place_and_published_as_a_snapshot(con, tmp_path, suff
     path = tmp_path / f"people{suffix}"
     con.execute(f"COPY t TO '{path}'")
     from_table = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=9)
-    from_file = sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=9, view="file_anon")
+    from_file = sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=9, output=sqlanon.Output(view="file_anon"))
     assert from_file.materialized and from_file.rowmap == "file_anon_rowmap" and str(path) in from_file.notes[0]
     kinds = dict(con.sql("SELECT view_name, 'view' FROM duckdb_views() UNION ALL "
                          "SELECT table_name, 'table' FROM duckdb_tables()").fetchall())
@@ -536,7 +547,7 @@ def test_errors_reading_a_file_never_quote_its_lines(con, tmp_path):
     lines = ["age,zip"] + [f"{i % 90},{i % 7}" for i in range(30_000)] + ["5,topsecret-value"]
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(sqlanon.SqlanonError) as info:
-        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=5, view="file_anon")
+        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=5, output="file_anon")
     message = str(info.value).split("\n-- while running:")[0]
     assert "topsecret" not in message and "Original Line" not in message
     assert "CSV Error on Line: 30002" in message and 'column "zip"' in message
@@ -556,7 +567,7 @@ def test_files_are_refused_clearly_on_postgres(con, tmp_path, suffix):
     writer.close()
     before = objects(con)
     with pytest.raises(sqlanon.InputError) as info:
-        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=9, view="file_anon")
+        sqlanon.anonymize(con, str(path), qid=["age", "zip"], k=9, output=sqlanon.Output(view="file_anon"))
     message = str(info.value)
     assert str(path) in message and "only the DuckDB engine reads" in message and "postgres" in message
     assert objects(con) == before and temp_objects(con) == []
@@ -571,6 +582,7 @@ def test_text_qi_with_nulls_is_ranked_once(con):
     df = pd.DataFrame({"q0": pd.Series(q0, dtype="Int64"), "q1": pd.Series(q1, dtype=object),
                        "q2": pd.Series([-1.5] * 23, dtype="Float64"), "payload": [f"p{i}" for i in range(23)]})
     data = load(con, df)
-    release = sqlanon.anonymize(con, "t", qid=["q0", "q1", "q2"], k=2, memory_rows=0)
+    release = sqlanon.anonymize(con, "t", qid=["q0", "q1", "q2"], k=2,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)))
     assert partition_of(con, release.view) == reference_mondrian(data.drop(columns=["id"]), ["q0", "q1", "q2"], 2, {})
     check_release(con, release, data, ["q0", "q1", "q2"], 2, {})  # every property, on each engine

@@ -29,7 +29,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import describe, objects, temp_objects
+from conftest import describe, objects, temp_objects, request_options
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -91,7 +91,7 @@ def _release(con, n: int, seed: int, k: int, **kwargs) -> sqlanon.Release:
     rng = np.random.default_rng(seed)
     nulls = {c: bool(rng.random() < 0.5) for c in QID}
     _load(con, "t", _frame(rng, n, nulls))
-    return sqlanon.anonymize(con, "t", qid=QID, k=min(k, n), hierarchies={"j": J}, **kwargs)
+    return sqlanon.anonymize(con, "t", qid=QID, k=min(k, n), hierarchies={"j": J}, **request_options(**kwargs))
 
 
 # -- the oracle ---------------------------------------------------------------------------------
@@ -272,8 +272,9 @@ def test_adult_with_hierarchies(con):
     hierarchies = _load_adult_keyed(con, "rid", n if is_postgres(con) else None)  # a key: the release keeps a row map
     assert rows(con, "SELECT count(*), min(age), max(age) FROM adult")[0] == (n, 17, 90)
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
-    release = sqlanon.anonymize(con, "adult", qid=qid, k=10, target="salary-class", key="rid",
-                                hierarchies={c: hierarchies[c] for c in qid if c != "age"})
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=10, target="salary-class",
+                                hierarchies={c: hierarchies[c] for c in qid if c != "age"},
+                                output=sqlanon.Output(key="rid"))
     applied = apply(con, release, "adult", view="adult_again")
     assert (applied.rows, applied.placed, applied.unplaced) == (n, n, 0) and applied.depth > 0
     _same_as_view(con, "adult_anon", "adult_again")
@@ -335,7 +336,7 @@ def _spanning_release(con) -> sqlanon.Release:
     load_frame(con, "t", pd.DataFrame({"id": i, "a": i % 30, "j": np.array(list("abcdef"))[i % 6],
                                        "y": np.where(i % 2 == 0, "yes", "no")}))
     release = sqlanon.anonymize(con, "t", qid=["a", "j"], k=12, hierarchies={"j": J},
-                                constraints=[sqlanon.EntropyLDiversity("y", 1.9)])
+                                privacy=[sqlanon.EntropyLDiversity("y", 1.9)])
     assert rows(con, f'SELECT a_lo, a_hi, j FROM "{release.rules}" ORDER BY region') == [
         (None, 6, "*"), (6, 14, "*"), (14, 21, "*"), (21, None, "*")]
     return release
@@ -365,7 +366,7 @@ def test_an_unknown_hierarchical_value_is_placed_where_its_region_spans_the_qi(c
     # a release that cuts j where it can: not where a slab holds fewer than k rows of "d" (Q)
     i = np.arange(120)
     load_frame(con, "cut", pd.DataFrame({"id": i, "a": i % 50, "j": np.where(i % 10 == 0, "d", "a")}))
-    cut = sqlanon.anonymize(con, "cut", qid=["a", "j"], k=8, hierarchies={"j": J}, view="cut_anon")
+    cut = sqlanon.anonymize(con, "cut", qid=["a", "j"], k=8, hierarchies={"j": J}, output="cut_anon")
     con.execute("CREATE TABLE u AS SELECT id, a, CAST(NULL AS VARCHAR) AS j FROM cut WHERE id < 60")
     expected = _one_region(con, "cut_anon", "u", "id")
     assert 0 < sum(r is None for r in expected.values()) < 60  # both cases occur
@@ -384,8 +385,8 @@ def test_uci_adult_test_rows_with_a_missing_category_are_placed(con):
     hierarchies = datasets.load_adult_uci(con, "train")
     datasets.load_adult_uci(con, "test", split="test", complete=False)
     qid = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
-    release = sqlanon.anonymize(con, "train", qid=qid, k=50, target="salary-class", view="train_anon",
-                                hierarchies={q: hierarchies[q] for q in qid if q != "age"})
+    release = sqlanon.anonymize(con, "train", qid=qid, k=50, target="salary-class",
+                                hierarchies={q: hierarchies[q] for q in qid if q != "age"}, output="train_anon")
     run(con, "CREATE TABLE test_rows AS SELECT row_number() OVER () AS rid, * FROM test")
     missing = rows(con, 'SELECT count(*) FROM test_rows WHERE workclass IS NULL OR occupation IS NULL '
                         'OR "native-country" IS NULL')[0][0]

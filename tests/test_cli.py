@@ -568,7 +568,9 @@ def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_row
     """Honesty: every statement explain prints (root-level ones included) is one that a real
     run executes, up to the run-unique temp names."""
     with connected(db) as con:
-        _, entries = explain_module.explain_entries(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
+        request = sqlanon.Request("people", ["age", "zip"], 20,
+                                  algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
+        _, entries = explain_module.explain_entries(con, request)
         dialect = engine_for(con).dialect  # explain prints, and the engine runs, the engine's own SQL
         shown = {_normalized(e.statement.sql(dialect=dialect)) for e in entries if not isinstance(e.statement, str)}
         ran: list[str] = []
@@ -580,7 +582,7 @@ def test_explain_shows_the_statements_anonymize_runs(db, monkeypatch, memory_row
             return sql
 
         monkeypatch.setattr(engine.Engine, "render", spy)
-        sqlanon.anonymize(con, "people", ["age", "zip"], 20, memory_rows=memory_rows)
+        request.run(con)
     missing = shown - set(ran)
     assert not missing, missing
     assert any(s.startswith('CREATE VIEW "people_anon"') for s in shown)

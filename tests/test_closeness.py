@@ -151,7 +151,8 @@ def test_every_published_class_is_t_close(engine_name, con, seed, distance, t, k
     load_frame(con, "t", frame, primary_key="id")
     try:
         c = _constraint(distance, t)
-        release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=k, constraints=[c], view="t_anon", replace=True)
+        release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=k, privacy=[c],
+                                    output=sqlanon.Output(view="t_anon", replace=True))
         engine = engine_for(con)
         view = engine.fetch_frame('SELECT * FROM "t_anon"')
         emds = _class_emds(frame, view, c)
@@ -185,8 +186,9 @@ def test_rules_do_not_depend_on_memory_rows(distance):
     c = _constraint(distance, 0.2)
     seen = []
     for memory_rows in (0, 40, 10**6):
-        release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=4, constraints=[c], memory_rows=memory_rows,
-                                    view="t_anon", replace=True)
+        release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=4, privacy=[c],
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(view="t_anon", replace=True))
         assert release.verification.ok
         seen.append(_rules(con, release))
     assert seen[0] == seen[1] == seen[2] and len(seen[0]) > 10
@@ -212,7 +214,7 @@ def test_bad_requests_fail_before_any_work():
                        (sqlanon.TCloseness("s", -1), "t"),
                        (sqlanon.TCloseness("s", 0.2, "hierarchical", {"*": ["a", "b"]}), "misses")]:
         with pytest.raises(sqlanon.InputError, match=match):
-            sqlanon.anonymize(con, "t", qid=["age"], k=2, constraints=[bad])
+            sqlanon.anonymize(con, "t", qid=["age"], k=2, privacy=[bad])
 
 
 def test_live_view_suppresses_a_class_that_drifts(con, engine_name):
@@ -221,7 +223,8 @@ def test_live_view_suppresses_a_class_that_drifts(con, engine_name):
     frame = pd.DataFrame({"id": np.arange(40), "q": [1] * 20 + [2] * 20, "s": (["a"] * 10 + ["b"] * 10) * 2})
     load_frame(con, "t", frame, primary_key="id")
     c = _constraint("equal", 0.3)
-    release = sqlanon.anonymize(con, "t", qid=["q"], k=10, constraints=[c], view="t_anon", replace=True)
+    release = sqlanon.anonymize(con, "t", qid=["q"], k=10, privacy=[c],
+                                output=sqlanon.Output(view="t_anon", replace=True))
     assert not release.materialized and release.partitions == 2
     # class q=2 keeps its ten a's: table (a, b) = (2/3, 1/3), class (1, 0): EMD 1/3 > .3; class q=1: 1/6
     run(con, 'DELETE FROM "t" WHERE "q" = 2 AND "s" = \'b\'')
@@ -284,8 +287,8 @@ def test_rothko_s_publishes_t_close_classes():
     con = duckdb.connect()
     load_frame(con, "t", _frame(3000, 9), primary_key="id")
     c = _constraint("ordered", 0.2)
-    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5, constraints=[c], strategy="sample",
-                                sample_rows=500, memory_rows=400)
+    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5, privacy=[c],
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=500, memory_rows=400)))
     check = release.verification.checks[0]
     assert release.verification.ok and check.ok and check.achieved <= 0.2 + 1e-9 and release.partitions > 20
 
@@ -300,8 +303,8 @@ def test_the_lattice_judges_t_closeness(distance):
     load_frame(con, "t", data)
     ages = {"*": {"young": [f"a{i}" for i in range(1, 5)], "old": [f"a{i}" for i in range(5, 9)]}}
     c = _constraint(distance, 0.15)
-    release = sqlanon.anonymize(con, "t", qid=["age"], k=5, hierarchies={"age": ages}, recoding="single",
-                                search="optimal", suppression=0.3, constraints=[c])
+    release = sqlanon.anonymize(con, "t", qid=["age"], k=5, hierarchies={"age": ages}, suppression=0.3, privacy=[c],
+                                algorithm=sqlanon.Optimal())
     assert release.verification.ok and release.verification.checks[0].ok
     view = engine_for(con).fetch_frame(f'SELECT * FROM "{release.view}" WHERE "eq_class" IS NOT NULL')
     assert all(d <= 0.15 + 1e-9 for d in _class_emds(data, view, c).values())

@@ -36,8 +36,8 @@ def _run_all(targets) -> list[object]:
 def test_threads_sharing_a_connection_are_serialized(con):
     make_people(con, 3000)
     results = _run_all([
-        lambda: sqlanon.anonymize(con, "people", ["age", "zip"], k=10, view="a"),
-        lambda: sqlanon.anonymize(con, "people", ["age"], k=20, view="b"),
+        lambda: sqlanon.anonymize(con, "people", ["age", "zip"], k=10, output=sqlanon.Output(view="a")),
+        lambda: sqlanon.anonymize(con, "people", ["age"], k=20, output=sqlanon.Output(view="b")),
         lambda: sqlanon.verify(con, "people", ["age"], 1),
     ])
     assert all(not isinstance(r, Exception) for r in results), results
@@ -50,7 +50,7 @@ def test_racing_publications_of_one_name(con, engine_name, tmp_path, replace):
         con = duckdb.connect(str(tmp_path / "db.duckdb"))
     make_people(con, 3000)  # committed on PostgreSQL: the other connections see it
     if replace:
-        sqlanon.anonymize(con, "people", ["age"], k=5, view="pub")
+        sqlanon.anonymize(con, "people", ["age"], k=5, output=sqlanon.Output(view="pub"))
     if engine_name == "duckdb":
         cursors = [con.cursor(), con.cursor()]
     else:  # two sessions of their own on the same database and schema (the DSN keeps search_path)
@@ -59,7 +59,8 @@ def test_racing_publications_of_one_name(con, engine_name, tmp_path, replace):
         cursors = [psycopg.connect(con.info.dsn), psycopg.connect(con.info.dsn)]
     try:
         results = _run_all([
-            lambda c=c, k=k: sqlanon.anonymize(c, "people", ["age", "zip"], k=k, view="pub", replace=replace)
+            lambda c=c, k=k: sqlanon.anonymize(c, "people", ["age", "zip"], k=k,
+                                               output=sqlanon.Output(view="pub", replace=replace))
             for c, k in zip(cursors, (10, 11))
         ])
     finally:
@@ -104,7 +105,7 @@ def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_r
     con.execute("CREATE TABLE people AS SELECT * FROM frame")
     con.execute("CHECKPOINT")
     other = con.cursor()
-    real = sqlanon.api.build_domains
+    real = sqlanon.pipeline.build_domains
 
     def meanwhile(engine, spec, source, *here):  # inside the run's transaction, before the working table
         domains = real(engine, spec, source, *here)
@@ -117,9 +118,10 @@ def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_r
             assert "other write transactions" in str(e)
         return domains
 
-    monkeypatch.setattr(sqlanon.api, "build_domains", meanwhile)
-    release = sqlanon.anonymize(con, "people", ["a", "b"], k=10, view="pub", memory_rows=memory_rows,
-                                strategy=strategy)
+    monkeypatch.setattr(sqlanon.pipeline, "build_domains", meanwhile)
+    release = sqlanon.anonymize(con, "people", ["a", "b"], k=10,
+                                algorithm=sqlanon.Mondrian(strategy=(sqlanon.Sample(memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                output=sqlanon.Output(view="pub"))
     assert release.verification.ok and release.rows == 3000
     published = con.execute("SELECT payload, a_min, a_max, b_min, b_max FROM pub").fetchdf()
     assert sorted(published["payload"]) == sorted(frame["payload"])

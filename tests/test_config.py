@@ -21,7 +21,6 @@ database = "data/h.duckdb"
 table = "people"
 view = "people_public"
 replace = true
-memory_rows = 50
 
 [[qi]]
 name = "age"
@@ -32,6 +31,9 @@ hierarchy = "hier/city.csv"
 
 [privacy]
 k = 7
+
+[algorithm]
+memory_rows = 50
 """
 
 MINIMAL = """
@@ -63,21 +65,19 @@ def test_full_release_file(tmp_path):
         database=str(tmp_path / "data" / "h.duckdb"),  # relative to the TOML file's folder
         view="people_public",
         replace=True,
-        memory_rows=50,
+        algorithm=(("memory_rows", 50),),
     )
     assert config.qid == ("age", "city")
-    assert config.anonymize_kwargs() == {
-        "table": "people", "qid": ["age", "city"], "k": 7,
-        "hierarchies": {"city": str(tmp_path / "hier" / "city.csv")},
-        "view": "people_public", "replace": True, "memory_rows": 50,
-    }
+    assert sqlanon.Request.from_toml(tmp_path / "release.toml") == sqlanon.Request(
+        "people", ["age", "city"], 7, hierarchies={"city": str(tmp_path / "hier" / "city.csv")},
+        algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=50)),
+        output=sqlanon.Output("people_public", replace=True))
 
 
 def test_minimal_release_file_uses_the_library_defaults(tmp_path):
     config = load_config(write(tmp_path, MINIMAL))
     assert config.database is None
-    assert config.anonymize_kwargs() == {"table": "people", "qid": ["age"], "k": 5, "hierarchies": None,
-                                         "view": None, "replace": False, "memory_rows": None}
+    assert sqlanon.Request.from_toml(tmp_path / "release.toml") == sqlanon.Request("people", ["age"], 5)
 
 
 def test_paths_resolve_against_the_file_not_the_working_directory(tmp_path, monkeypatch):
@@ -91,12 +91,12 @@ def test_paths_resolve_against_the_file_not_the_working_directory(tmp_path, monk
     assert config.hierarchies == {"city": str(tmp_path / "conf" / "city.csv")}
 
 
-def test_anonymize_kwargs_run_a_release(tmp_path):
+def test_a_release_file_runs(tmp_path):
     (tmp_path / "city.csv").write_text(HIERARCHY)
     con = duckdb.connect()
     con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, 'x' || (i % 5) AS city FROM range(300) t(i)")
     text = MINIMAL.replace('name = "age"', 'name = "age"\n\n[[qi]]\nname = "city"\nhierarchy = "city.csv"')
-    release = sqlanon.anonymize(con, **load_config(write(tmp_path, text)).anonymize_kwargs())
+    release = sqlanon.Request.from_toml(write(tmp_path, text)).run(con)
     assert release.k_achieved >= 5 and release.hierarchies == "people_anon_hierarchies"
 
 
@@ -154,7 +154,9 @@ def test_anonymize_kwargs_run_a_release(tmp_path):
         (('table = "people"', 'table = ""'), 'release.table: must be a non-empty string, got ""'),
         (('table = "people"', "table = 3"), "release.table: must be a non-empty string, got 3"),
         (('table = "people"', 'table = "people"\nreplace = "yes"'), 'release.replace: must be true or false, got "yes"'),
-        (('table = "people"', 'table = "people"\nmemory_rows = -1'), "release.memory_rows: must be an integer >= 0, got -1"),
+        (('table = "people"', 'table = "people"\nmemory_rows = 50'), "release.memory_rows: moved: the algorithm's arguments go under [algorithm]"),
+        (('table = "people"', 'table = "people"\nrecoding = "single"'), "release.recoding: moved"),
+        (("[privacy]", "[algorithm]\nstrategy = { name = 'sample' }\n[privacy]"), "algorithm.strategy: must be a string"),
         (('table = "people"', 'table = "people"\nview = ["a"]'), "release.view: must be a non-empty string, got an array"),
         (('[release]\ntable = "people"', 'release = "people"'), "release: must be a table ([release]), got \"people\""),
         (('[[qi]]\nname = "age"', ""), "qi: missing"),
@@ -250,25 +252,26 @@ def test_config_errors_are_input_errors():
     assert issubclass(ConfigError, sqlanon.InputError) and issubclass(ConfigError, sqlanon.SqlanonError)
 
 
-def test_workload_keys_reach_anonymize_kwargs(tmp_path):
+def test_workload_keys_reach_the_request(tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\nsensitive = "s"\nl = 2\n'
                     '[workload]\ntarget = ["y", "z"]\n')
-    kwargs = load_config(path).anonymize_kwargs()
-    assert (kwargs["sensitive"], kwargs["l"], kwargs["target"]) == (["s"], 2.0, ["y", "z"])
+    request = sqlanon.Request.from_toml(path)
+    assert (request.sensitive, request.l, request.target) == (("s",), 2.0, ("y", "z"))
     path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
-    assert {"sensitive", "l", "target"}.isdisjoint(load_config(path).anonymize_kwargs())
+    request = sqlanon.Request.from_toml(path)
+    assert (request.sensitive, request.l, request.target, request.privacy) == (None, None, None, ())
 
 
-def test_selections_reach_anonymize_kwargs(tmp_path):
+def test_selections_reach_the_request(tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n'
                     '[workload]\nselections = ["a > 1 AND a < 5", "a = 7"]\n')
     config = load_config(path)
     assert config.selections == ("a > 1 AND a < 5", "a = 7")
-    assert config.anonymize_kwargs()["selections"] == ["a > 1 AND a < 5", "a = 7"]
+    assert sqlanon.Request.from_toml(path).selections == ("a > 1 AND a < 5", "a = 7")
     path.write_text(path.read_text().replace('["a > 1 AND a < 5", "a = 7"]', '"a > 1"'))  # one predicate
-    assert load_config(path).anonymize_kwargs()["selections"] == ["a > 1"]
+    assert sqlanon.Request.from_toml(path).selections == ("a > 1",)
 
 
 def test_selections_from_a_release_file_run(tmp_path):
@@ -277,40 +280,39 @@ def test_selections_from_a_release_file_run(tmp_path):
     con.execute("CREATE TABLE people AS SELECT i AS id, i % 90 AS age, i % 7 AS zip FROM range(400) t(i)")
     text = MINIMAL.replace('name = "age"', 'name = "age"\n[[qi]]\nname = "zip"') + \
         '[workload]\nselections = ["age > 40 AND zip = 3"]\n'
-    release = sqlanon.anonymize(con, **load_config(write(tmp_path, text)).anonymize_kwargs())
+    release = sqlanon.Request.from_toml(write(tmp_path, text)).run(con)
     assert release.selections == ("age > 40 AND zip = 3",) and release.k_achieved >= 5
     bad = text.replace("zip = 3", "id = 3").replace('table = "people"', 'table = "people"\nview = "bad"')
     with pytest.raises(sqlanon.InputError, match="id"):
-        sqlanon.anonymize(con, **load_config(write(tmp_path, bad)).anonymize_kwargs())
+        sqlanon.Request.from_toml(write(tmp_path, bad)).run(con)
     assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'bad'").fetchone()[0] == 0
 
 
-def test_every_constraint_and_criterion_reaches_anonymize_kwargs(tmp_path):
+def test_every_constraint_and_criterion_reaches_the_request(tmp_path):
     """The l-diversity variants, variance diversity and a named criterion become the API's
-    objects: entropy through sensitive=/l=, the others through constraints= and criterion=."""
+    objects: entropy through sensitive=/l=, the others through privacy= and the algorithm's
+    criterion."""
     path = tmp_path / "r.toml"
     head = '[release]\ntable = "t"\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n'
     cases = [
         ('sensitive = ["s", "u"]\nl = 3\ndiversity = "distinct"\n',
-         {"constraints": [sqlanon.DistinctLDiversity("s", 3), sqlanon.DistinctLDiversity("u", 3)]}),
+         {"privacy": [sqlanon.DistinctLDiversity("s", 3), sqlanon.DistinctLDiversity("u", 3)]}),
         ('sensitive = "s"\nl = 2\ndiversity = "recursive"\nc = 1.5\n',
-         {"constraints": [sqlanon.RecursiveCLDiversity("s", 1.5, 2)]}),
+         {"privacy": [sqlanon.RecursiveCLDiversity("s", 1.5, 2)]}),
         ('sensitive = "s"\nl = 2.5\ndiversity = "entropy"\nvariance = { x = 4, "odd name" = 0.5 }\n',
          {"sensitive": ["s"], "l": 2.5,
-          "constraints": [sqlanon.VarianceDiversity("x", 4.0), sqlanon.VarianceDiversity("odd name", 0.5)]}),
-        ('[workload]\ntarget = "y"\ncriterion = "infogain"\n', {"criterion": sqlanon.InfoGain("y")}),
-        ('[workload]\ntarget = ["y", "z"]\ncriterion = "regression"\n', {"criterion": sqlanon.Regression("y", "z")}),
+          "privacy": [sqlanon.VarianceDiversity("x", 4.0), sqlanon.VarianceDiversity("odd name", 0.5)]}),
+        ('[workload]\ntarget = "y"\ncriterion = "infogain"\n', {"algorithm": sqlanon.Mondrian(sqlanon.InfoGain("y"))}),
+        ('[workload]\ntarget = ["y", "z"]\ncriterion = "regression"\n',
+         {"algorithm": sqlanon.Mondrian(sqlanon.Regression("y", "z"))}),
         ('[workload]\ncriterion = "median"\nselections = "a > 1"\n',
-         {"criterion": sqlanon.Median(), "selections": ["a > 1"]}),
+         {"algorithm": sqlanon.Mondrian(sqlanon.Median()), "selections": ["a > 1"]}),
         ('[workload]\ntarget = "y"\ncriterion = "selection"\nselections = "a > 1"\n',
          {"target": ["y"], "selections": ["a > 1"]}),
     ]
-    base = {"table": "t", "qid": ["a"], "k": 5, "hierarchies": None, "view": None, "replace": False,
-            "memory_rows": None}
     for text, expected in cases:
         path.write_text(head + text)
-        config = load_config(path)
-        assert config.anonymize_kwargs() == {**base, **expected}, text
+        assert sqlanon.Request.from_toml(path) == sqlanon.Request("t", ["a"], 5, **expected), text
     path.write_text(head + 'sensitive = "s"\nl = 2\ndiversity = "recursive"\nc = 3\nvariance = { x = 1 }\n')
     assert load_config(path).constraints == [sqlanon.RecursiveCLDiversity("s", 3.0, 2), sqlanon.VarianceDiversity("x", 1.0)]
 
@@ -321,8 +323,56 @@ def test_key_and_class_column_in_a_release_file(tmp_path):
                     '[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
     config = load_config(path)
     assert config.key == ("id", "part") and config.class_column == "grp"
-    kwargs = config.anonymize_kwargs()
-    assert kwargs["key"] == ["id", "part"] and kwargs["class_column"] == "grp"
+    output = sqlanon.Request.from_toml(path).output
+    assert output.key == ("id", "part") and output.class_column == "grp"
     path.write_text('[release]\ntable = "t"\nkey = []\n[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
     with pytest.raises(sqlanon.InputError, match="release.key"):
         load_config(path)
+
+
+def test_a_request_round_trips_through_a_release_file(tmp_path):
+    """kwargs -> Request -> TOML -> Request: the same value, for every algorithm and the privacy
+    models, the output, the workload and the generalization options."""
+    (tmp_path / "city.csv").write_text(HIERARCHY)
+    city = str(tmp_path / "city.csv")
+    requests = [
+        sqlanon.Request("people", ["age", "city"], 50, hierarchies={"city": city}),
+        sqlanon.Request("people", qid=["age", "zip", "sex"], k=50, suppression=0.01, target="readmitted",
+                        privacy=[sqlanon.EntropyLDiversity("diagnosis", 3), sqlanon.TCloseness("diagnosis", 0.2),
+                                 sqlanon.DistinctLDiversity("drug", 2), sqlanon.VarianceDiversity("cost", 1e6),
+                                 sqlanon.RecursiveCLDiversity("diagnosis", 1.5, 2)],
+                        algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=1_000_000, confidence=0.9, seed=3)),
+                        published={"age": "domain"}, selections=["age > 40"],
+                        output=sqlanon.Output("public", replace=True, key=["id"], class_column="grp")),
+        sqlanon.Request("people", ["age", "zip"], 10, sensitive="diagnosis", l=3,
+                        algorithm=sqlanon.Mondrian(sqlanon.InfoGain("readmitted"), sqlanon.Levels(memory_rows=1000))),
+        sqlanon.Request("adult", ["age", "city"], 10, hierarchies={"city": city}, algorithm=sqlanon.Optimal(metric="Loss")),
+        sqlanon.Request("adult", ["age", "city"], 100, hierarchies={"city": city}, suppression=0.02,
+                        algorithm=sqlanon.Genetic(metric="CM", budget=60, seed=4), target="salary"),
+        sqlanon.Request("cup", hierarchies={"city": city},
+                        algorithm=sqlanon.TopDown(sqlanon.Score("donor"), max_steps=100, max_seconds=5.0),
+                        privacy=[sqlanon.KAnonymity(30, qid=["city", "age"]), sqlanon.KAnonymity(10, qid=["age", "state"])]),
+    ]
+    for i, request in enumerate(requests):
+        path = tmp_path / f"r{i}.toml"
+        request.to_toml(path)
+        assert sqlanon.Request.from_toml(path) == request, path.read_text()
+    with pytest.raises(sqlanon.InputError, match="not a file"):
+        sqlanon.Request("t", ["a"], 5, hierarchies={"a": {"*": ["x"]}}).to_toml(tmp_path / "bad.toml")
+
+
+def test_the_flat_keywords_name_the_object_that_takes_them():
+    """Each keyword of the earlier API is refused with one line naming its object, before any
+    work (no connection is even looked at)."""
+    expected = {"recoding": "TopDown", "search": "Optimal", "metric": "Genetic(metric=", "budget": "Genetic(budget=",
+                "iterations": "Genetic(iterations=", "strategy": "Mondrian(strategy=", "sample_rows": "Sample(rows=",
+                "confidence": "Sample(confidence=", "qids": "KAnonymity(k, qid=", "max_steps": "TopDown(max_steps=",
+                "max_seconds": "TopDown(max_seconds=", "criterion": "Mondrian(criterion)", "constraints": "privacy=",
+                "memory_rows": "Levels(memory_rows=", "seed": "Sample(seed=", "view": "Output(view=",
+                "replace": "replace=True", "key": "key=", "class_column": "class_column="}
+    for name, named in expected.items():
+        with pytest.raises(sqlanon.RemovedOptionError) as info:
+            sqlanon.anonymize(object(), "t", ["a"], 5, **{name: 1})
+        assert named in str(info.value) and "\n" not in str(info.value), (name, str(info.value))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        sqlanon.anonymize(object(), "t", ["a"], 5, colour=1)

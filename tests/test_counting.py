@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon.mondrian import builder as partition
 
 
@@ -35,7 +36,7 @@ def _rules(frame: pd.DataFrame, bins_per_row: float, lists: bool = True, **kw) -
     try:
         con.register("frame", frame)
         con.execute("CREATE TABLE t AS SELECT * FROM frame")
-        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=3, memory_rows=10**9, **kw)
+        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=3, **request_options(memory_rows=10**9, **kw))
         return con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall()
     finally:
         partition._BINS_PER_ROW, partition._LISTS = saved

@@ -31,6 +31,7 @@ from sqlanon.model.stats import ClassStats
 from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.hypotheses import sample_constraints
 from sqlanon.publish import manifest
+from sqlanon.request import spec as spec_mod
 from sqlanon.singledim.lattice import Lattice
 from tests.test_api import load, partition_of
 from tests.test_singledim_lattice import FLAT, SMALL, TREE, _brute, _compressed, _generalized, _random_frame
@@ -141,8 +142,8 @@ def test_mondrian_equals_brute_force(case, memory_rows):
     df, qid, k, hierarchies, model = case
     con = duckdb.connect()
     data = load(con, df).drop(columns=["id"])
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=[model],
-                                memory_rows=memory_rows)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=[model],
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
     assert partition_of(con, release.view) == reference_mondrian(data, qid, k, hierarchies, ok=oracle(data, model))
     (check,) = release.verification.checks
     assert release.verification.ok and check.ok and check.constraint == model.describe()
@@ -156,9 +157,10 @@ def test_the_model_is_really_judged():
     df.loc[df["a"] < 10, "s"] = "r1"  # a corner where r1 dominates
     con = duckdb.connect()
     load(con, df)
-    plain = partition_of(con, sqlanon.anonymize(con, "t", qid=["a"], k=5, view="plain").view)
+    plain = partition_of(con, sqlanon.anonymize(con, "t", qid=["a"], k=5, output="plain").view)
     for model in (sqlanon.DeltaDisclosure("s", 1.0), sqlanon.BetaLikeness("s", 1.0)):
-        release = sqlanon.anonymize(con, "t", qid=["a"], k=5, constraints=[model], view="m", replace=True)
+        release = sqlanon.anonymize(con, "t", qid=["a"], k=5, output=sqlanon.Output(view="m", replace=True),
+                                    privacy=[model])
         view = frame(con, 'SELECT "eq_class", "s" FROM "m"')
         assert not any(fails(rows["s"], df["s"], model) for _, rows in view.groupby("eq_class"))
         assert partition_of(con, release.view) != plain
@@ -209,14 +211,15 @@ def test_lattice_release_and_variance_refused():
     con = duckdb.connect()
     load_frame(con, "t", df)
     common = {"qid": ["t", "s", "f"], "k": 4, "hierarchies": {"t": TREE, "s": SMALL, "f": FLAT},
-              "recoding": "single", "search": "optimal", "suppression": 0.1}
+              "algorithm": sqlanon.Optimal(), "suppression": 0.1}
     for model in (sqlanon.DeltaDisclosure("d", 1.2), sqlanon.BetaLikeness("d", 0.8, enhanced=True)):
-        release = sqlanon.anonymize(con, "t", constraints=[model], view="t_anon", replace=True, **common)
+        release = sqlanon.anonymize(con, "t", **common, output=sqlanon.Output(view="t_anon", replace=True),
+                                    privacy=[model])
         assert release.verification.ok and release.verification.checks[0].constraint == model.describe()
         view = frame(con, 'SELECT "eq_class", "d" FROM "t_anon" WHERE "eq_class" IS NOT NULL')
         assert not any(fails(rows["d"], df["d"], model) for _, rows in view.groupby("eq_class"))
     with pytest.raises(RecodingError, match="needs the column's moments"):
-        sqlanon.anonymize(con, "t", constraints=[sqlanon.VarianceDiversity("id", 1.0)], view="v", **common)
+        sqlanon.anonymize(con, "t", **common, output="v", privacy=[sqlanon.VarianceDiversity("id", 1.0)])
 
 
 # -- Rothko-S ----------------------------------------------------------------------------------
@@ -225,7 +228,7 @@ def _tables(con) -> set[str]:
 
 
 def test_delta_disclosure_needs_the_exact_path(monkeypatch):
-    """No sound sample test: strategy='sample' is refused before any work; 'auto', where it
+    """No sound sample test: strategy=Sample(...) is refused before any work; 'auto', where it
     would sample, partitions with Rothko-T instead (and beta-likeness, which has a test, samples)."""
     con = duckdb.connect()
     rng = np.random.default_rng(1)
@@ -233,15 +236,17 @@ def test_delta_disclosure_needs_the_exact_path(monkeypatch):
                                        "b": rng.integers(0, 50, 4000), "s": rng.choice(list("pqrs"), 4000)}))
     before = _tables(con)
     with pytest.raises(InputError, match="cannot judge delta-disclosure"):
-        sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, constraints=[sqlanon.DeltaDisclosure("s", 1.0)],
-                          strategy="sample", sample_rows=500, memory_rows=400)
+        sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, privacy=[sqlanon.DeltaDisclosure("s", 1.0)],
+                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=500, memory_rows=400)))
     assert _tables(con) == before
     monkeypatch.setattr(sample_mod, "AUTO_MIN_ROWS", 1000)
-    delta = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, constraints=[sqlanon.DeltaDisclosure("s", 1.0)],
-                              memory_rows=400, view="d")
-    beta = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, constraints=[sqlanon.BetaLikeness("s", 1.0)],
-                             memory_rows=400, view="b", sample_rows=500)
-    assert (delta.strategy, beta.strategy) == ("levels", "sample")
+    monkeypatch.setattr(spec_mod, "default_memory_rows", lambda engine: 400)  # "auto" samples 4,000 rows
+    delta = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, output="d", privacy=[sqlanon.DeltaDisclosure("s", 1.0)],
+                              algorithm=sqlanon.Mondrian())
+    beta = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, output="b", privacy=[sqlanon.BetaLikeness("s", 1.0)],
+                             algorithm=sqlanon.Mondrian())
+    assert delta.algorithm.strategy == sqlanon.Levels(400)
+    assert beta.algorithm.strategy == sqlanon.Sample(400, memory_rows=400)
     assert delta.verification.ok and beta.verification.ok and beta.verification.checks[0].ok
     view = frame(con, 'SELECT "eq_class", "s" FROM "b"')
     whole = frame(con, 'SELECT "s" FROM "t"')["s"]
@@ -278,7 +283,8 @@ def test_verify_catches_a_tampered_view(con, model):
     rng = np.random.default_rng(5)
     df = pd.DataFrame({"id": np.arange(400), "a": rng.integers(0, 80, 400), "s": rng.choice(list("pqrst"), 400)})
     load_frame(con, "t", df, primary_key="id")
-    release = sqlanon.anonymize(con, "t", qid=["a"], k=8, constraints=[model], view="t_anon", replace=True)
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=8, output=sqlanon.Output(view="t_anon", replace=True),
+                                privacy=[model])
     assert release.verification.ok and release.verification.checks[0].ok
     recorded = manifest.read(con, "t_anon")
     assert recorded.constraint_objects[1:] == (model,) and recorded.constraints[1] == model.describe()
@@ -303,7 +309,7 @@ def test_live_view_and_apply_enforce_the_model():
     df = pd.DataFrame({"id": np.arange(60), "q": [1] * 20 + [2] * 20 + [3] * 20, "s": balanced})
     load_frame(con, "t", df, primary_key="id")
     model = sqlanon.BetaLikeness("s", 0.4)
-    release = sqlanon.anonymize(con, "t", qid=["q"], k=10, constraints=[model], view="t_anon")
+    release = sqlanon.anonymize(con, "t", qid=["q"], k=10, output="t_anon", privacy=[model])
     assert not release.materialized and release.partitions == 3
     # class q=3 keeps its ten a's: the table is 3/5 a, the class all a: (1 - 3/5) / (3/5) = 0.67 > 0.4;
     # the other classes are half b, the table 2/5 b: (1/2 - 2/5) / (2/5) = 0.25
@@ -324,7 +330,7 @@ def test_report_line():
     load_frame(con, "t", pd.DataFrame({"id": np.arange(300), "a": rng.integers(0, 50, 300),
                                        "s": rng.choice(list("pqr"), 300)}))
     model = sqlanon.DeltaDisclosure("s", 1.5)
-    release = sqlanon.anonymize(con, "t", qid=["a"], k=5, constraints=[model])
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=5, privacy=[model])
     text = sqlanon.report(con, release, format="markdown")
     achieved = release.verification.checks[0].achieved
     assert f"| {model.describe()} | worst class {achieved:.4g} (max |log2(p/q)|)" in text.replace("\\|", "|")
@@ -382,5 +388,5 @@ def test_bad_models_fail_before_any_work(model, fragment):
     load_frame(con, "t", pd.DataFrame({"id": np.arange(20), "a": np.arange(20), "s": list("ab") * 10}))
     before = _tables(con)
     with pytest.raises(InputError, match=fragment):
-        sqlanon.anonymize(con, "t", qid=["a"], k=2, constraints=[model])
+        sqlanon.anonymize(con, "t", qid=["a"], k=2, privacy=[model])
     assert _tables(con) == before

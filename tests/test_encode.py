@@ -63,7 +63,9 @@ def test_arithmetic_codes_give_the_release_the_lookups_give(frame, k, memory_row
     qid = ["c0", "c1", "c2", "big"]
 
     def release(view: str) -> list[tuple]:
-        r = sqlanon.anonymize(con, "t", qid=qid, k=k, view=view, memory_rows=memory_rows)
+        r = sqlanon.anonymize(con, "t", qid=qid, k=k,
+                              algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                              output=sqlanon.Output(view=view))
         return con.execute(f'SELECT * EXCLUDE ("region") FROM "{r.rules}" ORDER BY ALL').fetchall()
 
     arithmetic = release("a")
@@ -85,7 +87,9 @@ def test_dense_columns_skip_their_code_tables_in_the_encoding(monkeypatch):
         return sql
 
     monkeypatch.setattr(sqlanon.engine.base.Engine, "render", spy)
-    sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5, view="v", memory_rows=0)
+    sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5,
+                      algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)),
+                      output=sqlanon.Output(view="v"))
     work = [s for s in statements if "_work" in s.split(" AS ")[0]]
     assert work, statements[:5]
     assert "dom0" not in work[0] and "dom1" in work[0]  # age is 0..49 in full, zip has gaps

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from tests.conftest import load_frame
@@ -105,7 +106,8 @@ def test_duckdb_and_postgres_publish_identical_rules(pg_con, table, k, memory_ro
             load_frame(con, "t", frame, primary_key="id")
             try:
                 releases.append(sqlanon.anonymize(con, "t", qid=["a", "cat"], k=k, hierarchies={"cat": HIERARCHY},
-                                                  memory_rows=memory_rows, view="t_anon", replace=True, **extra))
+                                                  **request_options(memory_rows=memory_rows, view="t_anon",
+                                                                    replace=True, **extra)))
             except sqlanon.InputError as e:
                 releases.append(type(e).__name__)
         if isinstance(releases[0], str):
@@ -130,8 +132,9 @@ def test_adult_identical_rules_on_both_engines(pg_con, extra, memory_rows):
         out = []
         for con in (duck, pg_con):
             h = datasets.load_adult(con, "adult")
-            out.append((con, sqlanon.anonymize(con, "adult", qid=qid, k=25, memory_rows=memory_rows,
-                                               hierarchies={q: h[q] for q in qid if q != "age"}, **extra)))
+            out.append((con, sqlanon.anonymize(con, "adult", qid=qid, k=25,
+                                               hierarchies={q: h[q] for q in qid if q != "age"},
+                                               **request_options(memory_rows=memory_rows, **extra))))
         assert _rules(*out[0]) == _rules(*out[1])
         assert sqlanon.verify(pg_con, out[1][1].view, qid=qid, k=25).ok
     finally:
@@ -180,7 +183,8 @@ def test_text_follows_the_column_collation_on_postgres(pg_con):
     except psycopg.errors.UndefinedObject:
         pytest.skip("this PostgreSQL has no ICU collations")
     pg_con.commit()
-    release = sqlanon.anonymize(pg_con, "t", qid=["name", "age"], k=40, memory_rows=0)
+    release = sqlanon.anonymize(pg_con, "t", qid=["name", "age"], k=40,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)))
     assert sqlanon.verify(pg_con, release.view, qid=["name", "age"], k=40).ok
     order = [r[0] for r in pg_con.execute("SELECT DISTINCT name FROM t ORDER BY name").fetchall()]
     assert order != sorted(words)  # the collation is not code-point order
@@ -219,7 +223,8 @@ def test_sql_levels_with_many_partitions_on_both_engines(pg_con):
         out = []
         for con in (duck, pg_con):
             load_frame(con, "many", frame, primary_key="id")
-            out.append((con, sqlanon.anonymize(con, "many", qid=["a", "b"], k=3, memory_rows=0)))
+            out.append((con, sqlanon.anonymize(con, "many", qid=["a", "b"], k=3,
+                                               algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)))))
         assert out[1][1].partitions > 1024
         assert _rules(*out[0]) == _rules(*out[1])
     finally:
@@ -342,6 +347,7 @@ def test_duckdb_renders_every_statement_of_a_run_alike_twice(monkeypatch):
             {"strategy": "sample", "sample_rows": 400, "memory_rows": 400}, {"selections": ["age > 40 AND sex = 'M'"]},
             {"recoding": "single"}]
     for i, kw in enumerate(runs):
-        sqlanon.anonymize(con, "t", qid=["age", "zip", "day", "sex"], k=10, view=f"v{i}", **kw)
-        sqlanon.anonymize(con, "tk", qid=["age", "zip", "sex"], k=10, view=f"w{i}", **{"sensitive": "dis", "l": 2} if i == 1 else {})
+        sqlanon.anonymize(con, "t", qid=["age", "zip", "day", "sex"], k=10, **request_options(view=f"v{i}", **kw))
+        sqlanon.anonymize(con, "tk", qid=["age", "zip", "sex"], k=10, output=sqlanon.Output(view=f"w{i}"),
+                          **{"sensitive": "dis", "l": 2} if i == 1 else {})
     assert not changed, changed[:3]

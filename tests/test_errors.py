@@ -18,7 +18,7 @@ import pytest
 from conftest import here, frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
-import sqlanon.api
+import sqlanon.pipeline
 import sqlanon.publish.pipeline
 import sqlanon.publish.manifest
 import sqlanon.mondrian.builder
@@ -70,7 +70,12 @@ def refused(con, exc: type[SqlanonError], table: str = "people", **kwargs) -> st
     before = objects(con)
     args = {"table": table, "qid": ["age", "zip"], "k": 5}
     args.update(kwargs)
-    with pytest.raises(SqlanonError) as info:
+    output = {key: args.pop(key) for key in ("view", "replace", "key", "class_column") if key in args}
+    with pytest.raises(SqlanonError) as info:  # (the objects check their own arguments: built inside)
+        if output:
+            args["output"] = sqlanon.Output(**output)
+        if "memory_rows" in args:
+            args["algorithm"] = sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=args.pop("memory_rows")))
         sqlanon.anonymize(con, **args)
     assert type(info.value) is exc, f"{type(info.value).__name__}: {info.value}"
     usable(con)  # on PostgreSQL objects() above opened the caller's transaction: sqlanon ran in it
@@ -362,7 +367,7 @@ def test_explicit_view_name_taken(con, people):
 def test_replace_overwrites_an_earlier_release(con, people):
     first = sqlanon.anonymize(con, "people", qid=["age"], k=5)
     refused(con, ObjectExistsError, qid=["age", "zip"])
-    second = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, replace=True)
+    second = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, output=sqlanon.Output(replace=True))
     assert second.view == first.view
     assert columns(con, second.view) == ["id", "age_min", "age_max", "zip_min", "zip_max", "city", "salary", "eq_class"]
     assert sqlanon.verify(con, second.view, ["age", "zip"], 5).ok
@@ -392,7 +397,7 @@ def test_replace_never_drops_the_table_behind_a_source_view(con, people):
 
 
 def test_replace_never_overwrites_another_release(con, people):
-    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="first")
+    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view="first"))
     msg = refused(con, ObjectExistsError, view="first_rules", replace=True)
     assert "'first_rules'" in msg
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
@@ -400,7 +405,7 @@ def test_replace_never_overwrites_another_release(con, people):
 
 
 def test_replace_never_drops_a_release_the_source_reads(con, people):
-    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="first")
+    first = sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view="first"))
     run(con, "CREATE VIEW over_first AS SELECT * FROM first")
     refused(con, ObjectExistsError, table="over_first", qid=["age_min"], view="first", replace=True)
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
@@ -421,7 +426,7 @@ def test_replace_must_be_a_bool(con, people, replace):
 def test_replace_a_release_drops_what_it_no_longer_needs(con, people):
     sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}})
     run(con, "CREATE VIEW pv AS SELECT * FROM people")
-    second = sqlanon.anonymize(con, "pv", qid=["age"], k=5, view="people_anon", replace=True)
+    second = sqlanon.anonymize(con, "pv", qid=["age"], k=5, output=sqlanon.Output(view="people_anon", replace=True))
     assert second.materialized
     names = {o[2] for o in objects(con)}
     assert "people_anon_hierarchies" not in names
@@ -436,7 +441,7 @@ def test_replace_over_a_table_named_like_the_view_fails_closed(con, people):
     run(con, "INSERT INTO people_anon VALUES (7)")
     before = objects(con)
     try:
-        sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=True)
+        sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(replace=True))
     except SqlanonError:
         usable(con)
         assert objects(con) == before
@@ -471,7 +476,8 @@ def test_view_name_taken_up_to_case_is_refused(con, people, engine_name):
         return
     # PostgreSQL keeps quoted names apart: "People_Anon" is created beside people_anon, which
     # stays as it was (a replace=True would never drop it either)
-    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, view="People_Anon", replace=True)
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5,
+                                output=sqlanon.Output(view="People_Anon", replace=True))
     assert rows(con, f"SELECT count(*) FROM {quote(release.view)}") == [(100,)]
     assert rows(con, "SELECT count(*) FROM people_anon") == [(0,)]
 
@@ -552,7 +558,8 @@ def test_bad_memory_rows(con, people, memory_rows, shown):
 
 
 def test_memory_rows_zero_is_allowed(con, people):
-    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, memory_rows=0)
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)))
     assert release.verification.ok
 
 
@@ -585,8 +592,8 @@ def weird(con) -> str:
 @pytest.mark.parametrize("view", [None, 'my "view\'s" ünï', "x; DROP TABLE t; --", "a.b"])
 def test_quotes_spaces_and_unicode_just_work(con, weird, view):
     hierarchy = {"*": {"a'b\"": ["v0", "v1"], "c d": ["v2", "v3"]}}
-    release = sqlanon.anonymize(con, weird, qid=list(WEIRD_COLUMNS), k=5, view=view,
-                                hierarchies={"it's": hierarchy}, key="id")
+    release = sqlanon.anonymize(con, weird, qid=list(WEIRD_COLUMNS), k=5, hierarchies={"it's": hierarchy},
+                                output=sqlanon.Output(view=view, key="id"))
     expected_view = view if view is not None else WEIRD_TABLE + "_anon"
     assert release.view == expected_view
     assert release.rules == expected_view + "_rules"
@@ -677,7 +684,7 @@ def test_postgres_refuses_a_qi_whose_columns_it_would_cut(con, qi, hierarchical,
     run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 4) AS {quote(qi)} FROM {series(80)}")
     hierarchies = {qi: {"*": {"low": ["0", "1"], "high": ["2", "3"]}}} if hierarchical else None
     if qi.startswith("ß"):  # ... so the release is made, and reads back
-        release = sqlanon.anonymize(con, "t", qid=[qi], k=4, view="v")
+        release = sqlanon.anonymize(con, "t", qid=[qi], k=4, output="v")
         assert sqlanon.apply(con, release.view, "t", view="again").placed == 80
         return
     msg = refused(con, InputError, table="t", qid=[qi], k=4, hierarchies=hierarchies)
@@ -693,8 +700,8 @@ def test_postgres_refuses_a_class_column_it_would_cut(con, people):
 @pytest.mark.engines("postgres")
 def test_postgres_names_of_exactly_63_bytes_work(con, people):
     view = "v" * 51  # v..._hierarchies: 63 bytes
-    release = sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, view=view, hierarchies={"city": CITY},
-                                class_column="c" * 63)
+    release = sqlanon.anonymize(con, "people", qid=["age", "city"], k=5, hierarchies={"city": CITY},
+                                output=sqlanon.Output(view=view, class_column="c" * 63))
     assert release.hierarchies == view + "_hierarchies"
     applied = sqlanon.apply(con, view, "people", view="a" * 63)
     assert applied.placed == 100 and columns(con, applied.view)[-1] == "c" * 63
@@ -702,7 +709,7 @@ def test_postgres_names_of_exactly_63_bytes_work(con, people):
 
 @pytest.mark.engines("postgres")
 def test_postgres_apply_refuses_an_output_name_it_would_cut(con, people):
-    release = sqlanon.anonymize(con, "people", qid=["age"], k=5, view="v")
+    release = sqlanon.anonymize(con, "people", qid=["age"], k=5, output="v")
     before = objects(con)
     with pytest.raises(InputError, match="the recoded table would be named 'xxx.*64 bytes"):
         sqlanon.apply(con, release.view, "people", view="x" * 64)
@@ -717,8 +724,8 @@ def test_postgres_apply_with_long_hierarchical_qi_names(con):
     a, b = "q" * 50 + "_one", "q" * 50 + "_two"
     run(con, f"CREATE TABLE t AS SELECT i AS id, 'x' || mod(i, 2) AS {quote(a)}, 'y' || mod(i, 3) AS {quote(b)} "
              f"FROM {series(60)}")
-    release = sqlanon.anonymize(con, "t", qid=[a, b], k=2, view="v",
-                                hierarchies={a: {"*": ["x0", "x1"]}, b: {"*": ["y0", "y1", "y2"]}})
+    release = sqlanon.anonymize(con, "t", qid=[a, b], k=2,
+                                hierarchies={a: {"*": ["x0", "x1"]}, b: {"*": ["y0", "y1", "y2"]}}, output="v")
     applied = sqlanon.apply(con, release.view, "t", view="again")
     assert applied.placed == 60
     assert rows(con, f"SELECT count(*) FROM again a JOIN v USING (id) WHERE a.{quote(a)} = v.{quote(a)} "
@@ -729,7 +736,7 @@ def test_postgres_apply_with_long_hierarchical_qi_names(con):
 def test_duckdb_takes_long_names(con):
     qi, view = "q" * 300, "v" * 300
     run(con, f"CREATE TABLE t AS SELECT i AS id, mod(i, 40) AS {quote(qi)} FROM {series(80)}")
-    release = sqlanon.anonymize(con, "t", qid=[qi], k=4, view=view)
+    release = sqlanon.anonymize(con, "t", qid=[qi], k=4, output=view)
     assert sqlanon.apply(con, view, "t", view="again").placed == 80
     assert release.verification.ok and columns(con, view)[1] == qi + "_min"
 
@@ -792,8 +799,9 @@ def mixed(con) -> str:
 @pytest.mark.parametrize("memory_rows", [None, 0])
 def test_source_table_is_unchanged(con, mixed, memory_rows):
     before = snapshot(con, mixed)
-    release = sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=5, memory_rows=memory_rows,
-                                hierarchies={"city": CITY}, key="id")
+    release = sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=5, hierarchies={"city": CITY},
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                output=sqlanon.Output(key="id"))
     assert release.rows == 490
     assert snapshot(con, mixed) == before
     assert temp_objects(con) == []
@@ -832,7 +840,7 @@ def _raise(*args, **kwargs):
 
 # (module, attribute, replacement factory, memory_rows): each crashes at a different step
 CRASHES = {
-    "encode": (sqlanon.api, "encode", lambda real: _raise, None),
+    "encode": (sqlanon.pipeline, "encode", lambda real: _raise, None),
     "run_sql": (sqlanon.mondrian.builder, "repartition", lambda real: _raise, 0),
     "run_memory": (sqlanon.mondrian.builder.Partitioner, "run_memory", lambda real: _raise, None),
     "create_rules": (sqlanon.publish.pipeline, "create_rules", _raise_after, None),
@@ -858,7 +866,8 @@ def test_crash_mid_run_publishes_nothing(con, mixed, monkeypatch, step):
     con.commit()  # PostgreSQL: end the reads' transaction, so the run is in a transaction of its own
     monkeypatch.setattr(target, attribute, factory(getattr(target, attribute)))
     with pytest.raises(RuntimeError, match="injected failure"):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, memory_rows=memory_rows)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5,
+                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
     no_transaction_left(con)
     assert temp_objects(con) == []
     assert objects(con) == before_objects
@@ -873,15 +882,16 @@ def test_crash_mid_run_keeps_the_earlier_release(con, mixed, monkeypatch, step):
     con.commit()  # PostgreSQL: end the reads' transaction, so the run is in a transaction of its own
     monkeypatch.setattr(target, attribute, factory(getattr(target, attribute)))
     with pytest.raises(RuntimeError, match="injected failure"):
-        sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=7, memory_rows=memory_rows,
-                          hierarchies={"city": CITY}, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=7, hierarchies={"city": CITY},
+                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                          output=sqlanon.Output(replace=True))
     no_transaction_left(con)
     assert temp_objects(con) == []
     assert objects(con) == before_objects
     assert release_state(con, earlier.view) == state
     monkeypatch.undo()
     # and the connection is usable: no transaction left open
-    again = sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+    again = sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     assert again.verification.ok
 
 
@@ -917,7 +927,7 @@ def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
     state, before = release_state(con, earlier.view), objects(con)
     monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification())
     with pytest.raises(VerificationError):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
     assert objects(con) == before
     assert release_state(con, earlier.view) == state
@@ -926,7 +936,9 @@ def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
 
 def test_no_temp_objects_after_success(con, mixed):
     sqlanon.anonymize(con, mixed, qid=["age", "day", "city"], k=3, hierarchies={"city": CITY})
-    sqlanon.anonymize(con, mixed, qid=["age", "day"], k=3, memory_rows=50, view="second")
+    sqlanon.anonymize(con, mixed, qid=["age", "day"], k=3,
+                      algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=50)),
+                      output=sqlanon.Output(view="second"))
     run(con, "CREATE VIEW mv AS SELECT * FROM mixed")
     sqlanon.anonymize(con, "mv", qid=["age"], k=3)  # the snapshot path
     assert temp_objects(con) == []
@@ -1007,7 +1019,7 @@ def test_crash_inside_a_caller_transaction_keeps_the_earlier_release(con, mixed,
     monkeypatch.setattr(sqlanon.publish.pipeline, "publish", _raise_after(sqlanon.publish.pipeline.publish))
     begin(con)
     with pytest.raises((RuntimeError, SqlanonError)):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
     con.commit()
     assert release_state(con, earlier.view) == state
@@ -1031,10 +1043,10 @@ def test_database_error_inside_a_caller_transaction_rolls_back_to_the_call(con, 
     begin(con)
     run(con, "CREATE TABLE mine AS SELECT 42 AS answer")
     before = objects(con)
-    module = sqlanon.api if step == "encode" else sqlanon.publish.pipeline
+    module = sqlanon.pipeline if step == "encode" else sqlanon.publish.pipeline
     monkeypatch.setattr(module, step, _sql_error_after(getattr(module, step)))
     with pytest.raises(EngineError, match="__sqlanon_test_no_such_table"):
-        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, replace=True)
+        sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
     assert objects(con) == before and temp_objects(con) == []
     assert release_state(con, earlier.view) == state

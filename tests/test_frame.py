@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 
 SEX = {"*": ["F", "M"]}
 
@@ -41,13 +42,14 @@ def test_frame_equals_anonymize_on_a_duckdb_table(seed, n, nulls, options):
     frame = make(seed, n, nulls)
     qid = ["age", "zip", "sex"]
     k = 4
-    out, release = sqlanon.anonymize_frame(frame, qid=qid, k=k, hierarchies={"sex": SEX}, **options)
+    out, release = sqlanon.anonymize_frame(frame, qid=qid, k=k, hierarchies={"sex": SEX}, **request_options(**options))
     # the same data as a DuckDB table, anonymized directly
     con = duckdb.connect()
     table = frame.reset_index(drop=True).assign(pos=np.arange(n))
     con.register("src", table)
     con.execute("CREATE TABLE people AS SELECT * FROM src")
-    direct = sqlanon.anonymize(con, "people", qid=qid, k=k, key="pos", hierarchies={"sex": SEX}, **options)
+    direct = sqlanon.anonymize(con, "people", qid=qid, k=k, hierarchies={"sex": SEX},
+                               output=sqlanon.Output(key="pos"), **request_options(**options))
     want = con.execute(f"SELECT age_min, age_max, zip_min, zip_max, sex, eq_class FROM {direct.view} ORDER BY pos").df()
     assert list(out.columns) == ["note", "age_min", "age_max", "zip_min", "zip_max", "sex", "income", "when", "eq_class"]
     got = out[list(want.columns)].reset_index(drop=True)
@@ -67,7 +69,7 @@ def test_arrow_in_arrow_out_and_the_release_lives_in_the_connection():
     table = pa.Table.from_pandas(frame, preserve_index=False)
     con = duckdb.connect()
     out, release = sqlanon.anonymize_frame(table, ["age", "zip"], 5, con=con, name="people", published="domain",
-                                           view="people_v")
+                                           output=sqlanon.Output(view="people_v"))
     assert isinstance(out, pa.Table) and out.num_rows == 60
     assert out.column_names == ["note", "age_min", "age_max", "zip_min", "zip_max", "sex", "income", "when", "eq_class"]
     for c in ("note", "sex", "income", "when"):
@@ -76,7 +78,8 @@ def test_arrow_in_arrow_out_and_the_release_lives_in_the_connection():
     # a second frame in the same connection needs another name, or replace=True
     with pytest.raises(sqlanon.ObjectExistsError, match="already exists"):
         sqlanon.anonymize_frame(table, ["age"], 5, con=con, name="people")
-    again, _ = sqlanon.anonymize_frame(table, ["age"], 5, con=con, name="people", view="people_v", replace=True)
+    again, _ = sqlanon.anonymize_frame(table, ["age"], 5, con=con, name="people",
+                                       output=sqlanon.Output(view="people_v", replace=True))
     assert again.column_names[:3] == ["note", "age_min", "age_max"]
 
 
@@ -89,7 +92,7 @@ def test_not_a_frame_fails_clearly():
     with pytest.raises(sqlanon.FrameError, match="distinct"):
         sqlanon.anonymize_frame(pd.DataFrame([[1, 2]], columns=["a", "A"]), qid=["a"], k=1)
     with pytest.raises(sqlanon.FrameError, match="key="):
-        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, key="a")
+        sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, output=sqlanon.Output(key="a"))
     with pytest.raises(sqlanon.FrameError, match="DuckDB connection"):
         sqlanon.anonymize_frame(pd.DataFrame({"a": [1, 2]}), qid=["a"], k=1, con=object())
     con = duckdb.connect()
@@ -117,7 +120,8 @@ def test_a_table_or_view_of_the_callers_is_never_replaced(ddl, replace):
     con.execute(ddl)
     before = _catalog(con)
     with pytest.raises(sqlanon.ObjectExistsError, match="'people'"):
-        sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people", replace=replace)
+        sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people",
+                                output=sqlanon.Output(replace=replace))
     assert _catalog(con) == before
 
 
@@ -131,7 +135,8 @@ def test_the_request_is_validated_before_an_earlier_upload_is_replaced(bad):
     before = _catalog(con)
     request = {"qid": ["age", "sex"], "k": 5, "hierarchies": {"sex": SEX}, **bad}
     with pytest.raises(sqlanon.InputError):
-        sqlanon.anonymize_frame(make(2, 60, False), con=con, name="people", replace=True, **request)
+        sqlanon.anonymize_frame(make(2, 60, False), con=con, name="people", **request,
+                                output=sqlanon.Output(replace=True))
     assert _catalog(con) == before
 
 
@@ -140,11 +145,13 @@ def test_the_source_of_another_release_is_never_replaced():
     _, first = sqlanon.anonymize_frame(make(1, 40, False), ["age"], 5, con=con, name="people")
     before = _catalog(con)
     with pytest.raises(sqlanon.ObjectExistsError, match=r"source of the release\(s\) \['people_anon'\]"):
-        sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people", view="other", replace=True)
+        sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people",
+                                output=sqlanon.Output(view="other", replace=True))
     assert _catalog(con) == before
     assert sqlanon.verify(con, first.view, ["age"], 5, class_column="eq_class").ok
     # replacing that release too is what replace=True is for
-    _, again = sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people", replace=True)
+    _, again = sqlanon.anonymize_frame(make(2, 60, False), ["age"], 5, con=con, name="people",
+                                       output=sqlanon.Output(replace=True))
     assert again.rows == 60 and again.view == first.view
 
 

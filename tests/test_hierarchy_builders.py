@@ -133,9 +133,9 @@ def test_builders_serve_real_releases() -> None:
     con.execute("CREATE TABLE p AS SELECT i AS id, 20 + i % 50 AS age, lpad(CAST(53700 + i % 37 AS VARCHAR), 5, '0') AS zip, "
                 "DATE '2020-01-01' + CAST(i % 700 AS INTEGER) AS visit FROM range(2000) t(i)")
     ages, zips, visits = (list(c) for c in zip(*con.execute("SELECT age, zip, visit FROM p").fetchall()))
-    release = sqlanon.anonymize(con, "p", qid=["age", "zip", "visit"], k=20, key="id",
+    release = sqlanon.anonymize(con, "p", qid=["age", "zip", "visit"], k=20,
                                 hierarchies={"age": H.intervals(ages, 5), "zip": H.masking(zips), "visit": H.dates(visits)},
-                                published="hierarchy")
+                                published="hierarchy", output=sqlanon.Output(key="id"))
     assert release.verification.ok and release.k_achieved >= 20
     shown = con.execute("SELECT DISTINCT age_min, age_max FROM p_anon").fetchall()
     assert all(lo <= hi for lo, hi in shown)

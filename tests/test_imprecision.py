@@ -311,7 +311,7 @@ def test_nulls_in_a_hierarchy(con):
 
 def test_trained_and_untrained_predicates_and_names(con):
     make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(50)], name="my table")
-    release = sqlanon.anonymize(con, "my table", qid=["a", "b"], k=5, view="my view")
+    release = sqlanon.anonymize(con, "my table", qid=["a", "b"], k=5, output=sqlanon.Output(view="my view"))
     one = imprecision(con, "my view", "a > 4")
     assert isinstance(one, Imprecision) and len(one.predicates) == 1 and one.view == "my view"
     assert one.predicates[0].true == 25
@@ -323,7 +323,7 @@ def test_file_source(con, tmp_path):
     make_table(con, [(i, i % 10, i % 5, "p1", "x") for i in range(40)])
     path = str(tmp_path / "t.parquet")
     con.execute(f"COPY t TO '{path}' (FORMAT PARQUET)")
-    release = sqlanon.anonymize(con, path, qid=["a", "b"], k=4, view="pq_anon")
+    release = sqlanon.anonymize(con, path, qid=["a", "b"], k=4, output=sqlanon.Output(view="pq_anon"))
     assert release.materialized
     r = imprecision(con, release, "a BETWEEN 2 AND 4")
     assert r.predicates[0].true == 12 and r.predicates[0].returned >= 12
@@ -338,7 +338,7 @@ def test_file_source_is_refused_on_postgres(con, tmp_path):
         make_table(writer, [(i, i % 10, i % 5, "p1", "x") for i in range(40)])
         writer.execute(f"COPY t TO '{path}' (FORMAT PARQUET)")
     with pytest.raises(InputError, match=r"only the DuckDB engine reads in place; on postgres load it into a table"):
-        sqlanon.anonymize(con, path, qid=["a", "b"], k=4, view="pq_anon")
+        sqlanon.anonymize(con, path, qid=["a", "b"], k=4, output=sqlanon.Output(view="pq_anon"))
     assert fetch_rows(con, "SELECT count(*) FROM pg_class WHERE relname = 'pq_anon'") == [(0,)]
 
 

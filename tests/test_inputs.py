@@ -96,7 +96,7 @@ def refused(con, exc: type[SqlanonError], call, *args, **kwargs) -> str:
 
 # -- 1. the connection -------------------------------------------------------------------------
 ENTRY_POINTS = {
-    "anonymize": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5, view="another"),
+    "anonymize": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view="another")),
     "verify": lambda con: sqlanon.verify(con, "people_anon", ["age", "zip"], 5),
     "apply": lambda con: sqlanon.apply(con, "people_anon", "people", view="recoded"),
     "metrics": lambda con: sqlanon.metrics(con, "people_anon"),
@@ -226,7 +226,7 @@ def test_verify_constraints_that_are_not_constraint_objects_on_postgres(con, rel
 
 @pytest.mark.parametrize("constraints", [5, "x", [None]], ids=str)
 def test_anonymize_constraints_that_are_not_constraint_objects(con, people, constraints):
-    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, constraints=constraints)
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, privacy=constraints)
     assert "constraint objects" in msg and "DistinctLDiversity" in msg
 
 
@@ -331,7 +331,8 @@ def check_deeply_nested(con, released, text: str) -> None:
                  lambda: sqlanon.imprecision(con, released.view, text),
                  lambda: sqlanon.metrics(con, released.view, selections=[text]),
                  lambda: sqlanon.report(con, released.view, selections=[text]),
-                 lambda: sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, selections=[text], view="v2"),
+                 lambda: sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5, selections=[text],
+                                           output=sqlanon.Output(view="v2")),
                  lambda: sqlanon.rewrite(f"SELECT count(*) FROM people WHERE {text}", released, con=con)):
         msg = refused(con, SelectionError, call)
         assert "too deeply nested" in msg and "at most 32 levels" in msg
@@ -431,7 +432,7 @@ def test_anonymize_on_a_read_only_database_is_refused_up_front(read_only, monkey
     monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
     before = objects(con)
     with pytest.raises(InputError) as info:
-        sqlanon.anonymize(con, "people", qid=["age"], k=5, view="second")
+        sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view="second"))
     assert type(info.value).__name__ == "ReadOnlyError"
     msg = str(info.value)
     assert msg.startswith(f"database 'ro' ({path}) is read-only (opened with read_only=True)")
@@ -482,7 +483,7 @@ def test_postgres_read_only_connection_refuses_anonymize_up_front(pg_read_only, 
     con = pg_read_only
     monkeypatch.setattr(sqlanon.mondrian.builder.Partitioner, "run_sql", lambda *a, **k: pytest.fail("partitioned"))
     database, schema = here(con)
-    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, view="second")
+    msg = refused(con, InputError, sqlanon.anonymize, con, "people", qid=["age"], k=5, output=sqlanon.Output("second"))
     assert msg.startswith(f"the PostgreSQL connection to {database!r} is read-only, and the release (its view, "
                           f"rules relation and row map) would be written to it, in schema {schema}. Nothing was done")
 
@@ -504,9 +505,10 @@ def test_postgres_read_only_connection_reads_a_release(pg_read_only):
 # -- 9. numpy integers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [np.int64(10), np.int32(10), np.uint8(10)], ids=repr)
 def test_numpy_integers_are_integers(con, people, k):
-    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=k, memory_rows=np.int64(50),
-                                constraints=[sqlanon.DistinctLDiversity("city", np.int64(2)),
-                                             sqlanon.KAnonymity(np.int16(10))])
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=k,
+                                privacy=[sqlanon.DistinctLDiversity("city", np.int64(2)),
+                                             sqlanon.KAnonymity(np.int16(10))],
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=np.int64(50))))
     assert release.k == 10 and type(release.k) is int
     assert release.verification.ok and release.k_achieved >= 10
     m = manifest.read(con, release.view)  # the manifest is JSON: numpy values would not serialize
@@ -530,7 +532,7 @@ def test_numpy_numbers_for_l(con, people, l):
 
 def test_replace_must_be_a_bool(con, released):
     for replace in ("yes", 1, None):
-        for call in (lambda: sqlanon.anonymize(con, "people", qid=["age"], k=5, replace=replace),
+        for call in (lambda: sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(replace=replace)),
                      lambda: sqlanon.apply(con, released, "people", replace=replace),
                      lambda: sqlanon.regions(con, released, name="pts", replace=replace)):
             assert refused(con, InputError, call).startswith("replace must be True or False")
@@ -551,11 +553,11 @@ OTHER = {
     "parse_selection qis=[5]": lambda con: parse_selection("age > 1", [5]),
     "verify class_column=5": lambda con: sqlanon.verify(con, "people_anon", ["age"], 5, class_column=5),
     "verify qid=bytes": lambda con: sqlanon.verify(con, "people_anon", b"age", 5),
-    "anonymize min_gain='x'": lambda con: sqlanon.anonymize(
-        con, "people", qid=["age"], k=5, criterion=sqlanon.Targets(classes=["city"], min_gain="x")),
-    "anonymize min_gain=None": lambda con: sqlanon.anonymize(
-        con, "people", qid=["age"], k=5, criterion=sqlanon.Selections(["age > 3"], then=sqlanon.Targets(
-            classes=["city"], min_gain=None))),
+    "anonymize min_gain='x'": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5,
+                                                            algorithm=sqlanon.Mondrian(sqlanon.Targets(classes=["city"], min_gain="x"))),
+    "anonymize min_gain=None": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5,
+                                                             algorithm=sqlanon.Mondrian(sqlanon.Selections(["age > 3"], then=sqlanon.Targets(
+            classes=["city"], min_gain=None)))),
 }
 
 
@@ -607,8 +609,8 @@ def two_schemas(con, new_schema):
         run(con, f"CREATE TABLE {quote(names[schema])}.src AS SELECT i AS id, mod(i, 90) AS age, mod(i, 7) AS zip, "
                  f"'x' || mod(i, 5) AS city, {marker} AS marker FROM {series(400)}")
         use_schema(con, names[schema])
-        releases[schema] = sqlanon.anonymize(con, "src", qid=["age", "zip", "city"], k=k, view="anon",
-                                             hierarchies={"city": CITY}, selections=["age > 30"])
+        releases[schema] = sqlanon.anonymize(con, "src", qid=["age", "zip", "city"], k=k, hierarchies={"city": CITY},
+                                             selections=["age > 30"], output=sqlanon.Output(view="anon"))
     use_schema(con, None)
     return TwoSchemas(releases, names, here(con)[0])
 
@@ -671,7 +673,7 @@ def test_the_first_object_on_the_path_is_the_one_read(con, two_schemas, new_sche
 
 def test_release_made_from_a_qualified_source_with_a_dotted_view_name(con, two_schemas):
     s1, database = two_schemas.names["s1"], two_schemas.database
-    release = sqlanon.anonymize(con, f"{s1}.src", qid=["age"], k=7, view=f"{s1}.other")
+    release = sqlanon.anonymize(con, f"{s1}.src", qid=["age"], k=7, output=sqlanon.Output(view=f"{s1}.other"))
     assert manifest.read(con, release.view).k == 7  # today the whole name: main."s1.other"
     assert sqlanon.metrics(con, release).k == 7
     assert manifest.read(con, f"{s1}.anon").k == 5 and manifest.read(con, f"{database}.{s1}.anon").k == 5

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, objects, rows, run
+from conftest import frame, is_postgres, load_frame, objects, rows, run, request_options
 from sqlanon import EntropyLDiversity, VarianceDiversity
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
@@ -202,7 +202,7 @@ def test_verify_says_why_rows_are_suppressed(con):
 
 def test_undeclared_key_guards_duplicates(con):
     _people(con, 1_000, key=False)
-    release = sqlanon.anonymize(con, "people", QID, k=10, key="id")
+    release = sqlanon.anonymize(con, "people", QID, k=10, output=sqlanon.Output(key="id"))
     assert not release.materialized and release.key == ("id",)
     row = rows(con, "SELECT * FROM people WHERE id = 7")[0]
     run(con, "INSERT INTO people VALUES (?, ?, ?, ?, ?)", list(row))  # a second row with key 7
@@ -213,7 +213,7 @@ def test_undeclared_key_guards_duplicates(con):
 def test_composite_text_key_and_view_source(con):
     _people(con, 1_000, key=False)
     run(con, "CREATE VIEW pv AS SELECT 'p' || id AS code, 1 AS part, age, zip, disease, income FROM people")
-    release = sqlanon.anonymize(con, "pv", QID, k=10, key=["code", "part"])
+    release = sqlanon.anonymize(con, "pv", QID, k=10, output=sqlanon.Output(key=["code", "part"]))
     assert not release.materialized
     run(con, "DELETE FROM people WHERE id < 500")
     view = frame(con, f"SELECT * FROM {release.view}")
@@ -259,13 +259,13 @@ def test_bad_keys_are_refused_up_front(con):
     _people(con, 200, key=False)
     run(con, "UPDATE people SET zip = NULL WHERE id = 3")
     with pytest.raises(sqlanon.InputError, match="does not identify"):
-        sqlanon.anonymize(con, "people", QID, k=5, key="age")
+        sqlanon.anonymize(con, "people", QID, k=5, output=sqlanon.Output(key="age"))
     with pytest.raises(sqlanon.InputError, match="NULL key"):
-        sqlanon.anonymize(con, "people", ["age"], k=5, key="zip")
+        sqlanon.anonymize(con, "people", ["age"], k=5, output=sqlanon.Output(key="zip"))
     with pytest.raises(sqlanon.UnknownColumnError):
-        sqlanon.anonymize(con, "people", QID, k=5, key="nope")
+        sqlanon.anonymize(con, "people", QID, k=5, output=sqlanon.Output(key="nope"))
     with pytest.raises(sqlanon.InputError):
-        sqlanon.anonymize(con, "people", QID, k=5, key=3)
+        sqlanon.anonymize(con, "people", QID, k=5, output=sqlanon.Output(key=3))
     assert not [n for n in _kinds(con) if n.startswith("people_anon")]
 
 
@@ -310,7 +310,7 @@ def _random_dml(con, ops, constraint) -> None:
     elif constraint == "variance":
         v = 50.0
         kwargs = {"constraints": [VarianceDiversity("income", v)]}
-    release = sqlanon.anonymize(con, "people", QID, k=8, **kwargs)
+    release = sqlanon.anonymize(con, "people", QID, k=8, **request_options(**kwargs))
     before = _view(con, release).set_index("id").eq_class
     touched: set[int] = set()
     for step, (op, a, b) in enumerate(ops):
@@ -380,9 +380,9 @@ def test_source_columns_named_like_internal_ones(con, column):
 
 def test_class_column_can_be_chosen(con):
     _people(con, 300)
-    release = sqlanon.anonymize(con, "people", QID, k=5, class_column="grp")
+    release = sqlanon.anonymize(con, "people", QID, k=5, output=sqlanon.Output(class_column="grp"))
     assert release.class_column == "grp"
     assert sqlanon.verify(con, release.view, QID, 5, class_column="grp").ok
     assert sqlanon.metrics(con, release).classes == release.partitions
     with pytest.raises(sqlanon.ObjectExistsError, match="class_column"):
-        sqlanon.anonymize(con, "people", QID, k=5, view="other", class_column="disease")
+        sqlanon.anonymize(con, "people", QID, k=5, output=sqlanon.Output(view="other", class_column="disease"))

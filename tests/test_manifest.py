@@ -28,9 +28,8 @@ def test_release_reloads_by_name_with_identical_hierarchies(con):
         "seen": [dt.date(2000, 1, 1) + dt.timedelta(days=int(d)) for d in i % 300]}))
     rows = [["fr", "Europe", "*"], ["gr", "Europe", "*"], ["cn", "Asia", "*"], ["jp", "Asia", "*"]]
     # The table declares no key: key="id" makes the release a live view with a row map.
-    release = sqlanon.anonymize(
-        con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows}, view="pv", key="id"
-    )
+    release = sqlanon.anonymize(con, "p", qid=["age", "nat", "seen"], k=12, hierarchies={"nat": rows},
+                                output=sqlanon.Output(view="pv", key="id"))
     m = manifest.read(con, "pv")
     assert (m.view, m.rules, m.rowmap, m.hierarchies_table) == ("pv", "pv_rules", "pv_rowmap", "pv_hierarchies")
     assert m.qid == ("age", "nat", "seen") and m.k == 12 and m.source == "p" and not m.materialized
@@ -67,16 +66,16 @@ def _requests(values: list[str]) -> dict[str, dict]:
     hierarchy) and multidimensional (``s`` ordered, and over a hierarchy). A hierarchy's cells
     are stripped on loading, so the requests with one keep to values that are their own strip."""
     requests: dict[str, dict] = {
-        "tdr": {"recoding": "single", "target": "y"},
-        "genetic": {"recoding": "single", "search": "genetic", "iterations": 3},
-        "genetic-suppression": {"recoding": "single", "search": "genetic", "iterations": 3, "suppression": 0.25},
+        "tdr": {"algorithm": sqlanon.TopDown(), "target": "y"},
+        "genetic": {"algorithm": sqlanon.Genetic(iterations=3)},
+        "genetic-suppression": {"algorithm": sqlanon.Genetic(iterations=3), "suppression": 0.25},
         "mondrian": {},
         "mondrian-suppression": {"suppression": 0.25},
     }
     if all(v and v == v.strip() for v in values):
         groups = [[v, f"g{i % 2}", "*"] for i, v in enumerate(values)]
         numbers = [[str(i), "low" if i < 2 else "high", "*"] for i in range(4)]
-        requests["optimal"] = {"recoding": "single", "search": "optimal", "suppression": 0.25,
+        requests["optimal"] = {"algorithm": sqlanon.Optimal(), "suppression": 0.25,
                                "hierarchies": {"s": groups, "n": numbers}}
         requests["mondrian-hierarchy"] = {"hierarchies": {"s": groups}}
     return requests
@@ -90,7 +89,7 @@ def _round_trip(con, values: list[str], name: str, request: dict) -> None:
     n = len(s)
     load_frame(con, "t", pd.DataFrame({"id": np.arange(n), "s": s, "n": np.arange(n) % 4, "y": np.arange(n) % 2}),
                types={"s": "VARCHAR"})
-    release = sqlanon.anonymize(con, "t", qid=["s", "n"], k=2, view="tv", **request)
+    release = sqlanon.anonymize(con, "t", qid=["s", "n"], k=2, **request, output="tv")
     assert release.verification.ok, name
     again = sqlanon.verify(con, release.view, ["s", "n"], 2, class_column=release.class_column)
     assert again.ok, (name, again)

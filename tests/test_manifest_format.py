@@ -42,13 +42,13 @@ def _rewrite_as_format_1(con, rules: str) -> None:
 
 @pytest.mark.parametrize("criterion, workload", [
     (dict(target="y"), {"targets": ["y"], "numeric_targets": []}),
-    (dict(criterion=sqlanon.Regression("cost")), {"targets": [], "numeric_targets": ["cost"]}),
-    (dict(criterion=sqlanon.Targets(("y",), ("cost",))), {"targets": ["y"], "numeric_targets": ["cost"]}),
+    (dict(algorithm=sqlanon.Mondrian(sqlanon.Regression("cost"))), {"targets": [], "numeric_targets": ["cost"]}),
+    (dict(algorithm=sqlanon.Mondrian(sqlanon.Targets(("y",), ("cost",)))), {"targets": ["y"], "numeric_targets": ["cost"]}),
     (dict(selections=["age < 40"], target="y"), {"targets": ["y"], "numeric_targets": []}),
 ], ids=["infogain", "regression", "targets", "selections"])
 def test_the_workload_is_read_from_the_records(people, criterion, workload):
-    release = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=20,
-                                constraints=[sqlanon.DistinctLDiversity("dx", 2)], **criterion)
+    release = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=20, privacy=[sqlanon.DistinctLDiversity("dx", 2)],
+                                **criterion)
     m = manifest.read(people, release.view)
     assert m.criterion_object is not None and m.criterion_object.describe() == m.criterion
     assert m.constraint_objects == (sqlanon.KAnonymity(20), sqlanon.DistinctLDiversity("dx", 2))
@@ -57,7 +57,7 @@ def test_the_workload_is_read_from_the_records(people, criterion, workload):
 
 def test_a_format_1_manifest_still_loads_and_says_what_it_cannot_check(people):
     release = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=20, target="y",
-                                constraints=[sqlanon.EntropyLDiversity("dx", 1.5)])
+                                privacy=[sqlanon.EntropyLDiversity("dx", 1.5)])
     _rewrite_as_format_1(people, release.rules)
     m = manifest.read(people, release.view)
     assert m.criterion_object is None and m.constraint_objects == ()

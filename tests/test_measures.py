@@ -56,7 +56,7 @@ def test_adult_release_agrees_with_pycanon():
     adult.insert(0, "id", np.arange(len(adult)))
     load_frame(con, "adult", adult, primary_key="id")
     release = sqlanon.anonymize(con, "adult", qid=["age", "sex", "race"], k=50, sensitive="occupation", l=3,
-                                view="adult_anon", replace=True)
+                                output=sqlanon.Output(view="adult_anon", replace=True))
     view = engine_for(con).fetch_frame('SELECT * FROM "adult_anon"')
     got = sqlanon.measures(con, release, sensitive=["occupation", "salary-class"])
     assert got.classes == release.partitions and got.rows == 1500 and got.suppressed == 0
@@ -86,11 +86,11 @@ def test_both_engines_measure_the_same(con):
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"id": np.arange(200), "a": rng.integers(0, 30, 200), "s": rng.choice(["x", "y", "z", None], 200)})
     load_frame(con, "t", frame, primary_key="id")
-    release = sqlanon.anonymize(con, "t", qid=["a"], k=8, view="t_anon", replace=True)
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=8, output=sqlanon.Output(view="t_anon", replace=True))
     got = sqlanon.measures(con, release, sensitive="s", hierarchies={"s": {"*": {"xy": ["x", "y"], "z": ["z"]}}})
     duck = duckdb.connect()
     load_frame(duck, "t", frame, primary_key="id")
-    want = sqlanon.measures(duck, sqlanon.anonymize(duck, "t", qid=["a"], k=8, view="t_anon"), sensitive="s",
+    want = sqlanon.measures(duck, sqlanon.anonymize(duck, "t", qid=["a"], k=8, output=sqlanon.Output(view="t_anon")), sensitive="s",
                             hierarchies={"s": {"*": {"xy": ["x", "y"], "z": ["z"]}}})
     assert (got.k, got.classes, got.rows) == (want.k, want.classes, want.rows)
     for field, value in vars(want.of("s")).items():

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
 from sqlanon.mondrian import builder, median_finish
-from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
+from sqlanon.model.partition import Boxes
+from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
@@ -177,7 +178,9 @@ def rules(frame: pd.DataFrame, k: int, memory_rows: int, fast: bool) -> tuple[li
     try:
         con.register("frame", frame)
         con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
-        release = sqlanon.anonymize(con, "t", qid=list(frame.columns), k=k, memory_rows=memory_rows, key="id")
+        release = sqlanon.anonymize(con, "t", qid=list(frame.columns), k=k,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(key="id"))
         assert release.verification.ok
         return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
                 con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())
@@ -203,7 +206,7 @@ def test_equals_the_numpy_oracle():
     con = duckdb.connect()
     con.register("frame", frame)
     con.execute("CREATE TABLE t AS SELECT row_number() OVER () - 1 AS id, * FROM frame")
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c", "d"], k=20, key="id")
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c", "d"], k=20, output=sqlanon.Output(key="id"))
     got = con.execute(f'SELECT id, "{release.class_column}" FROM "{release.view}" ORDER BY id').fetchnumpy()
     labels = reference_mondrian_fast(frame.to_numpy(), 20)
     ours = {frozenset(np.flatnonzero(got[release.class_column] == c).tolist()) for c in np.unique(got[release.class_column])}
@@ -225,11 +228,12 @@ def test_taken_for_median_only(monkeypatch):
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
     sqlanon.anonymize(con, "t", qid=["a", "b"], k=5)
     assert len(calls) == 1
-    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, constraints=[sqlanon.DistinctLDiversity("s", 2)], replace=True)
+    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, privacy=[sqlanon.DistinctLDiversity("s", 2)],
+                      output=sqlanon.Output(replace=True))
     assert len(calls) == 2
     sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, hierarchies={"b": {"lo": list(range(5)), "hi": [5, 6, 7, 8]}},
-                      replace=True)
-    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, target="s", replace=True)
+                      output=sqlanon.Output(replace=True))
+    sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, target="s", output=sqlanon.Output(replace=True))
     assert len(calls) == 2
 
 

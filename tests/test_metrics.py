@@ -46,7 +46,8 @@ def _hand(con, key: str | None = None) -> sqlanon.Release:
                         columns=["id", "job", "age", "y", "t", "s"])
     load_frame(con, "hand", hand, types={"id": "INTEGER", "job": "VARCHAR", "age": "INTEGER", "y": "VARCHAR",
                                          "t": "DOUBLE", "s": "VARCHAR"})
-    release = sqlanon.anonymize(con, "hand", qid=["job", "age"], k=3, hierarchies={"job": JOBS}, key=key)
+    release = sqlanon.anonymize(con, "hand", qid=["job", "age"], k=3, hierarchies={"job": JOBS},
+                                output=sqlanon.Output(key=key))
     assert release.materialized is (key is None)
     got = rows(con, "SELECT id, job, age_min, age_max, eq_class FROM hand_anon ORDER BY id")
     assert [r[1:4] for r in got] == [("medical", 1, 3)] * 3 + [("office", 10, 12)] * 3  # the premise
@@ -125,7 +126,7 @@ def test_rmse_is_stable_under_a_large_offset(con):
     # e = i/1024 is exact in binary, and so is 1e9 + e: any loss would come from the computation
     i = np.arange(200, dtype=np.int64)
     load_frame(con, "big", pd.DataFrame({"id": i, "q": i % 13, "e": (i * 7 % 8) / 1024.0, "t": 1e9 + (i * 7 % 8) / 1024.0}))
-    sqlanon.anonymize(con, "big", qid=["q"], k=10, key="id")  # a live view: the two inserts are suppressed
+    sqlanon.anonymize(con, "big", qid=["q"], k=10, output=sqlanon.Output(key="id"))  # a live view: the two inserts are suppressed
     con.execute("INSERT INTO big VALUES (900, 1, 3 / 1024.0, 1e9 + 3 / 1024.0), (901, 1, 0.0, 1e9)")
     df = _df(con, "SELECT eq_class, e FROM big_anon")
     assert len(df) == 202 and df["eq_class"].isna().sum() == 2
@@ -189,7 +190,7 @@ def test_odd_names_and_types(con):
             "i % 4 AS c, i % 5 AS label, i * 0.5 AS s, i % 7 AS mu, i % 6 AS cls FROM range(40) r(i)")
     qid = ["b ool", "m", "tz", "dec", "hi"]
     for view in ("rank0", "__sqlanon_rank1"):
-        release = sqlanon.anonymize(con, "we ird", qid=qid, k=4, view=view)
+        release = sqlanon.anonymize(con, "we ird", qid=qid, k=4, output=sqlanon.Output(view=view))
         got = metrics(con, release, targets=['y"', "c", "label", "cls"], numeric_targets=["id", "s", "mu"],
                       sensitive=["id", "c", "s", "cls"])
         view_rows = _df(con, f'SELECT * FROM "{view}"')

@@ -133,8 +133,9 @@ def release_rows(frame: pd.DataFrame, constraints, fast: bool, memory_rows: int)
     try:
         con.register("frame", frame)
         con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
-        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=4, constraints=constraints,
-                                    memory_rows=memory_rows, key="id")
+        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=4, privacy=constraints,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows)),
+                                    output=sqlanon.Output(key="id"))
         assert release.verification.ok
         return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
                 con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())

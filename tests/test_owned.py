@@ -72,7 +72,7 @@ def _intact(con) -> None:
 
 
 def _replace(con) -> sqlanon.Release:
-    return sqlanon.anonymize(con, "people", qid=["age"], k=5, view=VIEW, replace=True)
+    return sqlanon.anonymize(con, "people", qid=["age"], k=5, output=sqlanon.Output(view=VIEW, replace=True))
 
 
 @pytest.mark.parametrize("key", ["rules", "rowmap", "hierarchies", "view"])
@@ -109,8 +109,8 @@ def test_a_consistent_manifest_never_covers_a_table_of_the_callers(people, what)
 
 
 def test_a_genuine_release_is_still_replaced(people):
-    first = sqlanon.anonymize(people, "people", qid=["age", "city"], k=5, view=VIEW,
-                              hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}})
+    first = sqlanon.anonymize(people, "people", qid=["age", "city"], k=5,
+                              hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}, output=VIEW)
     assert first.view == VIEW
     second = _replace(people)
     assert sqlanon.verify(people, second.view, ["age"], 5).ok
@@ -123,9 +123,10 @@ GENUINE = {
     "snapshot": dict(table="plain", qid=["age", "zip"]),
     "hierarchy": dict(qid=["age", "city"], hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
     "suppression": dict(qid=["age", "zip"], suppression=0.05),
-    "single": dict(qid=["age", "city"], recoding="single", hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
+    "single": dict(qid=["age", "city"], algorithm=sqlanon.TopDown(),
+                   hierarchies={"city": {"*": [f"x{i}" for i in range(5)]}}),
     "published domain": dict(qid=["age", "zip"], published="domain"),
-    "renamed columns": dict(table="odd", qid=["age", "region"], class_column="cls",
+    "renamed columns": dict(table="odd", qid=["age", "region"], output={"class_column": "cls"},
                             hierarchies={"region": {"*": [f"x{i}" for i in range(5)]}}),
 }
 
@@ -138,14 +139,15 @@ def test_every_kind_of_release_owns_its_objects(people, options):
     run(people, "CREATE TABLE plain AS SELECT * FROM people")
     run(people, "CREATE TABLE odd AS SELECT id, age, city AS region, zip AS size FROM people")
     options = {"table": "people", "k": 5, **options}
-    first = sqlanon.anonymize(people, view=VIEW, **options)
+    output = options.pop("output", {})
+    first = sqlanon.anonymize(people, **options, output=sqlanon.Output(view=VIEW, **output))
     engine = engine_for(people)
     found = owned(engine, engine.objects(), VIEW)
     expected = {first.view, first.rules, f"{VIEW}_rowmap"} | ({DERIVED["hierarchies"]} if "hierarchies" in options else set())
     assert (found.names, found.refused) == (expected, None)
     if options["table"] == "odd":
         assert rows(people, f"SELECT region_1 FROM {first.rules} LIMIT 0") == []
-    again = sqlanon.anonymize(people, view=VIEW, replace=True, **options)
+    again = sqlanon.anonymize(people, **options, output=sqlanon.Output(view=VIEW, replace=True, **output))
     assert again.verification.ok
     _intact(people)
 

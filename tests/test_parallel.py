@@ -52,8 +52,8 @@ def _rules(path, threads: int, **kw) -> list[tuple]:
     con = duckdb.connect(str(path))
     try:
         con.execute(f"SET threads = {threads}")
-        release = sqlanon.anonymize(con, "wide", qid=["salary", "loan", "age", "car"], k=25, view="out",
-                                    replace=True, **kw)
+        release = sqlanon.anonymize(con, "wide", qid=["salary", "loan", "age", "car"], k=25,
+                                    output=sqlanon.Output(view="out", replace=True), **kw)
         return con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall()
     finally:
         con.close()
@@ -64,7 +64,7 @@ def _rules(path, threads: int, **kw) -> list[tuple]:
     {"target": "target"},
     {"target": "whole"},
     {"target": "label"},
-    {"target": "target", "constraints": [sqlanon.VarianceDiversity("whole", 1e6)]},
+    {"target": "target", "privacy": [sqlanon.VarianceDiversity("whole", 1e6)]},
 ], ids=["median", "regression-float", "regression-int", "infogain", "regression+variance"])
 def test_threads_do_not_change_the_partition(wide, kw):
     one = _rules(wide, 1, **kw)

@@ -138,8 +138,8 @@ def test_qis_coded_here_publish_the_rules_of_sql_code_tables(pg_con, monkeypatch
     coded = []
     real = encode.code_fetched
     monkeypatch.setattr(encode, "code_fetched", lambda *a, **kw: coded.append(1) or real(*a, **kw))
-    import sqlanon.api
-    monkeypatch.setattr(sqlanon.api, "code_fetched", encode.code_fetched)
+    import sqlanon.pipeline
+    monkeypatch.setattr(sqlanon.pipeline, "code_fetched", encode.code_fetched)
     n = len(table["s"])
     rows = [(r, *(table[c][r] for c in ("s", "i", "r", "d", "name", "label"))) for r in range(n)]
     extra = {"target": "label"} if target else {}
@@ -160,8 +160,8 @@ def test_qis_coded_here_publish_the_rules_of_sql_code_tables(pg_con, monkeypatch
                 con.commit()
             before = len(coded)
             try:
-                release = sqlanon.anonymize(con, "t", qid=QID, k=k, memory_rows=memory_rows, view="t_anon",
-                                            replace=True, **extra)
+                release = sqlanon.anonymize(con, "t", qid=QID, k=k, output=sqlanon.Output("t_anon", replace=True),
+                                            algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows)), **extra)
             except sqlanon.InputError as e:
                 out.append(type(e).__name__)
                 continue

@@ -23,7 +23,7 @@ import sqlanon
 from sqlanon.errors import HierarchyError, InputError
 from sqlanon.model.hierarchy import Hierarchy
 
-from conftest import rows
+from conftest import rows, request_options
 
 # Interval hierarchy over 0..49: leaves, 5-wide, 10-wide, [0, 19] / [20, 49], root.
 AGE_ROWS = [[str(v), f"{v // 5 * 5}-{v // 5 * 5 + 4}", f"{v // 10 * 10}-{v // 10 * 10 + 9}",
@@ -44,8 +44,8 @@ def table(seed: int, n: int = 60, nulls: bool = False) -> pd.DataFrame:
 def release_of(con, frame: pd.DataFrame, published, view: str, **kwargs):
     con.register("frame", frame)
     con.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM frame")
-    return sqlanon.anonymize(con, "t", qid=["age", "zip"], k=kwargs.pop("k", 4), key="id", view=view,
-                             published=published, replace=True, **kwargs)
+    return sqlanon.anonymize(con, "t", qid=["age", "zip"], k=kwargs.pop("k", 4), published=published,
+                             output=sqlanon.Output(view=view, replace=True, key="id"), **request_options(**kwargs))
 
 
 def published_rows(con, view: str) -> pd.DataFrame:
@@ -125,12 +125,16 @@ def test_hierarchy_bounds_are_the_smallest_covering_interval(seed, nulls, recodi
     con = duckdb.connect()
     con.register("frame", table(seed, nulls=nulls))
     con.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM frame")
-    r = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=4, key="id", view="v_h", recoding=recoding,
-                          hierarchies={"age": AGE_ROWS}, published={"age": "hierarchy"})
+    r = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=4, hierarchies={"age": AGE_ROWS},
+                          published={"age": "hierarchy"},
+                          algorithm=(sqlanon.TopDown() if recoding == "single" else None),
+                          output=sqlanon.Output(view="v_h", key="id"))
     assert r.published == {"age": "hierarchy", "zip": "data"} and r.verification.ok
     assert str(con.execute("SELECT typeof(age_max) FROM v_h LIMIT 1").fetchone()[0]) == "BIGINT"
     # the same partition published as data: each class's own bounds (a cell's, single-dimensional)
-    sqlanon.anonymize(con, "t", qid=["age", "zip"], k=4, key="id", view="v_d", recoding=recoding)
+    sqlanon.anonymize(con, "t", qid=["age", "zip"], k=4,
+                      algorithm=(sqlanon.TopDown() if recoding == "single" else None),
+                      output=sqlanon.Output(view="v_d", key="id"))
     pairs = con.execute("SELECT h.age_min, h.age_max, d.age_min AS lo, d.age_max AS hi FROM v_h_rules h "
                         "JOIN v_d_rules d USING (region) WHERE h.size > 0").df()
     assert len(pairs) == r.partitions
@@ -174,8 +178,8 @@ def test_apply_reproduces_the_view_and_publishes_empty_regions_as_boxes():
     con.register("frame", frame)
     for mode in ("data", "domain"):
         con.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM frame")
-        release = sqlanon.anonymize(con, "t", qid=["age", "zip", "cat"], k=4, key="id", view=f"w_{mode}",
-                                    hierarchies={"cat": CAT}, published=mode)
+        release = sqlanon.anonymize(con, "t", qid=["age", "zip", "cat"], k=4, hierarchies={"cat": CAT},
+                                    published=mode, output=sqlanon.Output(view=f"w_{mode}", key="id"))
         assert sqlanon.metrics(con, release.view).ncp["age"] > 0
         applied = sqlanon.apply(con, f"w_{mode}", "t", view=f"a_{mode}")
         same = ("SELECT id, age_min, age_max, zip_min, zip_max, cat, eq_class FROM {} ORDER BY id")
@@ -210,7 +214,8 @@ def test_apply_reproduces_the_view_and_publishes_empty_regions_as_boxes():
 def test_manifest_records_the_choice_and_suppressed_rows_are_unbounded():
     con = duckdb.connect()
     con.execute("CREATE TABLE t AS SELECT i AS id, i % 50 AS age, i % 6 AS zip FROM range(200) t(i)")
-    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=10, key="id", published={"age": "domain"})
+    release = sqlanon.anonymize(con, "t", qid=["age", "zip"], k=10, published={"age": "domain"},
+                                output=sqlanon.Output(key="id"))
     from sqlanon.publish import manifest
 
     m = manifest.read(con, release.view)
@@ -233,7 +238,8 @@ def test_text_and_dates_under_domain():
                 "FROM range(300) t(i)")
     ncp = {}
     for mode in ("data", "domain"):
-        release = sqlanon.anonymize(con, "t", qid=["w", "d"], k=15, key="id", view=f"v_{mode}", published=mode)
+        release = sqlanon.anonymize(con, "t", qid=["w", "d"], k=15, published=mode,
+                                    output=sqlanon.Output(view=f"v_{mode}", key="id"))
         got = con.execute(f"SELECT t.w, t.d, w_min, w_max, d_min, d_max FROM t JOIN v_{mode} USING (id)").fetchall()
         for w, d, w_min, w_max, d_min, d_max in got:
             if mode == "domain":
@@ -268,7 +274,7 @@ def test_bad_requests_fail_clearly_before_any_work():
         if kwargs.get("published") == "hierarchy" and "hierarchies" in kwargs:
             qid = ["age"]
         with pytest.raises(error, match=text):
-            sqlanon.anonymize(con, "t", qid=qid, k=5, **kwargs)
+            sqlanon.anonymize(con, "t", qid=qid, k=5, **request_options(**kwargs))
     assert rows(con, "SELECT count(*) FROM information_schema.tables") == [(1,)]
 
 
@@ -324,8 +330,9 @@ def test_postgres_publishes_duckdbs_bounds(con):
     for c in (duck, con):
         load_frame(c, "t", frame, primary_key="id", types=types)
     for published, hierarchies in REQUESTS:
-        out = [sqlanon.anonymize(c, "t", qid=["age", "zip", "cat"], k=4, view="v", replace=True, published=published,
-                                 hierarchies={"cat": CAT, **(hierarchies or {})}) for c in (duck, con)]
+        out = [sqlanon.anonymize(c, "t", qid=["age", "zip", "cat"], k=4, published=published,
+                                 hierarchies={"cat": CAT, **(hierarchies or {})},
+                                 output=sqlanon.Output(view="v", replace=True)) for c in (duck, con)]
         assert out[1].published == out[0].published and out[1].verification.ok
         assert _plain(rows(con, "SELECT * FROM v_rules")) == _plain(rows(duck, "SELECT * FROM v_rules"))
         for c in (duck, con):
@@ -354,8 +361,9 @@ def test_spark_publishes_duckdbs_bounds(spark):
         engine_for(c).create_from_frame("t", frame, replace=True)
     # one release (Spark is slow to start a statement): both modes on two QIs
     for published, hierarchies in [({"age": "hierarchy", "zip": "domain"}, {"age": AGE_ROWS})]:
-        out = [sqlanon.anonymize(c, "t", qid=["age", "zip", "cat"], k=4, view="v", replace=True, key="id",
-                                 published=published, hierarchies={"cat": CAT, **(hierarchies or {})})
+        out = [sqlanon.anonymize(c, "t", qid=["age", "zip", "cat"], k=4, published=published,
+                                 hierarchies={"cat": CAT, **(hierarchies or {})},
+                                 output=sqlanon.Output(view="v", replace=True, key="id"))
                for c in (duck, spark)]
         assert out[1].published == out[0].published and out[1].verification.ok
         from sqlglot import exp
@@ -402,14 +410,14 @@ def test_rules_are_the_same_however_the_lookups_are_grouped(monkeypatch, most):
         "score": np.round(rng.normal(0, 10, n), 2), "x": np.arange(n)}))
     con.execute("CREATE TABLE t AS SELECT * FROM src")
     qid = ["age", "zip", "day", "score"]
-    sqlanon.anonymize(con, "t", qid=qid, k=5, view="whole")
+    sqlanon.anonymize(con, "t", qid=qid, k=5, output=sqlanon.Output(view="whole"))
     expected = con.execute("SELECT * FROM whole_rules ORDER BY ALL").fetchall()
     view = con.execute("SELECT * FROM whole ORDER BY x").fetchall()
     monkeypatch.setattr(rules_module, "LOOKUP_ROWS", most)
     statements: list[str] = []
     real = rules_module.lookup_groups
     monkeypatch.setattr(rules_module, "lookup_groups", lambda r, m: statements.append(real(r, m)) or statements[-1])
-    sqlanon.anonymize(con, "t", qid=qid, k=5, view="grouped")
+    sqlanon.anonymize(con, "t", qid=qid, k=5, output=sqlanon.Output(view="grouped"))
     assert len(statements[0]) > 1  # the lookups really were split
     assert con.execute("SELECT * FROM grouped_rules ORDER BY ALL").fetchall() == expected
     assert con.execute("SELECT * FROM grouped ORDER BY x").fetchall() == view

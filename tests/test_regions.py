@@ -38,7 +38,7 @@ def _make(con, n: int = 60, seed: int = 7, k: int = 3) -> sqlanon.Release:
     load_frame(con, "t", data, types={"id": "BIGINT", "a": "INTEGER", "d": "DATE", "ts": "TIMESTAMP", "s": "VARCHAR",
                                       "j": "VARCHAR", "y": "VARCHAR"})
     # key="id" (CTAS declares none): a live view, with a row map, that follows the source
-    return sqlanon.anonymize(con, "t", qid=QID, k=k, hierarchies={"j": J}, key="id")
+    return sqlanon.anonymize(con, "t", qid=QID, k=k, hierarchies={"j": J}, output=sqlanon.Output(key="id"))
 
 
 def _brute(con, view: str = "t_anon", relation: str | None = None) -> pd.DataFrame:

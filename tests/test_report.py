@@ -58,7 +58,8 @@ def _adult_release(con, key: bool):
     else:
         hierarchies = load_adult(con)
     release = sqlanon.anonymize(con, "adult", ADULT_QID, 20, hierarchies={q: hierarchies[q] for q in ADULT_QID[1:]},
-                                sensitive="occupation", l=2, target="salary-class", key="id" if key else None)
+                                sensitive="occupation", l=2, target="salary-class",
+                                output=sqlanon.Output(key="id" if key else None))
     assert release.materialized is not key and release.key == (("id",) if key else None)
     return con, release
 
@@ -210,7 +211,8 @@ def test_width_distribution_against_a_brute_force_oracle(con, tmp_path):
     load_frame(con, "t", pd.DataFrame({"id": np.arange(n), "age": pd.Series(age, dtype=object), "c": c}),
                types={"id": "INTEGER", "age": "INTEGER", "c": "VARCHAR"})
     # key="id": a live view, which shows the rows inserted after the release (suppressed)
-    release = sqlanon.anonymize(con, "t", ["age", "c"], 9, hierarchies={"c": str(tmp_path / "c.csv")}, key="id")
+    release = sqlanon.anonymize(con, "t", ["age", "c"], 9, hierarchies={"c": str(tmp_path / "c.csv")},
+                                output=sqlanon.Output(key="id"))
     con.execute("INSERT INTO t VALUES (9999, 50, 'a'), (10000, 51, 'b')")  # no class: suppressed
     data = collect(con, release.view)
     m = manifest.read(con, release.view)
@@ -248,7 +250,7 @@ def test_every_constraint_is_rebuilt_and_rechecked(con):
                                        "salary": (i * 37) % 1000}))
     constraints = [sqlanon.DistinctLDiversity("disease", 3), sqlanon.EntropyLDiversity("disease", 2.5),
                    sqlanon.RecursiveCLDiversity("disease", 3, 2), sqlanon.VarianceDiversity("salary", 1000.0)]
-    release = sqlanon.anonymize(con, "p", ["age", "zip"], 10, constraints=constraints)
+    release = sqlanon.anonymize(con, "p", ["age", "zip"], 10, privacy=constraints)
     rebuilt, unchecked = recorded_constraints(manifest.read(con, release.view))
     assert rebuilt == constraints and unchecked == ()
     assert release_workload(manifest.read(con, release.view)) == {
@@ -292,7 +294,7 @@ def test_failing_requirement_after_deletes(con):
     """A live view follows deletes and suppresses a class that falls below k (the requirement
     holds); a snapshot whose own rows are deleted fails it, and the report says FAILS."""
     _people(con, "p")
-    release = sqlanon.anonymize(con, "p", ["age"], 10, key="id")  # a live view: it follows the deletes
+    release = sqlanon.anonymize(con, "p", ["age"], 10, output=sqlanon.Output(key="id"))  # a live view: it follows the deletes
     smallest = con.execute("SELECT eq_class FROM p_anon GROUP BY eq_class ORDER BY count(*), eq_class LIMIT 1").fetchone()[0]
     members = [r[0] for r in rows(con, "SELECT key0 FROM p_anon_rowmap WHERE region = ? ORDER BY key0", [smallest])]
     assert len(members) == 10
@@ -412,8 +414,8 @@ def test_same_report_on_both_engines(pg_con):
         reports = []
         for con in (duck, pg_con):
             load_frame(con, "p", data, primary_key="id", types={"age": "INTEGER"})
-            sqlanon.anonymize(con, "p", ["age", "zip", "sex"], 15, sensitive="dx", l=2, target="y", key="id",
-                              selections=["age > 40 AND sex = 'F'"])
+            sqlanon.anonymize(con, "p", ["age", "zip", "sex"], 15, sensitive="dx", l=2, target="y",
+                              selections=["age > 40 AND sex = 'F'"], output=sqlanon.Output(key="id"))
             run(con, "DELETE FROM p WHERE id < 7")  # a live view: some classes now suppressed
             reports.append({f: report(con, "p_anon", format=f, numeric_targets=["pay"], sensitive=["dx", "pay"])
                             for f in ("markdown", "json", "html")})

@@ -294,7 +294,8 @@ def test_rows_of_no_region(con):
     rows = [(i, i % 10, i % 4, "p1", "x") for i in range(40)]
     make_table(con, rows)
     # key="id": a live view, which shows the row inserted below (the table declares no key)
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "h"], k=4, hierarchies={"h": H}, key="id")
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "h"], k=4, hierarchies={"h": H},
+                                output=sqlanon.Output(key="id"))
     run(con, "INSERT INTO t VALUES (100, 3, 1, 'p1', 'x')")
     assert fetch_rows(con, f'SELECT id, a_min, a_max, b_min, b_max, h FROM "{release.view}" '
                            "WHERE eq_class IS NULL") == [(100, 0, 9, 0, 3, "*")]
@@ -348,7 +349,7 @@ def release_forms(con, release):
 def test_quoted_names(con):
     load_frame(con, "my table", pd.DataFrame({"the id": range(60), "zip code": [i % 10 for i in range(60)],
                                               "Age": [i % 3 for i in range(60)]}))
-    release = sqlanon.anonymize(con, "my table", qid=["zip code", "Age"], k=5, view="my view")
+    release = sqlanon.anonymize(con, "my table", qid=["zip code", "Age"], k=5, output=sqlanon.Output(view="my view"))
     sql = rewrite('SELECT "the id" FROM "my table" WHERE "zip code" BETWEEN 3 AND 4 AND age = 1', release, con=con)
     assert sql.startswith('SELECT "the id" FROM "my view" WHERE')
     got = ids(con, sql)

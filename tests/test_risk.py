@@ -41,7 +41,7 @@ def test_release_before_and_after(con):
     load_frame(con, "t", frame, primary_key="id")
     before = sqlanon.risk(con, "t", qid=["age"])
     assert before.highest == 1.0 and before.unique == 1.0 and before.average == 1.0
-    release = sqlanon.anonymize(con, "t", qid=["age"], k=2, view="t_anon", replace=True)
+    release = sqlanon.anonymize(con, "t", qid=["age"], k=2, output=sqlanon.Output(view="t_anon", replace=True))
     after = sqlanon.risk(con, release)
     assert after.release and after.qid == ("age",) and after.rows == 12 and after.suppressed == 0
     assert after.classes == release.partitions and after.highest == pytest.approx(1 / release.k_achieved)
@@ -107,7 +107,7 @@ def test_spark_raw_table_and_release(spark):
     r = sqlanon.risk(spark, "t", qid=["q", "z"], population="pop")
     assert (r.rows, r.classes) == (7, 4) and r.average == pytest.approx(4 / 7) and r.unique == pytest.approx(2 / 7)
     assert r.journalist.highest == 1.0 and r.marketer == pytest.approx(3 / 7)
-    release = sqlanon.anonymize(spark, "t", qid=["q"], k=2, view="t_anon")
+    release = sqlanon.anonymize(spark, "t", qid=["q"], k=2, output=sqlanon.Output(view="t_anon"))
     after = sqlanon.risk(spark, release)
     assert after.release and after.classes == release.partitions and after.highest == pytest.approx(1 / release.k_achieved)
     # the measures' GROUP BY and window ranks on Spark: the table's own classes, by hand

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, load_frame, run
+from conftest import frame, load_frame, run, request_options
 from sqlanon.model.stats import ClassStats
 from sqlanon.model.privacy.anonymity import k_threshold
 from sqlanon.model.privacy.diversity import CLTest, EntropyTest, entropy_statistic, recursive_cl_statistic
@@ -100,11 +100,11 @@ def test_sample_growth_stops_where_the_population_fits():
 
     sample_mod._grow = grow
     try:
-        release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, strategy="sample", sample_rows=2000,
-                                    memory_rows=2000)
+        release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=2000, memory_rows=2000)))
     finally:
         sample_mod._grow = real
-    assert release.sample_rounds == 1 and release.k_achieved >= 5
+    assert release.outcome.rounds == 1 and release.k_achieved >= 5
     (forest,) = forests
     leaves = forest.is_leaf
     assert 8 <= leaves.sum() <= 32  # 20000 rows into parts of at most 2000: 16 by halving
@@ -177,11 +177,11 @@ def test_sample_strategy_is_k_anonymous_tiled_and_minimal(case, sample_rows, con
     df, qid, k, rows = case
     con = duckdb.connect()
     data = load(con, df)
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=rows, strategy="sample",
-                                sample_rows=sample_rows, confidence=confidence, seed=seed, memory_rows=3)
-    assert release.strategy == "sample"
-    assert release.distance_from_minimal == 0
-    assert (release.sample_rounds > 0) == (len(df) > sample_rows)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=rows,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=sample_rows, confidence=confidence, seed=seed, memory_rows=3)))
+    assert release.outcome.strategy == "sample"
+    assert release.outcome.distance_from_minimal == 0
+    assert (release.outcome.rounds > 0) == (len(df) > sample_rows)
     check_release(con, release, data, qid, k, _hierarchies(data, rows))
 
 
@@ -218,9 +218,8 @@ def test_sample_strategy_satisfies_every_constraint_and_criterion(case, sample_r
     verdict = judge(data, constraint) if constraint else (lambda rows: True)
     if not verdict(np.arange(len(data))):
         return  # infeasible: refused before any work (tests/test_workload.py)
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=constraints,
-                                criterion=criterion, strategy="sample", sample_rows=sample_rows,
-                                confidence=confidence, memory_rows=4)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=4)))
     classes = _classes(con, release)
     for ids in classes:
         assert len(ids) >= k and verdict(np.array(ids))
@@ -260,9 +259,8 @@ def test_pruning_keeps_skewed_tables_sound(n, seed, sample_rows, kind, crit):
     verdict = judge(data, constraint) if constraint else (lambda rows: True)
     if not verdict(np.arange(len(data))):
         return
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=15, constraints=constraints, criterion=criterion,
-                                strategy="sample", sample_rows=sample_rows, confidence=0.3, seed=seed % 1000,
-                                memory_rows=50)
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=15, privacy=constraints,
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(rows=sample_rows, confidence=0.3, seed=seed % 1000, memory_rows=50)))
     for ids in _classes(con, release):
         assert len(ids) >= 15 and verdict(np.array(ids))
     assert release.k_achieved >= 15
@@ -273,11 +271,11 @@ def test_pruning_happens_and_is_counted():
     four classes' rows: growth goes down to partitions of about that size)."""
     con = duckdb.connect()
     load(con, _skewed(3000, 1))
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25, strategy="sample", sample_rows=100,
-                                confidence=0.05, memory_rows=100)
-    assert release.pruned > 0
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=100, confidence=0.05, memory_rows=100)))
+    assert release.outcome.pruned > 0
     assert release.k_achieved >= 25
-    assert release.sample_rounds >= 1 and release.writes >= 1 and release.scans >= 4
+    assert release.outcome.rounds >= 1 and release.outcome.writes >= 1 and release.outcome.scans >= 4
 
 
 def test_a_round_that_prunes_rewrites_again_with_the_pruned_tree(monkeypatch):
@@ -303,9 +301,9 @@ def test_a_round_that_prunes_rewrites_again_with_the_pruned_tree(monkeypatch):
     monkeypatch.setattr(sample, "_prune", spy_prune)
     con = duckdb.connect()
     load(con, _skewed(3000, 1))
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25, strategy="sample", sample_rows=100,
-                                confidence=0.05, memory_rows=100)
-    assert release.pruned == sum(prunes) > 0 and release.k_achieved >= 25
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=25,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=100, confidence=0.05, memory_rows=100)))
+    assert release.outcome.pruned == sum(prunes) > 0 and release.k_achieved >= 25
     i = 0
     for pruned in prunes:  # each round: the whole tree, then the pruned one if pruning removed nodes
         kept, grown = calls[i]
@@ -314,7 +312,7 @@ def test_a_round_that_prunes_rewrites_again_with_the_pruned_tree(monkeypatch):
         if pruned and i < len(calls) and calls[i][1] == grown and calls[i][0] == grown - pruned:
             i += 1
     assert i == len(calls) > len(prunes)  # every rewrite accounted for, and a round rewrote twice
-    assert release.writes >= len(calls)  # (and one per SQL level of the partitions Rothko-T took)
+    assert release.outcome.writes >= len(calls)  # (and one per SQL level of the partitions Rothko-T took)
 
 
 @pytest.mark.engines("duckdb")
@@ -330,16 +328,16 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
     finish. A source read directly by its integer key (``key="id"``), whose two reads the run
     does not pin, is encoded to a table. Either way the release is the one a table gives, also
     with several rounds, pruning and partitions handed to Rothko-T."""
-    from sqlanon import api
+    from sqlanon.mondrian import algorithm
 
     statements = duckdb_statements(monkeypatch)
     con = duckdb.connect()
     load(con, _skewed(rows, seed))
     kw = dict(qid=["a", "b", "c"], k=k, strategy="sample", sample_rows=sample_rows, confidence=confidence,
               memory_rows=sample_rows, key=key, replace=True)
-    release = sqlanon.anonymize(con, "t", **kw)
-    assert release.verification.ok and release.rescued > 0
-    assert (release.pruned > 0 and release.sample_rounds > 1) if rows == 3000 else release.sample_rounds == 1
+    release = sqlanon.anonymize(con, "t", **request_options(**kw))
+    assert release.verification.ok and release.outcome.rescued > 0
+    assert (release.outcome.pruned > 0 and release.outcome.rounds > 1) if rows == 3000 else release.outcome.rounds == 1
     encoded = [re.search(r'CREATE TEMPORARY (VIEW|TABLE) "__sqlanon_\w+_work"', sql) for sql in statements]
     kinds = [m.group(1) for m in encoded if m]
     assert kinds == (["TABLE"] if key else ["VIEW"])
@@ -352,11 +350,11 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
                       len(statements))
         assert begin < rewrite < commit < finish
     with_view = (partition_of(con, release.view), rules_frame(con, release))
-    monkeypatch.setattr(api, "reads_work_as_view", lambda *a: False)
+    monkeypatch.setattr(algorithm, "reads_work_as_view", lambda *a: False)
     statements.clear()
-    table = sqlanon.anonymize(con, "t", **kw)
+    table = sqlanon.anonymize(con, "t", **request_options(**kw))
     assert any(re.search(r'CREATE TEMPORARY TABLE "__sqlanon_\w+_work"', sql) for sql in statements)
-    assert (table.pruned, table.sample_rounds, table.rescued) == (release.pruned, release.sample_rounds, release.rescued)
+    assert (table.outcome.pruned, table.outcome.rounds, table.outcome.rescued) == (release.outcome.pruned, release.outcome.rounds, release.outcome.rescued)
     assert partition_of(con, table.view) == with_view[0]
     pd.testing.assert_frame_equal(rules_frame(con, table), with_view[1])
 
@@ -373,10 +371,10 @@ def test_a_sample_of_the_whole_table_equals_levels(case, memory_rows):
         return
     out = []
     for strategy in ("levels", "sample"):
-        release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=constraints,
-                                    criterion=criterion, memory_rows=memory_rows, strategy=strategy,
-                                    sample_rows=len(df), replace=True)
-        assert release.strategy == strategy and release.sample_rounds == 0
+        release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
+                                    algorithm=sqlanon.Mondrian(criterion, strategy=(sqlanon.Sample(rows=len(df), memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                    output=sqlanon.Output(replace=True))
+        assert release.outcome.strategy == strategy and release.outcome.rounds == 0
         out.append((partition_of(con, release.view), rules_frame(con, release)))
     assert out[0][0] == out[1][0]
     pd.testing.assert_frame_equal(out[0][1], out[1][1])
@@ -388,9 +386,10 @@ def test_same_seed_same_release_on_both_engines(con):
     load(con, df)
     runs = {}
     for seed in (3, 3, 4):
-        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=10, strategy="sample", sample_rows=100,
-                                    seed=seed, replace=True, sensitive="s", l=2)
-        assert release.k_achieved >= 10 and release.sample_rounds >= 1
+        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=10, sensitive="s", l=2,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=100, seed=seed)),
+                                    output=sqlanon.Output(replace=True))
+        assert release.k_achieved >= 10 and release.outcome.rounds >= 1
         runs.setdefault(seed, []).append(rules_frame(con, release))
     pd.testing.assert_frame_equal(runs[3][0], runs[3][1])
 
@@ -407,8 +406,10 @@ def test_the_first_round_reads_a_view_only_where_the_engine_samples_it_cheaply(c
     monkeypatch.setattr(Engine, "create_temp_view",
                         lambda self, purpose, query: (views.append(purpose), made(self, purpose, query))[1])
     load(con, _skewed(800, 7))
-    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=10, strategy="sample", sample_rows=100, replace=True)
-    assert release.sample_rounds >= 1 and release.verification.ok
+    release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=10,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=100)),
+                                output=sqlanon.Output(replace=True))
+    assert release.outcome.rounds >= 1 and release.verification.ok
     assert ("work" in views) == engine_for(con).samples_views == (engine_for(con).name == "duckdb")
 
 
@@ -441,12 +442,14 @@ def test_sample_rounds_redraw_when_the_filter_lets_too_few_through(monkeypatch):
 
     con = duckdb.connect()
     load_frame(con, "t", pd.DataFrame({"a": np.arange(3000) % 97, "b": np.arange(3000) % 13}), primary_key=None)
-    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, strategy="sample", sample_rows=400, memory_rows=300)
+    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=400, memory_rows=300)))
     real = DuckDBEngine.sample
     monkeypatch.setattr(DuckDBEngine, "sample", lambda self, rel, rows, seed, key="rid", total=None:
                         real(self, rel, rows, seed, key, None if total is None else total * 10**6))
-    again = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, strategy="sample", sample_rows=400, memory_rows=300,
-                              view="t_again")
+    again = sqlanon.anonymize(con, "t", qid=["a", "b"], k=5,
+                              algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=400, memory_rows=300)),
+                              output=sqlanon.Output(view="t_again"))
     pd.testing.assert_frame_equal(rules_frame(con, release), rules_frame(con, again))
 
 
@@ -457,15 +460,16 @@ def test_sample_rounds_redraw_when_the_filter_lets_too_few_through(monkeypatch):
     ({"confidence": 1.0}, "confidence must be a number strictly between 0 and 1"),
     ({"confidence": "high"}, "confidence must be"),
     ({"seed": -1}, "seed must be an integer"),
-    ({"strategy": "sample", "recoding": "single"}, "recoding=\"single\" has no use for it"),
 ])
 def test_bad_sampling_arguments_are_refused_before_any_work(kw, match):
     con = duckdb.connect()
     load(con, _skewed(50, 1))
     before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
-    with pytest.raises(sqlanon.InputError, match=match):
-        sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, **kw)
+    with pytest.raises(sqlanon.InputError, match=match):  # (the objects check their arguments: built inside)
+        sqlanon.anonymize(con, "t", qid=["a", "b"], k=5, **request_options(**kw))
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == before
+    with pytest.raises(TypeError, match="strategy"):  # a sampling strategy is Mondrian's: TopDown has none
+        sqlanon.TopDown(strategy=sqlanon.Sample())
 
 
 @pytest.mark.spark
@@ -474,9 +478,9 @@ def test_sample_strategy_on_spark(spark):
     df = _skewed(300, 3)
     df.insert(0, "id", np.arange(len(df)))
     spark.createDataFrame(df).write.mode("overwrite").saveAsTable("rothko_s")
-    release = sqlanon.anonymize(spark, "rothko_s", qid=["a", "b", "c"], k=12, strategy="sample", sample_rows=150,
-                                memory_rows=1000)
-    assert release.strategy == "sample" and release.sample_rounds >= 1 and release.k_achieved >= 12
+    release = sqlanon.anonymize(spark, "rothko_s", qid=["a", "b", "c"], k=12,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=150, memory_rows=1000)))
+    assert release.outcome.strategy == "sample" and release.outcome.rounds >= 1 and release.k_achieved >= 12
     assert release.verification.ok
 
 
@@ -490,16 +494,19 @@ def test_cli_and_report_say_how_the_partition_was_computed(capsys, tmp_path):
     assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "sample",
                  "--sample-rows", "150", "--confidence", "0.9", "--seed", "5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["strategy"] == "sample" and document["sample_rounds"] >= 1 and document["k_achieved"] >= 10
+    assert document["outcome"]["strategy"] == "sample" and document["outcome"]["rounds"] >= 1
+    assert document["algorithm"]["strategy"]["rows"] == 150 and document["k_achieved"] >= 10
     assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "levels", "--replace"]) == 0
     out = capsys.readouterr().out
     assert "partitioning  levels (Rothko-T):" in out
     assert main(["anonymize", str(path), "t", "--qid", "a,b", "--k", "10", "--strategy", "rows"]) == 2
     con = duckdb.connect(str(path))
-    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=10, strategy="sample", sample_rows=150, replace=True)
+    release = sqlanon.anonymize(con, "t", qid=["a", "b"], k=10,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=150)),
+                                output=sqlanon.Output(replace=True))
     text = sqlanon.report(con, release, format="markdown")
-    assert f"Partitioning: sample (Rothko-S): {release.sample_rounds} sample round(s)" in text
-    assert json.loads(sqlanon.report(con, release, format="json"))["partitioning"]["pruned"] == release.pruned
+    assert f"Partitioning: sample (Rothko-S): {release.outcome.rounds} sample round(s)" in text
+    assert json.loads(sqlanon.report(con, release, format="json"))["partitioning"]["pruned"] == release.outcome.pruned
 
 
 def test_unsplit_partitions_of_a_round_keep_their_rows_once():
@@ -509,9 +516,9 @@ def test_unsplit_partitions_of_a_round_keep_their_rows_once():
     df = pd.DataFrame({"q0": ["v0"] * 20 + [None, None], "q1": ["v0"] * 22, "payload": [f"p{i}" for i in range(22)]})
     data = load(con, df)
     rows = {"q0": [["v0", "g0", "*"]], "q1": [["v0", "g0", "*"]]}
-    release = sqlanon.anonymize(con, "t", qid=["q0", "q1"], k=1, hierarchies=rows, strategy="sample",
-                                sample_rows=1, confidence=0.05, memory_rows=3)
-    assert release.sample_rounds >= 2
+    release = sqlanon.anonymize(con, "t", qid=["q0", "q1"], k=1, hierarchies=rows,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=1, confidence=0.05, memory_rows=3)))
+    assert release.outcome.rounds >= 2
     check_release(con, release, data, ["q0", "q1"], 1, _hierarchies(data, rows))
 
 
@@ -520,8 +527,9 @@ def test_selection_mondrian_on_a_sample(con):
     df = _skewed(900, 11)
     load(con, df)
     release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=12, selections=["a > 20 AND b <= 3", "c = 1"],
-                                sensitive="s", l=1.5, strategy="sample", sample_rows=200, seed=2)
-    assert release.strategy == "sample" and release.sample_rounds >= 1
+                                sensitive="s", l=1.5,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=200, seed=2)))
+    assert release.outcome.strategy == "sample" and release.outcome.rounds >= 1
     check = sqlanon.verify(con, release.view, ["a", "b", "c"], 12, constraints=[sqlanon.EntropyLDiversity("s", 1.5)])
     assert check.ok and release.k_achieved >= 12
     assert all(p.imprecision >= 0 for p in release.imprecision().predicates)
@@ -531,11 +539,12 @@ def test_release_files_take_the_sampling_keys(tmp_path):
     from sqlanon.request.config import load_config
 
     path = tmp_path / "r.toml"
-    body = ('[release]\ntable = "t"\nstrategy = "sample"\nsample_rows = 500\nconfidence = 0.9\nseed = 7\n'
-            '[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
+    body = ('[release]\ntable = "t"\n[algorithm]\nstrategy = "sample"\nsample_rows = 500\nconfidence = 0.9\n'
+            'seed = 7\n[[qi]]\nname = "a"\n[privacy]\nk = 5\n')
     path.write_text(body)
-    kwargs = load_config(path).anonymize_kwargs()
-    assert (kwargs["strategy"], kwargs["sample_rows"], kwargs["confidence"], kwargs["seed"]) == ("sample", 500, 0.9, 7)
+    assert load_config(path).algorithm == (("strategy", "sample"), ("sample_rows", 500), ("confidence", 0.9), ("seed", 7))
+    assert sqlanon.Request.from_toml(path).algorithm == sqlanon.Mondrian(
+        strategy=sqlanon.Sample(rows=500, confidence=0.9, seed=7))
     path.write_text(body.replace('"sample"', '"sampled"'))
-    with pytest.raises(sqlanon.InputError, match="release.strategy"):
-        load_config(path)
+    with pytest.raises(sqlanon.InputError, match="algorithm: strategy must be one of"):
+        sqlanon.Request.from_toml(path)

@@ -285,10 +285,9 @@ def test_qis_from_spec_and_manifest(adult):
     import sqlanon
     from sqlanon.publish import manifest
     from sqlanon.engine import engine_for
-    from sqlanon.request.spec import resolve
-
     con, hierarchies = adult
-    spec = resolve(engine_for(con), "adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})
+    request = sqlanon.Request("adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})
+    spec = request.resolve(engine_for(con))
     from_spec = spec.qis
     assert [(q.name, q.kind, q.data_type) for q in from_spec] == [("age", "numeric", "BIGINT"),
                                                                     ("education", "hierarchy", "VARCHAR")]

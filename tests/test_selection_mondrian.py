@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import load_frame, objects, quote, rows
+from conftest import load_frame, objects, quote, rows, request_options
 from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.selection import parse_selection
@@ -100,19 +100,20 @@ def test_selection_mondrian_equals_the_oracle(case, memory_rows):
     assume(sum(len(parse_selection(p, qis).boxes) for p in predicates) == len(members))
     con = duckdb.connect()
     load(con, df)
-    target = {"criterion": inner} if not isinstance(inner, sqlanon.Median) else {}
+    criterion = inner if not isinstance(inner, sqlanon.Median) else None
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, selections=predicates,
-                                memory_rows=memory_rows, **target)
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Levels(memory_rows=memory_rows)))
     impurity, weak = selection_oracle(df, members, inner)
     assert partition_of(con, release.view) == reference_mondrian(df, qid, k, hierarchies, impurity=impurity, weak=weak)
     assert release.selections == tuple(predicates)
 
 
 def test_explicit_criterion_equals_the_keyword(people):
-    via_keyword = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, selections=["age > 40"],
-                                    target="label", view="a")
-    explicit = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, view="b",
-                                 criterion=sqlanon.Selections(["age > 40"], then=sqlanon.InfoGain("label")))
+    via_keyword = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, selections=["age > 40"], target="label",
+                                    output=sqlanon.Output(view="a"))
+    explicit = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5,
+                                 algorithm=sqlanon.Mondrian(sqlanon.Selections(["age > 40"], then=sqlanon.InfoGain("label"))),
+                                 output=sqlanon.Output(view="b"))
     assert partition_of(people, via_keyword.view) == partition_of(people, explicit.view)
     m = sqlanon.publish.manifest.read(people, "b")
     assert m.selections == ("age > 40",)
@@ -141,7 +142,7 @@ def test_selection_splits_along_the_query_region(people):
 def test_bad_selections_fail_before_any_work(people, kwargs, error, text):
     before = objects(people)
     with pytest.raises(error, match=text):
-        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **kwargs)
+        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **request_options(**kwargs))
     assert objects(people) == before
 
 
@@ -185,7 +186,7 @@ def test_selection_mondrian_beats_median_on_c2(agrawal, k):
     c2 = " OR ".join(f"({b})" for b in C2_BOXES)
 
     def imprecision(qid, **kw) -> int:
-        release = sqlanon.anonymize(con, "agrawal", qid=qid, k=k, view="v", replace=True, **kw)
+        release = sqlanon.anonymize(con, "agrawal", qid=qid, k=k, output=sqlanon.Output(view="v", replace=True), **kw)
         return sqlanon.imprecision(con, release, c2).total
 
     selection = imprecision(qis, selections=C2_BOXES)
@@ -203,7 +204,7 @@ def test_release_reports_its_imprecision(people):
     assert sqlanon.metrics(people, release).imprecision == {p.text: p.imprecision for p in measured.predicates}
     assert sqlanon.metrics(people, release.view, selections=["age < 30"]).imprecision == {
         "age < 30": sqlanon.imprecision(people, release, "age < 30").total}
-    plain = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, view="plain")
+    plain = sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, output=sqlanon.Output(view="plain"))
     assert sqlanon.metrics(people, plain).imprecision == {}
     with pytest.raises(sqlanon.InputError, match="no selections"):
         plain.imprecision()

@@ -128,10 +128,11 @@ def test_release(con):
     load_frame(con, "t", df)
     seen = []
     release = sqlanon.anonymize(con, "t", qid=["t", "s", "num"], k=15, hierarchies={"t": TREE, "s": SMALL},
-                                target="lab", recoding="single", search="genetic", metric="CM", suppression=0.03,
-                                seed=3, iterations=400, key="id", progress=seen.append)
-    assert release.search == "genetic" and release.verification.ok and release.suppressed <= 15
-    assert seen and seen[-1].phase == "genetic" and seen[-1].level == 400 and seen[-1].best == release.score
+                                target="lab", suppression=0.03, progress=seen.append,
+                                algorithm=sqlanon.Genetic(metric="CM", iterations=400, seed=3),
+                                output=sqlanon.Output(key="id"))
+    assert release.outcome.search == "genetic" and release.verification.ok and release.suppressed <= 15
+    assert seen and seen[-1].phase == "genetic" and seen[-1].level == 400 and seen[-1].best == release.outcome.score
     view = frame(con, f'SELECT * FROM "{release.view}" ORDER BY id')
     assert len(view) == len(df) and view["lab"].tolist() == df["lab"].tolist()
     sizes = view[view["eq_class"].notna()].groupby("eq_class").size()
@@ -140,11 +141,10 @@ def test_release(con):
     assert len(gone) == release.suppressed
     assert (gone["t"] == "*").all() and (gone["num_min"] == df["num"].min()).all() and (gone["num_max"] == df["num"].max()).all()
     m = sqlanon.metrics(con, release, targets=["lab"])
-    assert m.cm["lab"] == pytest.approx(release.score) and m.suppressed == release.suppressed
+    assert m.cm["lab"] == pytest.approx(release.outcome.score) and m.suppressed == release.suppressed
     lm = sqlanon.anonymize(con, "t", qid=["t", "s", "num"], k=15, hierarchies={"t": TREE, "s": SMALL},
-                           recoding="single", search="genetic", metric="LM", suppression=0.03, seed=3,
-                           iterations=300, view="t_lm")
-    assert sqlanon.metrics(con, lm).lm == pytest.approx(lm.score)
-    with pytest.raises(RecodingError, match="budget"):
-        sqlanon.anonymize(con, "t", qid=["t", "s"], k=5, hierarchies={"t": TREE, "s": SMALL}, recoding="single",
-                          search="genetic", max_seconds=3, view="t_x")
+                           suppression=0.03, algorithm=sqlanon.Genetic(metric="LM", iterations=300, seed=3),
+                           output=sqlanon.Output(view="t_lm"))
+    assert sqlanon.metrics(con, lm).lm == pytest.approx(lm.outcome.score)
+    with pytest.raises(TypeError, match="max_seconds"):  # top-down refinement's budget: the GA's is budget=
+        sqlanon.Genetic(max_seconds=3)

@@ -95,17 +95,19 @@ def test_example5_in_the_database(table2):
     con = table2
     hierarchies = {"Education": EDU2, "Sex": SEX}
     qid = ["Education", "Sex", "Work_Hrs"]
-    score = sqlanon.anonymize(con, "t", qid=qid, k=4, target="Class", recoding="single", hierarchies=hierarchies)
+    score = sqlanon.anonymize(con, "t", qid=qid, k=4, target="Class", hierarchies=hierarchies,
+                              algorithm=sqlanon.TopDown())
     # Table 2e: ANY_Edu, {M, F} x {[1-40), [40-99)}; intervals published by their bounds
     assert masked(con, score.view) == [("ANY_Edu", "F", 30, 30, 0, 6), ("ANY_Edu", "F", 40, 40, 0, 8),
                                        ("ANY_Edu", "M", 30, 30, 0, 6), ("ANY_Edu", "M", 40, 40, 20, 0)]
-    assert score.refinements == 2 and score.k_achieved == 6 and score.verification.ok
-    gain = sqlanon.anonymize(con, "t", qid=qid, k=4, criterion=sqlanon.InfoGain("Class"), recoding="single",
-                             hierarchies=hierarchies, view="by_gain")
+    assert score.outcome.refinements == 2 and score.k_achieved == 6 and score.verification.ok
+    gain = sqlanon.anonymize(con, "t", qid=qid, k=4, hierarchies=hierarchies,
+                             algorithm=sqlanon.TopDown(sqlanon.InfoGain("Class")),
+                             output=sqlanon.Output(view="by_gain"))
     # Table 2c: the 24 records of 10th mix 20Y and 4N
     assert masked(con, gain.view) == [("10th", "ANY_Sex", 30, 40, 20, 4), ("8th", "ANY_Sex", 30, 40, 0, 4),
                                       ("9th", "ANY_Sex", 30, 40, 0, 12)]
-    assert gain.refinements == 1 and gain.k_achieved == 4
+    assert gain.outcome.refinements == 1 and gain.k_achieved == 4
 
 
 @pytest.mark.engines("duckdb", "postgres")
@@ -121,10 +123,11 @@ def test_example5_on_every_engine(con):
     load_frame(con, "t", df, primary_key="id")
     hierarchies = {"Education": EDU2, "Sex": SEX}
     release = sqlanon.anonymize(con, "t", qid=["Education", "Sex", "Work_Hrs"], k=4, target="Class",
-                                recoding="single", hierarchies=hierarchies)
-    assert not release.materialized and release.refinements == 2 and release.k_achieved == 6
+                                hierarchies=hierarchies, algorithm=sqlanon.TopDown())
+    assert not release.materialized and release.outcome.refinements == 2 and release.k_achieved == 6
     got = frame(con, 'SELECT "Sex", "Work_Hrs_min", count(*) AS n FROM t_anon GROUP BY 1, 2 ORDER BY 1, 2')
     assert got.values.tolist() == [["F", 30, 6], ["F", 40, 8], ["M", 30, 6], ["M", 40, 20]]
-    two = sqlanon.anonymize(con, "t", qids=[(["Education", "Sex"], 4), (["Sex", "Work_Hrs"], 11)], target="Class",
-                            recoding="single", hierarchies=hierarchies, view="two")
+    two = sqlanon.anonymize(con, "t", target="Class", hierarchies=hierarchies,
+                            privacy=[sqlanon.KAnonymity(4, qid=["Education", "Sex"]), sqlanon.KAnonymity(11, qid=["Sex", "Work_Hrs"])],
+                            algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="two"))
     assert two.verification.ok and [q.ok for q in two.verification.qids] == [True, True]

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon.cli import main
 from sqlanon.errors import InputError, RecodingError, UnknownColumnError
 from sqlanon.request.config import load_config
@@ -103,12 +104,13 @@ def test_random_releases(seed: int, rows: int, labelled: bool, shape: str, k: in
         qids = [(["num"], k + 5), (["txt", "day"], k), (["num", "cat"], 2)]
         request = {"qids": qids}
     heard: list[sqlanon.Progress] = []
-    release = sqlanon.anonymize(con, "t", recoding="single", hierarchies={"cat": TREE}, progress=heard.append,
-                                target="y" if labelled else None, max_steps=steps, **request)
-    assert [p.level for p in heard] == list(range(1, release.refinements + 1))
+    release = sqlanon.anonymize(con, "t", hierarchies={"cat": TREE}, progress=heard.append,
+                                target="y" if labelled else None, algorithm=sqlanon.TopDown(max_steps=steps),
+                                **request_options(**request))
+    assert [p.level for p in heard] == list(range(1, release.outcome.refinements + 1))
     if steps is not None:
-        assert release.refinements <= steps
-        assert any("budget" in n for n in release.notes) == (release.refinements == steps)
+        assert release.outcome.refinements <= steps
+        assert any("budget" in n for n in release.notes) == (release.outcome.refinements == steps)
     check_single(con, release, data, qids)
 
 
@@ -118,10 +120,11 @@ def test_several_qids_distort_less_than_their_union():
     con = duckdb.connect()
     data = _random_table(7, 400)
     _load(con, data)
-    union = sqlanon.anonymize(con, "t", qid=["num", "cat", "txt", "day"], k=10, target="y", recoding="single",
-                              hierarchies={"cat": TREE}, view="u")
-    split = sqlanon.anonymize(con, "t", qids=[(["num", "cat"], 10), (["txt", "day"], 10)], target="y",
-                              recoding="single", hierarchies={"cat": TREE}, view="s")
+    union = sqlanon.anonymize(con, "t", qid=["num", "cat", "txt", "day"], k=10, target="y",
+                              hierarchies={"cat": TREE}, algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="u"))
+    split = sqlanon.anonymize(con, "t", target="y", hierarchies={"cat": TREE},
+                              privacy=[sqlanon.KAnonymity(10, qid=["num", "cat"]), sqlanon.KAnonymity(10, qid=["txt", "day"])],
+                              algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="s"))
     assert split.partitions > union.partitions
     check_single(con, split, data, [(["num", "cat"], 10), (["txt", "day"], 10)])
     with pytest.raises(RecodingError, match="several QIDs"):  # apply's enforce knows one k
@@ -135,10 +138,11 @@ def test_several_qids_distort_less_than_their_union():
 def test_adult(adult):
     con, hierarchies = adult
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
-    release = sqlanon.anonymize(con, "adult", qid=qid, k=50, target="salary-class", recoding="single",
-                                hierarchies={q: hierarchies[q] for q in qid if q != "age"})
+    release = sqlanon.anonymize(con, "adult", qid=qid, k=50, target="salary-class",
+                                hierarchies={q: hierarchies[q] for q in qid if q != "age"},
+                                algorithm=sqlanon.TopDown())
     assert release.verification.ok and release.k_achieved >= 50
-    assert release.refinements >= 5  # the brute-force oracle finds the same five on these data
+    assert release.outcome.refinements >= 5  # the brute-force oracle finds the same five on these data
     # single-dimensional: every age value lies in exactly one published interval
     ages = con.execute(f'SELECT DISTINCT age_min, age_max FROM "{release.view}" ORDER BY 1').fetchall()
     assert all(ages[i][1] < ages[i + 1][0] for i in range(len(ages) - 1))
@@ -146,9 +150,9 @@ def test_adult(adult):
     doc = json.loads(report)
     assert doc["verification"]["holds"] and doc["verification"]["qids"][0]["k"] == 50
     assert "QID age, sex, race" in sqlanon.report(con, release.view, format="markdown")
-    gain = sqlanon.anonymize(con, "adult", qid=qid, k=50, criterion=sqlanon.InfoGain("salary-class"),
-                             recoding="single", hierarchies={q: hierarchies[q] for q in qid if q != "age"},
-                             view="adult_gain")
+    gain = sqlanon.anonymize(con, "adult", qid=qid, k=50, hierarchies={q: hierarchies[q] for q in qid if q != "age"},
+                             algorithm=sqlanon.TopDown(sqlanon.InfoGain("salary-class")),
+                             output=sqlanon.Output(view="adult_gain"))
     assert gain.verification.ok and gain.k_achieved >= 50
 
 
@@ -159,21 +163,21 @@ def test_cli_and_release_file(tmp_path: Path, capsys):
     con.close()
     tree = tmp_path / "cat.csv"
     tree.write_text("a1;a;*\na2;a;*\na3;a;*\nb11;b1;b;*\nb12;b1;b;*\nb21;b2;b;*\n")
-    assert main(["anonymize", str(db), "t", "--recoding", "single", "--qids", "num,cat:5", "--qids", "cat,txt:8",
+    assert main(["anonymize", str(db), "t", "--algorithm", "topdown", "--qids", "num,cat:5", "--qids", "cat,txt:8",
                  "--hierarchy", f"cat={tree}", "--target", "y", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["recoding"] == "single" and doc["qids"] == [[["num", "cat"], 5], [["cat", "txt"], 8]]
+    assert doc["algorithm"]["name"] == "topdown" and doc["qids"] == [[["num", "cat"], 5], [["cat", "txt"], 8]]
     assert doc["criterion"] == "score('y')"
     toml = tmp_path / "release.toml"
-    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "from_file"\nrecoding = "single"\n'
-                    f'max_steps = 2\n[[qi]]\nname = "num"\n[[qi]]\nname = "cat"\nhierarchy = "{tree}"\n'
+    toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "from_file"\n'
+                    f'[algorithm]\nname = "topdown"\nmax_steps = 2\n[[qi]]\nname = "num"\n[[qi]]\nname = "cat"\nhierarchy = "{tree}"\n'
                     f'[privacy]\nqids = [{{ columns = ["num", "cat"], k = 6 }}]\n'
                     f'[workload]\ntarget = ["y"]\ncriterion = "infogain"\n')
     config = load_config(toml)
-    assert config.anonymize_kwargs()["qids"] == [(["num", "cat"], 6)]
+    assert sqlanon.Request.from_toml(toml).privacy == (sqlanon.KAnonymity(6, qid=["num", "cat"]),)
     assert main(["anonymize", "--config", str(toml), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["refinements"] <= 2 and doc["criterion"] == "infogain('y')"
+    assert doc["outcome"]["refinements"] <= 2 and doc["criterion"] == "infogain('y')"
     # the reloaded release verifies its QIDs from the manifest
     assert main(["verify", str(db), "from_file", "--qid", "num,cat", "--k", "1", "--class-column", "eq_class"]) == 0
     assert "ok: QID num, cat: k=6" in capsys.readouterr().out
@@ -188,7 +192,7 @@ def test_errors_before_any_work():
     before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]
     cases = [
         (UnknownColumnError, dict(qids=[(["num", "nope"], 3)], recoding="single")),
-        (RecodingError, dict(qids=[(["num"], 3)])),  # several QIDs need recoding="single"
+        (RecodingError, dict(qids=[(["num"], 3), (["txt"], 3)])),  # several QIDs need TopDown
         (RecodingError, dict(qid=["num"], k=3, recoding="single", selections="num > 3")),
         (RecodingError, dict(qid=["num"], k=3, recoding="single", sensitive="txt", l=2)),
         (RecodingError, dict(qid=["num"], k=3, recoding="single", target=["y", "txt"])),
@@ -197,14 +201,14 @@ def test_errors_before_any_work():
         (InputError, dict(qid=["num"], k=3, qids=[(["num"], 3)], recoding="single")),
         (InputError, dict(qids=[(["num"], 10**6)], recoding="single")),
         (InputError, dict(qids=[("num", 3)], recoding="single")),  # a string is not a column list
-        (InputError, dict(qid=["num"], k=3, recoding="diagonal")),
+        (InputError, dict(qid=["num"], k=3, algorithm="diagonal")),
     ]
     for error, kwargs in cases:
         with pytest.raises(error):
-            sqlanon.anonymize(con, "t", **kwargs)
+            sqlanon.anonymize(con, "t", **request_options(**kwargs))
     con.execute("UPDATE t SET txt = NULL WHERE id = 0")
     with pytest.raises(RecodingError, match="NULLs and no hierarchy"):
-        sqlanon.anonymize(con, "t", qid=["txt"], k=3, recoding="single")
+        sqlanon.anonymize(con, "t", qid=["txt"], k=3, algorithm=sqlanon.TopDown())
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == before
 
 
@@ -213,7 +217,7 @@ def test_explain_shows_the_compression(tmp_path: Path, capsys):
     con = duckdb.connect(str(db))
     _load(con, _random_table(5, 100))
     con.close()
-    assert main(["explain", str(db), "t", "--recoding", "single", "--qids", "num,txt:5", "--target", "y"]) == 0
+    assert main(["explain", str(db), "t", "--algorithm", "topdown", "--qids", "num,txt:5", "--target", "y"]) == 0
     text = capsys.readouterr().out
     assert "single-dimensional (top-down refinement), QIDs ['num', 'txt'] k=5" in text
     assert "Compress: one GROUP BY" in text and "Place the rows" in text
@@ -229,7 +233,9 @@ def test_live_view_keeps_every_qid():
     _load(con, data)
     con.execute("ALTER TABLE t ADD PRIMARY KEY (id)")
     qids = [(["num", "cat"], 10), (["txt", "day"], 20)]
-    release = sqlanon.anonymize(con, "t", qids=qids, target="y", recoding="single", hierarchies={"cat": TREE})
+    release = sqlanon.anonymize(con, "t", target="y", hierarchies={"cat": TREE},
+                                privacy=[sqlanon.KAnonymity(qk, qid=qc) for qc, qk in qids],
+                                algorithm=sqlanon.TopDown())
     assert not release.materialized
     check_single(con, release, data, qids)
     # shrink the smallest group of the first QID below 10

@@ -39,8 +39,9 @@ def test_spark_equals_duckdb(spark):
     out = []
     for con in (duckdb.connect(), spark):
         engine_for(con).create_from_frame("t", frame, replace=True)
-        release = sqlanon.anonymize(con, "t", qids=[(["num", "cat"], 8), (["cat", "txt"], 15)], target="y",
-                                    recoding="single", hierarchies={"cat": TREE}, view="t_tdr", replace=True)
+        release = sqlanon.anonymize(con, "t", target="y", hierarchies={"cat": TREE},
+                                    privacy=[sqlanon.KAnonymity(8, qid=["num", "cat"]), sqlanon.KAnonymity(15, qid=["cat", "txt"])],
+                                    algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="t_tdr", replace=True))
         assert release.verification.ok and all(q.ok for q in release.verification.qids)
-        out.append((release.refinements, _rows(con, release.rules), _rows(con, release.view)))
+        out.append((release.outcome.refinements, _rows(con, release.rules), _rows(con, release.view)))
     assert out[0] == out[1]

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
@@ -79,7 +80,8 @@ def _identical(spark, frame: pd.DataFrame, qid: list[str], **kwargs) -> None:
         for con in (duck, spark):
             load(con, "t", frame)
             try:
-                out.append(sqlanon.anonymize(con, "t", qid=qid, view="t_anon", replace=True, key="id", **kwargs))
+                out.append(sqlanon.anonymize(con, "t", qid=qid,
+                                             output=sqlanon.Output(view="t_anon", replace=True, key="id"), **request_options(**kwargs)))
             except sqlanon.InputError as e:
                 out.append(type(e).__name__)
         if isinstance(out[0], str):
@@ -128,8 +130,9 @@ def test_adult_publishes_duckdbs_rules(spark):
         out = []
         for con in (duck, spark):
             h = datasets.load_adult(con, "adult")
-            out.append(sqlanon.anonymize(con, "adult", qid=qid, k=25, memory_rows=8000, target="salary-class",
-                                         hierarchies={q: h[q] for q in qid if q != "age"}))
+            out.append(sqlanon.anonymize(con, "adult", qid=qid, k=25, target="salary-class",
+                                         hierarchies={q: h[q] for q in qid if q != "age"},
+                                         algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=8000))))
         assert rules(duck, out[0]) == rules(spark, out[1])
         assert out[1].materialized  # no key: a view of a snapshot
         assert sqlanon.verify(spark, out[1].view, qid=qid, k=25).ok
@@ -151,8 +154,8 @@ def test_consumers_agree_with_duckdb(spark):
         for con in (duck, spark):
             load(con, "p", frame)
             load(con, "fresh", frame.sample(150, random_state=1).reset_index(drop=True))
-            release = sqlanon.anonymize(con, "p", qid=["age", "zip", "sex"], k=20, sensitive="dx", l=2, key="id",
-                                        selections=["age < 40 AND sex = 'F'"])
+            release = sqlanon.anonymize(con, "p", qid=["age", "zip", "sex"], k=20, sensitive="dx", l=2,
+                                        selections=["age < 40 AND sex = 'F'"], output=sqlanon.Output(key="id"))
             v = sqlanon.verify(con, release.view, qid=["age", "zip", "sex"], k=20)
             applied = sqlanon.apply(con, release, "fresh", enforce=True)
             m = sqlanon.metrics(con, release)
@@ -177,7 +180,7 @@ def test_the_release_stays_fail_closed_while_the_source_changes(spark):
     whose QIs changed (the table rewritten), is published suppressed -- never in a class."""
     frame = people(300)
     load(spark, "p", frame)
-    release = sqlanon.anonymize(spark, "p", qid=["age", "zip"], k=10, key="id")
+    release = sqlanon.anonymize(spark, "p", qid=["age", "zip"], k=10, output=sqlanon.Output(key="id"))
     assert not release.materialized and release.rowmap
     spark.sql("INSERT INTO p VALUES (1000, 30, 3, 'F', 'x', 0.5)")  # a new row
     changed = table_of(spark, release.view)
@@ -190,7 +193,7 @@ def test_the_release_stays_fail_closed_while_the_source_changes(spark):
     assert v.ok and v.rows == 300 and sum(r for _, r, _ in v.suppressed) == 1
     # a temp view as the source: Spark keeps persistent views off temp objects, so a snapshot
     spark.table("p").createOrReplaceTempView("p_now")
-    snapshot = sqlanon.anonymize(spark, "p_now", qid=["age", "zip"], k=10, key="id")
+    snapshot = sqlanon.anonymize(spark, "p_now", qid=["age", "zip"], k=10, output=sqlanon.Output(key="id"))
     assert snapshot.materialized and snapshot.rowmap == "p_now_anon_rowmap" and snapshot.rows == 300
     assert sorted(r[0] for r in table_of(spark, snapshot.view)) == sorted(r[0] for r in table_of(spark, release.view))
 
@@ -202,9 +205,9 @@ def test_a_table_name_longer_than_a_file_name_is_refused_first(spark):
     load(spark, "p", people(60))
     before = {t.name for t in spark.catalog.listTables()}
     with pytest.raises(sqlanon.InputError, match=r"rules relation .* 256 bytes long .* at most 255 bytes"):
-        sqlanon.anonymize(spark, "p", qid=["age"], k=5, view="v" * 250)
+        sqlanon.anonymize(spark, "p", qid=["age"], k=5, output="v" * 250)
     assert {t.name for t in spark.catalog.listTables()} == before
-    release = sqlanon.anonymize(spark, "p", qid=["age"], k=5, view="v" * 248)  # v..._rowmap: 255 bytes
+    release = sqlanon.anonymize(spark, "p", qid=["age"], k=5, output="v" * 248)  # v..._rowmap: 255 bytes
     assert release.rowmap == "v" * 248 + "_rowmap" and len(table_of(spark, release.view)) == 60
 
 
@@ -216,7 +219,7 @@ def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):
 
     load(spark, "p", people(200))
     source = table_of(spark, "p")
-    first = sqlanon.anonymize(spark, "p", qid=["age", "zip"], k=10, key="id")
+    first = sqlanon.anonymize(spark, "p", qid=["age", "zip"], k=10, output=sqlanon.Output(key="id"))
     published = table_of(spark, first.view), table_of(spark, first.rules)
     names = {t.name for t in spark.catalog.listTables()}
 
@@ -227,10 +230,10 @@ def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):
     later = pipeline.publish_release.__defaults__[1:]  # check is the first default; the rest stay
     monkeypatch.setattr(pipeline.publish_release, "__defaults__", (failing, *later))
     with pytest.raises(sqlanon.VerificationError):
-        sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, key="id", replace=True)
+        sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, output=sqlanon.Output(replace=True, key="id"))
     assert {t.name for t in spark.catalog.listTables()} == names
     assert (table_of(spark, first.view), table_of(spark, first.rules)) == published
     with pytest.raises(sqlanon.VerificationError):
-        sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, key="id", view="other")
+        sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, output=sqlanon.Output(view="other", key="id"))
     assert {t.name for t in spark.catalog.listTables()} == names
     assert table_of(spark, "p") == source and temp_objects(spark) == []

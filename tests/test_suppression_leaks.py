@@ -99,8 +99,9 @@ def outlier_tables(draw):
 
 #: Every algorithm that supports suppression (Mondrian's levels, in SQL and in memory; the
 #: genetic search; TDR and Mondrian's sample strategy refuse suppression=), x every mode.
-ALGORITHMS = [dict(memory_rows=0), dict(memory_rows=10**6), dict(target="label"),
-              dict(recoding="single", search="genetic", iterations=30, seed=1)]
+ALGORITHMS = [dict(algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(0))),
+              dict(algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(10**6))), dict(target="label"),
+              dict(algorithm=sqlanon.Genetic(iterations=30, seed=1))]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -114,7 +115,8 @@ def test_no_suppressed_value_or_thin_extreme_is_printed(case, k, fraction, algor
     qid = [c for c in df.columns if c != "label"]
     try:
         release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, suppression=fraction,
-                                    published=published, key="id" if keyed else None, **algorithm)
+                                    published=published, **algorithm,
+                                    output=sqlanon.Output(key="id" if keyed else None))
     except sqlanon.SqlanonError as e:
         assert "cannot" in str(e) or "k=" in str(e) or "larger" in str(e), e
         return
@@ -124,7 +126,7 @@ def test_no_suppressed_value_or_thin_extreme_is_printed(case, k, fraction, algor
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(0, 49), min_size=24, max_size=40), st.lists(st.sampled_from(OUTLIERS[:2]), min_size=1, max_size=2),
-       st.integers(2, 4), st.sampled_from([dict(), dict(recoding="single", search="genetic", iterations=30, seed=2)]))
+       st.integers(2, 4), st.sampled_from([dict(), dict(algorithm=sqlanon.Genetic(iterations=30, seed=2))]))
 def test_hierarchy_mode(values, outliers, k, algorithm):
     """published="hierarchy": box edges never hold a suppressed-only value, and every interval a
     class or an empty region prints covers a published value."""
@@ -134,8 +136,9 @@ def test_hierarchy_mode(values, outliers, k, algorithm):
     con = duckdb.connect()
     load(con, pd.DataFrame({"age": pd.Series(ages, dtype="Int64")}))
     try:
-        release = sqlanon.anonymize(con, "t", qid=["age"], k=k, key="id", hierarchies={"age": rows},
-                                    published="hierarchy", suppression=0.1, **algorithm)
+        release = sqlanon.anonymize(con, "t", qid=["age"], k=k, hierarchies={"age": rows},
+                                    published="hierarchy", suppression=0.1, **algorithm,
+                                    output=sqlanon.Output(key="id"))
     except sqlanon.SqlanonError:
         return
     assert exposures(con, release, k) == []
@@ -148,7 +151,7 @@ def test_hierarchy_mode(values, outliers, k, algorithm):
 # -- the issue's cases, each failing before the fix ----------------------------------------------
 def _release(con, x, k, **kwargs):
     load(con, pd.DataFrame({"x": pd.Series(x, dtype="Int64")}))
-    return sqlanon.anonymize(con, "t", ["x"], k, key="id", replace=True, **kwargs)
+    return sqlanon.anonymize(con, "t", ["x"], k, **kwargs, output=sqlanon.Output(replace=True, key="id"))
 
 
 def test_mondrian_domain_never_prints_the_trimmed_outlier(con=None):
@@ -198,8 +201,9 @@ def test_genetic_never_prints_the_outlier():
     y = ["a" if i % 2 else "b" for i in range(40)] + ["c"]
     load(con, pd.DataFrame({"x": pd.Series(x, dtype="Int64"), "y": y}))
     for seed in (0, 1):
-        release = sqlanon.anonymize(con, "t", ["x", "y"], 5, key="id", recoding="single", search="genetic",
-                                    suppression=0.05, seed=seed, iterations=60, replace=True)
+        release = sqlanon.anonymize(con, "t", ["x", "y"], 5,
+                                    suppression=0.05, output=sqlanon.Output(replace=True, key="id"),
+                                    algorithm=sqlanon.Genetic(iterations=60, seed=seed))
         assert release.verification.ok and release.suppressed == 1
         assert con.execute(f'SELECT eq_class, x_min, x_max FROM "{release.view}" WHERE id = 40').fetchall() == [
             (None, 0, 39)]
@@ -228,8 +232,9 @@ def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypa
 
     con = duckdb.connect()
     load(con, pd.DataFrame({"x": pd.Series(list(range(20)) + [1000, 2000], dtype="Int64")}))
-    key = dict(key="id") if keyed else {}
-    release = sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain", view="good", **key)
+    key = "id" if keyed else None
+    release = sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain",
+                                output=sqlanon.Output("good", key=key))
     check = sqlanon.verify(con, "good", ["x"], 10, class_column="eq_class")
     assert check.ok and check.exposed == 0
     before = objects(con)
@@ -240,7 +245,8 @@ def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypa
 
     monkeypatch.setattr(bounds.Shown, "cut", leaky)
     with pytest.raises(VerificationError, match="suppressed rows only"):
-        sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain", view="bad", **key)
+        sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1, published="domain",
+                          output=sqlanon.Output("bad", key=key))
     assert objects(con) == before
     monkeypatch.setattr(bounds.Shown, "cut", real)
     if keyed:

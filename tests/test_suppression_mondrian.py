@@ -202,11 +202,11 @@ def motivating(n_small: int = 9) -> pd.DataFrame:
 
 def test_a_small_branch_no_longer_blocks_the_root(con):
     data = load(con, motivating())
-    before = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id")
+    before = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, output=sqlanon.Output(key="id"))
     assert published(con, before.view)[0] == {frozenset(range(len(data)))} and before.suppressed == 0
     assert sqlanon.metrics(con, before).at_root["zip"] == 1.0
-    after = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id", suppression=0.2,
-                              replace=True)
+    after = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2,
+                              output=sqlanon.Output(replace=True, key="id"))
     classes, dropped = published(con, after.view)
     assert dropped == set(range(40, 49)) and after.suppressed == 9  # branch 3: 9 <= floor(0.2 * 49) = 9
     assert classes == {frozenset(range(0, 10)), frozenset(range(10, 20)), frozenset(range(20, 30)),
@@ -215,15 +215,15 @@ def test_a_small_branch_no_longer_blocks_the_root(con):
     view = frame(con, f'SELECT * FROM "{after.view}" WHERE eq_class IS NULL')
     assert (view["zip"] == "*").all()  # suppressed: fully generalized
     # before: every row at the root; after: only the 9 suppressed rows (metrics agree, in SQL)
-    assert after.at_root_before["zip"] == 1.0 and after.at_root["zip"] == 9 / 49
+    assert after.outcome.at_root_before["zip"] == 1.0 and after.outcome.at_root["zip"] == 9 / 49
     assert sqlanon.metrics(con, after).at_root["zip"] == 9 / 49
     assert sqlanon.metrics(con, after).at_root_before == {"zip": 1.0}  # recorded in the manifest
     assert "at_root_before[zip]" in sqlanon.report(con, after, format="markdown")
     assert sqlanon.metrics(con, after).suppressed == 9
-    assert before.at_root is None  # no suppression asked: no second partitioning
+    assert before.outcome.at_root is None  # no suppression asked: no second partitioning
     # a budget one row short: nothing is suppressed
-    short = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, key="id", suppression=0.18,
-                              replace=True)
+    short = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.18,
+                              output=sqlanon.Output(replace=True, key="id"))
     assert short.suppressed == 0 and published(con, short.view)[0] == {frozenset(range(len(data)))}
 
 
@@ -241,7 +241,9 @@ def test_ordered_cut_trims_outliers(con):
       rows then the lower cut, trimmed x=11 and x=0 instead)."""
     x = list(range(20)) + [1000, 2000]
     data = load(con, pd.DataFrame({"x": x}))
-    release = sqlanon.anonymize(con, "t", ["x"], 10, key="id", suppression=0.1, memory_rows=0)
+    release = sqlanon.anonymize(con, "t", ["x"], 10, suppression=0.1,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)),
+                                output=sqlanon.Output(key="id"))
     classes, dropped = published(con, release.view)
     assert (classes, dropped) == oracle(data.drop(columns=["id"]), ["x"], 10, {}, 0.1)
     assert dropped == {21} and classes == {frozenset(range(0, 11)), frozenset(range(11, 21))}
@@ -252,10 +254,12 @@ def test_ordered_cut_trims_outliers(con):
 
 def test_snapshot_and_live_view(con):
     data = load(con, motivating())
-    snap = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, view="s")
+    snap = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2,
+                             output=sqlanon.Output(view="s"))
     assert snap.materialized and snap.suppressed == 9 and snap.verification.ok
     assert published(con, "s")[1] == set(range(40, 49))
-    live = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, view="l", key="id")
+    live = sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2,
+                             output=sqlanon.Output(view="l", key="id"))
     assert not live.materialized and live.suppressed == 9
     assert rows(con, 'SELECT count(*) FROM "l"')[0][0] == len(data)
     for view in ("s", "l"):  # re-verified from the view alone, with the limit the manifest records
@@ -282,15 +286,17 @@ def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
     k = min(k, 4)
     con = duckdb.connect()
     data = load(con, df)
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
-                                suppression=fraction, key="id")
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, suppression=fraction,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                output=sqlanon.Output(key="id"))
     classes, dropped = published(con, release.view)
     assert (classes, dropped) == oracle(data.drop(columns=["id"]), qid, k, hierarchies, fraction)
     assert len(dropped) <= int(fraction * len(df) + 1e-9) and release.suppressed == len(dropped)
     assert all(len(c) >= k for c in classes) and release.verification.ok
     if fraction == 0.0:  # today's rules exactly
-        plain = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
-                                  key="id", view="plain")
+        plain = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies,
+                                  algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                  output=sqlanon.Output(view="plain", key="id"))
         assert published(con, plain.view) == (classes, dropped)
         assert frame(con, f'SELECT * FROM "{plain.rules}" ORDER BY region').equals(
             frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region'))
@@ -327,8 +333,10 @@ def test_workloads_and_diversity_equal_oracle_on_random_tables(case, fraction, m
     ok = judge(data, constraint) if constraint else None
     if ok is not None and not ok(np.arange(len(data))):
         return  # refused before any work (tests/test_workload.py)
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, memory_rows=memory_rows,
-                                suppression=fraction, key="id", criterion=criterion, constraints=constraints)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, suppression=fraction,
+                                privacy=constraints,
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                output=sqlanon.Output(key="id"))
     classes, dropped = published(con, release.view)
     least = max([k, *(c.min_size for c in constraints)])
     assert (classes, dropped) == oracle(data, qid, k, hierarchies, fraction, ok=ok,
@@ -339,7 +347,7 @@ def test_workloads_and_diversity_equal_oracle_on_random_tables(case, fraction, m
 
 
 def _boxes(n: list[int], budget: list[int]):
-    from sqlanon.mondrian.builder import Boxes
+    from sqlanon.model.partition import Boxes
 
     P = len(n)
     zeros = np.zeros((P, 1), dtype=np.int64)
@@ -409,8 +417,10 @@ def test_memory_threshold_does_not_change_the_result(n, d, k, fraction, infogain
     load(con, df)
     results = []
     for memory_rows in (0, int(rng.integers(1, n)), n):
-        release = sqlanon.anonymize(con, "t", qid=qid, k=k, memory_rows=memory_rows, replace=True,
-                                    suppression=fraction, key="id", target="label" if infogain else None)
+        release = sqlanon.anonymize(con, "t", qid=qid, k=k, suppression=fraction,
+                                    target="label" if infogain else None,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(replace=True, key="id"))
         assert release.suppressed <= int(fraction * n + 1e-9)
         results.append((published(con, release.view), frame(con, f'SELECT * FROM "{release.rules}" ORDER BY region')))
     for partition, rules in results[1:]:
@@ -429,7 +439,7 @@ def test_l_diversity_with_suppression(con):
     s = ["a", "b"] * 12 + ["a"] * 6  # branch 3 holds one sensitive value: not 2-diverse
     data = load(con, pd.DataFrame({"zip": z, "s": s}))
     release = sqlanon.anonymize(con, "t", ["zip"], 3, hierarchies={"zip": ZIP}, sensitive="s", l=1.5,
-                                suppression=0.2, key="id")
+                                suppression=0.2, output=sqlanon.Output(key="id"))
     classes, dropped = published(con, release.view)
     assert dropped == set(range(24, 30)) and release.verification.ok
     expected = oracle(data.drop(columns=["id"]), ["zip"], 3, {"zip": ZIP}, 0.2,
@@ -469,12 +479,17 @@ def test_spark_publishes_duckdbs_rules(spark):
     _identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)
 
 
-def test_sample_strategy_is_refused(con):
-    """Rothko-S does not carry the budget: refused, nothing published."""
-    from conftest import objects
+def test_sample_strategy_is_refused(con, monkeypatch):
+    """Rothko-S does not carry the budget: refused before the first statement (no snapshot, no
+    encoding: no temp object), nothing published."""
+    import sqlanon.pipeline
+    from conftest import objects, temp_objects
 
     load(con, motivating())
     before = objects(con)
-    with pytest.raises(sqlanon.RecodingError, match="strategy='sample'"):
-        sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2, strategy="sample")
-    assert objects(con) == before
+    monkeypatch.setattr(sqlanon.pipeline, "build_domains", lambda *a, **k: pytest.fail("prepared"))
+    monkeypatch.setattr(sqlanon.pipeline, "working_source", lambda *a, **k: pytest.fail("prepared"))
+    with pytest.raises(sqlanon.RecodingError, match=r"strategy=Sample\(\.\.\.\) \(Rothko-S\)"):
+        sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2,
+                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample()))
+    assert objects(con) == before and temp_objects(con) == []

@@ -276,7 +276,8 @@ def nulls(con) -> str:
 @pytest.mark.parametrize("memory_rows", [None, 0])
 def test_nulls_in_several_types(con, nulls, memory_rows):
     qid = ["a", "d", "s", "b", "tz", "f", "h"]
-    release = sqlanon.anonymize(con, nulls, qid=qid, k=5, hierarchies={"h": HIER}, memory_rows=memory_rows)
+    release = sqlanon.anonymize(con, nulls, qid=qid, k=5, hierarchies={"h": HIER},
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)))
     assert release.rows == 400
     assert rows(con, f"SELECT count(*), count(DISTINCT id), count(eq_class) FROM {release.view}") == [(400, 400, 400)]
     assert scalar(con, f"SELECT count(*) FROM nulls n JOIN {release.view} v USING (id) WHERE n.p = v.p") == 400
@@ -301,10 +302,10 @@ def test_nulls_in_several_types(con, nulls, memory_rows):
 def test_ordered_nulls_exact_partition(con):
     # NULL x10 then 1..30 once each; NULL sorts first.
     run(con, f"CREATE TABLE t AS SELECT i AS id, CASE WHEN i < 10 THEN NULL ELSE i - 9 END AS a FROM {series(con, 40)}")
-    k10 = sqlanon.anonymize(con, "t", qid=["a"], k=10, view="k10")
+    k10 = sqlanon.anonymize(con, "t", qid=["a"], k=10, output=sqlanon.Output(view="k10"))
     assert rows(con, "SELECT a_min, a_max, size, a_null FROM k10_rules ORDER BY region") == [
         (None, None, 10, True), (1, 10, 10, False), (11, 20, 10, False), (21, 30, 10, False)]
-    k15 = sqlanon.anonymize(con, "t", qid=["a"], k=15, view="k15")
+    k15 = sqlanon.anonymize(con, "t", qid=["a"], k=15, output=sqlanon.Output(view="k15"))
     assert rows(con, "SELECT a_min, a_max, size, a_null FROM k15_rules ORDER BY region") == [
         (None, 10, 20, True), (11, 30, 20, False)]
     for view in ("k10", "k15"):

@@ -232,9 +232,11 @@ def test_rowmap(con, base):
 
 
 def test_regions_do_not_depend_on_memory_rows(con, base):
-    a = anonymize(con, view="a", memory_rows=0)
-    b = anonymize(con, view="b", memory_rows=40)
-    c = anonymize(con, view="c")
+    a = anonymize(con, algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)),
+                  output=sqlanon.Output(view="a"))
+    b = anonymize(con, algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=40)),
+                  output=sqlanon.Output(view="b"))
+    c = anonymize(con, output=sqlanon.Output(view="c"))
     assert classes(con, "a") == classes(con, "b") == classes(con, "c")
     assert (con.execute("SELECT * FROM a_rules ORDER BY region").fetchall()
             == con.execute("SELECT * FROM c_rules ORDER BY region").fetchall())
@@ -250,7 +252,7 @@ def test_view_over_files_publishes_a_snapshot(con, base, tmp_path, fmt):
     con.execute(f"COPY base TO '{path}' {options}")
     reader = "read_parquet" if fmt == "parquet" else "read_csv"
     con.execute(f"CREATE VIEW files AS SELECT * FROM {reader}('{path}')")
-    reference = anonymize(con, view="reference")
+    reference = anonymize(con, output=sqlanon.Output(view="reference"))
     release = anonymize(con, table="files")
     assert release.materialized is True
     assert release.rowmap == "files_anon_rowmap"
@@ -279,7 +281,7 @@ def test_snapshot_replace(con, base):
     if is_postgres(con):  # replace=True refuses to run inside the caller's open transaction
         con.commit()
     anonymize(con, table="vv")
-    release = anonymize(con, table="vv", qid=["age"], hierarchies=None, replace=True)
+    release = anonymize(con, table="vv", qid=["age"], hierarchies=None, output=sqlanon.Output(replace=True))
     assert columns(con, release.view)[:3] == ["id", "age_min", "age_max"]
     assert release.verification.ok
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import load_frame, objects, rows
+from conftest import load_frame, objects, rows, request_options
 from sqlanon.model.summaries import entropy, variance
 from sqlanon.model.stats import ClassStats
 from tests.reference_mondrian import reference_mondrian
@@ -139,10 +139,11 @@ def test_equals_brute_force_for_every_constraint_and_criterion(case, memory_rows
     ok = judge(data, constraint) if constraint else None
     if ok is not None and not ok(np.arange(len(data))):
         with pytest.raises(sqlanon.InputError, match="whole table"):
-            sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=constraints, criterion=criterion)
+            sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
+                              algorithm=sqlanon.Mondrian(criterion))
         return
-    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, constraints=constraints,
-                                criterion=criterion, memory_rows=memory_rows)
+    release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Levels(memory_rows=memory_rows)))
     expected = reference_mondrian(data, qid, k, hierarchies, ok=ok, impurity=impurity_of(data, criterion),
                                   min_gain=criterion.min_gain)
     assert partition_of(con, release.view) == expected
@@ -167,7 +168,9 @@ def test_sql_and_memory_paths_agree_on_larger_tables(n, seed, kind):
           "ldiv": {"sensitive": "s", "l": 2, "target": "label"}}[kind]
     results = []
     for memory_rows in (0, int(rng.integers(10, n)), n):
-        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=6, memory_rows=memory_rows, replace=True, **kw)
+        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=6,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(replace=True), **kw)
         results.append((partition_of(con, release.view), con.sql(f'SELECT * FROM "{release.rules}" ORDER BY region').df()))
     for partition, rules in results[1:]:
         assert partition == results[0][0]
@@ -239,7 +242,7 @@ def test_float_targets_with_a_large_offset_stay_stable(con):
     n = 400
     df = pd.DataFrame({"a": rng.integers(0, 50, n), "y": 1e9 + rng.normal(0, 1, n)})
     load(con, df)
-    release = sqlanon.anonymize(con, "t", qid=["a"], k=10, constraints=[sqlanon.VarianceDiversity("y", 0.3)])
+    release = sqlanon.anonymize(con, "t", qid=["a"], k=10, privacy=[sqlanon.VarianceDiversity("y", 0.3)])
     per_class = [v for (v,) in rows(con, f'SELECT var_pop(y - 1e9) AS v FROM "{release.view}" GROUP BY eq_class')]
     assert len(per_class) > 1 and all(v >= 0.3 * (1 - 1e-9) for v in per_class)
 
@@ -261,9 +264,10 @@ def test_infogain_lowers_conditional_entropy_on_adult(adult, k):
     con, hierarchies = adult
     qid = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
     h = {q: hierarchies[q] for q in qid if q != "age"}
-    median = sqlanon.anonymize(con, "adult", qid=qid, k=k, hierarchies=h, view="median_anon", replace=True)
+    median = sqlanon.anonymize(con, "adult", qid=qid, k=k, hierarchies=h,
+                               output=sqlanon.Output(view="median_anon", replace=True))
     infogain = sqlanon.anonymize(con, "adult", qid=qid, k=k, hierarchies=h, target="salary-class",
-                                 view="infogain_anon", replace=True)
+                                 output=sqlanon.Output(view="infogain_anon", replace=True))
     assert infogain.k_achieved >= k and median.k_achieved >= k
     assert conditional_entropy(con, "infogain_anon", "salary-class") < conditional_entropy(con, "median_anon", "salary-class")
 
@@ -289,8 +293,9 @@ def test_regression_lowers_rmse_on_agrawal(con, target):
     con.register("gen", df)
     con.execute("CREATE TABLE ag AS SELECT * FROM gen")
     for k in (10, 50, 250):
-        sqlanon.anonymize(con, "ag", qid=QI_COLUMNS, k=k, view="med", replace=True)
-        sqlanon.anonymize(con, "ag", qid=QI_COLUMNS, k=k, target=target, view="lsd", replace=True)
+        sqlanon.anonymize(con, "ag", qid=QI_COLUMNS, k=k, output=sqlanon.Output(view="med", replace=True))
+        sqlanon.anonymize(con, "ag", qid=QI_COLUMNS, k=k, target=target,
+                          output=sqlanon.Output(view="lsd", replace=True))
         assert rmse(con, "lsd", target) < rmse(con, "med", target)
 
 
@@ -327,18 +332,20 @@ def people(con):
 def test_bad_workloads_fail_before_any_work(people, kwargs, error, text):
     before = objects(people)
     with pytest.raises(error, match=text.replace("(", r"\(")):
-        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **kwargs)
+        sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, **request_options(**kwargs))
     assert objects(people) == before
 
 
 def test_keyword_shortcuts_pick_the_criterion_and_record_it(people):
     from sqlanon.publish import manifest
 
-    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target="label", sensitive="diag", l=2, view="v1")
+    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target="label", sensitive="diag", l=2,
+                      output=sqlanon.Output(view="v1"))
     m = manifest.read(people, "v1")
     assert m.criterion == "infogain('label')"
     assert m.constraints == ("k-anonymity(k=5)", "entropy l-diversity('diag', l=2)")
-    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target=["salary"], view="v2")
+    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target=["salary"], output=sqlanon.Output(view="v2"))
     assert manifest.read(people, "v2").criterion == "regression('salary')"
-    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target=["label", "salary"], view="v3")
+    sqlanon.anonymize(people, "p", qid=["age", "zip"], k=5, target=["label", "salary"],
+                      output=sqlanon.Output(view="v3"))
     assert manifest.read(people, "v3").criterion == "targets(classes=['label'], numeric=['salary'])"

@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
+from conftest import request_options
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
-from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
+from sqlanon.model.partition import Boxes
+from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
 from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
@@ -395,7 +397,7 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     finished in memory: faster than SQL levels), the others are capped at 2M rows (the SQL
     levels beat the level-by-level numpy finish)."""
     from sqlanon.engine import engine_for
-    from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows, resolve
+    from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows
 
     con = duckdb.connect()
     con.execute("SET memory_limit = '20GB'")
@@ -406,7 +408,7 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     assert sized > DEFAULT_MEMORY_ROWS
 
     def rows(qid=("a", "b"), **kw) -> int:
-        return resolve(engine, "t", list(qid), 5, **kw).memory_rows
+        return sqlanon.Request("t", list(qid), 5, **request_options(**kw)).resolve(engine).memory_rows
 
     assert rows() == sized  # Median
     assert rows(sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # Median under l-diversity: level by level
@@ -437,10 +439,10 @@ def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatc
     con.register("frame", frame)
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
     monkeypatch.setattr(workload_finish, "finish", refuse)
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", sensitive="s", l=2, target="label")
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target=["x", "c"], replace=True)  # float and integer
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, sensitive="s", l=2, target="label", output=sqlanon.Output(key="id"))
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))  # float and integer
     with pytest.raises(AssertionError, match="outside its scope"):
-        sqlanon.anonymize(con, "t", qid=["a"], k=5, key="id", target="label", replace=True)
+        sqlanon.anonymize(con, "t", qid=["a"], k=5, target="label", output=sqlanon.Output(replace=True, key="id"))
 
 
 # -- through the whole release ----------------------------------------------------------------
@@ -484,7 +486,9 @@ def release(frame: pd.DataFrame, target: list[str], k: int, memory_rows: int, fa
         con.register("frame", frame)
         con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
         qid = [c for c in frame.columns if c.startswith("q")]
-        out = sqlanon.anonymize(con, "t", qid=qid, k=k, memory_rows=memory_rows, key="id", target=target)
+        out = sqlanon.anonymize(con, "t", qid=qid, k=k, target=target,
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                output=sqlanon.Output(key="id"))
         assert out.verification.ok
         return (con.execute(f'SELECT * FROM "{out.rules}" ORDER BY ALL').fetchall(),
                 con.execute(f'SELECT * FROM "{out.view}" ORDER BY id').fetchall())
@@ -522,8 +526,9 @@ def test_spark_executors_publish_the_general_paths_rules(spark):
         for con, fast in ((duck, False), (spark, True)):
             builder._WORKLOAD_FINISH = fast
             load(con, "t", frame)
-            out.append(sqlanon.anonymize(con, "t", qid=["a", "b"], k=7, memory_rows=150, key="id", view="t_anon",
-                                         replace=True, target=["label", "amount"]))
+            out.append(sqlanon.anonymize(con, "t", qid=["a", "b"], k=7, target=["label", "amount"],
+                                         algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=150)),
+                                         output=sqlanon.Output(view="t_anon", replace=True, key="id")))
         assert rules(duck, out[0]) == rules(spark, out[1])
         assert table_of(duck, "t_anon") == table_of(spark, "t_anon")
     finally:

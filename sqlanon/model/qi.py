@@ -48,17 +48,6 @@ def classify(data_type: str) -> Kind | None:
 BOUNDS = ("data", "domain", "hierarchy")
 
 
-def published_columns(name: str, ordered: bool) -> tuple[str, ...]:
-    """The view's columns for QI ``name``: ``<qi>_min``/``<qi>_max`` when ordered, else the
-    node label under the QI's own name (:attr:`QI.published`)."""
-    return (f"{name}_min", f"{name}_max") if ordered else (name,)
-
-
-def box_columns(name: str, ordered: bool) -> tuple[str, ...]:
-    """The rules relation's columns holding QI ``name``'s box (:attr:`QI.box_columns`)."""
-    return (f"{name}_lo", f"{name}_hi", f"{name}_null") if ordered else (f"{name}_node",)
-
-
 @dataclass(frozen=True)
 class QI:
     """One quasi-identifier — the one QI type of the request, the builder, the published view,

@@ -66,7 +66,8 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..model.domain import Domain
-from .builder import Partitioner, Regions, finish_in_memory
+from ..model.partition import Regions
+from .builder import Partitioner, finish_in_memory
 
 
 def root_shares(regions: Regions, domains: Sequence[Domain], rows: int) -> dict[str, float]:

@@ -18,7 +18,8 @@ from ..engine.base import Engine
 from ..model.domain import Domain, ordered_positions
 from ..model.hierarchy import leaf_codes
 from ..model.qi import QI, classify
-from ..request.spec import Spec, distinct_values
+from ..request.spec import Spec
+from ..engine.catalog import distinct_values
 
 
 def codes_here(engine: Engine, spec: Spec, strategy: str) -> frozenset[int]:

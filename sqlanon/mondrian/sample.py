@@ -55,7 +55,7 @@ writes it once; the in-memory finish reads it once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +65,8 @@ from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..errors import InputError
 from ..model.stats import ClassStats, first_of_run
-from .builder import Batch, Boxes, Partitioner
+from ..model.partition import Boxes
+from .builder import Batch, Partitioner
 from .hypotheses import fit_threshold, sample_constraints
 from .levels import Layout, attr_value, groups_from_result, stat_aggregates
 from .split import Children
@@ -119,11 +120,7 @@ def choose(strategy: str, rows: int, memory_rows: int, sample_rows: int | None, 
 
 @dataclass
 class Outcome:
-    """What the partitioning did, for the release: sample rounds, passes over the working table
-    (reads, writes), tree nodes pruned, partitions handed to Rothko-T because their round kept
-    no split (the TR's potentially non-minimal cases, Figure 28's "x"), and the distance from a
-    minimal partitioning: leaves that might still have an allowable split (0 here, see the
-    module docstring)."""
+    """What the partitioning did, counted as it runs (:class:`Partitioning` is the result)."""
 
     strategy: str
     rounds: int = 0
@@ -137,6 +134,60 @@ class Outcome:
         """Rothko-T's SQL levels: extents and frequency groups read, the table rewritten."""
         self.scans += 2 * levels
         self.writes += levels
+
+    def settled(self, at_root_before: Mapping[str, float] | None = None,
+                at_root: Mapping[str, float] | None = None) -> Partitioning:
+        return Partitioning(self.strategy, self.rounds, self.scans, self.writes, self.pruned, self.rescued,
+                            self.distance_from_minimal, at_root, at_root_before)
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a Mondrian partition was computed (:attr:`sqlanon.Release.outcome`).
+
+    Attributes:
+        strategy: ``"levels"`` (Rothko-T and the in-memory finish) or ``"sample"`` (Rothko-S).
+        rounds: Rothko-S's sample rounds.
+        scans, writes: reads and writes of the working table by the partitioning (TR 1590's I/O
+            model: a SQL level reads twice and writes once, a sample round reads three times and
+            writes once, the in-memory finish reads once).
+        pruned: tree nodes undone by pruning.
+        rescued: partitions whose round kept no split, handed to Rothko-T.
+        distance_from_minimal: leaves that might still have an allowable split (TR 1590,
+            Figure 28's measure; 0: every leaf is settled by an exact decision).
+        at_root, at_root_before: with ``suppression=``: per QI, the share of rows generalized to
+            the whole domain, with suppression and without it (the same request partitioned once
+            more without suppression; :mod:`sqlanon.mondrian.budget`).
+    """
+
+    strategy: str
+    rounds: int = 0
+    scans: int = 0
+    writes: int = 0
+    pruned: int = 0
+    rescued: int = 0
+    distance_from_minimal: int = 0
+    at_root: Mapping[str, float] | None = None
+    at_root_before: Mapping[str, float] | None = None
+
+    def partitioning(self) -> dict[str, object]:
+        """The :data:`FIELDS` (reports)."""
+        return {"strategy": self.strategy, "sample_rounds": self.rounds, "scans": self.scans,
+                "writes": self.writes, "pruned": self.pruned, "rescued": self.rescued,
+                "distance_from_minimal": self.distance_from_minimal}
+
+    def describe(self) -> str:
+        return describe(self.partitioning())
+
+    def summary(self, suppressed: int) -> list[tuple[str, str]]:
+        """``(label, text)`` lines for the command line's summary (``suppressed``: verified)."""
+        out = []
+        if self.at_root is not None and self.at_root_before is not None:  # with suppression=
+            out.append(("suppressed", f"{suppressed:,} rows (fully generalized, class NULL; verified)"))
+            out.append(("at the root", ", ".join(f"{q} {self.at_root_before[q]:.1%} -> {v:.1%}"
+                                                 for q, v in self.at_root.items())
+                        + " of rows (without -> with suppression)"))
+        return out + [("partitioning", self.describe())]
 
 
 class _Grower(Partitioner):
@@ -502,14 +553,6 @@ def levels_passes(levels: int, finished: bool) -> tuple[int, int]:
 
 #: The Release fields that say how the partition was computed, in order.
 FIELDS = ("strategy", "sample_rounds", "scans", "writes", "pruned", "rescued", "distance_from_minimal")
-
-
-def partitioning(release: object) -> dict[str, object] | None:
-    """The :data:`FIELDS` of a Release (None for a release without them: single-dimensional,
-    or known only by its view's name)."""
-    if getattr(release, "strategy", None) is None:
-        return None
-    return {f: getattr(release, f) for f in FIELDS}
 
 
 def describe(fields: dict[str, object]) -> str:

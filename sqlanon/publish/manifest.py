@@ -28,7 +28,6 @@ from ..model import manifest_format
 from ..model.privacy import PrivacyModel, from_record, to_record
 from ..model.criteria import Criterion, criterion_from_record, criterion_record
 from ..request.spec import EQ_CLASS, Spec
-from . import suppression
 from .view import LiveView
 
 
@@ -144,7 +143,7 @@ def write(engine: Engine, spec: Spec) -> None:
                     "size": spec.outputs.size_column},
         "recoding": "single" if spec.single is not None else "multi",
         "qids": [[list(c), k] for c, k in spec.single.qids] if spec.single is not None else [],
-        "suppression_limit": suppression.allowed(spec),
+        "suppression_limit": spec.suppression_limit,
         "levels": list(spec.single.levels) if spec.single is not None and spec.single.levels is not None else None,
         "at_root_before": dict(spec.at_root_before) if spec.at_root_before is not None else None,
     }

@@ -21,7 +21,7 @@ from ..model.domain import Domain
 from ..model.parallel import return_free_memory
 from ..request.spec import Spec
 from . import manifest, suppression
-from ..mondrian.builder import Regions
+from ..model.partition import Regions
 from .rules import create_rules, publish, reads_sql_rows, rowmap_query
 from .verify import Verification, exposed_values, verify
 from .view import PLACED, RECODED
@@ -49,7 +49,7 @@ def verified(engine: Engine, spec: Spec) -> Verification:
                     class_column=spec.outputs.class_column, constraints=spec.workload.constraints,
                     qids=spec.single.qids if spec.single is not None else None)
     problems = []
-    limit = suppression.allowed(spec)
+    limit = spec.suppression_limit
     if result.violating:
         problems.append(f"{result.violating} equivalence class(es) smaller than k={spec.k} "
                         f"(smallest {result.k_achieved})")
@@ -80,7 +80,7 @@ def reads_work(spec: Spec, memory: str | None, regions: Regions) -> bool:
     commit): its temp files (about 4 GB at 100M rows) are freed before the row map is written.
     In a reproduction over temp tables alone the row map's statements took 25.2 s without it
     and 29.1 s beside it; in the whole run no gain has been measured (38-42 s either way)."""
-    return reads_sql_rows(memory, regions) or bool(suppression.allowed(spec))
+    return reads_sql_rows(memory, regions) or bool(spec.suppression_limit)
 
 
 def publish_release(
@@ -128,11 +128,11 @@ def publish_release(
             count = len(leaves.boxes)
             del leaves, region
             return_free_memory()  # what the rules' arrays left, before the longest statements
-            if suppression.allowed(spec):  # rows the recoding suppressed: no region
+            if spec.suppression_limit:  # rows the recoding suppressed: no region
                 rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.hashed), distinct=False)
             rows = (snapshot_rows(spec, encoded if encoded is not None else source, rid, rowmap)
                     if spec.key is None else None)
-            publish(engine, spec, source, rid, rowmap, count, suppressed=bool(suppression.allowed(spec)), ranges=ranges)
+            publish(engine, spec, source, rid, rowmap, count, suppressed=bool(spec.suppression_limit), ranges=ranges)
             result = check(engine, spec)
             if rows is not None and isinstance(result, Verification):  # a keyed release's verify matched its rows
                 exposed = exposed_values(engine, rows, spec.qis, g.table(spec.outputs.rules), g.table(spec.outputs.view),

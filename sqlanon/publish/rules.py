@@ -35,7 +35,7 @@ from ..engine import sqlgen as g
 from ..model.domain import Domain
 from ..model.manifest_format import ROWMAP_HASH, ROWMAP_REGION, rowmap_key
 from ..engine.base import Engine
-from ..mondrian.builder import Regions
+from ..model.partition import Regions
 from ..request.spec import Spec
 from .bounds import Shown, empty_marker, region_bounds, shown_codes
 from .view import LiveView, live_view, snapshot_view

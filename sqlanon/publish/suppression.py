@@ -14,14 +14,16 @@ searches now, Mondrian's ``suppression=`` next):
    the same (:func:`sqlanon.publish.view.generalized`).
 4. **Verification.** :func:`sqlanon.verify` counts a release's rows with class NULL as
    suppressed and each must be fully generalized (else "leaked"); the publication check
-   (:func:`sqlanon.publish.pipeline.verified`) also requires at most :func:`allowed` of them --
-   the request's limit, a fraction of the rows, rounded down -- and k of every other class.
+   (:func:`sqlanon.publish.pipeline.verified`) also requires at most
+   :attr:`Spec.suppression_limit <sqlanon.request.spec.Spec.suppression_limit>` of them -- the
+   request's limit, a fraction of the rows, rounded down -- and k of every other class.
 5. **Counting.** :class:`sqlanon.Release` (``suppressed``), :func:`sqlanon.metrics`
    (``suppressed``: a suppressed cell loses 1 in NCP/LM, a suppressed row counts in CM and
    costs N in DM) and :func:`sqlanon.report` count them.
 
-A recoding that suppresses rows says how many it may in its request (``Single.suppression``
-today); :func:`allowed` is the one place that reads it.
+A recoding that suppresses rows says how many it may in its request (``suppression=``);
+:attr:`Spec.suppression_limit <sqlanon.request.spec.Spec.suppression_limit>` is the one place
+that reads it.
 """
 
 from __future__ import annotations
@@ -34,21 +36,12 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..model.domain import Domain, Visibility
-from ..mondrian.builder import Regions
+from ..model.partition import SUPPRESSED_PID, Regions
 from ..request.spec import Spec
 from .view import SUPPRESSED
 
-#: The working table's ``pid`` of a row the recoding suppresses.
-SUPPRESSED_PID = -1
 #: Why a live view's row is suppressed when the recoding suppressed it.
 REASON = SUPPRESSED
-
-
-def allowed(spec: Spec) -> int:
-    """The most rows the release may suppress (0 when the request allows none)."""
-    if spec.single is not None:
-        return spec.single.suppression_limit(spec.source.rows)
-    return int(spec.suppression * spec.source.rows + 1e-9)  # Mondrian: the root's budget
 
 
 def rowmap_rows(work: str, hashed: bool) -> exp.Select:
@@ -64,7 +57,7 @@ def visibility(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: R
                memory: str | None, source: exp.Table) -> Visibility:
     """What the published rows of a Mondrian release hold (:class:`~sqlanon.model.domain.Visibility`,
     for :class:`sqlanon.publish.bounds.Shown`): the codes only the rows of suppressed leaves hold
-    -- one statement over those rows (at most :func:`allowed` of them, kept in a temp table)
+    -- one statement over those rows (at most ``spec.suppression_limit`` of them, kept in a temp table)
     and the working table's rows sharing their codes -- and the published rows at a code,
     counted when asked (from the working table less the suppressed rows; without them from the
     source, through the code table: the working table may be gone)."""

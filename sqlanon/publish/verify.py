@@ -24,7 +24,7 @@ from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
 from ..model.qi import QI
 from ..request.checks import check_int, check_qid
-from ..request.spec import Source, _catalog, _find_source
+from ..engine.catalog import Source, find_source
 from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
 
 
@@ -211,7 +211,7 @@ def verify(
     if class_column is not None and (not isinstance(class_column, str) or not class_column):
         raise InputError(f"class_column must be a column name (or None), got {class_column!r}")
     pairs = None if qids is None else [(tuple(check_qid(c)), check_int("qids k", n, 1)) for c, n in qids]
-    source = _find_source(engine, _catalog(engine), relation, count=False)
+    source = find_source(engine, engine.objects(), relation, count=False)
     return verify_source(engine, source, qid, k, class_column=class_column, constraints=constraints, qids=pairs)
 
 

@@ -42,7 +42,7 @@ from ..engine import sqlgen as g
 from ..model.qi import QI
 from ..engine.base import Engine
 from ..model.privacy import BAD, KAnonymity, PrivacyModel, beyond_k
-from ..request.spec import free_name
+from ..engine.catalog import free_name
 from ..model.manifest_format import rowmap_key
 
 #: Why a row of a live view is suppressed (see :func:`status`).

@@ -26,7 +26,7 @@ from ..engine import sqlgen as g
 from ..model.privacy import BAD, SIZE, VALUE, PrivacyModel, check_models
 from ..engine import engine_for
 from ..errors import UnknownColumnError, did_you_mean
-from ..request.spec import _catalog, _find_source
+from ..engine.catalog import find_source
 from .verify import class_columns, release_of
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def violations(
     """
     engine = engine_for(con)
     (constraint,) = check_models([constraint], "violations()")
-    source = _find_source(engine, _catalog(engine), relation, count=False)
+    source = find_source(engine, engine.objects(), relation, count=False)
     columns = class_columns(source.column_names, qid)
     for name in constraint.class_columns + constraint.numeric_columns:
         if name not in source.column_names:

@@ -150,7 +150,7 @@ from ..model.qi import QI
 from ..publish.manifest import Manifest
 from .regions import load_release
 from ..model.tiling import Tree, guillotine
-from ..request.spec import Source, _catalog, _current, _find_source, distinct_values
+from ..engine.catalog import Source, distinct_values, find_source
 from ..request.checks import case_duplicate, check_bool, check_free
 from ..model.qi import classify
 from ..publish.view import root_bound
@@ -273,8 +273,8 @@ def apply(
     engine.check_writable("the recoded table")
     replace = check_bool("replace", replace)
     m = load_release(con, release)
-    objects = _catalog(engine)
-    source = _find_source(engine, objects, table, count=False)
+    objects = engine.objects()
+    source = find_source(engine, objects, table, count=False)
     layout = _layout(m, source)
     name, existing = _output_name(engine, m, source, objects, view, replace)
     rule_types = _rules_types(engine, m)
@@ -481,7 +481,7 @@ def _output_name(
     engine.check_names([Name(name, "table", "the recoded table", "choose a shorter view= name" if view is not None
                              else "pass view= a shorter name (the default is the table's name and '_anon')")])
     protected = {n.lower() for n in (m.view, m.rules, m.rowmap, m.hierarchies_table, m.source) if n}
-    current = _current(engine)
+    current = engine.current()
     if name.lower() in protected:
         raise ObjectExistsError(
             f"{name!r} is an object of release {m.view!r} (or its source); it is never replaced: "

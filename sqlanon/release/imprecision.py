@@ -54,7 +54,7 @@ from ..engine.calls import serialized
 from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from ..publish.manifest import Manifest
-from ..request.spec import _catalog, _find_source, source_of
+from ..engine.catalog import find_source, source_of
 from .regions import load_release
 from ..model.selection import (
     IsNull,
@@ -179,13 +179,13 @@ def true_query(engine: Engine, m: Manifest, selections: Sequence[Selection]) -> 
 def source_ref(engine: Engine, m: Manifest) -> exp.Table:
     """The release's source (table, view, or files) as recorded in its manifest, checked to
     still have the QI columns."""
-    objects = _catalog(engine)
+    objects = engine.objects()
     # The manifest names the source without its schema. A release made in a schema (SET schema)
     # from a source there sits next to it, so a source of that name in the release's schema is
     # taken first: another schema's release of the same name, from its own source, must not read
     # this one's. Otherwise the lookup anonymize() used (current schema, temp, unique elsewhere).
     beside = [o for o in objects if (o[0], o[1]) == (m.catalog, m.schema) and o[2] == m.source]
-    source = source_of(engine, beside[0], count=False) if beside else _find_source(engine, objects, m.source, count=False)
+    source = source_of(engine, beside[0], count=False) if beside else find_source(engine, objects, m.source, count=False)
     missing = [q.name for q in m.qis if q.name not in source.column_names]
     if missing:
         raise UnknownColumnError(

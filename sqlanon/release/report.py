@@ -43,8 +43,8 @@ from ..publish.manifest import Manifest
 from .metrics import Metrics, _ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_before_after, svg_columns, svg_rows
 from .regions import derived, load_release, qi_columns, resolve_relation
-from ..mondrian.sample import describe, partitioning
-from ..request.spec import Source
+from ..mondrian.sample import describe
+from ..engine.catalog import Source
 from ..publish.verify import Verification, verify_source
 
 FORMATS = ("html", "markdown", "json")
@@ -262,7 +262,7 @@ def collect(
         statements=getattr(release, "statements", None) if timings is not None else None,
         objects=_objects(engine, m, figures.rows),
         generated=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        partitioning=partitioning(release),
+        partitioning=_partitioning(release),
         measures=measures(con, m, sensitive=workload["sensitive"] if sensitive is None else sensitive,
                           hierarchies=hierarchies),
         risk_before=_source_risk(con, m), risk_after=risk(con, m),
@@ -915,3 +915,10 @@ def render_html(r: ReleaseReport) -> str:
                       [(f"<code>{esc(k)}</code>", v, esc(why)) for k, v, why in _metric_rows(m)], numeric=(1,)),
           "</details></section></main></body></html>\n"]
     return "".join(s)
+
+
+def _partitioning(release: object) -> dict[str, object] | None:
+    """How a Release's partition was computed (its outcome's record; None for a single-
+    dimensional release, or a release known only by its view's name)."""
+    outcome = getattr(release, "outcome", None)
+    return None if outcome is None else outcome.partitioning()

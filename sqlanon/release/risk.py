@@ -43,7 +43,7 @@ from ..engine.calls import serialized
 from ..errors import InputError, PrivacyWarning, UnknownColumnError, did_you_mean
 from ..publish import manifest as manifest_module
 from ..request.checks import check_number, check_qid
-from ..request.spec import _catalog, _find_source
+from ..engine.catalog import find_source
 from ..publish.manifest import Manifest
 from . import display
 from .regions import load_release, resolve_relation
@@ -162,7 +162,7 @@ def risk(con: Any, table_or_release: Any, qid: Sequence[str] | None = None, popu
     keys = [g.col(m.class_column)] if m is not None else [g.col(q) for q in qid]
     pop_source = None
     if population is not None:
-        pop_source = _find_source(engine, _catalog(engine), population, count=False)
+        pop_source = find_source(engine, engine.objects(), population, count=False)
         for q in qid:
             if q not in pop_source.column_names:
                 raise UnknownColumnError(f"population {population!r} has no QI column {q!r}."
@@ -229,7 +229,7 @@ def relation_of(con: Any, engine: Any, given: Any) -> tuple[exp.Table, list[str]
         return ref, [c for c, _ in columns], m, m.view
     if not isinstance(given, str) or not given:
         raise InputError(f"expected a table name or a sqlanon.Release, got {given!r}")
-    source = _find_source(engine, _catalog(engine), given, count=False)
+    source = find_source(engine, engine.objects(), given, count=False)
     return source.ref, list(source.column_names), _manifest(engine, source, given), given
 
 

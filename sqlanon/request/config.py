@@ -10,17 +10,11 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     table = "patients"            # required: a table or view, or Parquet/CSV/JSON path or glob
     view = "patients_anon"        # optional: the published view (default <table>_anon)
     replace = false               # optional: replace an earlier sqlanon release of this name
-    memory_rows = 2000000         # optional: partitions this small are finished in memory
     key = ["id"]                  # optional: the column(s) identifying a row (default: the table's
                                   # declared primary/unique key; without one a view of a snapshot)
     class_column = "eq_class"     # optional: the name of the equivalence-class column
-    recoding = "single"           # optional: multi (Mondrian, default) or single (top-down refinement)
-    max_steps = 100               # optional, single only: stop after this many refinements (anytime)
-    max_seconds = 5.0             # optional, single only: stop after this many seconds
-    strategy = "sample"           # optional: auto (default), levels (Rothko-T) or sample (Rothko-S)
-    sample_rows = 1000000         # optional: rows of a Rothko-S sample (default memory_rows)
-    confidence = 0.95             # optional: confidence of Rothko-S's hypothesis tests
-    seed = 0                      # optional: seed of Rothko-S's sample
+    published = "domain"          # optional: data (default), domain, hierarchy, or { qi = mode }
+    suppression = 0.01            # optional: the fraction of rows that may be suppressed
 
     [[qi]]                        # one entry per quasi-identifier, in order
     name = "age"
@@ -31,7 +25,7 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
 
     [privacy]
     k = 50                        # required (unless qids): an integer >= 1
-    qids = [{ columns = ["age", "sex"], k = 10 }]  # optional, single only: several QIDs, each its k
+    qids = [{ columns = ["age", "sex"], k = 10 }]  # optional, topdown only: several QIDs, each its k
     sensitive = ["diagnosis"]     # optional, with l: l-diversity of each of these columns
     l = 3                         # optional, with sensitive: a number >= 1 (an integer unless entropy)
     diversity = "entropy"         # optional: entropy (default), distinct, or recursive (with c)
@@ -42,12 +36,23 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
     delta_disclosure = { diagnosis = 1.5 }  # optional: delta-disclosure privacy, column = delta
     beta_likeness = { diagnosis = 1.0 }     # optional: beta-likeness, column = beta, or
                                   # column = { beta = 1.0, enhanced = true }
+    model = [{ type = "DistinctLDiversity", sensitive = "dx", l = 2 }]  # optional: privacy models
+                                  # as the manifest records them (sqlanon.model.privacy.to_record)
 
     [workload]                    # optional
     target = ["hiv"]              # optional: class labels (InfoGain) and/or numeric targets (Regression)
     criterion = "infogain"        # optional: median, infogain, regression or selection; default: from
                                   # the targets' types (numeric: regression), median without targets
     selections = ["age > 40 AND sex = 'M'"]  # optional: SQL predicates on the QIs (Selection Mondrian)
+
+    [algorithm]                   # optional: the algorithm object and its arguments
+    name = "mondrian"             # mondrian (default), topdown, genetic or optimal
+    strategy = "sample"           # mondrian: auto (default), levels (Rothko-T) or sample (Rothko-S)
+    memory_rows = 2000000         # mondrian: partitions this small are finished in memory
+    sample_rows = 1000000         # mondrian, sample: rows of a Rothko-S sample (default memory_rows)
+    confidence = 0.95             # mondrian, sample: confidence of Rothko-S's hypothesis tests
+    seed = 0                      # mondrian, sample: seed of the sample; genetic: seed of the GA
+    # topdown: max_steps, max_seconds; genetic: metric, budget, iterations, seed; optimal: metric
 
 Relative paths (``database``, ``table`` when it names files, ``hierarchy``) are resolved against
 the directory of the TOML file, so a release file and its hierarchies can be moved together.
@@ -69,8 +74,8 @@ entries from 1.
 ...     path = pathlib.Path(folder, "release.toml")
 ...     _ = path.write_text('[release]\ntable = "people"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\n')
 ...     config = load_config(path)
->>> config.anonymize_kwargs()
-{'table': 'people', 'qid': ['age'], 'k': 5, 'hierarchies': None, 'view': None, 'replace': False, 'memory_rows': None}
+>>> config.table, config.qid, config.k, config.algorithm
+('people', ('age',), 5, ())
 """
 
 from __future__ import annotations
@@ -96,24 +101,21 @@ from ..model.privacy import (
     VarianceDiversity,
 )
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
+from ..engine.catalog import DATA_SUFFIXES
 from ..errors import InputError, did_you_mean
 
-#: File suffixes that make ``table`` a path (DuckDB reads them in place).
-DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
-_OPTIONAL_SECTIONS = {"workload": "a table"}
-_RELEASE_KEYS = ("database", "table", "view", "replace", "memory_rows", "key", "class_column", "recoding",
-                 "max_steps", "max_seconds", "published", "strategy", "sample_rows", "confidence") + (
-                 "search", "metric", "suppression", "seed", "budget", "iterations")
-#: The single-dimensional searches' keys of [release] (checked by sqlanon.anonymize); ``seed`` is
-#: also Rothko-S's.
-SEARCH_KEYS = ("search", "metric", "suppression", "seed", "budget", "iterations")
+_OPTIONAL_SECTIONS = {"workload": "a table", "algorithm": "a table"}
+_RELEASE_KEYS = ("database", "table", "view", "replace", "key", "class_column", "published", "suppression")
+#: Keys of [release] that moved to [algorithm] (the algorithm object's arguments).
+_MOVED_KEYS = ("memory_rows", "recoding", "max_steps", "max_seconds", "strategy", "sample_rows", "confidence",
+               "search", "metric", "seed", "budget", "iterations")
 _QI_KEYS = ("name", "hierarchy")
 #: The privacy models declared by a key of their own, ``{ column = parameter or table }``
 #: (:attr:`~sqlanon.model.privacy.PrivacyModel.spec_key`), by key.
 MODEL_KEYS = {m.spec_key: m for m in MODELS.values() if m.spec_key is not None}
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", *MODEL_KEYS)
+_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", *MODEL_KEYS, "model")
 _WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
@@ -123,7 +125,7 @@ _LATER_PRIVACY: dict[str, str] = {}
 _LATER_WORKLOAD: dict[str, str] = {}
 #: Every section of a release file and its keys, for help texts and errors.
 SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRIVACY_KEYS),
-          ("[workload]", _WORKLOAD_KEYS))
+          ("[workload]", _WORKLOAD_KEYS), ("[algorithm]", ("name", "and the algorithm's arguments")))
 
 #: The l-diversity variants (``privacy.diversity``, ``--diversity``); entropy is the default.
 DIVERSITIES = ("entropy", "distinct", "recursive")
@@ -158,8 +160,7 @@ class ReleaseConfig:
         k: the k of k-anonymity.
         database: the DuckDB file (absolute) or the PostgreSQL URL (as given), or None for files in,
             files out.
-        view, replace, memory_rows, key, class_column: as for :func:`sqlanon.anonymize` (None =
-            its default).
+        view, replace, key, class_column: as for :class:`sqlanon.Output` (None = its default).
         sensitive, l: l-diversity of each sensitive column (both or neither).
         diversity: which l-diversity: ``entropy`` (None: the default), ``distinct`` or
             ``recursive`` (recursive (c,l)-diversity, with ``c``).
@@ -168,15 +169,16 @@ class ReleaseConfig:
         target: the workload's target columns.
         criterion: ``median``, ``infogain``, ``regression``, ``selection`` or ``score`` (single
             recoding); None lets the targets' types choose (as ``target=`` does).
-        recoding, qids, max_steps, max_seconds: as for :func:`sqlanon.anonymize` (None/empty =
-            its default); with ``qids`` the request has no ``k``.
-        search: the single-dimensional searches' options given (``search``, ``metric``,
-            ``suppression``, ``seed``, ``budget``, ``iterations``), checked by
-            :func:`sqlanon.anonymize`.
+        qids: several QIDs, each with its own k (``KAnonymity(k, qid=...)``); with ``qids`` the
+            request has no ``k``.
         selections: the workload's selection predicates (SQL text over the QIs).
         path: the TOML file it was read from, if any.
-        strategy, sample_rows, confidence, seed: as for :func:`sqlanon.anonymize` (None = its
-            default).
+        suppression, published: as for :func:`sqlanon.anonymize` (None = its default).
+        algorithm: ``[algorithm]``: ``(key, value)`` pairs, ``name`` and the algorithm's own
+            arguments (:func:`sqlanon.algorithms.algorithm_of` builds and checks the object).
+        records: ``[[privacy.model]]``: privacy models as records
+            (:func:`sqlanon.model.privacy.from_record`).
+        models: the privacy models declared by a key of their own (:data:`MODEL_KEYS`), checked.
     """
 
     table: str
@@ -185,7 +187,6 @@ class ReleaseConfig:
     database: str | None = None
     view: str | None = None
     replace: bool = False
-    memory_rows: int | None = None
     sensitive: tuple[str, ...] = ()
     l: float | None = None
     target: tuple[str, ...] = ()
@@ -197,15 +198,11 @@ class ReleaseConfig:
     criterion: str | None = None
     key: tuple[str, ...] | None = None
     class_column: str | None = None
-    recoding: str | None = None
     qids: tuple[tuple[tuple[str, ...], int], ...] = ()
-    max_steps: int | None = None
-    max_seconds: float | None = None
     published: str | tuple[tuple[str, str], ...] | None = None  # published=: one mode, or (QI, mode) pairs
-    search: dict[str, Any] = field(default_factory=dict)
-    strategy: str | None = None
-    sample_rows: int | None = None
-    confidence: float | None = None
+    suppression: float | None = None
+    algorithm: tuple[tuple[str, Any], ...] = ()
+    records: tuple[tuple[tuple[str, Any], ...], ...] = ()
     t_closeness: tuple[tuple[str, float, str, str | None], ...] = ()  # (column, t, distance, hierarchy file)
     models: tuple[PrivacyModel, ...] = ()  # the models of MODEL_KEYS, checked
 
@@ -223,45 +220,6 @@ class ReleaseConfig:
         """The privacy constraints besides k-anonymity, as objects (for ``sqlanon.verify``)."""
         return privacy_constraints(self.sensitive, self.l, self.diversity, self.c, self.variance, self.t_closeness,
                                    self.models)
-
-    def anonymize_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``sqlanon.anonymize(con, **kwargs)``.
-
-        Entropy l-diversity goes through the ``sensitive=``/``l=`` shortcut, the other
-        constraints through ``constraints=``; a named criterion becomes ``criterion=`` (with the
-        targets inside), and without one the targets go to ``target=``, whose types choose.
-        Selections always go to ``selections=``, which wraps the criterion (Selection Mondrian).
-        """
-        entropy = (self.diversity or "entropy") == "entropy"
-        others = privacy_constraints(() if entropy else self.sensitive, self.l, self.diversity, self.c,
-                                     self.variance, self.t_closeness, self.models)
-        criterion = criterion_object(self.criterion, self.target)
-        return {
-            "table": self.table,
-            **({"qids": [(list(c), k) for c, k in self.qids]} if self.qids else {"qid": list(self.qid), "k": self.k}),
-            "hierarchies": self.hierarchies or None,
-            "view": self.view,
-            "replace": self.replace,
-            "memory_rows": self.memory_rows,
-            **({"key": list(self.key)} if self.key else {}),
-            **({"class_column": self.class_column} if self.class_column else {}),
-            # The workload only when declared, so requests without one read as before.
-            **({"sensitive": list(self.sensitive), "l": self.l}
-               if entropy and (self.sensitive or self.l is not None) else {}),
-            **({"constraints": others} if others else {}),
-            **({"criterion": criterion} if criterion is not None else
-               {"target": list(self.target)} if self.target else {}),
-            **({"selections": list(self.selections)} if self.selections else {}),
-            **({"recoding": self.recoding} if self.recoding else {}),
-            **({"max_steps": self.max_steps} if self.max_steps is not None else {}),
-            **({"max_seconds": self.max_seconds} if self.max_seconds is not None else {}),
-            **({"published": self.published if isinstance(self.published, str) else dict(self.published)}
-               if self.published else {}),
-            **{key: value for key, value in self.search.items() if value is not None},
-            **{name: value for name, value in (("strategy", self.strategy), ("sample_rows", self.sample_rows),
-                                               ("confidence", self.confidence))
-               if value is not None},
-        }
 
 
 def privacy_constraints(
@@ -399,6 +357,10 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
             raise fail(key, f"missing: the release file needs {what} '{key}'")
 
     release = _table(document["release"], "release", fail)
+    for key in _MOVED_KEYS:
+        if key in release:
+            raise fail(f"release.{key}", "moved: the algorithm's arguments go under [algorithm] (name = \"mondrian\", "
+                                         "\"topdown\", \"genetic\" or \"optimal\", and its keys)")
     _known(release, "release", _RELEASE_KEYS, {}, fail)
     if "table" not in release:
         raise fail("release.table", "missing: name the table, view or files to anonymize")
@@ -416,9 +378,6 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     replace = release.get("replace", False)
     if not isinstance(replace, bool):
         raise fail("release.replace", f"must be true or false, got {_show(replace)}")
-    memory_rows = release.get("memory_rows")
-    if memory_rows is not None:
-        memory_rows = _integer(memory_rows, "release.memory_rows", 0, fail)
     key = release.get("key")
     if key is not None:
         key = _names([key] if isinstance(key, str) else key, "release.key", fail)
@@ -457,22 +416,18 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     if "t" in privacy:
         raise fail("privacy.t", "t-closeness is written t_closeness = { column = t }")
     _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
-    recoding = release.get("recoding")
-    if recoding is not None:
-        recoding = _choice(recoding, "release.recoding", ("multi", "single"), fail)
-    max_steps = release.get("max_steps")
-    if max_steps is not None:
-        max_steps = _integer(max_steps, "release.max_steps", 0, fail)
-    max_seconds = release.get("max_seconds")
-    if max_seconds is not None and (not _is_number(max_seconds) or max_seconds < 0):
-        raise fail("release.max_seconds", f"must be a number >= 0, got {_show(max_seconds)}")
     published = _published(release.get("published"), fail)
-    sampling = _sampling(release, fail)
+    suppression = release.get("suppression")
+    if suppression is not None and (not _is_number(suppression) or not 0 <= suppression < 1):
+        raise fail("release.suppression", f"must be a number in [0, 1), got {_show(suppression)}")
     qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
     if qids and "k" in privacy:
         raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
-    if (qids or max_steps is not None or max_seconds is not None) and recoding != "single":
-        raise fail("release.recoding", 'qids, max_steps and max_seconds need recoding = "single"')
+    records = _records(privacy.get("model", []), "privacy.model", fail)
+    algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
+    for name, value in algorithm.items():
+        if isinstance(value, (dict, list)):
+            raise fail(f"algorithm.{name}", f"must be a string, a number or a boolean, got {_show(value)}")
     if "k" not in privacy and not qids:
         raise fail("privacy.k", "missing: every class must hold at least k rows")
     k = _integer(privacy["k"], "privacy.k", 1, fail) if not qids else None
@@ -500,15 +455,15 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
                   sensitive=sensitive, l=l, diversity=diversity, c=c, variance=variance,
                   criterion=criterion, target=target, selections=selections)
     return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
-                         replace=replace, memory_rows=memory_rows, sensitive=tuple(sensitive),
+                         replace=replace, sensitive=tuple(sensitive),
                          l=None if l is None else float(l), target=tuple(target),
                          selections=tuple(selections), path=label, diversity=diversity,
                          c=None if c is None else float(c), variance=variance, criterion=criterion,
                          key=None if key is None else tuple(key), class_column=class_column,
-                         recoding=recoding, qids=qids, max_steps=max_steps,
-                         max_seconds=None if max_seconds is None else float(max_seconds), published=published,
-                         search={key: release[key] for key in SEARCH_KEYS if key in release}, **sampling,
-                         t_closeness=t_closeness, models=models)
+                         qids=qids, published=published,
+                         suppression=None if suppression is None else float(suppression),
+                         algorithm=tuple(algorithm.items()), records=records, t_closeness=t_closeness,
+                         models=models)
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
@@ -525,20 +480,12 @@ def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
 
 
-def _sampling(release: dict[str, Any], fail) -> dict[str, Any]:
-    """``release.strategy``, ``sample_rows``, ``confidence`` (Rothko-S), those given (``seed`` is
-    among the searches' keys, checked by :func:`sqlanon.anonymize`)."""
-    out: dict[str, Any] = {}
-    if "strategy" in release:
-        out["strategy"] = _choice(release["strategy"], "release.strategy", ("auto", "levels", "sample"), fail)
-    if "sample_rows" in release:
-        out["sample_rows"] = _integer(release["sample_rows"], "release.sample_rows", 1, fail)
-    if "confidence" in release:
-        value = release["confidence"]
-        if not _is_number(value) or not 0 < value < 1:
-            raise fail("release.confidence", f"must be a number strictly between 0 and 1, got {_show(value)}")
-        out["confidence"] = float(value)
-    return out
+def _records(value: Any, key: str, fail) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """``privacy.model``: an array of privacy-model records, ``{ type = "...", ... }`` (checked
+    when the request is built, :func:`sqlanon.model.privacy.from_record`)."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) and "type" in v for v in value):
+        raise fail(key, f"must be an array of {{ type = \"...\", ... }} tables, got {_show(value)}")
+    return tuple(tuple(v.items()) for v in value)
 
 
 def _qids(value: Any, declared: list[str], fail) -> tuple[tuple[tuple[str, ...], int], ...]:
@@ -699,3 +646,34 @@ def _show(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return str(value)
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """A release file's TOML text: each section a table (``qi`` an array of tables), values
+    strings, numbers, booleans, arrays and inline tables (:func:`load_config` reads it back)."""
+    lines: list[str] = []
+    for section, body in document.items():
+        entries = body if isinstance(body, list) else [body]
+        for entry in entries:
+            lines += ["", f"[[{section}]]" if isinstance(body, list) else f"[{section}]"]
+            lines += [f"{_key(k)} = {_value(v)}" for k, v in entry.items() if v is not None]  # TOML has no null
+    return "\n".join(lines).lstrip() + "\n"
+
+
+def _key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() and key.isascii() else json.dumps(key)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value) if math.isfinite(value) else ("nan" if value != value else "inf" if value > 0 else "-inf")
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + " }"
+    raise ConfigError(f"a release file cannot hold {value!r}")
+

@@ -7,39 +7,37 @@ the output names (refusing to overwrite unless ``replace=True``).
 
 from __future__ import annotations
 
-import glob
 import math
 import re
-from pathlib import Path
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import sqlglot
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine import engine_for
-from ..engine.base import CatalogObject, Engine, Name
+from ..engine.base import Engine, Name
+from ..engine.catalog import Source, distinct_values, find_source, free_name, table_rows
 from ..errors import (
-    EngineError,
     HierarchyError,
     InputError,
     ObjectExistsError,
     RecodingError,
     UnknownColumnError,
-    UnknownTableError,
     UnsupportedTypeError,
     did_you_mean,
 )
 from ..model import manifest_format
-from ..model.criteria import InfoGain, Median, Regression, Score, Targets
+from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
+from ..model.privacy import KAnonymity
 from ..model.qi import QI, box_columns, classify, published_columns
 from .owned import owned as release_owned
-from .checks import _shown, case_duplicate, check_bool, check_free, check_int, check_number, check_qid
-from .single import Single, check_recoding, flat_hierarchy, requirement, resolve_single
+from .checks import _shown, case_duplicate, check_free, check_int, check_number, check_qid
+from .output import Output
+from .single import Single, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
 from .published import interval_columns, published_modes, with_bounds
 
@@ -56,36 +54,6 @@ DEFAULT_MEMORY_ROWS = 2_000_000
 BYTES_PER_MEMORY_ROW = 1000
 #: The smallest default ``memory_rows``, however small the limit.
 MIN_MEMORY_ROWS = 100_000
-
-#: File extensions that make a name a data-file source (only DuckDB reads them in place).
-DATA_SUFFIXES = (".parquet", ".csv", ".tsv", ".gz", ".json", ".jsonl", ".ndjson")
-
-
-@dataclass(frozen=True)
-class Source:
-    """The relation to anonymize: a table or view in the catalog, or files DuckDB reads."""
-
-    catalog: str
-    schema: str
-    name: str
-    kind: Literal["table", "view", "file"]
-    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in order
-    rows: int
-    path: str | None = None  # for files: the path or glob
-    reader: exp.Table | None = None  # for files: the engine's relation reading them
-    keys: tuple[tuple[str, ...], ...] = ()  # declared PRIMARY KEY / UNIQUE column sets, PK first
-    temporary: bool = False  # a temp table or view of the session
-
-    @property
-    def ref(self) -> exp.Table:
-        if self.reader is not None:
-            return self.reader.copy()
-        return g.table(self.name, self.schema, self.catalog)
-
-    @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(c for c, _ in self.columns)
-
 
 #: Key types whose values serve directly as the run's BIGINT row id (no snapshot needed).
 _DIRECT_KEY_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
@@ -135,8 +103,15 @@ class Spec:
     workload: Workload
     key: RowIdentity | None = None  # None: published as a view of a snapshot
     single: Single | None = None  # a single-dimensional recoding (TDR); None: Mondrian
-    suppression: float = 0.0  # Mondrian: the fraction of rows that may be suppressed
-    at_root_before: Mapping[str, float] | None = None  # ... and the root shares without it (manifest)
+    suppression: float = 0.0  # the fraction of rows that may be suppressed
+    at_root_before: Mapping[str, float] | None = None  # Mondrian's root shares without it (manifest)
+
+    @property
+    def suppression_limit(self) -> int:
+        """The most rows the release may suppress: ``floor(suppression * rows)`` (0 when the
+        request allows none). Mondrian spends it as the root's local budget, the genetic and
+        lattice searches as a limit (:mod:`sqlanon.publish.suppression`)."""
+        return int(self.suppression * self.source.rows + 1e-9)
 
     @property
     def hashed(self) -> bool:
@@ -186,60 +161,48 @@ def resolve(
     qid: Sequence[str] | None,
     k: int | None,
     *,
+    algorithm: Any,
+    privacy: Sequence[Any] = (),
     hierarchies: Mapping[str, Any] | None = None,
-    view: str | None = None,
-    replace: bool = False,
-    memory_rows: int | None = None,
+    output: Output | None = None,
     sensitive: str | Sequence[str] | None = None,
     l: float | None = None,
-    constraints: Sequence[Any] = (),
     target: str | Sequence[str] | None = None,
-    criterion: Any = None,
     selections: str | Sequence[str] | None = None,
-    key: str | Sequence[str] | None = None,
-    class_column: str | None = None,
-    recoding: str = "multi",
-    qids: Sequence[tuple[Sequence[str], int]] | None = None,
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
     published: Any = None,
-    search: str | None = None,
-    metric: str | None = None,
     suppression: float | None = None,
-    seed: int | None = None,
-    budget: float | None = None,
-    iterations: int | None = None,
 ) -> Spec:
     """Check the whole request against the database and return it as a :class:`Spec`.
+
+    ``algorithm``: the :class:`~sqlanon.request.algorithm.Algorithm`, already checked against
+    the rest of the request (:func:`~sqlanon.request.algorithm.check_fit`); it is asked for its
+    criterion, its memory budget and whether it recodes single-dimensionally.
 
     Raises:
         InputError: (or a subclass) for anything wrong, before any object is created.
     """
-    single = check_recoding(recoding) == "single"
-    # seed= also seeds Rothko-S's sample (strategy="sample"), so the multidimensional recoding takes it too
-    searching = {"search": search, "metric": metric, "suppression": suppression, "budget": budget,
-                 "iterations": iterations}
+    output = output if output is not None else Output()
+    single = algorithm.single_dimensional
+    qid, k, pairs, privacy = requirement(qid, k, privacy)
     fraction = 0.0
-    if not single and suppression is not None:  # Mondrian's suppression limit (sqlanon.mondrian.split)
+    if suppression is not None:
         fraction = check_number("suppression", suppression, 0.0)
         if fraction >= 1.0:
             raise InputError(f"suppression is the fraction of rows that may be suppressed, in [0, 1); got "
                              f"{suppression!r}")
-        searching = {**searching, "suppression": None}
-    if not single and any(v is not None for v in searching.values()):
-        raise RecodingError(f"{[f'{o}=' for o, v in searching.items() if v is not None]} need recoding='single' "
-                            f"(the single-dimensional searches)")
-    if not single and (qids is not None or max_steps is not None or max_seconds is not None):
-        raise RecodingError("qids=, max_steps= and max_seconds= need recoding='single' (top-down refinement); "
-                            "the multidimensional recoding takes one qid= with its k=")
-    pairs: tuple[tuple[tuple[str, ...], int], ...] = ()
-    if single:
-        qid, k, pairs = requirement(qid, k, qids)
+    memory_rows = algorithm.memory_rows
+    replace = output.replace
     qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
     k = check_int("k", k, minimum=1)
-    replace = check_bool("replace", replace)
-    objects = _catalog(engine)
-    source = _find_source(engine, objects, table)
+    pairs = pairs or ((tuple(qid), k),)
+    extra = [c.k for c in privacy if isinstance(c, KAnonymity)]
+    if single and extra:  # a single-dimensional search enforces k through its QIDs: the largest k counts
+        k = max(k, *extra)
+        pairs = tuple((c, max(kk, k)) if set(c) == set(qid) else (c, kk) for c, kk in pairs)
+        pairs += ((tuple(qid), k),) if all(set(c) != set(qid) for c, _ in pairs) else ()
+        privacy = tuple(c for c in privacy if not isinstance(c, KAnonymity))
+    objects = engine.objects()
+    source = find_source(engine, objects, table)
     qid = _check_qid(qid, source)
     if k > source.rows:
         raise InputError(
@@ -262,7 +225,7 @@ def resolve(
     given, hierarchies = hierarchies, {q: h for q, h in hierarchies.items() if q not in interval_columns(modes)}
     # a categorical QI without a hierarchy is refined from ⊥ by recoding='single' (the loop below)
     ordered = {q: q not in hierarchies and not (single and classify(types[q]) == "ordinal") for q in qid}
-    _check_names(engine, source, view, class_column, ordered)
+    _check_names(engine, source, output.view, output.class_column, ordered)
     nulls = _null_presence(engine, source, qid)
     qis = []
     suppressed = []
@@ -292,24 +255,26 @@ def resolve(
     qis = with_bounds(engine, source.ref, qis, modes, given, lambda table: table_rows(engine, table))
     _check_finite(engine, source, qis)
     plan = None
+    criterion = algorithm.criterion
     if single:  # (every QID's columns are in the union qid, checked above)
-        plan, criterion = resolve_single(
-            pairs, source.rows, types, qid, suppressed, nulls, target=target, criterion=criterion,
-            sensitive=sensitive, l=l, constraints=constraints, selections=selections, max_steps=max_steps,
-            max_seconds=max_seconds, hierarchical=tuple(hierarchies), seed=seed, **searching)
+        if algorithm.needs_hierarchies and (suppressed or set(qid) - set(hierarchies)):
+            missing = [q for q in qid if q not in hierarchies]
+            raise RecodingError(f"{algorithm.describe()} generalizes every QI to a level of its hierarchy: give one "
+                                f"for {missing} (hierarchies={{...}})")
+        plan, criterion = resolve_single(pairs, source.rows, types, qid, suppressed, nulls, target=target,
+                                         criterion=criterion)
+        algorithm.check_target(plan.target)
         target = None
-    elif isinstance(criterion, Score):
-        raise RecodingError("criterion=Score(...) is top-down refinement's: pass recoding='single'")
     workload = resolve_workload(
         engine, source.ref, types, source.rows, qid, k, sensitive=sensitive, l=l,
-        constraints=constraints, target=target, criterion=criterion, selections=selections,
+        constraints=privacy, target=target, criterion=criterion, selections=selections,
         qis=qis,
     )
-    identity = _row_identity(engine, source, key)
+    identity = _row_identity(engine, source, output.key)
     if source.temporary and not engine.views_read_temporary:
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
-    outputs = _outputs(engine, objects, source, tuple(qis), view, replace, identity is None, class_column,
-                       given)
+    outputs = _outputs(engine, objects, source, tuple(qis), output.view, replace, identity is None,
+                       output.class_column, given)
     if sized and not _depth_first(workload, qis, fraction):
         # on partitions of millions of rows the SQL levels (DuckDB's parallel GROUP BYs) are
         # faster than the level-by-level numpy finish (measured at 10M rows: InfoGain 48 s all in
@@ -319,7 +284,6 @@ def resolve(
         # SQL levels down to 2M rows)
         memory_rows = min(memory_rows, DEFAULT_MEMORY_ROWS)
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
-
 
 
 def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
@@ -340,95 +304,7 @@ def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
     return hierarchy_from(source, None if engine is None else lambda table: table_rows(engine, table))
 
 
-def table_rows(engine: Engine, name: str) -> list[tuple[Any, ...]] | None:
-    """Every row of the table or view ``name`` binds to (columns in table order); None if
-    there is none."""
-    found = engine.find(name)
-    if found is None:
-        return None
-    try:
-        return engine.fetch_rows(exp.select("*").from_(found.ref))
-    except EngineError as e:
-        raise HierarchyError(f"cannot read hierarchy table {name!r}: {e}") from e
-
-
 # -- helpers ---------------------------------------------------------------------------------
-def _catalog(engine: Engine) -> list[CatalogObject]:
-    return engine.objects()
-
-
-def _find_source(engine: Engine, objects: list, table: str, count: bool = True) -> Source:
-    if not isinstance(table, str) or not table:
-        raise InputError(f"table must be a non-empty string, got {table!r}")
-    found = engine.find(table)  # the one relation lookup: as the engine binds the name in SQL
-    if found is None and _is_file(table):
-        return _file_source(engine, table, count)
-    if found is None:
-        if _looks_like_files(table) and not engine.reads_files:
-            engine.file_source(table)  # the engine's own refusal: it reads no files in place
-        _check_path(table)
-        raise UnknownTableError(
-            f"no table or view named {table!r}." + did_you_mean(table, {o[2] for o in objects})
-        )
-    return source_of(engine, found, count)
-
-
-def _looks_like_files(name: str) -> bool:
-    """Whether a name reads as data files: a glob or a path with a data suffix."""
-    return Path(name.replace("*", "x")).suffix.lower() in DATA_SUFFIXES
-
-
-def _check_path(name: str) -> None:
-    """For a name no relation answers that reads as a path of data files -- a folder in it, a
-    glob, a data suffix, or an existing file -- the error about the files: not found, no file
-    matching the glob, or a suffix sqlanon does not read (listing those it does), never the
-    catalog's tables. The files are not opened (their lines are never quoted)."""
-    suffix = Path(name.replace("*", "x")).suffix.lower()
-    if not ("/" in name or "\\" in name or "*" in name or suffix in DATA_SUFFIXES or Path(name).exists()):
-        return
-    if "://" in name:  # a URL: DuckDB's extensions read it, or say why not
-        return
-    if suffix not in DATA_SUFFIXES:
-        kind = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
-        raise InputError(f"no table or view named {name!r}, and {kind} is not a data file sqlanon reads "
-                         f"(Parquet, CSV or JSON files: {', '.join(DATA_SUFFIXES)})")
-    if "*" in name:
-        raise UnknownTableError(f"no files match {name!r} (and no table or view has that name)")
-    raise UnknownTableError(f"file not found: {name!r} (and no table or view has that name)")
-
-
-def source_of(engine: Engine, found: CatalogObject, count: bool = True) -> Source:
-    """The :class:`Source` of a catalog relation: its columns, keys and (if ``count``) rows."""
-    catalog, schema, name, kind = found.catalog, found.schema, found.name, found.kind
-    columns = tuple(engine.columns(catalog, schema, name))
-    ref = g.table(name, schema, catalog)
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(ref))) if count else -1
-    keys: tuple[tuple[str, ...], ...] = ()
-    if kind == "table":
-        keys = tuple(engine.keys(catalog, schema, name))
-    return Source(catalog, schema, name, kind, columns, rows, keys=keys, temporary=found.temporary)
-
-
-def _is_file(table: str) -> bool:
-    """Whether ``table`` names data files to read: an existing file with a data suffix, or a glob
-    with one that matches a file (a URL's glob is DuckDB's to expand)."""
-    suffix = Path(table.replace("*", "x")).suffix.lower()
-    if suffix not in DATA_SUFFIXES:
-        return False
-    if "*" in table:
-        return "://" in table or any(Path(f).is_file() for f in glob.iglob(table, recursive=True))
-    return Path(table).is_file()
-
-
-def _file_source(engine: Engine, path: str, count: bool) -> Source:
-    """Parquet, CSV or JSON files read in place (a glob reads several)."""
-    reader = engine.file_source(path)
-    columns = tuple(engine.describe(exp.select("*").from_(reader.copy())))
-    rows = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(reader.copy()))) if count else -1
-    stem = Path(path).name.split(".")[0].replace("*", "") or "files"
-    return Source("", "", stem, "file", columns, rows, path, reader)
-
-
 def _check_qid(qid: Sequence[str], source: Source) -> list[str]:
     qid = check_qid(qid)
     for name in qid:
@@ -503,24 +379,6 @@ def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> No
         )
 
 
-def distinct_values(engine: Engine, column: str, source: exp.Table, numeric: bool) -> dict[str, np.ndarray]:
-    """Distinct non-NULL values of a column (``v``) with their text form (``t``).
-
-    Only numbers are fetched as values (so ``39.0`` can match a leaf ``39``); other types are
-    matched by the database's text form (fetching e.g. TIMESTAMPTZ values would need pytz).
-    """
-    text = exp.Cast(this=g.col(column), to=exp.DataType.build("VARCHAR"))
-    return engine.fetch(
-        exp.select(
-            g.alias(g.col(column) if numeric else text.copy(), "v"),
-            g.alias(text, "t"),
-        )
-        .distinct()
-        .from_(source)
-        .where(exp.Not(this=exp.Is(this=g.col(column), expression=exp.Null())))
-    )
-
-
 def types_of(source: Source) -> dict[str, str]:
     return dict(source.columns)
 
@@ -571,17 +429,6 @@ def _key_violations(engine: Engine, source: Source, columns: Sequence[str]) -> t
     return nulls, duplicates
 
 
-def free_name(base: str, taken: Iterable[str]) -> str:
-    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (case-insensitively,
-    as DuckDB compares names), so an internal column never collides with a user's."""
-    used = {t.lower() for t in taken}
-    name, i = base, 0
-    while name.lower() in used:
-        i += 1
-        name = f"{base}_{i}"
-    return name
-
-
 def _outputs(
     engine: Engine, objects: list, source: Source, qis: tuple[QI, ...], view: str | None, replace: bool,
     materialize: bool, class_column: str | None, hierarchies: Mapping[str, Any],
@@ -592,7 +439,7 @@ def _outputs(
     (:mod:`sqlanon.request.owned`) -- never another object, and never one the source reads."""
     view, rules, rowmap, hierarchies_table = release_names(source, view, any(not q.ordered for q in qis))
     names = [view, rules, rowmap] + ([hierarchies_table] if hierarchies_table else [])
-    current = _current(engine)
+    current = engine.current()
     here = {o[2].lower(): o for o in objects if (o[0], o[1]) == current}
     earlier = release_owned(engine, objects, view)
     owned = earlier.names
@@ -719,7 +566,3 @@ def _column_names(source: Source, qis: tuple[QI, ...]) -> tuple[list[str], list[
                 f"rename one in a view over the source first"
             )
     return rules_cols, view_cols
-
-
-def _current(engine: Engine) -> tuple[str, str]:
-    return engine.current()

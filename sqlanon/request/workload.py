@@ -12,7 +12,6 @@ partition can meet fails with a clear error instead of a useless release.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -101,7 +100,7 @@ def resolve_workload(
                          "by default; pass constraints=[...] for the other variants)")
     for s in sensitive_list:
         chosen.append(EntropyLDiversity(s, _number("l", l, minimum=1.0)))
-    chosen += check_models(constraints)
+    chosen += check_models(constraints, "privacy=")
     if criterion is not None and target_list:
         raise InputError("give either target= or criterion=, not both")
     if criterion is None:

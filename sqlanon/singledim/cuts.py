@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.hierarchy import Hierarchy, unused_label
-from ..mondrian.builder import Boxes, Regions
+from ..model.partition import Boxes, Regions
 from .tdr import SUPPRESSED, Attribute, factorize
 
 #: Labels of the hierarchy of a categorical QI without one (:func:`disclosure_hierarchy`).

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sqlglot import exp
@@ -26,9 +26,9 @@ from ..engine.base import Engine
 from ..model.privacy import beyond_k
 from ..model.domain import Domain, Visibility
 from ..model.stats import StatColumn
-from ..mondrian.builder import Progress, Regions
+from ..model.partition import SUPPRESSED_PID, Progress
+from ..request.algorithm import Partitioned, Prepared
 from ..request.spec import Spec
-from ..publish.suppression import SUPPRESSED_PID
 from .cuts import cells, disclosure_hierarchy, disclosure_nodes
 from .genetic import Column, Genetic
 from .lattice import Lattice, Node
@@ -57,6 +57,20 @@ class Outcome:
     levels: dict[str, int] | None = None
     suppressed: int = 0
     evaluated: int | None = None
+
+    def summary(self, suppressed: int) -> list[tuple[str, str]]:
+        """``(label, text)`` lines for the command line's summary (``suppressed``: verified)."""
+        if self.search == "tdr":
+            return [("recoding", f"single-dimensional, {self.refinements} refinements")]
+        found = ("levels " + ", ".join(f"{q}={v}" for q, v in (self.levels or {}).items())
+                 if self.search == "optimal" else "genetic algorithm")
+        return [("recoding", f"single-dimensional, {found}; {self.metric} = {self.score:.6g}, "
+                             f"{self.evaluated:,} {'nodes' if self.search == 'optimal' else 'evaluations'}"),
+                ("suppressed", f"{suppressed:,} rows (fully generalized, class NULL; verified)")]
+
+    def partitioning(self) -> None:
+        """A single-dimensional search has no multidimensional partitioning to report."""
+        return None
 
 
 def compress(engine: Engine, spec: Spec, work: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
@@ -121,28 +135,15 @@ def attributes(spec: Spec, domains: tuple[Domain, ...]) -> list[Attribute]:
     return out
 
 
-def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str,
-               progress: Callable[[Progress], None] | None = None,
-               ) -> tuple[Spec, tuple[Domain, ...], Regions, str, Outcome]:
-    """Compress, search and place every row (module docstring); ``progress`` hears of every
-    refinement (phase ``"refine"``, ``level`` the refinements so far), of the lattice's nodes
-    (phase ``"lattice"``, ``level`` the nodes checked, ``best`` the best metric so far) or of the
-    genetic algorithm's generations (phase ``"genetic"``).
-
-    Returns the spec and domains with the published hierarchies of ``⊥``-suppressed QIs, the
-    regions, the temp table ``(rid, pid[, qhash])`` of every row's region (``pid``
-    :data:`~sqlanon.publish.suppression.SUPPRESSED_PID` for a suppressed row), and the outcome.
-    """
+def run_tdr(run: Prepared, max_steps: int | None, max_seconds: float | None) -> Partitioned:
+    """Top-down refinement (:mod:`.tdr`): compress, refine, place every row (module docstring);
+    ``progress`` hears of every refinement (phase ``"refine"``, ``level`` the refinements so far).
+    A categorical QI without a hierarchy (``⊥``-suppressed) is published through the hierarchy of
+    what was disclosed, so the spec and the domains returned carry it."""
+    engine, spec, domains, work, progress = run.engine, run.spec, run.domains, run.work, run.progress
     plan = spec.single
     assert plan is not None
-    codes, y, sensitive = compress(engine, spec, work)
-    if plan.search == "optimal":
-        regions, placed, outcome = run_optimal(engine, spec, work, codes, y, sensitive, progress)
-        assert outcome.levels is not None  # the manifest records the node (sqlanon.metrics' Precision)
-        spec = dataclasses.replace(spec, single=dataclasses.replace(plan, levels=tuple(outcome.levels.values())))
-        return spec, domains, regions, placed, outcome
-    if plan.search == "genetic":
-        return (spec, domains) + run_genetic(engine, spec, domains, work, codes, y, progress)
+    codes, y, _ = compress(engine, spec, work)
     attrs = attributes(spec, domains)
     names = [q.name for q in spec.qis]
     reqs = [Requirement(tuple(names.index(c) for c in columns), k) for columns, k in plan.qids]
@@ -153,7 +154,7 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
             progress(Progress("refine", n, 0, rows, elapsed))
 
     result = refine(codes, y, attrs, reqs, labelled=plan.target is not None, use_score=plan.use_score,
-                    max_steps=plan.max_steps, max_seconds=plan.max_seconds, on_step=step)
+                    max_steps=max_steps, max_seconds=max_seconds, on_step=step)
     values = result.values.copy()
     qis, new_domains = list(spec.qis), list(domains)
     for j, a in enumerate(attrs):  # publish a ⊥-suppressed QI through the hierarchy of what was disclosed
@@ -169,18 +170,25 @@ def run_single(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: st
     found = cells(values, y.sum(axis=1), attrs, result.ends)
     placed = place(engine, work, result.labels, codes, found.pid, spec.hashed)
     outcome = Outcome("tdr", result.complete, refinements=len(result.steps))
+    stopped = () if result.complete else (
+        f"the refinement budget (max_steps/max_seconds) stopped top-down refinement after {len(result.steps)} "
+        f"refinements: the release is valid, and coarser than a full run",)
+    run.lap("refine")
     regions = dataclasses.replace(found.regions, visibility=visibility(codes, y.sum(axis=1), np.ones(len(codes), bool)))
-    return dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), regions, placed, outcome
+    return Partitioned(dataclasses.replace(spec, qis=tuple(qis)), tuple(new_domains), regions, placed, None,
+                       outcome, stopped)
 
 
-def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.ndarray,
-                sensitive: dict[str, np.ndarray], progress: Callable[[Progress], None] | None,
-                ) -> tuple[Regions, str, Outcome]:
-    """The optimal full-domain node (:mod:`.lattice`), its classes as regions, the rows placed:
-    a class below k or failing an l-diversity constraint is suppressed (its rows get
-    :data:`SUPPRESSED_PID`)."""
+def run_optimal(run: Prepared, metric: str) -> Partitioned:
+    """The optimal full-domain node (:mod:`.lattice`) minimizing ``metric``, its classes as
+    regions, the rows placed: a class below k or failing an l-diversity constraint is suppressed
+    (its rows get :data:`SUPPRESSED_PID`); ``progress`` hears of the lattice's nodes (phase
+    ``"lattice"``, ``level`` the nodes checked, ``best`` the best metric so far). The spec
+    returned records the node (the manifest's ``levels``: :func:`sqlanon.metrics`' Precision)."""
+    engine, spec, work, progress = run.engine, run.spec, run.work, run.progress
     plan = spec.single
     assert plan is not None
+    codes, y, sensitive = compress(engine, spec, work)
     hierarchies = [q.hierarchy for q in spec.qis]
     assert all(h is not None for h in hierarchies)
     judged = beyond_k(spec.workload.constraints, spec.k)  # k: spec.k
@@ -193,7 +201,7 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
             progress(Progress("lattice", checked, 0, rows, time.perf_counter() - started,
                               None if best is None else best.value))
 
-    found = lattice.search(plan.metric or "DM", spec.k, plan.suppression_limit(rows), report)
+    found = lattice.search(metric, spec.k, spec.suppression_limit, report)
     best = found.best
     # the top node (every QI at its root) is one class of all rows: >= k, and the workload checked
     # that the whole table satisfies every constraint
@@ -210,10 +218,13 @@ def run_optimal(engine: Engine, spec: Spec, work: str, codes: np.ndarray, y: np.
         for _ in range(level):
             labels[j] = lattice.up[j][labels[j]]
     placed = place(engine, work, labels, codes, pid, spec.hashed)
-    outcome = Outcome("optimal", True, metric=plan.metric, score=best.value,
+    outcome = Outcome("optimal", True, metric=metric, score=best.value,
                       levels={q.name: int(v) for q, v in zip(spec.qis, best.levels)}, suppressed=best.suppressed,
                       evaluated=found.checked)
-    return dataclasses.replace(placed_cells.regions, visibility=visibility(codes, lattice.bottom.n, kept)), placed, outcome
+    run.lap("refine")
+    spec = dataclasses.replace(spec, single=dataclasses.replace(plan, levels=tuple(int(v) for v in best.levels)))
+    regions = dataclasses.replace(placed_cells.regions, visibility=visibility(codes, lattice.bottom.n, kept))
+    return Partitioned(spec, run.domains, regions, placed, None, outcome)
 
 
 def visibility(codes: np.ndarray, rows: np.ndarray, kept: np.ndarray) -> Visibility:
@@ -275,25 +286,26 @@ def place(engine: Engine, work: str, labels: Sequence[np.ndarray], codes: np.nda
     return name
 
 
-def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: str, codes: np.ndarray, y: np.ndarray,
-                progress: Callable[[Progress], None] | None) -> tuple[Regions, str, Outcome]:
-    """Iyengar's genetic algorithm (:mod:`.genetic`), its classes as regions, the rows placed:
-    a class below k is suppressed (its rows get :data:`SUPPRESSED_PID`). A QI with a hierarchy
-    (or a categorical one without: its flat hierarchy) is cut into hierarchy nodes; an ordered
-    QI into intervals of its codes."""
-    plan = spec.single
-    assert plan is not None
+def run_genetic(run: Prepared, metric: str, seed: int, iterations: int | None, budget: float | None
+                ) -> Partitioned:
+    """Iyengar's genetic algorithm (:mod:`.genetic`) minimizing ``metric``, its classes as
+    regions, the rows placed: a class below k is suppressed (its rows get
+    :data:`SUPPRESSED_PID`). A QI with a hierarchy (or a categorical one without: its flat
+    hierarchy) is cut into hierarchy nodes; an ordered QI into intervals of its codes.
+    ``progress`` hears of its generations (phase ``"genetic"``, ``best`` the best fitness)."""
+    engine, spec, domains, work, progress = run.engine, run.spec, run.domains, run.work, run.progress
+    codes, y, _ = compress(engine, spec, work)
     columns = [Column(d.size, d.qi.hierarchy) if not d.qi.ordered else Column(d.size, position=d.num)
                for d in domains]
     rows = int(y.sum())
-    ga = Genetic(codes, y, columns, plan.metric or "LM", spec.k, plan.suppression_limit(rows))
+    ga = Genetic(codes, y, columns, metric, spec.k, spec.suppression_limit)
     started = time.perf_counter()
 
     def report(iteration: int, best: float) -> None:
         if progress is not None:
             progress(Progress("genetic", iteration, 0, rows, time.perf_counter() - started, best))
 
-    result = ga.run(seed=plan.seed, iterations=plan.iterations, budget=plan.budget, on_generation=report)
+    result = ga.run(seed=seed, iterations=iterations, budget=budget, on_generation=report)
     best = result.best
     values = np.column_stack([best.labels[j][codes[:, j]] for j in range(len(columns))])
     n = y.sum(axis=1)
@@ -305,6 +317,8 @@ def run_genetic(engine: Engine, spec: Spec, domains: tuple[Domain, ...], work: s
     found = cells(values[kept], n[kept], attrs, list(best.ends))
     pid[kept] = found.pid
     placed = place(engine, work, list(best.labels), codes, pid, spec.hashed)
-    outcome = Outcome("genetic", result.complete, metric=plan.metric, score=best.fitness, suppressed=best.suppressed,
+    outcome = Outcome("genetic", result.complete, metric=metric, score=best.fitness, suppressed=best.suppressed,
                       evaluated=result.evaluations)
-    return dataclasses.replace(found.regions, visibility=visibility(codes, n, kept)), placed, outcome
+    run.lap("refine")
+    regions = dataclasses.replace(found.regions, visibility=visibility(codes, n, kept))
+    return Partitioned(spec, domains, regions, placed, None, outcome)

@@ -19,11 +19,20 @@ from .sampling import z_upper
 
 @dataclass(frozen=True)
 class KAnonymity(PrivacyModel):
-    """k-anonymity: every class holds at least ``k`` rows. Its measure is the class's rows."""
+    """k-anonymity: every class holds at least ``k`` rows. Its measure is the class's rows.
+
+    ``qid``: the quasi-identifier this k is for, when a request has several (TKDE 2007,
+    Definition 1: every group of rows equal on the QID holds at least ``k``; top-down refinement
+    enforces each); None: the request's QIs."""
 
     k: int
+    qid: tuple[str, ...] | None = None
     size_only: ClassVar[bool] = True
     measure: ClassVar[str] = "rows"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.qid, list):
+            object.__setattr__(self, "qid", tuple(self.qid))
 
     @property
     def min_size(self) -> int:
@@ -33,13 +42,17 @@ class KAnonymity(PrivacyModel):
         return (stats.n >= self.k) | (stats.n == 0)
 
     def describe(self) -> str:
-        return f"k-anonymity(k={self.k})"
+        return f"k-anonymity(k={self.k})" if self.qid is None else f"k-anonymity(k={self.k}, qid={list(self.qid)})"
 
     def reason(self) -> str:
         return f"class below k={self.k}"
 
     def checked(self) -> KAnonymity:
         return dataclasses.replace(self, k=integer(self, "k"))
+
+    def record(self) -> dict[str, object]:
+        """``{"type": "KAnonymity", "k": k}``, with ``qid`` (a list) only when given."""
+        return {"type": "KAnonymity", "k": self.k, **({"qid": list(self.qid)} if self.qid is not None else {})}
 
     def per_class(self, source: exp.Expression, columns: Sequence[str],
                   where: exp.Expression | None = None) -> exp.Select:
@@ -53,7 +66,7 @@ class KAnonymity(PrivacyModel):
         ``(p^ - p0) / sqrt(p0 (1 - p0) / n * (N - n) / (N - 1)) >= z_alpha`` (normal
         approximation, finite-population correction). Monotone in ``n_i``, so the test *is*
         k-anonymity with the sample threshold :func:`k_threshold`."""
-        return KAnonymity(k_threshold(self.k, population, sample, alpha))
+        return dataclasses.replace(self, k=k_threshold(self.k, population, sample, alpha))
 
 
 def k_threshold(k: int, population: int, sample: int, alpha: float) -> int:
