@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import VerificationError
-from tests.test_api import load
+from tests.e2e.test_api import load
 
 
 def _plain(v):

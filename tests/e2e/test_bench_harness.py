@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 #: The record's fields, spelled out here so that a change to the schema fails this test.
 FIELDS = {"schema", "script", "run", "name", "params", "seconds", "ratios", "metrics", "details", "error",

@@ -21,7 +21,7 @@ from conftest import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
-from tests.test_engines import HIERARCHY, TABLES, WORKLOADS
+from tests.e2e.test_engines import HIERARCHY, TABLES, WORKLOADS
 
 pytestmark = pytest.mark.spark
 

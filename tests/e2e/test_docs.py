@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 

@@ -28,8 +28,8 @@ import sqlanon
 from conftest import frame, rows, run
 from sqlanon.errors import InputError
 from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
-from tests.test_api import load, tables
-from tests.test_workload import impurity_of, judge
+from tests.e2e.test_api import load, tables
+from tests.mondrian.test_workload import impurity_of, judge
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -473,7 +473,7 @@ def test_cli_and_release_file(tmp_path, capsys):
 @pytest.mark.spark
 def test_spark_publishes_duckdbs_rules(spark):
     """The in-memory batches on Spark's executors carry the budgets: same rules as DuckDB."""
-    from tests.test_spark import _identical, people
+    from tests.e2e.test_spark import _identical, people
 
     frame = people(300, seed=3)
     _identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)

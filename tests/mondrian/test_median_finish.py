@@ -245,7 +245,7 @@ import numpy as np
 from sqlanon.mondrian import median_finish as m
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
-from tests.test_median_finish import finish
+from tests.mondrian.test_median_finish import finish
 m.warm()
 warmed = {f.py_func.__name__: list(f.signatures) for f in (m._grow, m._extents)}
 rng = np.random.default_rng(1)
@@ -257,7 +257,7 @@ after = {f.py_func.__name__: list(f.signatures) for f in (m._grow, m._extents)}
 assert all(len(s) == 1 for s in warmed.values()), warmed
 assert after == warmed, (warmed, after)
 """
-    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[1],
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
 

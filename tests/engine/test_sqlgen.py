@@ -214,7 +214,7 @@ def test_template_is_not_mutated_between_uses(templates):
     assert (first, second) == ('SELECT 0 AS z, "a", "b" FROM t', 'SELECT 0 AS z, "c" FROM t')
 
 
-SQL_FILES = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "sql").glob("*.sql"))
+SQL_FILES = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "sql").glob("*.sql"))
 PACKAGED = [name for name in SQL_FILES if name != "macros"]  # macros.sql is a script, not a template
 
 

@@ -21,7 +21,7 @@ from sqlanon.model.privacy import (
     TCloseness, VarianceDiversity,
 )
 from sqlanon.model.stats import StatColumn
-from tests.test_median_finish import assert_same, batches
+from tests.mondrian.test_median_finish import assert_same, batches
 
 
 def model_list(draw, V, s_counts):

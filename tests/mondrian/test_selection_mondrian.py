@@ -22,8 +22,8 @@ from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.selection import parse_selection
 from tests.reference_mondrian import reference_mondrian
-from tests.test_api import load, partition_of
-from tests.test_workload import _values, impurity_of, workloads
+from tests.e2e.test_api import load, partition_of
+from tests.mondrian.test_workload import _values, impurity_of, workloads
 
 # Light end-to-end runs on a small table run on both engines; the oracle property test and the
 # quality comparison on 20,000 rows are DuckDB's alone (each is marked).
@@ -163,7 +163,7 @@ def agrawal():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from agrawal import QI_COLUMNS, generate
 
     con = duckdb.connect()

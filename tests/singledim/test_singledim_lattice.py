@@ -37,7 +37,7 @@ from sqlanon.model.privacy import DistinctLDiversity, EntropyLDiversity, Recursi
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.singledim.lattice import Lattice
 
-REFERENCE = Path(__file__).parent / "data" / "reference_TestUtilityMetrics_adult_k5.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_TestUtilityMetrics_adult_k5.json"
 TREE = {"*": {"a": {"a1": ["a11", "a12"], "a2": ["a21", "a22"]}, "b": {"b1": ["b11", "b12"], "b2": ["b21", "b22"]}}}
 SMALL = {"*": {"x": ["x1", "x2", "x3"], "y": ["y1", "y2"]}}
 FLAT = {"*": ["p", "q", "r"]}

@@ -24,7 +24,7 @@ from conftest import load_frame, objects, rows, request_options
 from sqlanon.model.summaries import entropy, variance
 from sqlanon.model.stats import ClassStats
 from tests.reference_mondrian import reference_mondrian
-from tests.test_api import load, partition_of
+from tests.e2e.test_api import load, partition_of
 
 # Light tests of a database-facing path run on both engines; the oracle/property tests and the
 # quality comparisons on large data are DuckDB's alone (each is marked).
@@ -286,7 +286,7 @@ def test_regression_lowers_rmse_on_agrawal(con, target):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from agrawal import QI_COLUMNS, generate
 
     df = generate(20_000, seed=3)

@@ -36,7 +36,7 @@ from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
 from sqlanon.release.imprecision import imprecision as imprecision_of
 
-ROOT = Path(__file__).absolute().parent.parent  # the checkout, whatever is installed
+ROOT = Path(__file__).absolute().parents[2]  # the checkout, whatever is installed
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
 COMMANDS = ["demo", "anonymize", "verify", "explain", "report", "apply", "install-macros"]
 

@@ -29,8 +29,8 @@ from sqlanon.model.privacy.variance import VarianceTest
 from sqlanon.mondrian.hypotheses import fit_threshold, sample_constraints
 from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
-from tests.test_api import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables
-from tests.test_workload import judge, workloads
+from tests.e2e.test_api import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables
+from tests.mondrian.test_workload import judge, workloads
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

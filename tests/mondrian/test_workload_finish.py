@@ -512,7 +512,7 @@ def test_same_release_whatever_memory_rows(case):
 def test_spark_executors_publish_the_general_paths_rules(spark):
     """On Spark the finish runs on the executors (BatchFinish, the module's default: on): the
     rules and view are DuckDB's with the finish switched off."""
-    from tests.test_spark import load, rules, table_of
+    from tests.e2e.test_spark import load, rules, table_of
 
     rng = np.random.default_rng(4)
     n = 600

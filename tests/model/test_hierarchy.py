@@ -18,7 +18,7 @@ from sqlanon.errors import HierarchyError
 from sqlanon import load_hierarchy
 from sqlanon.model.hierarchy import Hierarchy
 
-DATA = Path(__file__).resolve().parent.parent / "sqlanon" / "data"
+DATA = Path(__file__).resolve().parents[2] / "sqlanon" / "data"
 
 # Pure hierarchy tests take no connection; those reading a hierarchy (or data) from the database
 # run on both engines.
