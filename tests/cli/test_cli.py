@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import (SUPPRESSING, frame, is_postgres, load_frame, make_people, objects, rows, run as run_sql,
+from tests.support import (SUPPRESSING, frame, is_postgres, load_frame, make_people, objects, rows, run as run_sql,
                       suppressing_release)
 from sqlanon.engine import base as engine
 from sqlanon.engine import engine_for
@@ -171,7 +171,7 @@ def test_help_of_every_command_is_complete(capsys, command):
         assert "--select PREDICATE" in out
 
 
-@pytest.mark.engines("duckdb")  # flags/file -> manifest; selections on PostgreSQL: tests/test_selection*.py
+@pytest.mark.engines("duckdb")  # flags/file -> manifest; selections on PostgreSQL: tests/model/test_selection*.py
 def test_select_reaches_the_library(capsys, db, tmp_path):
     """--select (repeatable) and [workload] selections give Selection Mondrian; both land in the manifest."""
     from sqlanon.publish import manifest
@@ -201,7 +201,7 @@ def test_select_reaches_the_library(capsys, db, tmp_path):
     assert sql_objects(db) == before
 
 
-@pytest.mark.engines("duckdb")  # flags -> manifest; constraints and criteria on PostgreSQL: tests/test_api.py, tests/test_workload.py
+@pytest.mark.engines("duckdb")  # flags -> manifest; constraints and criteria on PostgreSQL: tests/e2e/test_api.py, tests/mondrian/test_workload.py
 def test_workload_flags_reach_the_library(capsys, db):
     """--sensitive/--l give entropy l-diversity, --target the criterion; both land in the manifest."""
     from sqlanon.publish import manifest
@@ -916,7 +916,7 @@ def test_constraint_flag_errors(capsys, db, flags, fragment):
         assert sql_objects(db) == before
 
 
-@pytest.mark.engines("duckdb")  # flags/file -> manifest (8 releases); constraints on PostgreSQL: test_verify_reaches_every_constraint, tests/test_api.py
+@pytest.mark.engines("duckdb")  # flags/file -> manifest (8 releases); constraints on PostgreSQL: test_verify_reaches_every_constraint, tests/e2e/test_api.py
 def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
     """Each constraint kind from flags and from a release file lands in the manifest, and the
     summary prints the constraints and the criterion."""

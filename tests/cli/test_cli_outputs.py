@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import make_people
+from tests.support import make_people
 
 from sqlanon.cli import main
 

@@ -1,6 +1,6 @@
 """The ``sqlanon`` command on Spark: ``--engine spark`` (``--spark-master``, ``--spark-conf``), in process.
 
-``main([...])`` runs as ``tests/test_cli.py`` runs it. The ``spark`` fixture's session is already
+``main([...])`` runs as ``tests/cli/test_cli.py`` runs it. The ``spark`` fixture's session is already
 running, so the command's ``getOrCreate()`` returns it: the command works in the Spark database
 named as DB, and leaves the session running, its current database as it was. An anonymize
 costs ~10-20 s on Spark, so one release serves every command of a test.

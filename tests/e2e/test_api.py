@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, objects, rows, run, temp_objects
+from tests.support import frame, is_postgres, load_frame, objects, rows, run, temp_objects
 from sqlanon.model.hierarchy import Hierarchy
-from tests.reference_mondrian import reference_mondrian
+from tests.support.reference_mondrian import reference_mondrian
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -200,7 +200,7 @@ def tables(draw):
     return pd.DataFrame(cols), [f"q{j}" for j in range(d)], k, hierarchies
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables(), st.sampled_from(MEMORY))
 def test_equals_reference_on_random_tables(case, memory_rows):
@@ -216,7 +216,7 @@ def test_equals_reference_on_random_tables(case, memory_rows):
     check_release(con, release, data, qid, k, hierarchies)
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @settings(max_examples=15, deadline=None)
 @given(st.integers(50, 400), st.integers(1, 4), st.integers(2, 30), st.integers(0, 2**31))
 def test_memory_threshold_does_not_change_the_result(n, d, k, seed):
@@ -393,7 +393,7 @@ def test_by_range_lists_rows_by_range_of_ids_and_keeps_their_order(ids, most):
 
 
 # -- real data -------------------------------------------------------------------------------
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py (Adult included)
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py (Adult included)
 @pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("k", [2, 10, 100, 1000])
 def test_adult_all_nine_columns_with_hierarchies(adult, k):
@@ -425,7 +425,7 @@ def check_adult(adult, k: int) -> None:
         assert partition_of(con, release.view) == reference_mondrian(data.drop(columns=["id"]), qid, k, rows)
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 def test_adult_numeric_age_partition_is_minimal(adult):
     """Age as a number (no hierarchy) next to hierarchical QIs: full property check."""

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import sqlanon
-from conftest import make_people, rows, temp_objects
+from tests.support import make_people, rows, temp_objects
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

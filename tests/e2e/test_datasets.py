@@ -16,7 +16,7 @@ import sqlanon
 from sqlanon import datasets
 from sqlanon import load_hierarchy
 
-from conftest import ADULT_COLUMNS, ADULT_ROWS, DATA, is_postgres, quote, rows, run
+from tests.support import ADULT_COLUMNS, ADULT_ROWS, DATA, is_postgres, quote, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

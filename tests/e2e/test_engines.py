@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import request_options
+from tests.support import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
-from tests.conftest import load_frame
+from tests.support import load_frame
 
 PACKAGE = Path(sqlanon.__file__).parent
 DRIVERS = {"duckdb", "psycopg", "_duckdb", "pyspark", "py4j"}

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import request_options
+from tests.support import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g

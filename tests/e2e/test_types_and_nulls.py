@@ -14,9 +14,9 @@ import datetime as dt
 import itertools
 from decimal import Decimal
 
-import conftest
+from tests.support import db
 import pytest
-from conftest import is_postgres, quote, temp_objects
+from tests.support import is_postgres, quote, temp_objects
 
 import sqlanon
 
@@ -62,14 +62,14 @@ DUCKDB_ONLY_TYPES = {  # PostgreSQL has no 1-byte and no unsigned integer type: 
 
 
 def run(con, sql: str, params=()) -> None:
-    """conftest's ``run``, always with a parameter list: its ``?`` -> ``%s`` translation doubles
+    """:mod:`tests.support.db`'s ``run``, always with a parameter list: its ``?`` -> ``%s`` translation doubles
     ``%`` (SQL's modulo here), which psycopg turns back only when it is given parameters."""
-    conftest.run(con, sql, list(params))
+    db.run(con, sql, list(params))
 
 
 def rows(con, sql: str, params=()) -> list[tuple]:
-    """conftest's ``rows``, always with a parameter list (see :func:`run`)."""
-    return conftest.rows(con, sql, list(params))
+    """:mod:`tests.support.db`'s ``rows``, always with a parameter list (see :func:`run`)."""
+    return db.rows(con, sql, list(params))
 
 
 def engine_types(con) -> dict[str, str]:

@@ -16,7 +16,7 @@ import sqlanon
 from sqlanon.engine import engine_for
 from sqlanon.mondrian import encode
 
-from conftest import quote
+from tests.support import quote
 
 pytestmark = pytest.mark.engines("postgres")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import load_frame
+from tests.support import load_frame
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

@@ -21,7 +21,7 @@ from sqlanon.model.privacy import SIZE, VALUE, from_record, to_record
 from sqlanon.model.privacy.closeness import Ground, subtree_heights
 from sqlanon.model.stats import ClassStats
 from sqlanon.engine import engine_for, sqlgen as g
-from tests.conftest import load_frame, run
+from tests.support import load_frame, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, load_frame, run
-from tests.reference_mondrian import reference_mondrian
+from tests.support import frame, load_frame, run
+from tests.support.reference_mondrian import reference_mondrian
 from sqlanon.errors import InputError, RecodingError
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.privacy.likeness import LikenessTest

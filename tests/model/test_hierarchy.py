@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ADULT_COLUMNS, ADULT_ROWS, is_postgres, load_frame, rows, run
+from tests.support import ADULT_COLUMNS, ADULT_ROWS, is_postgres, load_frame, rows, run
 from sqlanon.errors import HierarchyError
 from sqlanon import load_hierarchy
 from sqlanon.model.hierarchy import Hierarchy

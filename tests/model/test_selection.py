@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_frame, rows, run
+from tests.support import load_frame, rows, run
 from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
 from sqlanon.errors import InputError
@@ -32,7 +32,7 @@ from sqlanon.model.selection import (
     SelectionError,
     parse_selection,
 )
-from tests import sql_logic
+from tests.support import sql_logic
 
 EDU = Hierarchy.from_dict({"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]},
                                  "higher": ["bsc", "msc", "phd"]}})
@@ -386,7 +386,7 @@ def _edu_leaves(label):
 
 
 def evaluate(p, row):
-    """SQL three-valued logic in plain Python: True, False or None (see tests/sql_logic.py)."""
+    """SQL three-valued logic in plain Python: True, False or None (see tests/support/sql_logic.py)."""
     return sql_logic.evaluate(p, row, _compare)
 
 

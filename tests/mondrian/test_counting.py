@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import sqlanon
-from conftest import request_options
+from tests.support import request_options
 from sqlanon.mondrian import builder as partition
 
 

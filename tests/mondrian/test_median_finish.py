@@ -22,7 +22,7 @@ from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
-from tests.reference_mondrian import reference_mondrian_fast
+from tests.support.reference_mondrian import reference_mondrian_fast
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: list[Domain], k: int, fast: bool, threads: int = 1,
@@ -216,7 +216,7 @@ def test_equals_the_numpy_oracle():
 
 def test_taken_for_median_only(monkeypatch):
     """The fast path runs for Median under k-anonymity, and with privacy models that have a
-    compiled face (tests/test_model_finish.py), and stays out of other requests."""
+    compiled face (tests/mondrian/test_model_finish.py), and stays out of other requests."""
     calls = []
     real = median_finish.finish
     monkeypatch.setattr(median_finish, "finish", lambda *a, **kw: calls.append(1) or real(*a, **kw))

@@ -1,4 +1,4 @@
-"""Tests of the Mondrian oracle (tests/reference_mondrian.py).
+"""Tests of the Mondrian oracle (tests/support/reference_mondrian.py).
 
 Three kinds of evidence, each able to fail on its own:
 
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from reference_mondrian import reference_mondrian, reference_mondrian_fast, reference_regions
+from tests.support.reference_mondrian import reference_mondrian, reference_mondrian_fast, reference_regions
 
 # A 3-level hierarchy; 'mx' and 'it' are leaves the data below rarely or never contain.
 GEO = [

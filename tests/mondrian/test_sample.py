@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, load_frame, run, request_options
+from tests.support import frame, load_frame, run, request_options
 from sqlanon.model.stats import ClassStats
 from sqlanon.model.privacy.anonymity import k_threshold
 from sqlanon.model.privacy.diversity import CLTest, EntropyTest, entropy_statistic, recursive_cl_statistic
@@ -217,7 +217,7 @@ def test_sample_strategy_satisfies_every_constraint_and_criterion(case, sample_r
     constraints = [constraint] if constraint else []
     verdict = judge(data, constraint) if constraint else (lambda rows: True)
     if not verdict(np.arange(len(data))):
-        return  # infeasible: refused before any work (tests/test_workload.py)
+        return  # infeasible: refused before any work (tests/mondrian/test_workload.py)
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
                                 algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=4)))
     classes = _classes(con, release)

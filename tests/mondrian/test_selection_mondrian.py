@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import load_frame, objects, quote, rows, request_options
+from tests.support import load_frame, objects, quote, rows, request_options
 from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.selection import parse_selection
-from tests.reference_mondrian import reference_mondrian
+from tests.support.reference_mondrian import reference_mondrian
 from tests.e2e.test_api import load, partition_of
 from tests.mondrian.test_workload import _values, impurity_of, workloads
 
@@ -87,7 +87,7 @@ def selection_oracle(df: pd.DataFrame, members: list[np.ndarray], inner):
     return impurity, weak
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(selection_workloads(), st.sampled_from([0, 5, 10**9]))
@@ -177,7 +177,7 @@ C2_BOXES = ["age < 40 AND salary BETWEEN 50000 AND 100000",
             "age >= 60 AND salary BETWEEN 25000 AND 75000"]
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("k", [10, 50, 100, 250, 500])
 def test_selection_mondrian_beats_median_on_c2(agrawal, k):

@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, rows, run
+from tests.support import frame, rows, run
 from sqlanon.errors import InputError
-from tests.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
+from tests.support.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
 from tests.e2e.test_api import load, tables
 from tests.mondrian.test_workload import impurity_of, judge
 
@@ -304,7 +304,7 @@ def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
 
 @st.composite
 def labelled(draw):
-    """A random table of :func:`tests.test_api.tables` with a class label (NULLs included), a
+    """A random table of :func:`tests.e2e.test_api.tables` with a class label (NULLs included), a
     numeric target and a sensitive column."""
     df, qid, k, hierarchies = draw(tables())
     n = len(df)
@@ -332,7 +332,7 @@ def test_workloads_and_diversity_equal_oracle_on_random_tables(case, fraction, m
     constraints = [constraint] if constraint else []
     ok = judge(data, constraint) if constraint else None
     if ok is not None and not ok(np.arange(len(data))):
-        return  # refused before any work (tests/test_workload.py)
+        return  # refused before any work (tests/mondrian/test_workload.py)
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, suppression=fraction,
                                 privacy=constraints,
                                 algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Levels(memory_rows=memory_rows)),
@@ -483,7 +483,7 @@ def test_sample_strategy_is_refused(con, monkeypatch):
     """Rothko-S does not carry the budget: refused before the first statement (no snapshot, no
     encoding: no temp object), nothing published."""
     import sqlanon.pipeline
-    from conftest import objects, temp_objects
+    from tests.support import objects, temp_objects
 
     load(con, motivating())
     before = objects(con)

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import load_frame, objects, rows, request_options
+from tests.support import load_frame, objects, rows, request_options
 from sqlanon.model.summaries import entropy, variance
 from sqlanon.model.stats import ClassStats
-from tests.reference_mondrian import reference_mondrian
+from tests.support.reference_mondrian import reference_mondrian
 from tests.e2e.test_api import load, partition_of
 
 # Light tests of a database-facing path run on both engines; the oracle/property tests and the
@@ -127,7 +127,7 @@ def workloads(draw):
     return pd.DataFrame(cols), [f"q{j}" for j in range(d)], k, hierarchies, constraint, criterion
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workloads(), st.sampled_from([0, 5, 10**9]))
@@ -152,7 +152,7 @@ def test_equals_brute_force_for_every_constraint_and_criterion(case, memory_rows
     assert check.ok and all(c.ok for c in check.checks)
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 @settings(max_examples=20, deadline=None)
 @given(st.integers(60, 300), st.integers(0, 2**31), st.sampled_from(["infogain", "regression", "targets", "ldiv"]))
@@ -257,7 +257,7 @@ def conditional_entropy(con, view: str, label: str) -> float:
     ).fetchall()[0][0]
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("k", [5, 10, 25, 50, 100, 250])
 def test_infogain_lowers_conditional_entropy_on_adult(adult, k):
@@ -279,7 +279,7 @@ def rmse(con, view: str, target: str) -> float:
     ).fetchall()[0][0]
 
 
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 @pytest.mark.engines("duckdb")
 @pytest.mark.parametrize("target", ["r7", "r10"])
 def test_regression_lowers_rmse_on_agrawal(con, target):

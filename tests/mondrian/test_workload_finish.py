@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
-from conftest import request_options
+from tests.support import request_options
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.builder import Batch, Partitioner

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, objects, rows, run, request_options
+from tests.support import frame, is_postgres, load_frame, objects, rows, run, request_options
 from sqlanon import EntropyLDiversity, VarianceDiversity
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import describe, load_frame, quote, rows, run
+from tests.support import describe, load_frame, quote, rows, run
 from sqlanon.publish import manifest
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import load_frame, rows, run
+from tests.support import load_frame, rows, run
 from sqlanon.publish import manifest
 from sqlanon.release.report import collect, release_workload
 

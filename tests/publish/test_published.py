@@ -23,7 +23,7 @@ import sqlanon
 from sqlanon.errors import HierarchyError, InputError
 from sqlanon.model.hierarchy import Hierarchy
 
-from conftest import rows, request_options
+from tests.support import rows, request_options
 
 # Interval hierarchy over 0..49: leaves, 5-wide, 10-wide, [0, 19] / [20, 49], root.
 AGE_ROWS = [[str(v), f"{v // 5 * 5}-{v // 5 * 5 + 4}", f"{v // 10 * 10}-{v // 10 * 10 + 9}",
@@ -322,7 +322,7 @@ def _plain(values: list[tuple]) -> list[tuple]:
 
 @pytest.mark.engines("postgres")
 def test_postgres_publishes_duckdbs_bounds(con):
-    from conftest import load_frame
+    from tests.support import load_frame
 
     frame = table(5, n=80, nulls=True)[["id", "age", "zip", "cat"]]
     types = {"id": "BIGINT", "age": "BIGINT", "zip": "BIGINT", "cat": "VARCHAR"}

@@ -227,7 +227,7 @@ def test_domain_minimum_shared_with_nulls_is_not_printed():
 def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypatch):
     """A release whose rules print the suppressed outlier is refused at publication (fail closed,
     nothing published), and a keyed release tampered with later fails :func:`sqlanon.verify`."""
-    from conftest import objects
+    from tests.support import objects
     from sqlanon.publish import bounds
 
     con = duckdb.connect()

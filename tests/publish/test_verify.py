@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SUPPRESSING, frame, is_postgres, objects, rows, run, suppressing_release, temp_objects
+from tests.support import SUPPRESSING, frame, is_postgres, objects, rows, run, suppressing_release, temp_objects
 
 import sqlanon
 from sqlanon import InputError, UnknownColumnError, UnknownTableError, Verification

@@ -11,7 +11,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import is_postgres, load_frame, objects, quote, rows, temp_objects
+from tests.support import is_postgres, load_frame, objects, quote, rows, temp_objects
 
 import sqlanon
 

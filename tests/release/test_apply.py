@@ -29,13 +29,13 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import describe, objects, temp_objects, request_options
+from tests.support import describe, objects, temp_objects, request_options
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon import datasets
-from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, is_postgres, load_frame, rows, run
+from tests.support import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, is_postgres, load_frame, rows, run
 from sqlanon.release.apply import Applied, apply, guillotine
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.publish import manifest
@@ -238,7 +238,7 @@ def _check_new_rows(con, release, seed: int, m: int = 150) -> Applied:
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.generate])  # no shrinking: each example runs a release
 @given(st.integers(10, 120), st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 3, 5, 10]))
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 def test_random_tables(n, seed, k):
     con = duckdb.connect()
     try:
@@ -578,7 +578,7 @@ CONSTRAINTS = [
           phases=[Phase.explicit, Phase.generate])  # no shrinking: each example runs a release
 @given(st.integers(40, 160), st.integers(0, 2**32 - 1), st.sampled_from([2, 3, 5, 10]),
        st.sampled_from(range(len(CONSTRAINTS))), st.integers(20, 300))
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 def test_enforce_against_brute_force(n, seed, k, which, m):
     """enforce=True suppresses exactly the classes of the plain recoding that are below k or
     break one of the release's constraints -- each as a whole, published fully generalized,

@@ -27,9 +27,9 @@ from sqlanon.errors import InputError, UnknownTableError
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.imprecision import Imprecision, imprecision
 from sqlanon.model.selection import Members, Range, SelectionError, parse_selection
-from tests import sql_logic
+from tests.support import sql_logic
 
-from conftest import frame, is_postgres, quote, rows as fetch_rows, run
+from tests.support import frame, is_postgres, quote, rows as fetch_rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -74,7 +74,7 @@ def under(label):
 
 
 def evaluate(p, row):
-    """SQL three-valued logic: True, False or None (see tests/sql_logic.py)."""
+    """SQL three-valued logic: True, False or None (see tests/support/sql_logic.py)."""
     return sql_logic.evaluate(p, row, _compare)
 
 

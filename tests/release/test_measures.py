@@ -15,7 +15,7 @@ from pycanon import anonymity
 
 import sqlanon
 from sqlanon.engine import engine_for
-from tests.conftest import ADULT_CSV as ADULT, load_frame
+from tests.support import ADULT_CSV as ADULT, load_frame
 
 # pycanon groups by a one-element list, which pandas 3 warns about (harmless here)
 pytestmark = [pytest.mark.engines("duckdb", "postgres"),

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import frame, is_postgres, load_frame, rows
+from tests.support import frame, is_postgres, load_frame, rows
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.metrics import Metrics, metrics
 from sqlanon.release.regions import regions
@@ -362,7 +362,7 @@ def tables(draw):
 @settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.generate])  # no shrinking: each example runs a release
 @given(tables())
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 def test_random_tables_against_pandas(data):
     rows, k, extra = data
     con = duckdb.connect()

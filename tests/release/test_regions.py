@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import describe, frame, is_postgres, load_frame, objects, rows, run
+from tests.support import describe, frame, is_postgres, load_frame, objects, rows, run
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.regions import regions
 
@@ -241,7 +241,7 @@ def test_adult_hierarchies(adult):
 @settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.generate])  # no shrinking: each example runs a release
 @given(st.integers(8, 80), st.integers(0, 2**32 - 1), st.integers(1, 6))
-# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/test_engines.py
+# engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
 def test_random_tables(n, seed, k):
     con = duckdb.connect()
     try:

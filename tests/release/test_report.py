@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from conftest import (ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, is_postgres, load_adult, load_frame,
+from tests.support import (ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, is_postgres, load_adult, load_frame,
                       quote, rows, run)
 from sqlanon.publish import manifest
 from sqlanon.release.imprecision import imprecision as imprecision_of

@@ -23,10 +23,10 @@ from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.rewrite import RewriteError, rewrite
 from sqlanon.model.selection import SelectionError
 
-from conftest import frame, load_frame, rows as fetch_rows, run
-from test_imprecision import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
-from test_imprecision import evaluate as evaluate_qi
-from test_imprecision import render as render_qi
+from tests.support import frame, load_frame, rows as fetch_rows, run
+from tests.release.test_imprecision import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
+from tests.release.test_imprecision import evaluate as evaluate_qi
+from tests.release.test_imprecision import render as render_qi
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

@@ -8,7 +8,7 @@ import pytest
 
 import sqlanon
 from sqlanon.cli import main
-from tests.conftest import load_frame
+from tests.support import load_frame
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

@@ -15,7 +15,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import here, frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
+from tests.support import here, frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
 import sqlanon.pipeline

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import request_options
+from tests.support import request_options
 
 SEX = {"*": ["F", "M"]}
 

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import duckdb
 import numpy as np
 import pytest
-from conftest import here, is_postgres, make_people, objects, quote, rows, run, temp_objects
+from tests.support import here, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
 from sqlanon.model.qi import QI

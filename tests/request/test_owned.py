@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import is_postgres, make_people, objects, quote, rows, run
+from tests.support import is_postgres, make_people, objects, quote, rows, run
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import frame, load_frame
+from tests.support import frame, load_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame, run
+from tests.support import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, load_frame, run
 
 import sqlanon
 from sqlanon.errors import InputError, RecodingError

@@ -114,7 +114,7 @@ def test_example5_in_the_database(table2):
 def test_example5_on_every_engine(con):
     """The same release on DuckDB and PostgreSQL (the compression is one GROUP BY with FILTER
     counts), published as a live view; with two QIDs the live view re-checks both."""
-    from conftest import frame, load_frame
+    from tests.support import frame, load_frame
 
     records = [(edu, sex, hours, label) for edu, sex, hours, y, n in TABLE2
                for label, count in (("Y", y), ("N", n)) for _ in range(count)]

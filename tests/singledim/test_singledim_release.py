@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from conftest import request_options
+from tests.support import request_options
 from sqlanon.cli import main
 from sqlanon.errors import InputError, RecodingError, UnknownColumnError
 from sqlanon.request.config import load_config
