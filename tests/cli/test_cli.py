@@ -28,13 +28,14 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from tests.support import (SUPPRESSING, frame, is_postgres, load_frame, make_people, objects, rows, run as run_sql,
+from tests.support import (SUPPRESSING, frame, load_frame, make_people, objects, rows, run as run_sql,
                       suppressing_release)
 from sqlanon.engine import base as engine
 from sqlanon.engine import engine_for
 from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
 from sqlanon.release.imprecision import imprecision as imprecision_of
+from tests.support.cli import assert_one_line_error, run
 
 ROOT = Path(__file__).absolute().parents[2]  # the checkout, whatever is installed
 HIERARCHY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
@@ -107,19 +108,6 @@ def db(target, tmp_path) -> str:
         make_people(c, 500)
     (tmp_path / "city.csv").write_text(HIERARCHY)
     return target
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(err: str, *fragments: str) -> None:
-    assert err.startswith("sqlanon: error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in err, err
 
 
 def sql_objects(target: str) -> set:

@@ -17,22 +17,10 @@ import duckdb
 import pytest
 from tests.support import make_people
 
-from sqlanon.cli import main
+from tests.support.cli import assert_one_line_error, run
 
 CITY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"
 CONFIG = '[release]\ntable = "people.csv"\n[[qi]]\nname = "age"\n[privacy]\nk = 5\n'
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(err: str, *fragments: str) -> None:
-    assert err.startswith("sqlanon: error: ") and err.count("\n") == 1, err
-    for fragment in fragments:
-        assert fragment in err, err
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -112,7 +100,7 @@ def test_anonymize_never_writes_its_output_over_an_input(capsys, inputs, what, a
         before = digest(inputs)
         code, text, err = run(capsys, "anonymize", *args, "--out", target, *replace)
         assert (code, text) == (2, ""), err
-        one_line_error(err, f"--out {target} is {fragment}", "which this command reads")
+        assert_one_line_error(err, f"--out {target} is {fragment}", "which this command reads")
         assert digest(inputs) == before
 
 
@@ -121,7 +109,7 @@ def test_anonymize_refuses_an_existing_out_without_replace(capsys, inputs):
     out.write_text("mine\n")
     code, _, err = run(capsys, "anonymize", inputs / "people.csv", "--qid", "age", "--k", "5", "--out", out)
     assert code == 2
-    one_line_error(err, "exists; pass --replace")
+    assert_one_line_error(err, "exists; pass --replace")
     assert out.read_text() == "mine\n"
     assert run(capsys, "anonymize", inputs / "people.csv", "--qid", "age", "--k", "5", "--out", out, "--replace")[0] == 0
     assert out.read_text().startswith("id,age_min,age_max")
@@ -136,7 +124,7 @@ def test_report_never_writes_over_its_database(capsys, inputs, out):
         code, text, err = run(capsys, "report", inputs / "h.duckdb", "people_anon", "-o", target, "--format", "json",
                               *replace)
         assert (code, text) == (2, ""), err
-        one_line_error(err, f"-o {target} is the database", "which this command reads")
+        assert_one_line_error(err, f"-o {target} is the database", "which this command reads")
         assert digest(inputs) == before
     with duckdb.connect(str(inputs / "h.duckdb"), read_only=True) as con:  # still a database
         assert con.execute("SELECT count(*) FROM people_anon").fetchone() == (200,)
@@ -147,7 +135,7 @@ def test_report_overwrites_a_file_only_with_replace(capsys, inputs):
     out.write_text("my notes\n")
     code, text, err = run(capsys, "report", inputs / "h.duckdb", "people_anon", "-o", out)
     assert (code, text) == (2, "")
-    one_line_error(err, f"-o {out} exists; pass --replace")
+    assert_one_line_error(err, f"-o {out} exists; pass --replace")
     assert out.read_text() == "my notes\n"
     assert run(capsys, "report", inputs / "h.duckdb", "people_anon", "-o", out, "--replace")[0] == 0
     assert out.read_text().startswith("# sqlanon release report")

@@ -18,24 +18,12 @@ import pandas as pd
 import pytest
 
 import sqlanon.cli
-from sqlanon.cli import main
 from sqlanon.engine import engine_for
+from tests.support.cli import assert_one_line_error, run
 
 pytestmark = pytest.mark.spark
 
 SPARK = ("--engine", "spark", "--spark-master", "local[2]")
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(err: str, *fragments: str) -> None:
-    assert err.startswith("sqlanon: error: ") and err.count("\n") == 1, err
-    for fragment in fragments:
-        assert fragment in err, err
 
 
 def people(n: int, seed: int) -> pd.DataFrame:

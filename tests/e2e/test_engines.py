@@ -18,6 +18,7 @@ from tests.support import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
 from tests.support import load_frame
+from tests.support.engines import HIERARCHY, TABLES, WORKLOADS, random_frame
 
 PACKAGE = Path(sqlanon.__file__).parent
 DRIVERS = {"duckdb", "psycopg", "_duckdb", "pyspark", "py4j"}
@@ -59,39 +60,13 @@ def _rules(con, release) -> list[list]:
     return [[float(v) if isinstance(v, (float, np.floating)) else v for v in row] for row in frame.values.tolist()]
 
 
-TABLES = st.integers(min_value=40, max_value=160).flatmap(lambda n: st.tuples(
-    st.lists(st.one_of(st.none(), st.integers(0, 30)), min_size=n, max_size=n),
-    st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=n, max_size=n),
-    st.lists(st.one_of(st.none(), st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 2))), min_size=n, max_size=n),
-    st.lists(st.sampled_from(["x", "y", "z"]), min_size=n, max_size=n),
-))
-HIERARCHY = {"*": {"ab": ["a", "b"], "cde": ["c", "d", "e"]}}
-
-
-#: Every criterion and constraint family, as anonymize() arguments.
-WORKLOADS = {
-    "median": {},
-    "infogain": {"target": "label"},
-    "regression": {"target": "x"},
-    "targets": {"criterion": sqlanon.Targets(("label",), ("x",))},
-    "selections": {"selections": ["a < 10 OR cat = 'e'"], "target": "label"},
-    "entropy-l": {"sensitive": "label", "l": 2},
-    "distinct-l": {"constraints": [sqlanon.DistinctLDiversity("label", 2)]},
-    "recursive-cl": {"constraints": [sqlanon.RecursiveCLDiversity("label", 3, 2)]},
-    "variance": {"constraints": [sqlanon.VarianceDiversity("x", 0.5)]},
-    "t-closeness": {"constraints": [sqlanon.TCloseness("label", 0.3, "ordered")]},
-}
-
-
 @settings(max_examples=18, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 10**6]),
        workload=st.sampled_from(sorted(WORKLOADS)))
 def test_duckdb_and_postgres_publish_identical_rules(pg_con, table, k, memory_rows, workload):
     """Random tables (NULLs, a hierarchy, every criterion and constraint family, SQL levels or
     memory): the rules relations are identical, box by box, size by size, bound by bound."""
-    a, cat, x, label = table
-    frame = pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
-                          "x": pd.array(x, dtype="Float64"), "label": label})
+    frame = random_frame(table)
     extra = WORKLOADS[workload]
     if workload in ("regression", "targets", "variance"):
         frame["x"] = frame["x"].fillna(0.0)

@@ -17,87 +17,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
-from sqlanon.engine import sqlgen as g
-from tests.e2e.test_engines import HIERARCHY, TABLES, WORKLOADS
+from tests.support.engines import HIERARCHY, TABLES, WORKLOADS
+from tests.support.engines import identical, load, people, random_frame, rules, spark_temp_objects, table_of
 
 pytestmark = pytest.mark.spark
 
-TEMP_PREFIX = "__sqlanon_"
-
-
-def table_of(spark, name: str) -> list[tuple]:
-    """A relation's rows sorted, NULL as None, numbers as floats (engine-independent)."""
-    return _plain(engine_for(spark).fetch_frame(sqlanon_select(name)))
-
-
-def sqlanon_select(name: str):
-    from sqlglot import exp
-
-    return exp.select("*").from_(g.table(name))
-
-
-def _plain(frame: pd.DataFrame) -> list[tuple]:
-    frame = frame.astype(object).where(frame.notna(), None)
-    out = [tuple(float(v) if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) else v
-                 for v in row) for row in frame.values.tolist()]
-    return sorted(out, key=repr)
-
-
-def rules(con, release) -> list[tuple]:
-    return _plain(engine_for(con).fetch_frame(sqlanon_select(release.rules)))
-
-
-def load(con, name: str, frame: pd.DataFrame) -> None:
-    engine_for(con).create_from_frame(name, frame, replace=True)
-
-
-def temp_objects(spark) -> list[str]:
-    return sorted(t.name for t in spark.catalog.listTables() if t.name.startswith(TEMP_PREFIX))
-
-
-def people(n: int = 400, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "id": np.arange(n, dtype=np.int64),
-        "age": rng.integers(17, 90, n).astype(np.int64),
-        "zip": rng.integers(0, 40, n).astype(np.int64),
-        "sex": rng.choice(["F", "M"], n),
-        "label": rng.choice(["x", "y", "z"], n),
-        "x": np.round(rng.normal(0, 2, n), 2),
-    })
 
 
 # -- identical releases ------------------------------------------------------------------------
-
-def _identical(spark, frame: pd.DataFrame, qid: list[str], **kwargs) -> None:
-    """DuckDB and Spark publish the same rules and view for ``frame`` (or refuse it alike)."""
-    duck = duckdb.connect()
-    try:
-        out = []
-        for con in (duck, spark):
-            load(con, "t", frame)
-            try:
-                out.append(sqlanon.anonymize(con, "t", qid=qid,
-                                             output=sqlanon.Output(view="t_anon", replace=True, key="id"), **request_options(**kwargs)))
-            except sqlanon.InputError as e:
-                out.append(type(e).__name__)
-        if isinstance(out[0], str):
-            assert out[1] == out[0]
-            return
-        assert rules(duck, out[0]) == rules(spark, out[1])
-        assert table_of(duck, "t_anon") == table_of(spark, "t_anon")
-        assert out[1].verification.ok and out[1].rows == len(frame) and temp_objects(spark) == []
-    finally:
-        duck.close()
-
-
-def _random_frame(table) -> pd.DataFrame:
-    a, cat, x, label = table
-    return pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
-                         "x": pd.array(x, dtype="Float64"), "label": label})
 
 
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
@@ -107,10 +36,10 @@ def test_every_criterion_and_constraint_publishes_duckdbs_rules(spark, workload,
     """Random tables (NULLs, a hierarchy), every criterion and constraint family, through the SQL
     levels (memory_rows=0) or the executors' finish in several batches: Spark's rules relation
     and published view are DuckDB's, row by row."""
-    frame = _random_frame(table)
+    frame = random_frame(table)
     if workload in ("regression", "targets", "variance"):
         frame["x"] = frame["x"].fillna(0.0)
-    _identical(spark, frame, ["a", "cat"], k=k, hierarchies={"cat": HIERARCHY}, memory_rows=memory_rows,
+    identical(spark, frame, ["a", "cat"], k=k, hierarchies={"cat": HIERARCHY}, memory_rows=memory_rows,
                **WORKLOADS[workload])
 
 
@@ -118,7 +47,7 @@ def test_every_criterion_and_constraint_publishes_duckdbs_rules(spark, workload,
 @given(table=TABLES, k=st.integers(2, 12), memory_rows=st.sampled_from([0, 30]))
 def test_random_tables_publish_duckdbs_rules(spark, table, k, memory_rows):
     """A float QI with NULLs beside the others (Spark's and DuckDB's float order and hashing)."""
-    _identical(spark, _random_frame(table), ["a", "cat", "x"], k=k, hierarchies={"cat": HIERARCHY},
+    identical(spark, random_frame(table), ["a", "cat", "x"], k=k, hierarchies={"cat": HIERARCHY},
                memory_rows=memory_rows)
 
 
@@ -236,4 +165,4 @@ def test_failures_leave_nothing_and_replace_restores(spark, monkeypatch):
     with pytest.raises(sqlanon.VerificationError):
         sqlanon.anonymize(spark, "p", qid=["age", "sex"], k=12, output=sqlanon.Output(view="other", key="id"))
     assert {t.name for t in spark.catalog.listTables()} == names
-    assert table_of(spark, "p") == source and temp_objects(spark) == []
+    assert table_of(spark, "p") == source and spark_temp_objects(spark) == []

@@ -275,10 +275,10 @@ def test_cli_and_release_file(tmp_path, capsys):
 def test_spark_publishes_duckdbs_rules(spark):
     """The hierarchical distance through Spark's SQL levels and the executors' in-memory finish
     (the bound constraint travels to them): the same rules and view as DuckDB, verified on Spark."""
-    from tests.e2e.test_spark import _identical
+    from tests.support.engines import identical
 
     frame = _frame(240, 5)
-    _identical(spark, frame, ["age", "zip"], k=4, memory_rows=120, constraints=[_constraint("hierarchical", 0.25)])
+    identical(spark, frame, ["age", "zip"], k=4, memory_rows=120, constraints=[_constraint("hierarchical", 0.25)])
 
 
 def test_rothko_s_publishes_t_close_classes():

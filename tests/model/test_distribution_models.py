@@ -33,8 +33,8 @@ from sqlanon.mondrian.hypotheses import sample_constraints
 from sqlanon.publish import manifest
 from sqlanon.request import spec as spec_mod
 from sqlanon.singledim.lattice import Lattice
-from tests.e2e.test_api import load, partition_of
-from tests.singledim.test_singledim_lattice import FLAT, SMALL, TREE, _brute, _compressed, _generalized, _random_frame
+from tests.support.mondrian import load, partition_of
+from tests.support.lattice import FLAT, SMALL, TREE, _brute, _compressed, _generalized, _random_frame
 
 
 # -- the oracle: ARX's definitions -------------------------------------------------------------

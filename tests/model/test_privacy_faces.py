@@ -16,14 +16,7 @@ from sqlanon.model.privacy import (
 )
 from sqlanon.model.privacy.compiled import passes, table
 from sqlanon.model.stats import ClassStats
-
-
-class _Layout:
-    def counts(self, stats, column):
-        return stats.counts[0]
-
-    def moments(self, stats, column):
-        return stats.moments[0]
+from tests.support.stats import OneColumn
 
 
 def models(rng, counts, moments, table_counts):
@@ -71,7 +64,7 @@ def test_faces_give_the_numpy_verdicts(seed):
     stats = ClassStats(counts.sum(axis=1), (np.asfortranarray(counts),), (moments,))
     for model in models(rng, counts, moments, table_counts):
         expected = model.allowed(ClassStats(moments[:, 0], (), (moments,)) if model.numeric_columns else stats,
-                                 _Layout())
+                                 OneColumn())
         face = model.face()
         arrays = table([face], [0], [V], int(max(counts.sum(axis=1).max(), 1)))
         buf = np.zeros(V, dtype=np.int64)

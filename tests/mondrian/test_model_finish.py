@@ -21,7 +21,7 @@ from sqlanon.model.privacy import (
     TCloseness, VarianceDiversity,
 )
 from sqlanon.model.stats import StatColumn
-from tests.mondrian.test_median_finish import assert_same, batches
+from tests.support.finish import assert_same, batches
 
 
 def model_list(draw, V, s_counts):

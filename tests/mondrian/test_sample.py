@@ -29,19 +29,14 @@ from sqlanon.model.privacy.variance import VarianceTest
 from sqlanon.mondrian.hypotheses import fit_threshold, sample_constraints
 from sqlanon.mondrian import sample as sample_mod
 from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
-from tests.e2e.test_api import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables
-from tests.mondrian.test_workload import judge, workloads
+from tests.support.mondrian import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables
+from tests.support.mondrian import judge, workloads
+from tests.support.stats import OneColumn
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 
 # -- the tests' formulas, by hand ------------------------------------------------------------
-class _One:
-    def counts(self, stats, column):
-        return stats.counts[0]
-
-    def moments(self, stats, column):
-        return stats.moments[0]
 
 
 def test_normal_and_chi_square_points():
@@ -117,8 +112,8 @@ def test_recursive_cl_statistic_by_hand():
     assert recursive_cl_statistic(np.array([[6, 3, 1]]), 2.0, 2, 100, 50)[0] == pytest.approx(0.774597, abs=1e-6)
     test = CLTest(sqlanon.RecursiveCLDiversity("s", c=2.0, l=2), 100, 50, 0.25)  # z_.25 = 0.674
     stats = ClassStats(np.array([10, 10, 0]), (np.array([[6, 3, 1], [9, 1, 0], [0, 0, 0]]),), ())
-    assert test.allowed(stats, _One()).tolist() == [True, False, True]  # 0.77 > 0.67; an empty child passes
-    assert not CLTest(test.constraint, 100, 50, 0.025).allowed(stats, _One())[0]  # 0.77 < 1.96
+    assert test.allowed(stats, OneColumn()).tolist() == [True, False, True]  # 0.77 > 0.67; an empty child passes
+    assert not CLTest(test.constraint, 100, 50, 0.025).allowed(stats, OneColumn())[0]  # 0.77 < 1.96
 
 
 def test_entropy_statistic_by_hand():
@@ -130,15 +125,15 @@ def test_entropy_statistic_by_hand():
     assert np.isneginf(entropy_statistic(np.array([[1, 0]]), 1.5, 100, 50)[0])  # one row: no test
     test = EntropyTest(sqlanon.EntropyLDiversity("s", 2.0), 100, 50, 0.025)
     stats = ClassStats(np.array([10]), (np.array([[6, 2, 2]]),), ())
-    assert test.allowed(stats, _One())[0]  # 2.03 > 1.96
+    assert test.allowed(stats, OneColumn())[0]  # 2.03 > 1.96
 
 
 def test_variance_test_by_hand():
     # values 0, 2, 4, 6: squared error 20; v = 2: 20 / 2 = 10 >= chi2_.05(3) = 7.8; v = 3: 6.7 < 7.8
     moments = np.array([[4, 12, 56]], dtype=np.int64)  # n, sum, sum of squares
     stats = ClassStats(np.array([4]), (), (moments,))
-    assert VarianceTest(sqlanon.VarianceDiversity("s", 2.0), 0.05).allowed(stats, _One())[0]
-    assert not VarianceTest(sqlanon.VarianceDiversity("s", 3.0), 0.05).allowed(stats, _One())[0]
+    assert VarianceTest(sqlanon.VarianceDiversity("s", 2.0), 0.05).allowed(stats, OneColumn())[0]
+    assert not VarianceTest(sqlanon.VarianceDiversity("s", 3.0), 0.05).allowed(stats, OneColumn())[0]
 
 
 def test_sample_constraints_are_the_constraints_on_the_whole_partition():

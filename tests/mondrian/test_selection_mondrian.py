@@ -22,8 +22,8 @@ from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.selection import parse_selection
 from tests.support.reference_mondrian import reference_mondrian
-from tests.e2e.test_api import load, partition_of
-from tests.mondrian.test_workload import _values, impurity_of, workloads
+from tests.support.mondrian import load, partition_of
+from tests.support.mondrian import _values, impurity_of, workloads
 
 # Light end-to-end runs on a small table run on both engines; the oracle property test and the
 # quality comparison on 20,000 rows are DuckDB's alone (each is marked).

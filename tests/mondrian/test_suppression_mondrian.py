@@ -28,8 +28,8 @@ import sqlanon
 from tests.support import frame, rows, run
 from sqlanon.errors import InputError
 from tests.support.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
-from tests.e2e.test_api import load, tables
-from tests.mondrian.test_workload import impurity_of, judge
+from tests.support.mondrian import load, tables
+from tests.support.mondrian import impurity_of, judge
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -304,7 +304,7 @@ def test_equals_oracle_on_random_tables(case, fraction, memory_rows):
 
 @st.composite
 def labelled(draw):
-    """A random table of :func:`tests.e2e.test_api.tables` with a class label (NULLs included), a
+    """A random table of :func:`tests.support.mondrian.tables` with a class label (NULLs included), a
     numeric target and a sensitive column."""
     df, qid, k, hierarchies = draw(tables())
     n = len(df)
@@ -473,10 +473,10 @@ def test_cli_and_release_file(tmp_path, capsys):
 @pytest.mark.spark
 def test_spark_publishes_duckdbs_rules(spark):
     """The in-memory batches on Spark's executors carry the budgets: same rules as DuckDB."""
-    from tests.e2e.test_spark import _identical, people
+    from tests.support.engines import identical, people
 
     frame = people(300, seed=3)
-    _identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)
+    identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)
 
 
 def test_sample_strategy_is_refused(con, monkeypatch):

@@ -10,7 +10,6 @@ beat Median at their own game.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import duckdb
 import numpy as np
@@ -24,7 +23,9 @@ from tests.support import load_frame, objects, rows, request_options
 from sqlanon.model.summaries import entropy, variance
 from sqlanon.model.stats import ClassStats
 from tests.support.reference_mondrian import reference_mondrian
-from tests.e2e.test_api import load, partition_of
+from tests.support.mondrian import load, partition_of
+from tests.support.mondrian import impurity_of, judge, workloads
+from tests.support.stats import OneColumn
 
 # Light tests of a database-facing path run on both engines; the oracle/property tests and the
 # quality comparisons on large data are DuckDB's alone (each is marked).
@@ -32,99 +33,9 @@ pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 
 # -- the oracle's constraints and criteria, in plain Python ----------------------------------
-def _values(df: pd.DataFrame, col: str, rows) -> list:
-    return [None if pd.isna(v) else v for v in df[col].to_numpy()[rows]]
-
-
-def judge(df: pd.DataFrame, constraint) -> callable:
-    """``ok(rows)`` for one constraint, from the raw values of the rows."""
-
-    def ok(rows) -> bool:
-        if isinstance(constraint, sqlanon.VarianceDiversity):
-            vals = [v for v in _values(df, constraint.sensitive, rows) if v is not None]
-            var = float(np.var(np.array(vals, dtype=float))) if vals else 0.0
-            return var >= constraint.v * (1 - 1e-9)
-        counts = sorted(Counter(_values(df, constraint.sensitive, rows)).values(), reverse=True)
-        n = sum(counts)
-        if isinstance(constraint, sqlanon.DistinctLDiversity):
-            return len(counts) >= constraint.l
-        if isinstance(constraint, sqlanon.EntropyLDiversity):
-            h = -sum(c / n * math.log(c / n) for c in counts)
-            return h >= math.log(constraint.l) - 1e-9
-        return counts[0] < constraint.c * sum(counts[constraint.l - 1 :])
-
-    return ok
-
-
-def impurity_of(df: pd.DataFrame, criterion) -> callable | None:
-    """``impurity(rows, partition_rows)`` for one criterion (None for Median)."""
-
-    def bits(col, rows):
-        counts = Counter(_values(df, col, rows)).values()
-        n = sum(counts)
-        return -sum(c * math.log2(c / n) for c in counts) if n else 0.0
-
-    def sse(col, rows):
-        vals = np.array([v for v in _values(df, col, rows) if v is not None], dtype=float)
-        return float(((vals - vals.mean()) ** 2).sum()) if len(vals) else 0.0
-
-    if isinstance(criterion, sqlanon.InfoGain):
-        return lambda rows, part: sum(bits(t, rows) for t in criterion.targets)
-    if isinstance(criterion, sqlanon.Regression):
-        return lambda rows, part: sum(sse(t, rows) for t in criterion.targets)
-    if isinstance(criterion, sqlanon.Targets):
-        def normalized(rows, part):
-            total = 0.0
-            for t in criterion.classes:
-                base = bits(t, part)
-                total += bits(t, rows) / base if base > 0 else 0.0
-            for t in criterion.numeric:
-                base = sse(t, part)
-                total += sse(t, rows) / base if base > 0 else 0.0
-            return total
-        return normalized
-    return None
 
 
 # -- hypothesis: random tables, requirements and criteria ------------------------------------
-@st.composite
-def workloads(draw):
-    n = draw(st.integers(4, 36))
-    d = draw(st.integers(1, 2))
-    cols: dict[str, pd.Series] = {}
-    hierarchies = {}
-    for j in range(d):
-        if draw(st.booleans()):
-            cols[f"q{j}"] = pd.Series(draw(st.lists(st.integers(0, draw(st.integers(1, 12))), min_size=n, max_size=n)), dtype="Int64")
-        else:
-            leaves = [f"v{i}" for i in range(draw(st.integers(2, 5)))]
-            cols[f"q{j}"] = pd.Series(draw(st.lists(st.sampled_from(leaves), min_size=n, max_size=n)), dtype=object)
-            groups = draw(st.lists(st.integers(0, 1), min_size=len(leaves), max_size=len(leaves)))
-            hierarchies[f"q{j}"] = [[leaf, f"g{g}", "*"] for leaf, g in zip(leaves, groups)]
-    labels = draw(st.lists(st.sampled_from(["x", "y", "z", None]), min_size=n, max_size=n))
-    cols["label"] = pd.Series(labels, dtype=object)
-    big = draw(st.booleans())  # a large offset: the moments must stay exact / stable
-    cols["amount"] = pd.Series([v + (10**9 if big else 0) for v in draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))], dtype="Int64")
-    cols["ratio"] = pd.Series(draw(st.lists(st.sampled_from([0.5, 1.25, 2.0, 7.5, None]), min_size=n, max_size=n)), dtype="Float64")
-    cols["diag"] = pd.Series(draw(st.lists(st.sampled_from(["flu", "hiv", "cold"]), min_size=n, max_size=n)), dtype=object)
-    cols["cost"] = pd.Series(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype="Int64")
-    constraint = draw(st.sampled_from([
-        None,
-        sqlanon.DistinctLDiversity("diag", 2),
-        sqlanon.EntropyLDiversity("diag", 1.5),
-        sqlanon.RecursiveCLDiversity("diag", c=2.0, l=2),
-        sqlanon.VarianceDiversity("cost", 0.5),
-    ]))
-    criterion = draw(st.sampled_from([
-        sqlanon.Median(),
-        sqlanon.InfoGain("label"),
-        sqlanon.InfoGain("label", min_gain=0.3),
-        sqlanon.Regression("amount"),
-        sqlanon.Regression("amount", "ratio"),
-        sqlanon.Targets(classes=("label",), numeric=("amount",)),
-    ]))
-    k = draw(st.integers(1, max(1, n // 3)))
-    return pd.DataFrame(cols), [f"q{j}" for j in range(d)], k, hierarchies, constraint, criterion
 
 
 # engine-independent algorithm; DuckDB vs PostgreSQL identity is tests/e2e/test_engines.py
@@ -178,12 +89,6 @@ def test_sql_and_memory_paths_agree_on_larger_tables(n, seed, kind):
 
 
 # -- constraint verdicts against brute force -------------------------------------------------
-class _One:
-    def counts(self, stats, column):
-        return stats.counts[0]
-
-    def moments(self, stats, column):
-        return stats.moments[0]
 
 
 @settings(max_examples=200, deadline=None)
@@ -196,9 +101,9 @@ def test_diversity_verdicts_match_their_definitions(counts, l, c):
         return  # an empty class is always acceptable
     desc = sorted(counts, reverse=True)
     h = -sum(x / n * math.log(x / n) for x in counts if x)
-    assert sqlanon.DistinctLDiversity("s", l).allowed(stats, _One())[0] == (sum(1 for x in counts if x) >= l)
-    assert sqlanon.EntropyLDiversity("s", l).allowed(stats, _One())[0] == (h >= math.log(l) - 1e-9)
-    assert sqlanon.RecursiveCLDiversity("s", c=c, l=l).allowed(stats, _One())[0] == (desc[0] < c * sum(desc[l - 1 :]))
+    assert sqlanon.DistinctLDiversity("s", l).allowed(stats, OneColumn())[0] == (sum(1 for x in counts if x) >= l)
+    assert sqlanon.EntropyLDiversity("s", l).allowed(stats, OneColumn())[0] == (h >= math.log(l) - 1e-9)
+    assert sqlanon.RecursiveCLDiversity("s", c=c, l=l).allowed(stats, OneColumn())[0] == (desc[0] < c * sum(desc[l - 1 :]))
 
 
 def test_variance_from_centered_moments_is_exact_with_large_offsets():

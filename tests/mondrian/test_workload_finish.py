@@ -28,6 +28,7 @@ from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Tar
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
 from sqlanon.model.stats import StatColumn
+from tests.support.finish import assert_same
 
 STATS = (StatColumn("y", "class", size=3), StatColumn("z", "class", size=2), StatColumn("v", "numeric", exact=True),
          StatColumn("w", "numeric", exact=True))
@@ -58,16 +59,6 @@ def finish(case: dict, criterion, fast: bool, threads: int = 1, stats: tuple | N
     return {"leaves": p.leaf_table(), "rows": rows[order], "pid": pid[order], "next_pid": p.next_pid,
             "levels": p.levels, "finished": p.rows_finished,
             "progress": [(s.level, s.open_partitions, s.rows_finished) for s in seen]}
-
-
-def assert_same(a: dict, b: dict) -> None:
-    assert a["leaves"].keys() == b["leaves"].keys()
-    for key in a["leaves"]:
-        np.testing.assert_array_equal(a["leaves"][key], b["leaves"][key], err_msg=key)
-    for key in ("rows", "pid"):
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert (a["next_pid"], a["levels"], a["finished"], a["progress"]) == \
-        (b["next_pid"], b["levels"], b["finished"], b["progress"])
 
 
 def _domains(rng, d: int, draw) -> list[Domain]:
@@ -512,7 +503,7 @@ def test_same_release_whatever_memory_rows(case):
 def test_spark_executors_publish_the_general_paths_rules(spark):
     """On Spark the finish runs on the executors (BatchFinish, the module's default: on): the
     rules and view are DuckDB's with the finish switched off."""
-    from tests.e2e.test_spark import load, rules, table_of
+    from tests.support.engines import load, rules, table_of
 
     rng = np.random.default_rng(4)
     n = 600

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import VerificationError
-from tests.e2e.test_api import load
+from tests.support.mondrian import load
 
 
 def _plain(v):

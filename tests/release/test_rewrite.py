@@ -24,9 +24,9 @@ from sqlanon.release.rewrite import RewriteError, rewrite
 from sqlanon.model.selection import SelectionError
 
 from tests.support import frame, load_frame, rows as fetch_rows, run
-from tests.release.test_imprecision import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
-from tests.release.test_imprecision import evaluate as evaluate_qi
-from tests.release.test_imprecision import render as render_qi
+from tests.support.selections import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
+from tests.support.selections import evaluate as evaluate_qi
+from tests.support.selections import render as render_qi
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

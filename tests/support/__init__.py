@@ -9,6 +9,16 @@
 * :mod:`tests.support.spark`: the Spark master of the tests and the package zip for executors.
 * :mod:`tests.support.reference_mondrian`: the plain-Python Mondrian oracle.
 * :mod:`tests.support.sql_logic`: SQL three-valued logic in plain Python.
+* :mod:`tests.support.mondrian`: brute-force oracles of a Mondrian release (``check_release``,
+  ``judge``, ``impurity_of``) and random tables for it.
+* :mod:`tests.support.engines`: the cases every engine must publish alike, and the comparison of
+  a release on DuckDB and another engine (``identical``).
+* :mod:`tests.support.finish`: the in-memory finish on one batch, compiled or level by level.
+* :mod:`tests.support.lattice`: the optimal lattice by brute force.
+* :mod:`tests.support.selections`: random selections, their SQL and their value, and releases to
+  ask them of.
+* :mod:`tests.support.cli`: the command line in process.
+* :mod:`tests.support.stats`: a one-column statistics layout for judging a class by hand.
 
 The helpers of :mod:`~tests.support.db` and :mod:`~tests.support.releases` are re-exported
 here: ``from tests.support import load_frame, rows, request_options``.
