@@ -28,13 +28,13 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from tests.support import (SUPPRESSING, frame, load_frame, make_people, objects, rows, run as run_sql,
-                      suppressing_release)
-from sqlanon.engine import base as engine
-from sqlanon.engine import engine_for
 from sqlanon import explain as explain_module
 from sqlanon.cli import build_parser, main
+from sqlanon.engine import base as engine
+from sqlanon.engine import engine_for
 from sqlanon.release.imprecision import imprecision as imprecision_of
+from tests.support import SUPPRESSING, frame, load_frame, make_people, objects, rows, suppressing_release
+from tests.support import run as run_sql
 from tests.support.cli import assert_one_line_error, run
 
 ROOT = Path(__file__).absolute().parents[2]  # the checkout, whatever is installed
@@ -57,7 +57,8 @@ def url_of(con) -> str:
     user = url_quote(info.user, safe="") + (":" + url_quote(info.password, safe="") if info.password else "")
     host = info.host
     # a Unix socket directory is a query parameter; a TCP host goes in the authority
-    where = (f"{user}@{host}:{info.port}", "") if not host.startswith("/") else (user + "@", f"&host={url_quote(host)}&port={info.port}")
+    where = ((f"{user}@{host}:{info.port}", "") if not host.startswith("/")
+             else (user + "@", f"&host={url_quote(host)}&port={info.port}"))
     return (f"postgresql://{where[0]}/{url_quote(info.dbname, safe='')}"
             f"?options={url_quote(f'-csearch_path={schema}', safe='')}{where[1]}")
 
@@ -189,7 +190,8 @@ def test_select_reaches_the_library(capsys, db, tmp_path):
     assert sql_objects(db) == before
 
 
-@pytest.mark.engines("duckdb")  # flags -> manifest; constraints and criteria on PostgreSQL: tests/e2e/test_api.py, tests/mondrian/test_workload.py
+# flags -> manifest; constraints and criteria on PostgreSQL: tests/e2e/test_api.py, tests/mondrian/test_workload.py
+@pytest.mark.engines("duckdb")
 def test_workload_flags_reach_the_library(capsys, db):
     """--sensitive/--l give entropy l-diversity, --target the criterion; both land in the manifest."""
     from sqlanon.publish import manifest
@@ -225,7 +227,8 @@ def test_anonymize_a_table_in_a_database_file(capsys, db, tmp_path):
         assert sqlanon.publish.manifest.read(con, "people_anon").hierarchies["city"].n_leaves == 5
 
 
-@pytest.mark.engines("duckdb")  # CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_anonymize_a_table_in_a_database_file
+# CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_anonymize_a_table_in_a_database_file
+@pytest.mark.engines("duckdb")
 def test_anonymize_json_is_the_release(capsys, db):
     code, out, _ = run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "7", "--view", "pub",
                        "--memory-rows", "0", "--json")
@@ -236,7 +239,8 @@ def test_anonymize_json_is_the_release(capsys, db):
     assert release["k_achieved"] >= 7 and release["verification"]["ok"] is True and release["out"] is None
 
 
-@pytest.mark.engines("duckdb")  # CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_library_errors_speak_in_flags
+# CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_library_errors_speak_in_flags
+@pytest.mark.engines("duckdb")
 def test_anonymize_refuses_to_overwrite_without_replace(capsys, db):
     assert run(capsys, "anonymize", db, "people", "--qid", "age", "--k", "5")[0] == 0
     before = sql_objects(db)
@@ -697,7 +701,9 @@ def test_report_usage_and_input_errors(capsys, released, tmp_path):
 
 
 # -- apply --------------------------------------------------------------------------------------
-@pytest.mark.engines("duckdb")  # CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in test_apply_reports_k_and_enforces_it (apply costs ~15 s there)
+# CLI plumbing, the same on every engine; the engine's part of it runs on PostgreSQL in
+# test_apply_reports_k_and_enforces_it (apply costs ~15 s there)
+@pytest.mark.engines("duckdb")
 def test_apply(capsys, db):
     assert run(capsys, "anonymize", db, "people", "--qid", "age,zip", "--k", "10")[0] == 0
     with connected(db) as con:
@@ -740,7 +746,8 @@ def sqlanon_process(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.engines("duckdb")  # a process per command costs ~5 s on PostgreSQL; one runs there: test_a_schema_qualified_table_on_a_plain_url
+# a process per command costs ~5 s on PostgreSQL; one runs there: test_a_schema_qualified_table_on_a_plain_url
+@pytest.mark.engines("duckdb")
 def test_python_m_sqlanon(db, tmp_path):
     done = sqlanon_process("anonymize", db, "people", "--qid", "age,zip", "--k", "10", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")  # piped stderr: no progress line
@@ -752,7 +759,8 @@ def test_python_m_sqlanon(db, tmp_path):
     assert_one_line_error(done.stderr, "no table or view named 'nope'")
 
 
-@pytest.mark.engines("duckdb")  # a process per command costs ~5 s on PostgreSQL; one runs there: test_a_schema_qualified_table_on_a_plain_url
+# a process per command costs ~5 s on PostgreSQL; one runs there: test_a_schema_qualified_table_on_a_plain_url
+@pytest.mark.engines("duckdb")
 def test_python_m_sqlanon_report(db, tmp_path):
     assert sqlanon_process("anonymize", db, "people", "--qid", "age,zip", "--k", "10", cwd=tmp_path).returncode == 0
     done = sqlanon_process("report", db, "people_anon", "--format", "html", "-o", "report.html", cwd=tmp_path)
@@ -779,7 +787,8 @@ def test_python_m_sqlanon_files(tmp_path):
     assert sqlanon.verify(duckdb.connect(), str(tmp_path / "out.parquet"), ["age", "city"], 8).ok
 
 
-@pytest.mark.engines("duckdb")  # the same path on PostgreSQL: test_verify_says_which_check_failed, test_verify_reaches_every_constraint
+# the same path on PostgreSQL: test_verify_says_which_check_failed, test_verify_reaches_every_constraint
+@pytest.mark.engines("duckdb")
 def test_verify_entropy_l_diversity(capsys, db):
     """``--sensitive/--l``: exit 0 when every class is l-diverse, 1 naming the check when not;
     the verdict agrees with the Python ``verify``."""
@@ -904,7 +913,8 @@ def test_constraint_flag_errors(capsys, db, flags, fragment):
         assert sql_objects(db) == before
 
 
-@pytest.mark.engines("duckdb")  # flags/file -> manifest (8 releases); constraints on PostgreSQL: test_verify_reaches_every_constraint, tests/e2e/test_api.py
+# flags/file -> manifest (8 releases); constraints on PostgreSQL: test_verify_reaches_every_constraint, tests/e2e/test_api.py
+@pytest.mark.engines("duckdb")
 def test_every_constraint_reaches_anonymize(capsys, db, tmp_path):
     """Each constraint kind from flags and from a release file lands in the manifest, and the
     summary prints the constraints and the criterion."""
@@ -949,7 +959,8 @@ def labelled(db) -> str:
     return db
 
 
-@pytest.mark.engines("duckdb")  # flags/file -> manifest (8 releases); the criterion's validation on PostgreSQL: test_criterion_contradictions_are_usage_errors
+# flags/file -> manifest (8 releases); the criterion's validation on PostgreSQL: test_criterion_contradictions_are_usage_errors
+@pytest.mark.engines("duckdb")
 def test_criterion_is_chosen_explicitly(capsys, labelled, tmp_path):
     """An integer-coded label runs Regression when the types choose; --criterion infogain (or
     criterion = "infogain" in the release file) runs InfoGain; the summary says which."""

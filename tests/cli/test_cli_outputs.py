@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from tests.support import make_people
 
+from tests.support import make_people
 from tests.support.cli import assert_one_line_error, run
 
 CITY = "x0;low;*\nx1;low;*\nx2;low;*\nx3;high;*\nx4;high;*\n"

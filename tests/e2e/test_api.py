@@ -8,10 +8,9 @@ rules must tile the domain with no allowable split left (minimality).
 
 from __future__ import annotations
 
-
-import duckdb
 import re
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +19,8 @@ from hypothesis import strategies as st
 
 import sqlanon
 from tests.support import frame, is_postgres, objects, rows, run, temp_objects
-from tests.support.reference_mondrian import reference_mondrian
 from tests.support.mondrian import check_release, duckdb_statements, load, partition_of, rules_frame, tables
+from tests.support.reference_mondrian import reference_mondrian
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

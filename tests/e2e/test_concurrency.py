@@ -120,7 +120,9 @@ def test_a_source_changed_while_the_run_reads_it(tmp_path, monkeypatch, memory_r
 
     monkeypatch.setattr(sqlanon.pipeline, "build_domains", meanwhile)
     release = sqlanon.anonymize(con, "people", ["a", "b"], k=10,
-                                algorithm=sqlanon.Mondrian(strategy=(sqlanon.Sample(memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                algorithm=sqlanon.Mondrian(strategy=(
+                                    sqlanon.Sample(memory_rows=memory_rows) if strategy == "sample"
+                                    else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
                                 output=sqlanon.Output(view="pub"))
     assert release.verification.ok and release.rows == 3000
     published = con.execute("SELECT payload, a_min, a_max, b_min, b_max FROM pub").fetchdf()

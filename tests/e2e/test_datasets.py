@@ -13,9 +13,7 @@ from collections import Counter
 import pytest
 
 import sqlanon
-from sqlanon import datasets
-from sqlanon import load_hierarchy
-
+from sqlanon import datasets, load_hierarchy
 from tests.support import ADULT_COLUMNS, ADULT_ROWS, DATA, is_postgres, quote, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")

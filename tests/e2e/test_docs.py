@@ -4,8 +4,8 @@ pytest's ``--doctest-glob=*.md``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 import re
+from pathlib import Path
 
 import pytest
 

@@ -14,10 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import request_options
 from sqlanon import datasets
 from sqlanon.engine import engine_for
-from tests.support import load_frame
+from tests.support import load_frame, request_options
 from tests.support.engines import HIERARCHY, TABLES, WORKLOADS, random_frame
 
 PACKAGE = Path(sqlanon.__file__).parent

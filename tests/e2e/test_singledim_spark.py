@@ -40,7 +40,8 @@ def test_spark_equals_duckdb(spark):
     for con in (duckdb.connect(), spark):
         engine_for(con).create_from_frame("t", frame, replace=True)
         release = sqlanon.anonymize(con, "t", target="y", hierarchies={"cat": TREE},
-                                    privacy=[sqlanon.KAnonymity(8, qid=["num", "cat"]), sqlanon.KAnonymity(15, qid=["cat", "txt"])],
+                                    privacy=[sqlanon.KAnonymity(8, qid=["num", "cat"]),
+                                             sqlanon.KAnonymity(15, qid=["cat", "txt"])],
                                     algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="t_tdr", replace=True))
         assert release.verification.ok and all(q.ok for q in release.verification.qids)
         out.append((release.outcome.refinements, _rows(con, release.rules), _rows(con, release.view)))

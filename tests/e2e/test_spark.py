@@ -19,8 +19,18 @@ from hypothesis import strategies as st
 import sqlanon
 from sqlanon import datasets
 from sqlanon.engine import engine_for
-from tests.support.engines import HIERARCHY, TABLES, WORKLOADS
-from tests.support.engines import identical, load, people, random_frame, rules, spark_temp_objects, table_of
+from tests.support.engines import (
+    HIERARCHY,
+    TABLES,
+    WORKLOADS,
+    identical,
+    load,
+    people,
+    random_frame,
+    rules,
+    spark_temp_objects,
+    table_of,
+)
 
 pytestmark = pytest.mark.spark
 

@@ -14,11 +14,10 @@ import datetime as dt
 import itertools
 from decimal import Decimal
 
-from tests.support import db
 import pytest
-from tests.support import is_postgres, quote, temp_objects
 
 import sqlanon
+from tests.support import db, is_postgres, quote, temp_objects
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

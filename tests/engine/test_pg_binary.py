@@ -12,10 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sqlanon
 from sqlanon.engine import engine_for
 from sqlanon.mondrian import encode
-
 from tests.support import quote
 
 pytestmark = pytest.mark.engines("postgres")

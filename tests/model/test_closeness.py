@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import sqlanon
+from sqlanon.engine import engine_for
+from sqlanon.engine import sqlgen as g
 from sqlanon.model.privacy import SIZE, VALUE, from_record, to_record
 from sqlanon.model.privacy.closeness import Ground, subtree_heights
 from sqlanon.model.stats import ClassStats
-from sqlanon.engine import engine_for, sqlgen as g
 from tests.support import load_frame, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")

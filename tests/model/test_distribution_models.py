@@ -22,8 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import frame, load_frame, run
-from tests.support.reference_mondrian import reference_mondrian
 from sqlanon.errors import InputError, RecodingError
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.model.privacy.likeness import LikenessTest
@@ -33,8 +31,10 @@ from sqlanon.mondrian.hypotheses import sample_constraints
 from sqlanon.publish import manifest
 from sqlanon.request import spec as spec_mod
 from sqlanon.singledim.lattice import Lattice
-from tests.support.mondrian import load, partition_of
+from tests.support import frame, load_frame, run
 from tests.support.lattice import FLAT, SMALL, TREE, _brute, _compressed, _generalized, _random_frame
+from tests.support.mondrian import load, partition_of
+from tests.support.reference_mondrian import reference_mondrian
 
 
 # -- the oracle: ARX's definitions -------------------------------------------------------------

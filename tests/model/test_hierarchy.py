@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support import ADULT_COLUMNS, ADULT_ROWS, is_postgres, load_frame, rows, run
-from sqlanon.errors import HierarchyError
 from sqlanon import load_hierarchy
+from sqlanon.errors import HierarchyError
 from sqlanon.model.hierarchy import Hierarchy
+from tests.support import ADULT_COLUMNS, ADULT_ROWS, is_postgres, load_frame, rows, run
 
 DATA = Path(__file__).resolve().parents[2] / "sqlanon" / "data"
 

@@ -9,10 +9,12 @@ import re
 
 import duckdb
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon import Hierarchy, HierarchyError, hierarchies as H
+from sqlanon import Hierarchy, HierarchyError
+from sqlanon import hierarchies as H
 
 
 def test_intervals_match_a_hand_written_hierarchy() -> None:

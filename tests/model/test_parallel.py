@@ -11,7 +11,8 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.model.parallel import run_all

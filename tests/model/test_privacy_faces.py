@@ -8,10 +8,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sqlanon.model.privacy import (
-    BetaLikeness, DeltaDisclosure, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, TCloseness,
+    BetaLikeness,
+    DeltaDisclosure,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+    TCloseness,
     VarianceDiversity,
 )
 from sqlanon.model.privacy.compiled import passes, table

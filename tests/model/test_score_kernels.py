@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.mondrian import split
 from sqlanon.model.stats import ClassStats, FrequencyGroups, Running
+from sqlanon.mondrian import split
 
 LABELS = ("a", "b", "c", "d", "e")
 TARGETS = ("x", "y", "z", "u", "v")

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import load_frame, rows, run
 from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
 from sqlanon.errors import InputError
@@ -32,7 +31,7 @@ from sqlanon.model.selection import (
     SelectionError,
     parse_selection,
 )
-from tests.support import sql_logic
+from tests.support import load_frame, rows, run, sql_logic
 
 EDU = Hierarchy.from_dict({"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]},
                                  "higher": ["bsc", "msc", "phd"]}})
@@ -283,8 +282,8 @@ def test_predicate_literals_are_typed():
 
 def test_qis_from_spec_and_manifest(adult):
     import sqlanon
-    from sqlanon.publish import manifest
     from sqlanon.engine import engine_for
+    from sqlanon.publish import manifest
     con, hierarchies = adult
     request = sqlanon.Request("adult", ["age", "education"], 10, hierarchies={"education": hierarchies["education"]})
     spec = request.resolve(engine_for(con))

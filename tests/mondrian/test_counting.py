@@ -8,11 +8,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import request_options
 from sqlanon.mondrian import builder as partition
+from tests.support import request_options
 
 
 @st.composite

@@ -5,23 +5,24 @@ and through the whole release the same rules; and it agrees with the numpy oracl
 
 from __future__ import annotations
 
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, median_finish
-from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
+from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.qi import QI
-from tests.support.reference_mondrian import reference_mondrian_fast
+from sqlanon.mondrian import builder, median_finish
 from tests.support.finish import assert_same, batches, finish
+from tests.support.reference_mondrian import reference_mondrian_fast
 
 
 @given(batches(), st.integers(1, 2))
@@ -61,7 +62,7 @@ def test_median_cut_against_brute_force():
     """The kernel's cut of one QI is the smallest (|2L - n|, cut) over all cuts."""
     rng = np.random.default_rng(5)
     hist = np.zeros(40, dtype=np.int32)
-    for trial in range(400):
+    for _trial in range(400):
         m = int(rng.integers(2, 60))
         width = int(rng.choice([2, 5, 30, 1000]))
         column = rng.integers(0, width, m).astype(np.int32)

@@ -10,17 +10,24 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, median_finish
-from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from sqlanon.model.criteria import Median
 from sqlanon.model.privacy import (
-    BetaLikeness, DeltaDisclosure, DistinctLDiversity, EntropyLDiversity, KAnonymity, RecursiveCLDiversity,
-    TCloseness, VarianceDiversity,
+    BetaLikeness,
+    DeltaDisclosure,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    TCloseness,
+    VarianceDiversity,
 )
 from sqlanon.model.stats import StatColumn
+from sqlanon.mondrian import builder, median_finish
+from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from tests.support.finish import assert_same, batches
 
 

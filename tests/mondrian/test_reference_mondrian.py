@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+
 from tests.support.reference_mondrian import reference_mondrian, reference_mondrian_fast, reference_regions
 
 # A 3-level hierarchy; 'mx' and 'it' are leaves the data below rarely or never contain.

@@ -20,17 +20,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import frame, load_frame, run, request_options
-from sqlanon.model.stats import ClassStats
 from sqlanon.model.privacy.anonymity import k_threshold
 from sqlanon.model.privacy.diversity import CLTest, EntropyTest, entropy_statistic, recursive_cl_statistic
 from sqlanon.model.privacy.sampling import chi2_upper, z_upper
 from sqlanon.model.privacy.variance import VarianceTest
-from sqlanon.mondrian.hypotheses import fit_threshold, sample_constraints
+from sqlanon.model.stats import ClassStats
 from sqlanon.mondrian import sample as sample_mod
+from sqlanon.mondrian.hypotheses import fit_threshold, sample_constraints
 from sqlanon.mondrian.sample import AUTO_FACTOR, AUTO_MIN_ROWS, choose
-from tests.support.mondrian import _null, check_release, duckdb_statements, load, partition_of, rules_frame, tables
-from tests.support.mondrian import judge, workloads
+from tests.support import frame, load_frame, request_options, run
+from tests.support.mondrian import (
+    _null,
+    check_release,
+    duckdb_statements,
+    judge,
+    load,
+    partition_of,
+    rules_frame,
+    tables,
+    workloads,
+)
 from tests.support.stats import OneColumn
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
@@ -173,7 +182,8 @@ def test_sample_strategy_is_k_anonymous_tiled_and_minimal(case, sample_rows, con
     con = duckdb.connect()
     data = load(con, df)
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=rows,
-                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=sample_rows, confidence=confidence, seed=seed, memory_rows=3)))
+                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=sample_rows, confidence=confidence,
+                                                                                   seed=seed, memory_rows=3)))
     assert release.outcome.strategy == "sample"
     assert release.outcome.distance_from_minimal == 0
     assert (release.outcome.rounds > 0) == (len(df) > sample_rows)
@@ -214,7 +224,8 @@ def test_sample_strategy_satisfies_every_constraint_and_criterion(case, sample_r
     if not verdict(np.arange(len(data))):
         return  # infeasible: refused before any work (tests/mondrian/test_workload.py)
     release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
-                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=4)))
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(
+                                    rows=sample_rows, confidence=confidence, memory_rows=4)))
     classes = _classes(con, release)
     for ids in classes:
         assert len(ids) >= k and verdict(np.array(ids))
@@ -255,7 +266,8 @@ def test_pruning_keeps_skewed_tables_sound(n, seed, sample_rows, kind, crit):
     if not verdict(np.arange(len(data))):
         return
     release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=15, privacy=constraints,
-                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(rows=sample_rows, confidence=0.3, seed=seed % 1000, memory_rows=50)))
+                                algorithm=sqlanon.Mondrian(criterion, strategy=sqlanon.Sample(rows=sample_rows, confidence=0.3,
+                                                                                              seed=seed % 1000, memory_rows=50)))
     for ids in _classes(con, release):
         assert len(ids) >= 15 and verdict(np.array(ids))
     assert release.k_achieved >= 15
@@ -349,7 +361,8 @@ def test_the_first_round_rewrites_from_the_encoding_view(monkeypatch, key, rows,
     statements.clear()
     table = sqlanon.anonymize(con, "t", **request_options(**kw))
     assert any(re.search(r'CREATE TEMPORARY TABLE "__sqlanon_\w+_work"', sql) for sql in statements)
-    assert (table.outcome.pruned, table.outcome.rounds, table.outcome.rescued) == (release.outcome.pruned, release.outcome.rounds, release.outcome.rescued)
+    assert (table.outcome.pruned, table.outcome.rounds, table.outcome.rescued) == \
+        (release.outcome.pruned, release.outcome.rounds, release.outcome.rescued)
     assert partition_of(con, table.view) == with_view[0]
     pd.testing.assert_frame_equal(rules_frame(con, table), with_view[1])
 
@@ -367,7 +380,9 @@ def test_a_sample_of_the_whole_table_equals_levels(case, memory_rows):
     out = []
     for strategy in ("levels", "sample"):
         release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, privacy=constraints,
-                                    algorithm=sqlanon.Mondrian(criterion, strategy=(sqlanon.Sample(rows=len(df), memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                    algorithm=sqlanon.Mondrian(criterion, strategy=(
+                                        sqlanon.Sample(rows=len(df), memory_rows=memory_rows) if strategy == "sample"
+                                        else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
                                     output=sqlanon.Output(replace=True))
         assert release.outcome.strategy == strategy and release.outcome.rounds == 0
         out.append((partition_of(con, release.view), rules_frame(con, release)))

@@ -17,13 +17,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import load_frame, objects, quote, rows, request_options
-from sqlanon.model.qi import QI
 from sqlanon.model.hierarchy import Hierarchy
+from sqlanon.model.qi import QI
 from sqlanon.model.selection import parse_selection
+from tests.support import load_frame, objects, quote, request_options, rows
+from tests.support.mondrian import _values, impurity_of, load, partition_of, workloads
 from tests.support.reference_mondrian import reference_mondrian
-from tests.support.mondrian import load, partition_of
-from tests.support.mondrian import _values, impurity_of, workloads
 
 # Light end-to-end runs on a small table run on both engines; the oracle property test and the
 # quality comparison on 20,000 rows are DuckDB's alone (each is marked).

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sqlanon.model.stats import ClassStats, FrequencyGroups
 from sqlanon.mondrian.siblings import Kin, Level, groups_with_siblings
 from sqlanon.mondrian.split import Children
-from sqlanon.model.stats import ClassStats, FrequencyGroups
 
 
 def brute_groups(codes, label, value, pid_of_row, pid, attr):

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.mondrian import split
+from sqlanon.model.criteria import InfoGain
 from sqlanon.model.privacy import Constraint
 from sqlanon.model.privacy.closeness import Ground
-from sqlanon.model.criteria import InfoGain
 from sqlanon.model.stats import ClassStats, FrequencyGroups, first_of_run
+from sqlanon.mondrian import split
 
 
 class Names:

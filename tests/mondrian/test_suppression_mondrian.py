@@ -25,11 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import frame, rows, run
 from sqlanon.errors import InputError
+from tests.support import frame, rows, run
+from tests.support.mondrian import impurity_of, judge, load, tables
 from tests.support.reference_mondrian import HierarchyDomain, _hierarchy_domain, _ordered_domain, _width
-from tests.support.mondrian import load, tables
-from tests.support.mondrian import impurity_of, judge
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -124,7 +123,10 @@ def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction
     domains = [(_hierarchy_domain(df[c].tolist(), hierarchies[c]) if c in hierarchies else _ordered_domain(df[c].tolist()))
                for c in qid]
     state = tuple(d.root if isinstance(d, HierarchyDomain) else (0, len(d.nums) - 1) for d in domains)
-    judge = (lambda r: len(r) >= k and (ok is None or ok(r)))
+
+    def judge(r):
+        return len(r) >= k and (ok is None or ok(r))
+
     impurity = impurity_of(df, criterion) if criterion is not None else None
     classes, suppressed = set(), set()
 

@@ -19,12 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import load_frame, objects, rows, request_options
-from sqlanon.model.summaries import entropy, variance
 from sqlanon.model.stats import ClassStats
+from sqlanon.model.summaries import entropy, variance
+from tests.support import load_frame, objects, request_options, rows
+from tests.support.mondrian import impurity_of, judge, load, partition_of, workloads
 from tests.support.reference_mondrian import reference_mondrian
-from tests.support.mondrian import load, partition_of
-from tests.support.mondrian import impurity_of, judge, workloads
 from tests.support.stats import OneColumn
 
 # Light tests of a database-facing path run on both engines; the oracle/property tests and the

@@ -15,19 +15,20 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import request_options
-from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
-from sqlanon.model.partition import Boxes
-from sqlanon.mondrian.builder import Batch, Partitioner
-from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
-from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
 from sqlanon.model.domain import Domain
+from sqlanon.model.partition import Boxes
+from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
 from sqlanon.model.qi import QI
 from sqlanon.model.stats import StatColumn
+from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
+from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
+from sqlanon.mondrian.builder import Batch, Partitioner
+from tests.support import request_options
 from tests.support.finish import assert_same
 
 STATS = (StatColumn("y", "class", size=3), StatColumn("z", "class", size=2), StatColumn("v", "numeric", exact=True),
@@ -431,7 +432,8 @@ def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatc
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
     monkeypatch.setattr(workload_finish, "finish", refuse)
     sqlanon.anonymize(con, "t", qid=["a"], k=5, sensitive="s", l=2, target="label", output=sqlanon.Output(key="id"))
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))  # float and integer
+    # float and integer
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))
     with pytest.raises(AssertionError, match="outside its scope"):
         sqlanon.anonymize(con, "t", qid=["a"], k=5, target="label", output=sqlanon.Output(replace=True, key="id"))
 

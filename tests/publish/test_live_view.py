@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import frame, is_postgres, load_frame, objects, rows, run, request_options
 from sqlanon import EntropyLDiversity, VarianceDiversity
+from tests.support import frame, is_postgres, load_frame, objects, request_options, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -326,7 +326,8 @@ def _random_dml(con, ops, constraint) -> None:
             run(con, f"UPDATE people SET age = age + 1 WHERE id BETWEEN {target} AND {target + b % 5}")
             touched.update(range(target, target + b % 5 + 1))
         elif op == "update_sensitive":
-            run(con, f"UPDATE people SET disease = disease || '+', income = income + 1 WHERE id BETWEEN {target} AND {target + b}")
+            run(con, "UPDATE people SET disease = disease || '+', income = income + 1 "
+                     f"WHERE id BETWEEN {target} AND {target + b}")
             if constraint != "k":  # a column a constraint judges: guarded like the QIs
                 touched.update(range(target, target + b + 1))
         else:  # changes no value; on PostgreSQL the row moves (a new ctid)

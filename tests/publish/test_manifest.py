@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import describe, load_frame, quote, rows, run
 from sqlanon.publish import manifest
+from tests.support import describe, load_frame, quote, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

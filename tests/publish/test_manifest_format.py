@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from tests.support import load_frame, rows, run
 from sqlanon.publish import manifest
 from sqlanon.release.report import collect, release_workload
+from tests.support import load_frame, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

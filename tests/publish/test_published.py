@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 import sqlanon
 from sqlanon.errors import HierarchyError, InputError
 from sqlanon.model.hierarchy import Hierarchy
-
-from tests.support import rows, request_options
+from tests.support import request_options, rows
 
 # Interval hierarchy over 0..49: leaves, 5-wide, 10-wide, [0, 19] / [20, 49], root.
 AGE_ROWS = [[str(v), f"{v // 5 * 5}-{v // 5 * 5 + 4}", f"{v // 10 * 10}-{v // 10 * 10 + 9}",
@@ -75,7 +74,8 @@ def test_domain_bounds_are_boxes_that_tile_the_grid(seed, nulls, k, recoding):
     domain = release_of(con, frame, "domain", "v_dom", k=k, recoding=recoding)
     assert domain.published == {"age": "domain", "zip": "domain"} and domain.verification.ok
     # the partition does not depend on what is published: same regions, same sizes
-    assert rows(con, "SELECT region, size FROM v_data_rules ORDER BY 1") == rows(con, "SELECT region, size FROM v_dom_rules ORDER BY 1")
+    assert rows(con, "SELECT region, size FROM v_data_rules ORDER BY 1") == \
+        rows(con, "SELECT region, size FROM v_dom_rules ORDER BY 1")
     got = published_rows(con, "v_dom")
     # every row in its class's box
     for r in got.itertuples():
@@ -84,7 +84,8 @@ def test_domain_bounds_are_boxes_that_tile_the_grid(seed, nulls, k, recoding):
     rules = con.execute("SELECT age_min, age_max, zip_min, zip_max, size FROM v_dom_rules").df()
     ages = [None] * nulls + sorted(frame.age.dropna().unique().tolist())
     for a, z in itertools.product(ages, sorted(frame.zip.unique())):
-        hits = [r for r in rules.itertuples() if in_domain_box(a, r.age_min, r.age_max) and in_domain_box(z, r.zip_min, r.zip_max)]
+        hits = [r for r in rules.itertuples()
+                if in_domain_box(a, r.age_min, r.age_max) and in_domain_box(z, r.zip_min, r.zip_max)]
         null_only = [r for r in hits if _none(r.age_min) is None and _none(r.age_max) is None]
         assert len(hits) == 1 or (a is None and len(hits) - len(null_only) <= 1 and null_only) or (
             a is not None and len(hits) - len(null_only) == 1), (a, z, hits)
@@ -146,7 +147,7 @@ def test_hierarchy_bounds_are_the_smallest_covering_interval(seed, nulls, recodi
             assert _none(low) is None and high >= hi and high in highs
         else:
             assert (low, high) == smallest_cover(lo, hi)
-    for cls, members in published_rows(con, "v_h").groupby("eq_class"):  # every row inside
+    for _cls, members in published_rows(con, "v_h").groupby("eq_class"):  # every row inside
         values = members.age.dropna()
         low, high = members.iloc[0].age_min, members.iloc[0].age_max
         assert values.empty or ((_none(low) is None or low <= values.min()) and values.max() <= high)
@@ -234,7 +235,8 @@ def test_text_and_dates_under_domain():
     """Ordered text and date QIs publish cut points too; NCP stays within [0, 1] (ranks of the cut
     points for text, an open end one rank beyond) and is never below the data mode's."""
     con = duckdb.connect()
-    con.execute("CREATE TABLE t AS SELECT i AS id, chr((97 + (i * 7) % 20)::INTEGER) AS w, DATE '2024-01-01' + ((i * 13) % 300)::INTEGER AS d "
+    con.execute("CREATE TABLE t AS SELECT i AS id, chr((97 + (i * 7) % 20)::INTEGER) AS w, "
+                "DATE '2024-01-01' + ((i * 13) % 300)::INTEGER AS d "
                 "FROM range(300) t(i)")
     ncp = {}
     for mode in ("data", "domain"):

@@ -227,8 +227,8 @@ def test_domain_minimum_shared_with_nulls_is_not_printed():
 def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypatch):
     """A release whose rules print the suppressed outlier is refused at publication (fail closed,
     nothing published), and a keyed release tampered with later fails :func:`sqlanon.verify`."""
-    from tests.support import objects
     from sqlanon.publish import bounds
+    from tests.support import objects
 
     con = duckdb.connect()
     load(con, pd.DataFrame({"x": pd.Series(list(range(20)) + [1000, 2000], dtype="Int64")}))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from tests.support import SUPPRESSING, frame, is_postgres, objects, rows, run, suppressing_release, temp_objects
 
 import sqlanon
 from sqlanon import InputError, UnknownColumnError, UnknownTableError, Verification
 from sqlanon.publish.violations import violations
+from tests.support import SUPPRESSING, frame, is_postgres, objects, rows, run, suppressing_release, temp_objects
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -62,7 +62,8 @@ def test_needs_both_ends_of_a_range(con):
 
 def test_nulls_group_together(con):
     # NULL = NULL for grouping: the three NULL rows are one class
-    con.execute("CREATE TABLE r AS SELECT * FROM (VALUES (NULL, NULL), (NULL, NULL), (NULL, NULL), (1, 1), (1, 1), (1, 1)) t(a, b)")
+    con.execute("CREATE TABLE r AS SELECT * FROM "
+                "(VALUES (NULL, NULL), (NULL, NULL), (NULL, NULL), (1, 1), (1, 1), (1, 1)) t(a, b)")
     v = sqlanon.verify(con, "r", ["a", "b"], 3)
     assert (v.ok, v.classes, v.k_achieved, v.rows) == (True, 2, 3, 6)
     # NULL in one column only is a different class than NULL in both

@@ -11,9 +11,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from tests.support import is_postgres, load_frame, objects, quote, rows, temp_objects
 
 import sqlanon
+from tests.support import is_postgres, load_frame, objects, quote, rows, temp_objects
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

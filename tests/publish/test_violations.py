@@ -9,6 +9,7 @@ and criterion records of release manifests read back exactly.
 
 from __future__ import annotations
 
+import json
 import math
 
 import duckdb
@@ -19,10 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-import json
-
-from sqlanon.model.privacy import from_record, to_record
 from sqlanon.model.criteria import criterion_from_record, criterion_record
+from sqlanon.model.privacy import from_record, to_record
 from sqlanon.publish.violations import violations
 
 

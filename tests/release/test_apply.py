@@ -29,16 +29,27 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from tests.support import describe, objects, temp_objects, request_options
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon import datasets
-from tests.support import ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, is_postgres, load_frame, rows, run
-from sqlanon.release.apply import Applied, apply, guillotine
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.publish import manifest
+from sqlanon.release.apply import Applied, apply, guillotine
+from tests.support import (
+    ADULT_COLUMNS,
+    ADULT_CSV,
+    ADULT_HIERARCHIES,
+    describe,
+    is_postgres,
+    load_frame,
+    objects,
+    request_options,
+    rows,
+    run,
+    temp_objects,
+)
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

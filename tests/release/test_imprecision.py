@@ -11,7 +11,6 @@ and the hierarchies checks per-box overlap with inner hierarchy nodes.
 
 from __future__ import annotations
 
-
 import duckdb
 import numpy as np
 import pandas as pd
@@ -20,14 +19,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.publish import manifest
 from sqlanon.errors import InputError, UnknownTableError
 from sqlanon.model.hierarchy import Hierarchy
-from sqlanon.release.imprecision import Imprecision, imprecision
 from sqlanon.model.selection import Members, Range, SelectionError, parse_selection
-
-from tests.support import frame, is_postgres, rows as fetch_rows, run
-from tests.support.selections import box_points, evaluate, example_connection, examples, make_table, predicates, release_for, render, tables
+from sqlanon.publish import manifest
+from sqlanon.release.imprecision import Imprecision, imprecision
+from tests.support import frame, is_postgres, run
+from tests.support import rows as fetch_rows
+from tests.support.selections import (
+    box_points,
+    evaluate,
+    example_connection,
+    examples,
+    make_table,
+    predicates,
+    release_for,
+    render,
+    tables,
+)
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

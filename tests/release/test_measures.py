@@ -15,7 +15,8 @@ from pycanon import anonymity
 
 import sqlanon
 from sqlanon.engine import engine_for
-from tests.support import ADULT_CSV as ADULT, load_frame
+from tests.support import ADULT_CSV as ADULT
+from tests.support import load_frame
 
 # pycanon groups by a one-element list, which pandas 3 warns about (harmless here)
 pytestmark = [pytest.mark.engines("duckdb", "postgres"),
@@ -90,7 +91,8 @@ def test_both_engines_measure_the_same(con):
     got = sqlanon.measures(con, release, sensitive="s", hierarchies={"s": {"*": {"xy": ["x", "y"], "z": ["z"]}}})
     duck = duckdb.connect()
     load_frame(duck, "t", frame, primary_key="id")
-    want = sqlanon.measures(duck, sqlanon.anonymize(duck, "t", qid=["a"], k=8, output=sqlanon.Output(view="t_anon")), sensitive="s",
+    want = sqlanon.measures(duck, sqlanon.anonymize(duck, "t", qid=["a"], k=8, output=sqlanon.Output(view="t_anon")),
+                            sensitive="s",
                             hierarchies={"s": {"*": {"xy": ["x", "y"], "z": ["z"]}}})
     assert (got.k, got.classes, got.rows) == (want.k, want.classes, want.rows)
     for field, value in vars(want.of("s")).items():

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import frame, is_postgres, load_frame, rows
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.metrics import Metrics, metrics
 from sqlanon.release.regions import regions
+from tests.support import frame, is_postgres, load_frame, rows
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import describe, frame, is_postgres, load_frame, objects, rows, run
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.release.regions import regions
+from tests.support import describe, frame, is_postgres, load_frame, objects, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

@@ -19,9 +19,8 @@ import pandas as pd
 import pytest
 
 import sqlanon
-from tests.support import (ADULT_COLUMNS, ADULT_CSV, ADULT_HIERARCHIES, frame, is_postgres, load_adult, load_frame,
-                      quote, rows, run)
 from sqlanon.publish import manifest
+from sqlanon.publish.view import CHANGED
 from sqlanon.release.imprecision import imprecision as imprecision_of
 from sqlanon.release.report import (
     WIDTH_BUCKETS,
@@ -32,7 +31,18 @@ from sqlanon.release.report import (
     render,
     report,
 )
-from sqlanon.publish.view import CHANGED
+from tests.support import (
+    ADULT_COLUMNS,
+    ADULT_CSV,
+    ADULT_HIERARCHIES,
+    frame,
+    is_postgres,
+    load_adult,
+    load_frame,
+    quote,
+    rows,
+    run,
+)
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -164,7 +174,7 @@ def test_k_mark_sits_where_k_falls_on_the_histogram():
 def test_class_size_bins_partition_the_distribution(sizes):
     bins = class_size_bins(sizes)
     assert 1 <= len(bins) <= 24
-    for size, count in sizes:
+    for size, _count in sizes:
         (owner,) = [b for b in bins if b[0] <= size <= b[1]]
     assert sum(b[2] for b in bins) == sum(c for _, c in sizes)
     assert sum(b[3] for b in bins) == sum(s * c for s, c in sizes)

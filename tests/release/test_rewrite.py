@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.publish import manifest
 from sqlanon.errors import InputError
 from sqlanon.model.hierarchy import Hierarchy
-from sqlanon.release.rewrite import RewriteError, rewrite
 from sqlanon.model.selection import SelectionError
-
-from tests.support import frame, load_frame, rows as fetch_rows, run
+from sqlanon.publish import manifest
+from sqlanon.release.rewrite import RewriteError, rewrite
+from tests.support import frame, load_frame, run
+from tests.support import rows as fetch_rows
 from tests.support.selections import H, atoms, box_points, example_connection, examples, make_table, release_for, tables
 from tests.support.selections import evaluate as evaluate_qi
 from tests.support.selections import render as render_qi

@@ -15,13 +15,12 @@ import re
 
 import pandas as pd
 import pytest
-from tests.support import here, frame, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
-import sqlanon.pipeline
-import sqlanon.publish.pipeline
-import sqlanon.publish.manifest
 import sqlanon.mondrian.builder
+import sqlanon.pipeline
+import sqlanon.publish.manifest
+import sqlanon.publish.pipeline
 from sqlanon import (
     EngineError,
     HierarchyError,
@@ -34,6 +33,7 @@ from sqlanon import (
     Verification,
     VerificationError,
 )
+from tests.support import frame, here, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -786,7 +786,7 @@ def mixed(con) -> str:
     """500 rows (490 after a DELETE: physical row addresses with gaps), committed: the tests
     start outside any transaction (PostgreSQL: sqlanon's own transaction, in autocommit)."""
     run(con, "CREATE TABLE mixed (id BIGINT PRIMARY KEY, age BIGINT, day DATE, city VARCHAR, note DOUBLE PRECISION)")
-    run(con, 
+    run(con,
         "INSERT INTO mixed SELECT i AS id, CASE WHEN mod(i, 9) = 0 THEN NULL ELSE mod(i, 37) END AS age, "
         "DATE '2001-01-01' + CAST(mod(i, 100) AS INTEGER) AS day, 'x' || mod(i, 5) AS city, i / 3.0 AS note "
         f"FROM {series(500)}"

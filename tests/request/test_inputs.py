@@ -22,18 +22,17 @@ from typing import NamedTuple
 import duckdb
 import numpy as np
 import pytest
-from tests.support import here, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 import sqlanon
-from sqlanon.model.qi import QI
 import sqlanon.datasets
 import sqlanon.mondrian.builder
-from sqlanon import HierarchyError, InputError, SelectionError, SqlanonError
-from sqlanon.publish import manifest
-from sqlanon import load_hierarchy
+from sqlanon import HierarchyError, InputError, SelectionError, SqlanonError, load_hierarchy
 from sqlanon.model.hierarchy import Hierarchy
-from sqlanon.release.regions import load_release
+from sqlanon.model.qi import QI
 from sqlanon.model.selection import parse_selection
+from sqlanon.publish import manifest
+from sqlanon.release.regions import load_release
+from tests.support import here, is_postgres, make_people, objects, quote, rows, run, temp_objects
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 
@@ -553,11 +552,11 @@ OTHER = {
     "parse_selection qis=[5]": lambda con: parse_selection("age > 1", [5]),
     "verify class_column=5": lambda con: sqlanon.verify(con, "people_anon", ["age"], 5, class_column=5),
     "verify qid=bytes": lambda con: sqlanon.verify(con, "people_anon", b"age", 5),
-    "anonymize min_gain='x'": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5,
-                                                            algorithm=sqlanon.Mondrian(sqlanon.Targets(classes=["city"], min_gain="x"))),
-    "anonymize min_gain=None": lambda con: sqlanon.anonymize(con, "people", qid=["age"], k=5,
-                                                             algorithm=sqlanon.Mondrian(sqlanon.Selections(["age > 3"], then=sqlanon.Targets(
-            classes=["city"], min_gain=None)))),
+    "anonymize min_gain='x'": lambda con: sqlanon.anonymize(
+        con, "people", qid=["age"], k=5, algorithm=sqlanon.Mondrian(sqlanon.Targets(classes=["city"], min_gain="x"))),
+    "anonymize min_gain=None": lambda con: sqlanon.anonymize(
+        con, "people", qid=["age"], k=5,
+        algorithm=sqlanon.Mondrian(sqlanon.Selections(["age > 3"], then=sqlanon.Targets(classes=["city"], min_gain=None)))),
 }
 
 
@@ -624,7 +623,8 @@ def test_same_release_name_in_two_schemas(con, two_schemas, schema, k):
         assert (m.k, m.catalog, m.schema) == (k, database, s)
     rules = con.execute(f"SELECT count(*) FROM {quote(s)}.anon_rules").fetchone()[0]
     metrics = sqlanon.metrics(con, name)
-    assert (metrics.k, metrics.classes) == (k, con.execute(f"SELECT count(*) FROM {quote(s)}.anon_rules WHERE size > 0").fetchone()[0])
+    classes = con.execute(f"SELECT count(*) FROM {quote(s)}.anon_rules WHERE size > 0").fetchone()[0]
+    assert (metrics.k, metrics.classes) == (k, classes)
     assert metrics.k_achieved >= k
     report = json.loads(sqlanon.report(con, name, format="json"))
     assert report["requirement"]["k"] == k and report["verification"]["ok"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support import is_postgres, make_people, objects, quote, rows, run
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ import sqlanon
 from sqlanon import ObjectExistsError
 from sqlanon.engine import engine_for
 from sqlanon.request.owned import owned
+from tests.support import is_postgres, make_people, objects, quote, rows, run
 
 pytestmark = pytest.mark.engines("duckdb", "postgres")
 

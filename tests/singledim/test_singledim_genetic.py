@@ -7,14 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.support import frame, load_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.errors import RecodingError
 from sqlanon.model.hierarchy import Hierarchy
 from sqlanon.singledim.genetic import Column, Genetic, _cut
+from tests.support import frame, load_frame
 
 TREE = {"*": {"a": {"a1": ["a11", "a12"], "a2": ["a21", "a22"]}, "b": {"b1": ["b11", "b12"], "b2": ["b21", "b22"]}}}
 SMALL = {"*": {"x": ["x1", "x2", "x3"], "y": ["y1", "y2"]}}

@@ -128,6 +128,7 @@ def test_example5_on_every_engine(con):
     got = frame(con, 'SELECT "Sex", "Work_Hrs_min", count(*) AS n FROM t_anon GROUP BY 1, 2 ORDER BY 1, 2')
     assert got.values.tolist() == [["F", 30, 6], ["F", 40, 8], ["M", 30, 6], ["M", 40, 20]]
     two = sqlanon.anonymize(con, "t", target="Class", hierarchies=hierarchies,
-                            privacy=[sqlanon.KAnonymity(4, qid=["Education", "Sex"]), sqlanon.KAnonymity(11, qid=["Sex", "Work_Hrs"])],
+                            privacy=[sqlanon.KAnonymity(4, qid=["Education", "Sex"]),
+                                     sqlanon.KAnonymity(11, qid=["Sex", "Work_Hrs"])],
                             algorithm=sqlanon.TopDown(), output=sqlanon.Output(view="two"))
     assert two.verification.ok and [q.ok for q in two.verification.qids] == [True, True]

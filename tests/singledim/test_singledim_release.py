@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlanon
-from tests.support import request_options
 from sqlanon.cli import main
 from sqlanon.errors import InputError, RecodingError, UnknownColumnError
 from sqlanon.request.config import load_config
+from tests.support import request_options
 
 TREE = {"*": {"a": ["a1", "a2", "a3"], "b": {"b1": ["b11", "b12"], "b2": ["b21"]}}}
 LEAVES = ["a1", "a2", "a3", "b11", "b12", "b21"]
@@ -170,10 +170,11 @@ def test_cli_and_release_file(tmp_path: Path, capsys):
     assert doc["criterion"] == "score('y')"
     toml = tmp_path / "release.toml"
     toml.write_text(f'[release]\ndatabase = "{db}"\ntable = "t"\nview = "from_file"\n'
-                    f'[algorithm]\nname = "topdown"\nmax_steps = 2\n[[qi]]\nname = "num"\n[[qi]]\nname = "cat"\nhierarchy = "{tree}"\n'
+                    '[algorithm]\nname = "topdown"\nmax_steps = 2\n'
+                    f'[[qi]]\nname = "num"\n[[qi]]\nname = "cat"\nhierarchy = "{tree}"\n'
                     f'[privacy]\nqids = [{{ columns = ["num", "cat"], k = 6 }}]\n'
                     f'[workload]\ntarget = ["y"]\ncriterion = "infogain"\n')
-    config = load_config(toml)
+    load_config(toml)  # the file loads
     assert sqlanon.Request.from_toml(toml).privacy == (sqlanon.KAnonymity(6, qid=["num", "cat"]),)
     assert main(["anonymize", "--config", str(toml), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -23,7 +23,6 @@ from sqlanon.engine import sqlgen as g
 from tests.support.db import TEMP_PREFIX
 from tests.support.releases import request_options
 
-
 TABLES = st.integers(min_value=40, max_value=160).flatmap(lambda n: st.tuples(
     st.lists(st.one_of(st.none(), st.integers(0, 30)), min_size=n, max_size=n),
     st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=n, max_size=n),
@@ -101,7 +100,8 @@ def identical(spark, frame: pd.DataFrame, qid: list[str], **kwargs) -> None:
             load(con, "t", frame)
             try:
                 out.append(sqlanon.anonymize(con, "t", qid=qid,
-                                             output=sqlanon.Output(view="t_anon", replace=True, key="id"), **request_options(**kwargs)))
+                                             output=sqlanon.Output(view="t_anon", replace=True, key="id"),
+                                             **request_options(**kwargs)))
             except sqlanon.InputError as e:
                 out.append(type(e).__name__)
         if isinstance(out[0], str):

@@ -14,7 +14,6 @@ import math
 import numpy as np
 import pandas as pd
 
-
 TREE = {"*": {"a": {"a1": ["a11", "a12"], "a2": ["a21", "a22"]}, "b": {"b1": ["b11", "b12"], "b2": ["b21", "b22"]}}}
 
 

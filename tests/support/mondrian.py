@@ -267,7 +267,8 @@ def workloads(draw):
     hierarchies = {}
     for j in range(d):
         if draw(st.booleans()):
-            cols[f"q{j}"] = pd.Series(draw(st.lists(st.integers(0, draw(st.integers(1, 12))), min_size=n, max_size=n)), dtype="Int64")
+            cols[f"q{j}"] = pd.Series(draw(st.lists(st.integers(0, draw(st.integers(1, 12))), min_size=n, max_size=n)),
+                                      dtype="Int64")
         else:
             leaves = [f"v{i}" for i in range(draw(st.integers(2, 5)))]
             cols[f"q{j}"] = pd.Series(draw(st.lists(st.sampled_from(leaves), min_size=n, max_size=n)), dtype=object)
@@ -276,8 +277,10 @@ def workloads(draw):
     labels = draw(st.lists(st.sampled_from(["x", "y", "z", None]), min_size=n, max_size=n))
     cols["label"] = pd.Series(labels, dtype=object)
     big = draw(st.booleans())  # a large offset: the moments must stay exact / stable
-    cols["amount"] = pd.Series([v + (10**9 if big else 0) for v in draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))], dtype="Int64")
-    cols["ratio"] = pd.Series(draw(st.lists(st.sampled_from([0.5, 1.25, 2.0, 7.5, None]), min_size=n, max_size=n)), dtype="Float64")
+    cols["amount"] = pd.Series([v + (10**9 if big else 0) for v in draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))],
+                               dtype="Int64")
+    cols["ratio"] = pd.Series(draw(st.lists(st.sampled_from([0.5, 1.25, 2.0, 7.5, None]), min_size=n, max_size=n)),
+                              dtype="Float64")
     cols["diag"] = pd.Series(draw(st.lists(st.sampled_from(["flu", "hiv", "cold"]), min_size=n, max_size=n)), dtype=object)
     cols["cost"] = pd.Series(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype="Int64")
     constraint = draw(st.sampled_from([

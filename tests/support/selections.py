@@ -25,7 +25,6 @@ from sqlanon.model.hierarchy import Hierarchy
 from tests.support import sql_logic
 from tests.support.db import is_postgres, quote, run
 
-
 H = {"*": {"school": {"primary": ["p1", "p2"], "secondary": ["s1"]}, "higher": ["bsc", "msc", "phd"]}}
 
 
