@@ -9,6 +9,7 @@
 * ``adult``: loads the bundled ARX Adult data (30,162 rows) into table ``adult`` of ``con`` and
   returns ``Adult(con, hierarchies)`` -- a named tuple, so ``con, hierarchies = adult`` works --
   where ``hierarchies`` is ``{column: path of its ARX hierarchy CSV}`` for all nine columns.
+* ``people``: table ``people`` (100 rows, :func:`tests.support.db.make_people`) in ``con``.
 * ``new_schema``: makes schemas the test may use, dropped after it on PostgreSQL.
 
 Both engines (see :mod:`tests.support.pg_server` for where the PostgreSQL server comes from):
@@ -35,8 +36,14 @@ import duckdb
 import pytest
 
 from tests.support import pg_server
-from tests.support.db import Adult, here, is_postgres, load_adult, quote, run
+from tests.support.db import Adult, here, is_postgres, load_adult, make_people, quote, run
 from tests.support.spark import SPARK_MASTER, sqlanon_zip
+
+
+@pytest.fixture
+def people(con) -> str:
+    """Table ``people`` (100 rows) of :func:`tests.support.db.make_people` in ``con``; returns its name."""
+    return make_people(con, 100)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@
 * :mod:`tests.support.selections`: random selections, their SQL and their value, and releases to
   ask them of.
 * :mod:`tests.support.cli`: the command line in process.
+* :mod:`tests.support.refusal`: a request refused before any work, nothing written.
 * :mod:`tests.support.stats`: a one-column statistics layout for judging a class by hand.
 
 The helpers of :mod:`~tests.support.db` and :mod:`~tests.support.releases` are re-exported
@@ -29,9 +30,11 @@ from tests.support.db import (
     ADULT_CSV,
     ADULT_HIERARCHIES,
     ADULT_ROWS,
+    CITY,
     DATA,
     TEMP_PREFIX,
     Adult,
+    columns,
     describe,
     frame,
     here,
@@ -43,10 +46,11 @@ from tests.support.db import (
     quote,
     rows,
     run,
+    series,
     temp_objects,
 )
 from tests.support.releases import SUPPRESSING, ZIP, request_options, suppressing_release
 
-__all__ = ["ADULT_COLUMNS", "ADULT_CSV", "ADULT_HIERARCHIES", "ADULT_ROWS", "DATA", "SUPPRESSING", "TEMP_PREFIX", "ZIP",
-           "Adult", "describe", "frame", "here", "is_postgres", "load_adult", "load_frame", "make_people", "objects",
-           "quote", "request_options", "rows", "run", "suppressing_release", "temp_objects"]
+__all__ = ["ADULT_COLUMNS", "ADULT_CSV", "ADULT_HIERARCHIES", "ADULT_ROWS", "CITY", "DATA", "SUPPRESSING", "TEMP_PREFIX", "ZIP",
+           "Adult", "columns", "describe", "frame", "here", "is_postgres", "load_adult", "load_frame", "make_people", "objects",
+           "quote", "request_options", "rows", "run", "series", "suppressing_release", "temp_objects"]

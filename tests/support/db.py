@@ -10,7 +10,8 @@
 * :func:`load_frame`: a table from a pandas DataFrame, with the same column types on DuckDB and
   PostgreSQL; :func:`make_people`: a small deterministic table with an ``id`` column;
   :func:`load_adult`: the bundled ARX Adult data (``ADULT_*``).
-* :func:`here`, :func:`describe`: where unqualified objects go; a relation's column types.
+* :func:`here`, :func:`describe`, :func:`columns`: where unqualified objects go; a relation's column
+  types; its column names. :func:`series`: a FROM item of ``n`` numbered rows on either engine.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ ADULT_ROWS = 30_162
 ADULT_HIERARCHIES = {c: str(DATA / f"adult_hierarchy_{c}.csv") for c in ADULT_COLUMNS}
 
 TEMP_PREFIX = "__sqlanon_"
+
+#: A hierarchy of :func:`make_people`'s ``city`` column.
+CITY = {"*": {"x0-1": ["x0", "x1"], "x2-4": ["x2", "x3", "x4"]}}
 
 
 def quote(name: str) -> str:
@@ -252,3 +256,13 @@ def describe(con, name: str) -> list[tuple[str, str]]:
                          "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
                     [quote(name)])
     return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {quote(name)}").fetchall()]
+
+
+def series(n: int) -> str:
+    """A FROM item of ``n`` rows numbered ``i`` (BIGINT 0..n-1), the same on DuckDB and PostgreSQL."""
+    return f"generate_series(CAST(0 AS BIGINT), CAST({n - 1} AS BIGINT)) AS t(i)"
+
+
+def columns(con, name: str) -> list[str]:
+    """The column names of a table or view, in order (either engine)."""
+    return list(frame(con, f"SELECT * FROM {quote(name)} LIMIT 0").columns)
