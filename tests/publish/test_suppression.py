@@ -1,4 +1,10 @@
-"""Issue 49, part 1: a suppressed row's values are never printed, anywhere.
+"""Suppressed rows in a release: what is published of them and how verify judges them.
+
+How each search chooses what to suppress is tested with the search (Mondrian:
+``tests/mondrian/test_suppression_mondrian.py``; the lattice and the genetic algorithm:
+``tests/singledim/``). Here, for every search that suppresses:
+
+Issue 49, part 1: a suppressed row's values are never printed, anywhere.
 
 Suppression hides outliers. The rule checked here, by brute force on small DuckDB tables: no
 value held only by suppressed rows appears in the view (its published columns, the suppressed
@@ -7,6 +13,10 @@ columns other than the source's own, or the report; and under ``published="domai
 does the smallest or largest published value when fewer than k published rows hold it (the
 empty-range marker of a NULL-only box apart, the one exception README documents). A value of
 an ordered QI counts; a hierarchy's labels are the custodian's, public.
+
+Issue 49, part 3: verify agrees with the release: a release with suppressed rows verifies as
+the quick start calls it; one whose suppressed rows show values, that was tampered with, or whose
+live view went beyond the suppression limit does not (on DuckDB and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -23,7 +33,13 @@ from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.errors import VerificationError
+from sqlanon.publish.violations import violations
+from tests.support.db import frame, is_postgres, rows, run
 from tests.support.mondrian import load
+from tests.support.releases import SUPPRESSING, suppressing_release
+
+# The verify tests below take ``con`` and run on both engines; the leak tests make their own DuckDB.
+pytestmark = pytest.mark.engines("duckdb", "postgres")
 
 
 def _plain(v):
@@ -253,3 +269,106 @@ def test_verify_refuses_a_release_that_prints_a_suppressed_value(keyed, monkeypa
         con.execute(f'UPDATE "{release.rules}" SET x_max = 2000 WHERE x_max IS NULL')
         tampered = sqlanon.verify(con, "good", ["x"], 10, class_column="eq_class")
         assert not tampered.ok and tampered.exposed >= 1
+
+
+# -- verify and suppressed rows (both engines) ----------------------------------------------------
+def test_a_suppressed_row_showing_values_is_leaked(con):
+    """A release's suppressed rows (class NULL) must show the fully generalized values: one that
+    shows its own is counted as leaked and fails the check; one that is fully generalized does not."""
+    rows = "generate_series(0, 59) i" if is_postgres(con) else "range(60) t(i)"
+    con.execute(f"CREATE TABLE people AS SELECT i AS id, i % 30 AS age, i % 3 AS zip FROM {rows}")
+    release = sqlanon.anonymize(con, "people", qid=["age", "zip"], k=5)  # no key: a view of a snapshot
+    assert release.materialized and release.verification.ok and release.verification.leaked == 0
+    first = release.rules
+    # the view replaced by an edited copy of it, under its name
+    con.execute(f"CREATE TABLE copied AS SELECT * FROM {release.view}")
+    con.execute(f"DROP VIEW {release.view}")
+    con.execute(f"ALTER TABLE copied RENAME TO {release.view}")
+    con.execute(f"UPDATE {release.view} SET eq_class = NULL WHERE id IN (0, 1)")  # suppressed, still showing values
+    check = sqlanon.verify(con, release.view, ["age", "zip"], 5, class_column="eq_class")
+    assert (check.ok, check.unplaced, check.leaked) == (False, 2, 2)
+    # fully generalized: the release's smallest lower and largest upper bound of every QI
+    con.execute(f"UPDATE {release.view} SET age_min = (SELECT min(age_min) FROM {first}), "
+                f"age_max = (SELECT max(age_max) FROM {first}), zip_min = (SELECT min(zip_min) FROM {first}), "
+                f"zip_max = (SELECT max(zip_max) FROM {first}) WHERE id IN (0, 1)")
+    check = sqlanon.verify(con, release.view, ["age", "zip"], 5, class_column="eq_class")
+    assert check.unplaced == 2 and check.leaked == 0
+
+
+# -- issue 49, part 3: verify agrees with the release ---------------------------------------------
+@pytest.mark.parametrize("key", [None, "id"])
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_a_release_with_suppression_verifies_ok_as_the_quick_start_calls_it(con, search, key):
+    """The README's own call -- no class column named -- on a valid release with suppressed
+    rows: the class column and the suppression limit come from its manifest, so the suppressed
+    rows (fully generalized, class NULL) form no class and the release verifies ok."""
+    release, qid = suppressing_release(con, search, key)
+    v = sqlanon.verify(con, release.view, qid, 10)
+    assert v.ok and v.failures() == ()
+    assert (v.release, v.class_column, v.unplaced, v.suppression_limit, v.leaked) == (
+        True, "eq_class", release.suppressed, 9, 0)
+    assert v == sqlanon.verify(con, release.view, qid, 10, class_column="eq_class") == release.verification
+    # the violations listed for it are verify's: the suppressed rows are in no class
+    assert violations(con, release.view, qid, sqlanon.KAnonymity(10)).violating == 0
+    # another column named as the class column: no release semantics, its NULLs fail (closed)
+    run(con, "CREATE TABLE other AS SELECT * FROM t_anon")
+    other = sqlanon.verify(con, "other", qid, 10, class_column="eq_class")
+    assert not other.ok and not other.release and other.unplaced == release.suppressed
+
+
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_a_tampered_release_with_suppression_does_not_verify(con, search):
+    """Fail closed: a suppressed row given a real class (a group below k), one that shows its own
+    values, a placed row alone in its class, and more suppressed rows than the release's limit
+    each fail ``sqlanon.verify`` -- with no class column named, as with the release's own. (A
+    single-dimensional release's own QID, checked on the placed rows, fails beside k.)"""
+    release, qid = suppressing_release(con, search)
+    view = release.view
+    run(con, f"CREATE TABLE copied AS SELECT * FROM {view}")
+    run(con, f"DROP VIEW {view}")
+    run(con, f"ALTER TABLE copied RENAME TO {view}")
+    published = [c for c in frame(con, f"SELECT * FROM {view} LIMIT 0").columns if c not in ("id", "eq_class")]
+    hidden = rows(con, f"SELECT min(id) FROM {view} WHERE eq_class IS NULL")[0][0]
+    root = rows(con, f"SELECT {', '.join(published)} FROM {view} WHERE id = ?", [hidden])[0]
+    placed_class = rows(con, f"SELECT min(eq_class) FROM {view}")[0][0]
+
+    def verdict(**kwargs):
+        return sqlanon.verify(con, view, qid, 10, **kwargs)
+
+    assert verdict().ok
+    # a suppressed row given a real class: its fully generalized values form a group of 1
+    run(con, f"UPDATE {view} SET eq_class = ? WHERE id = ?", [placed_class, hidden])
+    for v in (verdict(), verdict(class_column="eq_class")):
+        assert (v.ok, v.violating, v.k_achieved, v.failures()[0]) == (False, 1, 1, "k-anonymity(k=10)")
+    run(con, f"UPDATE {view} SET eq_class = NULL WHERE id = ?", [hidden])
+    assert verdict().ok
+    # a suppressed row that shows its own value
+    run(con, f"UPDATE {view} SET zip = '31' WHERE id = ?", [hidden])
+    v = verdict()
+    assert (v.ok, v.leaked, v.failures()) == (False, 1, ("suppressed rows fully generalized",))
+    run(con, f"UPDATE {view} SET zip = ? WHERE id = ?", [root[published.index("zip")], hidden])
+    assert verdict().ok
+    # a placed row given values of its own: a class below k
+    own = rows(con, f"SELECT zip FROM {view} WHERE id = 0")[0][0]
+    run(con, f"UPDATE {view} SET zip = '3*' WHERE id = 0")  # no placed row's value
+    v = verdict()
+    assert (v.ok, v.k_achieved, v.failures()[0]) == (False, 1, "k-anonymity(k=10)")
+    run(con, f"UPDATE {view} SET zip = ? WHERE id = 0", [own])
+    assert verdict().ok
+    # a whole class suppressed (fully generalized, in no class): more rows than the limit of 9
+    sets = ", ".join(f"{c} = ?" for c in published)
+    run(con, f"UPDATE {view} SET eq_class = NULL, {sets} WHERE eq_class = ?", [*root, placed_class])
+    v = verdict()
+    assert (v.ok, v.violating, v.leaked, v.unplaced > 9, v.failures()) == (
+        False, 0, 0, True, ("suppression limit (9 rows)",))
+
+
+@pytest.mark.parametrize("search", SUPPRESSING)
+def test_a_live_release_beyond_its_suppression_limit_does_not_verify(con, search):
+    """A live view (key=): rows its row map no longer places are suppressed by the recoding; past
+    the release's limit, ``sqlanon.verify`` (no class column named) fails."""
+    release, qid = suppressing_release(con, search, key="id")
+    assert sqlanon.verify(con, release.view, qid, 10).ok
+    run(con, f"UPDATE {release.rowmap} SET region = NULL WHERE key0 < 10")
+    v = sqlanon.verify(con, release.view, qid, 10)
+    assert not v.ok and v.recoded > 9 and "suppression limit (9 rows)" in v.failures()
