@@ -21,7 +21,7 @@ from sqlanon.model.domain import Domain
 from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.qi import QI
 from sqlanon.mondrian import builder, median_finish
-from tests.support.finish import assert_same, batches, finish
+from tests.support.finish import assert_same, batches, finish, release_rows
 from tests.support.reference_mondrian import reference_mondrian_fast
 
 
@@ -103,31 +103,13 @@ def tables(draw):
     return pd.DataFrame(columns), draw(st.sampled_from([2, 5, 17])), draw(st.sampled_from([0, 50, 10**9]))
 
 
-def rules(frame: pd.DataFrame, k: int, memory_rows: int, fast: bool) -> tuple[list, list]:
-    """The release's rules and view, with the depth-first finish on or off."""
-    con = duckdb.connect()
-    saved = builder._MEDIAN_FINISH
-    builder._MEDIAN_FINISH = fast
-    try:
-        con.register("frame", frame)
-        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
-        release = sqlanon.anonymize(con, "t", qid=list(frame.columns), k=k,
-                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
-                                    output=sqlanon.Output(key="id"))
-        assert release.verification.ok
-        return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
-                con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())
-    finally:
-        builder._MEDIAN_FINISH = saved
-        con.close()
-
-
 @given(tables())
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_same_rules_and_view_through_the_release(case):
     """Numbers, dates, text, NULLs; SQL levels first (small ``memory_rows``) or not at all."""
     frame, k, memory_rows = case
-    assert rules(frame, k, memory_rows, True) == rules(frame, k, memory_rows, False)
+    assert release_rows(frame, "_MEDIAN_FINISH", True, memory_rows, qid=list(frame.columns), k=k) == \
+        release_rows(frame, "_MEDIAN_FINISH", False, memory_rows, qid=list(frame.columns), k=k)
 
 
 def test_equals_the_numpy_oracle():

@@ -6,7 +6,6 @@ and ordered), delta-disclosure, beta-likeness -- alone and together, and through
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,7 +27,7 @@ from sqlanon.model.privacy import (
 from sqlanon.model.stats import StatColumn
 from sqlanon.mondrian import builder, median_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
-from tests.support.finish import assert_same, batches
+from tests.support.finish import assert_same, batches, release_rows
 
 
 def model_list(draw, V, s_counts):
@@ -133,22 +132,6 @@ def test_hierarchical_closeness_and_float_variance_stay_level_by_level():
 
 
 # -- through the whole release ----------------------------------------------------------------
-def release_rows(frame: pd.DataFrame, constraints, fast: bool, memory_rows: int) -> tuple[list, list]:
-    con = duckdb.connect()
-    saved = builder._MEDIAN_FINISH
-    builder._MEDIAN_FINISH = fast
-    try:
-        con.register("frame", frame)
-        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
-        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=4, privacy=constraints,
-                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows)),
-                                    output=sqlanon.Output(key="id"))
-        assert release.verification.ok
-        return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
-                con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())
-    finally:
-        builder._MEDIAN_FINISH = saved
-        con.close()
 
 
 @pytest.mark.parametrize("constraints", [
@@ -170,6 +153,6 @@ def test_same_rules_and_view_through_the_release(constraints, memory_rows, monke
     frame = pd.DataFrame({"a": a, "b": rng.integers(0, 12, n), "c": rng.normal(50, 10, n).round(1),
                           "s": np.where(rng.random(n) < 0.5, [f"x{x}" for x in a // 40], "y"),
                           "v": rng.integers(0, 20, n)})
-    fast = release_rows(frame, constraints, True, memory_rows)
+    fast = release_rows(frame, "_MEDIAN_FINISH", True, memory_rows, qid=["a", "b", "c"], k=4, privacy=constraints)
     assert calls, "the compiled finish was not taken"
-    assert fast == release_rows(frame, constraints, False, memory_rows)
+    assert fast == release_rows(frame, "_MEDIAN_FINISH", False, memory_rows, qid=["a", "b", "c"], k=4, privacy=constraints)

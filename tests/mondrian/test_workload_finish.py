@@ -29,7 +29,7 @@ from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
 from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Partitioner
 from tests.support import request_options
-from tests.support.finish import assert_same
+from tests.support.finish import assert_same, release_rows
 
 STATS = (StatColumn("y", "class", size=3), StatColumn("z", "class", size=2), StatColumn("v", "numeric", exact=True),
          StatColumn("w", "numeric", exact=True))
@@ -470,35 +470,16 @@ def tables(draw):
     return pd.DataFrame(columns), target, draw(st.sampled_from([2, 5, 17]))
 
 
-def release(frame: pd.DataFrame, target: list[str], k: int, memory_rows: int, fast: bool) -> tuple[list, list]:
-    """The release's rules and view, with the depth-first finish on or off."""
-    con = duckdb.connect()
-    saved = builder._WORKLOAD_FINISH
-    builder._WORKLOAD_FINISH = fast
-    try:
-        con.register("frame", frame)
-        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
-        qid = [c for c in frame.columns if c.startswith("q")]
-        out = sqlanon.anonymize(con, "t", qid=qid, k=k, target=target,
-                                algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
-                                output=sqlanon.Output(key="id"))
-        assert out.verification.ok
-        return (con.execute(f'SELECT * FROM "{out.rules}" ORDER BY ALL').fetchall(),
-                con.execute(f'SELECT * FROM "{out.view}" ORDER BY id').fetchall())
-    finally:
-        builder._WORKLOAD_FINISH = saved
-        con.close()
-
-
 @given(tables())
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_same_release_whatever_memory_rows(case):
     """Numbers, dates, text, NULLs; SQL levels first (small ``memory_rows``) or not at all: the
     same rules and view with the finish on, off, and for every ``memory_rows``."""
     frame, target, k = case
-    expected = release(frame, target, k, 10**9, False)
+    qid = [c for c in frame.columns if c.startswith("q")]
+    expected = release_rows(frame, "_WORKLOAD_FINISH", False, 10**9, qid=qid, k=k, target=target)
     for memory_rows in (0, 40, 10**9):
-        assert release(frame, target, k, memory_rows, True) == expected
+        assert release_rows(frame, "_WORKLOAD_FINISH", True, memory_rows, qid=qid, k=k, target=target) == expected
 
 
 @pytest.mark.spark

@@ -5,13 +5,17 @@ with the level-by-level one (``tests/mondrian/test_*_finish.py``).
   compiled finish on or off: the leaves, each row's leaf id and the counters.
 * :func:`assert_same`: two such results are the same, leaf by leaf and row by row.
 * :func:`batches`: random batches (hypothesis) of 1-4 partitions over 1-5 ordered QIs.
+* :func:`release_rows`: a whole release with one compiled finish switched on or off.
 """
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
+import pandas as pd
 from hypothesis import strategies as st
 
+import sqlanon
 from sqlanon.model.criteria import Median
 from sqlanon.model.domain import Domain
 from sqlanon.model.partition import Boxes
@@ -86,3 +90,25 @@ def batches(draw):
     seg_n = np.diff(np.concatenate(([0], cuts, [M])))
     k = draw(st.sampled_from([1, 2, 3, 5, 10, 40]))
     return np.vstack(columns), seg_n, domains, k
+
+
+def release_rows(frame: pd.DataFrame, switch: str, fast: bool, memory_rows: int, **request) -> tuple[list, list]:
+    """``frame`` (plus a row number ``id``, the key) released by Mondrian on a fresh DuckDB through
+    SQL levels up to ``memory_rows``, with the compiled finish ``builder.<switch>``
+    (``_MEDIAN_FINISH``, ``_WORKLOAD_FINISH``) on or off: the rules and the view, sorted.
+    ``request``: the other :func:`sqlanon.anonymize` arguments (``qid``, ``k``, ...)."""
+    con = duckdb.connect()
+    saved = getattr(builder, switch)
+    setattr(builder, switch, fast)
+    try:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
+        release = sqlanon.anonymize(con, "t", **request,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=memory_rows)),
+                                    output=sqlanon.Output(key="id"))
+        assert release.verification.ok
+        return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
+                con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())
+    finally:
+        setattr(builder, switch, saved)
+        con.close()
