@@ -128,7 +128,7 @@ class Release:
             facts += [("QIs", display.names(self.qid)), ("source", repr(self.table)), ("published as", live)]
         facts.append(("algorithm", self.algorithm.describe() if self.algorithm is not None else "n/a"))
         if detail:
-            facts.append(("time", f"{self.elapsed:.3g} s, {self.statements:,} SQL statements"))
+            facts.append(("time", f"{display.number(self.elapsed)} s, {self.statements:,} SQL statements"))
             if self.notes:
                 facts.append(("notes", f"{len(self.notes)} (release.notes)"))
         return facts

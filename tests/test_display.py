@@ -11,9 +11,9 @@ from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
+from conftest import load_frame, rows
 
 import sqlanon
-from conftest import load_frame, rows
 
 #: A value only the suppressed row holds: distinctive, so that any printing of it is found.
 OUTLIER = 7_654_321
@@ -148,3 +148,15 @@ def test_no_repr_prints_a_value_only_a_suppressed_row_holds(con, release):
     for name, result in _results(con, release).items():
         for text in (repr(result), result._repr_html_(), card(result._repr_html_())[1]):
             assert not printed.search(text), (name, text)
+
+
+def test_a_long_requirement_keeps_the_text_repr_short(con, release):
+    """Several constraints: the requirement is shortened in the one line, and listed whole in the card."""
+    models = [sqlanon.DistinctLDiversity("id", 2), sqlanon.EntropyLDiversity("id", 2),
+              sqlanon.RecursiveCLDiversity("id", 3, 2), sqlanon.TCloseness("id", 0.9), sqlanon.DeltaDisclosure("id", 9.0)]
+    checked = sqlanon.verify(con, VIEW, list(release.qid), 2, constraints=models)
+    assert len(checked.requirement()) > 200
+    text = repr(checked)
+    assert "\n" not in text and len(text) <= 400 and "…" in text, text
+    _, shown = card(checked._repr_html_())
+    assert all(m.describe() in shown for m in models), shown

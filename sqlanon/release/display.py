@@ -25,10 +25,10 @@ MAX_FACT = 120
 def text(kind: str, title: str, facts: Sequence[tuple[str, Any]], verdict: bool | None = None) -> str:
     """``<Kind 'title': HOLDS; label value; ...>`` on one line: the title as a Python repr (so
     quotes and line breaks in a name stay visible and escaped), then the verdict when given, then
-    each fact as ``label value``, each at most :data:`MAX_FACT` characters."""
+    each fact as ``label value``; the title and each fact at most :data:`MAX_FACT` characters."""
     parts = [] if verdict is None else [_verdict(verdict)]
     parts += [_short(f"{label} {_shown(value)}") for label, value in facts]
-    return f"<{kind} {title!r}: " + "; ".join(parts) + ">"
+    return f"<{kind} {_short(repr(title))}: " + "; ".join(parts) + ">"
 
 
 def card(kind: str, title: str, rows: Sequence[tuple[str, Any]], verdict: bool | None = None) -> str:
