@@ -27,7 +27,7 @@ from .mondrian.encode import build_domains, code_fetched, encode
 from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
 from .publish.verify import Verification
-from .release import display
+from . import display
 from .request.algorithm import Algorithm, Prepared
 from .request.checks import check_callable
 from .request.spec import Spec
@@ -117,7 +117,7 @@ class Release:
     outcome: Any = None
 
     def _facts(self, detail: bool = False) -> list[tuple[str, Any]]:
-        """What a repr shows (:mod:`sqlanon.release.display`): the requirement and its smallest
+        """What a repr shows (:mod:`sqlanon.display`): the requirement and its smallest
         class, rows, classes, suppressed rows, the algorithm as resolved; ``detail``: the card's
         rows too (QIs, source, how it is published, time, notes). Counts and names only."""
         facts: list[tuple[str, Any]] = [("requirement", self.verification.requirement()),

@@ -23,7 +23,7 @@ from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
 from ..model.qi import QI
-from ..release import display
+from .. import display
 from ..request.checks import check_int, check_qid
 from ..engine.catalog import Source, find_source
 from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
@@ -111,7 +111,7 @@ class Verification:
                           *(f"QID {', '.join(q.qid)} k={q.k}" for q in self.qids)])
 
     def _facts(self, detail: bool = False) -> list[tuple[str, Any]]:
-        """What a repr shows (:mod:`sqlanon.release.display`); ``detail``: the card's rows too
+        """What a repr shows (:mod:`sqlanon.display`); ``detail``: the card's rows too
         (classes below k, each constraint's worst class, each QID, the columns)."""
         facts: list[tuple[str, Any]] = [("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),
                                         ("classes", self.classes), ("rows", self.rows)]

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from . import display
+from .. import display
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..engine.calls import serialized

@@ -45,7 +45,7 @@ from ..publish import manifest as manifest_module
 from ..request.checks import check_number, check_qid
 from ..engine.catalog import find_source
 from ..publish.manifest import Manifest
-from . import display
+from .. import display
 from .regions import load_release, resolve_relation
 
 

@@ -14,8 +14,6 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from .plots import number
-
 __all__ = ["MAX_FACT", "card", "names", "number", "text"]
 
 #: The longest a fact may be in a text repr (a long algorithm or requirement is shortened).
@@ -68,3 +66,18 @@ def _shown(value: Any) -> str:
     if isinstance(value, float) and 0 < abs(value) < 1:
         return f"{value:.4g}"
     return number(value)
+
+
+def number(value: Any) -> str:
+    """A number as a person reads it: thousands separated, four significant digits, n/a for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
+            return f"{value:.4g}"
+        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return str(value)
