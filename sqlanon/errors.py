@@ -8,6 +8,9 @@ raised before any object is created in the database.
 from __future__ import annotations
 
 import difflib
+import os
+import sys
+import warnings
 from collections.abc import Iterable
 
 
@@ -82,6 +85,28 @@ class PrivacyWarning(UserWarning):
     recoding new rows with a release's rules, which does not make them k-anonymous. Filter it
     with ``warnings.simplefilter("error", sqlanon.PrivacyWarning)`` to make it fatal.
     """
+
+
+class TextOrderWarning(UserWarning):
+    """A text QI without a hierarchy is ordered by its text: a range of codes such as
+    ``'A41'..'A42'`` takes in ``'A410'`` (code-point order), rarely what a category means.
+
+    Warned once per such QI when a request is resolved (before any work); the fix is a
+    hierarchy for the QI (:mod:`sqlanon.hierarchies` builds one: ``ordering`` to keep an order
+    of your choosing, ``masking`` for codes). Silence it with
+    ``warnings.simplefilter("ignore", sqlanon.TextOrderWarning)`` when text order is meant.
+    """
+
+
+def warn(warning: Warning) -> None:
+    """:func:`warnings.warn` attributed to the first caller outside sqlanon, as Python 3.12's
+    ``skip_file_prefixes`` does: the message names the user's line, and Python's default filter
+    shows it once per line of theirs."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 2  # level 2: warn's caller
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(warning, stacklevel=level)
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -27,6 +27,7 @@ from .mondrian.encode import build_domains, code_fetched, encode
 from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
 from .publish.verify import Verification
+from . import display
 from .request.algorithm import Algorithm, Prepared
 from .request.checks import check_callable
 from .request.spec import Spec
@@ -114,6 +115,29 @@ class Release:
     suppressed: int = 0
     algorithm: Algorithm | None = None
     outcome: Any = None
+
+    def _facts(self, detail: bool = False) -> list[tuple[str, Any]]:
+        """What a repr shows (:mod:`sqlanon.display`): the requirement and its smallest
+        class, rows, classes, suppressed rows, the algorithm as resolved; ``detail``: the card's
+        rows too (QIs, source, how it is published, time, notes). Counts and names only."""
+        facts: list[tuple[str, Any]] = [("requirement", self.verification.requirement()),
+                                        ("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),
+                                        ("rows", self.rows), ("classes", self.partitions), ("suppressed", self.suppressed)]
+        if detail:
+            live = f"a live view (key {display.names(self.key)})" if self.key else "a view of a snapshot"
+            facts += [("QIs", display.names(self.qid)), ("source", repr(self.table)), ("published as", live)]
+        facts.append(("algorithm", self.algorithm.describe() if self.algorithm is not None else "n/a"))
+        if detail:
+            facts.append(("time", f"{display.number(self.elapsed)} s, {self.statements:,} SQL statements"))
+            if self.notes:
+                facts.append(("notes", f"{len(self.notes)} (release.notes)"))
+        return facts
+
+    def __repr__(self) -> str:
+        return display.text("Release", self.view, self._facts(), self.verification.ok)
+
+    def _repr_html_(self) -> str:
+        return display.card("Release", self.view, self._facts(detail=True), self.verification.ok)
 
     def imprecision(self, predicates: str | Sequence[str] | None = None) -> Any:
         """Imprecision of ``predicates`` (default: the release's selections) on the published

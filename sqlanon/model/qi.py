@@ -116,6 +116,14 @@ class QI:
         return self.data_type.upper().strip()
 
     @property
+    def ordered_by_text(self) -> bool:
+        """A text QI without a hierarchy: an ordered QI cut between values in text order (code
+        points on DuckDB and Spark, the column's collation on PostgreSQL), so a range
+        ``'A41'..'A42'`` takes in ``'A410'``. Numbers, dates, booleans and enums have their own
+        order; a QI given a hierarchy is generalized through it."""
+        return self.kind == "ordinal" and (self.type_upper.startswith("VARCHAR") or self.type_upper == "TEXT")
+
+    @property
     def integer(self) -> bool:
         """Integer types: selection bounds are normalized to closed integers."""
         return self.kind == "numeric" and bool(_INTEGER.match(self.type_upper))

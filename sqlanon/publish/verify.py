@@ -23,6 +23,7 @@ from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
 from ..model.qi import QI
+from .. import display
 from ..request.checks import check_int, check_qid
 from ..engine.catalog import Source, find_source
 from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
@@ -103,6 +104,36 @@ class Verification:
         out += [c.constraint for c in self.checks if not c.ok]
         out += [f"QID {', '.join(q.qid)} k={q.k}" for q in self.qids if not q.ok]
         return tuple(out)
+
+    def requirement(self) -> str:
+        """What was checked, in words: k-anonymity, each further constraint, each QID."""
+        return " and ".join([KAnonymity(self.k).describe(), *(c.constraint for c in self.checks),
+                          *(f"QID {', '.join(q.qid)} k={q.k}" for q in self.qids)])
+
+    def _facts(self, detail: bool = False) -> list[tuple[str, Any]]:
+        """What a repr shows (:mod:`sqlanon.display`); ``detail``: the card's rows too
+        (classes below k, each constraint's worst class, each QID, the columns)."""
+        facts: list[tuple[str, Any]] = [("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),
+                                        ("classes", self.classes), ("rows", self.rows)]
+        if detail:
+            facts.append(("classes below k", self.violating))
+        if self.unplaced or self.release:
+            facts.append(("suppressed" if self.release else "rows without a class", self.unplaced))
+        if not self.ok:
+            facts.append(("fails:", "; ".join(self.failures())))
+        if detail:
+            facts += [(c.constraint, f"worst class {display.number(c.achieved)}" + (f" ({c.measure})" if c.measure else "")
+                       + (f"; {c.violating:,} classes fail" if not c.ok else "")) for c in self.checks]
+            facts += [(f"QID {', '.join(q.qid)} (k = {q.k})", f"smallest group {q.achieved:,}"
+                       + (f"; {q.violating:,} groups below k" if not q.ok else "")) for q in self.qids]
+            facts.append(("columns", display.names(self.columns)))
+        return facts
+
+    def __repr__(self) -> str:
+        return display.text("Verification", self.requirement(), self._facts(), self.ok)
+
+    def _repr_html_(self) -> str:
+        return display.card("Verification", self.requirement(), self._facts(detail=True), self.ok)
 
     @property
     def recoded(self) -> int:

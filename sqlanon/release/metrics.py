@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
-from . import display
+from .. import display
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..engine.calls import serialized
@@ -130,8 +130,9 @@ class Metrics:
     at_root_before: Mapping[str, float | None] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        return display.text("Metrics", [("view", self.view), ("k_achieved", self.k_achieved), ("classes", self.classes),
-                                        ("suppressed", self.suppressed), ("gcp", self.gcp), ("cm", dict(self.cm))])
+        return display.text("Metrics", self.view, [
+            ("rows", self.rows), ("classes", self.classes), ("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),
+            ("suppressed", self.suppressed), ("GCP", self.gcp)])
 
     def _repr_html_(self) -> str:
         rows = [("rows", self.rows), ("classes", self.classes), ("smallest class", f"{self.k_achieved:,} (k = {self.k:,})"),

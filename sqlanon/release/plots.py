@@ -13,23 +13,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..display import number
+
 BLUE = "#4c78a8"
 ORANGE = "#e45756"
 GREY = "#aab4bf"
 
 
-def number(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
-            return f"{value:.4g}"
-        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
-    return str(value)
 
 
 def esc(text: Any) -> str:

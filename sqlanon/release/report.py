@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -83,6 +83,8 @@ class ReleaseReport:
         objects: the release's SQL objects with their row counts.
         generated: when the report was made (UTC, ISO 8601).
         key: the columns a live view finds source rows by (None: a view of a snapshot).
+        text_ordered: the text QIs without a hierarchy, cut in text order (code points: a range
+            ``A41..A42`` takes in ``A410``; :attr:`sqlanon.model.qi.QI.ordered_by_text`).
     """
 
     view: str
@@ -111,6 +113,7 @@ class ReleaseReport:
     risk_after: Risk | None = None  # ... and of the release (its classes)
     preview: tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]] = ((), ())  # columns, first rows of the view
     bands: Mapping[str, tuple[int, tuple[tuple[str, int], ...]]] | None = None  # per QI: values, most common
+    text_ordered: tuple[str, ...] = ()  # text QIs without a hierarchy, ordered by their text
 
     @property
     def holds(self) -> bool:
@@ -125,7 +128,8 @@ class ReleaseReport:
             "generated": self.generated,
             "release": {"view": self.view, "source": self.source, "materialized": self.materialized,
                         "key": None if self.key is None else list(self.key), "publication": publication(self),
-                        "qid": [{"name": n, "kind": kind, "type": t} for n, kind, t in self.qis]},
+                        "qid": [{"name": n, "kind": kind, "type": t} for n, kind, t in self.qis],
+                        "ordered_by_text": list(self.text_ordered)},
             "requirement": {"k": self.k, "constraints": list(self.constraints), "criterion": self.criterion},
             "verification": {"holds": self.holds, **asdict(v), "unchecked": list(self.unchecked)},
             "metrics": self.metrics.as_dict(),
@@ -268,6 +272,7 @@ def collect(
         risk_before=_source_risk(con, m), risk_after=risk(con, m),
         preview=_preview(engine, view_ref, m.class_column, [c for c, _ in columns]),
         bands={q.name: _published_values(engine, q, view_ref) for q in m.qis},
+        text_ordered=tuple(q.name for q in m.qis if q.ordered_by_text),
     )
 
 
@@ -478,6 +483,16 @@ def _criterion(r: ReleaseReport, code) -> str:
     return code(r.criterion)
 
 
+def text_order_note(r: ReleaseReport, code: Callable[[str], str]) -> str:
+    """The line naming the text QIs that were ordered by their text (empty when none)."""
+    if not r.text_ordered:
+        return ""
+    listed = ", ".join(code(q) for q in r.text_ordered)
+    return (f"Ordered by their text (no hierarchy): {listed}. Their ranges follow text order (code points; on "
+            f"PostgreSQL the column's collation), so a range {code('A41')}..{code('A42')} also takes in {code('A410')}; a hierarchy (sqlanon.hierarchies) groups "
+            "categories and codes as they are meant.")
+
+
 def _verdict(r: ReleaseReport) -> str:
     if r.holds:
         return "HOLDS"
@@ -627,6 +642,7 @@ def render_markdown(r: ReleaseReport) -> str:
     out = [f"# sqlanon release report: `{r.view}`", "",
            f"Source `{r.source}`, published as a {kind}; QIs: "
            + ", ".join(f"`{n}` ({kind_})" for n, kind_, _ in r.qis) + f". Generated {r.generated}.", "",
+           *([text_order_note(r, lambda t: f"`{t}`"), ""] if r.text_ordered else []),
            f"## Summary: {_verdict(r)}", "", _summary_sentence(r), ""]
     out += _md_table([label for label, _ in _tiles(r)], [[value for _, value in _tiles(r)]])
     labels, before, after = _risk_pairs(r)
@@ -834,6 +850,7 @@ def render_html(r: ReleaseReport) -> str:
          f'<p class="sub">Source <code>{esc(r.source)}</code>, published as a {kind}; QIs: '
          + ", ".join(f"<code>{esc(n)}</code> ({esc(k)})" for n, k, _ in r.qis)
          + f". Generated {esc(r.generated)}.</p>",
+         f'<p id="text-order">{text_order_note(r, lambda t: f"<code>{esc(t)}</code>")}</p>' if r.text_ordered else "",
          f'<section id="summary" class="card"><div class="verdict {css}">{verdict}</div>',
          f"<p>{esc(_summary_sentence(r))}</p>", f'<div class="tiles">{tiles}</div>',
          '<div class="cols"><div><h3>Re-identification risk, before and after</h3>',

@@ -45,7 +45,7 @@ from ..publish import manifest as manifest_module
 from ..request.checks import check_number, check_qid
 from ..engine.catalog import find_source
 from ..publish.manifest import Manifest
-from . import display
+from .. import display
 from .regions import load_release, resolve_relation
 
 
@@ -110,13 +110,10 @@ class Risk:
     def unique(self) -> float:
         return self.prosecutor.unique
 
-    def _fields(self) -> list[tuple[str, Any]]:
-        p = self.prosecutor
-        return [("relation", self.relation), ("rows", self.rows), ("classes", self.classes),
-                ("highest", p.highest), ("average", p.average), ("unique", p.unique)]
-
     def __repr__(self) -> str:
-        return display.text("Risk", self._fields())
+        p = self.prosecutor
+        return display.text("Risk", self.relation, [("highest", p.highest), ("average", p.average), ("unique", p.unique),
+                                                    ("records", self.rows), ("classes", self.classes)])
 
     def _repr_html_(self) -> str:
         rows = [("records", self.rows), ("classes", self.classes), ("suppressed (left out)", self.suppressed),

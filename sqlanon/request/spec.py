@@ -25,9 +25,11 @@ from ..errors import (
     InputError,
     ObjectExistsError,
     RecodingError,
+    TextOrderWarning,
     UnknownColumnError,
     UnsupportedTypeError,
     did_you_mean,
+    warn,
 )
 from ..model import manifest_format
 from ..model.criteria import InfoGain, Median, Regression, Targets
@@ -283,7 +285,19 @@ def resolve(
         # finishes are faster than both (InfoGain on C2 at 10M: 22.5 s all in memory, 31.7 s with
         # SQL levels down to 2M rows)
         memory_rows = min(memory_rows, DEFAULT_MEMORY_ROWS)
+    for q in qis:  # the request is valid: say how a text QI without a hierarchy is cut
+        if q.ordered_by_text:
+            warn(TextOrderWarning(text_order_message(q.name)))
     return Spec(source, tuple(qis), k, outputs, memory_rows, replace, workload, identity, plan, fraction)
+
+
+def text_order_message(name: str) -> str:
+    """The :class:`~sqlanon.TextOrderWarning` for the text QI ``name`` without a hierarchy."""
+    return (f"QI {name!r} is text without a hierarchy, so it is cut in text order (code points; on PostgreSQL "
+            f"the column's collation): a range such as "
+            f"'A41'..'A42' also takes in 'A410'. If its values are categories or codes, give it a hierarchy "
+            f"(hierarchies={{{name!r}: ...}}), built for instance with sqlanon.hierarchies.ordering(values, "
+            f"order=[...]) or sqlanon.hierarchies.masking(values) (command line: sqlanon hierarchy ordering|masking).")
 
 
 def load_hierarchy(source: Any, con: Any = None) -> Hierarchy:
