@@ -22,7 +22,7 @@ import sqlanon
 from sqlanon import TextOrderWarning
 from tests.support.db import load_frame, rows
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: A hierarchy for the ``code`` column of :func:`_table`.
 CODE = [[f"C{v}", "C", "*"] for v in range(6)]
 
