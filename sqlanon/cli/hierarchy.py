@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import glob
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 
 from .. import hierarchies
+from ..errors import HierarchyError
 from .common import UsageError, engine_name, is_data_path, opened
 from .options import engine_options
 from .outputs import database_files, refuse_input
@@ -31,8 +33,8 @@ def register(sub: Any) -> None:
         epilog="example:\n  sqlanon hierarchy masking hospital.duckdb patients zip -o zip.csv\n"
                "  sqlanon hierarchy intervals hospital.duckdb patients age --width 5 -o age.csv",
     )
-    p.add_argument("builder", metavar="BUILDER", choices=HIERARCHY_BUILDERS,
-                   help=f"one of {', '.join(HIERARCHY_BUILDERS)}")
+    p.add_argument("builder", metavar="BUILDER", choices=tuple(hierarchies.BUILDERS),
+                   help=f"one of {', '.join(hierarchies.BUILDERS)}")
     p.add_argument("db", metavar="DB", help="DuckDB database file or postgresql:// URL (with --engine spark: the "
                                             "Spark database); ':memory:' for files as TABLE")
     p.add_argument("table", metavar="TABLE", help="a table or view, or (DuckDB) Parquet/CSV/JSON files")
@@ -42,19 +44,17 @@ def register(sub: Any) -> None:
     p.add_argument("--width", type=float, help="intervals: the first level's width")
     p.add_argument("--start", type=float, help="intervals: where the first interval starts")
     p.add_argument("--bins", type=int, help="quantiles: how many intervals at the first level")
-    p.add_argument("--fanout", default="2", metavar="N[,N...]",
+    p.add_argument("--fanout", metavar="N[,N...]",
                    help="intervals, quantiles, ordering: nodes joined per level (one number, or one per level)")
     p.add_argument("--order", metavar="FILE", type=Path,
                    help="ordering: a file with every value in order, one per line (default: sorted)")
-    p.add_argument("--mask", default="*", help="masking: the character that replaces a digit (default *)")
-    p.add_argument("--step", type=int, default=1, help="masking: characters masked per level (default 1)")
-    p.add_argument("--levels", default="month,year,decade", help="dates: the levels, fine to coarse")
+    p.add_argument("--mask", help="masking: the character that replaces a digit (default *)")
+    p.add_argument("--step", type=int, help="masking: characters masked per level (default 1)")
+    p.add_argument("--levels", help="dates: the levels, fine to coarse (default month,year,decade)")
     engine_options(p)
     p.set_defaults(run=_hierarchy)
 
 
-# -- hierarchy --------------------------------------------------------------------------------
-HIERARCHY_BUILDERS = ("intervals", "quantiles", "ordering", "masking", "dates")
 
 
 def _hierarchy(args: argparse.Namespace) -> int:
@@ -69,29 +69,28 @@ def _hierarchy(args: argparse.Namespace) -> int:
     refuse_input("-o", out, inputs)
     if out.exists() and not args.replace:
         raise UsageError(f"-o {out} exists; pass --replace to overwrite it")
-    try:
-        fanout: int | list[int] = [int(x) for x in args.fanout.split(",")]
-    except ValueError:
-        raise UsageError(f"--fanout must be a number or numbers separated by commas, got {args.fanout!r}") from None
-    if len(fanout) == 1:
-        fanout = fanout[0]
-    needed = {"intervals": ("width",), "quantiles": ("bins",)}.get(args.builder, ())
-    for option in needed:
-        if getattr(args, option) is None:
-            raise UsageError(f"{args.builder} needs --{option}")
+    fanout: int | list[int] | None = None
+    if args.fanout is not None:
+        try:
+            fanout = [int(x) for x in args.fanout.split(",")]
+        except ValueError:
+            raise UsageError(f"--fanout must be a number or numbers separated by commas, got {args.fanout!r}") from None
+        if len(fanout) == 1:
+            fanout = fanout[0]
     order = None
     if args.order is not None:
         order = [line.strip() for line in args.order.read_text(encoding="utf-8").splitlines() if line.strip()]
+    given = {"width": args.width, "start": args.start, "bins": args.bins, "fanout": fanout, "order": order,
+             "mask": args.mask, "step": args.step,
+             "levels": None if args.levels is None else [x.strip() for x in args.levels.split(",")]}
+    try:
+        build = hierarchies.builder(args.builder, **{key: value for key, value in given.items()
+                                                    if key in hierarchies.BUILDERS[args.builder] and value is not None})
+    except HierarchyError as e:  # its arguments are the flags
+        raise UsageError(re.sub(r"\b(\w+)=", r"--\1", str(e))) from None
     with opened(args, None if args.db == ":memory:" else args.db, read_only=True) as con:
         values = hierarchies.column_values(con, args.table, args.column)
-    build = {
-        "intervals": lambda: hierarchies.intervals(values, args.width, start=args.start, fanout=fanout),
-        "quantiles": lambda: hierarchies.quantiles(values, args.bins, fanout=fanout),
-        "ordering": lambda: hierarchies.ordering(values, fanout, order=order),
-        "masking": lambda: hierarchies.masking(values, mask=args.mask, step=args.step),
-        "dates": lambda: hierarchies.dates(values, [x.strip() for x in args.levels.split(",")]),
-    }
-    built = build[args.builder]()
+    built = build.build(values)
     built.to_csv(out)
     sys.stdout.write(f"{out}: {built.n_leaves:,} values under {built.height} levels ({args.builder})\n")
     return 0

@@ -36,7 +36,7 @@ def inputs_of(args: argparse.Namespace, request: ReleaseConfig) -> list[tuple[st
         found += database_files(database)
     if is_data_path(request.table):
         found += [("a source file", f) for f in sorted(glob.glob(request.table, recursive=True)) or [request.table]]
-    found += [(f"the hierarchy of {q.name!r}", q.hierarchy) for q in request.qis if q.hierarchy is not None]
+    found += [(f"the hierarchy of {q.name!r}", q.hierarchy) for q in request.qis if isinstance(q.hierarchy, str)]
     found += [(f"the t-closeness hierarchy of {column!r}", h) for column, _, _, h in request.t_closeness if h]
     return found
 

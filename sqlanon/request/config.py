@@ -21,7 +21,14 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
 
     [[qi]]
     name = "nationality"
-    hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*)
+    hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*), or a builder (below)
+
+    [[qi]]
+    name = "zip"
+    hierarchy = { builder = "masking", step = 1 }  # built from the column's values
+                                  # (sqlanon.hierarchies.Builder): intervals (width, start, fanout),
+                                  # quantiles (bins, fanout), ordering (fanout, order: the values or
+                                  # a file of them), masking (mask, step), dates (levels)
 
     [privacy]
     k = 50                        # required (unless qids): an integer >= 1
@@ -102,21 +109,23 @@ from ..model.privacy import (
 )
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..engine.catalog import DATA_SUFFIXES
-from ..errors import InputError, did_you_mean
+from ..errors import HierarchyError, InputError, did_you_mean
+from ..hierarchies import Builder
+from .schema import ALGORITHM_KEYS, CRITERIA, DIVERSITIES, KEY_PATHS, section_keys
 
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table", "algorithm": "a table"}
-_RELEASE_KEYS = ("database", "table", "view", "replace", "key", "class_column", "published", "suppression")
+# The keys of each section (sqlanon.request.schema.OPTIONS).
+_RELEASE_KEYS = section_keys("release")
+_QI_KEYS = section_keys("qi")
+_PRIVACY_KEYS = section_keys("privacy")
+_WORKLOAD_KEYS = section_keys("workload")
 #: Keys of [release] that moved to [algorithm] (the algorithm object's arguments).
-_MOVED_KEYS = ("memory_rows", "recoding", "max_steps", "max_seconds", "strategy", "sample_rows", "confidence",
-               "search", "metric", "seed", "budget", "iterations")
-_QI_KEYS = ("name", "hierarchy")
+_MOVED_KEYS = (*ALGORITHM_KEYS, "recoding", "search")
 #: The privacy models declared by a key of their own, ``{ column = parameter or table }``
 #: (:attr:`~sqlanon.model.privacy.PrivacyModel.spec_key`), by key.
 MODEL_KEYS = {m.spec_key: m for m in MODELS.values() if m.spec_key is not None}
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", *MODEL_KEYS, "model")
-_WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
                    "criterion": "workload.criterion"}
@@ -127,16 +136,6 @@ _LATER_WORKLOAD: dict[str, str] = {}
 SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRIVACY_KEYS),
           ("[workload]", _WORKLOAD_KEYS), ("[algorithm]", ("name", "and the algorithm's arguments")))
 
-#: The l-diversity variants (``privacy.diversity``, ``--diversity``); entropy is the default.
-DIVERSITIES = ("entropy", "distinct", "recursive")
-#: The criteria (``workload.criterion``, ``--criterion``).
-CRITERIA = ("median", "infogain", "regression", "selection", "score")
-#: Where each request key lives in a release file (for error messages).
-KEY_PATHS = {"sensitive": "privacy.sensitive", "l": "privacy.l", "diversity": "privacy.diversity",
-             "c": "privacy.c", "variance": "privacy.variance", "target": "workload.target",
-             "criterion": "workload.criterion", "selections": "workload.selections",
-             "t_closeness": "privacy.t_closeness"}
-
 
 class ConfigError(InputError):
     """A release file is missing, is not TOML, or does not follow the schema."""
@@ -144,10 +143,11 @@ class ConfigError(InputError):
 
 @dataclass(frozen=True)
 class QIConfig:
-    """One ``[[qi]]`` entry: the column and, optionally, its hierarchy file (absolute path)."""
+    """One ``[[qi]]`` entry: the column and, optionally, its hierarchy: a file (absolute path)
+    or a builder (:class:`sqlanon.hierarchies.Builder`)."""
 
     name: str
-    hierarchy: str | None = None
+    hierarchy: str | Builder | None = None
 
 
 @dataclass(frozen=True)
@@ -211,8 +211,8 @@ class ReleaseConfig:
         return tuple(q.name for q in self.qis)
 
     @property
-    def hierarchies(self) -> dict[str, str]:
-        """``{qi: hierarchy file}`` for the QIs that have one."""
+    def hierarchies(self) -> dict[str, str | Builder]:
+        """``{qi: hierarchy file or builder}`` for the QIs that have one."""
         return {q.name: q.hierarchy for q in self.qis if q.hierarchy is not None}
 
     @property
@@ -404,7 +404,9 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
             raise fail(f"{where}.name", f"{_show(name)} is already declared as qi[{seen[name]}]")
         seen[name] = i
         hierarchy = entry.get("hierarchy")
-        if hierarchy is not None:
+        if isinstance(hierarchy, dict):
+            hierarchy = _builder(hierarchy, f"{where}.hierarchy", base, fail)
+        elif hierarchy is not None:
             hierarchy = _string(hierarchy, f"{where}.hierarchy", fail)
             resolved = _resolve(base, hierarchy)
             if not resolved.is_file():
@@ -478,6 +480,24 @@ def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     if isinstance(value, dict) and value:
         return tuple((str(q), _choice(m, f"release.published.{q}", MODES, fail)) for q, m in value.items())
     raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
+
+
+def _builder(value: dict[str, Any], key: str, base: Path, fail) -> Builder:
+    """``qi[N].hierarchy = { builder = "intervals", width = 10, ... }``: a hierarchy built from
+    the column's values (:class:`sqlanon.hierarchies.Builder`, the arguments of ``sqlanon
+    hierarchy``); ``order`` may name a file of the values in order, one per line (relative to the
+    release file)."""
+    spec = dict(value)
+    order = spec.get("order")
+    if isinstance(order, str):
+        resolved = _resolve(base, order)
+        if not resolved.is_file():
+            raise fail(f"{key}.order", f"file not found: {order} (looked for {resolved})")
+        spec["order"] = [line.strip() for line in resolved.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        return Builder.from_record(spec)
+    except HierarchyError as e:
+        raise fail(key, str(e)) from None
 
 
 def _records(value: Any, key: str, fail) -> tuple[tuple[tuple[str, Any], ...], ...]:
