@@ -111,7 +111,7 @@ from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..engine.catalog import DATA_SUFFIXES
 from ..errors import HierarchyError, InputError, did_you_mean
 from ..hierarchies import Builder
-from .schema import ALGORITHM_KEYS, CRITERIA, DIVERSITIES, KEY_PATHS, section_keys
+from .schema import ALGORITHM_KEYS, CRITERIA, DIVERSITIES, KEY_PATHS, OPTIONS, SECTIONS, section_keys
 
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
@@ -666,6 +666,45 @@ def _show(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return str(value)
+
+
+def document(c: ReleaseConfig, base: Path) -> dict[str, Any]:
+    """``c`` as a release file's sections (what :func:`dumps` writes; :func:`load_config` reads
+    it back), key by key from :data:`sqlanon.request.schema.OPTIONS`: each option's value at its
+    ``section.key`` (tuples as arrays; left out when unset). A hierarchy file below ``base`` (the
+    release file's directory) is written relative to it; a builder as its table."""
+    sections: dict[str, Any] = {name: {} for name in SECTIONS}
+    sections["qi"] = [{"name": q.name, **({} if q.hierarchy is None else {"hierarchy": _hierarchy_entry(q.hierarchy, base)})}
+                      for q in c.qis]
+    sections["algorithm"] = dict(c.algorithm)
+    for option in OPTIONS:
+        if option.section in ("qi", "algorithm"):
+            continue
+        value = _WRITERS[option.name](c) if option.name in _WRITERS else getattr(c, option.name)
+        if value not in (None, False, (), [], {}):
+            sections[option.section][option.key] = list(value) if isinstance(value, tuple) else value
+    return {name: body for name, body in sections.items() if body or name in _SECTIONS}
+
+
+def _hierarchy_entry(hierarchy: str | Builder, base: Path) -> str | dict[str, Any]:
+    if isinstance(hierarchy, Builder):
+        return hierarchy.record()
+    resolved = Path(hierarchy).resolve()
+    try:
+        return str(resolved.relative_to(base))
+    except ValueError:
+        return str(resolved)
+
+
+#: How :func:`document` writes the options whose TOML value is not their value as it is.
+_WRITERS: dict[str, Any] = {
+    "published": lambda c: dict(c.published) if isinstance(c.published, tuple) else c.published,
+    "variance": lambda c: dict(c.variance),
+    "t_closeness": lambda c: {column: {"t": t, "distance": d, "hierarchy": h} for column, t, d, h in c.t_closeness},
+    "qids": lambda c: [{"columns": list(columns), "k": k} for columns, k in c.qids],
+    "model": lambda c: [dict(r) for r in c.records] + [m.record() for m in c.models],
+    **{key: (lambda c: None) for key in MODEL_KEYS},  # their models are written as records (model)
+}
 
 
 def dumps(document: dict[str, Any]) -> str:
