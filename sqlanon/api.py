@@ -70,8 +70,8 @@ class Request:
             object.__setattr__(self, "selections", ())
         for name in ("hierarchies", "published"):
             value = getattr(self, name)
-            if isinstance(value, Mapping):
-                object.__setattr__(self, name, MappingProxyType(dict(value)))
+            if isinstance(value, Mapping):  # none given is None: the same request
+                object.__setattr__(self, name, MappingProxyType(dict(value)) if value else None)
         object.__setattr__(self, "output", Output.of(self.output))
         if self.algorithm is None:
             object.__setattr__(self, "algorithm", default_algorithm())

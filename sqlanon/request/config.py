@@ -681,7 +681,7 @@ def document(c: ReleaseConfig, base: Path) -> dict[str, Any]:
         if option.section in ("qi", "algorithm"):
             continue
         value = _WRITERS[option.name](c) if option.name in _WRITERS else getattr(c, option.name)
-        if value not in (None, False, (), [], {}):
+        if not (value is None or value is False or (isinstance(value, (tuple, list, dict)) and not value)):
             sections[option.section][option.key] = list(value) if isinstance(value, tuple) else value
     return {name: body for name, body in sections.items() if body or name in _SECTIONS}
 
