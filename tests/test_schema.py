@@ -70,6 +70,13 @@ def test_the_release_files_keys_are_the_schemas():
                 or option.name in ("model", *(m.spec_key for m in MODELS.values()))), option
 
 
+def test_every_release_file_key_has_a_reader():
+    from sqlanon.request.config import _READERS, READ_APART
+
+    for option in schema.OPTIONS:
+        assert option.section == "algorithm" or (option.name in _READERS) != (option.name in READ_APART), option
+
+
 def test_cli_words_names_every_flag_of_a_keyword():
     assert FLAGS["selections"] == "--select" and FLAGS["hierarchies"] == "--hierarchy"
     for option in schema.OPTIONS:

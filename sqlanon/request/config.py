@@ -364,30 +364,41 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     _known(release, "release", _RELEASE_KEYS, {}, fail)
     if "table" not in release:
         raise fail("release.table", "missing: name the table, view or files to anonymize")
-    table = _string(release["table"], "release.table", fail)
-    if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES:
-        table = str(_resolve(base, table))
-    database = release.get("database")
-    if database is not None:
-        database = _string(database, "release.database", fail)
-        if database != ":memory:" and not database.startswith(("postgresql://", "postgres://")):  # a URL is no path
-            database = str(_resolve(base, database))
-    view = release.get("view")
-    if view is not None:
-        view = _string(view, "release.view", fail)
-    replace = release.get("replace", False)
-    if not isinstance(replace, bool):
-        raise fail("release.replace", f"must be true or false, got {_show(replace)}")
-    key = release.get("key")
-    if key is not None:
-        key = _names([key] if isinstance(key, str) else key, "release.key", fail)
-        if not key:
-            raise fail("release.key", "empty: name the column(s) that identify a row, or leave key out")
-    class_column = release.get("class_column")
-    if class_column is not None:
-        class_column = _string(class_column, "release.class_column", fail)
+    qis = _qis(document["qi"], base, fail)
+    privacy = _table(document["privacy"], "privacy", fail)
+    if "t" in privacy:
+        raise fail("privacy.t", "t-closeness is written t_closeness = { column = t }")
+    _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
+    workload = _table(document.get("workload", {}), "workload", fail)
+    _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
+    algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
+    for name, value in algorithm.items():
+        if isinstance(value, (dict, list)):
+            raise fail(f"algorithm.{name}", f"must be a string, a number or a boolean, got {_show(value)}")
+    sections = {"release": release, "privacy": privacy, "workload": workload}
+    values: dict[str, Any] = {}
+    for option in OPTIONS:  # each key by its option's reader (_READERS)
+        body = sections.get(option.section)  # type: ignore[arg-type]
+        if body is not None and option.key in body and option.name in _READERS:
+            values[option.name] = _READERS[option.name](body[option.key], option.toml, base, fail)
+    qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
+    if qids and "k" in privacy:
+        raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
+    if "k" not in privacy and not qids:
+        raise fail("privacy.k", "missing: every class must hold at least k rows")
+    request = ReleaseConfig(qis=qis, k=None if qids else _integer(privacy["k"], "privacy.k", 1, fail), qids=qids,
+                            path=label, algorithm=tuple(algorithm.items()), models=_models(privacy, fail),
+                            records=_records(privacy.get("model", []), "privacy.model", fail), **values)
+    check_request(lambda key, message: fail(KEY_PATHS[key], message), lambda key: key,
+                  sensitive=request.sensitive, l=request.l, diversity=request.diversity, c=request.c,
+                  variance=request.variance, criterion=request.criterion, target=request.target,
+                  selections=request.selections)
+    return request
 
-    entries = document["qi"]
+
+def _qis(entries: Any, base: Path, fail) -> tuple[QIConfig, ...]:
+    """The ``[[qi]]`` entries: each a column, once, and optionally its hierarchy (a file, or a
+    builder: :func:`_builder`)."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise fail("qi", f"must be an array of tables ([[qi]] entries), got {_show(entries)}")
     if not entries:
@@ -407,65 +418,79 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
         if isinstance(hierarchy, dict):
             hierarchy = _builder(hierarchy, f"{where}.hierarchy", base, fail)
         elif hierarchy is not None:
-            hierarchy = _string(hierarchy, f"{where}.hierarchy", fail)
-            resolved = _resolve(base, hierarchy)
-            if not resolved.is_file():
-                raise fail(f"{where}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
-            hierarchy = str(resolved)
+            hierarchy = _file(hierarchy, f"{where}.hierarchy", base, fail)
         qis.append(QIConfig(name, hierarchy))
+    return tuple(qis)
 
-    privacy = _table(document["privacy"], "privacy", fail)
-    if "t" in privacy:
-        raise fail("privacy.t", "t-closeness is written t_closeness = { column = t }")
-    _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
-    published = _published(release.get("published"), fail)
-    suppression = release.get("suppression")
-    if suppression is not None and (not _is_number(suppression) or not 0 <= suppression < 1):
-        raise fail("release.suppression", f"must be a number in [0, 1), got {_show(suppression)}")
-    qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
-    if qids and "k" in privacy:
-        raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
-    records = _records(privacy.get("model", []), "privacy.model", fail)
-    algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
-    for name, value in algorithm.items():
-        if isinstance(value, (dict, list)):
-            raise fail(f"algorithm.{name}", f"must be a string, a number or a boolean, got {_show(value)}")
-    if "k" not in privacy and not qids:
-        raise fail("privacy.k", "missing: every class must hold at least k rows")
-    k = _integer(privacy["k"], "privacy.k", 1, fail) if not qids else None
-    sensitive = _names(privacy.get("sensitive", []), "privacy.sensitive", fail)
-    l = privacy.get("l")
-    if l is not None and (not _is_number(l) or l < 1):
-        raise fail("privacy.l", f"must be a number >= 1, got {_show(l)}")
-    diversity = privacy.get("diversity")
-    if diversity is not None:
-        diversity = _choice(diversity, "privacy.diversity", DIVERSITIES, fail)
-    c = privacy.get("c")
-    if c is not None and (not _is_number(c) or not c > 0):
-        raise fail("privacy.c", f"must be a number > 0, got {_show(c)}")
-    variance = _variance(privacy.get("variance", {}), "privacy.variance", fail)
-    t_closeness = _closeness(privacy.get("t_closeness", {}), "privacy.t_closeness", base, fail)
-    models = _models(privacy, fail)
-    workload = _table(document.get("workload", {}), "workload", fail)
-    _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
-    target = _names(workload.get("target", []), "workload.target", fail)
-    criterion = workload.get("criterion")
-    if criterion is not None:
-        criterion = _choice(criterion, "workload.criterion", CRITERIA, fail)
-    selections = _predicates(workload.get("selections", []), "workload.selections", fail)
-    check_request(lambda key, message: fail(KEY_PATHS[key], message), lambda key: key,
-                  sensitive=sensitive, l=l, diversity=diversity, c=c, variance=variance,
-                  criterion=criterion, target=target, selections=selections)
-    return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
-                         replace=replace, sensitive=tuple(sensitive),
-                         l=None if l is None else float(l), target=tuple(target),
-                         selections=tuple(selections), path=label, diversity=diversity,
-                         c=None if c is None else float(c), variance=variance, criterion=criterion,
-                         key=None if key is None else tuple(key), class_column=class_column,
-                         qids=qids, published=published,
-                         suppression=None if suppression is None else float(suppression),
-                         algorithm=tuple(algorithm.items()), records=records, t_closeness=t_closeness,
-                         models=models)
+
+def _file(value: Any, key: str, base: Path, fail) -> str:
+    """A file that must exist, relative to the release file's directory; made absolute."""
+    resolved = _resolve(base, _string(value, key, fail))
+    if not resolved.is_file():
+        raise fail(key, f"file not found: {value} (looked for {resolved})")
+    return str(resolved)
+
+
+def _source(value: Any, key: str, base: Path, fail) -> str:
+    """``release.table``: a table or view, or files (a path or glob, made absolute)."""
+    table = _string(value, key, fail)
+    return str(_resolve(base, table)) if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES else table
+
+
+def _database(value: Any, key: str, base: Path, fail) -> str:
+    """``release.database``: a DuckDB file (made absolute), ``:memory:`` or a PostgreSQL URL."""
+    database = _string(value, key, fail)
+    if database != ":memory:" and not database.startswith(("postgresql://", "postgres://")):  # a URL is no path
+        database = str(_resolve(base, database))
+    return database
+
+
+def _row_key(value: Any, key: str, base: Path, fail) -> tuple[str, ...]:
+    names = _names([value] if isinstance(value, str) else value, key, fail)
+    if not names:
+        raise fail(key, "empty: name the column(s) that identify a row, or leave key out")
+    return tuple(names)
+
+
+def _boolean(value: Any, key: str, base: Path, fail) -> bool:
+    if not isinstance(value, bool):
+        raise fail(key, f"must be true or false, got {_show(value)}")
+    return value
+
+
+def _number(test, words: str):
+    """A reader of a number for which ``test(value)`` holds (as a float)."""
+    def read(value: Any, key: str, base: Path, fail) -> float:
+        if not _is_number(value) or not test(value):
+            raise fail(key, f"must be a number {words}, got {_show(value)}")
+        return float(value)
+    return read
+
+
+#: How each key of a release file is read and checked, by option name
+#: (:data:`sqlanon.request.schema.OPTIONS`): ``read(value, "section.key", base, fail)``. The
+#: QIs, ``k``/``qids``, the privacy models and ``[algorithm]`` are read on their own.
+_READERS: dict[str, Any] = {
+    "database": _database,
+    "table": _source,
+    "view": lambda v, key, base, fail: _string(v, key, fail),
+    "replace": _boolean,
+    "key": _row_key,
+    "class_column": lambda v, key, base, fail: _string(v, key, fail),
+    "published": lambda v, key, base, fail: _published(v, fail),
+    "suppression": _number(lambda x: 0 <= x < 1, "in [0, 1)"),
+    "sensitive": lambda v, key, base, fail: tuple(_names(v, key, fail)),
+    "l": _number(lambda x: x >= 1, ">= 1"),
+    "diversity": lambda v, key, base, fail: _choice(v, key, DIVERSITIES, fail),
+    "c": _number(lambda x: x > 0, "> 0"),
+    "variance": lambda v, key, base, fail: _variance(v, key, fail),
+    "t_closeness": lambda v, key, base, fail: _closeness(v, key, base, fail),
+    "target": lambda v, key, base, fail: tuple(_names(v, key, fail)),
+    "criterion": lambda v, key, base, fail: _choice(v, key, CRITERIA, fail),
+    "selections": lambda v, key, base, fail: tuple(_predicates(v, key, fail)),
+}
+#: The options read on their own (not by :data:`_READERS`).
+READ_APART = frozenset({"qid", "hierarchy", "k", "qids", "model", *MODEL_KEYS})
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
@@ -490,10 +515,8 @@ def _builder(value: dict[str, Any], key: str, base: Path, fail) -> Builder:
     spec = dict(value)
     order = spec.get("order")
     if isinstance(order, str):
-        resolved = _resolve(base, order)
-        if not resolved.is_file():
-            raise fail(f"{key}.order", f"file not found: {order} (looked for {resolved})")
-        spec["order"] = [line.strip() for line in resolved.read_text(encoding="utf-8").splitlines() if line.strip()]
+        text = Path(_file(order, f"{key}.order", base, fail)).read_text(encoding="utf-8")
+        spec["order"] = [line.strip() for line in text.splitlines() if line.strip()]
     try:
         return Builder.from_record(spec)
     except HierarchyError as e:
@@ -578,10 +601,7 @@ def _closeness(value: Any, key: str, base: Path, fail) -> tuple[tuple[str, float
         if (distance == "hierarchical") != (hierarchy is not None):
             raise fail(f"{key}.{column}", "hierarchy goes with distance = \"hierarchical\" (and only with it)")
         if hierarchy is not None:
-            resolved = _resolve(base, _string(hierarchy, f"{key}.{column}.hierarchy", fail))
-            if not resolved.is_file():
-                raise fail(f"{key}.{column}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
-            hierarchy = str(resolved)
+            hierarchy = _file(hierarchy, f"{key}.{column}.hierarchy", base, fail)
         out.append((column, float(t), distance, hierarchy))
     return tuple(out)
 
