@@ -245,8 +245,9 @@ def request_of(c: config.ReleaseConfig) -> Request:
             raise
         raise config.ConfigError(f"{c.path}: algorithm: {e}") from None
     entropy = (c.diversity or "entropy") == "entropy"
-    shortcut = entropy and (bool(c.sensitive) or c.l is not None)
-    models = [m for m in c.constraints if not (shortcut and type(m).__name__ == "EntropyLDiversity")]
+    shortcut = entropy and (bool(c.sensitive) or c.l is not None)  # sensitive=/l=: entropy l-diversity
+    models = config.privacy_constraints(() if shortcut else c.sensitive, None if shortcut else c.l, c.diversity, c.c,
+                                        c.variance, c.t_closeness, c.models)
     models = [KAnonymity(k, qid=columns) for columns, k in c.qids] + models + [from_record(dict(r)) for r in c.records]
     return Request(
         c.table, c.qid, c.k, privacy=tuple(models), suppression=c.suppression, algorithm=algorithm,

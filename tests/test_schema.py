@@ -170,3 +170,60 @@ def test_a_request_survives_its_release_file(kwargs):
         path = Path(folder, "release.toml")
         request.to_toml(path)
         assert sa.Request.from_toml(path) == request, path.read_text()
+
+
+# -- every flag overrides its release-file key --------------------------------------------------------
+#: A value of each flag and what the request it builds then holds (a flag without a row here fails).
+S = ["--sensitive", "s", "--l", "2"]
+SAMPLES = {
+    "qid": (["--qid", "a,b"], lambda c: c.qid == ("a", "b")),
+    "k": (["--k", "7"], lambda c: c.k == 7),
+    "hierarchy": (["--hierarchy", "a=h.csv"], lambda c: c.hierarchies == {"a": "h.csv"}),
+    "view": (["--view", "v"], lambda c: c.view == "v"),
+    "replace": (["--replace"], lambda c: c.replace is True),
+    "key": (["--key", "id,x"], lambda c: c.key == ("id", "x")),
+    "class_column": (["--class-column", "cls"], lambda c: c.class_column == "cls"),
+    "sensitive": (S, lambda c: c.sensitive == ("s",)),
+    "l": (["--sensitive", "s", "--l", "2.5"], lambda c: c.l == 2.5),
+    "diversity": ([*S, "--diversity", "distinct"], lambda c: c.diversity == "distinct"),
+    "c": ([*S, "--diversity", "recursive", "--c", "3"], lambda c: c.c == 3),
+    "variance": (["--variance", "s=4"], lambda c: c.variance == (("s", 4.0),)),
+    "t_closeness": (["--t-closeness", "s:0.2"], lambda c: c.t_closeness == (("s", 0.2, "equal", None),)),
+    "delta_disclosure": (["--delta-disclosure", "s=1.5"], lambda c: c.models == (sa.DeltaDisclosure("s", 1.5),)),
+    "beta_likeness": (["--beta-likeness", "s=1"], lambda c: c.models == (sa.BetaLikeness("s", 1.0),)),
+    "target": (["--target", "y"], lambda c: c.target == ("y",)),
+    "criterion": (["--criterion", "median"], lambda c: c.criterion == "median"),
+    "selections": (["--select", "a > 1"], lambda c: c.selections == ("a > 1",)),
+    "memory_rows": (["--memory-rows", "10"], lambda c: dict(c.algorithm).get("memory_rows") == 10),
+    "strategy": (["--strategy", "sample"], lambda c: dict(c.algorithm).get("strategy") == "sample"),
+    "sample_rows": (["--sample-rows", "9"], lambda c: dict(c.algorithm).get("sample_rows") == 9),
+    "confidence": (["--confidence", "0.9"], lambda c: dict(c.algorithm).get("confidence") == 0.9),
+    "algorithm": (["--algorithm", "genetic"], lambda c: dict(c.algorithm) == {"name": "genetic"}),
+    "qids": (["--qids", "a,b:3", "--qids", "c,a:4"], lambda c: c.qids == ((("a", "b"), 3), (("c", "a"), 4))),
+    "max_steps": (["--max-steps", "3"], lambda c: dict(c.algorithm).get("max_steps") == 3),
+    "max_seconds": (["--max-seconds", "1.5"], lambda c: dict(c.algorithm).get("max_seconds") == 1.5),
+    "published": (["--published", "domain"], lambda c: c.published == "domain"),
+    "metric": (["--metric", "LM"], lambda c: dict(c.algorithm).get("metric") == "LM"),
+    "suppression": (["--suppression", "0.1"], lambda c: c.suppression == 0.1),
+    "seed": (["--seed", "4"], lambda c: dict(c.algorithm).get("seed") == 4),
+    "budget": (["--budget", "2"], lambda c: dict(c.algorithm).get("budget") == 2.0),
+    "iterations": (["--iterations", "5"], lambda c: dict(c.algorithm).get("iterations") == 5),
+}
+FILE = '[release]\ntable = "t"\nview = "w"\n[[qi]]\nname = "a"\n[[qi]]\nname = "b"\n[[qi]]\nname = "c"\n[privacy]\nk = 5\n'
+
+
+def test_every_flag_has_a_sample_here():
+    assert set(SAMPLES) == {o.name for o in schema.FLAGGED}
+
+
+def test_every_flag_overrides_its_release_file_key(tmp_path):
+    from sqlanon.cli.request import request_of_args
+
+    path = tmp_path / "release.toml"
+    path.write_text(FILE)
+    base = request_of_args(build_parser().parse_args(["anonymize", "--config", str(path)]))
+    assert (base.table, base.qid, base.k, base.view) == ("t", ("a", "b", "c"), 5, "w")
+    for name, (argv, holds) in SAMPLES.items():
+        request = request_of_args(build_parser().parse_args(["anonymize", "--config", str(path), *argv]))
+        assert holds(request), (name, request)
+        assert not holds(base), name  # the file alone does not hold it: the flag did it
