@@ -1,4 +1,5 @@
-"""``sqlanon anonymize`` and ``sqlanon explain``: a request from flags and a release file, published (and written with ``--out``) or explained."""
+"""``sqlanon anonymize`` and ``sqlanon explain``: a request from flags and a release file,
+published (and written with ``--out``, :func:`sqlanon.export`) or explained."""
 
 from __future__ import annotations
 
@@ -10,16 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-
-from ..publish import manifest
 from ..api import Request, request_of
-from ..pipeline import Release
-from ..request.config import (
-    ConfigError,
-    ReleaseConfig,
-)
 from ..errors import InputError
+from ..pipeline import Release
+from ..publish import manifest
 from ..release.export import publish_and_write, write
+from ..request.config import ConfigError, ReleaseConfig
 from .common import ProgressLine, UsageError, engine_name, opened
 from .options import engine_options, release_file_help, request_options
 from .outputs import check_out, inputs_of

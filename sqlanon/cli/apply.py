@@ -9,9 +9,8 @@ import sys
 import warnings
 from typing import Any, TextIO
 
-
-from ..release.apply import Applied, apply
 from ..errors import PrivacyWarning
+from ..release.apply import Applied, apply
 from .common import opened
 from .options import engine_options
 from .words import cli_words

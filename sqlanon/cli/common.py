@@ -10,14 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-
-from ..request.config import (
-    DATA_SUFFIXES,
-    ReleaseConfig,
-)
 from ..engine import POSTGRES_URLS, connect, spark_session
 from ..errors import InputError
 from ..model.partition import Progress
+from ..request.config import DATA_SUFFIXES, ReleaseConfig
 
 
 class UsageError(Exception):

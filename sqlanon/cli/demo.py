@@ -8,13 +8,12 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..engine import sqlgen as g
 from ..api import anonymize
 from ..engine import connect, engine_for
+from ..engine import sqlgen as g
 from ..release.report import collect, render
 from .anonymize import write_summary
 from .common import ProgressLine
-
 
 #: The QIs of ``sqlanon demo``: age is numeric, the others use the bundled ARX hierarchies.
 DEMO_QID = ("age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import re
 import glob
+import re
 import sys
 from pathlib import Path
 from typing import Any
-
 
 from .. import hierarchies
 from ..errors import HierarchyError

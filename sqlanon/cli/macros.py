@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-from ..engine import sqlgen as g
 from ..engine import engine_for
+from ..engine import sqlgen as g
 from .common import UsageError, engine_name, opened
 from .options import engine_options
 

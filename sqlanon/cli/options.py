@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from ..algorithms import ALGORITHMS
+from ..hierarchies import BUILDERS
 from ..request.config import SCHEMA
 from ..request.schema import FLAGGED, OPTIONS_BY_NAME, PRIVACY, Option
 from .common import ENGINES
@@ -66,6 +67,6 @@ def release_file_help() -> str:
     lines += [f"{'':<14}{name}: {', '.join(kind.keys())}" for name, kind in ALGORITHMS.items()]
     lines.append("  e.g. [privacy] k = 10, sensitive = [\"diagnosis\"], l = 3, diversity = \"recursive\", c = 2,")
     lines.append("       variance = { cost = 1e6 }; [workload] target = [\"hiv\"], criterion = \"infogain\"")
-    lines.append("  [[qi]] hierarchy: an ARX CSV file, or a builder: { builder = \"intervals\", width = 10 },")
-    lines.append("       quantiles (bins), ordering (fanout, order), masking (mask, step), dates (levels)")
+    lines.append("  [[qi]] hierarchy: an ARX CSV file, or a builder, e.g. { builder = \"intervals\", width = 10 }:")
+    lines += [f"{'':<14}{name}: {', '.join(arguments)}" for name, arguments in BUILDERS.items()]
     return "\n".join(lines)

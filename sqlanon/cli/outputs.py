@@ -8,12 +8,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-
-from ..request.config import ReleaseConfig
 from ..errors import ExportError
 from ..release.export import check_path
-from .words import cli_words
+from ..request.config import ReleaseConfig
 from .common import UsageError, engine_name, is_data_path
+from .words import cli_words
 
 
 def check_out(out: Path, replace: bool, inputs: Sequence[tuple[str, str]]) -> None:

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 from ..release.report import FORMATS, collect, render
 from .common import UsageError, engine_name, opened, split_names
 from .options import engine_options

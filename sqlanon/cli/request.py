@@ -1,25 +1,17 @@
-"""The request of ``anonymize`` and ``explain``: the release file's values overridden by the flags (:mod:`sqlanon.request.schema`)."""
+"""The request of ``anonymize`` and ``explain``: the release file's values overridden by the flags,
+option by option (:mod:`sqlanon.request.schema`)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
-
-import dataclasses
-from collections.abc import Callable
-
-from ..request.schema import ALGORITHM_KEYS, FLAGGED, OPTIONS_BY_NAME, Option
-from ..request.config import (
-    MODEL_KEYS,
-    QIConfig,
-    ReleaseConfig,
-    check_request,
-    load_config,
-)
-from ..model.privacy import DISTANCES
 from ..errors import InputError
+from ..model.privacy import DISTANCES
+from ..request.config import MODEL_KEYS, QIConfig, ReleaseConfig, check_request, load_config
+from ..request.schema import ALGORITHM_KEYS, FLAGGED, OPTIONS_BY_NAME, Option
 from .common import UsageError, locate, split_names
 
 

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-
 from ..errors import InputError
 from ..release.risk import check_threshold, risk
 from .common import opened, split_names

@@ -9,14 +9,12 @@ import json
 import sys
 from typing import Any, TextIO
 
-
 from ..model.privacy import KAnonymity, PrivacyModel
 from ..publish.verify import Verification, verify
 from ..publish.violations import Violations, violations
 from .common import UsageError, files_alone, is_data_path, opened, split_names
 from .options import engine_options, verify_options
 from .request import privacy_of
-
 
 #: Violating classes listed by ``sqlanon verify`` (the rest are counted).
 MAX_LISTED = 20

@@ -35,7 +35,6 @@ from ..model.partition import Progress
 from ..pipeline import Release
 from ..publish.pipeline import set_aside
 
-
 #: Formats by file suffix: (DuckDB COPY format, extra COPY options); ``.gz`` compresses text.
 FORMATS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     ".parquet": ("PARQUET", ()),
