@@ -30,6 +30,7 @@ from .model.privacy import (
 from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
 from .errors import (
     EngineError,
+    ExportError,
     FrameError,
     HierarchyError,
     InputError,
@@ -59,6 +60,7 @@ from .model.selection import SelectionError, parse_selection
 from .publish.verify import Verification, verify
 from .release.measures import Measures, measures
 from .release.risk import Risk, risk
+from .release.export import export
 
 __version__ = "0.1.0"
 
@@ -87,6 +89,8 @@ __all__ = [
     "Targets",
     "VarianceDiversity",
     "EngineError",
+    "ExportError",
+    "export",
     "Hierarchy",
     "hierarchies",
     "Imprecision",

@@ -15,7 +15,8 @@ from .engine.base import Engine
 from .engine.calls import serialized
 from .errors import InputError, RemovedOptionError
 from .explain import explain
-from .model.privacy import Constraint, EntropyLDiversity, KAnonymity, check_models, from_record, to_record
+from .hierarchies import Builder
+from .model.privacy import Constraint, EntropyLDiversity, KAnonymity, check_models, from_record
 from .model.partition import Progress
 from .pipeline import Release, run
 from .request import config
@@ -69,8 +70,8 @@ class Request:
             object.__setattr__(self, "selections", ())
         for name in ("hierarchies", "published"):
             value = getattr(self, name)
-            if isinstance(value, Mapping):
-                object.__setattr__(self, name, MappingProxyType(dict(value)))
+            if isinstance(value, Mapping):  # none given is None: the same request
+                object.__setattr__(self, name, MappingProxyType(dict(value)) if value else None)
         object.__setattr__(self, "output", Output.of(self.output))
         if self.algorithm is None:
             object.__setattr__(self, "algorithm", default_algorithm())
@@ -126,7 +127,8 @@ class Request:
     def to_toml(self, path: str | Path) -> None:
         """Write the request as a release file (:mod:`sqlanon.request.config`); a hierarchy
         file below the file's directory is written relative to it (and read back absolute)."""
-        Path(path).write_text(_document(self, Path(path).resolve().parent), encoding="utf-8")
+        text = config.dumps(config.document(config_of(self), Path(path).resolve().parent))
+        Path(path).write_text(text, encoding="utf-8")
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Request:
@@ -243,8 +245,9 @@ def request_of(c: config.ReleaseConfig) -> Request:
             raise
         raise config.ConfigError(f"{c.path}: algorithm: {e}") from None
     entropy = (c.diversity or "entropy") == "entropy"
-    shortcut = entropy and (bool(c.sensitive) or c.l is not None)
-    models = [m for m in c.constraints if not (shortcut and type(m).__name__ == "EntropyLDiversity")]
+    shortcut = entropy and (bool(c.sensitive) or c.l is not None)  # sensitive=/l=: entropy l-diversity
+    models = config.privacy_constraints(() if shortcut else c.sensitive, None if shortcut else c.l, c.diversity, c.c,
+                                        c.variance, c.t_closeness, c.models)
     models = [KAnonymity(k, qid=columns) for columns, k in c.qids] + models + [from_record(dict(r)) for r in c.records]
     return Request(
         c.table, c.qid, c.k, privacy=tuple(models), suppression=c.suppression, algorithm=algorithm,
@@ -255,64 +258,39 @@ def request_of(c: config.ReleaseConfig) -> Request:
         selections=c.selections, output=Output(c.view, c.replace, c.key, c.class_column))
 
 
-def _document(request: Request, base: Path) -> str:
-    """``request`` as release-file TOML (:mod:`sqlanon.request.config`); hierarchy files are
-    written relative to ``base`` (the file's directory) where they lie below it.
+def config_of(request: Request) -> config.ReleaseConfig:
+    """The release file of ``request`` (:func:`request_of` inverts it).
 
     Raises:
         InputError: a part of the request a release file cannot hold (a hierarchy given as an
-            object rather than a file, a criterion with ``min_gain``, ...)."""
+            object rather than a file or a builder, a criterion with ``min_gain``, ...)."""
     assert request.algorithm is not None
-    release: dict[str, Any] = {"table": request.table}
-    out = request.output
-    release.update({k: v for k, v in (("view", out.view), ("replace", out.replace or None),
-                                      ("key", [out.key] if isinstance(out.key, str) else out.key),
-                                      ("class_column", out.class_column)) if v is not None})
-    if request.published is not None:
-        release["published"] = request.published if isinstance(request.published, str) else dict(request.published)
-    if request.suppression is not None:
-        release["suppression"] = request.suppression
     hierarchies = dict(request.hierarchies or {})
     qis = []
     for name in request.qid or ():
-        entry: dict[str, Any] = {"name": name}
-        if name in hierarchies:
-            path = hierarchies[name]
-            if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        h = hierarchies.get(name)
+        if h is not None and not isinstance(h, Builder):
+            if not isinstance(h, (str, Path)) or not Path(h).is_file():
                 raise InputError(f"the hierarchy of {name!r} is not a file, which a release file can name; save it "
-                                 f"as an ARX CSV file first")
-            entry["hierarchy"] = _relative(Path(path), base)
-        qis.append(entry)
-    privacy: dict[str, Any] = {} if request.k is None else {"k": request.k}
-    if request.sensitive is not None:
-        privacy["sensitive"] = list(request.sensitive)
-    if request.l is not None:
-        privacy["l"] = request.l
-    qids = [{"columns": list(m.qid), "k": m.k} for m in request.privacy if isinstance(m, KAnonymity) and m.qid]
-    if qids:
-        privacy["qids"] = qids
-    models = [to_record(m) for m in request.privacy if not (isinstance(m, KAnonymity) and m.qid)]
-    workload: dict[str, Any] = {}
-    criterion = request.algorithm.criterion
+                                 f"as an ARX CSV file first (or give a sqlanon.hierarchies.builder(...))")
+            h = str(h)
+        qis.append(config.QIConfig(name, h))
+    entries = [m.release_entry() for m in request.privacy]  # the model says where it goes
+    criterion, criterion_name, targets = request.algorithm.criterion, None, ()
     if criterion is not None:
         if type(criterion) not in CRITERION_NAMES or getattr(criterion, "min_gain", 0.0):
             raise InputError(f"a release file names the criterion (median, infogain, regression, score) with its "
                              f"targets; it cannot hold {criterion.describe()}")
-        workload["criterion"] = CRITERION_NAMES[type(criterion)]
-        if getattr(criterion, "targets", ()):
-            workload["target"] = list(criterion.targets)
-    if request.target is not None:
-        workload["target"] = list(request.target)
-    if request.selections:
-        workload["selections"] = list(request.selections)
-    algorithm = request.algorithm.record()
-    return config.dumps({"release": release, "qi": qis, "privacy": {**privacy, **({"model": models} if models else {})},
-                         **({"workload": workload} if workload else {}), "algorithm": algorithm})
-
-
-def _relative(path: Path, base: Path) -> str:
-    resolved = path.resolve()
-    try:
-        return str(resolved.relative_to(base))
-    except ValueError:
-        return str(resolved)
+        criterion_name, targets = CRITERION_NAMES[type(criterion)], tuple(getattr(criterion, "targets", ()))
+    out = request.output
+    return config.ReleaseConfig(
+        table=request.table, qis=tuple(qis), k=request.k, view=out.view, replace=out.replace,
+        key=(out.key,) if isinstance(out.key, str) else None if out.key is None else tuple(out.key),
+        class_column=out.class_column, sensitive=tuple(request.sensitive or ()), l=request.l,
+        target=tuple(request.target) if request.target is not None else targets, criterion=criterion_name,
+        selections=tuple(request.selections),
+        qids=tuple((tuple(e["columns"]), e["k"]) for key, e in entries if key == "qids"),  # type: ignore[misc]
+        records=tuple(tuple(e.items()) for key, e in entries if key == "model"),
+        published=request.published if isinstance(request.published, str) or request.published is None
+        else tuple(request.published.items()),
+        suppression=request.suppression, algorithm=tuple(request.algorithm.record().items()))

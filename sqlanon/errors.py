@@ -51,6 +51,11 @@ class RemovedOptionError(InputError):
     """A keyword of an earlier API: the message names the object that takes it now."""
 
 
+class ExportError(InputError):
+    """An output file that cannot be written (:func:`sqlanon.export`): an unknown format, a
+    directory, a missing or read-only directory, or a file in the way without ``replace=True``."""
+
+
 class ReadOnlyError(InputError):
     """The database the request would write to (a release, an applied table) is read-only."""
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -188,6 +189,123 @@ def dates(values: Iterable[Any], levels: Sequence[str] = ("month", "year", "deca
         rows.append([_text(v), *(labels[lv](day) for lv in asked), ROOT])
     rows.sort(key=lambda r: _as_date(r[0]))
     return _checked(rows, "dates")
+
+
+#: Each builder's arguments and their defaults (:data:`REQUIRED`: none), as ``sqlanon hierarchy``
+#: names its flags and a release file its keys (``hierarchy = { builder = "intervals", width = 10 }``).
+REQUIRED = object()
+BUILDERS: dict[str, dict[str, Any]] = {
+    "intervals": {"width": REQUIRED, "start": None, "fanout": 2},
+    "quantiles": {"bins": REQUIRED, "fanout": 2},
+    "ordering": {"fanout": 2, "order": None},
+    "masking": {"mask": "*", "step": 1},
+    "dates": {"levels": ("month", "year", "decade")},
+}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_count(v: Any, least: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+#: What each argument takes: (check, in words).
+_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "width": (lambda v: _is_number(v) and v > 0, "a positive number"),
+    "start": (_is_number, "a number"),
+    "bins": (lambda v: _is_count(v, 1), "an integer >= 1"),
+    "fanout": (lambda v: _is_count(v, 2) or (isinstance(v, tuple) and bool(v) and all(_is_count(x, 2) for x in v)),
+               "an integer >= 2 or a list of them (one per level)"),
+    "order": (lambda v: isinstance(v, tuple) and bool(v) and all(isinstance(x, str) for x in v),
+              "a non-empty list of the values, in order"),
+    "mask": (lambda v: isinstance(v, str) and len(v) == 1, "one character"),
+    "step": (lambda v: _is_count(v, 1), "an integer >= 1"),
+    "levels": (lambda v: isinstance(v, tuple) and bool(v) and all(x in DATE_LEVELS for x in v),
+               f"a list of {', '.join(DATE_LEVELS)}, fine to coarse"),
+}
+
+
+@dataclass(frozen=True)
+class Builder:
+    """A hierarchy to build from the column's distinct values when the request is checked
+    against the database: a builder of this module by name and its arguments (as
+    :data:`BUILDERS` names them). It goes where a hierarchy goes (``hierarchies={"age":
+    builder("intervals", width=10)}``) and a release file keeps it as
+    ``hierarchy = { builder = "intervals", width = 10 }``.
+
+    >>> b = builder("intervals", width=10, fanout=[2, 2])
+    >>> b.record()
+    {'builder': 'intervals', 'width': 10, 'fanout': [2, 2]}
+    >>> b.build([23, 27, 31, 38, 44]).to_rows()[0]
+    ['23', '[20, 30)', '[20, 40)', '*']
+    """
+
+    name: str
+    arguments: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.name not in BUILDERS:
+            from .errors import did_you_mean
+
+            raise HierarchyError(f"builder must be one of {', '.join(BUILDERS)}, got {self.name!r}."
+                                 + did_you_mean(str(self.name), list(BUILDERS)))
+        takes = BUILDERS[self.name]
+        given = dict(self.arguments)
+        for key, value in given.items():
+            if key not in takes:
+                raise HierarchyError(f"{self.name} takes {', '.join(takes)}; {key}= is not one of them")
+            check, words = _ARGUMENTS[key]
+            if not check(value):
+                raise HierarchyError(f"{self.name}: {key} must be {words}, got {value!r}")
+        missing = [key for key, default in takes.items() if default is REQUIRED and key not in given]
+        if missing:
+            raise HierarchyError(f"{self.name} needs {missing[0]}=")
+        object.__setattr__(self, "arguments", tuple((k, given[k]) for k in takes if k in given))
+
+    def build(self, values: Iterable[Any]) -> Hierarchy:
+        """The hierarchy of ``values`` (a column's values)."""
+        given = dict(self.arguments)
+        fanout = given.pop("fanout", 2)
+        if self.name == "intervals":
+            return intervals(values, given["width"], start=given.get("start"), fanout=fanout)
+        if self.name == "quantiles":
+            return quantiles(values, given["bins"], fanout=fanout)
+        if self.name == "ordering":
+            return ordering(values, fanout, order=given.get("order"))
+        if self.name == "masking":
+            return masking(values, **given)
+        return dates(values, **given)
+
+    def record(self) -> dict[str, Any]:
+        """``{"builder": name, argument: value, ...}`` (lists for tuples): a release file's
+        ``hierarchy`` table; :meth:`from_record` inverts it."""
+        return {"builder": self.name, **{k: list(v) if isinstance(v, tuple) else v for k, v in self.arguments}}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Builder:
+        """The builder of a ``{ builder = "...", ... }`` table (lists as tuples)."""
+        rest = dict(record)
+        if "builder" not in rest:
+            raise HierarchyError(f"a hierarchy table names its builder: builder = one of {', '.join(BUILDERS)}")
+        name = rest.pop("builder")
+        return builder(name, **rest)
+
+
+def builder(name: str, **arguments: Any) -> Builder:
+    """A :class:`Builder`: ``builder("masking", step=2)``; lists are kept as tuples.
+
+    Raises:
+        HierarchyError: an unknown builder, an argument it does not take or of the wrong kind,
+            or a required argument missing (``width`` of intervals, ``bins`` of quantiles)."""
+    return Builder(name, tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in arguments.items()))
+
+
+def built(hierarchies: Mapping[str, Any], values: Callable[[str], list[Any]]) -> dict[str, Any]:
+    """``hierarchies`` with each :class:`Builder` replaced by the hierarchy it builds from the
+    column's values (``values(column)``); every other hierarchy as given."""
+    return {q: h.build(values(q)) if isinstance(h, Builder) else h for q, h in hierarchies.items()}
 
 
 def column_values(con: Any, table: str, column: str) -> list[Any]:

@@ -21,7 +21,14 @@ Schema (every key is checked; unknown keys are rejected with a "did you mean"):
 
     [[qi]]
     name = "nationality"
-    hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*)
+    hierarchy = "nationality.csv" # optional: ARX CSV (leaf;level1;...;*), or a builder (below)
+
+    [[qi]]
+    name = "zip"
+    hierarchy = { builder = "masking", step = 1 }  # built from the column's values
+                                  # (sqlanon.hierarchies.Builder): intervals (width, start, fanout),
+                                  # quantiles (bins, fanout), ordering (fanout, order: the values or
+                                  # a file of them), masking (mask, step), dates (levels)
 
     [privacy]
     k = 50                        # required (unless qids): an integer >= 1
@@ -102,21 +109,23 @@ from ..model.privacy import (
 )
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..engine.catalog import DATA_SUFFIXES
-from ..errors import InputError, did_you_mean
+from ..errors import HierarchyError, InputError, did_you_mean
+from ..hierarchies import Builder
+from .schema import ALGORITHM_KEYS, CRITERIA, DIVERSITIES, KEY_PATHS, OPTIONS, SECTIONS, section_keys
 
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table", "algorithm": "a table"}
-_RELEASE_KEYS = ("database", "table", "view", "replace", "key", "class_column", "published", "suppression")
+# The keys of each section (sqlanon.request.schema.OPTIONS).
+_RELEASE_KEYS = section_keys("release")
+_QI_KEYS = section_keys("qi")
+_PRIVACY_KEYS = section_keys("privacy")
+_WORKLOAD_KEYS = section_keys("workload")
 #: Keys of [release] that moved to [algorithm] (the algorithm object's arguments).
-_MOVED_KEYS = ("memory_rows", "recoding", "max_steps", "max_seconds", "strategy", "sample_rows", "confidence",
-               "search", "metric", "seed", "budget", "iterations")
-_QI_KEYS = ("name", "hierarchy")
+_MOVED_KEYS = (*ALGORITHM_KEYS, "recoding", "search")
 #: The privacy models declared by a key of their own, ``{ column = parameter or table }``
 #: (:attr:`~sqlanon.model.privacy.PrivacyModel.spec_key`), by key.
 MODEL_KEYS = {m.spec_key: m for m in MODELS.values() if m.spec_key is not None}
-_PRIVACY_KEYS = ("k", "sensitive", "l", "diversity", "c", "variance", "qids", "t_closeness", *MODEL_KEYS, "model")
-_WORKLOAD_KEYS = ("target", "criterion", "selections")
 # Sections that are keys of another section, named so that the error says where they go.
 _MOVED_SECTIONS = {"selections": "workload.selections", "target": "workload.target",
                    "criterion": "workload.criterion"}
@@ -127,16 +136,6 @@ _LATER_WORKLOAD: dict[str, str] = {}
 SCHEMA = (("[release]", _RELEASE_KEYS), ("[[qi]]", _QI_KEYS), ("[privacy]", _PRIVACY_KEYS),
           ("[workload]", _WORKLOAD_KEYS), ("[algorithm]", ("name", "and the algorithm's arguments")))
 
-#: The l-diversity variants (``privacy.diversity``, ``--diversity``); entropy is the default.
-DIVERSITIES = ("entropy", "distinct", "recursive")
-#: The criteria (``workload.criterion``, ``--criterion``).
-CRITERIA = ("median", "infogain", "regression", "selection", "score")
-#: Where each request key lives in a release file (for error messages).
-KEY_PATHS = {"sensitive": "privacy.sensitive", "l": "privacy.l", "diversity": "privacy.diversity",
-             "c": "privacy.c", "variance": "privacy.variance", "target": "workload.target",
-             "criterion": "workload.criterion", "selections": "workload.selections",
-             "t_closeness": "privacy.t_closeness"}
-
 
 class ConfigError(InputError):
     """A release file is missing, is not TOML, or does not follow the schema."""
@@ -144,10 +143,11 @@ class ConfigError(InputError):
 
 @dataclass(frozen=True)
 class QIConfig:
-    """One ``[[qi]]`` entry: the column and, optionally, its hierarchy file (absolute path)."""
+    """One ``[[qi]]`` entry: the column and, optionally, its hierarchy: a file (absolute path)
+    or a builder (:class:`sqlanon.hierarchies.Builder`)."""
 
     name: str
-    hierarchy: str | None = None
+    hierarchy: str | Builder | None = None
 
 
 @dataclass(frozen=True)
@@ -211,8 +211,8 @@ class ReleaseConfig:
         return tuple(q.name for q in self.qis)
 
     @property
-    def hierarchies(self) -> dict[str, str]:
-        """``{qi: hierarchy file}`` for the QIs that have one."""
+    def hierarchies(self) -> dict[str, str | Builder]:
+        """``{qi: hierarchy file or builder}`` for the QIs that have one."""
         return {q.name: q.hierarchy for q in self.qis if q.hierarchy is not None}
 
     @property
@@ -364,30 +364,41 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
     _known(release, "release", _RELEASE_KEYS, {}, fail)
     if "table" not in release:
         raise fail("release.table", "missing: name the table, view or files to anonymize")
-    table = _string(release["table"], "release.table", fail)
-    if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES:
-        table = str(_resolve(base, table))
-    database = release.get("database")
-    if database is not None:
-        database = _string(database, "release.database", fail)
-        if database != ":memory:" and not database.startswith(("postgresql://", "postgres://")):  # a URL is no path
-            database = str(_resolve(base, database))
-    view = release.get("view")
-    if view is not None:
-        view = _string(view, "release.view", fail)
-    replace = release.get("replace", False)
-    if not isinstance(replace, bool):
-        raise fail("release.replace", f"must be true or false, got {_show(replace)}")
-    key = release.get("key")
-    if key is not None:
-        key = _names([key] if isinstance(key, str) else key, "release.key", fail)
-        if not key:
-            raise fail("release.key", "empty: name the column(s) that identify a row, or leave key out")
-    class_column = release.get("class_column")
-    if class_column is not None:
-        class_column = _string(class_column, "release.class_column", fail)
+    qis = _qis(document["qi"], base, fail)
+    privacy = _table(document["privacy"], "privacy", fail)
+    if "t" in privacy:
+        raise fail("privacy.t", "t-closeness is written t_closeness = { column = t }")
+    _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
+    workload = _table(document.get("workload", {}), "workload", fail)
+    _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
+    algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
+    for name, value in algorithm.items():
+        if isinstance(value, (dict, list)):
+            raise fail(f"algorithm.{name}", f"must be a string, a number or a boolean, got {_show(value)}")
+    sections = {"release": release, "privacy": privacy, "workload": workload}
+    values: dict[str, Any] = {}
+    for option in OPTIONS:  # each key by its option's reader (_READERS)
+        body = sections.get(option.section)  # type: ignore[arg-type]
+        if body is not None and option.key in body and option.name in _READERS:
+            values[option.name] = _READERS[option.name](body[option.key], option.toml, base, fail)
+    qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
+    if qids and "k" in privacy:
+        raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
+    if "k" not in privacy and not qids:
+        raise fail("privacy.k", "missing: every class must hold at least k rows")
+    request = ReleaseConfig(qis=qis, k=None if qids else _integer(privacy["k"], "privacy.k", 1, fail), qids=qids,
+                            path=label, algorithm=tuple(algorithm.items()), models=_models(privacy, fail),
+                            records=_records(privacy.get("model", []), "privacy.model", fail), **values)
+    check_request(lambda key, message: fail(KEY_PATHS[key], message), lambda key: key,
+                  sensitive=request.sensitive, l=request.l, diversity=request.diversity, c=request.c,
+                  variance=request.variance, criterion=request.criterion, target=request.target,
+                  selections=request.selections)
+    return request
 
-    entries = document["qi"]
+
+def _qis(entries: Any, base: Path, fail) -> tuple[QIConfig, ...]:
+    """The ``[[qi]]`` entries: each a column, once, and optionally its hierarchy (a file, or a
+    builder: :func:`_builder`)."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise fail("qi", f"must be an array of tables ([[qi]] entries), got {_show(entries)}")
     if not entries:
@@ -404,66 +415,82 @@ def _parse(document: dict[str, Any], base: Path, label: str) -> ReleaseConfig:
             raise fail(f"{where}.name", f"{_show(name)} is already declared as qi[{seen[name]}]")
         seen[name] = i
         hierarchy = entry.get("hierarchy")
-        if hierarchy is not None:
-            hierarchy = _string(hierarchy, f"{where}.hierarchy", fail)
-            resolved = _resolve(base, hierarchy)
-            if not resolved.is_file():
-                raise fail(f"{where}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
-            hierarchy = str(resolved)
+        if isinstance(hierarchy, dict):
+            hierarchy = _builder(hierarchy, f"{where}.hierarchy", base, fail)
+        elif hierarchy is not None:
+            hierarchy = _file(hierarchy, f"{where}.hierarchy", base, fail)
         qis.append(QIConfig(name, hierarchy))
+    return tuple(qis)
 
-    privacy = _table(document["privacy"], "privacy", fail)
-    if "t" in privacy:
-        raise fail("privacy.t", "t-closeness is written t_closeness = { column = t }")
-    _known(privacy, "privacy", _PRIVACY_KEYS, _LATER_PRIVACY, fail)
-    published = _published(release.get("published"), fail)
-    suppression = release.get("suppression")
-    if suppression is not None and (not _is_number(suppression) or not 0 <= suppression < 1):
-        raise fail("release.suppression", f"must be a number in [0, 1), got {_show(suppression)}")
-    qids = _qids(privacy.get("qids"), [q.name for q in qis], fail)
-    if qids and "k" in privacy:
-        raise fail("privacy.k", "give either k or qids (each QID with its own k), not both")
-    records = _records(privacy.get("model", []), "privacy.model", fail)
-    algorithm = _table(document.get("algorithm", {}), "algorithm", fail)
-    for name, value in algorithm.items():
-        if isinstance(value, (dict, list)):
-            raise fail(f"algorithm.{name}", f"must be a string, a number or a boolean, got {_show(value)}")
-    if "k" not in privacy and not qids:
-        raise fail("privacy.k", "missing: every class must hold at least k rows")
-    k = _integer(privacy["k"], "privacy.k", 1, fail) if not qids else None
-    sensitive = _names(privacy.get("sensitive", []), "privacy.sensitive", fail)
-    l = privacy.get("l")
-    if l is not None and (not _is_number(l) or l < 1):
-        raise fail("privacy.l", f"must be a number >= 1, got {_show(l)}")
-    diversity = privacy.get("diversity")
-    if diversity is not None:
-        diversity = _choice(diversity, "privacy.diversity", DIVERSITIES, fail)
-    c = privacy.get("c")
-    if c is not None and (not _is_number(c) or not c > 0):
-        raise fail("privacy.c", f"must be a number > 0, got {_show(c)}")
-    variance = _variance(privacy.get("variance", {}), "privacy.variance", fail)
-    t_closeness = _closeness(privacy.get("t_closeness", {}), "privacy.t_closeness", base, fail)
-    models = _models(privacy, fail)
-    workload = _table(document.get("workload", {}), "workload", fail)
-    _known(workload, "workload", _WORKLOAD_KEYS, _LATER_WORKLOAD, fail)
-    target = _names(workload.get("target", []), "workload.target", fail)
-    criterion = workload.get("criterion")
-    if criterion is not None:
-        criterion = _choice(criterion, "workload.criterion", CRITERIA, fail)
-    selections = _predicates(workload.get("selections", []), "workload.selections", fail)
-    check_request(lambda key, message: fail(KEY_PATHS[key], message), lambda key: key,
-                  sensitive=sensitive, l=l, diversity=diversity, c=c, variance=variance,
-                  criterion=criterion, target=target, selections=selections)
-    return ReleaseConfig(table=table, qis=tuple(qis), k=k, database=database, view=view,
-                         replace=replace, sensitive=tuple(sensitive),
-                         l=None if l is None else float(l), target=tuple(target),
-                         selections=tuple(selections), path=label, diversity=diversity,
-                         c=None if c is None else float(c), variance=variance, criterion=criterion,
-                         key=None if key is None else tuple(key), class_column=class_column,
-                         qids=qids, published=published,
-                         suppression=None if suppression is None else float(suppression),
-                         algorithm=tuple(algorithm.items()), records=records, t_closeness=t_closeness,
-                         models=models)
+
+def _file(value: Any, key: str, base: Path, fail) -> str:
+    """A file that must exist, relative to the release file's directory; made absolute."""
+    resolved = _resolve(base, _string(value, key, fail))
+    if not resolved.is_file():
+        raise fail(key, f"file not found: {value} (looked for {resolved})")
+    return str(resolved)
+
+
+def _source(value: Any, key: str, base: Path, fail) -> str:
+    """``release.table``: a table or view, or files (a path or glob, made absolute)."""
+    table = _string(value, key, fail)
+    return str(_resolve(base, table)) if Path(table.replace("*", "x")).suffix.lower() in DATA_SUFFIXES else table
+
+
+def _database(value: Any, key: str, base: Path, fail) -> str:
+    """``release.database``: a DuckDB file (made absolute), ``:memory:`` or a PostgreSQL URL."""
+    database = _string(value, key, fail)
+    if database != ":memory:" and not database.startswith(("postgresql://", "postgres://")):  # a URL is no path
+        database = str(_resolve(base, database))
+    return database
+
+
+def _row_key(value: Any, key: str, base: Path, fail) -> tuple[str, ...]:
+    names = _names([value] if isinstance(value, str) else value, key, fail)
+    if not names:
+        raise fail(key, "empty: name the column(s) that identify a row, or leave key out")
+    return tuple(names)
+
+
+def _boolean(value: Any, key: str, base: Path, fail) -> bool:
+    if not isinstance(value, bool):
+        raise fail(key, f"must be true or false, got {_show(value)}")
+    return value
+
+
+def _number(test, words: str):
+    """A reader of a number for which ``test(value)`` holds (as a float)."""
+    def read(value: Any, key: str, base: Path, fail) -> float:
+        if not _is_number(value) or not test(value):
+            raise fail(key, f"must be a number {words}, got {_show(value)}")
+        return float(value)
+    return read
+
+
+#: How each key of a release file is read and checked, by option name
+#: (:data:`sqlanon.request.schema.OPTIONS`): ``read(value, "section.key", base, fail)``. The
+#: QIs, ``k``/``qids``, the privacy models and ``[algorithm]`` are read on their own.
+_READERS: dict[str, Any] = {
+    "database": _database,
+    "table": _source,
+    "view": lambda v, key, base, fail: _string(v, key, fail),
+    "replace": _boolean,
+    "key": _row_key,
+    "class_column": lambda v, key, base, fail: _string(v, key, fail),
+    "published": lambda v, key, base, fail: _published(v, fail),
+    "suppression": _number(lambda x: 0 <= x < 1, "in [0, 1)"),
+    "sensitive": lambda v, key, base, fail: tuple(_names(v, key, fail)),
+    "l": _number(lambda x: x >= 1, ">= 1"),
+    "diversity": lambda v, key, base, fail: _choice(v, key, DIVERSITIES, fail),
+    "c": _number(lambda x: x > 0, "> 0"),
+    "variance": lambda v, key, base, fail: _variance(v, key, fail),
+    "t_closeness": lambda v, key, base, fail: _closeness(v, key, base, fail),
+    "target": lambda v, key, base, fail: tuple(_names(v, key, fail)),
+    "criterion": lambda v, key, base, fail: _choice(v, key, CRITERIA, fail),
+    "selections": lambda v, key, base, fail: tuple(_predicates(v, key, fail)),
+}
+#: The options read on their own (not by :data:`_READERS`).
+READ_APART = frozenset({"qid", "hierarchy", "k", "qids", "model", *MODEL_KEYS})
 
 
 def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
@@ -478,6 +505,22 @@ def _published(value: Any, fail) -> str | tuple[tuple[str, str], ...] | None:
     if isinstance(value, dict) and value:
         return tuple((str(q), _choice(m, f"release.published.{q}", MODES, fail)) for q, m in value.items())
     raise fail("release.published", f"must be one of {list(MODES)} or a table {{ qi = mode }}, got {_show(value)}")
+
+
+def _builder(value: dict[str, Any], key: str, base: Path, fail) -> Builder:
+    """``qi[N].hierarchy = { builder = "intervals", width = 10, ... }``: a hierarchy built from
+    the column's values (:class:`sqlanon.hierarchies.Builder`, the arguments of ``sqlanon
+    hierarchy``); ``order`` may name a file of the values in order, one per line (relative to the
+    release file)."""
+    spec = dict(value)
+    order = spec.get("order")
+    if isinstance(order, str):
+        text = Path(_file(order, f"{key}.order", base, fail)).read_text(encoding="utf-8")
+        spec["order"] = [line.strip() for line in text.splitlines() if line.strip()]
+    try:
+        return Builder.from_record(spec)
+    except HierarchyError as e:
+        raise fail(key, str(e)) from None
 
 
 def _records(value: Any, key: str, fail) -> tuple[tuple[tuple[str, Any], ...], ...]:
@@ -558,10 +601,7 @@ def _closeness(value: Any, key: str, base: Path, fail) -> tuple[tuple[str, float
         if (distance == "hierarchical") != (hierarchy is not None):
             raise fail(f"{key}.{column}", "hierarchy goes with distance = \"hierarchical\" (and only with it)")
         if hierarchy is not None:
-            resolved = _resolve(base, _string(hierarchy, f"{key}.{column}.hierarchy", fail))
-            if not resolved.is_file():
-                raise fail(f"{key}.{column}.hierarchy", f"file not found: {hierarchy} (looked for {resolved})")
-            hierarchy = str(resolved)
+            hierarchy = _file(hierarchy, f"{key}.{column}.hierarchy", base, fail)
         out.append((column, float(t), distance, hierarchy))
     return tuple(out)
 
@@ -646,6 +686,45 @@ def _show(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return str(value)
+
+
+def document(c: ReleaseConfig, base: Path) -> dict[str, Any]:
+    """``c`` as a release file's sections (what :func:`dumps` writes; :func:`load_config` reads
+    it back), key by key from :data:`sqlanon.request.schema.OPTIONS`: each option's value at its
+    ``section.key`` (tuples as arrays; left out when unset). A hierarchy file below ``base`` (the
+    release file's directory) is written relative to it; a builder as its table."""
+    sections: dict[str, Any] = {name: {} for name in SECTIONS}
+    sections["qi"] = [{"name": q.name, **({} if q.hierarchy is None else {"hierarchy": _hierarchy_entry(q.hierarchy, base)})}
+                      for q in c.qis]
+    sections["algorithm"] = dict(c.algorithm)
+    for option in OPTIONS:
+        if option.section in ("qi", "algorithm"):
+            continue
+        value = _WRITERS[option.name](c) if option.name in _WRITERS else getattr(c, option.name)
+        if not (value is None or value is False or (isinstance(value, (tuple, list, dict)) and not value)):
+            sections[option.section][option.key] = list(value) if isinstance(value, tuple) else value
+    return {name: body for name, body in sections.items() if body or name in _SECTIONS}
+
+
+def _hierarchy_entry(hierarchy: str | Builder, base: Path) -> str | dict[str, Any]:
+    if isinstance(hierarchy, Builder):
+        return hierarchy.record()
+    resolved = Path(hierarchy).resolve()
+    try:
+        return str(resolved.relative_to(base))
+    except ValueError:
+        return str(resolved)
+
+
+#: How :func:`document` writes the options whose TOML value is not their value as it is.
+_WRITERS: dict[str, Any] = {
+    "published": lambda c: dict(c.published) if isinstance(c.published, tuple) else c.published,
+    "variance": lambda c: dict(c.variance),
+    "t_closeness": lambda c: {column: {"t": t, "distance": d, "hierarchy": h} for column, t, d, h in c.t_closeness},
+    "qids": lambda c: [{"columns": list(columns), "k": k} for columns, k in c.qids],
+    "model": lambda c: [dict(r) for r in c.records] + [m.record() for m in c.models],
+    **{key: (lambda c: None) for key in MODEL_KEYS},  # their models are written as records (model)
+}
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -38,7 +38,9 @@ class Output:
         if self.view is not None and (not isinstance(self.view, str) or not self.view):
             raise InputError(f"view must be a non-empty string, got {_shown(self.view)}")
         object.__setattr__(self, "replace", check_bool("replace", self.replace))
-        if isinstance(self.key, Sequence) and not isinstance(self.key, str):
+        if isinstance(self.key, str):  # one column is a key of one: the same request
+            object.__setattr__(self, "key", (self.key,))
+        elif isinstance(self.key, Sequence):
             object.__setattr__(self, "key", tuple(self.key))
 
     @classmethod

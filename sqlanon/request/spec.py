@@ -31,6 +31,7 @@ from ..errors import (
     did_you_mean,
     warn,
 )
+from ..hierarchies import built
 from ..model import manifest_format
 from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
@@ -220,6 +221,9 @@ def resolve(
     unknown = sorted(set(hierarchies) - set(qid))
     if unknown:
         raise HierarchyError(f"hierarchies given for columns that are not QIs: {unknown}; QIs: {qid}")
+    # a builder (sqlanon.hierarchies.Builder) builds its hierarchy from the column's values here
+    hierarchies = built(hierarchies, lambda q: [row[0] for row in engine.fetch_rows(
+        exp.select(g.col(q)).distinct().from_(source.ref))])
     types = dict(source.columns)
     # published= (sqlanon.request.published): a numeric QI whose hierarchy is published as
     # intervals is partitioned as an ordered QI, so its hierarchy leaves the loop below

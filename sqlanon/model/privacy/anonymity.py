@@ -54,6 +54,12 @@ class KAnonymity(PrivacyModel):
         """``{"type": "KAnonymity", "k": k}``, with ``qid`` (a list) only when given."""
         return {"type": "KAnonymity", "k": self.k, **({"qid": list(self.qid)} if self.qid is not None else {})}
 
+    def release_entry(self) -> tuple[str, dict[str, object]]:
+        """A k of its own QID is a ``privacy.qids`` entry, ``{ columns = [...], k = N }``."""
+        if self.qid is None:
+            return super().release_entry()
+        return "qids", {"columns": list(self.qid), "k": self.k}
+
     def per_class(self, source: exp.Expression, columns: Sequence[str],
                   where: exp.Expression | None = None) -> exp.Select:
         size = exp.Count(this=exp.Star())

@@ -176,6 +176,11 @@ class PrivacyModel(Constraint):
         """The inverse of :meth:`record` (without ``type``)."""
         return cls(**fields)
 
+    def release_entry(self) -> tuple[str, dict[str, object]]:
+        """Where a release file keeps the model: ``(key of [privacy], entry)``; by default its
+        :meth:`record` in ``privacy.model`` (read back by :func:`from_record`)."""
+        return "model", self.record()
+
     # -- release files and command line -----------------------------------------------------
     #: The ``[privacy]`` key of a release file and the ``--flag`` (dashes for underscores) that
     #: declare this model by column, e.g. ``delta_disclosure = { diagnosis = 1.5 }`` and
