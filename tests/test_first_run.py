@@ -224,3 +224,38 @@ def test_only_sqlanon_kernels_count():
     with compilation.reporting(None) as compiles:
         assert _fresh_kernel("third")(3) == 4
     assert compiles.kernels == 1 and compiles.seconds > 0
+
+
+# -- what a first run compiles ---------------------------------------------------------------------
+
+def test_median_compiles_only_the_specialization_the_request_needs(tmp_path):
+    """From an empty cache: Median under k alone compiles no privacy-model path, and no kernel
+    twice (a literal argument would be a specialization of its own); warming for privacy models
+    loads what a finish with a face then uses, compiling nothing more."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    out = _python("""
+        import json
+        import numpy as np
+        from sqlanon.mondrian import median_finish as m
+        from sqlanon.model.privacy import EntropyLDiversity
+
+        def compiled():
+            return {f.py_func.__name__: len(f.signatures)
+                    for f in (m._grow, m._median_cut, m._model_cut, m._allowed, m._split, m._select)}
+
+        m.warm()
+        alone = compiled()
+        m.warm(models=True)
+        warmed = compiled()
+        face = EntropyLDiversity("y", 2).face()
+        codes = np.array([np.arange(60) % 7, np.arange(60) % 5], dtype=np.int32)
+        nums = [np.arange(7.0), np.arange(5.0)]
+        m._finish(codes, np.array([60], dtype=np.int64), nums, 7, 4,
+                  models=m._Models.of([face], {"y": (np.arange(60) % 3).astype(np.int64)}, {"y": 3}, 60, 60))
+        print(json.dumps([alone, warmed, compiled()]))
+    """, env)
+    alone, warmed, after = json.loads(out)
+    assert alone == {"_grow": 1, "_median_cut": 1, "_model_cut": 0, "_allowed": 0, "_split": 1, "_select": 1}
+    assert warmed == {"_grow": 2, "_median_cut": 1, "_model_cut": 1, "_allowed": 1, "_split": 1, "_select": 1}
+    assert after == warmed
