@@ -178,7 +178,8 @@ def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint],
                        ordered: bool) -> threading.Thread | None:
     """Start :func:`warm` on a daemon thread when the request may take this finish (what
     :func:`applies` asks of the request, and ``ordered``: every QI is ordered; the domains and
-    the budget are not known yet), once per process. The
+    the budget are not known yet), once per process, for the request's specialization (k alone,
+    or privacy models). The
     engine's statements release the GIL, so the loading runs beside them. Nothing waits for
     the thread: numba's compiler lock makes a finish that starts meanwhile wait for the load."""
     global _warmed
