@@ -57,7 +57,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # Run from a checkout without installing: the library first, the generator, the numpy oracle.
-for _path in (str(ROOT / "tests"), str(HERE), str(ROOT)):
+for _path in (str(HERE), str(ROOT)):
     if _path in sys.path:
         sys.path.remove(_path)
     sys.path.insert(0, _path)

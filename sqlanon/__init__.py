@@ -10,124 +10,115 @@ True
 
 from __future__ import annotations
 
-from .api import Request, anonymize
-from .pipeline import Release
-from .mondrian.algorithm import Levels, Mondrian, Sample
-from .singledim.algorithms import Genetic, Optimal, TopDown
-from .request.output import Output
-from .frame import anonymize_frame
-from .release.apply import Applied, apply
-from .model.privacy import (
-    BetaLikeness,
-    DeltaDisclosure,
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    TCloseness,
-    VarianceDiversity,
-)
-from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
-from .errors import (
-    EngineError,
-    ExportError,
-    FrameError,
-    HierarchyError,
-    InputError,
-    ObjectExistsError,
-    PrivacyWarning,
-    ReadOnlyError,
-    RecodingError,
-    RemovedOptionError,
-    SparkEnvironmentError,
-    SqlanonError,
-    TextOrderWarning,
-    UnknownColumnError,
-    UnknownTableError,
-    UnsupportedTypeError,
-    VerificationError,
-)
-from .model.hierarchy import Hierarchy
-from . import hierarchies
-from .request.spec import load_hierarchy
-from .release.imprecision import Imprecision, imprecision
-from .release.metrics import Metrics, metrics
-from .model.partition import Progress
-from .release.regions import regions
-from .release.report import report
-from .release.rewrite import RewriteError, rewrite
-from .model.selection import SelectionError, parse_selection
-from .publish.verify import Verification, verify
-from .release.measures import Measures, measures
-from .release.risk import Risk, risk
-from .release.export import export
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from . import compilation
+
+compilation.use_writable_cache()  # before anything imports numba
+
+if TYPE_CHECKING:  # what the names below are; imported on first use (__getattr__)
+    from .api import Request, anonymize
+    from .pipeline import Release
+    from .mondrian.algorithm import Levels, Mondrian, Sample
+    from .singledim.algorithms import Genetic, Optimal, TopDown
+    from .request.output import Output
+    from .frame import anonymize_frame
+    from .release.apply import Applied, apply
+    from .model.privacy import (
+        BetaLikeness,
+        DeltaDisclosure,
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KAnonymity,
+        RecursiveCLDiversity,
+        TCloseness,
+        VarianceDiversity,
+    )
+    from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
+    from .errors import (
+        EngineError,
+        ExportError,
+        FrameError,
+        HierarchyError,
+        InputError,
+        ObjectExistsError,
+        PrivacyWarning,
+        ReadOnlyError,
+        RecodingError,
+        RemovedOptionError,
+        SparkEnvironmentError,
+        SqlanonError,
+        TextOrderWarning,
+        UnknownColumnError,
+        UnknownTableError,
+        UnsupportedTypeError,
+        VerificationError,
+    )
+    from .model.hierarchy import Hierarchy
+    from . import hierarchies
+    from .request.spec import load_hierarchy
+    from .release.imprecision import Imprecision, imprecision
+    from .release.metrics import Metrics, metrics
+    from .model.partition import Progress
+    from .release.regions import regions
+    from .release.report import report
+    from .release.rewrite import RewriteError, rewrite
+    from .model.selection import SelectionError, parse_selection
+    from .publish.verify import Verification, verify
+    from .release.measures import Measures, measures
+    from .release.risk import Risk, risk
+    from .release.export import export
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Applied",
-    "BetaLikeness",
-    "DeltaDisclosure",
-    "Genetic",
-    "Levels",
-    "Mondrian",
-    "Optimal",
-    "Output",
-    "RemovedOptionError",
-    "Request",
-    "Sample",
-    "TopDown",
-    "DistinctLDiversity",
-    "EntropyLDiversity",
-    "InfoGain",
-    "RecursiveCLDiversity",
-    "Regression",
-    "Selections",
-    "SelectionError",
-    "Score",
-    "RewriteError",
-    "Targets",
-    "VarianceDiversity",
-    "EngineError",
-    "ExportError",
-    "export",
-    "Hierarchy",
-    "hierarchies",
-    "Imprecision",
-    "HierarchyError",
-    "InputError",
-    "KAnonymity",
-    "Metrics",
-    "Median",
-    "ObjectExistsError",
-    "PrivacyWarning",
-    "Progress",
-    "ReadOnlyError",
-    "RecodingError",
-    "Release",
-    "SparkEnvironmentError",
-    "SqlanonError",
-    "TextOrderWarning",
-    "UnknownColumnError",
-    "UnknownTableError",
-    "UnsupportedTypeError",
-    "Verification",
-    "VerificationError",
-    "anonymize",
-    "anonymize_frame",
-    "FrameError",
-    "apply",
-    "imprecision",
-    "load_hierarchy",
-    "metrics",
-    "parse_selection",
-    "regions",
-    "report",
-    "rewrite",
-    "verify",
-    "TCloseness",
-    "Measures",
-    "measures",
-    "Risk",
-    "risk",
-]
+#: The module each public name lives in. ``import sqlanon`` imports none of them: pandas,
+#: numba and the engines' drivers load when a name that needs them is first used (about 1 s
+#: of imports, which a command that only asks for ``--help`` or an error never pays).
+_HOMES = {
+    **dict.fromkeys(("Request", "anonymize"), ".api"),
+    "Release": ".pipeline",
+    **dict.fromkeys(("Levels", "Mondrian", "Sample"), ".mondrian.algorithm"),
+    **dict.fromkeys(("Genetic", "Optimal", "TopDown"), ".singledim.algorithms"),
+    "Output": ".request.output",
+    "anonymize_frame": ".frame",
+    **dict.fromkeys(("Applied", "apply"), ".release.apply"),
+    **dict.fromkeys(("BetaLikeness", "DeltaDisclosure", "DistinctLDiversity", "EntropyLDiversity", "KAnonymity",
+                     "RecursiveCLDiversity", "TCloseness", "VarianceDiversity"), ".model.privacy"),
+    **dict.fromkeys(("InfoGain", "Median", "Regression", "Score", "Selections", "Targets"), ".model.criteria"),
+    **dict.fromkeys(("EngineError", "ExportError", "FrameError", "HierarchyError", "InputError", "ObjectExistsError",
+                     "PrivacyWarning", "ReadOnlyError", "RecodingError", "RemovedOptionError",
+                     "SparkEnvironmentError", "SqlanonError", "TextOrderWarning", "UnknownColumnError", "UnknownTableError",
+                     "UnsupportedTypeError", "VerificationError"), ".errors"),
+    "Hierarchy": ".model.hierarchy",
+    "hierarchies": ".hierarchies",
+    "load_hierarchy": ".request.spec",
+    **dict.fromkeys(("Imprecision", "imprecision"), ".release.imprecision"),
+    **dict.fromkeys(("Metrics", "metrics"), ".release.metrics"),
+    "Progress": ".model.partition",
+    "regions": ".release.regions",
+    "report": ".release.report",
+    **dict.fromkeys(("RewriteError", "rewrite"), ".release.rewrite"),
+    **dict.fromkeys(("SelectionError", "parse_selection"), ".model.selection"),
+    **dict.fromkeys(("Verification", "verify"), ".publish.verify"),
+    **dict.fromkeys(("Measures", "measures"), ".release.measures"),
+    **dict.fromkeys(("Risk", "risk"), ".release.risk"),
+    "export": ".release.export",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (PEP 562) and kept here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(home, __name__)
+    value = module if home == f".{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

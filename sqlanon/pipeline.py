@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from sqlglot import exp
 
+from . import compilation
 from .engine import engine_for
 from .engine import sqlgen as g
 from .engine.base import Engine
@@ -175,6 +176,13 @@ def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | No
     assert request.algorithm is not None
     algorithm = request.algorithm.resolved(spec)
     lap("validate")
+    with compilation.reporting(progress, lap.started):
+        return _run(con, engine, spec, algorithm, progress, lap)
+
+
+def _run(con: Any, engine: Engine, spec: Spec, algorithm: Algorithm, progress: Callable[[Progress], None] | None,
+         lap: Laps) -> Release:
+    """:func:`run` once the request is validated."""
     algorithm.warm(spec)
     in_place = reads_in_place(engine, spec)
     try:

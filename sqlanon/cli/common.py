@@ -130,6 +130,11 @@ class ProgressLine:
         if (p.open_partitions or p.phase in ("lattice", "genetic")) and now - self.last < 0.1:
             return  # at most ten updates a second
         self.last = now
+        if p.message is not None:  # a phase told in words, e.g. "compiling kernels, first use only"
+            self.stream.write(f"\rsqlanon: {p.message}, {p.elapsed:.1f} s\x1b[K")
+            self.stream.flush()
+            self.drawn = True
+            return
         if p.phase in ("lattice", "genetic"):  # the single-dimensional searches: count and best so far
             what = "lattice nodes checked" if p.phase == "lattice" else "iterations"
             best = "" if p.best is None else f", best {p.best:.6g}"

@@ -112,6 +112,7 @@ def _probe(spark: Any) -> Executors:
 
             found.update(sqlanon=sqlanon.__version__, location=sqlanon.__file__ or "")
             import sqlanon.engine.spark  # the finish's own module (it imports pyspark and pyarrow)
+            import sqlanon.mondrian.builder  # the finish itself (numba); ``import sqlanon`` imports neither
         except Exception as e:  # reported to the driver, which words the error
             found["error"] = f"{type(e).__name__}: {e}"
         yield found

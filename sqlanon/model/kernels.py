@@ -26,9 +26,11 @@ def _set_up_numba() -> None:
     numba does it lazily, on the first compiled call of the process, and it is mostly numba's
     own imports: about 0.33 s of Python holding the GIL (measured on the CI machine). Done inside
     the first ``anonymize()``, it competed with the engine's encoding statements for the GIL (a
-    1M-row run took 1.9 s instead of 1.6 s). Here it is part of ``import sqlanon``, like the
-    imports of pandas and numba themselves, and a run's first load of a cached loop takes a few
-    milliseconds. A numba without these internals only loses the head start."""
+    1M-row run took 1.9 s instead of 1.6 s). Here it is part of importing the kernels, like the
+    imports of pandas and numba themselves: the first use of a name that needs them
+    (``sqlanon.anonymize``; ``import sqlanon`` alone imports neither), before the run, whose
+    first load of a cached loop then takes a few milliseconds. A numba without these internals
+    only loses the head start."""
     try:
         from numba.core import registry
     except ImportError:  # pragma: no cover - numba moved its internals

@@ -125,7 +125,8 @@ class Regions:
 
 @dataclass
 class Progress:
-    """What the loop reports to the caller's callback after each level."""
+    """What the loop reports to the caller's callback after each level, and the pipeline when the
+    run first compiles kernels (phase ``"compile"``, :mod:`sqlanon.compilation`)."""
 
     phase: str
     level: int
@@ -133,3 +134,4 @@ class Progress:
     rows_finished: int
     elapsed: float
     best: float | None = None  # the single-dimensional searches: the best metric so far
+    message: str | None = None  # what the phase is doing, in words ("compiling kernels, first use only")

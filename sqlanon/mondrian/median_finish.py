@@ -64,7 +64,7 @@ import numpy as np
 from numba import njit
 
 from ..model.privacy import Constraint
-from ..model.privacy.base import ENTROPY, Face
+from ..model.privacy.base import DISTINCT, ENTROPY, Face
 from ..model.summaries import XLOGX_ROWS
 from ..model.privacy.compiled import passes, table
 from ..model.criteria import Criterion, Median
@@ -162,36 +162,40 @@ class _Models:
 
 
 
-def warm() -> None:
+def warm(models: bool = False) -> None:
     """Load the compiled loops (from numba's cache, compiling them on first use after an
-    install) by finishing a two-row batch: the same argument types as every real batch. Run on a
-    thread while the engine encodes (:func:`warm_in_background`), it takes the loading — about
-    0.5 s, most of it numba's own imports — off the run's path."""
+    install) by finishing a two-row batch: the same argument types as every real batch, under
+    k alone or (``models``) under a privacy model's face (one specialization serves every
+    model). Run on a thread while the engine encodes (:func:`warm_in_background`), it takes the
+    loading — about 0.5 s, most of it numba's own imports — off the run's path."""
+    faces = [Face(DISTINCT, "y", p=(1.0,))] if models else []
     # k = 1: one split
     _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1,
-            models=_Models.of((), {}, {}, 2, 2))
+            models=_Models.of(faces, {"y": np.zeros(2, dtype=np.int64)}, {"y": 1}, 2, 2))
 
 
 def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint],
                        ordered: bool) -> threading.Thread | None:
     """Start :func:`warm` on a daemon thread when the request may take this finish (what
     :func:`applies` asks of the request, and ``ordered``: every QI is ordered; the domains and
-    the budget are not known yet), once per process. The
+    the budget are not known yet), once per process, for the request's specialization (k alone,
+    or privacy models). The
     engine's statements release the GIL, so the loading runs beside them. Nothing waits for
     the thread: numba's compiler lock makes a finish that starts meanwhile wait for the load."""
     global _warmed
     if _warmed or not (ordered and _takes(criterion, constraints)):
         return None
     _warmed = True
-    thread = threading.Thread(target=_warm_quietly, name="sqlanon-warm", daemon=True)
+    models = not all(c.size_only for c in constraints)
+    thread = threading.Thread(target=_warm_quietly, args=(models,), name="sqlanon-warm", daemon=True)
     thread.start()
     return thread
 
 
-def _warm_quietly() -> None:
+def _warm_quietly(models: bool) -> None:
     global _warmed
     try:
-        warm()
+        warm(models)
     except Exception:  # noqa: BLE001 - only a head start: the run's own call loads (and reports) again
         _warmed = False
 
@@ -232,9 +236,10 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
         rows = int(t.n[todo].max(initial=0))
         scratch = np.empty(rows, dtype=np.int32)
         deferred = np.empty(len(todo) + 2 * (M // least) + 2, dtype=np.int64)
+        kinds, *faces = models.arrays
         used, nd = _grow(X, models.Y, rid, leaf_of, todo, first, defer, *t.arrays(), num, num_off, span, least,
-                         2 * int(min_size), hist, scratch, deferred, models.ncls, *models.arrays,
-                         *models.scratch(rows))
+                         2 * int(min_size), hist, scratch, deferred, models.ncls, kinds if len(kinds) else None,
+                         *faces, *models.scratch(rows))
         return used, deferred[:nd]
 
     roots = np.arange(R, dtype=np.int64)
@@ -365,9 +370,11 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
         node = stack[top]
         s = start[node]
         m = n[node]
-        found = -1
-        c = 0
-        left = 0
+        # np.int64, not literals: a literal argument of a compiled call is a specialization of its own,
+        # compiled and cached beside the int64 one (seconds at the first use)
+        found = np.int64(-1)
+        c = np.int64(0)
+        left = np.int64(0)
         if m >= small:
             for j in range(d):
                 tried[j] = cmin[node, j] >= cmax[node, j]  # not a candidate
@@ -376,14 +383,15 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
                 else:
                     w[j] = 0.0
             while found < 0:
-                j = -1
+                j = np.int64(-1)
                 for q in range(d):  # the widest untried candidate, ties by position
                     if not tried[q] and (j < 0 or w[q] > w[j]):
                         j = q
                 if j < 0:
                     break
                 tried[j] = True
-                if len(kinds) == 0:  # k-anonymity alone: the size window is the verdict
+                if kinds is None:  # k-anonymity alone: the size window is the verdict (the model path is
+                    # not compiled in this specialization: numba prunes a branch on an argument that is None)
                     c, left = _median_cut(X, s, m, j, cmin[node, j], cmax[node, j], hist, scratch)
                     ok = left >= least and m - left >= least
                 else:
@@ -613,9 +621,9 @@ def _model_cut(X, Y, s, m, j, lo, hi, least, hist, scratch, order, ncls, kinds, 
         elif x == v:
             _add(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
     if lv and (not rv or m - 2 * lt <= 2 * le - m):
-        if _allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+        if _allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
             return prev, lt, True
-    elif _allowed(2, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+    elif _allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
         return v, le, True
     # the rows in code order
     width = hi - lo + 1
@@ -660,13 +668,13 @@ def _model_cut(X, Y, s, m, j, lo, hi, least, hist, scratch, order, ncls, kinds, 
             return -1, 0, False
         if lv and (not rv or m - 2 * pl <= 2 * pr - m):
             c = X[order[pl - 1], j]
-            if _allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            if _allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
                 return c, pl, True
             while pl > 0 and X[order[pl - 1], j] == c:
                 pl -= 1
                 _add(Y, order[pl], ncls, T, offs, cnt[1], mom[1], -1)
         else:
-            if _allowed(2, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            if _allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
                 return X[order[pr - 1], j], pr, True
             c = X[order[pr], j]
             while pr < m and X[order[pr], j] == c:

@@ -273,7 +273,8 @@ def test_release_reports_what_it_did(con):
     assert release.key == ("id",) and release.class_column == "eq_class"
     assert release.k_achieved >= 7 and release.k == 7 and release.rows == 100
     assert release.elapsed > 0 and set(release.timings) >= {"validate", "encode", "publish_verify"}
-    assert [p.phase for p in seen][:1] == ["sql"] and seen[-1].open_partitions == 0
+    # a first run in this process may first say that it compiles kernels (sqlanon.compilation)
+    assert [p.phase for p in seen if p.phase != "compile"][:1] == ["sql"] and seen[-1].open_partitions == 0
     assert seen[-1].rows_finished == 100
     assert not release.materialized and release.verification.ok
 
