@@ -157,7 +157,7 @@ class Partitioning:
             Figure 28's measure; 0: every leaf is settled by an exact decision).
         at_root, at_root_before: with ``suppression=``: per QI, the share of rows generalized to
             the whole domain, with suppression and without it (the same request partitioned once
-            more without suppression; :mod:`sqlanon.mondrian.budget`).
+            more without suppression; :mod:`sqlanon.mondrian.suppression`).
     """
 
     strategy: str
