@@ -477,19 +477,3 @@ def test_spark_publishes_duckdbs_rules(spark):
 
     frame = people(300, seed=3)
     _identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)
-
-
-def test_sample_strategy_is_refused(con, monkeypatch):
-    """Rothko-S does not carry the budget: refused before the first statement (no snapshot, no
-    encoding: no temp object), nothing published."""
-    import sqlanon.pipeline
-    from conftest import objects, temp_objects
-
-    load(con, motivating())
-    before = objects(con)
-    monkeypatch.setattr(sqlanon.pipeline, "build_domains", lambda *a, **k: pytest.fail("prepared"))
-    monkeypatch.setattr(sqlanon.pipeline, "working_source", lambda *a, **k: pytest.fail("prepared"))
-    with pytest.raises(sqlanon.RecodingError, match=r"strategy=Sample\(\.\.\.\) \(Rothko-S\)"):
-        sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2,
-                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample()))
-    assert objects(con) == before and temp_objects(con) == []

@@ -6,7 +6,8 @@ then the in-memory finish; :class:`~sqlanon.mondrian.algorithm.Sample`: Rothko-S
 (:func:`~sqlanon.mondrian.builder.finish_in_memory`) and the leaves are collected as
 :class:`~sqlanon.model.partition.Regions`. With ``suppression=`` the request is first
 partitioned without it, for the shares of rows generalized to the whole domain
-(:func:`baseline`, :func:`~.suppression.root_shares`), and the budget travels down Rothko-T's levels.
+(:func:`baseline`, :func:`~.suppression.root_shares`), and the budget travels down Rothko-T's levels or Rothko-S's rounds
+(:mod:`.suppression`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
     tree = partitioner()
     if options.strategy == "sample":
         # the reading transaction ends once a rewrite has replaced the working view
-        work, open_ = run_sample(engine, tree, work, spec.source.rows, options, outcome, run.done_reading)
+        work, open_ = run_sample(engine, tree, work, spec.source.rows, options, outcome, run.done_reading,
+                                 spec.suppression_limit)
         run.lap("partition_sample")
     else:
         root = tree.root(spec.source.rows, spec.suppression_limit)

@@ -331,3 +331,26 @@ def root_shares(regions: Regions, domains: Sequence[Domain], rows: int) -> dict[
             whole = (lo == lo.min()) & (hi == hi.max()) if len(lo) else np.zeros(0, dtype=bool)
         out[d.qi.name] = (int(n[whole].sum()) + suppressed) / rows if rows else 0.0
     return out
+
+
+def share_down(parent: np.ndarray, depth: np.ndarray, lo: np.ndarray, n: np.ndarray, keep: np.ndarray,
+               budget: np.ndarray, least: int) -> np.ndarray:
+    """Every node's budget in a tree of ordinary splits (Rothko-S's round, after pruning):
+    the roots' ``budget``, and down every split kept, :func:`share_budget` of the parent's
+    among its children on their real rows ``n``. ``parent`` (-1 for a root), ``depth``, ``lo``
+    (a child's interval start, which orders siblings), ``keep`` (the nodes still in the tree:
+    a kept child's siblings are all kept) index the tree's nodes; ``least`` as
+    :func:`share_budget`'s. Nodes not kept get 0."""
+    out = np.where(parent < 0, budget, 0).astype(np.int64)
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        i = (keep & (depth == d)).nonzero()[0]
+        if not len(i):
+            continue
+        i = i[np.lexsort((lo[i], parent[i]))]  # siblings together, by interval (child order)
+        p, at = np.unique(parent[i], return_inverse=True)
+        zeros = np.zeros((len(p), 1), np.int64)
+        parts = Boxes(p, n[p], zeros, zeros, zeros, out[p])
+        none = np.zeros(len(i), np.int64)
+        out[i] = share_budget(parts, Children(at.astype(np.int64), none, none, none, n[i], np.zeros(len(i), bool)),
+                              least)
+    return out
