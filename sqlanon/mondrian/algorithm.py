@@ -160,7 +160,8 @@ class Mondrian(Algorithm):
 
     def warm(self, spec: Spec) -> None:
         # load the compiled finish beside the engine's first statements, where the run finishes in memory
-        if spec.memory_rows > 0 and not spec.suppression:
+        # (with a suppression limit, only k-anonymity alone takes it: median_finish.applies)
+        if spec.memory_rows > 0 and (not spec.suppression or all(c.size_only for c in spec.workload.constraints)):
             median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints,
                                              all(q.ordered for q in spec.qis))
 

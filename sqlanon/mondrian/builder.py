@@ -390,9 +390,9 @@ class Partitioner:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
-        Median under k-anonymity and the privacy models that have a compiled face, over ordered
-        QIs (no suppression budget), takes the depth-first compiled finish of
-        :mod:`sqlanon.mondrian.median_finish`; InfoGain,
+        Median under k-anonymity (with or without a suppression budget) and the privacy models
+        that have a compiled face (without one), over ordered QIs, takes the depth-first compiled
+        finish of :mod:`sqlanon.mondrian.median_finish`; InfoGain,
         Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
@@ -400,7 +400,7 @@ class Partitioner:
             if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
                                                               self.threads, batch.disposable,
-                                                              *self._model_values(batch)), seg)
+                                                              *self._model_values(batch), budget=seg.budget), seg)
             if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
                 return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
@@ -513,24 +513,32 @@ class Partitioner:
     def _depth_first(self, nodes: dict[str, np.ndarray], seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`run_memory` from the node table of a depth-first finish (median_finish,
         workload_finish): the leaves recorded, ids given out and progress reported as the
-        level-by-level loop does."""
+        level-by-level loop does. A suppressed leaf (``nodes["suppressed"]``) is recorded and
+        counted as the levels do when its parent splits: in the level above its own, before
+        the leaves of its level, as an empty region whose rows are finished (suppressed)."""
         R = len(seg)
         pid = median_finish.number(nodes, self.next_pid)
         pid[:R] = seg.pid
         self.next_pid += len(pid) - R
         lo, hi = median_finish.boxes(nodes, seg.lo, seg.hi)
         depth, n = nodes["depth"], nodes["n"]
+        gone = nodes.get("suppressed", np.zeros(len(pid), dtype=bool))
         leaf = (nodes["attr"] < 0).nonzero()[0]
-        leaf = leaf[np.lexsort((pid[leaf], depth[leaf]))]  # the order the levels record them in
+        leaf = leaf[np.lexsort((pid[leaf], ~gone[leaf], depth[leaf]))]  # the order the levels record them in
         root = np.zeros(len(pid), dtype=np.int64)  # each node's root: its QIs' hierarchy nodes
         for level in range(1, int(depth.max()) + 1):
             at = (depth == level).nonzero()[0]
             root[at] = root[nodes["parent"][at]] if level > 1 else nodes["parent"][at]
         root[:R] = np.arange(R)
-        self.leaves.add(Boxes(pid[leaf], n[leaf], lo[leaf], hi[leaf], seg.node[root[leaf]]),
-                        nodes["cmin"][leaf], nodes["cmax"][leaf])
-        finished = np.bincount(depth[leaf], weights=n[leaf], minlength=int(depth.max()) + 1).astype(np.int64)
-        made = np.bincount(depth, minlength=int(depth.max()) + 2)
+        dropped = gone[leaf]
+        none = np.full((len(leaf), self.d), -1, dtype=np.int64)
+        self.leaves.add(Boxes(pid[leaf], np.where(dropped, 0, n[leaf]), lo[leaf], hi[leaf], seg.node[root[leaf]],
+                              np.where(dropped, 0, nodes["budget"][leaf]) if "budget" in nodes else None),
+                        np.where(dropped[:, None], none, nodes["cmin"][leaf]),
+                        np.where(dropped[:, None], none, nodes["cmax"][leaf]), suppressed=dropped)
+        # suppressed rows finish in their parent's level
+        finished = np.bincount(depth[leaf] - dropped, weights=n[leaf], minlength=int(depth.max()) + 1).astype(np.int64)
+        made = np.bincount(depth[~gone], minlength=int(depth.max()) + 2)
         for level in range(int(depth.max()) + 1):  # one report per level, as run_memory's loop
             self.rows_finished += int(finished[level])
             self._report("memory", int(made[level + 1]))
