@@ -114,3 +114,69 @@ def test_same_release_with_and_without_the_compiled_finish(memory_rows, monkeypa
         out.append((rules_frame(con, release), published(con, release.view)))
     pd.testing.assert_frame_equal(out[0][0], out[1][0])
     assert out[0][1] == out[1][1]
+
+
+# -- privacy models beyond k with a budget -------------------------------------------------------
+def run_models(codes, seg_n, domains, k, models, s, v, V, budget, fast: bool, threads: int = 1) -> dict:
+    """tests/test_model_finish.py's run, with suppression budgets."""
+    from sqlanon.model.stats import StatColumn
+
+    R, d = len(seg_n), len(domains)
+    saved = builder._MEDIAN_FINISH
+    builder._MEDIAN_FINISH = fast
+    try:
+        stats = (StatColumn("s", "class", size=V), StatColumn("v", "numeric", exact=True))
+        p = Partitioner(domains, [KAnonymity(k), *models], Median(), stat_columns=stats, threads=threads)
+        p.next_pid = 1000
+        seg = Boxes(np.arange(7, 7 + R, dtype=np.int64), seg_n.astype(np.int64), np.zeros((R, d), np.int64),
+                    np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64), np.full((R, d), -1, np.int64),
+                    budget.astype(np.int64))
+        assert p.median_finish_applies(seg) == fast
+        seen = []
+        p.progress = seen.append
+        rows, pid = p.run_memory(Batch(codes.astype(np.int32), [s.astype(np.int64)], [v.astype(np.int64)]), seg)
+    finally:
+        builder._MEDIAN_FINISH = saved
+    order = np.argsort(rows)
+    return {"leaves": p.leaf_table(), "rows": rows[order], "pid": pid[order], "next_pid": p.next_pid,
+            "levels": p.levels, "finished": p.rows_finished,
+            "progress": [(x.level, x.open_partitions, x.rows_finished) for x in seen]}
+
+
+def _model_cases():
+    from tests.test_model_finish import cases
+
+    return cases()
+
+
+@given(_model_cases(), st.integers(1, 2), st.data())
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_models_with_a_budget_same_as_the_level_by_level_finish(case, threads, data):
+    """Every model with a compiled face (distinct, entropy, recursive (c,l)-diversity, variance,
+    t-closeness, delta-disclosure, beta-likeness), alone and together, with budgets."""
+    codes, seg_n, domains, k, models, s, v, V = case
+    budget = np.array([data.draw(st.sampled_from([0, 1, 3, int(n) // 10, int(n) // 3, int(n)])) for n in seg_n])
+    assert_same(run_models(codes, seg_n, domains, k, models, s, v, V, budget, True, threads),
+                run_models(codes, seg_n, domains, k, models, s, v, V, budget, False))
+
+
+def test_models_with_outliers_on_two_threads():
+    """A batch big enough for two threads, entropy l-diversity and variance diversity, outliers
+    to trim: suppressed leaves come out, the same as level by level."""
+    from sqlanon.model.privacy import EntropyLDiversity, VarianceDiversity
+
+    rng = np.random.default_rng(11)
+    M = 2 * median_finish._PARALLEL_ROWS + 12345
+    sizes = [5000, 40, 3, 100000]
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), n, "", np.arange(n, dtype=np.float64))
+               for j, n in enumerate(sizes)]
+    codes = np.vstack([np.minimum(rng.geometric(0.01, M), 4999), np.minimum(rng.geometric(0.05, M), 39),
+                       rng.integers(0, 3, M), np.minimum(rng.geometric(0.001, M), 99999)])
+    s = np.where(rng.random(M) < 0.7, codes[0] // 1000, rng.integers(0, 5, M))
+    v = codes[1] + rng.integers(0, 3, M)
+    seg_n = np.array([M - 20000, 15000, 5000])
+    budget = (seg_n * 0.01).astype(np.int64)
+    models = [EntropyLDiversity("s", 2.0), VarianceDiversity("v", 2.0)]
+    fast = run_models(codes, seg_n, domains, 25, models, s, v, 5, budget, True, threads=2)
+    assert fast["leaves"]["suppressed"].sum() > 0
+    assert_same(fast, run_models(codes, seg_n, domains, 25, models, s, v, 5, budget, False))

@@ -160,8 +160,7 @@ class Mondrian(Algorithm):
 
     def warm(self, spec: Spec) -> None:
         # load the compiled finish beside the engine's first statements, where the run finishes in memory
-        # (with a suppression limit, only k-anonymity alone takes it: median_finish.applies)
-        if spec.memory_rows > 0 and (not spec.suppression or all(c.size_only for c in spec.workload.constraints)):
+        if spec.memory_rows > 0:
             median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints,
                                              all(q.ordered for q in spec.qis))
 

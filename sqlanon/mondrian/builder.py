@@ -390,9 +390,9 @@ class Partitioner:
         """Finish the partitions ``seg`` of a fetched batch (rows sorted by partition, in ``seg``
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
-        Median under k-anonymity (with or without a suppression budget) and the privacy models
-        that have a compiled face (without one), over ordered QIs, takes the depth-first compiled
-        finish of :mod:`sqlanon.mondrian.median_finish`; InfoGain,
+        Median under k-anonymity and the privacy models that have a compiled face, over ordered
+        QIs (with or without a suppression budget), takes the depth-first compiled finish of
+        :mod:`sqlanon.mondrian.median_finish`; InfoGain,
         Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """

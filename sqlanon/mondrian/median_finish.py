@@ -5,7 +5,8 @@ compiled loops.
 batch level by level with frequency groups, the engine every criterion shares. For the default
 request — the :class:`~sqlanon.model.criteria.Median` criterion, k-anonymity and any privacy
 models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`), every QI
-ordered, no suppression budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
+ordered, with or without a suppression budget — each split depends on nothing but its partition's
+rows (and its budget), so :func:`finish` grows the
 batch's partitions depth-first instead (like ``reference_mondrian_fast`` in
 ``tests/reference_mondrian.py``, LeFevre et al., ICDE 2006): a partition's rows are a
 contiguous run of a row-major copy of the codes, a split moves its left child's rows to the
@@ -40,6 +41,14 @@ the GIL: after a few splits the open partitions are shared out over ``threads`` 
   counts or integer moments, the same float operations as the numpy judgement; the sensitive
   values of each row move with its codes. Usually the cut nearest the median passes, judged
   after one pass over the rows; only otherwise are the rows sorted by code for the walk.
+* **A suppression budget** (:mod:`sqlanon.mondrian.suppression`): a partition with budget
+  ``b > 0`` is a candidate whatever its size; when no QI has an ordinary cut, each QI's best
+  suppressing cut (:func:`_trim`, :func:`_trim_models` under privacy models: one side fails,
+  at most ``b`` rows, positive gain; the fewest suppressed rows per gain, then the most
+  balanced, then the lowest cut) is compared with the earlier QIs' (strictly cheaper wins, so
+  rank order breaks ties), and the cheapest is taken: its failing side is a suppressed leaf.
+  The children's budgets are :func:`~sqlanon.mondrian.suppression.share_budget`'s for two
+  children (:func:`_shares`). The same float64 operations on the same extents as numpy's.
 * A partition whose candidates have no allowable cut is a leaf with its rows' extents.
 
 Only the numbering comes out of the loops differently — and is put back: the level-by-level
@@ -51,8 +60,8 @@ compares them on random tables; ``builder._MEDIAN_FINISH = False`` forces the ge
 
 Everything else takes the general path: other criteria, models without a compiled face (the
 hierarchical t-closeness, Rothko-S's sample tests), variance diversity over a column summed in
-floats, entropy l-diversity on batches beyond the ``c ln c`` table, hierarchical QIs, a
-suppression budget, and the sampling strategy's grower.
+floats, entropy l-diversity on batches beyond the ``c ln c`` table, hierarchical QIs, and the
+sampling strategy's grower.
 """
 
 from __future__ import annotations
@@ -80,7 +89,7 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
     largest partition to finish."""
     chosen = faces(constraints, exact)
     return (_takes(criterion, constraints) and chosen is not None and len(domains) > 0
-            and all(d.num is not None for d in domains) and (not chosen or not (budget > 0).any())
+            and all(d.num is not None for d in domains)
             and (rows < XLOGX_ROWS or not any(f.kind == ENTROPY for f in chosen)))
 
 
@@ -416,8 +425,14 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
                 if ok:
                     found = j
                 elif b > 0:  # the QI's best suppressing cut, kept if cheaper than an earlier QI's
-                    t_cost, t_c, t_left, t_drop = _trim(X, s, m, j, cmin[node, j], cmax[node, j], b, min_size,
-                                                        num, num_off[j], span[j], slack, scratch)
+                    if len(kinds) == 0:
+                        t_cost, t_c, t_left, t_drop = _trim(X, s, m, j, cmin[node, j], cmax[node, j], b, min_size,
+                                                            num, num_off[j], span[j], slack, scratch)
+                    else:
+                        t_cost, t_c, t_left, t_drop = _trim_models(
+                            X, Y, s, m, j, cmin[node, j], cmax[node, j], b, min_size, num, num_off[j], span[j],
+                            slack, scratch, order, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt,
+                            mom, buf)
                     if t_drop > 0 and t_cost < best_cost:
                         best_cost, best_j, best_c, best_left, best_drop = t_cost, j, t_c, t_left, t_drop
             if found < 0 and best_j >= 0:  # no ordinary cut on any QI: the best suppressing one
@@ -510,6 +525,78 @@ def _trim(X, s, m, j, lo, hi, b, min_size, num, off, span, slack, scratch):
                 bal = abs(2 * nl - m)
                 if cost < best_cost or (cost == best_cost and bal < best_bal):
                     best_cost, best_bal, best_c, best_l, best_drop = cost, bal, v, nl, drop
+        i = k
+    return best_cost, best_c, best_l, best_drop
+
+
+@njit(nogil=True, cache=True)
+def _trim_models(X, Y, s, m, j, lo, hi, b, min_size, num, off, span, slack, scratch, order, ncls, kinds, cols, ps,
+                 fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+    """:func:`_trim` under privacy models beyond k: a side passes when it has at least
+    ``min_size`` rows (every model's and k's least rows) and every face passes it
+    (:func:`sqlanon.model.privacy.compiled.passes`, the models' numpy verdicts bit for bit).
+    The rows are walked in code order with running value counts and moments: slot 0 the
+    partition, 1 the left side, 3 the right (slot 0 less slot 1). Only cuts whose failing side
+    could fit the budget (``L <= b`` or ``n - L <= b``) are judged."""
+    T = Y.shape[1] - ncls
+    for i in range(m):
+        scratch[i] = X[s + i, j]
+    idx = np.argsort(scratch[:m])
+    for i in range(m):
+        order[i] = s + idx[i]
+    for w in range(4):
+        cnt[w, :] = 0
+        mom[w, :, :] = 0
+    for r in range(s, s + m):
+        _add(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
+    if span > 0:
+        w_part = (num[off + hi] - num[off + lo]) / span
+    else:
+        w_part = 0.0
+    best_cost = np.inf
+    best_bal = 0
+    best_c, best_l, best_drop = 0, 0, 0
+    i = 0
+    while i < m:
+        v = X[order[i], j]
+        k = i
+        while k < m and X[order[k], j] == v:
+            _add(Y, order[k], ncls, T, offs, cnt[1], mom[1], 1)
+            k += 1
+        if k >= m:  # the last code: no cut after it
+            break
+        nl = k
+        nr = m - nl
+        if nl <= b or nr <= b:
+            ok_l = nl >= min_size and passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[1], mom[1], buf)
+            for q in range(cnt.shape[1]):
+                cnt[3, q] = cnt[0, q] - cnt[1, q]
+            for u in range(T):
+                for q in range(3):
+                    mom[3, u, q] = mom[0, u, q] - mom[1, u, q]
+            ok_r = nr >= min_size and passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[3], mom[3], buf)
+            drop = 0
+            lost = 0
+            kept_lo, kept_hi = lo, hi
+            if not ok_l and ok_r and nl <= b:
+                drop = 1
+                lost = nl
+                kept_lo, kept_hi = X[order[k], j], hi
+            elif ok_l and not ok_r and nr <= b:
+                drop = 2
+                lost = nr
+                kept_lo, kept_hi = lo, v
+            if drop > 0:
+                if span > 0:
+                    w_kept = (num[off + kept_hi] - num[off + kept_lo]) / span
+                else:
+                    w_kept = 0.0
+                gain = float(m - lost) * (w_part - w_kept) - float(lost) * slack
+                if gain > 0:
+                    cost = float(lost) / gain
+                    bal = abs(2 * nl - m)
+                    if cost < best_cost or (cost == best_cost and bal < best_bal):
+                        best_cost, best_bal, best_c, best_l, best_drop = cost, bal, v, nl, drop
         i = k
     return best_cost, best_c, best_l, best_drop
 
