@@ -9,7 +9,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlanon
 from sqlanon.model.criteria import Median

@@ -9,9 +9,9 @@ import json
 
 import duckdb
 import pytest
+from conftest import SUPPRESSING, suppressing_release
 
 import sqlanon
-from conftest import SUPPRESSING, suppressing_release
 from sqlanon.publish.suppression import Suppression
 from tests.test_api import load
 from tests.test_suppression_mondrian import ZIP, motivating

@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,6 @@ import sqlanon
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.split import Children
 from sqlanon.mondrian.suppression import share_budget, share_down
-from conftest import frame
 from tests.test_api import load, rules_frame, tables
 from tests.test_suppression_mondrian import ZIP, motivating, published
 

@@ -87,8 +87,7 @@ from ..model.domain import Domain
 from ..model.partition import Boxes, Regions
 from ..model.privacy import Constraint
 from ..model.stats import FrequencyGroups, Layout, Running, first_of_run
-from .split import Children, Evaluation
-from .split import _best, _passes, _positions, _runs
+from .split import Children, Evaluation, _best, _passes, _positions, _runs
 
 
 def suppressing(ev: Evaluation, attr: np.ndarray, node: np.ndarray, groups: FrequencyGroups,
