@@ -179,3 +179,22 @@ def test_a_sample_of_the_whole_table_equals_levels_with_suppression(case, fracti
         out.append((published(con, release.view), rules_frame(con, release), release.suppressed))
     assert out[0][0] == out[1][0] and out[0][2] == out[1][2]
     pd.testing.assert_frame_equal(out[0][1], out[1][1])
+
+
+@pytest.mark.engines("duckdb")
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.sampled_from([0.05, 0.25]), st.integers(5, 60), st.integers(0, 3))
+def test_rothko_s_with_suppression_does_not_depend_on_memory_rows(case, fraction, sample_rows, seed):
+    """The budgets go down the sample's tree and into the exact finish alike whether the
+    finish runs in SQL levels, small batches or one batch."""
+    df, qid, k, hierarchies = case
+    con = duckdb.connect()
+    load(con, df)
+    out = []
+    for memory_rows in (0, 3, 10**9):
+        release = sqlanon.anonymize(con, "t", qid=qid, k=k, hierarchies=hierarchies, suppression=fraction,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(
+                                        rows=sample_rows, seed=seed, memory_rows=memory_rows)),
+                                    output=sqlanon.Output(replace=True, key="id"))
+        out.append((published(con, release.view), release.suppressed))
+    assert out[0] == out[1] == out[2]
