@@ -182,7 +182,7 @@ def anonymize(
         suppression: the fraction of rows that may be suppressed (default 0): published with
             every QI fully generalized and class NULL, verified in SQL. Mondrian spends it as a
             local budget carried down the tree, only where no ordinary split exists
-            (:mod:`sqlanon.mondrian.budget`); :class:`~sqlanon.Genetic` and
+            (:mod:`sqlanon.mondrian.suppression`); :class:`~sqlanon.Genetic` and
             :class:`~sqlanon.Optimal` take it as a limit.
         algorithm: :class:`~sqlanon.Mondrian` (the default: ``Mondrian()``, Median Mondrian or
             what ``target=`` chooses), :class:`~sqlanon.TopDown`, :class:`~sqlanon.Genetic` or

@@ -27,6 +27,7 @@ from .model.partition import Progress
 from .mondrian.encode import build_domains, code_fetched, encode
 from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
+from .publish.suppression import Suppression
 from .publish.verify import Verification
 from . import display
 from .request.algorithm import Algorithm, Prepared
@@ -80,6 +81,8 @@ class Release:
         published: what each ordered QI's ``q_min``/``q_max`` publish (``published=``):
             ``{qi: "data" | "domain" | "hierarchy"}``.
         suppressed: rows the recoding suppressed (published fully generalized, class NULL).
+        suppression: with ``suppression=``: the rows the limit allowed against the rows used
+            (:class:`~sqlanon.publish.suppression.Suppression`); None without a limit.
         algorithm: the algorithm that ran, as an object: Mondrian's ``"auto"`` strategy resolved
             to :class:`~sqlanon.Levels` or :class:`~sqlanon.Sample` with its memory budget, the
             criterion ``target=`` chose, the metric a search minimized.
@@ -114,6 +117,7 @@ class Release:
     qids: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
     published: Mapping[str, str] = field(default_factory=dict)
     suppressed: int = 0
+    suppression: Suppression | None = None
     algorithm: Algorithm | None = None
     outcome: Any = None
 
@@ -247,6 +251,8 @@ def _run(con: Any, engine: Engine, spec: Spec, algorithm: Algorithm, progress: C
         qids=spec.single.qids if spec.single is not None else (),
         published={q.name: q.bounds for q in spec.qis if q.ordered},
         suppressed=verification.unplaced if spec.single is not None or spec.suppression else 0,
+        suppression=Suppression(spec.suppression, spec.suppression_limit, verification.unplaced)
+        if spec.suppression else None,
         algorithm=algorithm,
         outcome=outcome,
     )

@@ -170,6 +170,8 @@ def write_summary(
     ]
     rows += [(f"QID {','.join(q.qid)}", f"k={q.k} required, {q.achieved:,} achieved (verified)")
              for q in release.verification.qids]
+    if release.suppression is not None:
+        rows.append(("suppression limit", release.suppression.describe()))
     told = release.outcome.summary(release.suppressed) if release.outcome is not None else []
     rows += [line for line in told if line[0] != "partitioning"]
     bounds = {q: m for q, m in getattr(release, "published", {}).items() if m != "data"}

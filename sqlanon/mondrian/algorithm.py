@@ -7,7 +7,8 @@ the result does not depend on it:
 
 - ``"auto"`` (default): :class:`Sample` when the table has at least 10M rows and more than 8
   times the memory budget's rows, else :class:`Levels` (:func:`sqlanon.mondrian.sample.choose`;
-  always :class:`Levels` with ``suppression=`` or a model without a sound sample test);
+  always :class:`Levels` with a model without a sound sample test); ``suppression=`` works with
+  both (:mod:`sqlanon.mondrian.suppression`);
 - :class:`Levels` -- Rothko-T: partitions larger than ``memory_rows`` are split in SQL level by
   level, the rest finished in memory;
 - :class:`Sample` -- Rothko-S (:mod:`sqlanon.mondrian.sample`): the tree is grown on a seeded
@@ -141,19 +142,13 @@ class Mondrian(Algorithm):
                 f"hypothesis test): pass strategy=sqlanon.Levels() (or leave it 'auto', which then partitions "
                 f"with Rothko-T)")
 
-    def check_suppression(self, suppression: Any) -> None:
-        """Rothko-S does not carry a suppression budget (Rothko-T's levels do)."""
-        if suppression and isinstance(self.strategy, Sample):
-            raise RecodingError("suppression= is not supported with strategy=Sample(...) (Rothko-S): pass "
-                                "strategy=sqlanon.Levels() (or leave it 'auto')")
-
     def resolved(self, spec: Spec) -> Mondrian:
-        """The strategy that runs (``"auto"`` chosen; with ``suppression=`` always Rothko-T) with the
+        """The strategy that runs (``"auto"`` chosen) with the
         memory budget resolved, and the criterion the request resolved to. ``"auto"`` takes
         Rothko-T also for a privacy model Rothko-S has no sound test for (delta-disclosure)."""
         strategy = self.strategy
         if strategy == "auto":
-            exact = spec.suppression or exact_only(spec.workload.constraints)
+            exact = exact_only(spec.workload.constraints)
             chosen = "levels" if exact else choose(
                 "auto", spec.source.rows, spec.memory_rows, None, 0.95, 0).strategy
             strategy = Levels(spec.memory_rows) if chosen == "levels" else Sample(memory_rows=spec.memory_rows)
@@ -165,7 +160,7 @@ class Mondrian(Algorithm):
 
     def warm(self, spec: Spec) -> None:
         # load the compiled finish beside the engine's first statements, where the run finishes in memory
-        if spec.memory_rows > 0 and not spec.suppression:
+        if spec.memory_rows > 0:
             median_finish.warm_in_background(spec.workload.criterion, spec.workload.constraints,
                                              all(q.ordered for q in spec.qis))
 

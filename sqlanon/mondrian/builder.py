@@ -38,7 +38,8 @@ from ..model.partition import Boxes, Leaves, Progress
 from ..model.parallel import return_free_memory, run_all, small_pages
 from . import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
-from .split import Children, Evaluation, can_settle, children, evaluate, settled, slack
+from .split import Children, Evaluation, can_settle, children, evaluate, settled
+from .suppression import share_budget, slack, suppressing
 from .split import _passes as passes
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats, sort_and_group
 from .levels import (
@@ -169,14 +170,14 @@ class Partitioner:
         asked for in this call (-1 if none), so that the in-memory loop can keep the row order
         that pair's statistics produced.
 
-        Suppression (partitions with ``parts.budget > 0``; :mod:`sqlanon.mondrian.split`): the
+        Suppression (partitions with ``parts.budget > 0``; :mod:`sqlanon.mondrian.suppression`): the
         budget buys splits first. A suppressing split is taken only by a partition none of whose
         QIs has an ordinary one; among its suppressing splits, the fewest suppressed rows per unit
         of gain (``Evaluation.cost``), ties by the criterion's usual order (rank; key, rank,
         balance, cut). A partition asked one QI at a time (Median, settled partitions) therefore
         keeps its best suppressing split aside while later QIs are asked, and takes it only when
         none of them has an ordinary split. The partitions' slack (what a suppressed row costs,
-        :func:`~sqlanon.mondrian.split.slack`) comes from ``cmin``, ``cmax`` and their nodes.
+        :func:`~sqlanon.mondrian.suppression.slack`) comes from ``cmin``, ``cmax`` and their nodes.
         """
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
@@ -212,7 +213,10 @@ class Partitioner:
             attr = order[idx, pos]
             groups = groups_for(idx, attr)
             ev = evaluate(attr, parts.node[idx, attr], groups, self.domains, self.constraints, self.criterion, self,
-                          self.threads, parts.budget[idx] if spending else None, spare[idx] if spending else None)
+                          self.threads)
+            if spending:
+                ev = suppressing(ev, attr, parts.node[idx, attr], groups, self.domains, self.constraints, self,
+                                 parts.budget[idx], spare[idx])
             pick = self._pick(idx, pos, ev, P)
             lost = ev.suppress[pick]
             kids = children(
@@ -387,7 +391,7 @@ class Partitioner:
         order). Returns ``(row_index, pid)``: the leaf of every row, by its position in the batch.
 
         Median under k-anonymity and the privacy models that have a compiled face, over ordered
-        QIs (no suppression budget), takes the depth-first compiled finish of
+        QIs (with or without a suppression budget), takes the depth-first compiled finish of
         :mod:`sqlanon.mondrian.median_finish`; InfoGain,
         Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
@@ -396,7 +400,7 @@ class Partitioner:
             if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
                                                               self.threads, batch.disposable,
-                                                              *self._model_values(batch)), seg)
+                                                              *self._model_values(batch), budget=seg.budget), seg)
             if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
                 return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
@@ -509,24 +513,32 @@ class Partitioner:
     def _depth_first(self, nodes: dict[str, np.ndarray], seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`run_memory` from the node table of a depth-first finish (median_finish,
         workload_finish): the leaves recorded, ids given out and progress reported as the
-        level-by-level loop does."""
+        level-by-level loop does. A suppressed leaf (``nodes["suppressed"]``) is recorded and
+        counted as the levels do when its parent splits: in the level above its own, before
+        the leaves of its level, as an empty region whose rows are finished (suppressed)."""
         R = len(seg)
         pid = median_finish.number(nodes, self.next_pid)
         pid[:R] = seg.pid
         self.next_pid += len(pid) - R
         lo, hi = median_finish.boxes(nodes, seg.lo, seg.hi)
         depth, n = nodes["depth"], nodes["n"]
+        gone = nodes.get("suppressed", np.zeros(len(pid), dtype=bool))
         leaf = (nodes["attr"] < 0).nonzero()[0]
-        leaf = leaf[np.lexsort((pid[leaf], depth[leaf]))]  # the order the levels record them in
+        leaf = leaf[np.lexsort((pid[leaf], ~gone[leaf], depth[leaf]))]  # the order the levels record them in
         root = np.zeros(len(pid), dtype=np.int64)  # each node's root: its QIs' hierarchy nodes
         for level in range(1, int(depth.max()) + 1):
             at = (depth == level).nonzero()[0]
             root[at] = root[nodes["parent"][at]] if level > 1 else nodes["parent"][at]
         root[:R] = np.arange(R)
-        self.leaves.add(Boxes(pid[leaf], n[leaf], lo[leaf], hi[leaf], seg.node[root[leaf]]),
-                        nodes["cmin"][leaf], nodes["cmax"][leaf])
-        finished = np.bincount(depth[leaf], weights=n[leaf], minlength=int(depth.max()) + 1).astype(np.int64)
-        made = np.bincount(depth, minlength=int(depth.max()) + 2)
+        dropped = gone[leaf]
+        none = np.full((len(leaf), self.d), -1, dtype=np.int64)
+        self.leaves.add(Boxes(pid[leaf], np.where(dropped, 0, n[leaf]), lo[leaf], hi[leaf], seg.node[root[leaf]],
+                              np.where(dropped, 0, nodes["budget"][leaf]) if "budget" in nodes else None),
+                        np.where(dropped[:, None], none, nodes["cmin"][leaf]),
+                        np.where(dropped[:, None], none, nodes["cmax"][leaf]), suppressed=dropped)
+        # suppressed rows finish in their parent's level
+        finished = np.bincount(depth[leaf] - dropped, weights=n[leaf], minlength=int(depth.max()) + 1).astype(np.int64)
+        made = np.bincount(depth[~gone], minlength=int(depth.max()) + 2)
         for level in range(int(depth.max()) + 1):  # one report per level, as run_memory's loop
             self.rows_finished += int(finished[level])
             self._report("memory", int(made[level + 1]))
@@ -657,65 +669,6 @@ class Partitioner:
         rows, local = _rows_of(seg_of_row, S, which, M)
         order = sort_and_group(local, kernels.codes_of_pairs(batch.codes, attr[which], local, rows))[0]
         arranged[rows] = rows[order]
-
-
-def share_budget(parts: Boxes, kids: Children, least: int = 1) -> np.ndarray:
-    """Each child's suppression budget (:mod:`sqlanon.mondrian.budget`).
-
-    A parent with budget ``b`` whose split suppresses ``s`` rows (its suppressed children's)
-    leaves ``L = b - s`` to its kept (non-suppressed, non-empty) children ``i`` of ``n_i`` rows:
-
-    1. **Caps.** A child can never suppress more than ``c_i = n_i - least`` rows in its subtree
-       (``least``: the fewest rows a class satisfying the constraints has; every split keeps a
-       passing child), so what would go beyond is handed to its siblings: the children whose
-       proportional share ``L' n_i / N'`` exceeds ``c_i`` get ``c_i``, and ``L'`` (what is left)
-       is shared among the others (``N'`` their rows), repeated until no share exceeds its cap
-       (water-filling; each round caps at least one more child).
-    2. **Largest remainders** (Hamilton) among the uncapped children: ``floor(L' n_i / N')`` each,
-       then the ``L' - sum floor`` units left one each to the children with the largest
-       remainders ``L' n_i mod N'``, ties by child order (the order of ``kids``). No unit goes
-       to a child with remainder 0, so no child passes its cap.
-
-    Suppressed and empty children get 0. The children of a parent get ``min(L, sum c_i)`` in
-    all: nothing is lost to rounding. Exact integer arithmetic, vectorized over all parents, so
-    the SQL levels and the in-memory batches agree exactly.
-    """
-    c = len(kids.parent)
-    out = np.zeros(c, dtype=np.int64)
-    b = parts.budget[kids.parent]
-    if c == 0 or not (b > 0).any():
-        return out
-    P = len(parts)
-    par = kids.parent
-    dropped = kids.suppressed.astype(bool)
-    n = kids.count.astype(np.int64)
-    lost = np.bincount(par, weights=np.where(dropped, n, 0), minlength=P).astype(np.int64)
-    left = parts.budget - lost  # (P,)
-    assert (left[par] >= 0).all(), "a split suppressed more rows than its partition's budget"
-    eligible = ~dropped & (n > 0) & (left[par] > 0)
-    cap = np.where(eligible, np.maximum(n - least, 0), 0)
-    capped = eligible & (cap == 0)
-    while True:
-        free = eligible & ~capped
-        rows = np.bincount(par, weights=np.where(free, n, 0), minlength=P).astype(np.int64)
-        rest = left - np.bincount(par, weights=np.where(capped, cap, 0), minlength=P).astype(np.int64)
-        over = free & (rest[par] * n > cap * rows[par])
-        if not over.any():
-            break
-        capped |= over
-    out[capped] = cap[capped]
-    free = free.nonzero()[0]
-    if len(free):
-        p = par[free]
-        share = rest[p] * n[free]
-        floor, remainder = share // rows[p], share % rows[p]
-        units = rest - np.bincount(p, weights=floor, minlength=P).astype(np.int64)  # (P,) left over
-        order = np.lexsort((free, -remainder, p))  # per parent: largest remainder, then child order
-        f, q = free[order], p[order]
-        starts = first_of_run(q)
-        place = np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q))))
-        out[f] = floor[order] + (place < units[q])
-    return out
 
 
 def _take_children(kids: Children, keep: np.ndarray) -> Children:

@@ -5,7 +5,8 @@ compiled loops.
 batch level by level with frequency groups, the engine every criterion shares. For the default
 request — the :class:`~sqlanon.model.criteria.Median` criterion, k-anonymity and any privacy
 models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`), every QI
-ordered, no suppression budget — each split depends on nothing but its partition's rows, so :func:`finish` grows the
+ordered, with or without a suppression budget — each split depends on nothing but its partition's
+rows (and its budget), so :func:`finish` grows the
 batch's partitions depth-first instead (like ``reference_mondrian_fast`` in
 ``tests/reference_mondrian.py``, LeFevre et al., ICDE 2006): a partition's rows are a
 contiguous run of a row-major copy of the codes, a split moves its left child's rows to the
@@ -40,6 +41,14 @@ the GIL: after a few splits the open partitions are shared out over ``threads`` 
   counts or integer moments, the same float operations as the numpy judgement; the sensitive
   values of each row move with its codes. Usually the cut nearest the median passes, judged
   after one pass over the rows; only otherwise are the rows sorted by code for the walk.
+* **A suppression budget** (:mod:`sqlanon.mondrian.suppression`): a partition with budget
+  ``b > 0`` is a candidate whatever its size; when no QI has an ordinary cut, each QI's best
+  suppressing cut (:func:`_trim`, :func:`_trim_models` under privacy models: one side fails,
+  at most ``b`` rows, positive gain; the fewest suppressed rows per gain, then the most
+  balanced, then the lowest cut) is compared with the earlier QIs' (strictly cheaper wins, so
+  rank order breaks ties), and the cheapest is taken: its failing side is a suppressed leaf.
+  The children's budgets are :func:`~sqlanon.mondrian.suppression.share_budget`'s for two
+  children (:func:`_shares`). The same float64 operations on the same extents as numpy's.
 * A partition whose candidates have no allowable cut is a leaf with its rows' extents.
 
 Only the numbering comes out of the loops differently — and is put back: the level-by-level
@@ -51,8 +60,8 @@ compares them on random tables; ``builder._MEDIAN_FINISH = False`` forces the ge
 
 Everything else takes the general path: other criteria, models without a compiled face (the
 hierarchical t-closeness, Rothko-S's sample tests), variance diversity over a column summed in
-floats, entropy l-diversity on batches beyond the ``c ln c`` table, hierarchical QIs, a
-suppression budget, and the sampling strategy's grower.
+floats, entropy l-diversity on batches beyond the ``c ln c`` table, hierarchical QIs, and the
+sampling strategy's grower.
 """
 
 from __future__ import annotations
@@ -80,7 +89,7 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
     largest partition to finish."""
     chosen = faces(constraints, exact)
     return (_takes(criterion, constraints) and chosen is not None and len(domains) > 0
-            and all(d.num is not None for d in domains) and not (budget > 0).any()
+            and all(d.num is not None for d in domains)
             and (rows < XLOGX_ROWS or not any(f.kind == ENTROPY for f in chosen)))
 
 
@@ -108,7 +117,7 @@ def faces(constraints: Sequence[Constraint], exact: Callable[[str], bool]) -> li
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
            threads: int = 1, inplace: bool = False, models: Sequence[Face] = (),
            values: Mapping[str, np.ndarray] | None = None,
-           sizes: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
+           sizes: Mapping[str, int] | None = None, budget: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Grow the partitions of a batch to their leaves.
 
     Args:
@@ -122,15 +131,20 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         values: the column each face reads, by name, in batch row order: value codes
             (0..size-1) of a class column, integer (centered) values of a numeric one.
         sizes: each class column's number of value codes.
+        budget: the rows each open partition may still suppress (``suppression=``, k-anonymity
+            alone: :func:`_trim`); None: none may.
 
     Returns the node table restricted to the nodes made (roots first, ``0..R-1`` in batch
     order): ``parent``, ``child`` (0 left, 1 right), ``depth``, ``n``, ``attr`` (split QI, -1
-    for a leaf), ``cut``, ``cmin``/``cmax`` (extents; boxes: :func:`boxes`), plus ``row`` and ``leaf``: each batch row (by position) and the index
-    of its leaf in the table.
+    for a leaf), ``cut``, ``cmin``/``cmax`` (extents; boxes: :func:`boxes`), ``budget`` (the
+    rows a node may suppress), ``suppressed`` (a suppressed leaf: its rows are published
+    suppressed), plus ``row`` and ``leaf``: each batch row (by position) and the index of its
+    leaf in the table.
     """
     nums = [np.asarray(dom.num, dtype=np.float64) for dom in domains]
     return _finish(codes, seg_n, nums, max(dom.size for dom in domains), min_size, threads, inplace,
-                   _Models.of(models, values or {}, sizes or {}, codes.shape[1], int(seg_n.max(initial=0))))
+                   _Models.of(models, values or {}, sizes or {}, codes.shape[1], int(seg_n.max(initial=0))),
+                   budget)
 
 
 class _Models:
@@ -205,7 +219,8 @@ _warmed = False
 
 
 def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], widest: int, min_size: int,
-            threads: int = 1, inplace: bool = False, models: _Models | None = None) -> dict[str, np.ndarray]:
+            threads: int = 1, inplace: bool = False, models: _Models | None = None,
+            budget: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """:func:`finish` with each QI's code positions ``nums``, the largest domain size ``widest``
     and the privacy models' faces ``models``."""
     if models is None:
@@ -228,6 +243,8 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
     cap = R + cap1 + threads * cap1
     t = _Table(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
+    if budget is not None:
+        t.budget[:R] = budget
     _extents(X, start, seg_n.astype(np.int64), t.cmin, t.cmax)
     hist_size = min(widest, 2 * int(seg_n.max(initial=0)) + 64) + 1
 
@@ -239,7 +256,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
         kinds, *faces = models.arrays
         used, nd = _grow(X, models.Y, rid, leaf_of, todo, first, defer, *t.arrays(), num, num_off, span, least,
                          2 * int(min_size), hist, scratch, deferred, models.ncls, kinds if len(kinds) else None,
-                         *faces, *models.scratch(rows))
+                         *faces, *models.scratch(rows), int(min_size), t.budget, t.suppressed)
         return used, deferred[:nd]
 
     roots = np.arange(R, dtype=np.int64)
@@ -288,6 +305,8 @@ class _Table:
     fields = ("parent", "child", "depth", "start", "n", "attr", "cut")
 
     def __init__(self, cap: int, d: int) -> None:
+        self.budget = np.zeros(cap, dtype=np.int64)
+        self.suppressed = np.zeros(cap, dtype=np.bool_)
         self.parent = np.full(cap, -1, dtype=np.int64)
         self.child = np.zeros(cap, dtype=np.int64)
         self.depth = np.zeros(cap, dtype=np.int64)
@@ -302,7 +321,7 @@ class _Table:
         return (*(getattr(self, f) for f in self.fields), self.cmin, self.cmax)
 
     def take(self, idx: np.ndarray) -> dict[str, np.ndarray]:
-        return {f: getattr(self, f)[idx] for f in (*self.fields, "cmin", "cmax")}
+        return {f: getattr(self, f)[idx] for f in (*self.fields, "cmin", "cmax", "budget", "suppressed")}
 
 
 def boxes(nodes: dict[str, np.ndarray], root_lo: np.ndarray, root_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -351,10 +370,15 @@ def number(nodes: dict[str, np.ndarray], first_pid: int) -> np.ndarray:
 @njit(nogil=True, cache=True)
 def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n, attr, cut, cmin, cmax,
           num, num_off, span, least, small, hist, scratch, deferred, ncls, kinds, cols, ps, fa, fb, offs, sizes,
-          xlogx, logn, order, cnt, mom, buf):
+          xlogx, logn, order, cnt, mom, buf, min_size, budget, suppressed):
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Children
     with at most ``defer`` rows (-1: none) are not grown but listed in ``deferred``. Returns
-    ``(nodes made, deferred count)``."""
+    ``(nodes made, deferred count)``.
+
+    A node with a suppression ``budget`` (k-anonymity alone) that has no ordinary cut on any
+    QI takes its QIs' best suppressing cut (:func:`_trim`: the fewest suppressed rows per gain,
+    ties by rank order); the failing side becomes a ``suppressed`` leaf, and the children's
+    budgets are :func:`sqlanon.mondrian.suppression.share_budget`'s (:func:`_shares`)."""
     d = X.shape[1]
     stack = np.empty(len(todo) + 2 * (len(X) // least) + 2, dtype=np.int64)
     top = 0
@@ -375,13 +399,21 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
         found = np.int64(-1)
         c = np.int64(0)
         left = np.int64(0)
-        if m >= small:
+        b = budget[node]
+        drop = 0  # a suppressing cut's suppressed side: 1 left, 2 right
+        best_cost = np.inf
+        best_j, best_c, best_left, best_drop = -1, 0, 0, 0
+        if m >= small or b > 0:
             for j in range(d):
                 tried[j] = cmin[node, j] >= cmax[node, j]  # not a candidate
                 if span[j] > 0:
                     w[j] = (num[num_off[j] + cmax[node, j]] - num[num_off[j] + cmin[node, j]]) / span[j]
                 else:
                     w[j] = 0.0
+            slack = 0.0
+            if b > 0:  # what suppressing a row costs: sum_j (1 - w_j), QI by QI (suppression.slack)
+                for j in range(d):
+                    slack = slack + (1.0 - w[j])
             while found < 0:
                 j = np.int64(-1)
                 for q in range(d):  # the widest untried candidate, ties by position
@@ -400,6 +432,19 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
                                              cnt, mom, buf)
                 if ok:
                     found = j
+                elif b > 0:  # the QI's best suppressing cut, kept if cheaper than an earlier QI's
+                    if kinds is None:
+                        t_cost, t_c, t_left, t_drop = _trim(X, s, m, j, cmin[node, j], cmax[node, j], b, min_size,
+                                                            num, num_off[j], span[j], slack, scratch)
+                    else:
+                        t_cost, t_c, t_left, t_drop = _trim_models(
+                            X, Y, s, m, j, cmin[node, j], cmax[node, j], b, min_size, num, num_off[j], span[j],
+                            slack, scratch, order, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt,
+                            mom, buf)
+                    if t_drop > 0 and t_cost < best_cost:
+                        best_cost, best_j, best_c, best_left, best_drop = t_cost, j, t_c, t_left, t_drop
+            if found < 0 and best_j >= 0:  # no ordinary cut on any QI: the best suppressing one
+                found, c, left, drop = best_j, best_c, best_left, best_drop
         if found < 0:
             attr[node] = -1
             for r in range(s, s + m):
@@ -407,16 +452,25 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
             continue
         attr[node] = found
         cut[node] = c
-        a, b = free, free + 1
+        a, e = free, free + 1
         free += 2
-        _split(X, Y, rid, s, m, found, c, cmin, cmax, a, b)
-        parent[a] = parent[b] = node
-        child[a], child[b] = 0, 1
-        depth[a] = depth[b] = depth[node] + 1
-        start[a], start[b] = s, s + left
-        n[a], n[b] = left, m - left
+        _split(X, Y, rid, s, m, found, c, cmin, cmax, a, e)
+        parent[a] = parent[e] = node
+        child[a], child[e] = 0, 1
+        depth[a] = depth[e] = depth[node] + 1
+        start[a], start[e] = s, s + left
+        n[a], n[e] = left, m - left
+        budget[a], budget[e] = _shares(b, left, m - left, drop, min_size)
+        if drop > 0:  # the suppressed side: a leaf of its own
+            gone = a if drop == 1 else e
+            suppressed[gone] = True
+            attr[gone] = -1
+            for r in range(start[gone], start[gone] + n[gone]):
+                leaf_of[r] = gone
         # the right child is pushed first, so the left one is grown first
-        for kid in (b, a):
+        for kid in (e, a):
+            if suppressed[kid]:
+                continue
             if n[kid] <= defer:
                 deferred[nd] = kid
                 nd += 1
@@ -424,6 +478,184 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
                 stack[top] = kid
                 top += 1
     return free - first, nd
+
+
+@njit(nogil=True, cache=True)
+def _trim(X, s, m, j, lo, hi, b, min_size, num, off, span, slack, scratch):
+    """The best suppressing cut of QI ``j`` over rows ``s .. s+m-1`` (codes in ``[lo, hi]``)
+    with budget ``b`` under k-anonymity (``min_size``), as
+    :func:`sqlanon.mondrian.suppression.suppressing` chooses it: among the cuts between present
+    codes where exactly one side has fewer than ``min_size`` rows, at most ``b``, and the gain
+    ``kept x (w - w_kept) - lost x slack`` is positive, the smallest ``cost = lost / gain``,
+    then the smallest ``|2 L - n|``, then the lowest cut (the same float64 operations).
+    Returns ``(cost, cut, rows <= cut, drop)``, ``drop`` 1 (the left side suppressed), 2 (the
+    right) or 0 (none)."""
+    for r in range(m):
+        scratch[r] = X[s + r, j]
+    codes = scratch[:m]
+    codes.sort()
+    if span > 0:
+        w_part = (num[off + hi] - num[off + lo]) / span
+    else:
+        w_part = 0.0
+    best_cost = np.inf
+    best_bal = 0
+    best_c, best_l, best_drop = 0, 0, 0
+    i = 0
+    while i < m:
+        v = codes[i]
+        k = i
+        while k < m and codes[k] == v:
+            k += 1
+        if k >= m:  # the last code: no cut after it
+            break
+        nl = k
+        nr = m - nl
+        ok_l = nl >= min_size
+        ok_r = nr >= min_size
+        drop = 0
+        if not ok_l and ok_r and nl <= b:
+            drop = 1
+            lost = nl
+            kept_lo, kept_hi = codes[k], hi
+        elif ok_l and not ok_r and nr <= b:
+            drop = 2
+            lost = nr
+            kept_lo, kept_hi = lo, v
+        if drop > 0:
+            if span > 0:
+                w_kept = (num[off + kept_hi] - num[off + kept_lo]) / span
+            else:
+                w_kept = 0.0
+            gain = float(m - lost) * (w_part - w_kept) - float(lost) * slack
+            if gain > 0:
+                cost = float(lost) / gain
+                bal = abs(2 * nl - m)
+                if cost < best_cost or (cost == best_cost and bal < best_bal):
+                    best_cost, best_bal, best_c, best_l, best_drop = cost, bal, v, nl, drop
+        i = k
+    return best_cost, best_c, best_l, best_drop
+
+
+@njit(nogil=True, cache=True)
+def _trim_models(X, Y, s, m, j, lo, hi, b, min_size, num, off, span, slack, scratch, order, ncls, kinds, cols, ps,
+                 fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+    """:func:`_trim` under privacy models beyond k: a side passes when it has at least
+    ``min_size`` rows (every model's and k's least rows) and every face passes it
+    (:func:`sqlanon.model.privacy.compiled.passes`, the models' numpy verdicts bit for bit).
+    The rows are walked in code order with running value counts and moments: slot 0 the
+    partition, 1 the left side, 3 the right (slot 0 less slot 1). Only cuts whose failing side
+    could fit the budget (``L <= b`` or ``n - L <= b``) are judged."""
+    T = Y.shape[1] - ncls
+    for i in range(m):
+        scratch[i] = X[s + i, j]
+    idx = np.argsort(scratch[:m])
+    for i in range(m):
+        order[i] = s + idx[i]
+    for w in range(4):
+        cnt[w, :] = 0
+        mom[w, :, :] = 0
+    for r in range(s, s + m):
+        _add(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
+    if span > 0:
+        w_part = (num[off + hi] - num[off + lo]) / span
+    else:
+        w_part = 0.0
+    best_cost = np.inf
+    best_bal = 0
+    best_c, best_l, best_drop = 0, 0, 0
+    i = 0
+    while i < m:
+        v = X[order[i], j]
+        k = i
+        while k < m and X[order[k], j] == v:
+            _add(Y, order[k], ncls, T, offs, cnt[1], mom[1], 1)
+            k += 1
+        if k >= m:  # the last code: no cut after it
+            break
+        nl = k
+        nr = m - nl
+        if nl <= b or nr <= b:
+            ok_l = nl >= min_size and passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[1], mom[1], buf)
+            for q in range(cnt.shape[1]):
+                cnt[3, q] = cnt[0, q] - cnt[1, q]
+            for u in range(T):
+                for q in range(3):
+                    mom[3, u, q] = mom[0, u, q] - mom[1, u, q]
+            ok_r = nr >= min_size and passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[3], mom[3], buf)
+            drop = 0
+            lost = 0
+            kept_lo, kept_hi = lo, hi
+            if not ok_l and ok_r and nl <= b:
+                drop = 1
+                lost = nl
+                kept_lo, kept_hi = X[order[k], j], hi
+            elif ok_l and not ok_r and nr <= b:
+                drop = 2
+                lost = nr
+                kept_lo, kept_hi = lo, v
+            if drop > 0:
+                if span > 0:
+                    w_kept = (num[off + kept_hi] - num[off + kept_lo]) / span
+                else:
+                    w_kept = 0.0
+                gain = float(m - lost) * (w_part - w_kept) - float(lost) * slack
+                if gain > 0:
+                    cost = float(lost) / gain
+                    bal = abs(2 * nl - m)
+                    if cost < best_cost or (cost == best_cost and bal < best_bal):
+                        best_cost, best_bal, best_c, best_l, best_drop = cost, bal, v, nl, drop
+        i = k
+    return best_cost, best_c, best_l, best_drop
+
+
+@njit(nogil=True, cache=True)
+def _shares(b, n1, n2, drop, least):
+    """The budgets of a split's two children of ``n1`` and ``n2`` rows from their parent's
+    ``b`` (``drop``: the suppressed side, 1 or 2, 0 none):
+    :func:`sqlanon.mondrian.suppression.share_budget` for two children -- the rows left after
+    the suppressed side, each kept child capped at ``n_i - least`` (water-filling), the rest in
+    proportion to the rows by largest remainders (ties to the left child)."""
+    n = (n1, n2)
+    lost = n1 if drop == 1 else n2 if drop == 2 else 0
+    rest = b - lost
+    if rest <= 0:
+        return 0, 0
+    eligible = (drop != 1 and n1 > 0, drop != 2 and n2 > 0)
+    cap = (max(n1 - least, 0) if eligible[0] else 0, max(n2 - least, 0) if eligible[1] else 0)
+    capped = [eligible[0] and cap[0] == 0, eligible[1] and cap[1] == 0]
+    while True:
+        rows = 0
+        left = rest
+        for i in range(2):
+            if eligible[i] and not capped[i]:
+                rows += n[i]
+            elif capped[i]:
+                left -= cap[i]
+        over = False
+        for i in range(2):
+            if eligible[i] and not capped[i] and left * n[i] > cap[i] * rows:
+                capped[i] = True
+                over = True
+        if not over:
+            break
+    out = [0, 0]
+    rem = [-1, -1]
+    given = 0
+    for i in range(2):
+        if capped[i]:
+            out[i] = cap[i]
+        elif eligible[i]:
+            out[i] = left * n[i] // rows
+            rem[i] = left * n[i] % rows
+            given += out[i]
+    units = left - given if rows > 0 else 0
+    if units > 0:  # at most one unit between two children: the larger remainder, ties the left
+        if rem[0] >= 0 and (rem[1] < 0 or rem[0] >= rem[1]):
+            out[0] += 1
+        else:
+            out[1] += 1
+    return out[0], out[1]
 
 
 @njit(nogil=True, cache=True)

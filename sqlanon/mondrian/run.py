@@ -6,17 +6,22 @@ then the in-memory finish; :class:`~sqlanon.mondrian.algorithm.Sample`: Rothko-S
 (:func:`~sqlanon.mondrian.builder.finish_in_memory`) and the leaves are collected as
 :class:`~sqlanon.model.partition.Regions`. With ``suppression=`` the request is first
 partitioned without it, for the shares of rows generalized to the whole domain
-(:mod:`.budget`), and the budget travels down Rothko-T's levels.
+(:func:`baseline`, :func:`~.suppression.root_shares`), and the budget travels down Rothko-T's levels or Rothko-S's rounds
+(:mod:`.suppression`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from ..model.partition import Leaves
+from sqlglot import exp
+
+from ..engine import sqlgen as g
+from ..engine.base import Engine
+from ..model.partition import Leaves, Regions
 from ..request.algorithm import Partitioned, Prepared
-from .budget import baseline, root_shares
 from .builder import Partitioner, finish_in_memory
+from .suppression import root_shares
 from .sample import Outcome, SampleOptions, run_sample
 
 
@@ -40,7 +45,8 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
     tree = partitioner()
     if options.strategy == "sample":
         # the reading transaction ends once a rewrite has replaced the working view
-        work, open_ = run_sample(engine, tree, work, spec.source.rows, options, outcome, run.done_reading)
+        work, open_ = run_sample(engine, tree, work, spec.source.rows, options, outcome, run.done_reading,
+                                 spec.suppression_limit)
         run.lap("partition_sample")
     else:
         root = tree.root(spec.source.rows, spec.suppression_limit)
@@ -57,3 +63,13 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
     if spec.suppression:
         after = root_shares(regions, domains, spec.source.rows)
     return Partitioned(spec, domains, regions, work, memory, outcome.settled(before, after))
+
+
+def baseline(engine: Engine, partitioner: Partitioner, work: str, rows: int, memory_rows: int) -> Regions:
+    """The regions of the same request without suppression (nothing published), partitioned
+    by a fresh ``partitioner`` from a copy of the working table ``work`` (left as it is)."""
+    copy = engine.temp_name("baseline")
+    engine.execute(g.create_table_as(copy, exp.select(exp.Star()).from_(g.table(work))))
+    work, open_ = partitioner.run_sql(engine, copy, partitioner.root(rows), memory_rows)
+    finish_in_memory(engine, partitioner, work, open_, memory_rows, purpose="baseline")
+    return partitioner.leaves.collect()

@@ -70,6 +70,7 @@ from .builder import Batch, Partitioner
 from .hypotheses import fit_threshold, sample_constraints
 from .levels import Layout, attr_value, groups_from_result, stat_aggregates
 from .split import Children
+from .suppression import share_down
 
 STRATEGIES = ("auto", "levels", "sample")
 
@@ -157,7 +158,7 @@ class Partitioning:
             Figure 28's measure; 0: every leaf is settled by an exact decision).
         at_root, at_root_before: with ``suppression=``: per QI, the share of rows generalized to
             the whole domain, with suppression and without it (the same request partitioned once
-            more without suppression; :mod:`sqlanon.mondrian.budget`).
+            more without suppression; :mod:`sqlanon.mondrian.suppression`).
     """
 
     strategy: str
@@ -253,8 +254,13 @@ class _Forest:
 
 
 def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, options: SampleOptions,
-               outcome: Outcome, written: Callable[[], None] | None = None) -> tuple[str, Boxes]:
+               outcome: Outcome, written: Callable[[], None] | None = None, budget: int = 0) -> tuple[str, Boxes]:
     """Rothko-S rounds until every open partition fits ``options.sample_rows``.
+
+    ``budget``: the rows the root may suppress (``suppression=``): the sample grows ordinary
+    splits only, and each round shares its roots' budgets down the pruned tree on the real
+    row counts (:func:`sqlanon.mondrian.suppression.share_down`), so the open partitions carry
+    their budgets into the exact finish.
 
     Returns the (rewritten) working table — every row carrying its open partition's id, or its
     leaf's for leaves finished in SQL — and the open partitions, for
@@ -268,7 +274,7 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
     rows for the view (tables the later rounds drop inside it would be kept to its end).
     """
     layout = partitioner.layout
-    open_ = partitioner.root(rows)
+    open_ = partitioner.root(rows, budget)
     encoded = work
 
     def replaced(new: str) -> str:
@@ -307,8 +313,10 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
             if new is not None:
                 engine.drop_temp(work)
                 work = replaced(new)
+            shares = share_down(forest.parent, forest.depth, forest.lo, final.n, final.visible,
+                                forest.boxes.budget, partitioner.min_size)
             leaves = forest.boxes.take(final.leaves)
-            leaves = Boxes(leaves.pid, final.n[final.leaves], leaves.lo, leaves.hi, leaves.node)
+            leaves = Boxes(leaves.pid, final.n[final.leaves], leaves.lo, leaves.hi, leaves.node, shares[final.leaves])
             leaves = leaves.take((~np.isin(leaves.pid, parts.pid[stuck])).nonzero()[0])
             empty = leaves.n == 0
             if empty.any():

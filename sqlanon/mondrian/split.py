@@ -10,20 +10,9 @@ first, the criterion ranks what is left — and :func:`children` spells out the 
 * Hierarchical QI: the split replaces the partition's node by its children (KDD 2006, Figure
   "basic Mondrian algorithm"); it is allowable when every non-empty child is.
 
-**Suppression** (``suppression=``, ARX's suppression limit, carried as a *local* budget): each
-partition carries the rows ``b`` it may still suppress (the root ``floor(fraction x N)``). A
-pair with no allowable split but ``b > 0`` gets a *suppressing* split when one exists: a split
-(the node's children, or an ordered cut) whose children that break the constraints (any of
-them, not only k) hold together at most ``b`` rows while at least one child passes them, and
-whose *gain* (:func:`suppression_gain`) is positive; the failing children become suppressed
-leaves. :func:`evaluate` reports it with ``suppress`` (the rows it suppresses, 0 for an
-ordinary split), ``drop`` (ordered cuts: 1 the left side is suppressed, 2 the right) and
-``cost``, the suppressed rows per unit of gain (0 for an ordinary split); of a pair's
-suppressing cuts it takes the smallest cost, then the most balanced, then the lowest cut. The
-budget buys splits first: a partition takes a suppressing split only when no QI has an ordinary
-one (:meth:`Partitioner.decide <sqlanon.mondrian.builder.Partitioner.decide>`, which compares
-the QIs' suppressing splits by ``cost`` too), so with every budget 0 nothing here runs and the
-rules are exactly those without suppression.
+**Suppression** (``suppression=``) lives in :mod:`sqlanon.mondrian.suppression`: the fields
+``suppress``, ``drop`` and ``cost`` of :class:`Evaluation` are its (0 for an ordinary split), and
+:func:`children` spells out a suppressing split's suppressed children.
 """
 
 from __future__ import annotations
@@ -115,8 +104,6 @@ def evaluate(
     criterion: Criterion,
     layout: Layout,
     threads: int = 1,
-    budget: np.ndarray | None = None,
-    slack: np.ndarray | None = None,
 ) -> Evaluation:
     """Best allowable split of each (partition, QI) pair (on up to ``threads`` threads; the
     result does not depend on how many).
@@ -125,8 +112,9 @@ def evaluate(
         attr: (Q,) the QI of each pair.
         node: (Q,) the partition's node on that QI if hierarchical, else -1.
         groups: frequency groups of the pairs (``groups.part`` indexes pairs).
-        budget: (Q,) the rows the pair's partition may still suppress (None: none may).
-        slack: (Q,) :func:`slack` of the pair's partition (needed with ``budget``).
+
+    Suppressing splits (``suppress``, ``drop``, ``cost``) are left at 0 here:
+    :func:`sqlanon.mondrian.suppression.suppressing` adds them for partitions with a budget.
     """
     Q = len(attr)
     total = groups.totals(Q)
@@ -144,162 +132,7 @@ def evaluate(
         assert h is not None
         _hierarchical(groups, hierarchical & (attr[groups.part] == j), node, h, total, partition_terms,
                       constraints, criterion, layout, out)
-    if budget is not None:
-        spend = ~out["allowed"] & (budget > 0)  # only pairs without an ordinary split may suppress
-        if spend.any():
-            assert slack is not None, "a suppression budget needs the partitions' slack"
-            _suppressing(groups, attr, node, domains, spend, budget, slack, total, constraints, layout, out)
     return Evaluation(**out)
-
-
-def widths(cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain]) -> np.ndarray:
-    """(P, d) normalized widths of P partitions, the information loss of Iyengar (KDD 2002) and
-    Xu et al. (KDD 2006, NCP; ARX's "loss"): 0 for a single value, 1 for the whole domain.
-
-    Ordered QI: ``(num(cmax) - num(cmin)) / (num(last) - num(0))`` (0 when the column has one
-    position); hierarchical QI: ``(leaves(node) - 1) / (leaves(root) - 1)`` (0 when the
-    hierarchy is one leaf). ``cmin``/``cmax`` are the partitions' smallest and largest codes,
-    ``node`` their nodes; all (P, d). Element-wise float64 arithmetic, the same in every path.
-    """
-    w = np.zeros(cmin.shape, dtype=np.float64)
-    for j, d in enumerate(domains):
-        if d.num is not None:
-            span = d.num[-1] - d.num[0]
-            if span > 0:
-                w[:, j] = (d.num[cmax[:, j]] - d.num[cmin[:, j]]) / span
-        else:
-            h = d.qi.hierarchy
-            assert h is not None
-            if h.n_leaves > 1:
-                nodes = node[:, j]
-                w[:, j] = (h.leaf_hi[nodes].astype(np.int64) - h.leaf_lo[nodes]) / (h.n_leaves - 1)
-    return w
-
-
-def slack(cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain]) -> np.ndarray:
-    """(P,) what suppressing one row of each partition costs: ``sum_j (1 - w_j)`` over the QIs in
-    their order (:func:`widths`), the widths a suppressed row (published fully generalized, width
-    1 on every QI) gives up. Summed one QI at a time, left to right, so the float result is the
-    same in the SQL levels and in memory."""
-    w = widths(cmin, cmax, node, domains)
-    out = np.zeros(len(w))
-    for j in range(w.shape[1]):
-        out = out + (1.0 - w[:, j])
-    return out
-
-
-def suppression_gain(removed: np.ndarray, lost: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(gain, cost)`` of suppressing splits: ``gain = removed - lost x slack`` and
-    ``cost = lost / gain`` (meaningful where ``gain > 0``, +inf elsewhere).
-
-    The gain is the drop of the partition's rows' summed normalized width (NCP, Xu et al. 2006;
-    ARX's loss) that the split guarantees: before, ``n`` rows at the partition's widths ``w_j``;
-    after, each kept child's rows at its own width on the split QI ``a`` and (at most) the
-    partition's on the others, and the ``lost`` suppressed rows at width 1 on every QI. So
-    ``gain = sum_kept n_i (w_a - w_a(child i)) - lost x sum_j (1 - w_j)``; ``removed`` is the
-    first term and ``slack`` the second's sum (:func:`slack`). The children's widths on the other
-    QIs are not known before they are split (they are never wider), so this is a lower bound of
-    the real gain. Element-wise float64, evaluated the same way in the SQL levels and in memory.
-    """
-    gain = removed - lost * slack
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cost = np.where(gain > 0, lost / np.where(gain > 0, gain, 1.0), np.inf)
-    return gain, cost
-
-
-def _suppressing(groups, attr, node, domains, spend, budget, slack, total, constraints, layout, out) -> None:
-    """The suppressing split of the pairs ``spend`` (no ordinary split, budget > 0), into ``out``.
-
-    Ordered QI: every cut (both sides non-empty) where exactly one side fails the constraints,
-    holds at most the budget, and the gain (:func:`suppression_gain`: the kept side's rows times
-    the width it sheds, ``(num(cmax) - num(cmin)) / span`` of the partition minus the kept
-    side's, less the suppressed rows' slack) is positive; the pair's choice is the smallest
-    suppressed rows per gain, then the smallest ``|2 L - n|``, then the lowest cut. Hierarchical
-    QI: the node's children, when the non-empty ones that fail hold at most the budget, at least
-    one passes, and the gain (``sum_kept n_i (leaves(node) - leaves(child i)) / (leaves(root) - 1)``
-    less the slack) is positive.
-    """
-    in_spend = spend[groups.part]
-    hierarchical = np.array([d.num is None for d in domains], dtype=bool)[attr[groups.part]]
-    for j in np.unique(attr[groups.part[in_spend & ~hierarchical]]):
-        num = domains[j].num
-        span = num[-1] - num[0]
-        idx = (in_spend & (attr[groups.part] == j)).nonzero()[0]
-        sub = FrequencyGroups(groups.part[idx], groups.code[idx], groups.stats.take(idx))
-        running = Running(sub)
-        judged = _positions(layout, total, constraints)
-        running.prepare(*judged)
-        part = sub.part
-        code = sub.code.astype(np.int64)
-        last = np.append(part[1:] != part[:-1], True)  # a pair's last group: its right side is empty
-        starts = first_of_run(part)
-        first_code = np.repeat(code[starts], np.diff(np.append(starts, len(part))))  # the pair's cmin
-        last_code = np.repeat(code[last], np.diff(np.append(starts, len(part))))  # and cmax
-        g = (~last).nonzero()[0]
-        if len(g) == 0:
-            continue
-        left = running.left(g, *judged)
-        right = Running.right(total, part[g], left)
-        ok_l, ok_r = _passes(constraints, left, layout), _passes(constraints, right, layout)
-        nl = left.n
-        nr = total.n[part[g]] - nl
-        b = budget[part[g]]
-        drop_left = ~ok_l & ok_r & (nl <= b)
-        drop_right = ok_l & ~ok_r & (nr <= b)
-        cand = (drop_left | drop_right).nonzero()[0]
-        if len(cand) == 0:
-            continue
-        p, gc, dl = part[g[cand]], g[cand], drop_left[cand]
-        lost = np.where(dl, nl[cand], nr[cand])
-        kept = total.n[p] - lost
-        # the kept side's codes: [next code, cmax] when the left side goes, [cmin, cut] otherwise
-        kept_lo = np.where(dl, code[gc + 1], first_code[gc])
-        kept_hi = np.where(dl, last_code[gc], code[gc])
-        if span > 0:
-            w_part = (num[last_code[gc]] - num[first_code[gc]]) / span
-            w_kept = (num[kept_hi] - num[kept_lo]) / span
-        else:
-            w_part = w_kept = np.zeros(len(cand))
-        gain, cost = suppression_gain(kept * (w_part - w_kept), lost, slack[p])
-        good = gain > 0
-        if not good.any():
-            continue
-        p, gc, dl, lost, cost = p[good], gc[good], dl[good], lost[good], cost[good]
-        nlc = nl[cand[good]]
-        balance = np.abs(2 * nlc - total.n[p])
-        best = _best(p, (cost, balance, code[gc]))
-        q = p[best]
-        out["allowed"][q] = True
-        out["cut"][q] = out["median_cut"][q] = code[gc[best]]
-        out["left"][q] = out["median_left"][q] = nlc[best]
-        out["balance"][q] = out["median_balance"][q] = balance[best]
-        out["suppress"][q] = lost[best]
-        out["drop"][q] = np.where(dl[best], 1, 2)
-        out["cost"][q] = cost[best]
-        out["key"][q], out["gain"][q] = 0.0, 0.0
-    for j in np.unique(attr[groups.part[in_spend & hierarchical]]):
-        h = domains[j].qi.hierarchy
-        _, run_part, run_child, stats = _runs(groups, in_spend & hierarchical & (attr[groups.part] == j), node, h)
-        if len(run_part) == 0 or h.n_leaves < 2:
-            continue
-        ok = _passes(constraints, stats, layout)
-        P = len(node)
-        lost = np.bincount(run_part, weights=np.where(ok, 0, stats.n), minlength=P).astype(np.int64)
-        passing = np.bincount(run_part, weights=ok, minlength=P) > 0
-        # sum over the kept children of n_i (leaves(node) - leaves(child)): an exact integer
-        leaves = h.leaf_hi.astype(np.int64) - h.leaf_lo + 1
-        shed = np.where(ok, stats.n * (leaves[node[run_part]] - leaves[run_child]), 0)
-        removed = np.zeros(P, dtype=np.int64)
-        np.add.at(removed, run_part, shed)
-        q = (spend & passing & (lost <= budget) & (lost > 0)).nonzero()[0]
-        q = q[np.isin(q, run_part)]
-        gain, cost = suppression_gain(removed[q] / (h.n_leaves - 1), lost[q], slack[q])
-        q, cost = q[gain > 0], cost[gain > 0]
-        out["allowed"][q] = True
-        out["cut"][q] = out["median_cut"][q] = -1
-        out["suppress"][q] = lost[q]
-        out["cost"][q] = cost
-        out["key"][q], out["gain"][q] = 0.0, 0.0
 
 
 def _passes(constraints: Sequence[Constraint], stats: ClassStats, layout: Layout) -> np.ndarray:

@@ -17,7 +17,8 @@ searches now, Mondrian's ``suppression=`` next):
    (:func:`sqlanon.publish.pipeline.verified`) also requires at most
    :attr:`Spec.suppression_limit <sqlanon.request.spec.Spec.suppression_limit>` of them -- the
    request's limit, a fraction of the rows, rounded down -- and k of every other class.
-5. **Counting.** :class:`sqlanon.Release` (``suppressed``), :func:`sqlanon.metrics`
+5. **Counting.** :class:`sqlanon.Release` (``suppressed``; ``suppression``: allowed against
+   used, :class:`Suppression`), :func:`sqlanon.metrics`
    (``suppressed``: a suppressed cell loses 1 in NCP/LM, a suppressed row counts in CM and
    costs N in DM) and :func:`sqlanon.report` count them.
 
@@ -29,6 +30,7 @@ that reads it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlglot import exp
@@ -42,6 +44,33 @@ from .view import SUPPRESSED
 
 #: Why a live view's row is suppressed when the recoding suppressed it.
 REASON = SUPPRESSED
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """A release's suppression limit against what the recoding used (:class:`sqlanon.Release`'s
+    ``suppression``).
+
+    Attributes:
+        fraction: the request's ``suppression=``.
+        allowed: the most rows it may suppress, ``floor(fraction x N)``
+            (:attr:`Spec.suppression_limit <sqlanon.request.spec.Spec.suppression_limit>`).
+        used: the rows it suppressed (verified on the published relation: class NULL, fully
+            generalized).
+    """
+
+    fraction: float
+    allowed: int
+    used: int
+
+    @property
+    def unused(self) -> int:
+        """The rows the limit allowed but the recoding did not suppress."""
+        return self.allowed - self.used
+
+    def describe(self) -> str:
+        share = f"{self.used / self.allowed:.0%}" if self.allowed else "-"
+        return f"{self.used:,} of {self.allowed:,} rows allowed ({share} used; suppression={self.fraction:g})"
 
 
 def rowmap_rows(work: str, hashed: bool) -> exp.Select:

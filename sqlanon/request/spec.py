@@ -137,14 +137,14 @@ def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool
     alone (:func:`sqlanon.mondrian.median_finish.applies`), or InfoGain, Regression or Targets
     under k-anonymity alone with numeric targets all integers or all floats
     (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch); every QI
-    ordered, no suppression budget."""
+    ordered; a suppression budget with Median only (the workload finish carries none)."""
     c = workload.criterion
     exact = {s.name: s.exact for s in workload.numeric_stats}
     criterion = type(c) is Median or (
         type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
         and len({exact.get(name, False) for name in c.numeric_columns}) <= 1)
     return (criterion and len(workload.constraints) > 0 and all(x.size_only for x in workload.constraints)
-            and all(q.kind != "hierarchy" for q in qis) and fraction == 0)
+            and all(q.kind != "hierarchy" for q in qis) and (fraction == 0 or type(c) is Median))
 
 
 def default_memory_rows(engine: Engine) -> int:

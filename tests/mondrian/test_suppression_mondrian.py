@@ -1,7 +1,7 @@
 """Mondrian with ``suppression=`` (issue 19, part 1): a local budget carried down the tree.
 
 The oracle below states the rule of :mod:`sqlanon.mondrian.split` and
-:func:`sqlanon.mondrian.builder.share_budget` in plain Python (exact fractions for the budget),
+:func:`sqlanon.mondrian.suppression.share_budget` in plain Python (exact fractions for the budget),
 on top of the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first
 takes today's split (Median: the first QI in rank order with an allowable split, the most
 balanced cut; InfoGain: the lowest normalized weighted entropy over every QI, ties by rank,
@@ -373,7 +373,7 @@ def test_share_budget_hand_computed():
     0, 2, 4. 10 units over 4 + 20 rows: the first's share 40/24 passes its cap 1, so it gets 1
     and the other 9. A split suppressing 2 of 12 rows with budget 5: 3 units over the kept
     5 + 5 rows, 1.5 each: 2, 1 (ties by child order); the suppressed child gets 0."""
-    from sqlanon.mondrian.builder import share_budget
+    from sqlanon.mondrian.suppression import share_budget
 
     cases = [([10, 20, 24, 12], [3, 6, 10, 5], [[3, 3, 4], [3, 5, 12], [4, 20], [5, 2, 5]],
               [[False] * 3, [False] * 3, [False] * 2, [False, True, False]])]
@@ -392,7 +392,7 @@ def test_share_budget_hand_computed():
                           st.integers(0, 60)), min_size=1, max_size=5), st.integers(1, 8))
 def test_share_budget_equals_apportion(parents, least):
     """share_budget (vectorized over parents) against the oracle's plain-Python apportion."""
-    from sqlanon.mondrian.builder import share_budget
+    from sqlanon.mondrian.suppression import share_budget
 
     sizes = [[n for n, _ in kids] for kids, _ in parents]
     dropped = [[bad and n > 0 for n, bad in kids] for kids, _ in parents]
@@ -479,19 +479,3 @@ def test_spark_publishes_duckdbs_rules(spark):
 
     frame = people(300, seed=3)
     identical(spark, frame, ["age", "zip"], k=25, memory_rows=60, suppression=0.05)
-
-
-def test_sample_strategy_is_refused(con, monkeypatch):
-    """Rothko-S does not carry the budget: refused before the first statement (no snapshot, no
-    encoding: no temp object), nothing published."""
-    import sqlanon.pipeline
-    from tests.support import objects, temp_objects
-
-    load(con, motivating())
-    before = objects(con)
-    monkeypatch.setattr(sqlanon.pipeline, "build_domains", lambda *a, **k: pytest.fail("prepared"))
-    monkeypatch.setattr(sqlanon.pipeline, "working_source", lambda *a, **k: pytest.fail("prepared"))
-    with pytest.raises(sqlanon.RecodingError, match=r"strategy=Sample\(\.\.\.\) \(Rothko-S\)"):
-        sqlanon.anonymize(con, "t", ["zip"], 10, hierarchies={"zip": ZIP}, suppression=0.2,
-                          algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample()))
-    assert objects(con) == before and temp_objects(con) == []
