@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sqlanon.model import score_kernels as sk
 from sqlanon.model.summaries import xlogx_table
-from sqlanon.mondrian import cut_scan
-from sqlanon.mondrian.cut_scan import _estimate, _moment_bound, _scan, _scan_bins
+from sqlanon.mondrian.compiled import cut_scan
+from sqlanon.mondrian.compiled.cut_scan import _estimate, _moment_bound, _scan, _scan_bins
 from sqlanon.mondrian.split import TIE
 
 

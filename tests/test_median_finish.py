@@ -15,7 +15,8 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, median_finish
+from sqlanon.mondrian import builder
+from sqlanon.mondrian.compiled import median_finish
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.model.privacy import KAnonymity
@@ -242,7 +243,7 @@ def test_warming_loads_the_signatures_a_real_finish_uses():
     it loads or compiles nothing more (checked in a fresh interpreter, where nothing else ran)."""
     script = """
 import numpy as np
-from sqlanon.mondrian import median_finish as m
+from sqlanon.mondrian.compiled import median_finish as m
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
 from tests.test_median_finish import finish

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, median_finish
+from sqlanon.mondrian import builder
+from sqlanon.mondrian.compiled import median_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from sqlanon.model.criteria import Median
 from sqlanon.model.privacy import (

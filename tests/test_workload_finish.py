@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sqlanon
 from conftest import request_options
-from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
+from sqlanon.mondrian import builder
+from sqlanon.mondrian.compiled import gather, histograms, median_finish, workload_finish
 from sqlanon.model.partition import Boxes
 from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.model.privacy import EntropyLDiversity, KAnonymity

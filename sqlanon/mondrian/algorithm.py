@@ -27,7 +27,7 @@ from ..model.criteria import Criterion, InfoGain, Median, Regression, Score, Sel
 from ..request.algorithm import Algorithm, Partitioned, Prepared
 from ..request.checks import _shown, check_int
 from ..request.spec import Spec
-from . import median_finish
+from .compiled import median_finish
 from .encode import codes_here, reads_work_as_view
 from .hypotheses import exact_only
 from .run import run_mondrian

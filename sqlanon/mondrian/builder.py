@@ -36,7 +36,7 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..model.partition import Boxes, Leaves, Progress
 from ..model.parallel import return_free_memory, run_all, small_pages
-from . import median_finish, workload_finish
+from .compiled import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled, slack
 from .split import _passes as passes

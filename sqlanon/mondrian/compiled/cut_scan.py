@@ -28,8 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model import score_kernels as sk
-from ..model.domain import Domain
+from ...model import score_kernels as sk
+from ...model.domain import Domain
 from .median_finish import balanced
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.parallel import run_all
+from ...model.parallel import run_all
 from .cut_scan import _BLOCK, _choose, _judge, _rank, _Request, _scan_bins, _Scratch, _settled_choice
 from .gather import _gathered
 from .median_finish import _Table

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model.parallel import run_all
+from ...model.parallel import run_all
 
 
 @njit(nogil=True, cache=True)

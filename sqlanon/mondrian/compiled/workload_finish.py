@@ -90,17 +90,17 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model.privacy import Constraint
-from ..model.summaries import XLOGX_ROWS, xlogx_table
-from ..model.criteria import Criterion, InfoGain, Regression, Targets
-from ..model.domain import Domain
-from ..model.parallel import run_all
+from ...model.privacy import Constraint
+from ...model.summaries import XLOGX_ROWS, xlogx_table
+from ...model.criteria import Criterion, InfoGain, Regression, Targets
+from ...model.domain import Domain
+from ...model.parallel import run_all
 from .cut_scan import (_choose, _choose_sequential, _judge, _rank, _Request, _scan, _scan_bins, _Scratch,
                        _settled_choice)
 from .gather import _gathered, _take, _take_into
 from .histograms import _bin_extents, _Histograms
 from .median_finish import _PARALLEL_ROWS, _Table
-from .split import TIE
+from ..split import TIE
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).
 _TABLE_ROWS = XLOGX_ROWS
