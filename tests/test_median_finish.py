@@ -1,4 +1,4 @@
-"""The depth-first compiled finish of Median under k-anonymity (sqlanon/mondrian/median_finish.py)
+"""The depth-first compiled finish of Median under k-anonymity (sqlanon/mondrian/compiled/median_finish.py)
 gives exactly what the level-by-level finish gives: the same leaves (boxes, extents, sizes), the
 same partition ids in the same order, the same leaf for every row, the same progress counters —
 and through the whole release the same rules; and it agrees with the numpy oracle."""
@@ -116,7 +116,7 @@ def test_boxes_are_narrowed_from_each_partitions_own_box():
 def test_many_rows_on_two_threads():
     """A batch big enough for the first phase and two threads (heavy duplicates in one QI)."""
     rng = np.random.default_rng(11)
-    M = 2 * median_finish._PARALLEL_ROWS + 12345
+    M = 2 * median_finish.PARALLEL_ROWS + 12345
     sizes = [5000, 40, 3, 100000]
     domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
                for j, s in enumerate(sizes)]

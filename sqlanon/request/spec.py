@@ -131,9 +131,9 @@ class Spec:
 
 def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool:
     """Whether the request is one a compiled depth-first finish takes: Median under k-anonymity
-    alone (:func:`sqlanon.mondrian.median_finish.applies`), or InfoGain, Regression or Targets
+    alone (:func:`sqlanon.mondrian.compiled.median_finish.applies`), or InfoGain, Regression or Targets
     under k-anonymity alone with numeric targets all integers or all floats
-    (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch); every QI
+    (:func:`sqlanon.mondrian.compiled.workload_finish.applies`, which decides per batch); every QI
     ordered, no suppression budget."""
     c = workload.criterion
     exact = {s.name: s.exact for s in workload.numeric_stats}

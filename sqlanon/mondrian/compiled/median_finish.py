@@ -222,7 +222,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
     threads = max(1, int(threads))
     cap1 = 2 * (M // least) + 2
     cap = R + cap1 + threads * cap1
-    t = _Table(cap, d)
+    t = NodeTable(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
     _extents(X, start, seg_n.astype(np.int64), t.cmin, t.cmax)
     hist_size = min(widest, 2 * int(seg_n.max(initial=0)) + 64) + 1
@@ -239,7 +239,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
 
     roots = np.arange(R, dtype=np.int64)
     areas = [(R, 0)]  # (first node, nodes made) per call
-    if threads > 1 and M >= 2 * _PARALLEL_ROWS:
+    if threads > 1 and M >= 2 * PARALLEL_ROWS:
         # First phase: split the partitions larger than a slice of the batch, defer the rest.
         defer = max(M // (8 * threads), 1)
         big = t.n[roots] > defer
@@ -264,7 +264,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
 
 
 #: Below this many batch rows the finish runs on one thread.
-_PARALLEL_ROWS = 50_000
+PARALLEL_ROWS = 50_000
 
 
 def _share(n: np.ndarray, threads: int) -> np.ndarray:
@@ -277,7 +277,7 @@ def _share(n: np.ndarray, threads: int) -> np.ndarray:
     return out
 
 
-class _Table:
+class NodeTable:
     """The node table (one row per partition made): arrays the compiled loops fill."""
 
     fields = ("parent", "child", "depth", "start", "n", "attr", "cut")
