@@ -40,7 +40,7 @@ from .imprecision import imprecision
 from .measures import Measures, measures
 from .risk import Risk, risk
 from ..publish.manifest import Manifest
-from .metrics import Metrics, _ncp_query, metrics
+from .metrics import Metrics, ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_before_after, svg_columns, svg_rows
 from .regions import derived, load_release, qi_columns, resolve_relation
 from ..mondrian.sample import describe
@@ -374,7 +374,7 @@ def _widths(engine: Engine, m: Manifest, view_ref: exp.Table, suppressed: int) -
 
     Reuses the NCP query of :mod:`sqlanon.release.metrics`, whose select list is
     ``sum(c.n * loss_q)`` per QI: the per-class ``loss_q`` is taken out of it and bucketed."""
-    ncp = _ncp_query(engine, m, view_ref)
+    ncp = ncp_query(engine, m, view_ref)
     # Alias(Sum(Mul(c.n, loss))) per QI first (then the at_root sums)
     losses = [e.this.this.expression for e in ncp.expressions[:len(m.qis)]]
     per_class = ncp.copy()

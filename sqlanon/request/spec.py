@@ -35,7 +35,7 @@ from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.privacy import KAnonymity
 from ..model.qi import QI, box_columns, classify, published_columns
 from .owned import owned as release_owned
-from .checks import _shown, case_duplicate, check_free, check_int, check_number, check_qid
+from .checks import short_repr, case_duplicate, check_free, check_int, check_number, check_qid
 from .output import Output
 from .single import Single, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
@@ -213,7 +213,7 @@ def resolve(
     memory_rows = default_memory_rows(engine) if memory_rows is None else check_int("memory_rows", memory_rows, 0)
     if hierarchies is not None and not isinstance(hierarchies, Mapping):
         raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
-                             f"{_shown(hierarchies)}")
+                             f"{short_repr(hierarchies)}")
     hierarchies = dict(hierarchies or {})
     unknown = sorted(set(hierarchies) - set(qid))
     if unknown:
