@@ -59,7 +59,7 @@ from .publish.verify import Verification, verify
 from .release.measures import Measures, measures
 from .release.risk import Risk, risk
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # re-exported
 
 __all__ = [
     "Applied",
