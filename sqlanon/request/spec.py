@@ -32,7 +32,6 @@ from ..errors import (
 from ..model import manifest_format
 from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
-from ..model.privacy import KAnonymity
 from ..model.qi import QI, box_columns, classify, published_columns
 from .owned import owned as release_owned
 from .checks import short_repr, case_duplicate, check_free, check_int, check_number, check_qid
@@ -195,12 +194,12 @@ def resolve(
     qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
     k = check_int("k", k, minimum=1)
     pairs = pairs or ((tuple(qid), k),)
-    extra = [c.k for c in privacy if isinstance(c, KAnonymity)]
+    extra = [c.min_size for c in privacy if c.size_only]  # k-anonymity: a size is all it asks
     if single and extra:  # a single-dimensional search enforces k through its QIDs: the largest k counts
         k = max(k, *extra)
         pairs = tuple((c, max(kk, k)) if set(c) == set(qid) else (c, kk) for c, kk in pairs)
         pairs += ((tuple(qid), k),) if all(set(c) != set(qid) for c, _ in pairs) else ()
-        privacy = tuple(c for c in privacy if not isinstance(c, KAnonymity))
+        privacy = tuple(c for c in privacy if not c.size_only)
     objects = engine.objects()
     source = find_source(engine, objects, table)
     qid = _check_qid(qid, source)
