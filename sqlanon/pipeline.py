@@ -82,7 +82,7 @@ class Release:
             to :class:`~sqlanon.Levels` or :class:`~sqlanon.Sample` with its memory budget, the
             criterion ``target=`` chose, the metric a search minimized.
         outcome: what the algorithm did: for Mondrian a
-            :class:`~sqlanon.mondrian.sample.Partitioning` (Rothko-S's sample rounds, reads and
+            :class:`~sqlanon.model.partition.Partitioning` (Rothko-S's sample rounds, reads and
             writes of the working table, tree nodes pruned, partitions rescued, the distance from
             minimal; with ``suppression=`` the shares of rows at the root with and without it);
             for the single-dimensional searches a :class:`~sqlanon.singledim.run.Outcome`
