@@ -113,7 +113,7 @@ class Recorder:
         target = statement.this.find(exp.Table) if isinstance(statement, (exp.Create, exp.Insert)) else None
         if isinstance(statement, exp.Create) and target is not None and statement.kind in ("TABLE", "VIEW"):
             query = statement.expression
-            self._defined[target.name] = self._inline(query) if isinstance(query, exp.Query) else None
+            self._defined[target.name] = without_ctes(self._inline(query)) if isinstance(query, exp.Query) else None
             catalog, schema = self.current()
             kind = statement.kind.lower()
             self._created[target.name] = CatalogObject(
@@ -220,6 +220,28 @@ class Recorder:
             return node
 
         return query.copy().transform(swap)
+
+
+def without_ctes(query: exp.Expression) -> exp.Expression:
+    """``query`` with each reference to one of its CTEs replaced by the CTE's query: a
+    definition inlined twice into one statement must not define a CTE twice (Spark's SQL, as
+    sqlglot writes it, has every CTE at the top)."""
+    key = next((k for k in ("with_", "with") if query.args.get(k) is not None), None)
+    if key is None:
+        return query
+    query = query.copy()
+    bodies: dict[str, exp.Expression] = {}
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and not node.db and node.name in bodies:
+            alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
+            return exp.Subquery(this=bodies[node.name].copy(), alias=alias.copy())
+        return node
+
+    for cte in query.ctes:  # each may read the ones before it
+        bodies[cte.alias] = cte.this.copy().transform(swap)
+    query.set(key, None)
+    return query.transform(swap)
 
 
 def values(columns: Mapping[str, np.ndarray], types: Mapping[str, str]) -> exp.Select:
