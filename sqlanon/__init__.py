@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # what the names below are; imported on first use (__getattr_
     from .release.risk import Risk, risk
     from .release.export import export
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # re-exported
 
 #: The module each public name lives in. ``import sqlanon`` imports none of them: pandas,
 #: numba and the engines' drivers load when a name that needs them is first used (about 1 s

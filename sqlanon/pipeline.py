@@ -5,7 +5,7 @@ The request (:class:`sqlanon.Request`) validates itself against the database; th
 is shared by both recodings (a snapshot or an in-place read of the source, the QI domains, the
 encoded working table); the algorithm object partitions (:mod:`sqlanon.request.algorithm`); the
 publication and its independent verification are :mod:`sqlanon.publish`'s.
-:func:`sqlanon.explain.explain` walks the same steps on the recording engine.
+:func:`sqlanon.explain.explain` is :func:`run` on the recording engine.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class Release:
             to :class:`~sqlanon.Levels` or :class:`~sqlanon.Sample` with its memory budget, the
             criterion ``target=`` chose, the metric a search minimized.
         outcome: what the algorithm did: for Mondrian a
-            :class:`~sqlanon.mondrian.sample.Partitioning` (Rothko-S's sample rounds, reads and
+            :class:`~sqlanon.model.partition.Partitioning` (Rothko-S's sample rounds, reads and
             writes of the working table, tree nodes pruned, partitions rescued, the distance from
             minimal; with ``suppression=`` the shares of rows at the root with and without it);
             for the single-dimensional searches a :class:`~sqlanon.singledim.run.Outcome`
@@ -171,11 +171,13 @@ def validate(engine: Engine, request: Resolvable, progress: Callable[[Progress],
     return request.resolve(engine)
 
 
-def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | None = None) -> Release:
-    """Validate, prepare, partition, publish and verify ``request`` (module docstring)."""
-    lap = Laps()
-
-    engine = engine_for(con)
+def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | None = None, *,
+        engine: Engine | None = None) -> Release:
+    """Validate, prepare, partition, publish and verify ``request`` (module docstring) on
+    ``engine`` (default: the connection's; :func:`sqlanon.explain.explain` passes its recording
+    engine, which runs the reads and records the rest)."""
+    engine = engine_for(con) if engine is None else engine
+    lap = Laps(engine.step_done)
     spec = validate(engine, request, progress)
     assert request.algorithm is not None
     algorithm = request.algorithm.resolved(spec)

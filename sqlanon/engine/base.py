@@ -252,6 +252,10 @@ class Engine(abc.ABC):
         transaction created the same names at the same time (DuckDB: a write-write conflict)."""
         return "conflict" in str(error).lower()
 
+    def step_done(self, step: str) -> None:
+        """A step of the run (a lap of its timings: ``"encode"``, ...) ended. Nothing here; the
+        recording engine of ``sqlanon explain`` titles the statements it recorded by it."""
+
     def check_environment(self) -> None:
         """Refuse, before any work, when what runs outside the database cannot run sqlanon's
         code (Spark: the executors' Python, :mod:`.spark_env`). Nothing to check here."""

@@ -20,7 +20,6 @@ answers for what Spark spells or does its own way:
 from __future__ import annotations
 
 import contextlib
-import io
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -37,6 +36,7 @@ from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
 from .frames import sql_type, write_file
 from .spark_env import check_executors
+from .spark_tasks import PACKED, arrow_column, group_task, unpack
 from ..errors import EngineError, InputError
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
@@ -51,8 +51,6 @@ _TYPES = {
     "timestamp": "TIMESTAMP WITH TIME ZONE", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB", "void": "NULL",
 }
 _PARQUET = exp.FileFormatProperty(this=exp.var("PARQUET"))
-#: The column of a group's packed small results (:meth:`SparkEngine.map_groups`).
-_PACKED = "__sqlanon_packed"
 
 
 def house_type(spark_type: str) -> str:
@@ -130,7 +128,7 @@ class SparkEngine(Engine):
 
     def _fetch_numpy(self, sql: str) -> dict[str, np.ndarray]:
         table = self._arrow(sql)
-        return {name: _column(table.column(i)) for i, name in enumerate(table.column_names)}
+        return {name: arrow_column(table.column(i)) for i, name in enumerate(table.column_names)}
 
     def _fetch_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         frame = self._frame(sql)
@@ -189,24 +187,14 @@ class SparkEngine(Engine):
         self, rows: Callable[[int | None], exp.Expression], groups: int, function: GroupFunction,
         kept: Sequence[str], small: Sequence[str], purpose: str,
     ) -> tuple[str, dict[str, np.ndarray]]:
-        """``groupBy(b).applyInArrow``: each group is finished by one task on an executor. Both
-        results of a group travel as one Arrow table into one temp table: the kept rows as
-        rows, the small results as one more row holding them packed in a binary cell
-        (:func:`_pack`; a row of 48 columns per kept row would be most of the write). The kept
-        rows are copied to the returned table; only the packed cells come back to the driver."""
+        """``groupBy(b).applyInArrow``: each group is finished by one task on an executor
+        (:func:`~sqlanon.engine.spark_tasks.group_task`). Both results of a group travel as one
+        Arrow table into one temp table: the kept rows as rows, the small results packed in one
+        more row. The kept rows are copied to the returned table; only the packed cells come
+        back to the driver."""
         sql = self.render(rows(None))
         schema = T.StructType([T.StructField(c, T.LongType(), True) for c in kept]
-                              + [T.StructField(_PACKED, T.BinaryType(), True)])
-
-        def apply(table: pa.Table) -> pa.Table:
-            columns = {c: _column(table.column(i)) for i, c in enumerate(table.column_names)}
-            b = int(columns["b"][0])
-            out, little = function(b, columns)
-            n = len(out[kept[0]])
-            arrays = [pa.array(np.append(np.asarray(out[c], dtype=np.int64), 0), mask=np.arange(n + 1) == n)
-                      for c in kept]
-            packed = pa.array([None] * n + [_pack(b, little, small)], type=pa.binary())
-            return pa.Table.from_arrays([*arrays, packed], names=[*kept, _PACKED])
+                              + [T.StructField(PACKED, T.BinaryType(), True)])
 
         both = self.temp_name(f"{purpose}_all")
         self.statements += 1
@@ -217,18 +205,19 @@ class SparkEngine(Engine):
             # merges small partitions (every batch in one task); range partitioning on the batch
             # number with merging off gives each batch a task of its own (the first may get two).
             with _setting(self.con, "spark.sql.adaptive.coalescePartitions.enabled", "false"):
-                self._frame(sql).repartitionByRange(groups, "b").groupBy("b").applyInArrow(apply, schema) \
+                task = group_task(function, kept, small)
+                self._frame(sql).repartitionByRange(groups, "b").groupBy("b").applyInArrow(task, schema) \
                     .write.format("parquet").saveAsTable(g.table(both).sql(self.dialect))
         except (PySparkException, Py4JError) as e:
             raise EngineError(_message(e), sql) from e
-        packed = g.col(_PACKED)
+        packed = g.col(PACKED)
         table = self.create_temp(purpose, exp.select(*[g.col(c) for c in kept]).from_(g.table(both))
                                  .where(exp.Is(this=packed, expression=exp.Null())))
         cells = self._arrow(self.render(exp.select(packed.copy()).from_(g.table(both))
                                         .where(exp.Not(this=exp.Is(this=packed.copy(), expression=exp.Null())))))
         self.statements += 1
         self.drop_temp(both)
-        parts = sorted((_unpack(cell, small) for cell in cells.column(0).to_pylist()), key=lambda p: p[0])
+        parts = sorted((unpack(cell, small) for cell in cells.column(0).to_pylist()), key=lambda p: p[0])
         parts = [p[1] for p in parts]  # by group, as the base engine gives them
         return table, {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64) for c in small}
 
@@ -393,38 +382,6 @@ def _message(error: BaseException) -> str:
     """The first lines of a Spark error (its JVM stack trace is not for users)."""
     text = str(error).strip()
     return "\n".join(text.splitlines()[:3]) if text else type(error).__name__
-
-
-def _column(values: pa.ChunkedArray) -> np.ndarray:
-    """One Arrow column as the numpy array DuckDB's ``fetchnumpy`` would give (NULL: NaN in
-    floats, None elsewhere; decimals as floats)."""
-    kind = values.type
-    nulls = values.null_count
-    if pa.types.is_decimal(kind):
-        values = values.cast(pa.float64())
-        kind = values.type
-    if pa.types.is_floating(kind):
-        return values.to_numpy().astype(np.float64)
-    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        if not nulls:
-            return values.to_numpy()
-        return np.asarray(values.to_pylist(), dtype=object)
-    if pa.types.is_date(kind) or pa.types.is_timestamp(kind):
-        return values.to_numpy()
-    return np.asarray(values.to_pylist(), dtype=object)
-
-
-def _pack(group: int, columns: Mapping[str, np.ndarray], names: Sequence[str]) -> bytes:
-    """Group ``group``'s integer columns ``names`` of ``columns`` as one ``.npz`` blob."""
-    buffer = io.BytesIO()
-    np.savez(buffer, group=np.int64(group), **{f"c{i}": np.asarray(columns[c], dtype=np.int64) for i, c in enumerate(names)})
-    return buffer.getvalue()
-
-
-def _unpack(blob: bytes, names: Sequence[str]) -> tuple[int, dict[str, np.ndarray]]:
-    """The group and the columns ``names`` that :func:`_pack` packed."""
-    with np.load(io.BytesIO(blob)) as data:
-        return int(data["group"]), {c: data[f"c{i}"] for i, c in enumerate(names)}
 
 
 def _spark_type(house: str) -> T.DataType:

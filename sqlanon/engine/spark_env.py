@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SparkEnvironmentError
+from ..version import __version__
 
 #: Where the guide that the error messages point to lives (in the repository's docs).
 GUIDE = "docs/guides/spark.md"
@@ -98,8 +99,6 @@ def _default_to_driver_python(spark: Any) -> None:
 
 def _probe(spark: Any) -> Executors:
     """One job of a few tasks, each reporting the Python it runs and the sqlanon it imports."""
-    from .. import __version__
-
     context = spark.sparkContext
     tasks = max(1, min(MAX_TASKS, context.defaultParallelism))
 
@@ -107,14 +106,14 @@ def _probe(spark: Any) -> Executors:
         import sys as executor_sys
 
         found = {"python": executor_sys.executable, "python_version": ".".join(map(str, executor_sys.version_info[:3]))}
-        try:
-            import sqlanon
-
-            found.update(sqlanon=sqlanon.__version__, location=sqlanon.__file__ or "")
-            import sqlanon.engine.spark  # the finish's own module (it imports pyspark and pyarrow)
-            import sqlanon.mondrian.builder  # the finish itself (numba); ``import sqlanon`` imports neither
+        try:  # what the executors run (pyarrow with it); the package's __init__ imports every module
+            import sqlanon.engine.spark_tasks  # noqa: F401
+            import sqlanon.mondrian.builder  # noqa: F401  the finish itself (numba): ``import sqlanon`` loads no module
         except Exception as e:  # reported to the driver, which words the error
             found["error"] = f"{type(e).__name__}: {e}"
+        package = executor_sys.modules.get("sqlanon")  # there when the package imported, even if a module failed
+        if package is not None:  # its version first: another version's modules may well fail to import
+            found.update(sqlanon=package.__version__, location=package.__file__ or "")
         yield found
 
     described = context.getLocalProperty("spark.job.description")
@@ -161,8 +160,6 @@ def _worker_cause(error: BaseException) -> str:
 
 def _error(spark: Any, cause: str, *, version: bool = False) -> SparkEnvironmentError:
     """The error for ``cause``: the executors' interpreter, the driver's, and the fixes."""
-    from .. import __version__
-
     context = spark.sparkContext
     if "PYSPARK_PYTHON" in os.environ:
         where = "PYSPARK_PYTHON"

@@ -1,6 +1,7 @@
 """What a partitioning produces, whatever the algorithm: partitions as arrays of code boxes
 (:class:`Boxes`), the final ones gathered (:class:`Leaves`) into :class:`Regions`, the progress
-reported to the caller (:class:`Progress`), and the partition id of a suppressed row.
+reported to the caller (:class:`Progress`), the partition id of a suppressed row, and how a
+Mondrian partition was computed (:class:`Partitioning`).
 
 Mondrian (:mod:`sqlanon.mondrian`) and the single-dimensional searches (:mod:`sqlanon.singledim`:
 a grid is a guillotine tiling) both hand their result over as :class:`Regions`, which the
@@ -9,7 +10,7 @@ publication (:mod:`sqlanon.publish`) turns into rules and a view.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -135,3 +136,67 @@ class Progress:
     elapsed: float
     best: float | None = None  # the single-dimensional searches: the best metric so far
     message: str | None = None  # what the phase is doing, in words ("compiling kernels, first use only")
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a Mondrian partition was computed (:attr:`sqlanon.Release.outcome`; counted by
+    :class:`sqlanon.mondrian.sample.Outcome`).
+
+    Attributes:
+        strategy: ``"levels"`` (Rothko-T and the in-memory finish) or ``"sample"`` (Rothko-S).
+        rounds: Rothko-S's sample rounds.
+        scans, writes: reads and writes of the working table by the partitioning (TR 1590's I/O
+            model: a SQL level reads twice and writes once, a sample round reads three times and
+            writes once, the in-memory finish reads once).
+        pruned: tree nodes undone by pruning.
+        rescued: partitions whose round kept no split, handed to Rothko-T.
+        distance_from_minimal: leaves that might still have an allowable split (TR 1590,
+            Figure 28's measure; 0: every leaf is settled by an exact decision).
+        at_root, at_root_before: with ``suppression=``: per QI, the share of rows generalized to
+            the whole domain, with suppression and without it (the same request partitioned once
+            more without suppression; :mod:`sqlanon.mondrian.suppression`).
+    """
+
+    strategy: str
+    rounds: int = 0
+    scans: int = 0
+    writes: int = 0
+    pruned: int = 0
+    rescued: int = 0
+    distance_from_minimal: int = 0
+    at_root: Mapping[str, float] | None = None
+    at_root_before: Mapping[str, float] | None = None
+
+    def partitioning(self) -> dict[str, object]:
+        """The :data:`PARTITIONING_FIELDS` (reports)."""
+        return {"strategy": self.strategy, "sample_rounds": self.rounds, "scans": self.scans,
+                "writes": self.writes, "pruned": self.pruned, "rescued": self.rescued,
+                "distance_from_minimal": self.distance_from_minimal}
+
+    def describe(self) -> str:
+        return describe_partitioning(self.partitioning())
+
+    def summary(self, suppressed: int) -> list[tuple[str, str]]:
+        """``(label, text)`` lines for the command line's summary (``suppressed``: verified)."""
+        out = []
+        if self.at_root is not None and self.at_root_before is not None:  # with suppression=
+            out.append(("suppressed", f"{suppressed:,} rows (fully generalized, class NULL; verified)"))
+            out.append(("at the root", ", ".join(f"{q} {self.at_root_before[q]:.1%} -> {v:.1%}"
+                                                 for q, v in self.at_root.items())
+                        + " of rows (without -> with suppression)"))
+        return out + [("partitioning", self.describe())]
+
+
+#: The Release fields that say how the partition was computed, in order.
+PARTITIONING_FIELDS = ("strategy", "sample_rounds", "scans", "writes", "pruned", "rescued", "distance_from_minimal")
+
+
+def describe_partitioning(fields: Mapping[str, object]) -> str:
+    """One line for reports and the CLI: what the partitioning did (:data:`PARTITIONING_FIELDS`)."""
+    passes = f"{fields['scans']} reads and {fields['writes']} writes of the working table"
+    if fields["strategy"] != "sample":
+        return f"levels (Rothko-T): {passes}"
+    return (f"sample (Rothko-S): {fields['sample_rounds']} sample round(s), {passes}, {fields['pruned']} tree "
+            f"node(s) pruned, {fields['rescued']} partition(s) handed to Rothko-T, distance from minimal "
+            f"{fields['distance_from_minimal']}")

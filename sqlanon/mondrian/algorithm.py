@@ -26,9 +26,9 @@ from ..engine.base import Engine
 from ..errors import InputError, RecodingError
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..request.algorithm import Algorithm, Partitioned, Prepared
-from ..request.checks import _shown, check_int
+from ..request.checks import short_repr, check_int
 from ..request.spec import Spec
-from . import median_finish
+from .compiled import median_finish
 from .encode import codes_here, reads_work_as_view
 from .hypotheses import exact_only
 from .run import run_mondrian
@@ -121,12 +121,12 @@ class Mondrian(Algorithm):
             object.__setattr__(self, "strategy", STRATEGIES[self.strategy]())
         if self.strategy != "auto" and not isinstance(self.strategy, (Levels, Sample)):
             raise InputError(f"strategy must be one of 'auto', 'levels', 'sample' (or sqlanon.Levels(memory_rows), "
-                             f"sqlanon.Sample(rows, confidence, seed)), got {_shown(self.strategy)}")
+                             f"sqlanon.Sample(rows, confidence, seed)), got {short_repr(self.strategy)}")
         if isinstance(self.criterion, Score):
             raise RecodingError("Score(...) is top-down refinement's criterion: pass algorithm=sqlanon.TopDown(...)")
         if self.criterion is not None and not isinstance(self.criterion, CRITERIA):
             raise InputError(f"Mondrian(criterion=...) takes Median(), InfoGain(...), Regression(...), Targets(...) "
-                             f"or Selections(...), got {_shown(self.criterion)}")
+                             f"or Selections(...), got {short_repr(self.criterion)}")
 
     @property
     def memory_rows(self) -> int | None:
@@ -195,7 +195,7 @@ class Mondrian(Algorithm):
             raise InputError(f"{', '.join(sorted(set(rest) - {'memory_rows'}))}: Rothko-S's (strategy sample), "
                              f"not strategy levels'")
         if name not in ("auto", *STRATEGIES):
-            raise InputError(f"strategy must be one of 'auto', 'levels', 'sample', got {_shown(name)}")
+            raise InputError(f"strategy must be one of 'auto', 'levels', 'sample', got {short_repr(name)}")
         if "sample_rows" in rest:
             rest["rows"] = rest.pop("sample_rows")
         return cls(criterion, "auto" if name == "auto" else STRATEGIES[name](**rest))

@@ -36,7 +36,7 @@ from ..model.domain import Domain
 from ..engine.base import Engine
 from ..model.partition import Boxes, Leaves, Progress
 from ..model.parallel import return_free_memory, run_all, small_pages
-from . import median_finish, workload_finish
+from .compiled import median_finish, workload_finish
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from .suppression import share_budget, slack, suppressing
@@ -392,8 +392,8 @@ class Partitioner:
 
         Median under k-anonymity and the privacy models that have a compiled face, over ordered
         QIs (with or without a suppression budget), takes the depth-first compiled finish of
-        :mod:`sqlanon.mondrian.median_finish`; InfoGain,
-        Regression and Targets that of :mod:`sqlanon.mondrian.workload_finish` (where its
+        :mod:`sqlanon.mondrian.compiled.median_finish`; InfoGain,
+        Regression and Targets that of :mod:`sqlanon.mondrian.compiled.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
         if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
@@ -470,7 +470,7 @@ class Partitioner:
         return np.concatenate(out_row), np.concatenate(out_pid)
 
     def median_finish_applies(self, seg: Boxes) -> bool:
-        """Whether :mod:`sqlanon.mondrian.median_finish` finishes this batch (its codes are then
+        """Whether :mod:`sqlanon.mondrian.compiled.median_finish` finishes this batch (its codes are then
         best fetched row-major: a split moves whole rows)."""
         return _MEDIAN_FINISH and median_finish.applies(self.criterion, self.constraints, self.domains, seg.budget,
                                                         self._exact, int(seg.n.max(initial=0)))
@@ -495,13 +495,13 @@ class Partitioner:
         return faces, values, sizes
 
     def _workload_finish_applies(self, seg: Boxes) -> bool:
-        """Whether :mod:`sqlanon.mondrian.workload_finish` finishes this batch."""
+        """Whether :mod:`sqlanon.mondrian.compiled.workload_finish` finishes this batch."""
         exact = [self.numeric_stats[self._numeric_index[c]].exact for c in self.criterion.numeric_columns]
         return workload_finish.applies(self.criterion, self.constraints, self.domains, seg.budget, exact,
                                        int(seg.n.max()))
 
     def _workload_finish(self, batch: Batch, seg: Boxes) -> dict[str, np.ndarray]:
-        """The node table of :func:`sqlanon.mondrian.workload_finish.finish` for this batch."""
+        """The node table of :func:`sqlanon.mondrian.compiled.workload_finish.finish` for this batch."""
         c = self.criterion
         classes = [self._class_index[name] for name in c.class_columns]
         return workload_finish.finish(
@@ -878,7 +878,7 @@ def by_range(rid: np.ndarray, most: int) -> np.ndarray | None:
 
 def interleaved(columns: Sequence[np.ndarray]) -> np.ndarray:
     """The columns side by side as a row-major int32 array ``(M, d)``: the codes of a batch as
-    the depth-first finishes work on them (:mod:`sqlanon.mondrian.median_finish`; ``.T`` is
+    the depth-first finishes work on them (:mod:`sqlanon.mondrian.compiled.median_finish`; ``.T`` is
     the ``(d, M)`` view of :class:`Batch`). Filled a block of rows at a time, so each block
     stays in the CPU caches while every column writes its stripe (column by column over the
     whole array took five times as long at 10M rows x 9 QIs)."""

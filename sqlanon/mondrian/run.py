@@ -55,7 +55,7 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
         run.lap("partition_sql")
     memory = finish_in_memory(engine, tree, work, open_, spec.memory_rows, held=run.held)
     run.done_reading()  # the finish has read the working table (perhaps the view over the source)
-    outcome.scans += int(len(open_) > 0)
+    outcome.add(scans=int(len(open_) > 0))
     del open_  # not held while publishing (as the leaves below, it grows with the table)
     run.lap("partition_memory")
     regions = tree.leaves.collect()

@@ -55,6 +55,7 @@ writes it once; the in-memory finish reads it once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -65,7 +66,7 @@ from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..errors import InputError
 from ..model.stats import ClassStats, first_of_run
-from ..model.partition import Boxes
+from ..model.partition import Boxes, Partitioning
 from .builder import Batch, Partitioner
 from .hypotheses import fit_threshold, sample_constraints
 from .levels import Layout, attr_value, groups_from_result, stat_aggregates
@@ -119,76 +120,24 @@ def choose(strategy: str, rows: int, memory_rows: int, sample_rows: int | None, 
     return SampleOptions(strategy, budget, float(confidence), seed)
 
 
-@dataclass
 class Outcome:
-    """What the partitioning did, counted as it runs (:class:`Partitioning` is the result)."""
+    """What the partitioning did, counted as it runs (:meth:`add`); :meth:`settled` is the
+    result, a :class:`~sqlanon.model.partition.Partitioning`."""
 
-    strategy: str
-    rounds: int = 0
-    scans: int = 0
-    writes: int = 0
-    pruned: int = 0
-    rescued: int = 0
-    distance_from_minimal: int = 0
+    def __init__(self, strategy: str) -> None:
+        self.counted = Partitioning(strategy)
+
+    def add(self, **counts: int) -> None:
+        """Add to the counts named (the fields of :class:`Partitioning`)."""
+        self.counted = dataclasses.replace(self.counted, **{k: getattr(self.counted, k) + v for k, v in counts.items()})
 
     def add_levels(self, levels: int) -> None:
         """Rothko-T's SQL levels: extents and frequency groups read, the table rewritten."""
-        self.scans += 2 * levels
-        self.writes += levels
+        self.add(scans=2 * levels, writes=levels)
 
     def settled(self, at_root_before: Mapping[str, float] | None = None,
                 at_root: Mapping[str, float] | None = None) -> Partitioning:
-        return Partitioning(self.strategy, self.rounds, self.scans, self.writes, self.pruned, self.rescued,
-                            self.distance_from_minimal, at_root, at_root_before)
-
-
-@dataclass(frozen=True)
-class Partitioning:
-    """How a Mondrian partition was computed (:attr:`sqlanon.Release.outcome`).
-
-    Attributes:
-        strategy: ``"levels"`` (Rothko-T and the in-memory finish) or ``"sample"`` (Rothko-S).
-        rounds: Rothko-S's sample rounds.
-        scans, writes: reads and writes of the working table by the partitioning (TR 1590's I/O
-            model: a SQL level reads twice and writes once, a sample round reads three times and
-            writes once, the in-memory finish reads once).
-        pruned: tree nodes undone by pruning.
-        rescued: partitions whose round kept no split, handed to Rothko-T.
-        distance_from_minimal: leaves that might still have an allowable split (TR 1590,
-            Figure 28's measure; 0: every leaf is settled by an exact decision).
-        at_root, at_root_before: with ``suppression=``: per QI, the share of rows generalized to
-            the whole domain, with suppression and without it (the same request partitioned once
-            more without suppression; :mod:`sqlanon.mondrian.suppression`).
-    """
-
-    strategy: str
-    rounds: int = 0
-    scans: int = 0
-    writes: int = 0
-    pruned: int = 0
-    rescued: int = 0
-    distance_from_minimal: int = 0
-    at_root: Mapping[str, float] | None = None
-    at_root_before: Mapping[str, float] | None = None
-
-    def partitioning(self) -> dict[str, object]:
-        """The :data:`FIELDS` (reports)."""
-        return {"strategy": self.strategy, "sample_rounds": self.rounds, "scans": self.scans,
-                "writes": self.writes, "pruned": self.pruned, "rescued": self.rescued,
-                "distance_from_minimal": self.distance_from_minimal}
-
-    def describe(self) -> str:
-        return describe(self.partitioning())
-
-    def summary(self, suppressed: int) -> list[tuple[str, str]]:
-        """``(label, text)`` lines for the command line's summary (``suppressed``: verified)."""
-        out = []
-        if self.at_root is not None and self.at_root_before is not None:  # with suppression=
-            out.append(("suppressed", f"{suppressed:,} rows (fully generalized, class NULL; verified)"))
-            out.append(("at the root", ", ".join(f"{q} {self.at_root_before[q]:.1%} -> {v:.1%}"
-                                                 for q, v in self.at_root.items())
-                        + " of rows (without -> with suppression)"))
-        return out + [("partitioning", self.describe())]
+        return dataclasses.replace(self.counted, at_root=at_root, at_root_before=at_root_before)
 
 
 class _Grower(Partitioner):
@@ -289,9 +238,9 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
         if not big.any():
             return work, open_
         parts, rest = open_.take(big.nonzero()[0]), open_.take((~big).nonzero()[0])
-        outcome.rounds += 1
+        outcome.add(rounds=1)
         forest = _grow(engine, partitioner, work, parts, layout, options)
-        outcome.scans += len(parts)
+        outcome.add(scans=len(parts))
         stuck = np.ones(len(parts), dtype=bool)
         grown = forest.parent >= 0
         if grown.any():  # else no sample split at all: nothing to check
@@ -300,16 +249,14 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
             # the tree: 6.5 s against about 1 s at 100M rows).
             new = _repartition(engine, work, forest, grown, layout, rest.pid)
             stats = _leaf_stats(engine, new, forest, layout)
-            outcome.scans += 2  # the rewrite's read and the statistics' read
-            outcome.writes += 1
+            outcome.add(scans=2, writes=1)  # the rewrite (a read and a write) and the statistics' read
             final, stuck, pruned = _prune(partitioner, forest, stats)
-            outcome.pruned += pruned
+            outcome.add(pruned=pruned)
             keep = grown & final.visible
             if pruned:  # rows went to leaves that pruning removed: rewrite again with the pruned tree
                 engine.drop_temp(new)
                 new = _repartition(engine, work, forest, keep, layout, rest.pid) if keep.any() else None
-                outcome.scans += int(new is not None)
-                outcome.writes += int(new is not None)
+                outcome.add(scans=int(new is not None), writes=int(new is not None))
             if new is not None:
                 engine.drop_temp(work)
                 work = replaced(new)
@@ -324,7 +271,7 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
                 partitioner.leaves.add(leaves.take(empty.nonzero()[0]), none, none)
             rest = Boxes.concat([rest, leaves.take((~empty).nonzero()[0])])
         if stuck.any():  # no split survived: Rothko-T takes these partitions (TR footnote 9)
-            outcome.rescued += int(stuck.sum())
+            outcome.add(rescued=int(stuck.sum()))
             before = partitioner.levels
             work, fitted = partitioner.run_sql(engine, work, parts.take(stuck.nonzero()[0]), options.sample_rows)
             work = replaced(work)
@@ -552,22 +499,3 @@ def _cluster_key(engine: Engine, pids: np.ndarray) -> exp.Expression:
                .when(exp.GT(this=g.col("pid"), expression=g.lit(hi)), g.lit(hi - lo))
                .else_(exp.Sub(this=g.col("pid"), expression=g.lit(lo))))
     return exp.Cast(this=clamped, to=exp.DataType.build(engine.code_type(hi - lo + 1), dialect=g.DIALECT))
-
-
-def levels_passes(levels: int, finished: bool) -> tuple[int, int]:
-    """``(scans, writes)`` of Rothko-T with ``levels`` SQL levels (and a finish in memory)."""
-    return 2 * levels + int(finished), levels
-
-
-#: The Release fields that say how the partition was computed, in order.
-FIELDS = ("strategy", "sample_rounds", "scans", "writes", "pruned", "rescued", "distance_from_minimal")
-
-
-def describe(fields: dict[str, object]) -> str:
-    """One line for reports and the CLI: what the partitioning did."""
-    passes = f"{fields['scans']} reads and {fields['writes']} writes of the working table"
-    if fields["strategy"] != "sample":
-        return f"levels (Rothko-T): {passes}"
-    return (f"sample (Rothko-S): {fields['sample_rounds']} sample round(s), {passes}, {fields['pruned']} tree "
-            f"node(s) pruned, {fields['rescued']} partition(s) handed to Rothko-T, distance from minimal "
-            f"{fields['distance_from_minimal']}")

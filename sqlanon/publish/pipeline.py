@@ -1,9 +1,8 @@
 """Publication as one unit: rules, manifest, row map and view created in one transaction, then
 the published relation verified independently; a failed check rolls everything back.
 
-:func:`anonymize <sqlanon.anonymize>` publishes through :func:`publish_release` with
-:func:`verified` as the check; ``sqlanon explain`` runs the same function on its recording
-engine with a check that shows the verification statement instead of running it.
+:func:`anonymize <sqlanon.anonymize>` publishes through :func:`publish_release`; ``sqlanon
+explain`` runs the same function on its recording engine.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ from .rules import create_rules, publish, reads_sql_rows, rowmap_query
 from .verify import Verification, exposed_values, verify
 from .view import PLACED, RECODED
 
-#: ``check(engine, spec)``: verify the published relation (raise to roll back).
-Check = Callable[[Engine, Spec], "Verification | None"]
 
 
 def created(spec: Spec) -> list[tuple[str, str]]:
@@ -85,13 +82,13 @@ def reads_work(spec: Spec, memory: str | None, regions: Regions) -> bool:
 
 def publish_release(
     engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: list[Regions], work: str,
-    memory: str | None, source: exp.Table, rid: str, check: Check = verified,
+    memory: str | None, source: exp.Table, rid: str,
     ranges: Sequence[tuple[int | None, int | None]] | None = None, encoded: exp.Table | None = None,
 ) -> Verification | None:
     """Create the release's objects in one transaction (:meth:`Engine.transaction`: its own, or
     the caller's — a savepoint, or dropping what was created, undoes a failure there), after
     dropping what ``replace=True`` overwrites (inside it, so a failure restores them), and
-    ``check`` the result before the transaction ends.
+    verify the result (:func:`verified`) before the transaction ends.
 
     ``regions`` is a one-item list that the publication empties once the rules and the row map
     are made: the caller holds no other reference, so the leaves (0.26 GiB at 100M rows) are let
@@ -133,7 +130,7 @@ def publish_release(
             rows = (snapshot_rows(spec, encoded if encoded is not None else source, rid, rowmap)
                     if spec.key is None else None)
             publish(engine, spec, source, rid, rowmap, count, suppressed=bool(spec.suppression_limit), ranges=ranges)
-            result = check(engine, spec)
+            result = verified(engine, spec)
             if rows is not None and isinstance(result, Verification):  # a keyed release's verify matched its rows
                 exposed = exposed_values(engine, rows, spec.qis, g.table(spec.outputs.rules), g.table(spec.outputs.view),
                                          spec.k)

@@ -266,7 +266,7 @@ def metrics(
     ncp: dict[str, float | None] = {}
     at_root: dict[str, float | None] = {}
     if n:
-        losses = engine.fetch_rows(_ncp_query(engine, m, view_ref))[0]
+        losses = engine.fetch_rows(ncp_query(engine, m, view_ref))[0]
         for qi, loss, root in zip(m.qis, losses, losses[len(m.qis):]):
             ncp[qi.name] = (float(loss or 0.0) + s) / n
             at_root[qi.name] = (int(root or 0) + s) / n
@@ -374,7 +374,7 @@ def _check_columns(label: str, names: Iterable[str], m: Manifest, types: Mapping
 ROOT_TOLERANCE = 1e-9
 
 
-def _ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
+def ncp_query(engine: Engine, m: Manifest, view_ref: exp.Table) -> exp.Select:
     """One row: for each QI, ``sum over classes E of |E| * loss_E(q)`` (module docstring), then
     for each QI the rows of the classes whose loss is 1 (generalized to the whole domain)."""
     rules = m.ref(m.rules)

@@ -40,10 +40,10 @@ from .imprecision import imprecision
 from .measures import Measures, measures
 from .risk import Risk, risk
 from ..publish.manifest import Manifest
-from .metrics import Metrics, _ncp_query, metrics
+from .metrics import Metrics, ncp_query, metrics
 from .plots import BLUE, ORANGE, esc, number, shade, svg_before_after, svg_columns, svg_rows
 from .regions import derived, load_release, qi_columns, resolve_relation
-from ..mondrian.sample import describe
+from ..model.partition import describe_partitioning
 from ..engine.catalog import Source
 from ..publish.verify import Verification, verify_source
 
@@ -107,7 +107,7 @@ class ReleaseReport:
     generated: str
     key: tuple[str, ...] | None = None  # a live view's key; None for a view of a snapshot
     criterion_object: Criterion | None = None  # the recorded criterion (None: a release of sqlanon 0.1)
-    partitioning: Mapping[str, Any] | None = None  # how the partition was computed (sqlanon.mondrian.sample.FIELDS)
+    partitioning: Mapping[str, Any] | None = None  # how the partition was computed (sqlanon.model.partition.PARTITIONING_FIELDS)
     measures: Measures | None = None  # pycanon's measures of the view (sqlanon.release.measures)
     risk_before: Risk | None = None  # re-identification risk of the source on the QIs (None: unreadable now)
     risk_after: Risk | None = None  # ... and of the release (its classes)
@@ -379,7 +379,7 @@ def _widths(engine: Engine, m: Manifest, view_ref: exp.Table, suppressed: int) -
 
     Reuses the NCP query of :mod:`sqlanon.release.metrics`, whose select list is
     ``sum(c.n * loss_q)`` per QI: the per-class ``loss_q`` is taken out of it and bucketed."""
-    ncp = _ncp_query(engine, m, view_ref)
+    ncp = ncp_query(engine, m, view_ref)
     # Alias(Sum(Mul(c.n, loss))) per QI first (then the at_root sums)
     losses = [e.this.this.expression for e in ncp.expressions[:len(m.qis)]]
     per_class = ncp.copy()
@@ -698,7 +698,7 @@ def render_markdown(r: ReleaseReport) -> str:
                                                ("total (elapsed)", number(r.elapsed))])
         out += [f"{number(r.statements)} SQL statements.", ""]
     if r.partitioning is not None:
-        out += [f"Partitioning: {describe(r.partitioning)}.", ""]
+        out += [f"Partitioning: {describe_partitioning(r.partitioning)}.", ""]
     out += ["## SQL objects", ""]
     out += _md_table(["role", "name", "kind", "rows"], [(o.role, f"`{o.name}`", o.kind, number(o.rows)) for o in r.objects])
     out += ["## All metrics", ""]
@@ -921,7 +921,7 @@ def render_html(r: ReleaseReport) -> str:
                         "Seconds per step"),
               f"<p>Total {number(r.elapsed)} s, {number(r.statements)} SQL statements.</p>"]
     if r.partitioning is not None:
-        s.append(f"<p>Partitioning: {esc(describe(r.partitioning))}.</p>")
+        s.append(f"<p>Partitioning: {esc(describe_partitioning(r.partitioning))}.</p>")
     s += ["</section>", '<section id="objects"><h2>SQL objects</h2>',
           _html_table(["role", "name", "kind", "rows"],
                       [(esc(o.role), f"<code>{esc(o.name)}</code>", esc(o.kind), number(o.rows)) for o in r.objects],

@@ -25,7 +25,7 @@ def check_names(label: str, names: Any, example: str = "") -> list[str]:
         raise InputError(f"{label} must be a list of column names, got the string {names!r}; use {listed!r}")
     if isinstance(names, (bytes, Mapping, set, frozenset)) or not isinstance(names, Iterable):
         raise InputError(f"{label} must be a list of column names{example}, got "
-                         f"{type(names).__name__} {_shown(names)}")
+                         f"{type(names).__name__} {short_repr(names)}")
     names = list(names)
     seen: set[str] = set()
     for name in names:
@@ -66,7 +66,7 @@ def check_int(label: str, value: Any, minimum: int | None = None) -> int:
     to be whole.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{label} must be an integer, got {_shown(value)}")
+        raise InputError(f"{label} must be an integer, got {short_repr(value)}")
     if minimum is not None and value < minimum:
         raise InputError(f"{label} must be at least {minimum}, got {value}")
     return int(value)
@@ -78,7 +78,7 @@ def check_number(label: str, value: Any, minimum: float, maximum: float | None =
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or not math.isfinite(value) or value < minimum or (maximum is not None and value > maximum):
         bounds = f">= {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
-        raise InputError(f"{label} must be a number {bounds}, got {_shown(value)}")
+        raise InputError(f"{label} must be a number {bounds}, got {short_repr(value)}")
     return float(value)
 
 
@@ -86,7 +86,7 @@ def check_bool(label: str, value: Any) -> bool:
     """``value`` as a Python ``bool``: a flag such as ``replace=`` given as ``"no"`` or ``1`` would
     otherwise be truthy and overwrite objects."""
     if not isinstance(value, (bool, np.bool_)):
-        raise InputError(f"{label} must be True or False, got {_shown(value)}")
+        raise InputError(f"{label} must be True or False, got {short_repr(value)}")
     return bool(value)
 
 
@@ -94,11 +94,12 @@ def check_callable(label: str, value: Any) -> Callable[..., Any] | None:
     """``value`` if it is None or callable (a callback such as ``progress=``); checked up front, as
     the first call would only come after the first level of the partitioning."""
     if value is not None and not callable(value):
-        raise InputError(f"{label} must be a function (or None), got {type(value).__name__} {_shown(value)}")
+        raise InputError(f"{label} must be a function (or None), got {type(value).__name__} {short_repr(value)}")
     return value
 
 
-def _shown(value: Any, limit: int = 80) -> str:
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (for error messages)."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

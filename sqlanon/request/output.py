@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from .checks import _shown, check_bool
+from .checks import short_repr, check_bool
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Output:
 
     def __post_init__(self) -> None:
         if self.view is not None and (not isinstance(self.view, str) or not self.view):
-            raise InputError(f"view must be a non-empty string, got {_shown(self.view)}")
+            raise InputError(f"view must be a non-empty string, got {short_repr(self.view)}")
         object.__setattr__(self, "replace", check_bool("replace", self.replace))
         if isinstance(self.key, str):  # one column is a key of one: the same request
             object.__setattr__(self, "key", (self.key,))
@@ -52,5 +52,5 @@ class Output:
             return cls(output)
         if not isinstance(output, Output):
             raise InputError(f"output= takes the view's name or sqlanon.Output(view, replace, key, class_column), "
-                             f"got {_shown(output)}")
+                             f"got {short_repr(output)}")
         return output

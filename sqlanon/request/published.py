@@ -26,7 +26,7 @@ from ..model.hierarchy import hierarchy_from
 from ..model.intervals import Intervals
 from ..model.qi import QI, classify
 from ..model.qi import BOUNDS as MODES
-from .checks import _shown
+from .checks import short_repr
 
 
 def published_modes(published: Any, qid: Sequence[str], types: Mapping[str, str],
@@ -53,7 +53,7 @@ def published_modes(published: Any, qid: Sequence[str], types: Mapping[str, str]
         return {q: "hierarchy" for q in intervals}
     if not isinstance(published, Mapping):
         raise InputError(f"published must be one of {list(MODES)} or a dict {{QI: one of them}}, got "
-                         f"{type(published).__name__} {_shown(published)}")
+                         f"{type(published).__name__} {short_repr(published)}")
     out: dict[str, str] = {}
     for name, mode in published.items():
         if name not in qid:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, RecodingError, UnknownColumnError, did_you_mean
-from ..model.privacy import KAnonymity
 from ..model.criteria import InfoGain, Score
 from ..model.hierarchy import Hierarchy, unused_label
 from .checks import check_names
@@ -57,8 +56,8 @@ def requirement(qid: Any, k: Any, privacy: Sequence[Any]
     Without such models ``qid`` and ``k`` are returned as given (checked by the caller) and the
     pairs are empty: the one pair is ``(qid, k)``. A ``KAnonymity`` without ``qid`` is one of the
     other models."""
-    named = [c for c in privacy if isinstance(c, KAnonymity) and c.qid is not None]
-    rest = tuple(c for c in privacy if not (isinstance(c, KAnonymity) and c.qid is not None))
+    named = [c for c in privacy if c.size_only and c.qid is not None]
+    rest = tuple(c for c in privacy if not (c.size_only and c.qid is not None))
     if not named:
         if qid is None and k is None:
             raise InputError("give the quasi-identifiers and k (qid=[...], k=...), or "
@@ -72,7 +71,7 @@ def requirement(qid: Any, k: Any, privacy: Sequence[Any]
         columns = check_names("KAnonymity(qid=...)", c.qid, " (e.g. ['age', 'sex'])")
         if not columns:
             raise InputError("KAnonymity(qid=...): a QID needs at least one column")
-        pairs.append((tuple(columns), c.k))
+        pairs.append((tuple(columns), c.min_size))
     union: list[str] = []
     for columns, _ in pairs:
         union += [c for c in columns if c not in union]

@@ -35,10 +35,9 @@ from ..hierarchies import built
 from ..model import manifest_format
 from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
-from ..model.privacy import KAnonymity
 from ..model.qi import QI, box_columns, classify, published_columns
 from .owned import owned as release_owned
-from .checks import _shown, case_duplicate, check_free, check_int, check_number, check_qid
+from .checks import short_repr, case_duplicate, check_free, check_int, check_number, check_qid
 from .output import Output
 from .single import Single, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
@@ -134,9 +133,9 @@ class Spec:
 
 def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool:
     """Whether the request is one a compiled depth-first finish takes: Median under k-anonymity
-    alone (:func:`sqlanon.mondrian.median_finish.applies`), or InfoGain, Regression or Targets
+    alone (:func:`sqlanon.mondrian.compiled.median_finish.applies`), or InfoGain, Regression or Targets
     under k-anonymity alone with numeric targets all integers or all floats
-    (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch); every QI
+    (:func:`sqlanon.mondrian.compiled.workload_finish.applies`, which decides per batch); every QI
     ordered; a suppression budget with Median only (the workload finish carries none)."""
     c = workload.criterion
     exact = {s.name: s.exact for s in workload.numeric_stats}
@@ -198,12 +197,12 @@ def resolve(
     qid = check_qid(qid)  # the request's shape first: no query runs for a malformed one
     k = check_int("k", k, minimum=1)
     pairs = pairs or ((tuple(qid), k),)
-    extra = [c.k for c in privacy if isinstance(c, KAnonymity)]
+    extra = [c.min_size for c in privacy if c.size_only]  # k-anonymity: a size is all it asks
     if single and extra:  # a single-dimensional search enforces k through its QIDs: the largest k counts
         k = max(k, *extra)
         pairs = tuple((c, max(kk, k)) if set(c) == set(qid) else (c, kk) for c, kk in pairs)
         pairs += ((tuple(qid), k),) if all(set(c) != set(qid) for c, _ in pairs) else ()
-        privacy = tuple(c for c in privacy if not isinstance(c, KAnonymity))
+        privacy = tuple(c for c in privacy if not c.size_only)
     objects = engine.objects()
     source = find_source(engine, objects, table)
     qid = _check_qid(qid, source)
@@ -216,7 +215,7 @@ def resolve(
     memory_rows = default_memory_rows(engine) if memory_rows is None else check_int("memory_rows", memory_rows, 0)
     if hierarchies is not None and not isinstance(hierarchies, Mapping):
         raise HierarchyError(f"hierarchies must be a dict {{QI column: hierarchy}}, got {type(hierarchies).__name__} "
-                             f"{_shown(hierarchies)}")
+                             f"{short_repr(hierarchies)}")
     hierarchies = dict(hierarchies or {})
     unknown = sorted(set(hierarchies) - set(qid))
     if unknown:

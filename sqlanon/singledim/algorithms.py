@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from ..errors import InputError, RecodingError
 from ..model.criteria import InfoGain, Score
 from ..request.algorithm import Algorithm, Partitioned, Prepared
-from ..request.checks import _shown, check_int, check_number
+from ..request.checks import short_repr, check_int, check_number
 from ..request.spec import Spec
 from .run import run_genetic, run_optimal, run_tdr
 
@@ -38,7 +38,7 @@ def _metric(algorithm: str, metric: Any, allowed: tuple[str, ...]) -> str | None
         return None
     match = [m for m in allowed if isinstance(metric, str) and m.lower() == metric.lower()]
     if not match:
-        raise InputError(f"{algorithm}(metric=...) must be one of {list(allowed)}, got {_shown(metric)}")
+        raise InputError(f"{algorithm}(metric=...) must be one of {list(allowed)}, got {short_repr(metric)}")
     return match[0]
 
 

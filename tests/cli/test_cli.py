@@ -521,13 +521,14 @@ def test_explain_runs_nothing_that_writes(capsys, db, tmp_path):
                          "--hierarchy", f"city={tmp_path / 'city.csv'}", "--memory-rows", "100")
     assert (code, err) == (0, "")
     assert sql_objects(db) == before
-    for heading in ("1. Validate the request", "2. Encode", "3. Partition in SQL: repeats at every tree level",
-                    "4. Finish in memory", "5. Publish in one transaction", "6. Clean up"):
+    for heading in ("1. Validate the request", "2. Encode", "3. Partition in SQL", "4. Finish in memory",
+                    "5. Publish in one transaction", "6. Clean up"):
         assert f"-- == {heading}" in out
     assert "Snapshot" not in out  # a base table needs none
     assert "-- [ran]" in out and 'CREATE VIEW "people_anon" AS' in out and "COMMIT;" in out
     assert 'CREATE TABLE "people_anon_hierarchies"' in out and "city (hierarchy, 5 leaves)" in out
-    assert "at the root 'age' (widest normalized range)" in out
+    levels = out.split("-- == 3. Partition in SQL")[1].split("-- == 4.")[0]
+    assert 'GROUP BY' in levels and '"pid" IN (0)' in levels  # the root level's frequency groups, as run
     # Data-dependent inputs are said to be.
     assert "rows computed by the run" in out
 
@@ -539,8 +540,8 @@ def test_explain_files_and_in_memory_sources(capsys, tmp_path):
     con.close()
     code, out, _ = run(capsys, "explain", tmp_path / "p.parquet", "--qid", "age", "--k", "5")
     assert code == 0
-    assert "-- == 2. Snapshot of the source" in out and "READ_PARQUET(" in out
-    assert "-- none: the source has 100 rows, at most memory_rows=" in out
+    assert "-- == 2. Encode" in out and "READ_PARQUET(" in out and "_snapshot" in out
+    assert "_splits" not in out and "_work" in out  # 100 rows, at most memory_rows: no SQL level rewrites the work
     assert sorted(os.listdir(tmp_path)) == ["p.parquet"]
 
 

@@ -141,7 +141,7 @@ _KERNEL = """
     os.access = access
     import numpy as np
     import sqlanon
-    from sqlanon.mondrian import gather
+    from sqlanon.mondrian.compiled import gather
     out = gather._take(np.arange(5, dtype=np.int64), np.array([4, 0], dtype=np.int64))
     assert out.tolist() == [4, 0]
     print(json.dumps({"dir": os.environ.get("NUMBA_CACHE_DIR"), "hits": sum(gather._take.stats.cache_hits.values()),
@@ -236,7 +236,7 @@ def test_median_compiles_only_the_specialization_the_request_needs(tmp_path):
     out = _python("""
         import json
         import numpy as np
-        from sqlanon.mondrian import median_finish as m
+        from sqlanon.mondrian.compiled import median_finish as m
         from sqlanon.model.privacy import EntropyLDiversity
 
         def compiled():

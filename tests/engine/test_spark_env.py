@@ -118,7 +118,8 @@ def test_another_sqlanon_version_on_the_executors(spark, monkeypatch, executors_
     other = tmp_path / "other"
     shutil.copytree(Path(sqlanon.__file__).parent, other / "sqlanon", ignore=shutil.ignore_patterns("__pycache__"))
     init = other / "sqlanon" / "__init__.py"
-    init.write_text(re.sub(r'__version__ = "[^"]*"', '__version__ = "0.0.1"', init.read_text()))
+    version = other / "sqlanon" / "version.py"
+    version.write_text(re.sub(r'__version__ = "[^"]*"', '__version__ = "0.0.1"', version.read_text()))
     # A worker's first path entry is its working directory (python -m pyspark.daemon).
     executors_run(script(tmp_path / "other-python", f'cd "{other}" && exec "{sys.executable}" "$@"'))
     message = refused_before_any_statement(spark, monkeypatch, "they import sqlanon 0.0.1", str(init),

@@ -1,4 +1,4 @@
-"""Scoring a node's QI in one pass (sqlanon/mondrian/cut_scan.py) picks the cut that scoring
+"""Scoring a node's QI in one pass (sqlanon/mondrian/compiled/cut_scan.py) picks the cut that scoring
 every allowable cut exactly picks — also where blocks of cuts are ruled out whole by a bound
 (labels: :func:`_box_bound`; numeric targets: :func:`_moment_bound`), on targets that follow
 the QI and on targets that have nothing to do with it (where nearly every block is ruled
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from sqlanon.model import score_kernels as sk
 from sqlanon.model.summaries import xlogx_table
-from sqlanon.mondrian import cut_scan
-from sqlanon.mondrian.cut_scan import _estimate, _moment_bound, _scan, _scan_bins
+from sqlanon.mondrian.compiled import cut_scan
+from sqlanon.mondrian.compiled.cut_scan import _estimate, _moment_bound, scan, scan_bins
 from sqlanon.mondrian.split import TIE
 
 
@@ -47,7 +47,7 @@ def nodes(draw):
 
 
 def _node(case):
-    """The arrays :func:`_scan` reads: one list (QI 0), the node's totals and impurities."""
+    """The arrays :func:`scan` reads: one list (QI 0), the node's totals and impurities."""
     m = len(case["codes"])
     off = np.concatenate(([0], np.cumsum(case["sizes"]))).astype(np.int64)
     table = xlogx_table(m)
@@ -101,26 +101,26 @@ def brute_force(case):
 
 
 def one_pass(case):
-    """:func:`_scan` of the node's list."""
+    """:func:`scan` of the node's list."""
     label, value, off, table, whole, moments, partition, base = _node(case)
     code = case["codes"].reshape(1, -1)
     T_n = value.shape[1]
-    out = _scan(code, label, value, 0, 0, code.shape[1], max(1, case["k"]), whole, np.zeros_like(whole),
+    out = scan(code, label, value, 0, 0, code.shape[1], max(1, case["k"]), whole, np.zeros_like(whole),
                 moments, np.zeros((T_n, 3), moments.dtype), partition, base, off, table, case["normalize"], TIE)
     return tuple(out[:5])
 
 
 def block_sums(cnt, W):
-    """A histogram's block sums: per :data:`cut_scan._BLOCK` bins from 0, its rows and label
-    counts (as :class:`sqlanon.mondrian.histograms._Histograms` keeps them)."""
+    """A histogram's block sums: per :data:`cut_scan.BLOCK` bins from 0, its rows and label
+    counts (as :class:`sqlanon.mondrian.compiled.histograms.Histograms` keeps them)."""
     bins = len(cnt) // W
-    padded = np.zeros(-(-bins // cut_scan._BLOCK) * cut_scan._BLOCK * W, cnt.dtype)
+    padded = np.zeros(-(-bins // cut_scan.BLOCK) * cut_scan.BLOCK * W, cnt.dtype)
     padded[:len(cnt)] = cnt
-    return padded.reshape(-1, cut_scan._BLOCK, W).sum(axis=1).astype(cnt.dtype).ravel()
+    return padded.reshape(-1, cut_scan.BLOCK, W).sum(axis=1).astype(cnt.dtype).ravel()
 
 
 def from_histogram(case, blocks=False):
-    """:func:`_scan_bins` of the node's histogram (its codes shifted into bins from a few
+    """:func:`scan_bins` of the node's histogram (its codes shifted into bins from a few
     empty ones: its first code need not start a block), with its block sums when ``blocks``."""
     label, value, off, table, whole, moments, partition, base = _node(case)
     codes = case["codes"].astype(np.int64)
@@ -129,7 +129,7 @@ def from_histogram(case, blocks=False):
     if B > 20_000:
         codes = np.unique(codes, return_inverse=True)[1]  # dense: a histogram of every code present
         lo, hi, B = 0, int(codes[-1]), int(codes[-1]) + 1
-    pad = int(case["codes"][0]) % cut_scan._BLOCK
+    pad = int(case["codes"][0]) % cut_scan.BLOCK
     bins = pad + codes - lo
     L = int(off[-1])
     T_n = value.shape[1]
@@ -141,7 +141,7 @@ def from_histogram(case, blocks=False):
     for u in range(T_n):
         np.add.at(mom, (bins * T_n + u) * 2, value[0, u])
         np.add.at(mom, (bins * T_n + u) * 2 + 1, value[0, u] * value[0, u])
-    out = _scan_bins(cnt, block_sums(cnt, L + 1) if blocks else cnt[:0], mom, L, pad - lo, lo, hi, len(codes),
+    out = scan_bins(cnt, block_sums(cnt, L + 1) if blocks else cnt[:0], mom, L, pad - lo, lo, hi, len(codes),
                      max(1, case["k"]), whole, np.zeros_like(whole), moments, np.zeros((T_n, 3), moments.dtype),
                      partition, base, off, table, case["normalize"], TIE)
     found, c, nl, key, gain, median_c, median_l = out
@@ -164,7 +164,7 @@ def test_one_pass_picks_the_cut_every_cut_scored_picks(case):
 @given(nodes())
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 def test_a_histogram_picks_what_the_list_picks(case):
-    """:func:`_scan_bins` of the node's histogram, with its block sums and without: the list's
+    """:func:`scan_bins` of the node's histogram, with its block sums and without: the list's
     choice (its blocks are codes)."""
     expected = brute_force(case)
     got = from_histogram(case)
@@ -238,8 +238,8 @@ def nodes_of_several_qis(draw):
 @given(nodes_of_several_qis())
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 def test_scanning_each_qi_against_the_best_so_far_picks_what_scanning_each_alone_picks(several):
-    """:func:`_choose_sequential` (binned QIs first, each QI against the best cut so far, ties
-    on the key going by rank): the split :func:`_choose` picks from every QI scanned alone —
+    """:func:`choose_sequential` (binned QIs first, each QI against the best cut so far, ties
+    on the key going by rank): the split :func:`choose` picks from every QI scanned alone —
     the smallest ``(key, rank)``, the Median choice below ``min_gain``."""
     case, qis, binned, ranked, min_gain = several
     label0, value0, off, table, whole, moments, partition, base = _node(case)
@@ -277,12 +277,12 @@ def test_scanning_each_qi_against_the_best_so_far_picks_what_scanning_each_alone
     alone = []
     for q in ranked.tolist():
         if binned[q]:
-            alone.append(_scan_bins(cnt, cnt[:0], mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off,
+            alone.append(scan_bins(cnt, cnt[:0], mom, L, shift[q], cmin[q], cmax[q], m, least, *scratch(), base, off,
                                     table, case["normalize"], TIE))
         else:
-            alone.append(_scan(code, label, value, q, 0, m, least, *scratch(), base, off, table, case["normalize"],
+            alone.append(scan(code, label, value, q, 0, m, least, *scratch(), base, off, table, case["normalize"],
                                TIE))
-    expected = cut_scan._choose(ranked, alone, min_gain)
-    got = cut_scan._choose_sequential(code, label, value, ranked, 0, m, least, *scratch(), base, off, table,
+    expected = cut_scan.choose(ranked, alone, min_gain)
+    got = cut_scan.choose_sequential(code, label, value, ranked, 0, m, least, *scratch(), base, off, table,
                                       case["normalize"], TIE, min_gain, col, shift, cnt, mom, W, cmin, cmax)
     assert tuple(int(x) for x in got) == expected

@@ -1,4 +1,4 @@
-"""The depth-first compiled finish of Median under k-anonymity (sqlanon/mondrian/median_finish.py)
+"""The depth-first compiled finish of Median under k-anonymity (sqlanon/mondrian/compiled/median_finish.py)
 gives exactly what the level-by-level finish gives: the same leaves (boxes, extents, sizes), the
 same partition ids in the same order, the same leaf for every row, the same progress counters —
 and through the whole release the same rules; and it agrees with the numpy oracle."""
@@ -20,7 +20,8 @@ from sqlanon.model.criteria import InfoGain, Median
 from sqlanon.model.domain import Domain
 from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.qi import QI
-from sqlanon.mondrian import builder, median_finish
+from sqlanon.mondrian import builder
+from sqlanon.mondrian.compiled import median_finish
 from tests.support.finish import assert_same, batches, finish, release_rows
 from tests.support.reference_mondrian import reference_mondrian_fast
 
@@ -48,7 +49,7 @@ def test_boxes_are_narrowed_from_each_partitions_own_box():
 def test_many_rows_on_two_threads():
     """A batch big enough for the first phase and two threads (heavy duplicates in one QI)."""
     rng = np.random.default_rng(11)
-    M = 2 * median_finish._PARALLEL_ROWS + 12345
+    M = 2 * median_finish.PARALLEL_ROWS + 12345
     sizes = [5000, 40, 3, 100000]
     domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
                for j, s in enumerate(sizes)]
@@ -157,7 +158,7 @@ def test_warming_loads_the_signatures_a_real_finish_uses():
     it loads or compiles nothing more (checked in a fresh interpreter, where nothing else ran)."""
     script = """
 import numpy as np
-from sqlanon.mondrian import median_finish as m
+from sqlanon.mondrian.compiled import median_finish as m
 from sqlanon.model.domain import Domain
 from sqlanon.model.qi import QI
 from tests.support.finish import finish

@@ -1,5 +1,5 @@
 """The depth-first compiled finish of Median under privacy models beyond k
-(sqlanon/mondrian/median_finish.py with the models' compiled faces) gives exactly what the
+(sqlanon/mondrian/compiled/median_finish.py with the models' compiled faces) gives exactly what the
 level-by-level finish gives: the same leaves, ids, rows and progress, for every model with a
 face -- distinct, entropy and recursive (c,l)-diversity, variance diversity, t-closeness (equal
 and ordered), delta-disclosure, beta-likeness -- alone and together, and through the release."""
@@ -25,7 +25,8 @@ from sqlanon.model.privacy import (
     VarianceDiversity,
 )
 from sqlanon.model.stats import StatColumn
-from sqlanon.mondrian import builder, median_finish
+from sqlanon.mondrian import builder
+from sqlanon.mondrian.compiled import median_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
 from tests.support.finish import assert_same, batches, release_rows
 
@@ -102,7 +103,7 @@ def test_many_rows_on_two_threads():
     from sqlanon.model.domain import Domain
     from sqlanon.model.qi import QI
     rng = np.random.default_rng(11)
-    M = 2 * median_finish._PARALLEL_ROWS + 12345
+    M = 2 * median_finish.PARALLEL_ROWS + 12345
     sizes = [5000, 40, 3, 100000]
     domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), n, "", np.arange(n, dtype=np.float64))
                for j, n in enumerate(sizes)]

@@ -1,5 +1,5 @@
 """The depth-first compiled finish of the workload criteria under k-anonymity
-(sqlanon/mondrian/workload_finish.py) gives exactly what the level-by-level finish gives: the
+(sqlanon/mondrian/compiled/workload_finish.py) gives exactly what the level-by-level finish gives: the
 same leaves (boxes, extents, sizes), partition ids, leaf of every row and progress counters for
 InfoGain (with and without ``min_gain``), Regression and Targets — and through the whole release
 the same rules and view, whatever ``memory_rows``. Requests it does not cover take the general
@@ -26,7 +26,8 @@ from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
 from sqlanon.model.qi import QI
 from sqlanon.model.stats import StatColumn
 from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
-from sqlanon.mondrian import builder, gather, histograms, median_finish, workload_finish
+from sqlanon.mondrian import builder
+from sqlanon.mondrian.compiled import gather, histograms, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Partitioner
 from tests.support import request_options
 from tests.support.finish import assert_same, release_rows
@@ -199,8 +200,8 @@ def test_float_sums_hang_on_no_row_order_even_at_exact_ties(monkeypatch, seed):
 def test_histograms_are_taken_on_a_wide_batch(monkeypatch):
     """The phase runs where a partition is wider than the threshold (it is not skipped)."""
     calls = []
-    real = histograms._Histograms.grow
-    monkeypatch.setattr(histograms._Histograms, "grow", lambda self, *a: calls.append(self.wide) or real(self, *a))
+    real = histograms.Histograms.grow
+    monkeypatch.setattr(histograms.Histograms, "grow", lambda self, *a: calls.append(self.wide) or real(self, *a))
     monkeypatch.setattr(histograms, "_HIST_WIDE", 10)
     case = one_batch(np.random.default_rng(4), 400, 2, 30, labels=3, spread=9)
     assert_same(finish(case, InfoGain("y"), True), finish(case, InfoGain("y"), False))
@@ -225,8 +226,8 @@ def test_a_narrow_child_is_taken_out_of_its_wide_parents_histograms(monkeypatch,
     and the leaves, ids and rows are the level-by-level finish's."""
     calls: list[str] = []
     for name in ("_take_out", "_count"):
-        real = getattr(histograms._Histograms, name)
-        monkeypatch.setattr(histograms._Histograms, name,
+        real = getattr(histograms.Histograms, name)
+        monkeypatch.setattr(histograms.Histograms, name,
                             lambda self, *a, real=real, name=name: calls.append(name) or real(self, *a))
     monkeypatch.setattr(histograms, "_HIST_WIDE", 60)
     case = one_batch(np.random.default_rng(7), 3000, 3, 400, labels=2, spread=500)
@@ -319,7 +320,7 @@ def test_deep_unbalanced_trees_on_two_threads():
     first phase on two threads), with and without min_gain — whose weak partitions take the
     Median choice — and a numeric target beside it."""
     rng = np.random.default_rng(7)
-    M = 2 * median_finish._PARALLEL_ROWS + 4321
+    M = 2 * median_finish.PARALLEL_ROWS + 4321
     sizes = [5000, 40, 3, 60000]
     domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
                for j, s in enumerate(sizes)]
@@ -514,7 +515,7 @@ def test_spark_executors_publish_the_general_paths_rules(spark):
        st.integers(0, 2**32 - 1))
 @settings(max_examples=80, deadline=None)
 def test_gathered_rows_are_numpys_fancy_index(M, T_c, T_n, permutation, threads, seed):
-    """A batch's codes, label slots and targets gathered (:func:`gather._gathered`: a float
+    """A batch's codes, label slots and targets gathered (:func:`gather.gathered`: a float
     target's batch in canonical order, the regions' order, a histogram take-out's few rows):
     each array's ``x[:, rows]`` with its dtype, whatever the threads."""
     rng = np.random.default_rng(seed)
@@ -523,7 +524,7 @@ def test_gathered_rows_are_numpys_fancy_index(M, T_c, T_n, permutation, threads,
     values = rng.normal(size=(T_n, M))
     rows = (rng.permutation(M) if permutation else np.sort(rng.choice(M, rng.integers(0, M + 1), replace=False))
             ).astype(np.int64)
-    got = gather._gathered((codes, slots, values), rows, threads)
+    got = gather.gathered((codes, slots, values), rows, threads)
     assert len(got) == 3
     for g, x in zip(got, (codes, slots, values)):
         np.testing.assert_array_equal(g, x[:, rows])

@@ -221,7 +221,7 @@ def test_explain_shows_the_compression(tmp_path: Path, capsys):
     assert main(["explain", str(db), "t", "--algorithm", "topdown", "--qids", "num,txt:5", "--target", "y"]) == 0
     text = capsys.readouterr().out
     assert "single-dimensional (top-down refinement), QIDs ['num', 'txt'] k=5" in text
-    assert "Compress: one GROUP BY" in text and "Place the rows" in text
+    assert "Refine: one GROUP BY compresses the rows" in text and "_cells" in text  # the rows placed by a join
     con = duckdb.connect(str(db))
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 't_anon%'").fetchone()[0] == 0
 

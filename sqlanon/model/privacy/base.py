@@ -61,8 +61,12 @@ class Constraint:
     """The numpy face alone: what the one split decision needs of a requirement (a privacy
     model, or a model's Rothko-S test standing in for it on a sample)."""
 
-    #: The verdict is ``n >= min_size``: k-anonymity (the split search's fast paths).
+    #: The verdict is ``n >= min_size``: k-anonymity (the split search's fast paths; a
+    #: single-dimensional search enforces such a model as the k of its QIDs).
     size_only: ClassVar[bool] = False
+    #: The QID whose groups the model judges when it names one of its own (``KAnonymity(k,
+    #: qid=[...])``: several QIDs, each with its own k, TKDE 2007); None: the request's QIs.
+    qid: tuple[str, ...] | None = None
 
     @property
     def class_columns(self) -> tuple[str, ...]:
@@ -127,9 +131,11 @@ class PrivacyModel(Constraint):
     #: Rothko-S can judge it on a sample (:meth:`sample_test`); else it needs the exact path.
     sample_testable: ClassVar[bool] = True
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, registered: bool = True, **kwargs: Any) -> None:
+        """Every model is registered by its name (:data:`MODELS`); a shared base of models
+        (``registered=False``) or a private class is not."""
         super().__init_subclass__(**kwargs)
-        if not cls.__name__.startswith("_"):
+        if registered and not cls.__name__.startswith("_"):
             MODELS[cls.__name__] = cls
 
     # -- the reference distribution --------------------------------------------------------
@@ -249,6 +255,33 @@ class Reference:
     def share(self) -> np.ndarray:
         """``q`` per value code: its share of the table's rows."""
         return self.counts.astype(np.float64) / max(self.total, 1.0)
+
+
+class OnSensitive(PrivacyModel, registered=False):
+    """A model that judges a class by the value counts of one categorical ``sensitive`` column
+    (l-diversity, t-closeness, delta-disclosure, beta-likeness; the subclass declares the
+    field)."""
+
+    sensitive: str
+
+    @property
+    def class_columns(self) -> tuple[str, ...]:
+        return (self.sensitive,)
+
+
+class AgainstTable(OnSensitive, registered=False):
+    """A model that measures a class against the whole table's distribution of ``sensitive``,
+    bound once per request (:meth:`with_reference`): by default to its :class:`Reference`, in the
+    subclass's ``reference`` field."""
+
+    reference: Reference | None
+
+    @property
+    def reference_column(self) -> str:
+        return self.sensitive
+
+    def with_reference(self, texts: Sequence[str | None], counts: np.ndarray) -> AgainstTable:
+        return dataclasses.replace(self, reference=Reference(np.asarray(counts, dtype=np.int64)))  # type: ignore[type-var]
 
 
 def to_record(c: PrivacyModel) -> dict[str, object]:

@@ -55,12 +55,12 @@ from ...engine import sqlgen as g
 from ...errors import HierarchyError, InputError
 from ..hierarchy import Hierarchy, hierarchy_from
 from ..stats import ClassStats, Layout
-from .base import BAD, EQUAL_EMD, ORDERED_EMD, SIZE, TOLERANCE, VALUE, Face, PrivacyModel, column, cte, double, \
+from .base import BAD, EQUAL_EMD, ORDERED_EMD, SIZE, TOLERANCE, VALUE, AgainstTable, Face, column, cte, double, \
     number, plain, shown, subquery, with_ctes
 
 
 @dataclass(frozen=True)
-class TCloseness(PrivacyModel):
+class TCloseness(AgainstTable):
     """t-closeness of ``sensitive`` with threshold ``t`` (module docstring; NULL counts as a
     value). Its measure is a class's EMD from the whole relation.
 
@@ -85,14 +85,6 @@ class TCloseness(PrivacyModel):
     ground: Ground | None = field(default=None, compare=False, repr=False)
     measure: ClassVar[str] = "EMD from the whole relation"
     worst: ClassVar[str] = "max"
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return (self.sensitive,)
-
-    @property
-    def reference_column(self) -> str:
-        return self.sensitive
 
     @property
     def value_hierarchy(self) -> Any:

@@ -1,5 +1,5 @@
 """The privacy models' compiled faces, judged in compiled loops (the depth-first finish,
-:mod:`sqlanon.mondrian.median_finish`).
+:mod:`sqlanon.mondrian.compiled.median_finish`).
 
 A model's :meth:`~sqlanon.model.privacy.base.Constraint.face` states its verdict as a
 :class:`~sqlanon.model.privacy.base.Face`; :func:`table` packs a request's faces into arrays,

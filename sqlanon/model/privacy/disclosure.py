@@ -35,13 +35,13 @@ from sqlglot import exp
 from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from .base import (
-    BAD, DELTA, SIZE, VALUE, Constraint, Face, PrivacyModel, Reference, any_of, column, double, keys, number, plain,
+    BAD, DELTA, SIZE, VALUE, AgainstTable, Constraint, Face, Reference, any_of, column, double, keys, number, plain,
     ratio, ratio_sql, reference_cells, shown, subquery,
 )
 
 
 @dataclass(frozen=True)
-class DeltaDisclosure(PrivacyModel):
+class DeltaDisclosure(AgainstTable):
     """delta-disclosure privacy of ``sensitive`` (module docstring): in every class, every
     present value has ``|log2(p / q)| < delta``. Its measure is a class's largest
     ``|log2(p / q)|``."""
@@ -56,17 +56,6 @@ class DeltaDisclosure(PrivacyModel):
     spec_help: ClassVar[str] = ("delta-disclosure privacy: in every class each present value of COL has "
                                 "|log2(p/q)| < DELTA, p its share in the class, q in the whole table (repeatable)")
     sample_testable: ClassVar[bool] = False
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return (self.sensitive,)
-
-    @property
-    def reference_column(self) -> str:
-        return self.sensitive
-
-    def with_reference(self, texts: Sequence[str | None], counts: np.ndarray) -> DeltaDisclosure:
-        return dataclasses.replace(self, reference=Reference(np.asarray(counts, dtype=np.int64)))
 
     def bounds(self) -> tuple[float, float]:
         """``(2^-delta, 2^delta)``: the open interval ``p / q`` must lie in."""

@@ -21,21 +21,16 @@ from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from ..summaries import entropy
 from .base import (
-    BAD, DISTINCT, DOUBLE, ENTROPY, RECURSIVE, SIZE, TOLERANCE, VALUE, Constraint, Face, PrivacyModel, column,
+    BAD, DISTINCT, DOUBLE, ENTROPY, RECURSIVE, SIZE, TOLERANCE, VALUE, Constraint, Face, OnSensitive, column,
     integer, keys, number, plain, shown, subquery, value_counts,
 )
 from .sampling import fpc, standardized, z_upper
 
 
-class _OnSensitiveValues(PrivacyModel):
+class _OnSensitiveValues(OnSensitive):
     """What the diversity models over a categorical sensitive column share."""
 
-    sensitive: str
     l: float
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return (self.sensitive,)
 
     @property
     def min_size(self) -> int:

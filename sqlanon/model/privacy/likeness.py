@@ -36,14 +36,14 @@ from ...engine import sqlgen as g
 from ...errors import InputError
 from ..stats import ClassStats, Layout
 from .base import (
-    BAD, BETA, SIZE, TOLERANCE, VALUE, Constraint, Face, PrivacyModel, Reference, any_of, column, double, keys, number,
+    BAD, BETA, SIZE, TOLERANCE, VALUE, AgainstTable, Constraint, Face, Reference, any_of, column, double, keys, number,
     plain, ratio, ratio_sql, reference_cells, shown, subquery,
 )
 from .sampling import fpc, standardized, z_upper
 
 
 @dataclass(frozen=True)
-class BetaLikeness(PrivacyModel):
+class BetaLikeness(AgainstTable):
     """beta-likeness of ``sensitive`` (module docstring), basic or ``enhanced``. Its measure is
     a class's largest ``(p - q) / q``."""
 
@@ -58,17 +58,6 @@ class BetaLikeness(PrivacyModel):
     spec_help: ClassVar[str] = ("beta-likeness: in every class each present value of COL has (p - q)/q <= BETA, p "
                                 "its share in the class, q in the whole table; ,enhanced=true bounds it by "
                                 "min(BETA, -ln q) (repeatable)")
-
-    @property
-    def class_columns(self) -> tuple[str, ...]:
-        return (self.sensitive,)
-
-    @property
-    def reference_column(self) -> str:
-        return self.sensitive
-
-    def with_reference(self, texts: Sequence[str | None], counts: np.ndarray) -> BetaLikeness:
-        return dataclasses.replace(self, reference=Reference(np.asarray(counts, dtype=np.int64)))
 
     def limits(self) -> np.ndarray:
         """The bound on ``(p - q) / q`` of each value code: ``beta``, or ``min(beta, -ln q)``."""

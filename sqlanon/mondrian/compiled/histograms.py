@@ -1,11 +1,11 @@
-"""The first phase of the depth-first workload finish (:mod:`sqlanon.mondrian.workload_finish`):
+"""The first phase of the depth-first workload finish (:mod:`sqlanon.mondrian.compiled.workload_finish`):
 the partitions wider than a slice of the batch split on per-node histograms with sibling
-subtraction (:class:`_Histograms`).
+subtraction (:class:`Histograms`).
 
 A split there costs the smaller child's rows times the QIs (its rows taken out of the parent's
 histograms, or counted into its own) where the attribute lists cost the partition's rows times
 the QIs: at 10M rows a random label's InfoGain cuts a few rows off partitions of millions again
-and again. The histograms' scans (:func:`~sqlanon.mondrian.cut_scan._scan_bins`) read the same
+and again. The histograms' scans (:func:`~sqlanon.mondrian.compiled.cut_scan.scan_bins`) read the same
 running sums at the same cuts as the lists' scans, so the decisions are the lists'.
 """
 
@@ -14,21 +14,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.parallel import run_all
-from .cut_scan import _BLOCK, _choose, _judge, _rank, _Request, _scan_bins, _Scratch, _settled_choice
-from .gather import _gathered
-from .median_finish import _Table
+from ...model.parallel import run_all
+from .cut_scan import BLOCK, choose, judge, rank, SplitRequest, scan_bins, Scratch, settled_choice
+from .gather import gathered
+from .median_finish import NodeTable
 
 
-class _Histograms:
-    """The first phase of :func:`~sqlanon.mondrian.workload_finish.finish`: the partitions wider
+class Histograms:
+    """The first phase of :func:`~sqlanon.mondrian.compiled.workload_finish.finish`: the partitions wider
     than ``wide`` rows split on per-node histograms with sibling subtraction (as LightGBM's, Ke
     et al., NeurIPS 2017, but over every code, not bins: exact).
 
     A node's histogram of QI ``j`` holds, per code of the batch's range of ``j``, its rows and
     their label counts per slot side by side (``cnt``), and their targets' sums and sums of
-    squares (``mom``). Scoring ``j`` (:func:`~sqlanon.mondrian.cut_scan._scan_bins`) adds up the
-    codes in order: at each code's last row :func:`~sqlanon.mondrian.cut_scan._scan` holds
+    squares (``mom``). Scoring ``j`` (:func:`~sqlanon.mondrian.compiled.cut_scan.scan_bins`) adds up the
+    codes in order: at each code's last row :func:`~sqlanon.mondrian.compiled.cut_scan.scan` holds
     exactly these running sums, so the cuts, keys, gains and the chosen split are its. A split
     reorders the node's rows in ``order`` (one array, not one list per QI), counts the smaller
     child's histograms from its rows and leaves the larger child the parent's less those (exact
@@ -47,7 +47,7 @@ class _Histograms:
 
     @classmethod
     def of(cls, codes: np.ndarray, slot: np.ndarray, value: np.ndarray, off: np.ndarray, defer: int,
-           lo: np.ndarray, hi: np.ndarray) -> _Histograms | None:
+           lo: np.ndarray, hi: np.ndarray) -> Histograms | None:
         """The phase for a batch (``codes`` (d, M) int32, ``slot`` (labels, M) int32, ``value``
         (targets, M) int64 or float64, all contiguous), or None when a histogram would be too large: nodes
         wider than ``defer`` rows and a quarter of the codes (below, scanning lists costs less
@@ -55,7 +55,7 @@ class _Histograms:
         d, M = codes.shape
         L = int(off[-1])
         # each QI's bins from a block's first (its block sums its own: cut_scan._scan_bins_from)
-        base = np.concatenate(([0], np.cumsum(-(-(hi - lo + 1) // _BLOCK) * _BLOCK))).astype(np.int64)
+        base = np.concatenate(([0], np.cumsum(-(-(hi - lo + 1) // BLOCK) * BLOCK))).astype(np.int64)
         B = int(base[-1])
         if L > _HIST_SLOTS or B * (4 + 4 * L + 16 * value.shape[0]) > _HIST_BYTES:
             return None
@@ -68,7 +68,7 @@ class _Histograms:
         W = 1 + self.L
         # zeroed pages of their own: a small child's rows touch few of them
         h = (np.zeros(self.B * W, np.int32), np.zeros(self.B * T_n * 2, self.values.dtype),
-             np.zeros(self.B // _BLOCK * W, np.int32))
+             np.zeros(self.B // BLOCK * W, np.int32))
         self._add(order, s, m, *h, 1, threads)
         return h
 
@@ -83,7 +83,7 @@ class _Histograms:
             # filled QI by QI, a few rows spread over the batch would be read QI by QI at random,
             # their slots and targets once per QI (at 10M rows, a random label's take-outs of
             # 4.66M rows: 1.16-1.54 s -> 0.88-0.98 s gathered)
-            codes, slots, values = _gathered((codes, slots, values), order[s:s + m], threads)
+            codes, slots, values = gathered((codes, slots, values), order[s:s + m], threads)
             order, s = np.empty(0, dtype=np.int64), 0  # in order
         run_all(lambda j: _fill(codes, slots, values, order, s, m, j, self.lo[j], self.base[j], self.base[j + 1],
                                 cnt, mom, bcnt, self.L, sign), range(len(self.lo)), threads,
@@ -97,7 +97,7 @@ class _Histograms:
         label's 79 histogram splits spent 1 s zeroing and subtracting pages)."""
         self._add(order, s, m, cnt, mom, bcnt, -1, threads)
 
-    def grow(self, t: _Table, roots: np.ndarray, request: _Request,
+    def grow(self, t: NodeTable, roots: np.ndarray, request: SplitRequest,
              threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
         from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
@@ -107,7 +107,7 @@ class _Histograms:
         R = len(roots)
         order = np.arange(M, dtype=np.int64)
         spare = np.empty(M, dtype=np.int64)
-        scratch = [_Scratch.make(self.L, len(request.off) - 1, T_n, self.values.dtype) for _ in range(d)]
+        scratch = [Scratch.make(self.L, len(request.off) - 1, T_n, self.values.dtype) for _ in range(d)]
         hists = {}
         stack, narrow, leaves = [], [], []
         for x in roots[::-1].tolist():
@@ -124,15 +124,15 @@ class _Histograms:
             cnt, mom, bcnt = hists.pop(x)  # per code: its rows and label counts side by side; target sums
             s, m = int(t.start[x]), int(t.n[x])
             sc = scratch[0]
-            _bin_extents(cnt, self.L + 1, self.every, self.shift, self.lo, self.hi, t.cmin[x], t.cmax[x])
+            bin_extents(cnt, self.L + 1, self.every, self.shift, self.lo, self.hi, t.cmin[x], t.cmax[x])
             _hist_totals(cnt, mom, self.base[0], self.base[1], self.L, sc.whole, sc.moments)
-            ranked = _rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
+            ranked = rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
             found, c, at = -1, 0, 0
             if len(ranked):
-                basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
+                basis, pure = judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
                 if pure:
                     # every QI binned here (``every`` >= 0): the codes are not read
-                    found, c, at = _settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
+                    found, c, at = settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
                                                    bcnt, self.L + 1, t.cmin[x], t.cmax[x])
                 else:
                     for o in scratch[1:]:
@@ -140,14 +140,14 @@ class _Histograms:
 
                     def score(i: int) -> tuple:
                         q = int(ranked[i])
-                        return _scan_bins(cnt, bcnt, mom, self.L, self.shift[q], t.cmin[x, q],
+                        return scan_bins(cnt, bcnt, mom, self.L, self.shift[q], t.cmin[x, q],
                                           t.cmax[x, q], m, r.least, *scratch[i].arrays(), basis, r.off, r.table,
                                           r.normalize, r.tie)
 
                     # the QIs of most codes first: a scan costs the node's codes
                     scans = run_all(score, range(len(ranked)), threads,
                                     cost=lambda i: t.cmax[x, ranked[i]] - t.cmin[x, ranked[i]])
-                    found, c, at = _choose(ranked, scans, r.min_gain)
+                    found, c, at = choose(ranked, scans, r.min_gain)
             if found < 0:
                 leaves.append(x)
                 continue
@@ -176,7 +176,7 @@ class _Histograms:
         return order, np.array(narrow, dtype=np.int64), np.array(leaves, dtype=np.int64), free
 
 
-#: Rows of at most a batch's 1/this are gathered before their histograms are filled (:func:`_gathered`).
+#: Rows of at most a batch's 1/this are gathered before their histograms are filled (:func:`gathered`).
 _GATHER_PART = 4
 #: Fewest rows of a piece of :func:`_split_rows` (tests set 1).
 _SPLIT_PIECE = 2**16
@@ -194,7 +194,7 @@ def _fill(codes, slot, value, order, s, m, j, lo, base, end, cnt, mom, bcnt, L, 
     s+m-1``) to QI ``j``'s histogram (code ``lo`` at bin ``base``, its bins up to ``end``): per
     code ``b``, its rows at ``cnt[b (L + 1)]`` and its label counts in the ``L`` after (one
     cache line), its targets' sums and sums of squares in ``mom``; and per block of
-    :data:`_BLOCK` bins its rows and label counts in ``bcnt`` likewise — row by row for a few
+    :data:`BLOCK` bins its rows and label counts in ``bcnt`` likewise — row by row for a few
     rows, else summed afresh from the QI's bins (a block taking every row's increment too made
     a count of a node's rows twice as slow: the rows of a QI of few codes hit one block one
     after another)."""
@@ -217,7 +217,7 @@ def _fill(codes, slot, value, order, s, m, j, lo, base, end, cnt, mom, bcnt, L, 
             if has_c:
                 cnt[b * W + 1 + slot[0, r]] += sign
             if by_row:
-                g = b // _BLOCK
+                g = b // BLOCK
                 bcnt[g * W] += sign
                 if has_c:
                     bcnt[g * W + 1 + slot[0, r]] += sign
@@ -243,7 +243,7 @@ def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, bcnt, L, s
         for u in range(T_c):
             cnt[b * W + 1 + slot[u, r]] += sign
         if by_row:
-            g = b // _BLOCK
+            g = b // BLOCK
             bcnt[g * W] += sign
             for u in range(T_c):
                 bcnt[g * W + 1 + slot[u, r]] += sign
@@ -256,10 +256,10 @@ def _fill_any(codes, slot, value, order, s, m, j, lo, base, cnt, mom, bcnt, L, s
 @njit(nogil=True, cache=True)
 def _block_sums(cnt, bcnt, base, end, W):
     """The block sums of bins ``base .. end - 1`` (whole blocks) from the histogram ``cnt``."""
-    for g in range(base // _BLOCK, end // _BLOCK):
+    for g in range(base // BLOCK, end // BLOCK):
         for v in range(W):
             bcnt[g * W + v] = 0
-        for b in range(g * _BLOCK, (g + 1) * _BLOCK):
+        for b in range(g * BLOCK, (g + 1) * BLOCK):
             for v in range(W):
                 bcnt[g * W + v] += cnt[b * W + v]
 
@@ -342,7 +342,7 @@ def _split_order(order, spare, codes, j, c, s, m, at):
 
 
 @njit(nogil=True, cache=True)
-def _bin_extents(cnt, W, qs, shift, lo, hi, cmin, cmax):
+def bin_extents(cnt, W, qs, shift, lo, hi, cmin, cmax):
     """A node's smallest and largest code of each binned QI from its histogram, within
     ``lo .. hi`` (its parent's extents, or the batch's)."""
     for i in range(len(qs)):

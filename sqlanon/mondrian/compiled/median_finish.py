@@ -72,13 +72,13 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from ..model.privacy import Constraint
-from ..model.privacy.base import DISTINCT, ENTROPY, Face
-from ..model.summaries import XLOGX_ROWS
-from ..model.privacy.compiled import passes, table
-from ..model.criteria import Criterion, Median
-from ..model.domain import Domain
-from ..model.parallel import run_all
+from ...model.privacy import Constraint
+from ...model.privacy.base import DISTINCT, ENTROPY, Face
+from ...model.summaries import XLOGX_ROWS
+from ...model.privacy.compiled import passes, table
+from ...model.criteria import Criterion, Median
+from ...model.domain import Domain
+from ...model.parallel import run_all
 
 
 def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
@@ -241,7 +241,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
     threads = max(1, int(threads))
     cap1 = 2 * (M // least) + 2
     cap = R + cap1 + threads * cap1
-    t = _Table(cap, d)
+    t = NodeTable(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
     if budget is not None:
         t.budget[:R] = budget
@@ -261,7 +261,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
 
     roots = np.arange(R, dtype=np.int64)
     areas = [(R, 0)]  # (first node, nodes made) per call
-    if threads > 1 and M >= 2 * _PARALLEL_ROWS:
+    if threads > 1 and M >= 2 * PARALLEL_ROWS:
         # First phase: split the partitions larger than a slice of the batch, defer the rest.
         defer = max(M // (8 * threads), 1)
         big = t.n[roots] > defer
@@ -286,7 +286,7 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
 
 
 #: Below this many batch rows the finish runs on one thread.
-_PARALLEL_ROWS = 50_000
+PARALLEL_ROWS = 50_000
 
 
 def _share(n: np.ndarray, threads: int) -> np.ndarray:
@@ -299,7 +299,7 @@ def _share(n: np.ndarray, threads: int) -> np.ndarray:
     return out
 
 
-class _Table:
+class NodeTable:
     """The node table (one row per partition made): arrays the compiled loops fill."""
 
     fields = ("parent", "child", "depth", "start", "n", "attr", "cut")

@@ -7,7 +7,7 @@ level by level in numpy; for the requests where each split depends on nothing bu
 partition's rows — one of these criteria, only :class:`~sqlanon.model.privacy.KAnonymity`
 constraints, every QI ordered, no suppression budget, numeric targets all integers or all floats
 — :func:`finish` grows the batch's partitions depth-first instead, as
-:mod:`sqlanon.mondrian.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
+:mod:`sqlanon.mondrian.compiled.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
 Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
 array per QI. Scoring a QI is one pass down its list accumulating the label counts and target
 moments of the left child, and a split partitions every list stably (left rows first), so the
@@ -22,7 +22,7 @@ the all-lists time, with identical decisions).
 
 Before the lists are built, the partitions wider than a slice of the batch and than a quarter of
 its codes are split on per-node histograms with sibling subtraction
-(:mod:`sqlanon.mondrian.histograms`): a
+(:mod:`sqlanon.mondrian.compiled.histograms`): a
 split costs the smaller child's rows times the QIs plus the batch's codes, where the lists cost
 the partition's rows times the QIs — at 10M rows a random label's InfoGain cuts a few rows off
 partitions of millions again and again. Their scans read the same running sums at the same
@@ -30,7 +30,7 @@ cuts, so the decisions are the lists' (``tests/test_workload_finish.py`` forces 
 to every node).
 
 How a node's QIs are scored — one pass per QI, most cuts ruled out by a cheap estimate —
-is :mod:`sqlanon.mondrian.cut_scan`.
+is :mod:`sqlanon.mondrian.compiled.cut_scan`.
 
 **Why it is exact** — the same decision as :meth:`Partitioner.decide` with
 :func:`sqlanon.mondrian.split.evaluate` and :meth:`Partitioner._pick`, step by step:
@@ -73,7 +73,7 @@ is :mod:`sqlanon.mondrian.cut_scan`.
   exploits); here it is found by binary search in the sorted lists, without scoring.
 
 The node table, breadth-first numbering, boxes and leaf order are median_finish's
-(:func:`~sqlanon.mondrian.median_finish.number`, :func:`~sqlanon.mondrian.median_finish.boxes`),
+(:func:`~sqlanon.mondrian.compiled.median_finish.number`, :func:`~sqlanon.mondrian.compiled.median_finish.boxes`),
 so the ids, rules, leaves and rows are identical to the level-by-level path's
 (``tests/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
 
@@ -90,17 +90,17 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model.privacy import Constraint
-from ..model.summaries import XLOGX_ROWS, xlogx_table
-from ..model.criteria import Criterion, InfoGain, Regression, Targets
-from ..model.domain import Domain
-from ..model.parallel import run_all
-from .cut_scan import (_choose, _choose_sequential, _judge, _rank, _Request, _scan, _scan_bins, _Scratch,
-                       _settled_choice)
-from .gather import _gathered, _take, _take_into
-from .histograms import _bin_extents, _Histograms
-from .median_finish import _PARALLEL_ROWS, _Table
-from .split import TIE
+from ...model.privacy import Constraint
+from ...model.summaries import XLOGX_ROWS, xlogx_table
+from ...model.criteria import Criterion, InfoGain, Regression, Targets
+from ...model.domain import Domain
+from ...model.parallel import run_all
+from .cut_scan import (choose, choose_sequential, judge, rank, SplitRequest, scan, scan_bins, Scratch,
+                       settled_choice)
+from .gather import gathered, take, take_into
+from .histograms import bin_extents, Histograms
+from .median_finish import PARALLEL_ROWS, NodeTable
+from ..split import TIE
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).
 _TABLE_ROWS = XLOGX_ROWS
@@ -138,7 +138,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         min_gain: the criterion's ``min_gain`` (below it, the Median choice).
         disposable: ``codes`` may be overwritten (no one reads them after).
 
-    Returns the node table of :func:`sqlanon.mondrian.median_finish.finish`: ``parent``,
+    Returns the node table of :func:`sqlanon.mondrian.compiled.median_finish.finish`: ``parent``,
     ``child``, ``depth``, ``n``, ``attr``, ``cut``, ``cmin``/``cmax`` per node (roots first),
     ``row`` (each batch row once, in any order) and its ``leaf``.
     """
@@ -152,10 +152,10 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     threads = max(1, int(threads))
     cap1 = 2 * (M // max(1, int(min_size))) + 2
     cap = R + cap1 + threads * cap1
-    t = _Table(cap, d)
+    t = NodeTable(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
     roots = np.arange(R, dtype=np.int64)
-    request = _Request.of(domains, min_size, off, table, normalize, float(min_gain), len(numbers), TIE)
+    request = SplitRequest.of(domains, min_size, off, table, normalize, float(min_gain), len(numbers), TIE)
     # the batch QI by QI (a code column contiguous) and its labels and targets, once for both phases
     given = codes
     codes = _columns(codes, threads)
@@ -170,13 +170,13 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         # tied there hold equal values, so any order of them sums alike), so the sums -- and the
         # release -- are the same whatever the order the rows came in.
         canon = _canonical_order(value, seg_n)
-        codes, slot, value = _gathered((codes, slot, value), canon, threads)
+        codes, slot, value = gathered((codes, slot, value), canon, threads)
     lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
     # one at a time (a tree of unbalanced splits keeps large partitions for many levels) ...
-    defer = max(M // (8 * threads), _PARALLEL_ROWS // 4)
-    hist = _Histograms.of(codes, slot, value, off, defer, lo, hi)
+    defer = max(M // (8 * threads), PARALLEL_ROWS // 4)
+    hist = Histograms.of(codes, slot, value, off, defer, lo, hi)
     order, lists_roots, leaves, free = None, roots, np.empty(0, np.int64), R
     if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
         order, lists_roots, leaves, free = hist.grow(t, roots, request, threads)
@@ -201,7 +201,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
             _totals(lists.label, lists.value, 0, s, m, g.node_counts[i], g.node_moments[i])
 
     areas = [(R, free - R)]  # (first node, nodes made) per call
-    if threads > 1 and M >= 2 * _PARALLEL_ROWS:
+    if threads > 1 and M >= 2 * PARALLEL_ROWS:
         # ... the lists of partitions still larger than the slice are filled and split one at a
         # time, their QIs scored and their lists partitioned on all threads; the others are
         # deferred ...
@@ -244,7 +244,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     # (``canon``); the caller places the leaves by row (one scatter, not one here too)
     rows = order
     if canon is not None:
-        rows = canon if rows is None else _take(canon, rows)
+        rows = canon if rows is None else take(canon, rows)
     out["row"] = np.arange(M, dtype=np.int64) if rows is None else rows
     out["leaf"] = at[g.leaf_of]
     return out
@@ -287,13 +287,13 @@ class _Lists:
         out = np.empty((d, M), dtype=np.int32) if not reuse else codes
         source = codes
         if order is not None:
-            label, value = _gathered((label, value), order, threads)
+            label, value = gathered((label, value), order, threads)
             source = codes if reuse else np.empty((d, M), dtype=np.int32)
 
             def gather(j: int) -> None:
                 """QI ``j``'s codes in the regions' order, from a copy where the gather writes
                 over the row it reads (the batch's codes reused as the source)."""
-                _take_into(codes[j].copy() if reuse else codes[j], order, source[j])
+                take_into(codes[j].copy() if reuse else codes[j], order, source[j])
 
             run_all(gather, bins.listed, threads)
         return cls(np.empty((d, M), dtype=np.int32), out, np.empty((d, label.shape[0], M), dtype=kind),
@@ -325,7 +325,7 @@ class _Lists:
 class _Grower:
     """The depth-first growth of one batch: the lists, the node table and the request."""
 
-    def __init__(self, lists: _Lists, t: _Table, request: _Request, M: int) -> None:
+    def __init__(self, lists: _Lists, t: NodeTable, request: SplitRequest, M: int) -> None:
         self.lists, self.t, self.request, self.bins = lists, t, request, lists.bins
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
@@ -337,9 +337,9 @@ class _Grower:
         self.node_counts = np.zeros((cap, off[-1]), dtype=np.int64)
         self.node_moments = np.zeros((cap, lists.value.shape[1], 3), dtype=lists.value.dtype)
 
-    def _scratch(self) -> _Scratch:
+    def _scratch(self) -> Scratch:
         L = self.lists
-        return _Scratch.make(int(self.request.off[-1]), L.label.shape[1], L.value.shape[1], L.value.dtype)
+        return Scratch.make(int(self.request.off[-1]), L.label.shape[1], L.value.shape[1], L.value.dtype)
 
     def _spare(self, width: int) -> tuple[np.ndarray, ...]:
         L = self.lists
@@ -393,7 +393,7 @@ class _Grower:
                                           self.node_counts, self.node_moments)
             cnt, mom = b.count(s, m) if len(b.qs) and len(ranked) else none
             if pure or len(ranked) == 0:
-                found, c, at = _settled_choice(L.code, ranked, s, m, r.least, b.col, b.shift, cnt, cnt[:0], b.W,
+                found, c, at = settled_choice(L.code, ranked, s, m, r.least, b.col, b.shift, cnt, cnt[:0], b.W,
                                                t.cmin[node], t.cmax[node])
             else:
                 for x in scratch[1:]:
@@ -403,9 +403,9 @@ class _Grower:
                     q = int(ranked[i])
                     if b.col[q] >= 0:
                         # cnt[:0]: the lists' binned QIs keep no block sums
-                        return _scan_bins(cnt, cnt[:0], mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q],
+                        return scan_bins(cnt, cnt[:0], mom, b.W - 1, b.shift[q], t.cmin[node, q], t.cmax[node, q],
                                           m, r.least, *scratch[i].arrays(), base, r.off, r.table, r.normalize, r.tie)
-                    return _scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
+                    return scan(L.code, L.label, L.value, q, s, m, r.least, *scratch[i].arrays(),
                                  base, r.off, r.table, r.normalize, r.tie)
 
                 # the lists first (a list's scan costs the node's rows, a histogram's its codes)
@@ -414,7 +414,7 @@ class _Grower:
                     return m if b.col[q] < 0 else t.cmax[node, q] - t.cmin[node, q]
 
                 scans = run_all(score, range(len(ranked)), threads, cost)
-                found, c, at = _choose(ranked, scans, r.min_gain)
+                found, c, at = choose(ranked, scans, r.min_gain)
             if found < 0:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
@@ -573,8 +573,8 @@ class _Bins:
     split; a binned QI costs nothing there but its column in one list of row records — per row
     the batch row, each binned QI's bin (``shift[q] + code``), the label slots (``rec``) and the
     targets (``value``), partitioned stably at each split like a list — and a node scores it on
-    its histogram (:func:`_scan_bins`, the same decisions as :func:`_scan`, see
-    :class:`~sqlanon.mondrian.histograms._Histograms`). A node's histograms are its smaller
+    its histogram (:func:`scan_bins`, the same decisions as :func:`scan`, see
+    :class:`~sqlanon.mondrian.compiled.histograms.Histograms`). A node's histograms are its smaller
     sibling's counted from its records and subtracted from the parent's: about ``smaller child
     x binned QIs + bins`` per split where the lists cost ``m x binned QIs`` moves and scans."""
 
@@ -653,7 +653,7 @@ def _records(order, codes, qs, shift, label, value, first, m, rec, words, rec_va
 def _count_records(rec, rec_value, s, m, nb, T_c, W, cnt, mom):
     """The histograms of records ``s .. s+m-1`` (``nb`` bins and ``T_c`` label slots each):
     per bin its rows and label counts (``cnt``, the layout of
-    :class:`~sqlanon.mondrian.histograms._Histograms`) and its targets' sums and sums of
+    :class:`~sqlanon.mondrian.compiled.histograms.Histograms`) and its targets' sums and sums of
     squares (``mom``)."""
     cnt[:] = 0
     mom[:] = 0
@@ -1006,10 +1006,10 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
         cnt = pool_cnt[max(h, 0)] if nb > 0 else pool_cnt.ravel()
         mom = pool_mom[max(h, 0)] if nb > 0 else pool_mom.ravel()
         if pure or len(ranked) == 0:
-            found, c, at = _settled_choice(code, ranked, s, m, least, col, shift, cnt, cnt[:0], W, cmin[node],
+            found, c, at = settled_choice(code, ranked, s, m, least, col, shift, cnt, cnt[:0], W, cmin[node],
                                            cmax[node])
         else:
-            found, c, at = _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
+            found, c, at = choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
                                               left_moments, partition, base, off, table, normalize, tie, min_gain,
                                               col, shift, cnt, mom, W, cmin[node], cmax[node])
         if found < 0:
@@ -1044,8 +1044,8 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
                 pm, gm = pool_mom[h], pool_mom[g]
                 for x in range(B * T_n * 2):
                     pm[x] -= gm[x]
-                _bin_extents(pool_cnt[h], W, qs, shift, cmin[node], cmax[node], cmin[many], cmax[many])
-                _bin_extents(pool_cnt[g], W, qs, shift, cmin[node], cmax[node], cmin[few], cmax[few])
+                bin_extents(pool_cnt[h], W, qs, shift, cmin[node], cmax[node], cmin[many], cmax[many])
+                bin_extents(pool_cnt[g], W, qs, shift, cmin[node], cmax[node], cmin[few], cmax[few])
                 kept[many - a] = h
                 if n[few] >= small:
                     kept[few - a] = g
@@ -1088,7 +1088,7 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
     its label counts and target moments (from ``node_counts``, ``node_moments``, into
     ``whole``, ``moments``), its impurity per target (``partition``) and in all (``base``), and
     whether it is pure in every label (``settle`` criteria only). Returns ``(ranked, base, pure)``."""
-    ranked = _rank(node, n, cmin, cmax, num, num_off, span, small)
+    ranked = rank(node, n, cmin, cmax, num, num_off, span, small)
     if len(ranked) == 0:
         return ranked, 0.0, False
     if len(node_counts):
@@ -1096,7 +1096,7 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
         moments[:, :] = node_moments[node]
     else:
         _totals(label, value, 0, start[node], n[node], whole, moments)
-    base, pure = _judge(n[node], whole, moments, off, table, normalize, settle, partition)
+    base, pure = judge(n[node], whole, moments, off, table, normalize, settle, partition)
     return ranked, base, pure
 
 

@@ -1,8 +1,8 @@
 """Scoring a node's candidate QIs for the depth-first workload finish: one pass per QI down its
-sorted attribute list (:func:`_scan`) or its histogram (:func:`_scan_bins`), and the node's
+sorted attribute list (:func:`scan`) or its histogram (:func:`scan_bins`), and the node's
 split chosen from those passes (:func:`_pick`) — the decisions of :meth:`Partitioner.decide
 <sqlanon.mondrian.builder.Partitioner.decide>` with :func:`sqlanon.mondrian.split.evaluate`,
-step by step (see :mod:`sqlanon.mondrian.workload_finish` for why they are the same).
+step by step (see :mod:`sqlanon.mondrian.compiled.workload_finish` for why they are the same).
 
 Most cuts are never scored exactly: a cheap estimate of a cut's impurity (:func:`_estimate`, no
 division) rules out every cut whose estimate exceeds the best cut's by more than the roundings
@@ -15,10 +15,10 @@ its cuts cost an estimate each — LSD on a target unrelated to the QI scored ne
 16 ns per row of a list against 4 with the blocks. What is scored is scored exactly, so the
 choice is unchanged (``tests/test_cut_scan.py`` scores every cut).
 
-Both finishes' phases (the attribute lists, :mod:`sqlanon.mondrian.workload_finish`, and the
-histograms, :mod:`sqlanon.mondrian.histograms`) read here what a decision takes besides the rows
-(:class:`_Request`), the node's candidates in rank order (:func:`_rank`) and the scans' buffers
-(:class:`_Scratch`).
+Both finishes' phases (the attribute lists, :mod:`sqlanon.mondrian.compiled.workload_finish`, and the
+histograms, :mod:`sqlanon.mondrian.compiled.histograms`) read here what a decision takes besides the rows
+(:class:`SplitRequest`), the node's candidates in rank order (:func:`rank`) and the scans' buffers
+(:class:`Scratch`).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ..model import score_kernels as sk
-from ..model.domain import Domain
+from ...model import score_kernels as sk
+from ...model.domain import Domain
 from .median_finish import balanced
 
 
-class _Request:
+class SplitRequest:
     """What every split decision reads besides the rows: the QIs' positions and spans (their
     ranking), k, the labels' slots, the ``c ln c`` table, the criterion's settings and ``tie``."""
 
@@ -44,7 +44,7 @@ class _Request:
 
     @classmethod
     def of(cls, domains: Sequence[Domain], min_size: int, off: np.ndarray, table: np.ndarray, normalize: bool,
-           min_gain: float, numeric: int, tie: float) -> _Request:
+           min_gain: float, numeric: int, tie: float) -> SplitRequest:
         num = np.concatenate([np.asarray(dom.num, dtype=np.float64) for dom in domains])
         num_off = np.concatenate(([0], np.cumsum([len(dom.num) for dom in domains])[:-1])).astype(np.int64)
         span = np.array([float(dom.num[-1] - dom.num[0]) if len(dom.num) else 0.0 for dom in domains])
@@ -57,7 +57,7 @@ class _Request:
                 self.settle, self.min_gain, self.tie)
 
 
-class _Scratch:
+class Scratch:
     """Per-scan buffers: the partition's label counts and target moments, the left child's
     during a scan, and the partition's impurity per target."""
 
@@ -66,12 +66,12 @@ class _Scratch:
         self.moments, self.left_moments = moments, left_moments
 
     @classmethod
-    def make(cls, slots: int, T_c: int, T_n: int, kind: type) -> _Scratch:
+    def make(cls, slots: int, T_c: int, T_n: int, kind: type) -> Scratch:
         """Buffers for ``slots`` label slots of ``T_c`` labels and ``T_n`` targets of ``kind``."""
         return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros((T_n, 3), kind),
                    np.zeros((T_n, 3), kind), np.zeros(T_c + T_n))
 
-    def share(self, other: _Scratch) -> None:
+    def share(self, other: Scratch) -> None:
         """Take the partition's statistics from ``other``."""
         self.whole[:], self.moments[:], self.partition[:] = other.whole, other.moments, other.partition
 
@@ -80,7 +80,7 @@ class _Scratch:
 
 
 @njit(nogil=True, cache=True)
-def _rank(node, n, cmin, cmax, num, num_off, span, small):
+def rank(node, n, cmin, cmax, num, num_off, span, small):
     """A node's candidate QIs in rank order: those with ``cmin < cmax``, widest normalized
     range first, ties by position (none below ``small`` rows)."""
     d = cmin.shape[1]
@@ -105,7 +105,7 @@ def _rank(node, n, cmin, cmax, num, num_off, span, small):
 
 
 @njit(nogil=True, cache=True)
-def _judge(m, whole, moments, off, table, normalize, settle, partition):
+def judge(m, whole, moments, off, table, normalize, settle, partition):
     """A node of ``m`` rows with label counts ``whole`` and target moments ``moments``: its
     impurity per target (``partition``) and in all, and whether it is pure in every label
     (``settle`` criteria only). Returns ``(base, pure)``."""
@@ -132,7 +132,7 @@ def _judge(m, whole, moments, off, table, normalize, settle, partition):
 
 
 @njit(nogil=True, cache=True)
-def _settled_choice(code, ranked, s, m, least, col, shift, cnt, bcnt, W, cmin, cmax):
+def settled_choice(code, ranked, s, m, least, col, shift, cnt, bcnt, W, cmin, cmax):
     """The Median choice: the first QI in rank order whose most balanced cut is allowable (a
     binned QI's from the node's histogram ``cnt`` and its block sums ``bcnt``, within its
     extents ``cmin``, ``cmax``). Returns ``(QI, cut, rows left)``, QI -1 when none."""
@@ -148,10 +148,10 @@ def _settled_choice(code, ranked, s, m, least, col, shift, cnt, bcnt, W, cmin, c
 
 
 @njit(nogil=True, cache=True)
-def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
+def choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base,
                        off, table, normalize, tie, min_gain, col, shift, cnt, mom, W, cmin, cmax):
-    """:func:`_choose` of the :func:`_scan` of every ranked QI (of its histogram,
-    :func:`_scan_bins`, for a binned QI), one after another, each against the best cut so far.
+    """:func:`choose` of the :func:`scan` of every ranked QI (of its histogram,
+    :func:`scan_bins`, for a binned QI), one after another, each against the best cut so far.
 
     The binned QIs go first (a histogram of a few codes is scanned in no time), then the listed
     ones, each in rank order; a QI's cut must beat the best so far on ``(key, rank)`` — a smaller
@@ -195,8 +195,8 @@ def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, mom
     return ranked[won], best[1], best[2]
 
 
-def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
-    """:func:`_pick` of the results of :func:`_scan` per ranked QI."""
+def choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
+    """:func:`_pick` of the results of :func:`scan` per ranked QI."""
     nr = len(ranked)
     ok = np.array([x[0] for x in scans], dtype=np.bool_).reshape(nr)
     cuts = np.array([(x[1], x[2], x[5], x[6]) for x in scans], dtype=np.int64).reshape(nr, 4)
@@ -227,7 +227,7 @@ def _pick(ranked, ok, cuts, scores, min_gain):
 
 
 @njit(nogil=True, cache=True)
-def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
+def scan(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
           normalize, tie):
     """Score every allowable cut of QI ``q`` down its list (rows ``s .. s+m-1`` in code order).
     Returns ``(allowed, cut, L, key, gain, median cut, median L)``: the criterion's cut
@@ -242,15 +242,15 @@ def _scan(code, label, value, q, s, m, least, whole, left, moments, left_moments
 @njit(nogil=True, cache=True, error_model="numpy")
 def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
                normalize, tie, seed):
-    """:func:`_scan` of QI ``q`` against ``seed``, the best cut so far of :func:`_consider`
+    """:func:`scan` of QI ``q`` against ``seed``, the best cut so far of :func:`_consider`
     (:data:`_NONE`: none): returns ``(allowed, best, median cut, median L)``, ``best`` the seed
-    where no cut of ``q`` beats it (:func:`_choose_sequential` passes another QI's best: cuts
+    where no cut of ``q`` beats it (:func:`choose_sequential` passes another QI's best: cuts
     and blocks certainly worse than it are never scored).
 
     A cut is scored exactly (the functions of :mod:`sqlanon.model.score_kernels`) only when
     :func:`_estimate` cannot rule it out: its estimate exceeds the best cut's by more than
     :func:`_margin`, so its key is certainly larger (see there). Where every label has at most
-    :data:`_BOX_VALUES` values, the allowable cuts are taken in blocks of :data:`_BLOCK` rows:
+    :data:`_BOX_VALUES` values, the allowable cuts are taken in blocks of :data:`BLOCK` rows:
     a first pass adds the rows up, keeping each block's running sums at its start and a lower
     bound of its cuts' estimates (:func:`_box_bound`, :func:`_moment_bound`); the block of the
     lowest bound is scored first, then the others in order, each ruled out whole where its
@@ -272,7 +272,7 @@ def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_mo
     # the cuts allowed are after rows first .. last (least .. m - least rows left)
     first = s + least - 1
     last = s + m - least - 1
-    nb = (last - first) // _BLOCK + 1
+    nb = (last - first) // BLOCK + 1
     slots = left.shape[0]
     at_left = np.empty((nb, slots), dtype=left.dtype)  # each block's running sums at its start
     at_moments = np.empty((nb, T_n, 2), dtype=left_moments.dtype)
@@ -292,8 +292,8 @@ def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_mo
         left_moments[u, 1], left_moments[u, 2] = s1, s2
     # First pass: each block's start and bound.
     for k in range(nb):
-        i = first + k * _BLOCK
-        stop = min(i + _BLOCK, last + 1)
+        i = first + k * BLOCK
+        stop = min(i + BLOCK, last + 1)
         for v in range(slots):
             at_left[k, v] = left[v]
         for u in range(T_c):  # label by label, a count in a register
@@ -340,8 +340,8 @@ def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_mo
             continue
         if best[0] and bound[k] - best[6] > _margin(scale, tie, cap, best[7]) + cap * 2.0**-40:
             continue  # no cut of the block can win
-        i = first + k * _BLOCK
-        stop = min(i + _BLOCK, last + 1)
+        i = first + k * BLOCK
+        stop = min(i + BLOCK, last + 1)
         for v in range(slots):
             left[v] = at_left[k, v]
         for u in range(T_n):
@@ -477,7 +477,7 @@ def _moment_bound(n_low, n_high, m, low, high, centre, moments, partition, off, 
     e_L = 0``), and at least 0. Measured about the mean, the ``e`` of a block stay small where
     the target does not follow the QI: the bound is close and most blocks are ruled out (LSD on
     a random target otherwise scores nearly every row's cut). Computed in float64 to within a
-    few roundings of ``Q``, which :func:`_scan`'s test allows for (``cap``)."""
+    few roundings of ``Q``, which :func:`scan`'s test allows for (``cap``)."""
     T_c = len(off) - 1
     bound = 0.0
     for u in range(moments.shape[0]):
@@ -511,8 +511,8 @@ def _impurity(nl, whole, left, moments, left_moments, partition, off, table, nor
     return impurity
 
 
-#: Rows of a block :func:`_scan` tries to rule out whole.
-_BLOCK = 32
+#: Rows of a block :func:`scan` tries to rule out whole.
+BLOCK = 32
 #: Labels of at most this many values have their blocks bounded (``2^values`` corners each).
 _BOX_VALUES = 4
 
@@ -639,16 +639,16 @@ def _median_bins(cnt, bcnt, W, shift, lo_code, hi_code, m):
     prev = -1
     first = lo_code
     if len(bcnt):
-        g = (shift + lo_code) // _BLOCK
+        g = (shift + lo_code) // BLOCK
         held = -1  # the last block passed that holds rows
         while below + bcnt[g * W] <= h:
             if bcnt[g * W]:
                 below += bcnt[g * W]
                 held = g
             g += 1
-        first = max(lo_code, g * _BLOCK - shift)
+        first = max(lo_code, g * BLOCK - shift)
         if held >= 0:  # the largest code below the median's block
-            prev = min((held + 1) * _BLOCK - 1 - shift, hi_code)
+            prev = min((held + 1) * BLOCK - 1 - shift, hi_code)
             while cnt[(shift + prev) * W] == 0:
                 prev -= 1
     for code in range(first, hi_code + 1):
@@ -663,11 +663,11 @@ def _median_bins(cnt, bcnt, W, shift, lo_code, hi_code, m):
 
 
 @njit(nogil=True, cache=True)
-def _scan_bins(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
+def scan_bins(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments, partition,
                base, off, table, normalize, tie):
-    """:func:`_scan` of one QI from its histogram (codes ``lo_code .. hi_code`` at
+    """:func:`scan` of one QI from its histogram (codes ``lo_code .. hi_code`` at
     ``shift + code``): the same cuts in the same order with the same running sums, so the same
-    result; blocks of :data:`_BLOCK` codes ruled out whole as there. (:func:`_scan_bins_from`
+    result; blocks of :data:`BLOCK` codes ruled out whole as there. (:func:`_scan_bins_from`
     with no cut to beat.)"""
     allowed, best, median_c, median_l = _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
                                                         left, moments, left_moments, partition, base, off, table,
@@ -678,7 +678,7 @@ def _scan_bins(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole, left
 @njit(nogil=True, cache=True, error_model="numpy")
 def _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole, left, moments, left_moments,
                     partition, base, off, table, normalize, tie, seed):
-    """:func:`_scan_bins` against ``seed`` as :func:`_scan_from`, in its two passes where blocks
+    """:func:`scan_bins` against ``seed`` as :func:`_scan_from`, in its two passes where blocks
     are bounded: the first adds the codes up, keeping each block's running sums at its start
     and its bound; the second scores the block of the lowest bound first, then the others in
     order, each ruled out whole where its bound allows. (In order, the wide nodes of a random
@@ -687,7 +687,7 @@ def _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
     them, so the result does not depend on the order. Blocks with no allowable cut are never
     scored. (Divisions as there: every divisor is positive.)
 
-    The blocks are those of the bins (``shift + code``), every :data:`_BLOCK` from 0. Without
+    The blocks are those of the bins (``shift + code``), every :data:`BLOCK` from 0. Without
     targets, a block's bound needs only its running sums at its start and end: with the
     histogram's block sums (``bcnt``: per block its rows and label counts, as ``cnt`` per code;
     a QI's bins starting at a block) the first pass adds up blocks, not codes (at 10M rows it
@@ -702,8 +702,8 @@ def _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
     best = seed  # found, cut, rows left, key, balance, gain, estimate, size
     scale = base if base > 0 else 1.0
     boxes, cap = _boxes(m, moments, partition, off, table, normalize)
-    g0 = (shift + lo_code) // _BLOCK  # the first block's
-    nb = (shift + hi_code) // _BLOCK - g0 + 1
+    g0 = (shift + lo_code) // BLOCK  # the first block's
+    nb = (shift + hi_code) // BLOCK - g0 + 1
     if not boxes:
         nb = 1  # one block of every code, scored in order
     slots = left.shape[0]
@@ -722,8 +722,8 @@ def _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
             for u in range(T_n):
                 at_moments[k, u, 0], at_moments[k, u, 1] = left_moments[u, 1], left_moments[u, 2]
             at_nl[k] = nl
-            code = max(lo_code, (g0 + k) * _BLOCK - shift)
-            stop = min((g0 + k + 1) * _BLOCK - shift, hi_code + 1)
+            code = max(lo_code, (g0 + k) * BLOCK - shift)
+            stop = min((g0 + k + 1) * BLOCK - shift, hi_code + 1)
             low[:] = np.inf
             high[:] = -np.inf
             rows = 0
@@ -764,8 +764,8 @@ def _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
         for u in range(T_n):
             left_moments[u, 1], left_moments[u, 2] = at_moments[k, u, 0], at_moments[k, u, 1]
         nl = at_nl[k]
-        first = lo_code if not boxes else max(lo_code, (g0 + k) * _BLOCK - shift)
-        stop = hi_code + 1 if not boxes else min((g0 + k + 1) * _BLOCK - shift, hi_code + 1)
+        first = lo_code if not boxes else max(lo_code, (g0 + k) * BLOCK - shift)
+        stop = hi_code + 1 if not boxes else min((g0 + k + 1) * BLOCK - shift, hi_code + 1)
         for code in range(first, stop):
             b = (shift + code) * W
             c = cnt[b]
