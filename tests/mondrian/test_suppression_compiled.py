@@ -69,7 +69,7 @@ def test_same_leaves_ids_and_rows_as_the_level_by_level_finish(case, threads, da
 def test_outliers_on_two_threads():
     """A batch big enough for the first phase and two threads, with far outliers to trim."""
     rng = np.random.default_rng(11)
-    M = 2 * median_finish.PARALLEL_ROWS_ROWS + 12345
+    M = 2 * median_finish.PARALLEL_ROWS + 12345
     sizes = [5000, 40, 3, 100000]
     domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), s, "", np.arange(s, dtype=np.float64))
                for j, s in enumerate(sizes)]
@@ -168,7 +168,7 @@ def test_models_with_outliers_on_two_threads():
     from sqlanon.model.privacy import EntropyLDiversity, VarianceDiversity
 
     rng = np.random.default_rng(11)
-    M = 2 * median_finish.PARALLEL_ROWS_ROWS + 12345
+    M = 2 * median_finish.PARALLEL_ROWS + 12345
     sizes = [5000, 40, 3, 100000]
     domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), n, "", np.arange(n, dtype=np.float64))
                for j, n in enumerate(sizes)]
