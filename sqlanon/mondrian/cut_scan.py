@@ -159,7 +159,8 @@ def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, mom
     it are never scored (at 10M rows a random label's small nodes scored a cut in three of
     their QIs' lists against the first's best). The winner is :func:`_pick`'s: the smallest
     ``(key, rank)`` over the QIs, at its own smallest ``(key, balance, code)``. Returns ``(QI,
-    cut, rows left)``, QI -1 if none."""
+    cut, rows left)``, QI -1 if none, then the criterion's winner before that Median choice and
+    whether it is weak (:func:`_pick`)."""
     nr = len(ranked)
     best = _NONE
     won = -1  # the position in ``ranked`` of the best cut's QI
@@ -189,27 +190,29 @@ def _choose_sequential(code, label, value, ranked, s, m, least, whole, left, mom
             if not best[0] or cut[4] != seed[4]:  # a cut of this QI won
                 best, won = cut, i
     if won < 0:
-        return -1, 0, 0
+        return -1, 0, 0, -1, 0, 0, False
     if best[5] < min_gain:  # weak: the Median choice
-        return ranked[median], median_c, median_l
-    return ranked[won], best[1], best[2]
+        return ranked[median], median_c, median_l, ranked[won], best[1], best[2], True
+    return ranked[won], best[1], best[2], ranked[won], best[1], best[2], False
 
 
-def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
+def _choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, ...]:
     """:func:`_pick` of the results of :func:`_scan` per ranked QI."""
     nr = len(ranked)
     ok = np.array([x[0] for x in scans], dtype=np.bool_).reshape(nr)
     cuts = np.array([(x[1], x[2], x[5], x[6]) for x in scans], dtype=np.int64).reshape(nr, 4)
     scores = np.array([(x[3], x[4]) for x in scans], dtype=np.float64).reshape(nr, 2)
-    found, c, at = _pick(ranked, ok, cuts, scores, min_gain)
-    return int(found), int(c), int(at)
+    return tuple(int(x) for x in _pick(ranked, ok, cuts, scores, min_gain))
 
 
 @njit(nogil=True, cache=True)
 def _pick(ranked, ok, cuts, scores, min_gain):
     """The partition's split from its QIs' (in rank order): the smallest key, ties by rank
     (:meth:`Partitioner._pick`); when its gain is below ``min_gain``, the Median choice — the
-    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none."""
+    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none,
+    then the criterion's winner ``(QI, cut, rows left)`` and whether it is weak (then the first
+    three are the Median choice): a privacy model judges that winner
+    (:mod:`sqlanon.mondrian.workload_models`)."""
     best = -1
     median = -1
     for i in range(len(ranked)):
@@ -220,10 +223,10 @@ def _pick(ranked, ok, cuts, scores, min_gain):
         if best < 0 or scores[i, 0] < scores[best, 0]:
             best = i
     if best < 0:
-        return -1, 0, 0
+        return -1, 0, 0, -1, 0, 0, False
     if scores[best, 1] < min_gain:  # weak: the Median choice
-        return ranked[median], cuts[median, 2], cuts[median, 3]
-    return ranked[best], cuts[best, 0], cuts[best, 1]
+        return ranked[median], cuts[median, 2], cuts[median, 3], ranked[best], cuts[best, 0], cuts[best, 1], True
+    return ranked[best], cuts[best, 0], cuts[best, 1], ranked[best], cuts[best, 0], cuts[best, 1], False
 
 
 @njit(nogil=True, cache=True)

@@ -18,6 +18,7 @@ from ..model.parallel import run_all
 from .cut_scan import _BLOCK, _choose, _judge, _rank, _Request, _scan_bins, _Scratch, _settled_choice
 from .gather import _gathered
 from .median_finish import _Table
+from .workload_models import ORDER, Judge, decide
 
 
 class _Histograms:
@@ -97,11 +98,13 @@ class _Histograms:
         label's 79 histogram splits spent 1 s zeroing and subtracting pages)."""
         self._add(order, s, m, cnt, mom, bcnt, -1, threads)
 
-    def grow(self, t: _Table, roots: np.ndarray, request: _Request,
-             threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def grow(self, t: _Table, roots: np.ndarray, request: _Request, threads: int,
+             judge: Judge | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
         from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
-        at its ``start``), the narrow nodes, the wide leaves and the next free table row."""
+        at its ``start``), the narrow nodes, the wide leaves and the next free table row.
+        ``judge``: the privacy models beyond k (rows named as the batch's), whose allowed split
+        is taken (:mod:`sqlanon.mondrian.workload_models`)."""
         d, M = self.codes.shape
         T_n = self.values.shape[0]
         R = len(roots)
@@ -119,6 +122,11 @@ class _Histograms:
         narrow.reverse()
         free = R
         r = request
+        if judge is not None:
+            judging = judge.scratch()
+            no = np.zeros((0, 0), dtype=np.int32)
+            names = (no, no, np.zeros((0, 1), np.int16), np.zeros((0, 1), np.int64), np.zeros(0, np.int64),
+                     np.zeros(0, np.int64), order, self.codes)
         while stack:
             x = stack.pop()
             cnt, mom, bcnt = hists.pop(x)  # per code: its rows and label counts side by side; target sums
@@ -130,7 +138,11 @@ class _Histograms:
             found, c, at = -1, 0, 0
             if len(ranked):
                 basis, pure = _judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
-                if pure:
+                if pure and judge is not None:
+                    found, c, at = decide((-1, 0, 0, -1, 0, 0, False), True, ranked, s, m, r.least, ORDER, names,
+                                          judge, judging, self.slots, self.values, sc.whole, sc.moments, sc.partition,
+                                          r.off, r.table, r.normalize, basis, r.tie, r.min_gain)
+                elif pure:
                     # every QI binned here (``every`` >= 0): the codes are not read
                     found, c, at = _settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
                                                    bcnt, self.L + 1, t.cmin[x], t.cmax[x])
@@ -147,7 +159,12 @@ class _Histograms:
                     # the QIs of most codes first: a scan costs the node's codes
                     scans = run_all(score, range(len(ranked)), threads,
                                     cost=lambda i: t.cmax[x, ranked[i]] - t.cmin[x, ranked[i]])
-                    found, c, at = _choose(ranked, scans, r.min_gain)
+                    choice = _choose(ranked, scans, r.min_gain)
+                    found, c, at = choice[:3]
+                    if judge is not None:  # the split the privacy models allow
+                        found, c, at = decide(choice, False, ranked, s, m, r.least, ORDER, names, judge, judging,
+                                              self.slots, self.values, sc.whole, sc.moments, sc.partition, r.off,
+                                              r.table, r.normalize, basis, r.tie, r.min_gain)
             if found < 0:
                 leaves.append(x)
                 continue

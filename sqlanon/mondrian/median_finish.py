@@ -84,6 +84,13 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
             and (rows < XLOGX_ROWS or not any(f.kind == ENTROPY for f in chosen)))
 
 
+def takes(criterion: Criterion, constraints: Sequence[Constraint], exact: Callable[[str], bool]) -> bool:
+    """The request's part of :func:`applies` (what a request can be asked before its batches):
+    Median under k-anonymity and privacy models that have a compiled face reading columns summed
+    as ``exact`` says."""
+    return _takes(criterion, constraints) and faces(constraints, exact) is not None
+
+
 def _takes(criterion: Criterion, constraints: Sequence[Constraint]) -> bool:
     """The request's part of :func:`applies`: Median under k-anonymity and privacy models that
     have a compiled face."""

@@ -30,7 +30,6 @@ from ..errors import (
     did_you_mean,
 )
 from ..model import manifest_format
-from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.privacy import KAnonymity
 from ..model.qi import QI, box_columns, classify, published_columns
@@ -130,17 +129,21 @@ class Spec:
 
 
 def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool:
-    """Whether the request is one a compiled depth-first finish takes: Median under k-anonymity
-    alone (:func:`sqlanon.mondrian.median_finish.applies`), or InfoGain, Regression or Targets
-    under k-anonymity alone with numeric targets all integers or all floats
-    (:func:`sqlanon.mondrian.workload_finish.applies`, which decides per batch); every QI
-    ordered, no suppression budget."""
-    c = workload.criterion
+    """Whether the request is one a compiled depth-first finish takes, as the finishes say:
+    Median (:func:`sqlanon.mondrian.median_finish.takes`), or InfoGain, Regression or Targets
+    (:func:`sqlanon.mondrian.workload_finish.takes`), under k-anonymity and privacy models that
+    have a compiled face; every QI ordered, no suppression budget (each finish decides per batch)."""
+    from ..mondrian import median_finish, workload_finish  # the numba loops: loaded when a request resolves
+
+    c, constraints = workload.criterion, workload.constraints
     exact = {s.name: s.exact for s in workload.numeric_stats}
-    criterion = type(c) is Median or (
-        type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
-        and len({exact.get(name, False) for name in c.numeric_columns}) <= 1)
-    return (criterion and len(workload.constraints) > 0 and all(x.size_only for x in workload.constraints)
+
+    def summed_exactly(column: str) -> bool:
+        return exact.get(column, False)
+
+    targets = [summed_exactly(name) for name in c.numeric_columns]
+    return ((median_finish.takes(c, constraints, summed_exactly)
+             or workload_finish.takes(c, constraints, targets, summed_exactly))
             and all(q.kind != "hierarchy" for q in qis) and fraction == 0)
 
 
