@@ -138,3 +138,31 @@ def test_binned_qis_and_histogram_phase_give_the_same(case, threads, width, wide
     their rows are named differently there, and the models judge the same splits."""
     with setting("_BIN_WIDTH", width), setting("_HIST_WIDE", wide, histograms):
         assert_same(finish(case, True, threads), finish(case, False))
+
+
+def twins(seed: int, M: int = 600) -> dict:
+    """Two QIs with the same codes (every cut of one is a cut of the other with the same key),
+    a label that the first code range decides, and a sensitive value constant there: the
+    criterion's best cut (that range alone) fails l-diversity, so the allowable cuts are walked
+    (:func:`sqlanon.mondrian.workload_models._decide`) and their keys tie across the twins."""
+    rng = np.random.default_rng(seed)
+    q = rng.integers(0, 40, M)
+    domains = [Domain(QI(f"q{j}", "numeric", "INTEGER"), 40, "", np.arange(40.0)) for j in range(2)]
+    s = np.where(q < 10, 0, rng.integers(0, 3, M))
+    y = np.where(q < 10, 0, np.where(rng.random(M) < 0.8, 1, 2))
+    return {"codes": np.vstack([q, q]), "seg_n": np.array([M]), "domains": domains, "k": 5,
+            "classes": (y, rng.integers(0, 2, M)), "numbers": (rng.integers(-9, 9, M), rng.integers(0, 3, M)),
+            "s": s, "u": rng.integers(0, 5, M), "V": 3, "models": [DistinctLDiversity("s", 2)],
+            "criterion": InfoGain("y")}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_twin_qis_tie_on_the_key_and_go_by_rank(seed, threads):
+    """Among allowable cuts of equal key the QI of the better rank wins (the first twin): the
+    leaves, ids and rows of the level-by-level finish, which splits on the first twin only."""
+    case = twins(seed)
+    fast = finish(case, True, threads)
+    assert_same(fast, finish(case, False))
+    leaves = fast["leaves"]
+    assert len(leaves["n"]) > 5 and (leaves["lo1"] == 0).all() and (leaves["hi1"] == 39).all()
