@@ -166,3 +166,49 @@ def test_twin_qis_tie_on_the_key_and_go_by_rank(seed, threads):
     assert_same(fast, finish(case, False))
     leaves = fast["leaves"]
     assert len(leaves["n"]) > 5 and (leaves["lo1"] == 0).all() and (leaves["hi1"] == 39).all()
+
+
+# -- through the whole release ----------------------------------------------------------------
+def release_rows(frame: pd.DataFrame, target, constraints, fast: bool, memory_rows: int) -> tuple[list, list]:
+    con = duckdb.connect()
+    saved = builder._WORKLOAD_FINISH
+    builder._WORKLOAD_FINISH = fast
+    try:
+        con.register("frame", frame)
+        con.execute("CREATE TABLE t AS SELECT row_number() OVER () AS id, * FROM frame")
+        release = sqlanon.anonymize(con, "t", qid=["a", "b", "c"], k=4, privacy=constraints, target=target,
+                                    algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows)),
+                                    output=sqlanon.Output(key="id"))
+        assert release.verification.ok
+        return (con.execute(f'SELECT * FROM "{release.rules}" ORDER BY ALL').fetchall(),
+                con.execute(f'SELECT * FROM "{release.view}" ORDER BY id').fetchall())
+    finally:
+        builder._WORKLOAD_FINISH = saved
+        con.close()
+
+
+@pytest.mark.parametrize("target, constraints", [
+    ("label", [EntropyLDiversity("s", 2.0)]),
+    ("amount", [VarianceDiversity("v", 3.0)]),
+    ("label", [TCloseness("s", 0.25)]),
+    (["label", "amount"], [RecursiveCLDiversity("s", 3.0, 2), DistinctLDiversity("s", 2)]),
+    ("amount", [TCloseness("s", 0.25, "ordered"), BetaLikeness("s", 2.0)]),
+    ("label", [DeltaDisclosure("s", 1.5)]),
+])
+@pytest.mark.parametrize("memory_rows", [10**9, 300])
+def test_same_rules_and_view_through_the_release(target, constraints, memory_rows, monkeypatch):
+    """Through anonymize (SQL levels first at ``memory_rows`` 300): the compiled finish is taken
+    and the rules and view are those of the level-by-level finish."""
+    calls = []
+    real = workload_finish.finish
+    monkeypatch.setattr(workload_finish, "finish", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    rng = np.random.default_rng(len(constraints) + memory_rows % 7)
+    n = 3000
+    a = rng.integers(0, 200, n)
+    frame = pd.DataFrame({"a": a, "b": rng.integers(0, 12, n), "c": rng.normal(50, 10, n).round(1),
+                          "s": np.where(rng.random(n) < 0.5, [f"x{x}" for x in a // 40], "y"),
+                          "v": rng.integers(0, 20, n), "label": np.where(a < 60, "p", rng.choice(["p", "q"], n)),
+                          "amount": a * 3 + rng.integers(-50, 50, n)})
+    fast = release_rows(frame, target, constraints, True, memory_rows)
+    assert calls, "the compiled finish was not taken"
+    assert fast == release_rows(frame, target, constraints, False, memory_rows)

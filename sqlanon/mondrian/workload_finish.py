@@ -1,11 +1,13 @@
-"""The in-memory finish of the workload criteria under k-anonymity, depth-first in compiled loops.
+"""The in-memory finish of the workload criteria under k-anonymity and privacy models, depth-first
+in compiled loops.
 
 InfoGain and LSD Mondrian (LeFevre, DeWitt, Ramakrishnan, KDD 2006, Sections 3.1-3.2) and
 :class:`~sqlanon.model.criteria.Targets` judge every candidate QI of every partition, at every
 cut. :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` does that
 level by level in numpy; for the requests where each split depends on nothing but its
-partition's rows — one of these criteria, only :class:`~sqlanon.model.privacy.KAnonymity`
-constraints, every QI ordered, no suppression budget, numeric targets all integers or all floats
+partition's rows — one of these criteria, :class:`~sqlanon.model.privacy.KAnonymity` and
+privacy models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`),
+every QI ordered, no suppression budget, numeric targets all integers or all floats
 — :func:`finish` grows the batch's partitions depth-first instead, as
 :mod:`sqlanon.mondrian.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
 Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
@@ -77,8 +79,12 @@ The node table, breadth-first numbering, boxes and leaf order are median_finish'
 so the ids, rules, leaves and rows are identical to the level-by-level path's
 (``tests/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
 
-Left on the general path (``applies`` is False): l-diversity, t-closeness and the other
-constraints, hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
+Under privacy models beyond k the choice below is made over the size window as stated, and
+then fixed to the cuts whose children pass every model (:mod:`sqlanon.mondrian.workload_models`:
+the winner judged, the allowable cuts walked where it fails).
+
+Left on the general path (``applies`` is False): models without a compiled face (the
+hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
 numeric targets together (summed in one array, the integers would round), and label counts beyond the ``c ln c``
 table (partitions of :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
 """

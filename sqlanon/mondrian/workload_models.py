@@ -205,11 +205,16 @@ def _qi_cuts(rows_q, codes_q, done, m, least, Y, ncls, T, kinds, cols, ps, fa, f
     whether the QI has an allowable cut, its most balanced one (smallest ``(|2L - n|, cut)``)
     and, when ``score``, the criterion's best allowable one as :func:`~sqlanon.mondrian.cut_scan._consider`
     keeps it (the left child's label counts and target moments summed row by row as a list's
-    scan sums them). Without ``score`` the walk stops once balance can only grow."""
+    scan sums them). Without ``score``, only the most balanced allowable cut
+    (:func:`_median_walk`)."""
     if done:
         at = np.arange(m)
     else:
         at = np.argsort(codes_q, kind="mergesort")
+    if not score:
+        c, nl = _median_walk(rows_q, codes_q, at, m, least, Y, ncls, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx,
+                             logn, cnt, mom, buf)
+        return nl > 0, c, nl, _NONE
     T_c = slots.shape[0]
     T_n = values.shape[0]
     left = np.zeros(len(whole), dtype=np.int64)
@@ -237,8 +242,6 @@ def _qi_cuts(rows_q, codes_q, done, m, least, Y, ncls, T, kinds, cols, ps, fa, f
         if m - nl < least:
             break
         balance = abs(2 * nl - m)
-        if not score and has and balance > median_b:
-            break  # past the median: every later cut is less balanced
         if not _allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
             continue
         if not has or balance < median_b:  # a tie of balance keeps the lower cut
@@ -247,3 +250,49 @@ def _qi_cuts(rows_q, codes_q, done, m, least, Y, ncls, T, kinds, cols, ps, fa, f
             best = _consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
                              normalize, base, scale, tie, best)
     return has, median_c, median_l, best
+
+
+@njit(nogil=True, cache=True)
+def _median_walk(rows_q, codes_q, at, m, least, Y, ncls, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt,
+                 mom, buf):
+    """The most balanced allowable cut of one QI (rows ``rows_q[at]`` in code order): the
+    smallest ``(|2L - n|, cut)`` among the cuts in the size window whose children pass every
+    model, as :func:`sqlanon.mondrian.median_finish._model_cut` walks them — outwards from the
+    median, the left walker's cut (below the median code) against the right one's (at it), the
+    more balanced first and the left one on a tie; once a side leaves the size window every
+    further cut on it does too. Slots of ``cnt``/``mom``: 0 the node (filled by the caller), 1
+    and 2 the walkers' left children. Returns ``(cut, rows left)``, rows 0 when none."""
+    h = (m + 1) // 2 - 1  # the median's position: the first code with 2 L >= m
+    v = codes_q[at[h]]
+    pl, pr = h, h + 1  # the walkers' cuts: rows at[:pl] and at[:pr] on the left
+    while pl > 0 and codes_q[at[pl - 1]] == v:
+        pl -= 1
+    while pr < m and codes_q[at[pr]] == v:
+        pr += 1
+    for w in (1, 2):
+        cnt[w, :] = 0
+        mom[w, :, :] = 0
+    for i in range(pl):
+        _add(Y, rows_q[at[i]], ncls, T, offs, cnt[1], mom[1], 1)
+        _add(Y, rows_q[at[i]], ncls, T, offs, cnt[2], mom[2], 1)
+    for i in range(pl, pr):
+        _add(Y, rows_q[at[i]], ncls, T, offs, cnt[2], mom[2], 1)
+    while True:
+        lv = pl > 0 and pl >= least and m - pl >= least
+        rv = pr < m and pr >= least and m - pr >= least
+        if not lv and not rv:
+            return np.int64(0), np.int64(0)
+        if lv and (not rv or m - 2 * pl <= 2 * pr - m):
+            c = codes_q[at[pl - 1]]
+            if _allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+                return np.int64(c), np.int64(pl)
+            while pl > 0 and codes_q[at[pl - 1]] == c:
+                pl -= 1
+                _add(Y, rows_q[at[pl]], ncls, T, offs, cnt[1], mom[1], -1)
+        else:
+            if _allowed(2, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+                return np.int64(codes_q[at[pr - 1]]), np.int64(pr)
+            c = codes_q[at[pr]]
+            while pr < m and codes_q[at[pr]] == c:
+                _add(Y, rows_q[at[pr]], ncls, T, offs, cnt[2], mom[2], 1)
+                pr += 1
