@@ -12,20 +12,31 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlanon
-from sqlanon.mondrian import builder, cut_scan, histograms, median_finish, workload_finish, workload_models
-from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.model.criteria import InfoGain, Regression, Targets
 from sqlanon.model.domain import Domain
 from sqlanon.model.partition import Boxes
 from sqlanon.model.privacy import (
-    BetaLikeness, DeltaDisclosure, DistinctLDiversity, EntropyLDiversity, KAnonymity, RecursiveCLDiversity,
-    TCloseness, VarianceDiversity,
+    BetaLikeness,
+    DeltaDisclosure,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    TCloseness,
+    VarianceDiversity,
 )
 from sqlanon.model.qi import QI
 from sqlanon.model.stats import StatColumn
+from sqlanon.mondrian import (
+    builder,
+    histograms,
+    workload_finish,
+)
+from sqlanon.mondrian.builder import Batch, Partitioner
 from tests.test_model_finish import model_list
 from tests.test_workload_finish import assert_same, batches, setting
 

@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 
 from ..model.privacy.base import Face
-from .cut_scan import _consider, _NONE
+from .cut_scan import _NONE, _consider
 from .median_finish import _add, _allowed, _Models
 
 #: Where a node's rows are named: the attribute lists and records (:class:`~sqlanon.mondrian.workload_finish._Lists`)
