@@ -19,7 +19,9 @@ generated once by ``agrawal.write_duckdb`` and shared with ``bench_core.py``):
 * issue 52's privacy models: ``median+entropy-car`` (entropy l-diversity of ``car``, l = 5),
   ``median+var-loan`` (variance diversity of ``loan``, v = 1e10, a standard deviation of
   100,000), ``median+tclose-elevel`` (t-closeness of ``elevel``, t = 0.2, equal distance), the
-  sensitive column leaving the QIs;
+  sensitive column leaving the QIs; and the same under the workload criteria:
+  ``infogain+entropy-car``, ``regression+var-loan``, ``infogain+tclose-elevel``,
+  ``regression+tclose-elevel``;
 * the hard cases, targets unrelated to the QIs (C2 and R7 are functions of them, so partitions
   turn pure and settle early): ``infogain-noise``, InfoGain on a random label (``noise``, 'a' or
   'b' by a hash of the row number, added to a temp copy of the table outside the timing), the
@@ -62,6 +64,10 @@ RUNS: dict[str, dict[str, Any]] = {
     "median+entropy-car": {"sensitive": "car", "l": 5},
     "median+var-loan": {"constraints": ("variance", "loan", 1e10)},
     "median+tclose-elevel": {"constraints": ("tcloseness", "elevel", 0.2)},
+    "infogain+entropy-car": {"sensitive": "car", "l": 5, "target": "c2"},
+    "regression+var-loan": {"constraints": ("variance", "loan", 1e10), "target": "r7"},
+    "infogain+tclose-elevel": {"constraints": ("tcloseness", "elevel", 0.2), "target": "c2"},
+    "regression+tclose-elevel": {"constraints": ("tcloseness", "elevel", 0.2), "target": "r7"},
 }
 COLUMNS = [
     Column("N", "params.rows", ","), Column("run", "name"), Column("seconds", "seconds", ".2f"),

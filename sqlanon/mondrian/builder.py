@@ -498,7 +498,7 @@ class Partitioner:
         """Whether :mod:`sqlanon.mondrian.compiled.workload_finish` finishes this batch."""
         exact = [self.numeric_stats[self._numeric_index[c]].exact for c in self.criterion.numeric_columns]
         return workload_finish.applies(self.criterion, self.constraints, self.domains, seg.budget, exact,
-                                       int(seg.n.max()))
+                                       int(seg.n.max()), self._exact)
 
     def _workload_finish(self, batch: Batch, seg: Boxes) -> dict[str, np.ndarray]:
         """The node table of :func:`sqlanon.mondrian.compiled.workload_finish.finish` for this batch."""
@@ -508,7 +508,7 @@ class Partitioner:
             batch.codes, seg.n, self.domains, self.min_size, [batch.classes[j] for j in classes],
             [self.class_stats[j].size for j in classes],
             [batch.numbers[self._numeric_index[name]] for name in c.numeric_columns],
-            isinstance(c, Targets), c.min_gain, self.threads, batch.disposable)
+            isinstance(c, Targets), c.min_gain, self.threads, batch.disposable, *self._model_values(batch))
 
     def _depth_first(self, nodes: dict[str, np.ndarray], seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`run_memory` from the node table of a depth-first finish (median_finish,

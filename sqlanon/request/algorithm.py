@@ -97,6 +97,12 @@ class Algorithm(abc.ABC):
         """The split criterion asked for (None: the request's ``target=`` chooses)."""
         return None
 
+    def takes_depth_first(self, workload: Any, qis: Any, fraction: float) -> bool:
+        """Whether a compiled depth-first finish takes the request whole, so that an engine-sized
+        ``memory_rows`` is worth keeping (otherwise the request caps it: SQL levels are then faster
+        on partitions of millions of rows). None here; :class:`~sqlanon.Mondrian` says."""
+        return False
+
     @property
     def memory_rows(self) -> int | None:
         """Rows finished in memory per batch (None: sized from the engine)."""

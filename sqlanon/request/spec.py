@@ -33,7 +33,6 @@ from ..errors import (
 )
 from ..hierarchies import built
 from ..model import manifest_format
-from ..model.criteria import InfoGain, Median, Regression, Targets
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, box_columns, classify, published_columns
 from .owned import owned as release_owned
@@ -130,20 +129,6 @@ class Spec:
             names += [x for x in (*c.class_columns, *c.numeric_columns) if x not in names]
         return tuple(names)
 
-
-def _depth_first(workload: Workload, qis: Sequence[QI], fraction: float) -> bool:
-    """Whether the request is one a compiled depth-first finish takes: Median under k-anonymity
-    alone (:func:`sqlanon.mondrian.compiled.median_finish.applies`), or InfoGain, Regression or Targets
-    under k-anonymity alone with numeric targets all integers or all floats
-    (:func:`sqlanon.mondrian.compiled.workload_finish.applies`, which decides per batch); every QI
-    ordered; a suppression budget with Median only (the workload finish carries none)."""
-    c = workload.criterion
-    exact = {s.name: s.exact for s in workload.numeric_stats}
-    criterion = type(c) is Median or (
-        type(c) in (InfoGain, Regression, Targets) and len(c.class_columns) + len(c.numeric_columns) > 0
-        and len({exact.get(name, False) for name in c.numeric_columns}) <= 1)
-    return (criterion and len(workload.constraints) > 0 and all(x.size_only for x in workload.constraints)
-            and all(q.kind != "hierarchy" for q in qis) and (fraction == 0 or type(c) is Median))
 
 
 def default_memory_rows(engine: Engine) -> int:
@@ -280,7 +265,7 @@ def resolve(
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), output.view, replace, identity is None,
                        output.class_column, given)
-    if sized and not _depth_first(workload, qis, fraction):
+    if sized and not algorithm.takes_depth_first(workload, qis, fraction):
         # on partitions of millions of rows the SQL levels (DuckDB's parallel GROUP BYs) are
         # faster than the level-by-level numpy finish (measured at 10M rows: InfoGain 48 s all in
         # memory against 20-40 s with SQL levels; Median with entropy l-diversity 59.6 s in

@@ -241,7 +241,7 @@ def test_median_compiles_only_the_specialization_the_request_needs(tmp_path):
 
         def compiled():
             return {f.py_func.__name__: len(f.signatures)
-                    for f in (m._grow, m._median_cut, m._model_cut, m._allowed, m._split, m._select)}
+                    for f in (m._grow, m._median_cut, m._model_cut, m.allowed, m._split, m._select)}
 
         m.warm()
         alone = compiled()
@@ -251,10 +251,10 @@ def test_median_compiles_only_the_specialization_the_request_needs(tmp_path):
         codes = np.array([np.arange(60) % 7, np.arange(60) % 5], dtype=np.int32)
         nums = [np.arange(7.0), np.arange(5.0)]
         m._finish(codes, np.array([60], dtype=np.int64), nums, 7, 4,
-                  models=m._Models.of([face], {"y": (np.arange(60) % 3).astype(np.int64)}, {"y": 3}, 60, 60))
+                  models=m.Models.of([face], {"y": (np.arange(60) % 3).astype(np.int64)}, {"y": 3}, 60, 60))
         print(json.dumps([alone, warmed, compiled()]))
     """, env)
     alone, warmed, after = json.loads(out)
-    assert alone == {"_grow": 1, "_median_cut": 1, "_model_cut": 0, "_allowed": 0, "_split": 1, "_select": 1}
-    assert warmed == {"_grow": 2, "_median_cut": 1, "_model_cut": 1, "_allowed": 1, "_split": 1, "_select": 1}
+    assert alone == {"_grow": 1, "_median_cut": 1, "_model_cut": 0, "allowed": 0, "_split": 1, "_select": 1}
+    assert warmed == {"_grow": 2, "_median_cut": 1, "_model_cut": 1, "allowed": 1, "_split": 1, "_select": 1}
     assert after == warmed

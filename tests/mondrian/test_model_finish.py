@@ -26,8 +26,8 @@ from sqlanon.model.privacy import (
 )
 from sqlanon.model.stats import StatColumn
 from sqlanon.mondrian import builder
-from sqlanon.mondrian.compiled import median_finish
 from sqlanon.mondrian.builder import Batch, Boxes, Partitioner
+from sqlanon.mondrian.compiled import median_finish
 from tests.support.finish import assert_same, batches, release_rows
 
 

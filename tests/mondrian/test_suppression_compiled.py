@@ -19,8 +19,8 @@ from sqlanon.model.partition import Boxes
 from sqlanon.model.privacy import KAnonymity
 from sqlanon.model.qi import QI
 from sqlanon.mondrian import builder
-from sqlanon.mondrian.compiled import median_finish
 from sqlanon.mondrian.builder import Batch, Partitioner
+from sqlanon.mondrian.compiled import median_finish
 from sqlanon.mondrian.split import Children
 from sqlanon.mondrian.suppression import share_budget
 from tests.mondrian.test_suppression_mondrian import published

@@ -22,13 +22,13 @@ import sqlanon
 from sqlanon.model.criteria import InfoGain, Median, Regression, Selections, Targets
 from sqlanon.model.domain import Domain
 from sqlanon.model.partition import Boxes
-from sqlanon.model.privacy import EntropyLDiversity, KAnonymity
+from sqlanon.model.privacy import EntropyLDiversity, KAnonymity, VarianceDiversity
 from sqlanon.model.qi import QI
 from sqlanon.model.stats import StatColumn
 from sqlanon.model.summaries import XLOGX_ROWS, xlogx_table
 from sqlanon.mondrian import builder
-from sqlanon.mondrian.compiled import gather, histograms, median_finish, workload_finish
 from sqlanon.mondrian.builder import Batch, Partitioner
+from sqlanon.mondrian.compiled import gather, histograms, median_finish, workload_finish
 from tests.support import request_options
 from tests.support.finish import assert_same, release_rows
 
@@ -354,7 +354,7 @@ def test_every_partition_weak_is_median_mondrian():
 
 
 def test_general_path_where_it_does_not_apply():
-    """Hierarchies, other constraints, a suppression budget, integer and float targets together,
+    """Hierarchies, models without a compiled face, a suppression budget, integer and float targets together,
     partitions beyond the c ln c table and other criteria are not this finish's."""
     ordered = [Domain(QI("a", "numeric", "INTEGER"), 5, "", np.arange(5.0))]
     hierarchy = dataclasses.replace(ordered[0], num=None)  # a hierarchical QI's domain has no positions
@@ -362,7 +362,10 @@ def test_general_path_where_it_does_not_apply():
     assert workload_finish.applies(InfoGain("y"), k, ordered, none, [], 100)
     assert workload_finish.applies(Targets(("y",), ("v",)), k, ordered, none, [True], 100)
     assert not workload_finish.applies(InfoGain("y"), k, ordered + [hierarchy], none, [], 100)
-    assert not workload_finish.applies(InfoGain("y"), k + [EntropyLDiversity("s", 2)], ordered, none, [], 100)
+    assert workload_finish.applies(InfoGain("y"), k + [EntropyLDiversity("s", 2)], ordered, none, [], 100)
+    floats = k + [VarianceDiversity("x", 1.0)]  # a model without a compiled face on floats
+    assert not workload_finish.applies(InfoGain("y"), floats, ordered, none, [], 100)
+    assert workload_finish.applies(InfoGain("y"), floats, ordered, none, [], 100, lambda column: column == "x")
     assert not workload_finish.applies(InfoGain("y"), k, ordered, np.array([2]), [], 100)
     assert workload_finish.applies(Regression("v"), k, ordered, none, [False], 100)  # a float target
     assert workload_finish.applies(Regression("v", "w"), k, ordered, none, [False, False], 100)
@@ -386,9 +389,9 @@ def test_c_ln_c_table_beyond_two_to_the_23():
 
 def test_default_memory_rows_caps_only_the_level_by_level_finish():
     """Without ``memory_rows=``, a request a depth-first finish takes (Median or a workload
-    criterion under k-anonymity alone) keeps the engine-sized budget (a 10M-row table is
-    finished in memory: faster than SQL levels), the others are capped at 2M rows (the SQL
-    levels beat the level-by-level numpy finish)."""
+    criterion under k-anonymity and privacy models with a compiled face) keeps the engine-sized
+    budget (a 10M-row table is finished in memory: faster than SQL levels), the others are
+    capped at 2M rows (the SQL levels beat the level-by-level numpy finish)."""
     from sqlanon.engine import engine_for
     from sqlanon.request.spec import DEFAULT_MEMORY_ROWS, default_memory_rows
 
@@ -404,7 +407,10 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
         return sqlanon.Request("t", list(qid), 5, **request_options(**kw)).resolve(engine).memory_rows
 
     assert rows() == sized  # Median
-    assert rows(sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # Median under l-diversity: level by level
+    assert rows(sensitive="s", l=2) == sized  # Median under l-diversity: its compiled face
+    variance = sqlanon.VarianceDiversity("f", 1.0)  # over a column summed in floats: no compiled face
+    assert rows(constraints=[variance]) == DEFAULT_MEMORY_ROWS
+    assert rows(constraints=[sqlanon.VarianceDiversity("v", 1.0)]) == sized  # summed as integers
     assert rows(("a", "h"), hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
     assert rows(suppression=0.1) == DEFAULT_MEMORY_ROWS
     assert rows(target="y") == sized  # InfoGain
@@ -412,14 +418,16 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     assert rows(target=["y", "v"]) == sized  # Targets
     assert rows(target="f") == sized  # a float target: summed in float64
     assert rows(target=["v", "f"]) == DEFAULT_MEMORY_ROWS  # both: the level-by-level finish
-    assert rows(target="y", sensitive="s", l=2) == DEFAULT_MEMORY_ROWS  # l-diversity
+    assert rows(target="y", sensitive="s", l=2) == sized  # l-diversity: its compiled face
+    assert rows(target="y", constraints=[variance]) == DEFAULT_MEMORY_ROWS
+    assert rows(target="v", constraints=[sqlanon.TCloseness("s", 0.3)]) == sized
     assert rows(target="y", suppression=0.1) == DEFAULT_MEMORY_ROWS
     assert rows(("a", "h"), target="y") == sized  # an ordered VARCHAR QI
     assert rows(("a", "h"), target="y", hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
     assert rows(target="y", memory_rows=7) == 7  # given: kept
 
 
-def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatch):
+def test_release_with_a_model_without_face_takes_the_general_path(monkeypatch):
     """Through anonymize: the finish is never called for a request outside its scope."""
     def refuse(*args, **kwargs):
         raise AssertionError("workload_finish.finish called outside its scope")
@@ -432,9 +440,9 @@ def test_release_with_l_diversity_or_hierarchy_takes_the_general_path(monkeypatc
     con.register("frame", frame)
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
     monkeypatch.setattr(workload_finish, "finish", refuse)
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, sensitive="s", l=2, target="label", output=sqlanon.Output(key="id"))
-    # float and integer
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, privacy=[sqlanon.VarianceDiversity("x", 0.01)], target="label",
+                      output=sqlanon.Output(key="id"))  # variance over a float column: no compiled face
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))  # float and integer
     with pytest.raises(AssertionError, match="outside its scope"):
         sqlanon.anonymize(con, "t", qid=["a"], k=5, target="label", output=sqlanon.Output(replace=True, key="id"))
 

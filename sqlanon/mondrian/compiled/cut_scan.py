@@ -159,9 +159,10 @@ def choose_sequential(code, label, value, ranked, s, m, least, whole, left, mome
     it are never scored (at 10M rows a random label's small nodes scored a cut in three of
     their QIs' lists against the first's best). The winner is :func:`_pick`'s: the smallest
     ``(key, rank)`` over the QIs, at its own smallest ``(key, balance, code)``. Returns ``(QI,
-    cut, rows left)``, QI -1 if none."""
+    cut, rows left)``, QI -1 if none, then the criterion's winner before that Median choice and
+    whether it is weak (:func:`_pick`)."""
     nr = len(ranked)
-    best = _NONE
+    best = NO_CUT
     won = -1  # the position in ``ranked`` of the best cut's QI
     median = -1  # the first QI in rank order with an allowable cut, and its most balanced cut
     median_c, median_l = 0, 0
@@ -189,27 +190,29 @@ def choose_sequential(code, label, value, ranked, s, m, least, whole, left, mome
             if not best[0] or cut[4] != seed[4]:  # a cut of this QI won
                 best, won = cut, i
     if won < 0:
-        return -1, 0, 0
+        return -1, 0, 0, -1, 0, 0, False
     if best[5] < min_gain:  # weak: the Median choice
-        return ranked[median], median_c, median_l
-    return ranked[won], best[1], best[2]
+        return ranked[median], median_c, median_l, ranked[won], best[1], best[2], True
+    return ranked[won], best[1], best[2], ranked[won], best[1], best[2], False
 
 
-def choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, int, int]:
+def choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int, ...]:
     """:func:`_pick` of the results of :func:`scan` per ranked QI."""
     nr = len(ranked)
     ok = np.array([x[0] for x in scans], dtype=np.bool_).reshape(nr)
     cuts = np.array([(x[1], x[2], x[5], x[6]) for x in scans], dtype=np.int64).reshape(nr, 4)
     scores = np.array([(x[3], x[4]) for x in scans], dtype=np.float64).reshape(nr, 2)
-    found, c, at = _pick(ranked, ok, cuts, scores, min_gain)
-    return int(found), int(c), int(at)
+    return tuple(int(x) for x in _pick(ranked, ok, cuts, scores, min_gain))
 
 
 @njit(nogil=True, cache=True)
 def _pick(ranked, ok, cuts, scores, min_gain):
     """The partition's split from its QIs' (in rank order): the smallest key, ties by rank
     (:meth:`Partitioner._pick`); when its gain is below ``min_gain``, the Median choice — the
-    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none."""
+    first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none,
+    then the criterion's winner ``(QI, cut, rows left)`` and whether it is weak (then the first
+    three are the Median choice): a privacy model judges that winner
+    (:mod:`sqlanon.mondrian.compiled.workload_models`)."""
     best = -1
     median = -1
     for i in range(len(ranked)):
@@ -220,10 +223,10 @@ def _pick(ranked, ok, cuts, scores, min_gain):
         if best < 0 or scores[i, 0] < scores[best, 0]:
             best = i
     if best < 0:
-        return -1, 0, 0
+        return -1, 0, 0, -1, 0, 0, False
     if scores[best, 1] < min_gain:  # weak: the Median choice
-        return ranked[median], cuts[median, 2], cuts[median, 3]
-    return ranked[best], cuts[best, 0], cuts[best, 1]
+        return ranked[median], cuts[median, 2], cuts[median, 3], ranked[best], cuts[best, 0], cuts[best, 1], True
+    return ranked[best], cuts[best, 0], cuts[best, 1], ranked[best], cuts[best, 0], cuts[best, 1], False
 
 
 @njit(nogil=True, cache=True)
@@ -235,15 +238,15 @@ def scan(code, label, value, q, s, m, least, whole, left, moments, left_moments,
     and the most balanced one (:func:`_median_cut`: the QI has an allowable cut iff it is one).
     (:func:`_scan_from` with no cut to beat.)"""
     allowed, best, median_c, median_l = _scan_from(code, label, value, q, s, m, least, whole, left, moments,
-                                                   left_moments, partition, base, off, table, normalize, tie, _NONE)
+                                                   left_moments, partition, base, off, table, normalize, tie, NO_CUT)
     return allowed, best[1], best[2], best[3], best[5], median_c, median_l
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_moments, partition, base, off, table,
                normalize, tie, seed):
-    """:func:`scan` of QI ``q`` against ``seed``, the best cut so far of :func:`_consider`
-    (:data:`_NONE`: none): returns ``(allowed, best, median cut, median L)``, ``best`` the seed
+    """:func:`scan` of QI ``q`` against ``seed``, the best cut so far of :func:`consider`
+    (:data:`NO_CUT`: none): returns ``(allowed, best, median cut, median L)``, ``best`` the seed
     where no cut of ``q`` beats it (:func:`choose_sequential` passes another QI's best: cuts
     and blocks certainly worse than it are never scored).
 
@@ -364,7 +367,7 @@ def _scan_from(code, label, value, q, s, m, least, whole, left, moments, left_mo
             here = code[q, r]
             if here == code[q, r + 1]:
                 continue
-            best = _consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
+            best = consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
                              normalize, base, scale, tie, best)
     return True, best, median_c, median_l
 
@@ -374,7 +377,7 @@ def _scan_two(code, label, q, i, stop, nl, m, lo, whole, left, moments, left_mom
               normalize, base, scale, tie, f, best):
     """The cuts after rows ``i .. stop-1`` of QI ``q``'s list (``nl`` rows left before them, the
     left child's counts in ``left``) for one label of two values (slots ``lo``, ``lo + 1``) and
-    no target: :func:`_consider` of each, the second value's count kept in a register and
+    no target: :func:`consider` of each, the second value's count kept in a register and
     the estimate taken inline (a cut of a small node costs 6 ns here against 20 through
     :func:`_estimate`'s loops: at 10M rows a random label's nodes under 10K rows spent most of
     their time there). The estimate and its size are :func:`_estimate`'s, operation for
@@ -399,17 +402,17 @@ def _scan_two(code, label, q, i, stop, nl, m, lo, whole, left, moments, left_mom
         if best[0] and estimate - best[6] > _margin(scale, tie, size, best[7]):
             continue
         left[lo], left[lo + 1] = zeros, ones
-        best = _consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
+        best = consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
                          normalize, base, scale, tie, best)
     return best
 
 
-#: No cut yet: ``(found, cut, rows left, key, balance, gain, estimate, size)`` of :func:`_consider`.
-_NONE = (False, np.int64(0), np.int64(0), 0.0, np.int64(0), 0.0, 0.0, 0.0)
+#: No cut yet: ``(found, cut, rows left, key, balance, gain, estimate, size)`` of :func:`consider`.
+NO_CUT = (False, np.int64(0), np.int64(0), 0.0, np.int64(0), 0.0, 0.0, 0.0)
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _consider(nl, m, here, whole, left, moments, left_moments, partition, off, table, normalize, base, scale, tie,
+def consider(nl, m, here, whole, left, moments, left_moments, partition, off, table, normalize, base, scale, tie,
               best):
     """The cut after code ``here`` (``nl`` rows left, with label counts ``left`` and target
     moments ``left_moments``) against the best so far, ``best = (found, cut, rows left, key,
@@ -671,7 +674,7 @@ def scan_bins(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole, left,
     with no cut to beat.)"""
     allowed, best, median_c, median_l = _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
                                                         left, moments, left_moments, partition, base, off, table,
-                                                        normalize, tie, _NONE)
+                                                        normalize, tie, NO_CUT)
     return allowed, best[1], best[2], best[3], best[5], median_c, median_l
 
 
@@ -781,6 +784,6 @@ def _scan_bins_from(cnt, bcnt, mom, L, shift, lo_code, hi_code, m, least, whole,
                 continue
             if m - nl < least:
                 break
-            best = _consider(nl, m, np.int64(code), whole, left, moments, left_moments, partition, off, table,
+            best = consider(nl, m, np.int64(code), whole, left, moments, left_moments, partition, off, table,
                              normalize, base, scale, tie, best)
     return True, best, median_c, median_l

@@ -18,6 +18,7 @@ from ...model.parallel import run_all
 from .cut_scan import BLOCK, choose, judge, rank, SplitRequest, scan_bins, Scratch, settled_choice
 from .gather import gathered
 from .median_finish import NodeTable
+from .workload_models import ORDER, Judge, decide
 
 
 class Histograms:
@@ -63,16 +64,16 @@ class Histograms:
         return cls(codes, slot, value, lo, hi, base, L, wide)
 
     def _count(self, order: np.ndarray, s: int, m: int, threads: int) -> tuple[np.ndarray, ...]:
-        """The histograms of rows ``order[s:s+m]`` (:meth:`_add`): ``(cnt, mom, bcnt)``."""
+        """The histograms of rows ``order[s:s+m]`` (:meth:`add_row`): ``(cnt, mom, bcnt)``."""
         T_n = self.values.shape[0]
         W = 1 + self.L
         # zeroed pages of their own: a small child's rows touch few of them
         h = (np.zeros(self.B * W, np.int32), np.zeros(self.B * T_n * 2, self.values.dtype),
              np.zeros(self.B // BLOCK * W, np.int32))
-        self._add(order, s, m, *h, 1, threads)
+        self.add_row(order, s, m, *h, 1, threads)
         return h
 
-    def _add(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, bcnt: np.ndarray,
+    def add_row(self, order: np.ndarray, s: int, m: int, cnt: np.ndarray, mom: np.ndarray, bcnt: np.ndarray,
              sign: int, threads: int) -> None:
         """Add (``sign`` 1) or subtract (-1) rows ``order[s:s+m]`` to the histograms ``cnt``,
         ``mom`` and the block sums ``bcnt``, QI by QI on the threads (one QI's histogram at a
@@ -95,13 +96,15 @@ class Histograms:
         threads: a split that cuts a few rows off costs those rows, where counting them into
         histograms of their own and subtracting those costs every code (at 10M rows, a random
         label's 79 histogram splits spent 1 s zeroing and subtracting pages)."""
-        self._add(order, s, m, cnt, mom, bcnt, -1, threads)
+        self.add_row(order, s, m, cnt, mom, bcnt, -1, threads)
 
-    def grow(self, t: NodeTable, roots: np.ndarray, request: SplitRequest,
-             threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def grow(self, t: NodeTable, roots: np.ndarray, request: SplitRequest, threads: int,
+             judge: Judge | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
         from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
-        at its ``start``), the narrow nodes, the wide leaves and the next free table row."""
+        at its ``start``), the narrow nodes, the wide leaves and the next free table row.
+        ``judge``: the privacy models beyond k (rows named as the batch's), whose allowed split
+        is taken (:mod:`sqlanon.mondrian.compiled.workload_models`)."""
         d, M = self.codes.shape
         T_n = self.values.shape[0]
         R = len(roots)
@@ -119,6 +122,11 @@ class Histograms:
         narrow.reverse()
         free = R
         r = request
+        if judge is not None:
+            judging = judge.scratch()
+            no = np.zeros((0, 0), dtype=np.int32)
+            names = (no, no, np.zeros((0, 1), np.int16), np.zeros((0, 1), np.int64), np.zeros(0, np.int64),
+                     np.zeros(0, np.int64), order, self.codes)
         while stack:
             x = stack.pop()
             cnt, mom, bcnt = hists.pop(x)  # per code: its rows and label counts side by side; target sums
@@ -130,7 +138,11 @@ class Histograms:
             found, c, at = -1, 0, 0
             if len(ranked):
                 basis, pure = judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
-                if pure:
+                if pure and judge is not None:
+                    found, c, at = decide((-1, 0, 0, -1, 0, 0, False), True, ranked, s, m, r.least, ORDER, names,
+                                          judge, judging, self.slots, self.values, sc.whole, sc.moments, sc.partition,
+                                          r.off, r.table, r.normalize, basis, r.tie, r.min_gain)
+                elif pure:
                     # every QI binned here (``every`` >= 0): the codes are not read
                     found, c, at = settled_choice(self.codes, ranked, s, m, r.least, self.every, self.shift, cnt,
                                                    bcnt, self.L + 1, t.cmin[x], t.cmax[x])
@@ -147,7 +159,12 @@ class Histograms:
                     # the QIs of most codes first: a scan costs the node's codes
                     scans = run_all(score, range(len(ranked)), threads,
                                     cost=lambda i: t.cmax[x, ranked[i]] - t.cmin[x, ranked[i]])
-                    found, c, at = choose(ranked, scans, r.min_gain)
+                    choice = choose(ranked, scans, r.min_gain)
+                    found, c, at = choice[:3]
+                    if judge is not None:  # the split the privacy models allow
+                        found, c, at = decide(choice, False, ranked, s, m, r.least, ORDER, names, judge, judging,
+                                              self.slots, self.values, sc.whole, sc.moments, sc.partition, r.off,
+                                              r.table, r.normalize, basis, r.tie, r.min_gain)
             if found < 0:
                 leaves.append(x)
                 continue

@@ -93,6 +93,13 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
             and (rows < XLOGX_ROWS or not any(f.kind == ENTROPY for f in chosen)))
 
 
+def takes(criterion: Criterion, constraints: Sequence[Constraint], exact: Callable[[str], bool]) -> bool:
+    """The request's part of :func:`applies` (what a request can be asked before its batches):
+    Median under k-anonymity and privacy models that have a compiled face reading columns summed
+    as ``exact`` says."""
+    return _takes(criterion, constraints) and faces(constraints, exact) is not None
+
+
 def _takes(criterion: Criterion, constraints: Sequence[Constraint]) -> bool:
     """The request's part of :func:`applies`: Median under k-anonymity and privacy models that
     have a compiled face."""
@@ -143,11 +150,11 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     """
     nums = [np.asarray(dom.num, dtype=np.float64) for dom in domains]
     return _finish(codes, seg_n, nums, max(dom.size for dom in domains), min_size, threads, inplace,
-                   _Models.of(models, values or {}, sizes or {}, codes.shape[1], int(seg_n.max(initial=0))),
+                   Models.of(models, values or {}, sizes or {}, codes.shape[1], int(seg_n.max(initial=0))),
                    budget)
 
 
-class _Models:
+class Models:
     """The faces' arrays (:func:`sqlanon.model.privacy.compiled.table`) and the rows' sensitive
     values ``Y`` (M, class columns then numeric ones; int64), which move with the rows."""
 
@@ -156,7 +163,7 @@ class _Models:
 
     @classmethod
     def of(cls, models: Sequence[Face], values: Mapping[str, np.ndarray], sizes: Mapping[str, int], M: int,
-           largest: int) -> _Models:
+           largest: int) -> Models:
         counted = list(dict.fromkeys(f.column for f in models if not f.numeric))
         numeric = list(dict.fromkeys(f.column for f in models if f.numeric))
         Y = np.empty((M, len(counted) + len(numeric)), dtype=np.int64)
@@ -185,7 +192,7 @@ def warm(models: bool = False) -> None:
     faces = [Face(DISTINCT, "y", p=(1.0,))] if models else []
     # k = 1: one split
     _finish(np.array([[0, 1]], dtype=np.int32), np.array([2], dtype=np.int64), [np.array([0.0, 1.0])], 2, 1,
-            models=_Models.of(faces, {"y": np.zeros(2, dtype=np.int64)}, {"y": 1}, 2, 2))
+            models=Models.of(faces, {"y": np.zeros(2, dtype=np.int64)}, {"y": 1}, 2, 2))
 
 
 def warm_in_background(criterion: Criterion, constraints: Sequence[Constraint],
@@ -219,12 +226,12 @@ _warmed = False
 
 
 def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], widest: int, min_size: int,
-            threads: int = 1, inplace: bool = False, models: _Models | None = None,
+            threads: int = 1, inplace: bool = False, models: Models | None = None,
             budget: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """:func:`finish` with each QI's code positions ``nums``, the largest domain size ``widest``
     and the privacy models' faces ``models``."""
     if models is None:
-        models = _Models.of((), {}, {}, codes.shape[1], 1)
+        models = Models.of((), {}, {}, codes.shape[1], 1)
     d, M = codes.shape
     R = len(seg_n)
     least = max(1, int(min_size))
@@ -556,7 +563,7 @@ def _trim_models(X, Y, s, m, j, lo, hi, b, min_size, num, off, span, slack, scra
         cnt[w, :] = 0
         mom[w, :, :] = 0
     for r in range(s, s + m):
-        _add(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
+        add_row(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
     if span > 0:
         w_part = (num[off + hi] - num[off + lo]) / span
     else:
@@ -569,7 +576,7 @@ def _trim_models(X, Y, s, m, j, lo, hi, b, min_size, num, off, span, slack, scra
         v = X[order[i], j]
         k = i
         while k < m and X[order[k], j] == v:
-            _add(Y, order[k], ncls, T, offs, cnt[1], mom[1], 1)
+            add_row(Y, order[k], ncls, T, offs, cnt[1], mom[1], 1)
             k += 1
         if k >= m:  # the last code: no cut after it
             break
@@ -846,16 +853,16 @@ def _model_cut(X, Y, s, m, j, lo, hi, least, hist, scratch, order, ncls, kinds, 
         mom[w, :, :] = 0
     for r in range(s, s + m):
         x = X[r, j]
-        _add(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
+        add_row(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
         if x < v:
-            _add(Y, r, ncls, T, offs, cnt[1], mom[1], 1)
-            _add(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
+            add_row(Y, r, ncls, T, offs, cnt[1], mom[1], 1)
+            add_row(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
         elif x == v:
-            _add(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
+            add_row(Y, r, ncls, T, offs, cnt[2], mom[2], 1)
     if lv and (not rv or m - 2 * lt <= 2 * le - m):
-        if _allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+        if allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
             return prev, lt, True
-    elif _allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+    elif allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
         return v, le, True
     # the rows in code order
     width = hi - lo + 1
@@ -889,10 +896,10 @@ def _model_cut(X, Y, s, m, j, lo, hi, least, hist, scratch, order, ncls, kinds, 
         cnt[w, :] = 0
         mom[w, :, :] = 0
     for i in range(pl):
-        _add(Y, order[i], ncls, T, offs, cnt[1], mom[1], 1)
-        _add(Y, order[i], ncls, T, offs, cnt[2], mom[2], 1)
+        add_row(Y, order[i], ncls, T, offs, cnt[1], mom[1], 1)
+        add_row(Y, order[i], ncls, T, offs, cnt[2], mom[2], 1)
     for i in range(pl, pr):
-        _add(Y, order[i], ncls, T, offs, cnt[2], mom[2], 1)
+        add_row(Y, order[i], ncls, T, offs, cnt[2], mom[2], 1)
     while True:
         lv = pl >= least and m - pl >= least and pl > 0
         rv = pr < m and pr >= least and m - pr >= least
@@ -900,22 +907,22 @@ def _model_cut(X, Y, s, m, j, lo, hi, least, hist, scratch, order, ncls, kinds, 
             return -1, 0, False
         if lv and (not rv or m - 2 * pl <= 2 * pr - m):
             c = X[order[pl - 1], j]
-            if _allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            if allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
                 return c, pl, True
             while pl > 0 and X[order[pl - 1], j] == c:
                 pl -= 1
-                _add(Y, order[pl], ncls, T, offs, cnt[1], mom[1], -1)
+                add_row(Y, order[pl], ncls, T, offs, cnt[1], mom[1], -1)
         else:
-            if _allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            if allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
                 return X[order[pr - 1], j], pr, True
             c = X[order[pr], j]
             while pr < m and X[order[pr], j] == c:
-                _add(Y, order[pr], ncls, T, offs, cnt[2], mom[2], 1)
+                add_row(Y, order[pr], ncls, T, offs, cnt[2], mom[2], 1)
                 pr += 1
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _add(Y, r, ncls, T, offs, cnt, mom, sign):
+def add_row(Y, r, ncls, T, offs, cnt, mom, sign):
     """Add (``sign`` 1) or take away (-1) row ``r``'s sensitive values: its class codes to the
     value counts ``cnt`` and its integer numeric values to the moments ``mom``."""
     for c in range(ncls):
@@ -928,7 +935,7 @@ def _add(Y, r, ncls, T, offs, cnt, mom, sign):
 
 
 @njit(nogil=True, cache=True)
-def _allowed(w, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+def allowed(w, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
     """Whether the cut whose left child is slot ``w`` is allowable: both children (the right
     one the whole, slot 0, less the left) pass every face."""
     if not passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[w], mom[w], buf):

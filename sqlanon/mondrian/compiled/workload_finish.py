@@ -1,11 +1,13 @@
-"""The in-memory finish of the workload criteria under k-anonymity, depth-first in compiled loops.
+"""The in-memory finish of the workload criteria under k-anonymity and privacy models, depth-first
+in compiled loops.
 
 InfoGain and LSD Mondrian (LeFevre, DeWitt, Ramakrishnan, KDD 2006, Sections 3.1-3.2) and
 :class:`~sqlanon.model.criteria.Targets` judge every candidate QI of every partition, at every
 cut. :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_memory>` does that
 level by level in numpy; for the requests where each split depends on nothing but its
-partition's rows — one of these criteria, only :class:`~sqlanon.model.privacy.KAnonymity`
-constraints, every QI ordered, no suppression budget, numeric targets all integers or all floats
+partition's rows — one of these criteria, :class:`~sqlanon.model.privacy.KAnonymity` and
+privacy models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`),
+every QI ordered, no suppression budget, numeric targets all integers or all floats
 — :func:`finish` grows the batch's partitions depth-first instead, as
 :mod:`sqlanon.mondrian.compiled.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
 Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
@@ -77,20 +79,25 @@ The node table, breadth-first numbering, boxes and leaf order are median_finish'
 so the ids, rules, leaves and rows are identical to the level-by-level path's
 (``tests/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
 
-Left on the general path (``applies`` is False): l-diversity, t-closeness and the other
-constraints, hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
+Under privacy models beyond k the choice below is made over the size window as stated, and
+then fixed to the cuts whose children pass every model (:mod:`sqlanon.mondrian.compiled.workload_models`:
+the winner judged, the allowable cuts walked where it fails).
+
+Left on the general path (``applies`` is False): models without a compiled face (the
+hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
 numeric targets together (summed in one array, the integers would round), and label counts beyond the ``c ln c``
 table (partitions of :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from numba import njit
 
 from ...model.privacy import Constraint
+from ...model.privacy.base import Face
 from ...model.summaries import XLOGX_ROWS, xlogx_table
 from ...model.criteria import Criterion, InfoGain, Regression, Targets
 from ...model.domain import Domain
@@ -99,8 +106,9 @@ from .cut_scan import (choose, choose_sequential, judge, rank, SplitRequest, sca
                        settled_choice)
 from .gather import gathered, take, take_into
 from .histograms import bin_extents, Histograms
-from .median_finish import PARALLEL_ROWS, NodeTable
-from ..split import TIE
+from .median_finish import PARALLEL_ROWS, NodeTable, faces
+from .split import TIE
+from .workload_models import LISTS, Judge, _decide, decide
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).
 _TABLE_ROWS = XLOGX_ROWS
@@ -109,22 +117,34 @@ _TOTALS = 2**25
 
 
 def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],
-            budget: np.ndarray, exact: Sequence[bool], rows: int) -> bool:
+            budget: np.ndarray, exact: Sequence[bool], rows: int,
+            model_exact: Callable[[str], bool] = lambda column: False) -> bool:
     """Whether :func:`finish` gives the partition of this request (see the module docstring).
 
     ``exact``: per numeric target of the criterion, whether it is summed as integers; ``rows``:
-    the largest partition to finish."""
-    return (type(criterion) in (InfoGain, Regression, Targets)
-            and len(criterion.class_columns) + len(criterion.numeric_columns) > 0
-            and len(exact) == len(criterion.numeric_columns) and len(set(exact)) <= 1
-            and len(constraints) > 0 and all(c.size_only for c in constraints)
+    the largest partition to finish; ``model_exact(column)``: whether a numeric column a privacy
+    model reads is summed as integers."""
+    return (takes(criterion, constraints, exact, model_exact)
             and len(domains) > 0 and all(d.num is not None for d in domains)
             and not (budget > 0).any() and rows < _TABLE_ROWS)
 
 
+def takes(criterion: Criterion, constraints: Sequence[Constraint], exact: Sequence[bool],
+          model_exact: Callable[[str], bool]) -> bool:
+    """The request's part of :func:`applies`: InfoGain, Regression or Targets with numeric
+    targets all integers or all floats, under k-anonymity and privacy models that have a
+    compiled face (:func:`sqlanon.mondrian.compiled.median_finish.faces`)."""
+    return (type(criterion) in (InfoGain, Regression, Targets)
+            and len(criterion.class_columns) + len(criterion.numeric_columns) > 0
+            and len(exact) == len(criterion.numeric_columns) and len(set(exact)) <= 1
+            and len(constraints) > 0 and faces(constraints, model_exact) is not None)
+
+
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_size: int,
            classes: Sequence[np.ndarray], sizes: Sequence[int], numbers: Sequence[np.ndarray],
-           normalize: bool, min_gain: float, threads: int = 1, disposable: bool = False) -> dict[str, np.ndarray]:
+           normalize: bool, min_gain: float, threads: int = 1, disposable: bool = False, models: Sequence[Face] = (),
+           model_values: Mapping[str, np.ndarray] | None = None,
+           model_sizes: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Grow the partitions of a batch to their leaves.
 
     Args:
@@ -137,6 +157,9 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         normalize: each target's impurity as a fraction of the partition's (Targets).
         min_gain: the criterion's ``min_gain`` (below it, the Median choice).
         disposable: ``codes`` may be overwritten (no one reads them after).
+        models, model_values, model_sizes: the privacy models' compiled faces beyond k, the
+            columns they read and those class columns' sizes (:func:`sqlanon.mondrian.compiled.median_finish.finish`'s);
+            every child of a split passes them (:mod:`sqlanon.mondrian.compiled.workload_models`).
 
     Returns the node table of :func:`sqlanon.mondrian.compiled.median_finish.finish`: ``parent``,
     ``child``, ``depth``, ``n``, ``attr``, ``cut``, ``cmin``/``cmax`` per node (roots first),
@@ -163,6 +186,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     for u, c in enumerate(classes):
         np.add(c, off[u], out=slot[u], casting="unsafe")
     value = stacked(numbers, _moment_kind(numbers), M)
+    judge = Judge.of(models, model_values or {}, model_sizes or {}, M, int(seg_n.max(initial=0)))
     canon = None
     if value.dtype.kind == "f" and M:
         # A float sum depends on the order of its terms, and the engine may send a partition's
@@ -171,6 +195,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         # release -- are the same whatever the order the rows came in.
         canon = _canonical_order(value, seg_n)
         codes, slot, value = gathered((codes, slot, value), canon, threads)
+        judge = judge and judge.reindexed(canon)
     lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     # First phase: the partitions larger than a slice of the batch are split on histograms,
@@ -179,13 +204,13 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     hist = Histograms.of(codes, slot, value, off, defer, lo, hi)
     order, lists_roots, leaves, free = None, roots, np.empty(0, np.int64), R
     if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
-        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads)
+        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads, judge)
     # ... the others get SPRINT's attribute lists, each region of rows (``order``) a segment
     # filled when its partition is grown
     bins = _Bins.of(lo, hi, int(off[-1]), M, slot.shape[0], value.dtype, value.shape[0])
     lists = _Lists.of(codes, slot, value, threads, bins, order, disposable or codes is not given)
     del codes  # the lists' codes when disposable
-    g = _Grower(lists, t, request, M)
+    g = _Grower(lists, t, request, M, judge and judge.reindexed(order))
     for i in leaves.tolist():  # a leaf's rows are its region (its extents are its histogram's)
         g.leaf_of[t.start[i]:t.start[i] + t.n[i]] = i
         t.attr[i] = -1
@@ -325,8 +350,9 @@ class _Lists:
 class _Grower:
     """The depth-first growth of one batch: the lists, the node table and the request."""
 
-    def __init__(self, lists: _Lists, t: NodeTable, request: SplitRequest, M: int) -> None:
+    def __init__(self, lists: _Lists, t: NodeTable, request: SplitRequest, M: int, judge: Judge | None = None) -> None:
         self.lists, self.t, self.request, self.bins = lists, t, request, lists.bins
+        self.judge = judge  # the privacy models beyond k (None: k alone), rows named as the lists name them
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
         # every node's label counts and target moments: the roots' counted, a child's from its
@@ -357,7 +383,14 @@ class _Grower:
         spares of the lists' and records' moves. Kept by a thread over its calls: the spares of
         fresh ones cost a page fault per 4 KiB touched (at 10M rows, 150K faults a run)."""
         return (np.zeros(self.words, np.uint64), *self._scratch().arrays(), *self._spare(width),
-                *self._spare_records(width))
+                *self._spare_records(width), *self._judging())
+
+    def _judging(self) -> tuple:
+        """The models' arrays and a thread's scratch for :func:`_grow` (empty ones: k alone)."""
+        if self.judge is None:
+            arrays, scratch = Judge.none()
+            return (*arrays, *scratch)
+        return (*self.judge.arrays(), *self.judge.scratch())
 
     def grow(self, todo: np.ndarray, first: int, buffers: tuple[np.ndarray, ...] | None = None) -> int:
         """Finish the nodes ``todo`` depth-first in one compiled loop; new nodes from table row
@@ -366,8 +399,9 @@ class _Grower:
         if buffers is None:
             buffers = self.buffers(int(self.t.n[todo].max(initial=0)))
         left_of, *rest = buffers
-        return _grow(*self.lists.arrays(), *self.bins.arrays(), left_of, self.leaf_of, todo, first, *self.t.arrays(),
-                     *self.request.arrays(), *rest, self.node_counts, self.node_moments)
+        L = self.lists
+        return _grow(*L.arrays(), *self.bins.arrays(), left_of, self.leaf_of, todo, first, *self.t.arrays(),
+                     *self.request.arrays(), *rest, self.node_counts, self.node_moments, L.slots, L.targets)
 
     def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
         """Finish the nodes ``todo`` depth-first down to children of at most ``defer`` rows, one
@@ -385,6 +419,7 @@ class _Grower:
         free = first
         pieces = [list(range(i, d, threads)) for i in range(threads)]
         left_of = np.zeros(self.words, np.uint64)
+        judging = self.judge.scratch() if self.judge is not None else ()
         while stack:
             node = stack.pop()
             s, m = int(t.start[node]), int(t.n[node])
@@ -392,7 +427,10 @@ class _Grower:
                                           scratch[0].whole, scratch[0].moments, scratch[0].partition,
                                           self.node_counts, self.node_moments)
             cnt, mom = b.count(s, m) if len(b.qs) and len(ranked) else none
-            if pure or len(ranked) == 0:
+            choice = None
+            if self.judge is not None and (pure or len(ranked) == 0):
+                choice = (-1, 0, 0, -1, 0, 0, False)
+            elif pure or len(ranked) == 0:
                 found, c, at = settled_choice(L.code, ranked, s, m, r.least, b.col, b.shift, cnt, cnt[:0], b.W,
                                                t.cmin[node], t.cmax[node])
             else:
@@ -414,7 +452,14 @@ class _Grower:
                     return m if b.col[q] < 0 else t.cmax[node, q] - t.cmin[node, q]
 
                 scans = run_all(score, range(len(ranked)), threads, cost)
-                found, c, at = choose(ranked, scans, r.min_gain)
+                choice = choose(ranked, scans, r.min_gain)
+                found, c, at = choice[:3]
+            if self.judge is not None and choice is not None:  # the split the privacy models allow
+                sc = scratch[0]
+                found, c, at = decide(choice, pure, ranked, s, m, r.least, LISTS, (*L.arrays()[:2], b.rec, b.words,
+                                      b.col, b.shift, _NO_ORDER, L.code[:, :0]), self.judge, judging, L.slots,
+                                      L.targets, sc.whole, sc.moments, sc.partition, r.off, r.table, r.normalize,
+                                      base, r.tie, r.min_gain)
             if found < 0:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
@@ -876,6 +921,9 @@ def _transpose(rows, out, s, e):
                 out[j, i] = rows[i, j]
 
 
+#: No row order (the attribute lists name their rows themselves: :func:`~sqlanon.mondrian.compiled.workload_models._qi_rows`).
+_NO_ORDER = np.empty(0, dtype=np.int64)
+
 #: Rows of one block of :func:`_transpose` (9 QIs: 144 KiB).
 _TRANSPOSE_ROWS = 4096
 
@@ -967,10 +1015,14 @@ def _moment_kind(numbers: Sequence[np.ndarray]) -> type:
 def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, left_of, leaf_of, todo, first, parent,
           child, depth, start, n, attr, cut, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
           settle, min_gain, tie, whole, left, moments, left_moments, partition, spare_row, spare_code, spare_label,
-          spare_value, spare_rec, spare_rvalue, node_counts, node_moments):
+          spare_value, spare_rec, spare_rvalue, Y, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, mcnt, mmom,
+          mbuf, node_counts, node_moments, slots, targets):
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
     the nodes made. With binned QIs (:class:`_Bins`), each node on the stack that may split
-    holds its histograms in a slot of a pool (a root counts its own when it is taken)."""
+    holds its histograms in a slot of a pool (a root counts its own when it is taken). With
+    privacy models (``kinds`` not empty) the split is the one they allow
+    (:func:`sqlanon.mondrian.compiled.workload_models._decide`, the rows' sensitive values ``Y``, label
+    slots ``slots`` and targets ``targets`` by row)."""
     d = code.shape[0]
     nb = len(qs)
     T_n = value.shape[1]
@@ -1005,13 +1057,24 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
             _count_records(rec, rec_value, s, m, nb, label.shape[1], W, pool_cnt[h], pool_mom[h])
         cnt = pool_cnt[max(h, 0)] if nb > 0 else pool_cnt.ravel()
         mom = pool_mom[max(h, 0)] if nb > 0 else pool_mom.ravel()
-        if pure or len(ranked) == 0:
+        if len(kinds) > 0:  # privacy models beyond k
+            wq, wc, wat, weak = -1, 0, 0, False
+            if not pure and len(ranked) > 0:
+                _, _, _, wq, wc, wat, weak = choose_sequential(
+                    code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base, off,
+                    table, normalize, tie, min_gain, col, shift, cnt, mom, W, cmin[node], cmax[node])
+            found, c, at = _decide(wq, wc, wat, weak, pure, ranked, s, m, least, LISTS, row, code, rec, words, col,
+                                   shift, todo[:0], code[:, :0], Y, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx,
+                                   logn, mcnt, mmom, mbuf, slots, targets, whole, moments, partition, off, table,
+                                   normalize, base, tie, min_gain)
+        elif pure or len(ranked) == 0:
             found, c, at = settled_choice(code, ranked, s, m, least, col, shift, cnt, cnt[:0], W, cmin[node],
                                            cmax[node])
         else:
-            found, c, at = choose_sequential(code, label, value, ranked, s, m, least, whole, left, moments,
-                                              left_moments, partition, base, off, table, normalize, tie, min_gain,
-                                              col, shift, cnt, mom, W, cmin[node], cmax[node])
+            found, c, at, _, _, _, _ = choose_sequential(code, label, value, ranked, s, m, least, whole, left,
+                                                          moments, left_moments, partition, base, off, table,
+                                                          normalize, tie, min_gain, col, shift, cnt, mom, W,
+                                                          cmin[node], cmax[node])
         if found < 0:
             _leaf(row, node, s, m, leaf_of, attr)
             if h >= 0:
