@@ -105,7 +105,7 @@ def rank(node, n, cmin, cmax, num, num_off, span, small):
 
 
 @njit(nogil=True, cache=True)
-def judge(m, whole, moments, off, table, normalize, settle, partition):
+def judge_node(m, whole, moments, off, table, normalize, settle, partition):
     """A node of ``m`` rows with label counts ``whole`` and target moments ``moments``: its
     impurity per target (``partition``) and in all, and whether it is pure in every label
     (``settle`` criteria only). Returns ``(base, pure)``."""

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from ...model.parallel import run_all
-from .cut_scan import BLOCK, choose, judge, rank, SplitRequest, scan_bins, Scratch, settled_choice
+from .cut_scan import BLOCK, choose, judge_node, rank, SplitRequest, scan_bins, Scratch, settled_choice
 from .gather import gathered
 from .median_finish import NodeTable
 from .workload_models import ORDER, Judge, decide
@@ -137,7 +137,7 @@ class Histograms:
             ranked = rank(x, t.n, t.cmin, t.cmax, r.num, r.num_off, r.span, r.small)
             found, c, at = -1, 0, 0
             if len(ranked):
-                basis, pure = judge(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
+                basis, pure = judge_node(m, sc.whole, sc.moments, r.off, r.table, r.normalize, r.settle, sc.partition)
                 if pure and judge is not None:
                     found, c, at = decide((-1, 0, 0, -1, 0, 0, False), True, ranked, s, m, r.least, ORDER, names,
                                           judge, judging, self.slots, self.values, sc.whole, sc.moments, sc.partition,

@@ -102,7 +102,7 @@ from ...model.summaries import XLOGX_ROWS, xlogx_table
 from ...model.criteria import Criterion, InfoGain, Regression, Targets
 from ...model.domain import Domain
 from ...model.parallel import run_all
-from .cut_scan import (choose, choose_sequential, judge, rank, SplitRequest, scan, scan_bins, Scratch,
+from .cut_scan import (choose, choose_sequential, judge_node, rank, SplitRequest, scan, scan_bins, Scratch,
                        settled_choice)
 from .gather import gathered, take, take_into
 from .histograms import bin_extents, Histograms
@@ -1159,7 +1159,7 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
         moments[:, :] = node_moments[node]
     else:
         _totals(label, value, 0, start[node], n[node], whole, moments)
-    base, pure = judge(n[node], whole, moments, off, table, normalize, settle, partition)
+    base, pure = judge_node(n[node], whole, moments, off, table, normalize, settle, partition)
     return ranked, base, pure
 
 

@@ -135,7 +135,7 @@ def _decide(wq, wc, wat, weak, pure, ranked, s, m, least, site, row, code, rec, 
             add_row(Y, r, ncls, T, offs, cnt[0], mom[0], 1)
             if codes_q[i] <= wc:
                 add_row(Y, r, ncls, T, offs, cnt[1], mom[1], 1)
-        if allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+        if allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
             if not weak:
                 return np.int64(wq), np.int64(wc), np.int64(wat)
             pure = True  # the allowable winner is weak: the Median choice
@@ -242,7 +242,7 @@ def _qi_cuts(rows_q, codes_q, done, m, least, Y, ncls, T, kinds, cols, ps, fa, f
         if m - nl < least:
             break
         balance = abs(2 * nl - m)
-        if not allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+        if not allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
             continue
         if not has or balance < median_b:  # a tie of balance keeps the lower cut
             has, median_c, median_l, median_b = True, np.int64(here), np.int64(nl), np.int64(balance)
@@ -284,13 +284,13 @@ def _median_walk(rows_q, codes_q, at, m, least, Y, ncls, T, kinds, cols, ps, fa,
             return np.int64(0), np.int64(0)
         if lv and (not rv or m - 2 * pl <= 2 * pr - m):
             c = codes_q[at[pl - 1]]
-            if allowed(1, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            if allowed(np.int64(1), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
                 return np.int64(c), np.int64(pl)
             while pl > 0 and codes_q[at[pl - 1]] == c:
                 pl -= 1
                 add_row(Y, rows_q[at[pl]], ncls, T, offs, cnt[1], mom[1], -1)
         else:
-            if allowed(2, T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
+            if allowed(np.int64(2), T, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt, mom, buf):
                 return np.int64(codes_q[at[pr - 1]]), np.int64(pr)
             c = codes_q[at[pr]]
             while pr < m and codes_q[at[pr]] == c:
