@@ -107,7 +107,7 @@ from .cut_scan import (choose, choose_sequential, judge_node, rank, SplitRequest
 from .gather import gathered, take, take_into
 from .histograms import bin_extents, Histograms
 from .median_finish import PARALLEL_ROWS, NodeTable, faces
-from .split import TIE
+from ..split import TIE
 from .workload_models import LISTS, Judge, _decide, decide
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).
