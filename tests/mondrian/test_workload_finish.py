@@ -412,7 +412,8 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     assert rows(constraints=[variance]) == DEFAULT_MEMORY_ROWS
     assert rows(constraints=[sqlanon.VarianceDiversity("v", 1.0)]) == sized  # summed as integers
     assert rows(("a", "h"), hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
-    assert rows(suppression=0.1) == DEFAULT_MEMORY_ROWS
+    assert rows(suppression=0.1) == sized  # Median's finish carries a suppression budget
+    assert rows(suppression=0.1, target="y") == DEFAULT_MEMORY_ROWS  # the workload finish carries none
     assert rows(target="y") == sized  # InfoGain
     assert rows(target="v") == sized  # Regression on an integer target: summed exactly
     assert rows(target=["y", "v"]) == sized  # Targets
