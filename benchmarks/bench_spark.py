@@ -463,7 +463,8 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     out = {
         "s": seconds, "statements": release.statements, "timings": dict(release.timings),
         "phase_statements": phases, "partitions": release.partitions, "k_achieved": release.k_achieved,
-        "rows": release.rows, "strategy": release.strategy, "scans": release.scans, "writes": release.writes,
+        "rows": release.rows, "strategy": release.outcome.strategy, "scans": release.outcome.scans,
+        "writes": release.outcome.writes,
         "rss_before_mib": round(rss_before / 1024, 1),
         "sql_levels": len(sql), "sql_level_s": [lv["s"] for lv in sql],
         "sql_level_statements": [lv["statements"] for lv in sql], "sql_level_open": [lv["open"] for lv in sql],
