@@ -24,7 +24,7 @@ from ..errors import InputError, UnknownColumnError, did_you_mean
 from .manifest import Manifest
 from ..model.qi import QI
 from ..request.checks import check_int, check_qid
-from ..engine.catalog import Source, find_source
+from ..engine.catalog import Source, find_source, free_name
 from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
 
 
@@ -373,44 +373,70 @@ def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rule
     the smallest or largest published value when fewer than ``k`` published rows hold it (an
     empty range's marker ``q_lo = q_hi`` apart, README's one exception). ``rows``: every row
     of the release with its QI values and the flags :data:`~sqlanon.publish.view.PLACED` and
-    :data:`~sqlanon.publish.view.RECODED`. One statement per ordered QI."""
-    total = 0
-    for q in qis:
-        if not q.ordered:
-            continue
-        x, r = g.col(q.name), exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("r")))
-        per_value = (exp.select(g.alias(x, "x"), g.alias(exp.Sum(this=g.col(PLACED)), "shown"),
-                                g.alias(exp.Sum(this=g.col(RECODED)), "hid"))
-                     .from_(r).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))).group_by(x.copy()))
+    :data:`~sqlanon.publish.view.RECODED`. Counted per rules row and per distinct value the view
+    prints.
+
+    One statement for every QI, whatever their number: the rows are read once (``GROUPING SETS``,
+    one set per ordered QI: a value's published and suppressed rows) and the view once (one set
+    per printed column: its distinct values); in a set, the other QIs' columns are NULL, and a
+    NULL value is never a printed one."""
+    ordered = [q for q in qis if q.ordered]
+    if not ordered:
+        return 0
+    taken = [q.name for q in qis] + [p for q in qis for p in q.published] + [PLACED, RECODED, "shown", "hid"]
+    xs = [free_name(f"__sqlanon_x{i}", taken) for i in range(len(ordered))]
+    r = exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("r")))
+    per_value = (exp.select(*[g.alias(g.col(q.name), x) for q, x in zip(ordered, xs)],
+                            g.alias(exp.Sum(this=g.col(PLACED)), "shown"), g.alias(exp.Sum(this=g.col(RECODED)), "hid"))
+                 .from_(r).group_by(_sets([q.name for q in ordered])))
+    in_view = [(q, c) for q in ordered if q.bounds != "hierarchy" for c in q.published]
+    ys = {c: free_name(f"__sqlanon_y{j}", taken + xs) for j, (_, c) in enumerate(in_view)}
+    counts: list[exp.Select] = []
+    for q, x in zip(ordered, xs):
         low, high = q.published
         lo_col, hi_col = q.box_columns[:2]
-        printed: list[exp.Select] = []
-        marker = exp.EQ(this=g.col(lo_col), expression=g.col(hi_col))
-        for relation, columns in ((rules, ([low, high] if q.bounds != "hierarchy" else []) + [lo_col, hi_col]),
-                                  (view, [low, high] if q.bounds != "hierarchy" else [])):
-            for c in columns:
-                is_marker = (exp.Coalesce(this=marker.copy(), expressions=[exp.false()])
-                             if relation is rules and c in (lo_col, hi_col) else exp.false())
-                printed.append(exp.select(g.alias(g.col(c), "x"), g.alias(is_marker, "m")).from_(relation.copy()))
+        marker = exp.Coalesce(this=exp.EQ(this=g.col(lo_col), expression=g.col(hi_col)), expressions=[exp.false()])
+        printed: list[exp.Select] = [
+            exp.select(g.alias(g.col(c), "x"), g.alias(marker.copy() if c in (lo_col, hi_col) else exp.false(), "m"))
+            .from_(rules.copy())
+            for c in ([low, high] if q.bounds != "hierarchy" else []) + [lo_col, hi_col]]
+        printed += [exp.select(g.alias(g.col(ys[c]), "x"), g.alias(exp.false(), "m")).from_(g.table(PRINTED_CTE))
+                    .where(exp.Not(this=exp.Is(this=g.col(ys[c]), expression=exp.Null())))
+                    for p, c in in_view if p is q]
         union: exp.Query = printed[0]
-        for p in printed[1:]:
-            union = exp.union(union, p, distinct=False)
+        for part in printed[1:]:
+            union = exp.union(union, part, distinct=False)
+        values = (exp.select(g.alias(g.col(x), "x"), g.col("shown"), g.col("hid")).from_(g.table(VALUES_CTE))
+                  .where(exp.Not(this=exp.Is(this=g.col(x), expression=exp.Null()))))
         shown = exp.GT(this=g.col("shown", "v"), expression=g.lit(0))
         bad = exp.and_(exp.EQ(this=g.col("shown", "v"), expression=g.lit(0)),
                        exp.GT(this=g.col("hid", "v"), expression=g.lit(0)))
         if q.bounds == "domain":
-            def end(agg: type[exp.Func]) -> exp.Subquery:
-                return exp.Subquery(this=exp.select(agg(this=g.col("x"))).from_(g.table(VALUES_CTE)).where(
+            def end(agg: type[exp.Func], x: str = x) -> exp.Subquery:
+                return exp.Subquery(this=exp.select(agg(this=g.col(x))).from_(g.table(VALUES_CTE)).where(
                     exp.GT(this=g.col("shown"), expression=g.lit(0))))
 
             thin = exp.and_(shown, exp.LT(this=g.col("shown", "v"), expression=g.lit(k)), exp.Not(this=g.col("m", "p")),
                             exp.or_(exp.EQ(this=g.col("x", "v"), expression=end(exp.Min)),
                                     exp.EQ(this=g.col("x", "v"), expression=end(exp.Max))))
             bad = exp.or_(bad, thin)
-        query = (exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table(PRINTED_CTE), g.ident("p"), table=True))
-                 .join(exp.alias_(g.table(VALUES_CTE), g.ident("v"), table=True),
-                       on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
-                 .where(bad)
-                 .with_(g.ident(VALUES_CTE), as_=per_value).with_(g.ident(PRINTED_CTE), as_=union))
-        total += int(engine.fetch_rows(query)[0][0])
-    return total
+        counts.append(exp.select(g.alias(exp.Count(this=exp.Star()), "n"))
+                      .from_(exp.Subquery(this=union, alias=exp.TableAlias(this=g.ident("p"))))
+                      .join(exp.Subquery(this=values, alias=exp.TableAlias(this=g.ident("v"))),
+                            on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
+                      .where(bad))
+    every: exp.Query = counts[0]
+    for c in counts[1:]:
+        every = exp.union(every, c, distinct=False)
+    query = (exp.select(exp.Sum(this=g.col("n"))).from_(exp.Subquery(this=every, alias=exp.TableAlias(this=g.ident("e"))))
+             .with_(g.ident(VALUES_CTE), as_=per_value))
+    if in_view:
+        printed_view = (exp.select(*[g.alias(g.col(c), ys[c]) for _, c in in_view]).from_(view.copy())
+                        .group_by(_sets([c for _, c in in_view])))
+        query = query.with_(g.ident(PRINTED_CTE), as_=printed_view)
+    return int(engine.fetch_rows(query)[0][0] or 0)
+
+
+def _sets(columns: Sequence[str]) -> exp.GroupingSets:
+    """``GROUPING SETS ((c0), (c1), ...)``: one pass, grouped on each column alone."""
+    return exp.GroupingSets(expressions=[exp.Paren(this=g.col(c)) for c in columns])
