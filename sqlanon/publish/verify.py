@@ -360,11 +360,6 @@ def _check(engine: Engine, source: Source, columns: tuple[str, ...], c: PrivacyM
                  c.measure)
 
 
-#: The common table expressions of :func:`exposed_values`, named apart from any relation a
-#: release may name (a view called "v" or "p" would be shadowed by them).
-VALUES_CTE, PRINTED_CTE = "__sqlanon_values", "__sqlanon_printed"
-
-
 def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rules: exp.Table, view: exp.Expression,
                    k: int) -> int:
     """How many values the release prints that it may not (issue 49): per ordered QI, a value of
@@ -373,70 +368,84 @@ def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rule
     the smallest or largest published value when fewer than ``k`` published rows hold it (an
     empty range's marker ``q_lo = q_hi`` apart, README's one exception). ``rows``: every row
     of the release with its QI values and the flags :data:`~sqlanon.publish.view.PLACED` and
-    :data:`~sqlanon.publish.view.RECODED`. Counted per rules row and per distinct value the view
-    prints.
+    :data:`~sqlanon.publish.view.RECODED`. Counted per printed occurrence (a cell of the rules
+    or of the view).
 
-    One statement for every QI, whatever their number: the rows are read once (``GROUPING SETS``,
-    one set per ordered QI: a value's published and suppressed rows) and the view once (one set
-    per printed column: its distinct values); in a set, the other QIs' columns are NULL, and a
-    NULL value is never a printed one."""
+    One statement for every QI, reading each relation once, whatever the number of QIs: the
+    rows, the view (each row once per side: ``q_min``, ``q_max``) and the rules (once per
+    side: ``q_min``, ``q_max``, ``q_lo``, ``q_hi``) are stacked, every ordered QI's value in a
+    column of its own, and grouped by ``GROUPING SETS``, one set per QI (in a set the other
+    QIs' columns are NULL, and a NULL value is never a printed one); the smallest and largest
+    published value of each QI are windows over the groups."""
     ordered = [q for q in qis if q.ordered]
     if not ordered:
         return 0
-    taken = [q.name for q in qis] + [p for q in qis for p in q.published] + [PLACED, RECODED, "shown", "hid"]
+    taken = [q.name for q in qis] + [p for q in qis for p in q.published] + [c for q in qis for c in q.box_columns]
     xs = [free_name(f"__sqlanon_x{i}", taken) for i in range(len(ordered))]
-    r = exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("r")))
-    per_value = (exp.select(*[g.alias(g.col(q.name), x) for q, x in zip(ordered, xs)],
-                            g.alias(exp.Sum(this=g.col(PLACED)), "shown"), g.alias(exp.Sum(this=g.col(RECODED)), "hid"))
-                 .from_(r).group_by(_sets([q.name for q in ordered])))
-    in_view = [(q, c) for q in ordered if q.bounds != "hierarchy" for c in q.published]
-    ys = {c: free_name(f"__sqlanon_y{j}", taken + xs) for j, (_, c) in enumerate(in_view)}
-    counts: list[exp.Select] = []
-    for q, x in zip(ordered, xs):
-        low, high = q.published
+    us = [free_name(f"__sqlanon_u{i}", taken) for i in range(len(ordered))]  # printed, not as an empty range's marker
+    side = g.col("side", "s")
+    zero, one = g.lit(0), g.lit(1)
+
+    def sides(n: int) -> exp.Subquery:
+        """``n`` rows numbered 0..n-1: a relation cross joined to it is read once, each row n times."""
+        numbers: exp.Query = exp.select(g.alias(g.lit(0), "side"))
+        for i in range(1, n):
+            numbers = exp.union(numbers, exp.select(g.alias(g.lit(i), "side")), distinct=False)
+        return exp.Subquery(this=numbers, alias=exp.TableAlias(this=g.ident("s")))
+
+    def pick(columns: Sequence[str | None]) -> exp.Expression:
+        """The column of each side (None: NULL)."""
+        case = exp.Case()
+        for i, c in enumerate(columns):
+            if c is not None:
+                case = case.when(exp.EQ(this=side.copy(), expression=g.lit(i)), g.col(c, "t"))
+        return case if case.args.get("ifs") else exp.Null()
+
+    def stacked(relation: exp.Expression, values: list[exp.Expression], unmarked: list[exp.Expression],
+                shown: exp.Expression, hid: exp.Expression, printed: exp.Expression, n_sides: int = 0) -> exp.Select:
+        query = exp.select(*[g.alias(v, x) for v, x in zip(values, xs)], *[g.alias(u, n) for u, n in zip(unmarked, us)],
+                           g.alias(shown, "shown"), g.alias(hid, "hid"), g.alias(printed, "printed")).from_(relation)
+        return query.join(sides(n_sides), join_type="cross") if n_sides else query
+
+    def bounds(q: QI) -> list[str | None]:
+        return list(q.published) if q.bounds != "hierarchy" else [None, None]
+
+    def marker(q: QI) -> exp.Expression:  # a box edge of a NULL-only box: the empty range lo = hi
         lo_col, hi_col = q.box_columns[:2]
-        marker = exp.Coalesce(this=exp.EQ(this=g.col(lo_col), expression=g.col(hi_col)), expressions=[exp.false()])
-        printed: list[exp.Select] = [
-            exp.select(g.alias(g.col(c), "x"), g.alias(marker.copy() if c in (lo_col, hi_col) else exp.false(), "m"))
-            .from_(rules.copy())
-            for c in ([low, high] if q.bounds != "hierarchy" else []) + [lo_col, hi_col]]
-        printed += [exp.select(g.alias(g.col(ys[c]), "x"), g.alias(exp.false(), "m")).from_(g.table(PRINTED_CTE))
-                    .where(exp.Not(this=exp.Is(this=g.col(ys[c]), expression=exp.Null())))
-                    for p, c in in_view if p is q]
-        union: exp.Query = printed[0]
-        for part in printed[1:]:
-            union = exp.union(union, part, distinct=False)
-        values = (exp.select(g.alias(g.col(x), "x"), g.col("shown"), g.col("hid")).from_(g.table(VALUES_CTE))
-                  .where(exp.Not(this=exp.Is(this=g.col(x), expression=exp.Null()))))
-        shown = exp.GT(this=g.col("shown", "v"), expression=g.lit(0))
-        bad = exp.and_(exp.EQ(this=g.col("shown", "v"), expression=g.lit(0)),
-                       exp.GT(this=g.col("hid", "v"), expression=g.lit(0)))
-        if q.bounds == "domain":
-            def end(agg: type[exp.Func], x: str = x) -> exp.Subquery:
-                return exp.Subquery(this=exp.select(agg(this=g.col(x))).from_(g.table(VALUES_CTE)).where(
-                    exp.GT(this=g.col("shown"), expression=g.lit(0))))
+        return exp.Case().when(exp.and_(exp.GTE(this=side.copy(), expression=g.lit(2)),
+                                        exp.EQ(this=g.col(lo_col, "t"), expression=g.col(hi_col, "t"))),
+                               zero.copy()).else_(one.copy())
 
-            thin = exp.and_(shown, exp.LT(this=g.col("shown", "v"), expression=g.lit(k)), exp.Not(this=g.col("m", "p")),
-                            exp.or_(exp.EQ(this=g.col("x", "v"), expression=end(exp.Min)),
-                                    exp.EQ(this=g.col("x", "v"), expression=end(exp.Max))))
-            bad = exp.or_(bad, thin)
-        counts.append(exp.select(g.alias(exp.Count(this=exp.Star()), "n"))
-                      .from_(exp.Subquery(this=union, alias=exp.TableAlias(this=g.ident("p"))))
-                      .join(exp.Subquery(this=values, alias=exp.TableAlias(this=g.ident("v"))),
-                            on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
-                      .where(bad))
-    every: exp.Query = counts[0]
-    for c in counts[1:]:
-        every = exp.union(every, c, distinct=False)
-    query = (exp.select(exp.Sum(this=g.col("n"))).from_(exp.Subquery(this=every, alias=exp.TableAlias(this=g.ident("e"))))
-             .with_(g.ident(VALUES_CTE), as_=per_value))
-    if in_view:
-        printed_view = (exp.select(*[g.alias(g.col(c), ys[c]) for _, c in in_view]).from_(view.copy())
-                        .group_by(_sets([c for _, c in in_view])))
-        query = query.with_(g.ident(PRINTED_CTE), as_=printed_view)
+    stack = exp.union(exp.union(
+        stacked(exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("t"))),
+                [g.col(q.name, "t") for q in ordered], [zero.copy() for _ in ordered],
+                g.col(PLACED, "t"), g.col(RECODED, "t"), zero.copy()),
+        stacked(exp.alias_(view.copy(), g.ident("t"), table=True), [pick(bounds(q)) for q in ordered],
+                [one.copy() for _ in ordered], zero.copy(), zero.copy(), one.copy(), 2), distinct=False),
+        stacked(exp.alias_(rules.copy(), g.ident("t"), table=True),
+                [pick(bounds(q) + list(q.box_columns[:2])) for q in ordered], [marker(q) for q in ordered],
+                zero.copy(), zero.copy(), one.copy(), 4), distinct=False)
+    sums = ["shown", "hid", "printed"]
+    grouped = (exp.select(*[g.col(x) for x in xs], *[g.alias(exp.Sum(this=g.col(c)), c) for c in us + sums])
+               .from_(exp.Subquery(this=stack, alias=exp.TableAlias(this=g.ident("a"))))
+               .group_by(exp.GroupingSets(expressions=[exp.Paren(this=g.col(x)) for x in xs])))
+    windows: list[exp.Expression] = []
+    count = exp.Case()
+    for i, (q, x, u) in enumerate(zip(ordered, xs, us)):
+        bad: exp.Expression = exp.and_(exp.GT(this=g.col("printed"), expression=zero.copy()),
+                                       exp.EQ(this=g.col("shown"), expression=zero.copy()),
+                                       exp.GT(this=g.col("hid"), expression=zero.copy()))
+        outcome = exp.Case().when(bad, g.col("printed"))
+        if q.bounds == "domain":  # its ends: the smallest and largest value a published row holds
+            held = exp.Case().when(exp.GT(this=g.col("shown"), expression=zero.copy()), g.col(x))
+            ends = [f"__sqlanon_low{i}", f"__sqlanon_high{i}"]
+            windows += [g.alias(exp.Window(this=agg(this=held.copy())), end) for agg, end in zip((exp.Min, exp.Max), ends)]
+            thin = exp.and_(exp.GT(this=g.col("shown"), expression=zero.copy()),
+                            exp.LT(this=g.col("shown"), expression=g.lit(k)),
+                            exp.or_(*[exp.EQ(this=g.col(x), expression=g.col(end)) for end in ends]))
+            outcome = outcome.when(thin, g.col(u))
+        count = count.when(exp.Not(this=exp.Is(this=g.col(x), expression=exp.Null())), outcome.else_(zero.copy()))
+    judged = exp.select(exp.Star(), *windows).from_(exp.Subquery(this=grouped, alias=exp.TableAlias(this=g.ident("v"))))
+    query = exp.select(exp.Sum(this=count.else_(zero.copy()))).from_(
+        exp.Subquery(this=judged, alias=exp.TableAlias(this=g.ident("w"))))
     return int(engine.fetch_rows(query)[0][0] or 0)
-
-
-def _sets(columns: Sequence[str]) -> exp.GroupingSets:
-    """``GROUPING SETS ((c0), (c1), ...)``: one pass, grouped on each column alone."""
-    return exp.GroupingSets(expressions=[exp.Paren(this=g.col(c)) for c in columns])
