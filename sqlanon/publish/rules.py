@@ -124,21 +124,21 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             columns[f"c{i}_node"] = node
     looked_up = {i: [part for part in ("min", "max", "lo", "hi") if not (i in casts and part in ("min", "max"))]
                  for i, d in enumerate(domains) if d.qi.ordered}
-    sizes = {i: len(np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts]))) * len(parts)
-             for i, parts in looked_up.items()}
+    used = {i: len(np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts])))
+            for i, parts in looked_up.items()}
+    direct = {i: domains[i].size <= max(DIRECT_LOOKUP, 2 * n) for i, n in used.items()}  # no semi-join first
+    sizes = {i: (domains[i].size if direct[i] else used[i]) * len(looked_up[i]) for i in used}
     leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns))
     del columns  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
 
-    # Codes -> values through the domain tables, so published values keep their source types.
-    # Each lookup reads only the codes some region uses (a semi-join with the leaves: a domain
-    # can hold a value per row), once per QI (a common table expression joined for each part).
-    # An engine that holds every join's hash table of a statement at once
+    # Codes -> values through the domain tables, so published values keep their source types
+    # (:func:`_looked_up`). An engine that holds every join's hash table of a statement at once
     # (Engine.split_lookups) adds the bounds of a few QIs per statement.
     groups = lookup_groups(sizes, LOOKUP_ROWS if engine.split_lookups else None) or [[]]
     regions_only = exp.GTE(this=g.col("region", "r"), expression=g.lit(0))
     step = leaves
     for n, group in enumerate(groups):
-        looked = _looked_up(engine, domains, leaves, step, group, looked_up, sizes)
+        looked = _looked_up(engine, domains, leaves, step, group, looked_up, sizes, direct)
         if step == leaves:
             looked = looked.where(regions_only.copy(), copy=False)
         if n == len(groups) - 1:
@@ -160,15 +160,10 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
                      exp.Cast(this=g.col(f"c{i}_{part}"), to=exp.DataType.build(qi.data_type, dialect="duckdb")))
             select.append(g.alias(value, f"{qi.name}_{part}"))
         select.append(g.alias(g.col(f"c{i}_null"), f"{qi.name}_null"))
-    ctes = looked.args.get("with")
-    if ctes is not None:  # the lookups' common table expressions go first in the statement
-        looked.set("with", None)
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
         exp.Subquery(this=exp.select(*select).from_(exp.Subquery(this=looked, alias=exp.TableAlias(this=g.ident("r")))),
                      alias=exp.TableAlias(this=g.ident("x")))
     ).order_by(g.col(spec.outputs.region_column))
-    if ctes is not None:
-        ordered.set("with", ctes)
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     if step != leaves:
         engine.drop_temp(step)
@@ -199,31 +194,45 @@ def leaf_columns(regions: Regions, region: np.ndarray, kept: np.ndarray, columns
 
 
 def _looked_up(engine: Engine, domains: Sequence[Domain], leaves: str, step: str, group: Sequence[int],
-               looked_up: dict[int, list[str]], sizes: dict[int, int]) -> exp.Select:
-    """``step``'s rows with the values of the codes of ``group``'s QIs: per QI one common table
-    expression (the domain's rows of the codes some region uses), joined once per part."""
+               looked_up: dict[int, list[str]], sizes: dict[int, int], direct: dict[int, bool]) -> exp.Select:
+    """``step``'s rows with the values of the codes of ``group``'s QIs, one lookup per part
+    (``sizes``: the rows a QI's lookups read). A domain of at most :data:`DIRECT_LOOKUP` codes
+    (or at most twice the codes the regions use: ``direct``) is looked up as it is; a larger one
+    (a value per row) only through its codes some region uses (a semi-join with the leaves).
+    Subqueries, not common table expressions: Spark inlines those without the join hints of
+    their references."""
     query = exp.select(exp.Column(this=exp.Star(), table=g.ident("r"))).from_(
         exp.alias_(g.table(step), g.ident("r"), table=True))
     lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
     for i in group:
         parts = looked_up[i]
-        codes: exp.Query = exp.select(g.col(f"c{i}_{parts[0]}")).from_(g.table(leaves))
-        for part in parts[1:]:
-            codes = exp.union(codes, exp.select(g.col(f"c{i}_{part}")).from_(g.table(leaves)), distinct=False)
-        used = exp.select(g.col("code"), g.col("v")).from_(g.table(domains[i].table)).where(
-            g.col("code").isin(query=codes))
-        name = f"u{i}"
-        query = query.with_(g.ident(name), as_=used, copy=False)
+        domain = domains[i]
+        rows = sizes[i] // len(parts)
+        if direct[i]:
+            used: exp.Expression = g.table(domain.table)
+        else:
+            codes: exp.Query = exp.select(g.col(f"c{i}_{parts[0]}")).from_(g.table(leaves))
+            for part in parts[1:]:
+                codes = exp.union(codes, exp.select(g.col(f"c{i}_{part}")).from_(g.table(leaves)), distinct=False)
+            used = exp.Subquery(this=exp.select(g.col("code"), g.col("v")).from_(g.table(domain.table)).where(
+                g.col("code").isin(query=codes)))
         for part in parts:
             alias = f"d{i}{part}"
-            lookups.append((alias, sizes[i] // len(parts)))
+            lookups.append((alias, rows))
+            joined = (exp.alias_(used.copy(), g.ident(alias), table=True) if isinstance(used, exp.Table)
+                      else exp.Subquery(this=used.this.copy(), alias=exp.TableAlias(this=g.ident(alias))))
             query = query.join(
-                exp.alias_(g.table(name), g.ident(alias), table=True),
+                joined,
                 on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
                 join_type="left",
                 copy=False,
             ).select(g.alias(g.col("v", alias), f"v{i}_{part}"), copy=False)
     return engine.broadcast(query, lookups)
+
+
+#: A domain of at most this many codes is joined whole by the rules' lookups (no semi-join with
+#: the codes the regions use first: on Spark that is one more broadcast per lookup).
+DIRECT_LOOKUP = 10_000
 
 
 #: The most rows the lookups of one rules statement read, on an engine that holds every join's
