@@ -182,3 +182,16 @@ def test_rothko_s_asked_for_publishes_duckdbs_rules(spark):
     assert rules_of(duck, "same_rules") == rules_of(spark, "same_rules")
     assert rules_of(duck, "same") == rules_of(spark, "same")
     assert out["spark"].verification.ok
+
+
+def test_rothko_s_asked_for_publishes_the_same_rules_on_postgres(pg_con):
+    """The same on PostgreSQL: its sample is DuckDB's (:meth:`Engine.seeded_hash`), so are its rules."""
+    frame = table()
+    duck = duckdb.connect()
+    out = {}
+    for name, con in (("duckdb", duck), ("postgres", pg_con)):
+        load(con, "deep", frame)
+        out[name] = release(con, 10, "same", strategy=sqlanon.Sample(rows=150, seed=7, memory_rows=150))
+    assert out["duckdb"].outcome.rounds == out["postgres"].outcome.rounds >= 1
+    assert rules_of(duck, "same_rules") == rules_of(pg_con, "same_rules")
+    assert out["postgres"].verification.ok
