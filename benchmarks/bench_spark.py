@@ -360,6 +360,17 @@ def statement_latency(spark: Any, repeats: int = 3) -> dict[str, float]:
     return {f"latency_{step}_s": round(statistics.median(v), 4) for step, v in out.items()}
 
 
+def scan_write_floor(spark: Any) -> float:
+    """Seconds of Spark's own scan-and-write of the source: ``CREATE TABLE ... USING parquet AS
+    SELECT * FROM agrawal`` in the same session (the table dropped after)."""
+    name = "__bench_floor"
+    start = time.perf_counter()
+    spark.sql(f"CREATE TABLE {name} USING parquet AS SELECT * FROM {TABLE}")
+    seconds = time.perf_counter() - start
+    spark.sql(f"DROP TABLE {name}")
+    return round(seconds, 3)
+
+
 def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None, master: str,
         shuffle: int, driver_memory: str, warehouse: str) -> dict[str, Any]:
     """Inside the child: start the engine, one anonymize(), what it cost and its rules (``rules``)."""
@@ -381,6 +392,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
             out["table_rows"] = con.sql(f"SELECT count(*) FROM {TABLE}").collect()[0][0]
             out["register_s"] = round(time.perf_counter() - start, 3)
             out["start_s"] = round(out["session_s"] + out["register_s"], 3)
+            floors = [scan_write_floor(con)]
         result_out = run_anonymize(con, engine_name, criterion, k, memory_rows)
         out.update(result_out.pop("out"))
         rules = result_out["rules"]
@@ -395,6 +407,10 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
                 out["busy_tasks"] = int((load > 0).sum())
             out["finish_stage_tasks"] = stage_tasks(con, MAP_GROUPS)
             out.update(statement_latency(con))
+            floors.append(scan_write_floor(con))
+            out["floor_runs_s"] = floors
+            out["floor_s"] = min(floors)
+            out["floors"] = round(out["s"] / out["floor_s"], 2)
         memory.sample()
     out.update(memory.report())
     if engine_name == "spark":
@@ -447,7 +463,9 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     out = {
         "s": seconds, "statements": release.statements, "timings": dict(release.timings),
         "phase_statements": phases, "partitions": release.partitions, "k_achieved": release.k_achieved,
-        "rows": release.rows, "rss_before_mib": round(rss_before / 1024, 1),
+        "rows": release.rows, "strategy": release.outcome.strategy, "scans": release.outcome.scans,
+        "writes": release.outcome.writes,
+        "rss_before_mib": round(rss_before / 1024, 1),
         "sql_levels": len(sql), "sql_level_s": [lv["s"] for lv in sql],
         "sql_level_statements": [lv["statements"] for lv in sql], "sql_level_open": [lv["open"] for lv in sql],
         "rows_finished_sql": sql[-1]["finished"] if sql else 0,
@@ -489,13 +507,14 @@ COLUMNS = [
     Column("memory s", "partition_memory_s", ".2f"), Column("finish r/s/core", "finish_rows_per_s_core", ",.0f"),
     Column("publish", "publish_verify_s", ".2f"), Column("py MiB", "self_mib", ".0f"), Column("JVM MiB", "jvm_mib", ".0f"),
     Column("workers MiB", "workers_mib", ".0f"), Column("tree MiB", "tree_mib", ".0f"),
-    Column("classes", "partitions", ","), Column("k min", "k_achieved"),
+    Column("classes", "partitions", ","), Column("k min", "k_achieved"), Column("floor s", "floor_s", ".2f"),
+    Column("floors", "floors", ".1f"), Column("passes r/w", "passes"),
 ]  # fmt: skip
 #: What a configuration's record keeps as metrics (scalars); the rest goes to its details.
 METRICS = ("cores", "start_s", "rows_per_s_core", "statements", "driver_s", "sql_levels", "s_per_sql_level",
            "finish_rows_per_s_core", "validate_s", "encode_s", "partition_sql_s", "partition_memory_s",
            "publish_verify_s", "rss_mib", "self_mib", "jvm_mib", "workers_mib", "tree_mib", "partitions", "k_achieved",
-           "rules_identical")
+           "rules_identical", "floor_s", "floors", "scans", "writes")
 
 
 def times(a: float | None, b: float | None) -> str:
@@ -708,6 +727,8 @@ def main(argv: list[str] | None = None) -> None:
                    **({"duckdb_load_s": round(duck_load_s, 2)} if engine == "duckdb" else {}),
                    **out, **{f"{step}_s": v for step, v in timings.items()}}  # fmt: skip
             rec.setdefault("rows", rows)
+            if rec.get("scans") is not None:
+                rec["passes"] = f"{rec['scans']}/{rec['writes']}"
             if rec.get("s"):
                 rec["rows_per_s_core"] = round(rows / rec["s"] / rec["cores"], 1)
                 rows_mem = rows - rec.get("rows_finished_sql", 0)

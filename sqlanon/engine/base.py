@@ -435,9 +435,26 @@ class Engine(abc.ABC):
         return (exp.select(exp.Star()).from_(source)
                 .order_by(self.seeded_hash(g.col(key), seed), g.col(key)).limit(rows))
 
-    @abc.abstractmethod
     def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
-        """A 64-bit hash of the integer ``key`` mixed with ``seed`` (deterministic)."""
+        """A hash of the integer ``key`` mixed with ``seed``, in ``[0, 2^HASH_BITS)``, the same
+        number on every engine, so a seeded sample (Rothko-S) draws the same rows on DuckDB,
+        PostgreSQL and Spark and their releases are identical: two 31-bit halves, each murmur3's
+        32-bit finalizer (``x ^= x >> 16; x *= m1; x ^= x >> 13; x *= m2; x ^= x >> 16``) with the
+        products taken modulo the prime ``2^31 - 1``, so every intermediate value fits a BIGINT
+        and no engine overflows or rounds. The seed picks the offsets added to the key."""
+        x = exp.Cast(this=key, to=exp.DataType.build("BIGINT"))
+        residue = _mod(exp.Add(this=_mod(x, HASH_PRIME), expression=g.lit(HASH_PRIME)), HASH_PRIME)  # >= 0
+        halves = []
+        for half, (m1, m2) in enumerate(HASH_MULTIPLIERS):
+            offset = (seed * 2_654_435_761 + half * 40_503 + 1) % HASH_PRIME
+            h: exp.Expression = _mod(exp.Add(this=residue.copy(), expression=g.lit(offset)), HASH_PRIME)
+            for shift, multiplier in ((16, m1), (13, m2), (16, None)):
+                h = exp.Paren(this=exp.BitwiseXor(this=h, expression=exp.Paren(
+                    this=exp.BitwiseRightShift(this=h.copy(), expression=g.lit(shift)))))
+                if multiplier is not None:
+                    h = _mod(exp.Mul(this=h, expression=g.lit(multiplier)), HASH_PRIME)
+            halves.append(h)
+        return exp.Add(this=exp.Mul(this=halves[0], expression=g.lit(2**31)), expression=halves[1])
 
     def memory_limit(self) -> int | None:
         """The bytes this engine is configured to use, if it says (None: unknown): what the
@@ -544,3 +561,16 @@ def joined(parts: list[dict[str, np.ndarray]], columns: Sequence[str]) -> dict[s
     out = {c: np.concatenate([part.pop(c) for part in parts]) for c in columns}
     parts.clear()
     return out
+
+
+#: :meth:`Engine.seeded_hash`: its values are below ``2^HASH_BITS``; products are reduced modulo
+#: the Mersenne prime ``HASH_PRIME`` (below 2^31, so a product of two residues is below 2^62).
+HASH_BITS = 62
+HASH_PRIME = 2**31 - 1
+#: murmur3's fmix32 multipliers (reduced modulo ``HASH_PRIME``), and a second pair for the other half.
+HASH_MULTIPLIERS = ((0x85EBCA6B % HASH_PRIME, 0xC2B2AE35 % HASH_PRIME), (0x7FEB352D, 0x846CA68B % HASH_PRIME))
+
+
+def _mod(value: exp.Expression, modulus: int) -> exp.Paren:
+    """``(value % modulus)``, parenthesized (operator precedence differs between dialects)."""
+    return exp.Paren(this=exp.Mod(this=exp.Paren(this=value), expression=g.lit(modulus)))

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from . import duckdb_names
 from . import sqlgen as g
-from .base import CatalogObject, Engine, short
+from .base import HASH_BITS, CatalogObject, Engine, short
 from ..errors import EngineError, InputError, ReadOnlyError
 
 #: What DuckDB quotes of the data in its errors: a CSV reader's error quotes the file's line it
@@ -201,8 +201,8 @@ class DuckDBEngine(Engine):
     def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",
                total: int | None = None) -> exp.Expression:
         """The base's draw, with ``total`` known: a filter on the seeded hash first keeps the
-        rows below the bound that ``r = rows + 10 sqrt(rows) + 100`` of ``total`` uniform 64-bit
-        hashes fall under on average (``floor(2^64 r / total)``), so the top-``rows`` sort
+        rows below the bound that ``r = rows + 10 sqrt(rows) + 100`` of ``total`` uniform hashes
+        (:meth:`~Engine.seeded_hash`) fall under on average (``floor(2^HASH_BITS r / total)``), so the top-``rows`` sort
         holds about ``r`` rows, not the whole relation — which under a small ``memory_limit``
         runs out of memory (100M rows, 2GB). The ``rows`` smallest hashes are the same rows
         whenever at least ``rows`` pass the bound (ten standard deviations below the mean: the
@@ -210,14 +210,10 @@ class DuckDBEngine(Engine):
         query = super().sample(relation, rows, seed, key)
         if total is None or rows >= total:
             return query
-        bound = min(2**64 - 1, (2**64 * int(rows + 10 * math.sqrt(rows) + 100)) // total)
+        bound = min(2**HASH_BITS - 1, (2**HASH_BITS * int(rows + 10 * math.sqrt(rows) + 100)) // total)
         below = exp.LTE(this=self.seeded_hash(g.col(key), seed),
-                        expression=exp.Cast(this=g.lit(bound), to=exp.DataType.build("UBIGINT", dialect="duckdb")))
+                        expression=exp.Cast(this=g.lit(bound), to=exp.DataType.build("BIGINT")))
         return query.where(below, copy=False)
-
-    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
-        """DuckDB's ``hash(key, seed)`` (several arguments are hashed together)."""
-        return exp.Anonymous(this="hash", expressions=[key, g.lit(seed)])
 
     def memory_limit(self) -> int | None:
         """The connection's DuckDB ``memory_limit`` setting in bytes (DuckDB shows it as e.g.

@@ -363,11 +363,6 @@ class PostgresEngine(Engine):
         ordered = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=exp.column("ctid"))]))
         return exp.Sub(this=ordered, expression=g.lit(1))
 
-    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
-        """``hashint8extended(key::bigint, seed)``: PostgreSQL's seeded 64-bit integer hash."""
-        return exp.Anonymous(this="hashint8extended", expressions=[
-            exp.Cast(this=key, to=exp.DataType.build("BIGINT")), g.lit(seed)])
-
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """PostgreSQL's COPY writes files on the server: the rows are fetched and written here (:func:`.frames.write_file`)."""
         write_file(self.fetch_frame(query), path, params)

@@ -270,10 +270,6 @@ class SparkEngine(Engine):
         query.set("hint", exp.Hint(expressions=hints))
         return query
 
-    def seeded_hash(self, key: exp.Expression, seed: int) -> exp.Expression:
-        """``xxhash64(key, seed)``: the seed is hashed along with the key."""
-        return exp.Anonymous(this="xxhash64", expressions=[key, g.lit(seed)])
-
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
         """The rows are fetched and written here (the CLI's ``--out`` is for results that fit in memory) (:func:`.frames.write_file`)."""
         write_file(self.fetch_frame(query), path, params)

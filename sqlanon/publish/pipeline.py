@@ -119,11 +119,11 @@ def publish_release(
             if leaves.visibility is None:  # Mondrian's: what its published rows hold, for the bounds
                 leaves = dataclasses.replace(leaves, visibility=suppression.visibility(
                     engine, spec, domains, leaves, work, memory, encoded if encoded is not None else source))
-            region = create_rules(engine, spec, domains, leaves)
+            leafmap = create_rules(engine, spec, domains, leaves)
             manifest.write(engine, spec)
-            rowmap = rowmap_query(engine, spec, work, memory, leaves, region)
+            rowmap = rowmap_query(spec, work, memory, leaves, leafmap)
             count = len(leaves.boxes)
-            del leaves, region
+            del leaves
             return_free_memory()  # what the rules' arrays left, before the longest statements
             if spec.suppression_limit:  # rows the recoding suppressed: no region
                 rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.hashed), distinct=False)
@@ -137,6 +137,7 @@ def publish_release(
                 if exposed:
                     raise VerificationError(f"the published relation {spec.outputs.view!r} failed verification: "
                                             f"{exposure_problem(exposed)}. Nothing was published.")
+            engine.drop_temp(leafmap)  # read by the row map's query until here
             return result
     except EngineError as e:
         if engine.lost_race(e):

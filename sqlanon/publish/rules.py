@@ -78,9 +78,15 @@ def printable_boxes(spec: Spec, domains: Sequence[Domain], regions: Regions
     return lo, hi, kept, shown
 
 
-def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> np.ndarray:
-    """Create the rules table; return the region id of each leaf (aligned with ``regions``;
-    :data:`SUPPRESSED_REGION` for a leaf that is no region, :func:`printable_boxes`)."""
+def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> str:
+    """Create the rules table; return the temp table of every leaf ``(pid, region, sql, ...)``
+    that :func:`rowmap_query` reads (``region``: the leaf's region, :data:`SUPPRESSED_REGION` for a
+    leaf whose rows have none: a suppressed leaf, or one that is no region,
+    :func:`printable_boxes`).
+
+    One upload (the leaves: their row map columns and, for the regions, the code columns of the
+    rules) and one statement per lookup group (:func:`lookup_groups`; one unless the engine
+    splits the lookups), whatever the number of regions."""
     lo_all, hi_all, kept, shown = printable_boxes(spec, domains, regions)
     boxes = regions.boxes.take(kept.nonzero()[0]) if not kept.all() else regions.boxes
     cmin, cmax = (regions.cmin, regions.cmax) if kept.all() else (regions.cmin[kept], regions.cmax[kept])
@@ -116,44 +122,32 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             node = boxes.node[:, i]
             columns[f"c{i}_label"] = np.array([h.labels[x] for x in node], dtype=object)
             columns[f"c{i}_node"] = node
-    codes = engine.upload("regions", columns)
     looked_up = {i: [part for part in ("min", "max", "lo", "hi") if not (i in casts and part in ("min", "max"))]
                  for i, d in enumerate(domains) if d.qi.ordered}
-    needed = {i: np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts]))
-              for i, parts in looked_up.items()}
+    used = {i: len(np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts])))
+            for i, parts in looked_up.items()}
+    direct = {i: domains[i].size <= max(DIRECT_LOOKUP, 2 * n) for i, n in used.items()}  # no semi-join first
+    sizes = {i: (domains[i].size if direct[i] else used[i]) * len(looked_up[i]) for i in used}
+    leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns))
     del columns  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
-    wanted = engine.upload("wanted", {
-        "q": np.concatenate([np.full(len(c), i, dtype=np.int64) for i, c in needed.items()] or [np.zeros(0, np.int64)]),
-        "code": np.concatenate(list(needed.values()) or [np.zeros(0, np.int64)]).astype(np.int64)})
 
-    # Codes -> values through the domain tables, so published values keep their source types.
-    # Each lookup reads only the codes some region uses (a semi-join with the small ``wanted``
-    # table: a domain can hold a value per row). An engine that holds every join's hash table
-    # of a statement at once (Engine.split_lookups) adds the bounds of a few QIs per statement.
-    groups = lookup_groups({i: len(needed[i]) * len(parts) for i, parts in looked_up.items()},
-                           LOOKUP_ROWS if engine.split_lookups else None)
-    step = codes
-    for group in groups:
-        query = exp.select(exp.Column(this=exp.Star(), table=g.ident("r"))).from_(
-            exp.alias_(g.table(step), g.ident("r"), table=True))
-        lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
-        for i in group:
-            used = exp.select(g.col("code"), g.col("v")).from_(g.table(domains[i].table)).where(g.col("code").isin(
-                query=exp.select(g.col("code")).from_(g.table(wanted)).where(exp.EQ(this=g.col("q"), expression=g.lit(i)))))
-            for part in looked_up[i]:
-                alias = f"d{i}{part}"
-                lookups.append((alias, len(needed[i])))
-                query = query.join(
-                    exp.Subquery(this=used.copy(), alias=exp.TableAlias(this=g.ident(alias))),
-                    on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
-                    join_type="left",
-                    copy=False,
-                ).select(g.alias(g.col("v", alias), f"v{i}_{part}"), copy=False)
-        looked = engine.temp_name(f"rules{group[0]}")
-        engine.execute(g.create_table_as(looked, engine.broadcast(query, lookups)))
-        if step != codes:
+    # Codes -> values through the domain tables, so published values keep their source types
+    # (:func:`_looked_up`). An engine that holds every join's hash table of a statement at once
+    # (Engine.split_lookups) adds the bounds of a few QIs per statement.
+    groups = lookup_groups(sizes, LOOKUP_ROWS if engine.split_lookups else None) or [[]]
+    regions_only = exp.GTE(this=g.col("region", "r"), expression=g.lit(0))
+    step = leaves
+    for n, group in enumerate(groups):
+        looked = _looked_up(engine, domains, leaves, step, group, looked_up, sizes, direct)
+        if step == leaves:
+            looked = looked.where(regions_only.copy(), copy=False)
+        if n == len(groups) - 1:
+            break
+        name = engine.temp_name(f"rules{group[0]}")
+        engine.execute(g.create_table_as(name, looked))
+        if step != leaves:
             engine.drop_temp(step)
-        step = looked
+        step = name
     select = [g.alias(g.col("region"), spec.outputs.region_column), g.alias(g.col("size"), spec.outputs.size_column)]
     for i, d in enumerate(domains):
         qi = d.qi
@@ -167,14 +161,78 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             select.append(g.alias(value, f"{qi.name}_{part}"))
         select.append(g.alias(g.col(f"c{i}_null"), f"{qi.name}_null"))
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
-        exp.Subquery(this=exp.select(*select).from_(g.table(step)), alias=exp.TableAlias(this=g.ident("x")))
+        exp.Subquery(this=exp.select(*select).from_(exp.Subquery(this=looked, alias=exp.TableAlias(this=g.ident("r")))),
+                     alias=exp.TableAlias(this=g.ident("x")))
     ).order_by(g.col(spec.outputs.region_column))
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
-    if step != codes:
+    if step != leaves:
         engine.drop_temp(step)
-    engine.drop_temp(codes)
-    engine.drop_temp(wanted)
-    return region
+    return leaves
+
+
+def leaf_columns(regions: Regions, region: np.ndarray, kept: np.ndarray, columns: dict[str, np.ndarray]
+                 ) -> dict[str, np.ndarray]:
+    """The leaves' table: per leaf its ``pid``, its ``region`` in the row map
+    (:data:`SUPPRESSED_REGION`: its rows have none), whether its rows carry it in the working
+    table (``sql``), and -- for a leaf that is a region (``region`` not negative, or a suppressed
+    leaf's box, which the rules keep) -- the rules' code columns ``columns`` (by region; filler
+    elsewhere: those rows are never read)."""
+    full = len(kept)
+    mapped = region if regions.suppressed is None else np.where(regions.suppressed, SUPPRESSED_REGION, region)
+    out: dict[str, np.ndarray] = {"pid": regions.boxes.pid, "mapped": mapped, "sql": regions.in_sql}
+    where = kept.nonzero()[0]
+    for name, values in columns.items():
+        if len(values) == full:
+            out[name] = values
+            continue
+        spread = np.zeros(full, dtype=values.dtype) if values.dtype != object else np.full(full, None, dtype=object)
+        if name == "region":
+            spread[:] = SUPPRESSED_REGION
+        spread[where] = values
+        out[name] = spread
+    return out
+
+
+def _looked_up(engine: Engine, domains: Sequence[Domain], leaves: str, step: str, group: Sequence[int],
+               looked_up: dict[int, list[str]], sizes: dict[int, int], direct: dict[int, bool]) -> exp.Select:
+    """``step``'s rows with the values of the codes of ``group``'s QIs, one lookup per part
+    (``sizes``: the rows a QI's lookups read). A domain of at most :data:`DIRECT_LOOKUP` codes
+    (or at most twice the codes the regions use: ``direct``) is looked up as it is; a larger one
+    (a value per row) only through its codes some region uses (a semi-join with the leaves).
+    Subqueries, not common table expressions: Spark inlines those without the join hints of
+    their references."""
+    query = exp.select(exp.Column(this=exp.Star(), table=g.ident("r"))).from_(
+        exp.alias_(g.table(step), g.ident("r"), table=True))
+    lookups: list[tuple[str, int]] = []  # (alias, rows) of each code table joined
+    for i in group:
+        parts = looked_up[i]
+        domain = domains[i]
+        rows = sizes[i] // len(parts)
+        if direct[i]:
+            used: exp.Expression = g.table(domain.table)
+        else:
+            codes: exp.Query = exp.select(g.col(f"c{i}_{parts[0]}")).from_(g.table(leaves))
+            for part in parts[1:]:
+                codes = exp.union(codes, exp.select(g.col(f"c{i}_{part}")).from_(g.table(leaves)), distinct=False)
+            used = exp.Subquery(this=exp.select(g.col("code"), g.col("v")).from_(g.table(domain.table)).where(
+                g.col("code").isin(query=codes)))
+        for part in parts:
+            alias = f"d{i}{part}"
+            lookups.append((alias, rows))
+            joined = (exp.alias_(used.copy(), g.ident(alias), table=True) if isinstance(used, exp.Table)
+                      else exp.Subquery(this=used.this.copy(), alias=exp.TableAlias(this=g.ident(alias))))
+            query = query.join(
+                joined,
+                on=exp.EQ(this=g.col("code", alias), expression=g.col(f"c{i}_{part}", "r")),
+                join_type="left",
+                copy=False,
+            ).select(g.alias(g.col("v", alias), f"v{i}_{part}"), copy=False)
+    return engine.broadcast(query, lookups)
+
+
+#: A domain of at most this many codes is joined whole by the rules' lookups (no semi-join with
+#: the codes the regions use first: on Spark that is one more broadcast per lookup).
+DIRECT_LOOKUP = 10_000
 
 
 #: The most rows the lookups of one rules statement read, on an engine that holds every join's
@@ -212,22 +270,17 @@ def reads_sql_rows(memory_assignment: str | None, regions: Regions) -> bool:
 
 
 def rowmap_query(
-    engine: Engine, spec: Spec, work: str, memory_assignment: str | None, regions: Regions, region: np.ndarray
+    spec: Spec, work: str, memory_assignment: str | None, regions: Regions, leaves: str
 ) -> exp.Expression:
     """The query of ``(rid, region, qhash)``: each row's region by the run's row id (``qhash``
     only for a keyed release: a keyless one's working table has none).
 
     Rows finished in SQL carry their leaf in the working table; rows finished in memory come
-    from ``memory_assignment``. Both only join the small leaf -> region table (a temp table of
-    the run). Not materialized: the published relation is written from it directly.
+    from ``memory_assignment``. Both only join the small table of the leaves (``leaves``, from
+    :func:`create_rules`). Not materialized: the published relation is written from it directly.
     """
-    dropped = regions.suppressed is not None and bool(regions.suppressed.any())
-    if dropped:  # rows of suppressed leaves get no region (sqlanon.publish.suppression)
-        region = np.where(regions.suppressed, SUPPRESSED_REGION, region)
-    mapping = engine.upload("pidmap", {"pid": regions.boxes.pid, "region": region, "sql": regions.in_sql})
-    m = exp.alias_(g.table(mapping), g.ident("m"), table=True)
-    published = (g.alias(exp.Nullif(this=g.col("region", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
-                 if dropped else g.col("region", "m"))
+    m = exp.alias_(g.table(leaves), g.ident("m"), table=True)
+    published = g.alias(exp.Nullif(this=g.col("mapped", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
     cols = [g.col("rid", "x"), published] + ([g.col("qhash", "x")] if spec.hashed else [])
     in_sql = (
         exp.select(*cols)
@@ -237,9 +290,9 @@ def rowmap_query(
     if not memory_assignment:
         return in_sql
     in_memory = (
-        exp.select(*cols)
+        exp.select(*[c.copy() for c in cols])
         .from_(exp.alias_(g.table(memory_assignment), g.ident("x"), table=True))
-        .join(m, on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
+        .join(m.copy(), on=exp.EQ(this=g.col("pid", "m"), expression=g.col("pid", "x")))
     )
     if not reads_sql_rows(memory_assignment, regions):  # every leaf finished in memory: not read again
         return in_memory

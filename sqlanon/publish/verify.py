@@ -25,7 +25,7 @@ from .manifest import Manifest
 from ..model.qi import QI
 from .. import display
 from ..request.checks import check_int, check_qid
-from ..engine.catalog import Source, find_source
+from ..engine.catalog import Source, find_source, free_name
 from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
 
 
@@ -391,11 +391,6 @@ def _check(engine: Engine, source: Source, columns: tuple[str, ...], c: PrivacyM
                  c.measure)
 
 
-#: The common table expressions of :func:`exposed_values`, named apart from any relation a
-#: release may name (a view called "v" or "p" would be shadowed by them).
-VALUES_CTE, PRINTED_CTE = "__sqlanon_values", "__sqlanon_printed"
-
-
 def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rules: exp.Table, view: exp.Expression,
                    k: int) -> int:
     """How many values the release prints that it may not (issue 49): per ordered QI, a value of
@@ -404,44 +399,84 @@ def exposed_values(engine: Engine, rows: exp.Expression, qis: Sequence[QI], rule
     the smallest or largest published value when fewer than ``k`` published rows hold it (an
     empty range's marker ``q_lo = q_hi`` apart, README's one exception). ``rows``: every row
     of the release with its QI values and the flags :data:`~sqlanon.publish.view.PLACED` and
-    :data:`~sqlanon.publish.view.RECODED`. One statement per ordered QI."""
-    total = 0
-    for q in qis:
-        if not q.ordered:
-            continue
-        x, r = g.col(q.name), exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("r")))
-        per_value = (exp.select(g.alias(x, "x"), g.alias(exp.Sum(this=g.col(PLACED)), "shown"),
-                                g.alias(exp.Sum(this=g.col(RECODED)), "hid"))
-                     .from_(r).where(exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))).group_by(x.copy()))
-        low, high = q.published
-        lo_col, hi_col = q.box_columns[:2]
-        printed: list[exp.Select] = []
-        marker = exp.EQ(this=g.col(lo_col), expression=g.col(hi_col))
-        for relation, columns in ((rules, ([low, high] if q.bounds != "hierarchy" else []) + [lo_col, hi_col]),
-                                  (view, [low, high] if q.bounds != "hierarchy" else [])):
-            for c in columns:
-                is_marker = (exp.Coalesce(this=marker.copy(), expressions=[exp.false()])
-                             if relation is rules and c in (lo_col, hi_col) else exp.false())
-                printed.append(exp.select(g.alias(g.col(c), "x"), g.alias(is_marker, "m")).from_(relation.copy()))
-        union: exp.Query = printed[0]
-        for p in printed[1:]:
-            union = exp.union(union, p, distinct=False)
-        shown = exp.GT(this=g.col("shown", "v"), expression=g.lit(0))
-        bad = exp.and_(exp.EQ(this=g.col("shown", "v"), expression=g.lit(0)),
-                       exp.GT(this=g.col("hid", "v"), expression=g.lit(0)))
-        if q.bounds == "domain":
-            def end(agg: type[exp.Func]) -> exp.Subquery:
-                return exp.Subquery(this=exp.select(agg(this=g.col("x"))).from_(g.table(VALUES_CTE)).where(
-                    exp.GT(this=g.col("shown"), expression=g.lit(0))))
+    :data:`~sqlanon.publish.view.RECODED`. Counted per printed occurrence (a cell of the rules
+    or of the view).
 
-            thin = exp.and_(shown, exp.LT(this=g.col("shown", "v"), expression=g.lit(k)), exp.Not(this=g.col("m", "p")),
-                            exp.or_(exp.EQ(this=g.col("x", "v"), expression=end(exp.Min)),
-                                    exp.EQ(this=g.col("x", "v"), expression=end(exp.Max))))
-            bad = exp.or_(bad, thin)
-        query = (exp.select(exp.Count(this=exp.Star())).from_(exp.alias_(g.table(PRINTED_CTE), g.ident("p"), table=True))
-                 .join(exp.alias_(g.table(VALUES_CTE), g.ident("v"), table=True),
-                       on=exp.EQ(this=g.col("x", "p"), expression=g.col("x", "v")))
-                 .where(bad)
-                 .with_(g.ident(VALUES_CTE), as_=per_value).with_(g.ident(PRINTED_CTE), as_=union))
-        total += int(engine.fetch_rows(query)[0][0])
-    return total
+    One statement for every QI, reading each relation once, whatever the number of QIs: the
+    rows, the view (each row once per side: ``q_min``, ``q_max``) and the rules (once per
+    side: ``q_min``, ``q_max``, ``q_lo``, ``q_hi``) are stacked, every ordered QI's value in a
+    column of its own, and grouped by ``GROUPING SETS``, one set per QI (in a set the other
+    QIs' columns are NULL, and a NULL value is never a printed one); the smallest and largest
+    published value of each QI are windows over the groups."""
+    ordered = [q for q in qis if q.ordered]
+    if not ordered:
+        return 0
+    taken = [q.name for q in qis] + [p for q in qis for p in q.published] + [c for q in qis for c in q.box_columns]
+    xs = [free_name(f"__sqlanon_x{i}", taken) for i in range(len(ordered))]
+    us = [free_name(f"__sqlanon_u{i}", taken) for i in range(len(ordered))]  # printed, not as an empty range's marker
+    side = g.col("side", "s")
+    zero, one = g.lit(0), g.lit(1)
+
+    def sides(n: int) -> exp.Subquery:
+        """``n`` rows numbered 0..n-1: a relation cross joined to it is read once, each row n times."""
+        numbers: exp.Query = exp.select(g.alias(g.lit(0), "side"))
+        for i in range(1, n):
+            numbers = exp.union(numbers, exp.select(g.alias(g.lit(i), "side")), distinct=False)
+        return exp.Subquery(this=numbers, alias=exp.TableAlias(this=g.ident("s")))
+
+    def pick(columns: Sequence[str | None]) -> exp.Expression:
+        """The column of each side (None: NULL)."""
+        case = exp.Case()
+        for i, c in enumerate(columns):
+            if c is not None:
+                case = case.when(exp.EQ(this=side.copy(), expression=g.lit(i)), g.col(c, "t"))
+        return case if case.args.get("ifs") else exp.Null()
+
+    def stacked(relation: exp.Expression, values: list[exp.Expression], unmarked: list[exp.Expression],
+                shown: exp.Expression, hid: exp.Expression, printed: exp.Expression, n_sides: int = 0) -> exp.Select:
+        query = exp.select(*[g.alias(v, x) for v, x in zip(values, xs)], *[g.alias(u, n) for u, n in zip(unmarked, us)],
+                           g.alias(shown, "shown"), g.alias(hid, "hid"), g.alias(printed, "printed")).from_(relation)
+        return query.join(sides(n_sides), join_type="cross") if n_sides else query
+
+    def bounds(q: QI) -> list[str | None]:
+        return list(q.published) if q.bounds != "hierarchy" else [None, None]
+
+    def marker(q: QI) -> exp.Expression:  # a box edge of a NULL-only box: the empty range lo = hi
+        lo_col, hi_col = q.box_columns[:2]
+        return exp.Case().when(exp.and_(exp.GTE(this=side.copy(), expression=g.lit(2)),
+                                        exp.EQ(this=g.col(lo_col, "t"), expression=g.col(hi_col, "t"))),
+                               zero.copy()).else_(one.copy())
+
+    stack = exp.union(exp.union(
+        stacked(exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=g.ident("t"))),
+                [g.col(q.name, "t") for q in ordered], [zero.copy() for _ in ordered],
+                g.col(PLACED, "t"), g.col(RECODED, "t"), zero.copy()),
+        stacked(exp.alias_(view.copy(), g.ident("t"), table=True), [pick(bounds(q)) for q in ordered],
+                [one.copy() for _ in ordered], zero.copy(), zero.copy(), one.copy(), 2), distinct=False),
+        stacked(exp.alias_(rules.copy(), g.ident("t"), table=True),
+                [pick(bounds(q) + list(q.box_columns[:2])) for q in ordered], [marker(q) for q in ordered],
+                zero.copy(), zero.copy(), one.copy(), 4), distinct=False)
+    sums = ["shown", "hid", "printed"]
+    grouped = (exp.select(*[g.col(x) for x in xs], *[g.alias(exp.Sum(this=g.col(c)), c) for c in us + sums])
+               .from_(exp.Subquery(this=stack, alias=exp.TableAlias(this=g.ident("a"))))
+               .group_by(exp.GroupingSets(expressions=[exp.Paren(this=g.col(x)) for x in xs])))
+    windows: list[exp.Expression] = []
+    count = exp.Case()
+    for i, (q, x, u) in enumerate(zip(ordered, xs, us)):
+        bad: exp.Expression = exp.and_(exp.GT(this=g.col("printed"), expression=zero.copy()),
+                                       exp.EQ(this=g.col("shown"), expression=zero.copy()),
+                                       exp.GT(this=g.col("hid"), expression=zero.copy()))
+        outcome = exp.Case().when(bad, g.col("printed"))
+        if q.bounds == "domain":  # its ends: the smallest and largest value a published row holds
+            held = exp.Case().when(exp.GT(this=g.col("shown"), expression=zero.copy()), g.col(x))
+            ends = [f"__sqlanon_low{i}", f"__sqlanon_high{i}"]
+            windows += [g.alias(exp.Window(this=agg(this=held.copy())), end) for agg, end in zip((exp.Min, exp.Max), ends)]
+            thin = exp.and_(exp.GT(this=g.col("shown"), expression=zero.copy()),
+                            exp.LT(this=g.col("shown"), expression=g.lit(k)),
+                            exp.or_(*[exp.EQ(this=g.col(x), expression=g.col(end)) for end in ends]))
+            outcome = outcome.when(thin, g.col(u))
+        count = count.when(exp.Not(this=exp.Is(this=g.col(x), expression=exp.Null())), outcome.else_(zero.copy()))
+    judged = exp.select(exp.Star(), *windows).from_(exp.Subquery(this=grouped, alias=exp.TableAlias(this=g.ident("v"))))
+    query = exp.select(exp.Sum(this=count.else_(zero.copy()))).from_(
+        exp.Subquery(this=judged, alias=exp.TableAlias(this=g.ident("w"))))
+    return int(engine.fetch_rows(query)[0][0] or 0)
