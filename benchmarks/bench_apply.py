@@ -40,16 +40,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402  (puts the checkout first on sys.path)
 import duckdb  # noqa: E402
-from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
-from harness import Column  # noqa: E402
 from sqlglot import exp  # noqa: E402
 
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 import sqlanon  # noqa: E402
+from agrawal import QI_COLUMNS, write_duckdb  # noqa: E402
+from harness import Column  # noqa: E402
 from sqlanon.engine import engine_for  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
-from sqlanon.release.apply import _boxes, _bounds_table, apply, guillotine  # noqa: E402
+from sqlanon.release.apply import _bounds_table, _boxes, apply, guillotine  # noqa: E402
 from sqlanon.release.regions import load_release  # noqa: E402
 
 TRAIN = "agrawal"

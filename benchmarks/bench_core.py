@@ -11,7 +11,8 @@ generated once and reused), in one run on one machine:
            ``SELECT sum(q) ... FROM agrawal``), the floor any in-database algorithm is measured
            against;
 * sqlanon  ``sqlanon.anonymize(con, "agrawal", qid=QI_COLUMNS, k=k,
-           output=sqlanon.Output(view="agrawal_anon", replace=True))`` in a child process: wall time of the call and the child's peak RSS;
+           output=sqlanon.Output(view="agrawal_anon", replace=True))`` in a child process: wall time of
+           the call and the child's peak RSS;
 * numpy    ``reference_mondrian_fast`` (tests/support/reference_mondrian.py) in a child: load time
            (fetchnumpy of the nine columns) and partition time reported separately;
 * anonypy  (N <= --anonypy-rows) anonypy 0.2.1's Mondrian in a child: ``Mondrian.partition``
@@ -76,6 +77,7 @@ def child_sqlanon(db: str, k: int, memory_rows: int | None, memory_limit: str | 
 def child_numpy(db: str, k: int) -> dict[str, Any]:
     import duckdb
     import numpy as np
+
     from tests.support.reference_mondrian import reference_mondrian_fast
 
     start = time.perf_counter()

@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402  (puts the checkout first on sys.path)
 import duckdb  # noqa: E402
 import numpy as np  # noqa: E402
+
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 from agrawal import BLOCK, QI_COLUMNS, _rows, write_duckdb  # noqa: E402
 from harness import Column  # noqa: E402
 

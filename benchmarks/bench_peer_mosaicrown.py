@@ -8,7 +8,8 @@ side with sqlanon (issue 51).
 repository). Its ``distributed/anonymize.py`` runs as it is, in a child process, on the same local
 Spark as ``bench_spark.py`` (``--master``, ``spark.driver.memory=8g``, the UI off), with a job
 file written here: input the Agrawal Parquet directory of ``bench_spark.py``
-(``<dir>/agrawal_<N>.parquet``; the key ``id`` an identifier, dropped (its ``redact`` fails under pandas 3)), the nine integer QIs,
+(``<dir>/agrawal_<N>.parquet``; the key ``id`` an identifier, dropped (its ``redact`` fails under
+pandas 3)), the nine integer QIs,
 ``K = k``, no l-diversity, its ``mondrian`` fragmentation (Mondrian cuts on the driver; its default
 ``quantile`` fails under numpy 2 / pandas 3) into ``--fragments`` fragments,
 its default column score (``span``), and its discernability penalty and GCP measures; ``--python``
@@ -38,11 +39,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402  (puts the checkout first on sys.path)
 import duckdb  # noqa: E402
-from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
 
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 import sqlanon  # noqa: E402
+from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
 
 
 def job_file(directory: Path, parquet: Path, out: Path, k: int, fragments: int, fragmentation: str) -> Path:

@@ -44,8 +44,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402  (puts the checkout first on sys.path)
 import duckdb  # noqa: E402
+
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
 from bench_spark import load_duckdb, parquet_dir, spark_session  # noqa: E402
 from harness import Column  # noqa: E402

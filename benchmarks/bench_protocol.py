@@ -77,7 +77,6 @@ harness.require("sklearn", "scikit-learn", "the evaluation protocol trains sciki
 import duckdb  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from harness import Column  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
@@ -88,6 +87,7 @@ from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 from sqlglot import exp  # noqa: E402
 
 import sqlanon  # noqa: E402
+from harness import Column  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 from sqlanon.engine import sqlgen as g  # noqa: E402
 from sqlanon.model.hierarchy import Hierarchy  # noqa: E402

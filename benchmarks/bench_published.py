@@ -27,9 +27,9 @@ import harness  # noqa: E402  (puts the checkout first on sys.path)
 
 harness.require("sklearn", "scikit-learn", "the evaluation trains a scikit-learn decision tree")
 import duckdb  # noqa: E402
-from harness import Column  # noqa: E402
 
 import sqlanon  # noqa: E402
+from harness import Column  # noqa: E402
 from sqlanon import datasets  # noqa: E402
 
 QID = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]

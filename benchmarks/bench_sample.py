@@ -58,8 +58,10 @@ def child(db: str, strategy: str, k: int, memory_rows: int, sample_rows: int | N
         con.execute("SET memory_limit = $limit", {"limit": memory_limit})
     extra: dict[str, Any] = {"target": LABEL} if criterion == "infogain" else {}
     start = time.perf_counter()
+    chosen = (sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=memory_rows) if strategy == "sample"
+              else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")
     release = sqlanon.anonymize(con, TABLE, qid=QI_COLUMNS, k=k,
-                                algorithm=sqlanon.Mondrian(strategy=(sqlanon.Sample(rows=sample_rows, confidence=confidence, memory_rows=memory_rows) if strategy == "sample" else sqlanon.Levels(memory_rows=memory_rows) if strategy == "levels" else "auto")),
+                                algorithm=sqlanon.Mondrian(strategy=chosen),
                                 output=sqlanon.Output(view=f"agrawal_anon_{strategy}", replace=True), **extra)
     seconds = time.perf_counter() - start
     con.close()

@@ -56,7 +56,8 @@ as None, numbers as floats) of DuckDB and of every Spark master are compared row
 
 Records (``results/bench_spark.jsonl``): one per configuration (name: the engine's label; ratio
 ``per_duckdb``: its time over DuckDB's in the same run), and one ``estimate`` per criterion (the
-extrapolation below; its seconds are an estimate, not a measurement). Prints a table, whether the rules are identical, the ratios Spark/DuckDB and
+extrapolation below; its seconds are an estimate, not a measurement). Prints a table, whether the
+rules are identical, the ratios Spark/DuckDB and
 local[1]/local[2] per criterion, each run's levels and phases, the slowest calls, and an
 **estimate** for 100M rows on a 64-core cluster from the measured costs (the model is printed
 with it: per phase ``fixed + per_row x rows / cores``, fitted through the N-row run and the
@@ -81,9 +82,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402  (puts the checkout first on sys.path)
 import duckdb  # noqa: E402
 import numpy as np  # noqa: E402
+
+import harness  # noqa: E402  (puts the checkout first on sys.path)
 from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
 from harness import Column  # noqa: E402
 
@@ -91,6 +93,8 @@ TABLE = "agrawal"
 VIEW = "agrawal_anon"
 KEY = "id"
 SEED = 0
+#: The phases of a run that do not grow with the tree (summed in the scaling table).
+FIXED_PHASES = ("validate", "encode", "publish_verify")
 CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "c2"}}
 #: tds-spark: 20M rows in 2,305 s on 64 cores.
 TDS_ROWS_PER_CORE = 20_000_000 / 2305 / 64
@@ -792,7 +796,7 @@ def main(argv: list[str] | None = None) -> None:
             parts.append(f"{narrowest} / {widest}: anon {times(lo.get('s'), hi.get('s'))}, in-memory finish "
                          f"{times(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
                          f"{times(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
-                         f"{times(*(sum(r['timings'].get(x, 0) for x in ('validate', 'encode', 'publish_verify')) for r in (lo, hi)))}"
+                         f"{times(*(sum(r['timings'].get(x, 0) for x in FIXED_PHASES) for r in (lo, hi)))}"
                          f" (ideal {cores[widest] / cores[narrowest]:.0f}x)")  # fmt: skip
         print(f"{criterion}: " + "; ".join(parts))
         if duck.get("s") and hi.get("s"):

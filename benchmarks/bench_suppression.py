@@ -30,10 +30,10 @@ import harness  # noqa: E402  (puts the checkout first on sys.path)
 
 harness.require("sklearn", "scikit-learn", "the evaluation trains a scikit-learn decision tree")
 import duckdb  # noqa: E402
-from bench_protocol import MAJORITY, adult, apply_function, domain_fill, region_features, region_majority  # noqa: E402
-from harness import Column  # noqa: E402
 
 import sqlanon  # noqa: E402
+from bench_protocol import MAJORITY, adult, apply_function, domain_fill, region_features, region_majority  # noqa: E402
+from harness import Column  # noqa: E402
 
 
 def run(con, task, fold, k: int, fraction: float) -> dict:

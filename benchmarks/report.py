@@ -115,8 +115,8 @@ def _keys(records: Sequence[Mapping[str, Any]], field: str) -> list[str]:
 
 def run_table(records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
     """The parameters with one value in a run (in every record that has them, at least half of
-    the run's records), and the Markdown table of the rest: the measurement, the parameters that vary, seconds, ratios, metrics and
-    errors."""
+    the run's records), and the Markdown table of the rest: the measurement, the parameters that
+    vary, seconds, ratios, metrics and errors."""
     params = _keys(records, "params")
     shared = {}
     for p in params:

@@ -14,28 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import compilation
+from .version import __version__ as __version__  # re-exported
 
 compilation.use_writable_cache()  # before anything imports numba
 
 if TYPE_CHECKING:  # what the names below are; imported on first use (__getattr__)
+    from . import hierarchies
     from .api import Request, anonymize
-    from .pipeline import Release
-    from .mondrian.algorithm import Levels, Mondrian, Sample
-    from .singledim.algorithms import Genetic, Optimal, TopDown
-    from .request.output import Output
-    from .frame import anonymize_frame
-    from .release.apply import Applied, apply
-    from .model.privacy import (
-        BetaLikeness,
-        DeltaDisclosure,
-        DistinctLDiversity,
-        EntropyLDiversity,
-        KAnonymity,
-        RecursiveCLDiversity,
-        TCloseness,
-        VarianceDiversity,
-    )
-    from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
     from .errors import (
         EngineError,
         ExportError,
@@ -55,22 +40,36 @@ if TYPE_CHECKING:  # what the names below are; imported on first use (__getattr_
         UnsupportedTypeError,
         VerificationError,
     )
+    from .frame import anonymize_frame
+    from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
     from .model.hierarchy import Hierarchy
-    from . import hierarchies
-    from .request.spec import load_hierarchy
-    from .release.imprecision import Imprecision, imprecision
-    from .release.metrics import Metrics, metrics
     from .model.partition import Progress
+    from .model.privacy import (
+        BetaLikeness,
+        DeltaDisclosure,
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KAnonymity,
+        RecursiveCLDiversity,
+        TCloseness,
+        VarianceDiversity,
+    )
+    from .model.selection import SelectionError, parse_selection
+    from .mondrian.algorithm import Levels, Mondrian, Sample
+    from .pipeline import Release
+    from .publish.verify import Verification, verify
+    from .release.apply import Applied, apply
+    from .release.export import export
+    from .release.imprecision import Imprecision, imprecision
+    from .release.measures import Measures, measures
+    from .release.metrics import Metrics, metrics
     from .release.regions import regions
     from .release.report import report
     from .release.rewrite import RewriteError, rewrite
-    from .model.selection import SelectionError, parse_selection
-    from .publish.verify import Verification, verify
-    from .release.measures import Measures, measures
     from .release.risk import Risk, risk
-    from .release.export import export
-
-from .version import __version__ as __version__  # re-exported
+    from .request.output import Output
+    from .request.spec import load_hierarchy
+    from .singledim.algorithms import Genetic, Optimal, TopDown
 
 #: The module each public name lives in. ``import sqlanon`` imports none of them: pandas,
 #: numba and the engines' drivers load when a name that needs them is first used (about 1 s

@@ -16,8 +16,8 @@ from .engine.calls import serialized
 from .errors import InputError, RemovedOptionError
 from .explain import explain
 from .hierarchies import Builder
-from .model.privacy import Constraint, EntropyLDiversity, KAnonymity, check_models, from_record
 from .model.partition import Progress
+from .model.privacy import Constraint, EntropyLDiversity, KAnonymity, check_models, from_record
 from .pipeline import Release, run
 from .request import config
 from .request.algorithm import Algorithm, check_fit

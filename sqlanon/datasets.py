@@ -13,8 +13,8 @@ import pandas as pd
 from .engine import engine_for
 from .engine.calls import serialized
 from .errors import InputError
-from .request.checks import check_free
 from .model.hierarchy import Hierarchy
+from .request.checks import check_free
 
 #: Columns of the ARX copy of UCI Adult, each with a bundled hierarchy.
 ADULT_COLUMNS = (

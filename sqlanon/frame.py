@@ -19,14 +19,14 @@ import pandas as pd
 from sqlglot import exp
 
 from .api import REQUEST_OPTIONS, Release, Request, anonymize, check_removed
-from .pipeline import validate
 from .engine import engine_for
 from .engine import sqlgen as g
 from .engine.base import CatalogObject, Engine
+from .engine.catalog import free_name
 from .engine.duckdb import connect as duckdb_connect
 from .errors import FrameError, ObjectExistsError
-from .engine.catalog import free_name
 from .model import manifest_format
+from .pipeline import validate
 from .request.output import Output
 from .request.owned import owned as release_owned
 

@@ -317,9 +317,10 @@ def column_values(con: Any, table: str, column: str) -> list[Any]:
     """
     from sqlglot import exp
 
-    from .engine import engine_for, sqlgen as g
-    from .errors import UnknownColumnError, did_you_mean
+    from .engine import engine_for
+    from .engine import sqlgen as g
     from .engine.catalog import find_source
+    from .errors import UnknownColumnError, did_you_mean
 
     engine = engine_for(con)
     source = find_source(engine, engine.objects(), table, count=False)

@@ -10,17 +10,18 @@ publication and its independent verification are :mod:`sqlanon.publish`'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlglot import exp
 
-from . import compilation
+from . import compilation, display
 from .engine import engine_for
 from .engine import sqlgen as g
 from .engine.base import Engine
+from .engine.catalog import free_name
 from .errors import InputError
 from .laps import Laps
 from .model.partition import Progress
@@ -29,11 +30,9 @@ from .publish import rules as published_rules
 from .publish.pipeline import publish_release, reads_work
 from .publish.suppression import Suppression
 from .publish.verify import Verification
-from . import display
 from .request.algorithm import Algorithm, Prepared
 from .request.checks import check_callable
 from .request.spec import Spec
-from .engine.catalog import free_name
 
 
 class Resolvable(Protocol):

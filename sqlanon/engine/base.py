@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 from sqlglot import exp
 
-from . import sqlgen as g
 from ..errors import EngineError, InputError
+from . import sqlgen as g
 
 Statement = exp.Expression | str
 #: ``function(b, columns) -> (rows, small)`` of :meth:`Engine.map_groups`.

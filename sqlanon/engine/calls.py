@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
+
 def session(con: Any) -> AbstractContextManager[Any]:
     """The engine's context around one public call (PostgreSQL: autocommit when the caller has
     no transaction open, see :meth:`sqlanon.engine.postgres.PostgresEngine.session`)."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
 import math
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
+from ..errors import EngineError, InputError, ReadOnlyError
 from . import duckdb_names
 from . import sqlgen as g
 from .base import HASH_BITS, CatalogObject, Engine, short
-from ..errors import EngineError, InputError, ReadOnlyError
 
 #: What DuckDB quotes of the data in its errors: a CSV reader's error quotes the file's line it
 #: failed on (``Original Line: ...``), and a failed cast the value (``Could not convert string

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..errors import InputError
 from . import sqlgen as g
 from .base import CatalogObject as Found
 from .base import Engine
-from ..errors import InputError
 
 
 def search_path(engine: Engine) -> list[tuple[str, str]]:

@@ -23,10 +23,10 @@ import psycopg
 from psycopg import pq
 from sqlglot import exp
 
+from ..errors import EngineError, InputError, ReadOnlyError
 from . import sqlgen as g
 from .base import CatalogObject, Engine, Statement, short
 from .frames import sql_type, write_file
-from ..errors import EngineError, InputError, ReadOnlyError
 
 #: PostgreSQL type names (``format_type``) -> the house spelling; others are upper-cased as is.
 _TYPES = {

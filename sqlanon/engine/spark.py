@@ -32,12 +32,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from ..errors import EngineError, InputError
 from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
 from .frames import sql_type, write_file
 from .spark_env import check_executors
 from .spark_tasks import PACKED, arrow_column, group_task, unpack
-from ..errors import EngineError, InputError
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
     from py4j.protocol import Py4JError
@@ -271,7 +271,8 @@ class SparkEngine(Engine):
         return query
 
     def export(self, query: exp.Expression, path: str, params: Sequence[exp.CopyParameter]) -> None:
-        """The rows are fetched and written here (the CLI's ``--out`` is for results that fit in memory) (:func:`.frames.write_file`)."""
+        """The rows are fetched and written here (the CLI's ``--out`` is for results that fit in
+        memory) (:func:`.frames.write_file`)."""
         write_file(self.fetch_frame(query), path, params)
 
     # -- catalog ------------------------------------------------------------------------------

@@ -41,7 +41,6 @@ from .stats import ClassStats, Layout
 from .summaries import count_moments, squared_error
 
 
-
 def normalized_range(
     cmin: np.ndarray, cmax: np.ndarray, node: np.ndarray, domains: Sequence[Domain]
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -16,13 +16,13 @@ kernel once the finish is done.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 import contextlib
 import ctypes
 import ctypes.util
-from functools import lru_cache
 import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np

@@ -26,7 +26,7 @@ from ..engine.base import Engine
 from ..errors import InputError, RecodingError
 from ..model.criteria import Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..request.algorithm import Algorithm, Partitioned, Prepared
-from ..request.checks import short_repr, check_int
+from ..request.checks import check_int, short_repr
 from ..request.spec import Spec
 from .compiled import median_finish
 from .encode import codes_here, reads_work_as_view

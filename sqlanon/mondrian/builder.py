@@ -29,23 +29,30 @@ from dataclasses import dataclass
 import numpy as np
 from sqlglot import exp
 
+from ..engine.base import Engine
 from ..model import kernels
-from ..model.privacy import Constraint
 from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
-from ..engine.base import Engine
-from ..model.partition import Boxes, Leaves, Progress
 from ..model.parallel import return_free_memory, run_all, small_pages
-from .compiled import median_finish, workload_finish
-from .siblings import Kin, Level, groups_with_siblings, merge_levels
-from .split import Children, Evaluation, can_settle, children, evaluate, settled
-from .suppression import share_budget, slack, suppressing
-from .split import _passes as passes
+from ..model.partition import Boxes, Leaves, Progress
+from ..model.privacy import Constraint
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats, sort_and_group
+from .compiled import median_finish, workload_finish
 from .levels import (
-    Layout, advance, batch_query, extents_query, groups_from_result, groups_query, repartition, row_columns,
+    Layout,
+    advance,
+    batch_query,
+    extents_query,
+    groups_from_result,
+    groups_query,
+    repartition,
+    row_columns,
     value_counts_from_result,
 )
+from .siblings import Kin, Level, groups_with_siblings, merge_levels
+from .split import Children, Evaluation, can_settle, children, evaluate, settled
+from .split import _passes as passes
+from .suppression import share_budget, slack, suppressing
 
 log = logging.getLogger("sqlanon")
 

@@ -15,11 +15,11 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
+from ..engine.catalog import distinct_values
 from ..model.domain import Domain, ordered_positions
 from ..model.hierarchy import leaf_codes
 from ..model.qi import QI, classify
 from ..request.spec import Spec
-from ..engine.catalog import distinct_values
 
 
 def codes_here(engine: Engine, spec: Spec, strategy: str) -> frozenset[int]:
@@ -204,7 +204,8 @@ def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source:
         if box is not None:  # Selection Mondrian: 1 if the row lies in the query region
             # CASE, not CAST(boolean AS integer): PostgreSQL has no such cast
             inside = exp.Case().when(box.predicate(lambda c: g.col(c, "b")), g.lit(1)).else_(g.lit(0))
-            query = query.select(g.alias(exp.Cast(this=inside, to=exp.DataType.build(engine.code_type(2), dialect=g.DIALECT)), alias), copy=False)
+            code_type = exp.DataType.build(engine.code_type(2), dialect=g.DIALECT)
+            query = query.select(g.alias(exp.Cast(this=inside, to=code_type), alias), copy=False)
             continue
         table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
         lookups.append((alias, stat.size))

@@ -26,8 +26,8 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from .split import Children
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn
+from .split import Children
 
 
 def row_columns(hashed: bool) -> list[str]:
@@ -86,7 +86,8 @@ def candidates(engine: Engine, pids: np.ndarray, attr: np.ndarray) -> exp.Expres
         name = engine.upload("candidates", {"pid": pids, "part": np.arange(len(pids)), "a": attr})
         return exp.alias_(g.table(name), g.ident("c"), table=True)
     rows = [exp.Tuple(expressions=[g.lit(int(p)), g.lit(i), g.lit(int(a))]) for i, (p, a) in enumerate(zip(pids, attr))]
-    return exp.Values(expressions=rows, alias=exp.TableAlias(this=g.ident("c"), columns=[g.ident("pid"), g.ident("part"), g.ident("a")]))
+    columns = [g.ident("pid"), g.ident("part"), g.ident("a")]
+    return exp.Values(expressions=rows, alias=exp.TableAlias(this=g.ident("c"), columns=columns))
 
 
 def attr_value(selector: exp.Expression, q: list[str], alias: str) -> exp.Expression:

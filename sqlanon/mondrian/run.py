@@ -21,8 +21,8 @@ from ..engine.base import Engine
 from ..model.partition import Leaves, Regions
 from ..request.algorithm import Partitioned, Prepared
 from .builder import Partitioner, finish_in_memory
-from .suppression import root_shares
 from .sample import Outcome, SampleOptions, run_sample
+from .suppression import root_shares
 
 
 def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:

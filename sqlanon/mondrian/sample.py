@@ -65,8 +65,8 @@ from sqlglot import exp
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..errors import InputError
-from ..model.stats import ClassStats, first_of_run
 from ..model.partition import Boxes, Partitioning
+from ..model.stats import ClassStats, first_of_run
 from .builder import Batch, Partitioner
 from .hypotheses import fit_threshold, sample_constraints
 from .levels import Layout, attr_value, groups_from_result, stat_aggregates
@@ -337,7 +337,8 @@ def _walk(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, layout: 
     Every split becomes binary cuts ``code(attr) <= cut``: an ordered split one cut, a split into
     ``m`` hierarchy children (consecutive leaf-code intervals) a chain of ``m - 1`` cuts through
     intermediate nodes (negative ids), a node with one child a step to it; a leaf is a
-    pass-through entry (both sides itself), so the rows of shallower leaves stay put. The inner joins keep only the rows of the roots.
+    pass-through entry (both sides itself), so the rows of shallower leaves stay put. The inner
+    joins keep only the rows of the roots.
     Returns the query (no columns yet), the expression of each row's leaf id and the node table
     (to drop)."""
     pid = forest.boxes.pid

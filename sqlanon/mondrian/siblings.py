@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .split import Children
 from ..model.stats import ClassStats, FrequencyGroups, ranges
+from .split import Children
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.privacy import Constraint
-from ..model.stats import Layout
-from ..model.summaries import xlogx_table
+from ..model import score_kernels
 from ..model.criteria import Criterion, InfoGain, Regression, Targets
 from ..model.domain import Domain
 from ..model.hierarchy import Hierarchy
-from ..model import score_kernels
 from ..model.parallel import run_all
-from ..model.stats import ClassStats, FrequencyGroups, Running, first_of_run, ranges
-
+from ..model.privacy import Constraint
+from ..model.stats import ClassStats, FrequencyGroups, Layout, Running, first_of_run, ranges
+from ..model.summaries import xlogx_table
 
 #: Normalized impurities closer than this count as a tie (summation order must not decide).
 TIE = 1e-12

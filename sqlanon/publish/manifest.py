@@ -10,23 +10,22 @@ Recoding other tables with the same rules and computing metrics later start from
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
+from ..engine import engine_for
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from ..engine import engine_for
 from ..errors import InputError
-from ..model.hierarchy import Hierarchy
-from ..model.qi import QI
 from ..model import manifest_format
-from ..model.privacy import PrivacyModel, from_record, to_record
 from ..model.criteria import Criterion, criterion_from_record, criterion_record
+from ..model.hierarchy import Hierarchy
+from ..model.privacy import PrivacyModel, from_record, to_record
+from ..model.qi import QI
 from ..request.spec import EQ_CLASS, Spec
 from .view import LiveView
 

@@ -18,13 +18,12 @@ from ..engine.base import Engine
 from ..errors import EngineError, ObjectExistsError, VerificationError
 from ..model.domain import Domain
 from ..model.parallel import return_free_memory
+from ..model.partition import Regions
 from ..request.spec import Spec
 from . import manifest, suppression
-from ..model.partition import Regions
 from .rules import create_rules, publish, reads_sql_rows, rowmap_query
 from .verify import Verification, exposed_values, verify
 from .view import PLACED, RECODED
-
 
 
 def created(spec: Spec) -> list[tuple[str, str]]:
@@ -159,7 +158,8 @@ def snapshot_rows(spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expressio
     whether the row map places them in a class, for :func:`exposed_values` (its snapshot
     holds no QI value, so this is checked at publication only)."""
     region = exp.Is(this=g.col("region", "m"), expression=exp.Null())
-    flag = (lambda when: exp.Case().when(when, g.lit(1)).else_(g.lit(0)))
+    def flag(when):
+        return (exp.Case().when(when, g.lit(1)).else_(g.lit(0)))
     return (exp.select(*[g.col(q.name, "b") for q in spec.qis], g.alias(flag(exp.Not(this=region)), PLACED),
                        g.alias(flag(region.copy()), RECODED))
             .from_(exp.alias_(source.copy(), g.ident("b"), table=True))

@@ -32,9 +32,9 @@ import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
+from ..engine.base import Engine
 from ..model.domain import Domain
 from ..model.manifest_format import ROWMAP_HASH, ROWMAP_REGION, rowmap_key
-from ..engine.base import Engine
 from ..model.partition import Regions
 from ..request.spec import Spec
 from .bounds import Shown, empty_marker, region_bounds, shown_codes

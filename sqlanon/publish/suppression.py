@@ -113,7 +113,8 @@ def visibility(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: R
         parts = []
         for i in ordered:
             q = g.col(f"q{i}")
-            mine = exp.select(g.alias(q, "code"), g.alias(exp.Count(this=exp.Star()), "n")).from_(g.table(held)).group_by(q.copy())
+            mine = (exp.select(g.alias(q, "code"), g.alias(exp.Count(this=exp.Star()), "n")).from_(g.table(held))
+                    .group_by(q.copy()))
             every = (exp.select(g.alias(q.copy(), "code"), g.alias(exp.Count(this=exp.Star()), "n")).from_(g.table(work))
                      .where(q.copy().isin(query=exp.select(q.copy()).from_(g.table(held)))).group_by(q.copy()))
             parts.append(exp.select(g.alias(g.lit(i), "q"), g.col("code", "x"))

@@ -6,26 +6,26 @@ made by sqlanon, by an older version of it, or by any other tool.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
+from .. import display
+from ..engine import engine_for
 from ..engine import sqlgen as g
-from ..model.privacy import BAD, VALUE, KAnonymity, PrivacyModel, beyond_k, check_models
-from . import manifest
 from ..engine.base import Engine
 from ..engine.calls import serialized
-from ..engine import engine_for
-from ..errors import InputError, UnknownColumnError, did_you_mean
-from .manifest import Manifest
-from ..model.qi import QI
-from .. import display
-from ..request.checks import check_int, check_qid
 from ..engine.catalog import Source, find_source, free_name
+from ..errors import InputError, UnknownColumnError, did_you_mean
+from ..model.privacy import BAD, VALUE, KAnonymity, PrivacyModel, beyond_k, check_models
+from ..model.qi import QI
+from ..request.checks import check_int, check_qid
+from . import manifest
+from .manifest import Manifest
 from .view import PLACED, RECODED, SUPPRESSED, released_rows, root_bounds, status
 
 

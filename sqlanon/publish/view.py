@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.qi import QI
 from ..engine.base import Engine
-from ..model.privacy import BAD, KAnonymity, PrivacyModel, beyond_k
 from ..engine.catalog import free_name
 from ..model.manifest_format import rowmap_key
+from ..model.privacy import BAD, KAnonymity, PrivacyModel, beyond_k
+from ..model.qi import QI
 
 #: Why a row of a live view is suppressed (see :func:`status`).
 CHANGED = "new, changed or duplicate-key row"

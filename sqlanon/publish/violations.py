@@ -22,12 +22,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..engine import sqlgen as g
-from ..model.privacy import BAD, SIZE, VALUE, PrivacyModel, check_models
 from ..engine import engine_for
-from ..errors import UnknownColumnError, did_you_mean
+from ..engine import sqlgen as g
 from ..engine.catalog import find_source
+from ..errors import UnknownColumnError, did_you_mean
+from ..model.privacy import BAD, SIZE, VALUE, PrivacyModel, check_models
 from .verify import class_columns, release_of
+
 
 @dataclass(frozen=True)
 class ClassViolation:

@@ -129,12 +129,11 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
+from ..engine import engine_for
 from ..engine import sqlgen as g
 from ..engine.base import Engine, Name
 from ..engine.calls import serialized
-from ..engine import engine_for
-from ..laps import Laps
-from ..model.privacy import BAD, SIZE, KAnonymity, PrivacyModel, beyond_k
+from ..engine.catalog import Source, distinct_values, find_source
 from ..errors import (
     InputError,
     ObjectExistsError,
@@ -145,15 +144,15 @@ from ..errors import (
     UnsupportedTypeError,
     did_you_mean,
 )
+from ..laps import Laps
 from ..model.hierarchy import Hierarchy, leaf_codes
-from ..model.qi import QI
-from ..publish.manifest import Manifest
-from .regions import load_release
+from ..model.privacy import BAD, SIZE, KAnonymity, PrivacyModel, beyond_k
+from ..model.qi import QI, classify
 from ..model.tiling import Tree, guillotine
-from ..engine.catalog import Source, distinct_values, find_source
-from ..request.checks import case_duplicate, check_bool, check_free
-from ..model.qi import classify
+from ..publish.manifest import Manifest
 from ..publish.view import root_bound
+from ..request.checks import case_duplicate, check_bool, check_free
+from .regions import load_release
 
 _BIGINT = exp.DataType.build("BIGINT")
 _VARCHAR = exp.DataType.build("VARCHAR")
@@ -299,7 +298,8 @@ def apply(
         query = _walk_query(engine, m, source, layout, tree, region, order, nodes, codes, targets, root, rule_types,
                             marker)
         suppress = (lambda staging: _suppress(engine, m, staging, enforced, root, marker)) if enforced else None
-        rows, placed, (suppressed_classes, suppressed_rows) = _create(engine, name, existing, query, source, m.class_column, suppress)
+        rows, placed, (suppressed_classes, suppressed_rows) = _create(engine, name, existing, query, source, m.class_column,
+                                                                      suppress)
         lap("walk")
         classes, k_achieved, below_k = _class_sizes(engine, name, m.k, m.class_column)
         lap("classes")

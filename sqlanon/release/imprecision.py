@@ -47,15 +47,13 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 
+from ..engine import engine_for
 from ..engine import sqlgen as g
-from ..model.qi import QI
 from ..engine.base import Engine
 from ..engine.calls import serialized
-from ..engine import engine_for
-from ..errors import InputError, UnknownColumnError, did_you_mean
-from ..publish.manifest import Manifest
 from ..engine.catalog import find_source, source_of
-from .regions import load_release
+from ..errors import InputError, UnknownColumnError, did_you_mean
+from ..model.qi import QI
 from ..model.selection import (
     IsNull,
     Members,
@@ -64,6 +62,8 @@ from ..model.selection import (
     literal,
     parse_selection,
 )
+from ..publish.manifest import Manifest
+from .regions import load_release
 
 NodeOverlap = Callable[[QI, np.ndarray], exp.Expression]
 

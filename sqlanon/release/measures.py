@@ -34,11 +34,12 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from ..engine import engine_for, sqlgen as g
+from ..engine import engine_for
+from ..engine import sqlgen as g
 from ..engine.calls import serialized
 from ..errors import InputError, UnknownColumnError, did_you_mean
-from ..model.privacy.closeness import Ground, leaves_of
 from ..model.hierarchy import hierarchy_from
+from ..model.privacy.closeness import Ground, leaves_of
 from ..publish.verify import class_columns
 from ..request.checks import check_qid
 from .risk import relation_of

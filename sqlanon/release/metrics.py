@@ -50,17 +50,17 @@ import pandas as pd
 from sqlglot import exp
 
 from .. import display
+from ..engine import engine_for
 from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..engine.calls import serialized
-from ..engine import engine_for
 from ..errors import InputError, UnknownColumnError, did_you_mean
-from .imprecision import imprecision, source_ref
-from ..publish.manifest import Manifest
-from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
 from ..model import utility
 from ..model.qi import QI, classify
+from ..publish.manifest import Manifest
 from ..request.checks import check_names
+from .imprecision import imprecision, source_ref
+from .regions import derived, hierarchy_nodes, load_release, published_bounds, qi_columns, resolve_relation
 
 _DOUBLE = exp.DataType.build("DOUBLE")
 _LN2 = math.log(2.0)

@@ -78,7 +78,8 @@ def svg_before_after(labels: Sequence[str], before: Sequence[float | None], afte
     h = row_h * len(labels) + 30
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 70}" height="{h}" role="img" '
              f'aria-label="{esc(title)}"><title>{esc(title)}</title>',
-             f'<rect x="{label_w}" y="4" width="12" height="12" fill="{GREY}"/><text x="{label_w + 18}" y="14">before (source)</text>'
+             f'<rect x="{label_w}" y="4" width="12" height="12" fill="{GREY}"/>'
+             f'<text x="{label_w + 18}" y="14">before (source)</text>'
              f'<rect x="{label_w + 130}" y="4" width="12" height="12" fill="{BLUE}"/><text x="{label_w + 148}" y="14">'
              f'after (release)</text>']
     for i, (label, pair) in enumerate(zip(labels, zip(before, after))):

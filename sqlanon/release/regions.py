@@ -39,12 +39,10 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from ..publish import manifest
+from ..engine import check_connection, engine_for
 from ..engine import sqlgen as g
-from ..engine import check_connection
 from ..engine.base import Engine, Name
 from ..engine.calls import serialized
-from ..engine import engine_for
 from ..errors import (
     InputError,
     ObjectExistsError,
@@ -54,6 +52,7 @@ from ..errors import (
 )
 from ..model.hierarchy import Hierarchy
 from ..model.qi import QI
+from ..publish import manifest
 from ..publish.manifest import Manifest
 from ..request.checks import check_bool, check_free
 

@@ -29,23 +29,23 @@ from typing import Any
 
 from sqlglot import exp
 
+from ..engine import engine_for
 from ..engine import sqlgen as g
-from ..model.privacy import PrivacyModel, beyond_k
-from ..model.criteria import Criterion, Selections
 from ..engine.base import Engine
 from ..engine.calls import serialized
-from ..engine import engine_for
+from ..engine.catalog import Source
 from ..errors import InputError
+from ..model.criteria import Criterion, Selections
+from ..model.partition import describe_partitioning
+from ..model.privacy import PrivacyModel, beyond_k
+from ..publish.manifest import Manifest
+from ..publish.verify import Verification, verify_source
 from .imprecision import imprecision
 from .measures import Measures, measures
-from .risk import Risk, risk
-from ..publish.manifest import Manifest
-from .metrics import Metrics, ncp_query, metrics
+from .metrics import Metrics, metrics, ncp_query
 from .plots import BLUE, ORANGE, esc, number, shade, svg_before_after, svg_columns, svg_rows
 from .regions import derived, load_release, qi_columns, resolve_relation
-from ..model.partition import describe_partitioning
-from ..engine.catalog import Source
-from ..publish.verify import Verification, verify_source
+from .risk import Risk, risk
 
 FORMATS = ("html", "markdown", "json")
 #: Buckets of normalized generalization width (NCP cell loss): exactly 0, then tenths.
@@ -489,7 +489,8 @@ def text_order_note(r: ReleaseReport, code: Callable[[str], str]) -> str:
         return ""
     listed = ", ".join(code(q) for q in r.text_ordered)
     return (f"Ordered by their text (no hierarchy): {listed}. Their ranges follow text order (code points; on "
-            f"PostgreSQL the column's collation), so a range {code('A41')}..{code('A42')} also takes in {code('A410')}; a hierarchy (sqlanon.hierarchies) groups "
+            f"PostgreSQL the column's collation), so a range {code('A41')}..{code('A42')} also takes in "
+            f"{code('A410')}; a hierarchy (sqlanon.hierarchies) groups "
             "categories and codes as they are meant.")
 
 
@@ -502,7 +503,8 @@ def _verdict(r: ReleaseReport) -> str:
 _MEANING = {
     "k": "the required smallest class size",
     "rows": "rows of the view (N)",
-    "suppressed": "rows without a class (suppressed by the recoding, new, changed, or in a class that no longer meets the requirement; QIs fully generalized)",
+    "suppressed": ("rows without a class (suppressed by the recoding, new, changed, or in a class that no longer meets "
+                   "the requirement; QIs fully generalized)"),
     "classes": "equivalence classes",
     "k_achieved": "the smallest class",
     "avg_class_size": "(N - suppressed) / classes",
@@ -658,7 +660,8 @@ def render_markdown(r: ReleaseReport) -> str:
     if r.bands:
         out += ["## What each QI became", ""]
         out += _md_table(["QI", "kind", "published values", "most common (rows)"],
-                         [(f"`{q}`", kind_, number(r.bands[q][0]), "; ".join(f"{label} ({rows:,})" for label, rows in r.bands[q][1]))
+                         [(f"`{q}`", kind_, number(r.bands[q][0]),
+                           "; ".join(f"{label} ({rows:,})" for label, rows in r.bands[q][1]))
                           for q, kind_, _ in r.qis if q in r.bands])
     out += [f"## Requirement: {_verdict(r)}", ""]
     out += _md_table(["requirement", "achieved", "holds"],
@@ -745,7 +748,7 @@ def _svg_widths(r: ReleaseReport) -> str:
              f'aria-label="{esc(title)}"><title>{esc(title)}</title>',
              f'<text x="{label_w}" y="14">share of rows by width (0 = exact value, 1 = whole domain)</text>'
              f'<text x="{label_w + bar_w + gap}" y="14">NCP (mean width)</text>']
-    for i, (q, kind, _) in enumerate(r.qis):
+    for i, (q, _kind, _) in enumerate(r.qis):
         y = 24 + i * row_h
         rows = r.widths[q]
         total = sum(rows) or 1

@@ -63,24 +63,24 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..engine import sqlgen as g
-from ..model.qi import QI
 from ..engine import check_connection, engine_for
+from ..engine import sqlgen as g
 from ..errors import InputError
-from .imprecision import condition_overlap
-from ..publish.manifest import Manifest
-from .regions import load_release
+from ..model.qi import QI
 from ..model.selection import (
     MAX_BOXES,
     SelectionError,
     _Parser,
+    _quote,
+    _unparen,
     box_intersection,
     check_depth,
     fold_chain,
-    _quote,
-    _unparen,
     parse_sql,
 )
+from ..publish.manifest import Manifest
+from .imprecision import condition_overlap
+from .regions import load_release
 
 _CLAUSES = {"expressions", "from_", "where", "group", "order", "limit", "offset", "distinct", "having", "qualify"}
 

@@ -38,14 +38,15 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from ..engine import engine_for, sqlgen as g
+from .. import display
+from ..engine import engine_for
+from ..engine import sqlgen as g
 from ..engine.calls import serialized
+from ..engine.catalog import find_source
 from ..errors import InputError, PrivacyWarning, UnknownColumnError, did_you_mean
 from ..publish import manifest as manifest_module
-from ..request.checks import check_number, check_qid
-from ..engine.catalog import find_source
 from ..publish.manifest import Manifest
-from .. import display
+from ..request.checks import check_number, check_qid
 from .regions import load_release, resolve_relation
 
 

@@ -17,13 +17,13 @@ models, suppression, selections, several QIDs); it runs before the first stateme
 
 from __future__ import annotations
 
-import numpy as np
-
 import abc
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ..engine.base import Engine
 from ..errors import RecodingError

@@ -92,11 +92,15 @@ import math
 import os
 import stat
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
+from ..engine.catalog import DATA_SUFFIXES
+from ..errors import HierarchyError, InputError, did_you_mean
+from ..hierarchies import Builder
+from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
 from ..model.privacy import (
     DISTANCES,
     MODELS,
@@ -107,12 +111,7 @@ from ..model.privacy import (
     TCloseness,
     VarianceDiversity,
 )
-from ..model.criteria import Criterion, InfoGain, Median, Regression, Score
-from ..engine.catalog import DATA_SUFFIXES
-from ..errors import HierarchyError, InputError, did_you_mean
-from ..hierarchies import Builder
 from .schema import ALGORITHM_KEYS, CRITERIA, DIVERSITIES, KEY_PATHS, OPTIONS, SECTIONS, section_keys
-
 
 _SECTIONS = {"release": "a table", "qi": "an array of tables ([[qi]])", "privacy": "a table"}
 _OPTIONAL_SECTIONS = {"workload": "a table", "algorithm": "a table"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from .checks import short_repr, check_bool
+from .checks import check_bool, short_repr
 
 
 @dataclass(frozen=True)

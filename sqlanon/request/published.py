@@ -24,8 +24,8 @@ from ..engine.base import Engine
 from ..errors import HierarchyError, InputError
 from ..model.hierarchy import hierarchy_from
 from ..model.intervals import Intervals
-from ..model.qi import QI, classify
 from ..model.qi import BOUNDS as MODES
+from ..model.qi import QI, classify
 from .checks import short_repr
 
 

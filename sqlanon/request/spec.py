@@ -16,8 +16,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from ..engine import sqlgen as g
 from ..engine import engine_for
+from ..engine import sqlgen as g
 from ..engine.base import Engine, Name
 from ..engine.catalog import Source, distinct_values, find_source, free_name, table_rows
 from ..errors import (
@@ -35,13 +35,12 @@ from ..hierarchies import built
 from ..model import manifest_format
 from ..model.hierarchy import Hierarchy, hierarchy_from, leaf_codes
 from ..model.qi import QI, box_columns, classify, published_columns
-from .owned import owned as release_owned
-from .checks import short_repr, case_duplicate, check_free, check_int, check_number, check_qid
+from .checks import case_duplicate, check_free, check_int, check_number, check_qid, short_repr
 from .output import Output
+from .owned import owned as release_owned
+from .published import interval_columns, published_modes, with_bounds
 from .single import Single, flat_hierarchy, requirement, resolve_single
 from .workload import Workload, resolve_workload
-from .published import interval_columns, published_modes, with_bounds
-
 
 #: The column of the published view holding the equivalence-class (region) id.
 EQ_CLASS = manifest_format.EQ_CLASS

@@ -21,15 +21,14 @@ import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
-from ..model.privacy import EntropyLDiversity, KAnonymity, PrivacyModel, check_models
-from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Score, Selections, Targets
 from ..engine.base import Engine
 from ..errors import InputError, UnknownColumnError, UnsupportedTypeError, did_you_mean
+from ..model.criteria import INDICATOR, Criterion, InfoGain, Median, Regression, Score, Selections, Targets
+from ..model.privacy import EntropyLDiversity, KAnonymity, PrivacyModel, check_models
 from ..model.qi import QI, classify
 from ..model.selection import QueryBox, parse_selection
 from ..model.stats import ClassStats, StatColumn
 from .checks import check_number
-
 
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
 
@@ -287,7 +286,8 @@ def _check_whole_table(engine: Engine, source_ref: exp.Table, workload: Workload
         centered = exp.paren(exp.Sub(this=exp.Cast(this=g.col(stat.name), to=exp.DataType.build("DOUBLE")),
                                      expression=g.lit(stat.center)), copy=False)
         n, s1, s2 = engine.fetch_rows(exp.select(
-            exp.Count(this=g.col(stat.name)), exp.Sum(this=centered), exp.Sum(this=exp.Mul(this=centered.copy(), expression=centered.copy()))
+            exp.Count(this=g.col(stat.name)), exp.Sum(this=centered),
+            exp.Sum(this=exp.Mul(this=centered.copy(), expression=centered.copy()))
         ).from_(source_ref))[0]
         moments.append(np.array([[n or 0, s1 or 0.0, s2 or 0.0]], dtype=np.float64))
     total = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source_ref)))

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from ..errors import InputError, RecodingError
 from ..model.criteria import InfoGain, Score
 from ..request.algorithm import Algorithm, Partitioned, Prepared
-from ..request.checks import short_repr, check_int, check_number
+from ..request.checks import check_int, check_number, short_repr
 from ..request.spec import Spec
 from .run import run_genetic, run_optimal, run_tdr
 

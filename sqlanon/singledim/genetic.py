@@ -26,7 +26,8 @@ population, so a feasible solution always exists; the result never violates k.
 
 **GENITOR steady state**: the population is kept sorted by fitness; each iteration picks two
 parents by linear rank bias (bias 1.5, Whitley's recommendation), makes one child by two-point
-crossover or (half the time) by taking each QI's bits whole from either parent, flips each bit with probability ``mutation``, repairs it, and the child replaces the
+crossover or (half the time) by taking each QI's bits whole from either parent, flips each bit
+with probability ``mutation``, repairs it, and the child replaces the
 worst member when it is better and not already present. Stops after ``iterations`` or ``budget``
 seconds (whichever is given; default 10,000 iterations). Reproducible: everything random comes
 from ``numpy.random.default_rng(seed)``; with ``iterations=`` the result is a function of the

@@ -62,8 +62,8 @@ import pandas as pd
 
 from ..errors import RecodingError
 from ..model import utility
-from ..model.privacy import Constraint
 from ..model.hierarchy import Hierarchy
+from ..model.privacy import Constraint
 from ..model.stats import ClassStats
 
 #: Relative tolerance within which two metric values tie.

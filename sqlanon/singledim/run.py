@@ -15,18 +15,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
-from ..model.privacy import beyond_k
 from ..model.domain import Domain, Visibility
-from ..model.stats import StatColumn
 from ..model.partition import SUPPRESSED_PID, Progress
+from ..model.privacy import beyond_k
+from ..model.stats import StatColumn
 from ..request.algorithm import Partitioned, Prepared
 from ..request.spec import Spec
 from .cuts import cells, disclosure_hierarchy, disclosure_nodes

@@ -217,7 +217,8 @@ class _Refiner:
             self.perform(best.attribute, best.value)
             if on_step is not None:
                 on_step(len(steps), time.perf_counter() - started)
-        return Result(tuple(self.labels), tuple(self.hi), self.values, tuple(steps), tuple(int(a) for a in self.anonymity), complete)
+        return Result(tuple(self.labels), tuple(self.hi), self.values, tuple(steps), tuple(int(a) for a in self.anonymity),
+                      complete)
 
     def scored(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]:
         """Per QI with candidates: ``(score, ids, gain, loss, j)`` of its valid, beneficial

@@ -443,7 +443,8 @@ def test_release_with_a_model_without_face_takes_the_general_path(monkeypatch):
     monkeypatch.setattr(workload_finish, "finish", refuse)
     sqlanon.anonymize(con, "t", qid=["a"], k=5, privacy=[sqlanon.VarianceDiversity("x", 0.01)], target="label",
                       output=sqlanon.Output(key="id"))  # variance over a float column: no compiled face
-    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))  # float and integer
+    # float and integer
+    sqlanon.anonymize(con, "t", qid=["a"], k=5, target=["x", "c"], output=sqlanon.Output(replace=True, key="id"))
     with pytest.raises(AssertionError, match="outside its scope"):
         sqlanon.anonymize(con, "t", qid=["a"], k=5, target="label", output=sqlanon.Output(replace=True, key="id"))
 

@@ -55,8 +55,24 @@ from ...engine import sqlgen as g
 from ...errors import HierarchyError, InputError
 from ..hierarchy import Hierarchy, hierarchy_from
 from ..stats import ClassStats, Layout
-from .base import BAD, EQUAL_EMD, ORDERED_EMD, SIZE, TOLERANCE, VALUE, AgainstTable, Face, column, cte, double, \
-    number, plain, shown, subquery, with_ctes
+from .base import (
+    BAD,
+    EQUAL_EMD,
+    ORDERED_EMD,
+    SIZE,
+    TOLERANCE,
+    VALUE,
+    AgainstTable,
+    Face,
+    column,
+    cte,
+    double,
+    number,
+    plain,
+    shown,
+    subquery,
+    with_ctes,
+)
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,25 @@ from sqlglot import exp
 from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from .base import (
-    BAD, DELTA, SIZE, VALUE, AgainstTable, Constraint, Face, Reference, any_of, column, double, keys, number, plain,
-    ratio, ratio_sql, reference_cells, shown, subquery,
+    BAD,
+    DELTA,
+    SIZE,
+    VALUE,
+    AgainstTable,
+    Constraint,
+    Face,
+    Reference,
+    any_of,
+    column,
+    double,
+    keys,
+    number,
+    plain,
+    ratio,
+    ratio_sql,
+    reference_cells,
+    shown,
+    subquery,
 )
 
 

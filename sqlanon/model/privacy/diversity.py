@@ -21,8 +21,25 @@ from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from ..summaries import entropy
 from .base import (
-    BAD, DISTINCT, DOUBLE, ENTROPY, RECURSIVE, SIZE, TOLERANCE, VALUE, Constraint, Face, OnSensitive, column,
-    integer, keys, number, plain, shown, subquery, value_counts,
+    BAD,
+    DISTINCT,
+    DOUBLE,
+    ENTROPY,
+    RECURSIVE,
+    SIZE,
+    TOLERANCE,
+    VALUE,
+    Constraint,
+    Face,
+    OnSensitive,
+    column,
+    integer,
+    keys,
+    number,
+    plain,
+    shown,
+    subquery,
+    value_counts,
 )
 from .sampling import fpc, standardized, z_upper
 

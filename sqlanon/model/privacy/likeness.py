@@ -36,8 +36,26 @@ from ...engine import sqlgen as g
 from ...errors import InputError
 from ..stats import ClassStats, Layout
 from .base import (
-    BAD, BETA, SIZE, TOLERANCE, VALUE, AgainstTable, Constraint, Face, Reference, any_of, column, double, keys, number,
-    plain, ratio, ratio_sql, reference_cells, shown, subquery,
+    BAD,
+    BETA,
+    SIZE,
+    TOLERANCE,
+    VALUE,
+    AgainstTable,
+    Constraint,
+    Face,
+    Reference,
+    any_of,
+    column,
+    double,
+    keys,
+    number,
+    plain,
+    ratio,
+    ratio_sql,
+    reference_cells,
+    shown,
+    subquery,
 )
 from .sampling import fpc, standardized, z_upper
 

@@ -14,8 +14,23 @@ from sqlglot import exp
 from ...engine import sqlgen as g
 from ..stats import ClassStats, Layout
 from ..summaries import squared_error, variance
-from .base import BAD, SIZE, TOLERANCE, VALUE, VARIANCE, Constraint, Face, PrivacyModel, column, double, keys, number, plain, \
-    rows_of, shown
+from .base import (
+    BAD,
+    SIZE,
+    TOLERANCE,
+    VALUE,
+    VARIANCE,
+    Constraint,
+    Face,
+    PrivacyModel,
+    column,
+    double,
+    keys,
+    number,
+    plain,
+    rows_of,
+    shown,
+)
 from .sampling import chi2_upper
 
 

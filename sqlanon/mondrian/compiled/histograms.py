@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from ...model.parallel import run_all
-from .cut_scan import BLOCK, choose, judge_node, rank, SplitRequest, scan_bins, Scratch, settled_choice
+from .cut_scan import BLOCK, Scratch, SplitRequest, choose, judge_node, rank, scan_bins, settled_choice
 from .gather import gathered
 from .median_finish import NodeTable
 from .workload_models import ORDER, Judge, decide

@@ -72,13 +72,13 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from ...model.privacy import Constraint
-from ...model.privacy.base import DISTINCT, ENTROPY, Face
-from ...model.summaries import XLOGX_ROWS
-from ...model.privacy.compiled import passes, table
 from ...model.criteria import Criterion, Median
 from ...model.domain import Domain
 from ...model.parallel import run_all
+from ...model.privacy import Constraint
+from ...model.privacy.base import DISTINCT, ENTROPY, Face
+from ...model.privacy.compiled import passes, table
+from ...model.summaries import XLOGX_ROWS
 
 
 def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Sequence[Domain],

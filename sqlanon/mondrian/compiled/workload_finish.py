@@ -84,9 +84,9 @@ then fixed to the cuts whose children pass every model (:mod:`sqlanon.mondrian.c
 the winner judged, the allowable cuts walked where it fails).
 
 Left on the general path (``applies`` is False): models without a compiled face (the
-hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs, a suppression budget, Selection Mondrian, integer and float
-numeric targets together (summed in one array, the integers would round), and label counts beyond the ``c ln c``
-table (partitions of :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
+hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs, a
+suppression budget, Selection Mondrian, integer and float numeric targets together (summed in
+one array, the integers would round), and label counts beyond the ``c ln c`` table (partitions of :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
 """
 
 from __future__ import annotations
@@ -96,18 +96,17 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from ...model.privacy import Constraint
-from ...model.privacy.base import Face
-from ...model.summaries import XLOGX_ROWS, xlogx_table
 from ...model.criteria import Criterion, InfoGain, Regression, Targets
 from ...model.domain import Domain
 from ...model.parallel import run_all
-from .cut_scan import (choose, choose_sequential, judge_node, rank, SplitRequest, scan, scan_bins, Scratch,
-                       settled_choice)
-from .gather import gathered, take, take_into
-from .histograms import bin_extents, Histograms
-from .median_finish import PARALLEL_ROWS, NodeTable, faces
+from ...model.privacy import Constraint
+from ...model.privacy.base import Face
+from ...model.summaries import XLOGX_ROWS, xlogx_table
 from ..split import TIE
+from .cut_scan import Scratch, SplitRequest, choose, choose_sequential, judge_node, rank, scan, scan_bins, settled_choice
+from .gather import gathered, take, take_into
+from .histograms import Histograms, bin_extents
+from .median_finish import PARALLEL_ROWS, NodeTable, faces
 from .workload_models import LISTS, Judge, _decide, decide
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).

@@ -44,7 +44,7 @@ from numba import njit
 
 from ...model.privacy.base import Face
 from .cut_scan import NO_CUT, consider
-from .median_finish import add_row, allowed, Models
+from .median_finish import Models, add_row, allowed
 
 #: Where a node's rows are named: the attribute lists and records (:class:`~sqlanon.mondrian.compiled.workload_finish._Lists`)
 #: or the histogram phase's row order (:class:`~sqlanon.mondrian.compiled.histograms.Histograms`).
