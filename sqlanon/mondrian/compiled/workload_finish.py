@@ -86,7 +86,8 @@ the winner judged, the allowable cuts walked where it fails).
 Left on the general path (``applies`` is False): models without a compiled face (the
 hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs, a
 suppression budget, Selection Mondrian, integer and float numeric targets together (summed in
-one array, the integers would round), and label counts beyond the ``c ln c`` table (partitions of :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
+one array, the integers would round), and label counts beyond the ``c ln c`` table (partitions of
+:data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
 """
 
 from __future__ import annotations
