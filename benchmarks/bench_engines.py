@@ -104,7 +104,7 @@ def timed_engine(con: Any) -> Any:
 
 
 def rules_rows(engine: Any, rules: str) -> list[list[Any]]:
-    """The rules relation, ordered, in the normalization of tests/test_engines.py."""
+    """The rules relation, ordered, in the normalization of tests/e2e/test_engines.py."""
     frame = engine.fetch_frame(f'SELECT * FROM "{rules}" ORDER BY 1')
     frame = frame.astype(object).where(frame.notna(), None)
     return [[float(v) if isinstance(v, (float, np.floating)) else v for v in row] for row in frame.values.tolist()]

@@ -195,7 +195,7 @@ class DuckDBEngine(Engine):
     def reads_in_place(self, columns: Sequence[str], table: bool) -> bool:
         """A table's ``rowid`` inside a transaction: a transaction reads the version of the
         table it began with, under the row ids that version had, even when another connection
-        deletes rows and checkpoints meanwhile (``tests/test_engines.py`` checks this)."""
+        deletes rows and checkpoints meanwhile (``tests/e2e/test_engines.py`` checks this)."""
         return table and "rowid" not in {c.lower() for c in columns}
 
     def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",

@@ -2,7 +2,7 @@
 suppressing splits and their gain, in one place. :mod:`sqlanon.mondrian.builder` (both loops)
 and :mod:`sqlanon.mondrian.sample` (Rothko-S) call it; Median's compiled depth-first finish
 (:mod:`sqlanon.mondrian.compiled.median_finish`: ``_trim``, ``_trim_models``, ``_shares``) states the same
-rule in compiled loops, operation by operation, and ``tests/test_suppression_compiled.py`` holds
+rule in compiled loops, operation by operation, and ``tests/mondrian/test_suppression_compiled.py`` holds
 the two to identical partitions. The workload criteria's compiled finish
 (:mod:`sqlanon.mondrian.compiled.workload_finish`) carries no budget: with a limit they finish level by
 level.

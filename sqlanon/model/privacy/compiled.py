@@ -5,7 +5,7 @@ A model's :meth:`~sqlanon.model.privacy.base.Constraint.face` states its verdict
 :class:`~sqlanon.model.privacy.base.Face`; :func:`table` packs a request's faces into arrays,
 and :func:`passes` judges one class from its value counts and moments with them. Each kind
 repeats its model's numpy judgement (``allowed``) operation by operation, in float64 and in the
-same order, so the two verdicts are the same bit for bit (``tests/test_privacy_faces.py`` checks
+same order, so the two verdicts are the same bit for bit (``tests/model/test_privacy_faces.py`` checks
 them against each other on random classes, and the finish's identity tests through the whole
 partition):
 

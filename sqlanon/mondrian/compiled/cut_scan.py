@@ -13,7 +13,7 @@ lie in a box); for a numeric target, :func:`_moment_bound` (the squared errors f
 of the left sums about the node's mean). Then a block costs a pass adding up its rows, where
 its cuts cost an estimate each — LSD on a target unrelated to the QI scored nearly every cut,
 16 ns per row of a list against 4 with the blocks. What is scored is scored exactly, so the
-choice is unchanged (``tests/test_cut_scan.py`` scores every cut).
+choice is unchanged (``tests/mondrian/test_cut_scan.py`` scores every cut).
 
 Both finishes' phases (the attribute lists, :mod:`sqlanon.mondrian.compiled.workload_finish`, and the
 histograms, :mod:`sqlanon.mondrian.compiled.histograms`) read here what a decision takes besides the rows

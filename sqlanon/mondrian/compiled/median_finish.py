@@ -55,7 +55,7 @@ Only the numbering comes out of the loops differently — and is put back: the l
 path gives each level's children consecutive ids in (parent, child) order, so after the
 depth-first growth the nodes are numbered breadth-first exactly that way (:func:`_number`),
 and the leaves are listed in the order that path records them (by level, then id). The rules,
-regions and ids are therefore identical to the general path's (``tests/test_median_finish.py``
+regions and ids are therefore identical to the general path's (``tests/mondrian/test_median_finish.py``
 compares them on random tables; ``builder._MEDIAN_FINISH = False`` forces the general path).
 
 Everything else takes the general path: other criteria, models without a compiled face (the

@@ -28,7 +28,7 @@ its codes are split on per-node histograms with sibling subtraction
 split costs the smaller child's rows times the QIs plus the batch's codes, where the lists cost
 the partition's rows times the QIs — at 10M rows a random label's InfoGain cuts a few rows off
 partitions of millions again and again. Their scans read the same running sums at the same
-cuts, so the decisions are the lists' (``tests/test_workload_finish.py`` forces the phase down
+cuts, so the decisions are the lists' (``tests/mondrian/test_workload_finish.py`` forces the phase down
 to every node).
 
 How a node's QIs are scored — one pass per QI, most cuts ruled out by a cheap estimate —
@@ -77,7 +77,7 @@ is :mod:`sqlanon.mondrian.compiled.cut_scan`.
 The node table, breadth-first numbering, boxes and leaf order are median_finish's
 (:func:`~sqlanon.mondrian.compiled.median_finish.number`, :func:`~sqlanon.mondrian.compiled.median_finish.boxes`),
 so the ids, rules, leaves and rows are identical to the level-by-level path's
-(``tests/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
+(``tests/mondrian/test_workload_finish.py``; ``builder._WORKLOAD_FINISH = False`` forces that path).
 
 Under privacy models beyond k the choice below is made over the size window as stated, and
 then fixed to the cuts whose children pass every model (:mod:`sqlanon.mondrian.compiled.workload_models`:
