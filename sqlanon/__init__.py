@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # what the names below are; imported on first use (__getattr_
         UnsupportedTypeError,
         VerificationError,
     )
+    from .exporting import export
     from .frame import anonymize_frame
     from .model.criteria import InfoGain, Median, Regression, Score, Selections, Targets
     from .model.hierarchy import Hierarchy
@@ -59,7 +60,6 @@ if TYPE_CHECKING:  # what the names below are; imported on first use (__getattr_
     from .pipeline import Release
     from .publish.verify import Verification, verify
     from .release.apply import Applied, apply
-    from .release.export import export
     from .release.imprecision import Imprecision, imprecision
     from .release.measures import Measures, measures
     from .release.metrics import Metrics, metrics
@@ -102,7 +102,7 @@ _HOMES = {
     **dict.fromkeys(("Verification", "verify"), ".publish.verify"),
     **dict.fromkeys(("Measures", "measures"), ".release.measures"),
     **dict.fromkeys(("Risk", "risk"), ".release.risk"),
-    "export": ".release.export",
+    "export": ".exporting",
 }
 
 __all__ = list(_HOMES)

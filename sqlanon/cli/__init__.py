@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..errors import InputError, SqlanonError
-from ..release.export import FORMATS as OUT_FORMATS
+from ..exporting import FORMATS as OUT_FORMATS
 from ..request.config import ConfigError
 from .common import UsageError, _Exit, isatty
 from .macros import install_macros, macros_path

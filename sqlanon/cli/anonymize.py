@@ -13,9 +13,9 @@ from typing import Any, TextIO
 
 from ..api import Request, request_of
 from ..errors import InputError
+from ..exporting import publish_and_write, write
 from ..pipeline import Release
 from ..publish import manifest
-from ..release.export import publish_and_write, write
 from ..request.config import ConfigError, ReleaseConfig
 from .common import ProgressLine, UsageError, engine_name, opened
 from .options import engine_options, release_file_help, request_options

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ExportError
-from ..release.export import check_path
+from ..exporting import check_path
 from ..request.config import ReleaseConfig
 from .common import UsageError, engine_name, is_data_path
 from .words import cli_words
@@ -17,7 +17,7 @@ from .words import cli_words
 
 def check_out(out: Path, replace: bool, inputs: Sequence[tuple[str, str]]) -> None:
     """Everything about ``--out`` that can be checked before the work: not one of the command's
-    ``inputs`` (:func:`refuse_input`), then what :func:`sqlanon.release.export.check_path` checks
+    ``inputs`` (:func:`refuse_input`), then what :func:`sqlanon.exporting.check_path` checks
     (a known format, an existing writable directory, no file in the way unless ``--replace``)."""
     refuse_input("--out", out, inputs)
     try:

@@ -97,18 +97,26 @@ def _default_to_driver_python(spark: Any) -> None:
         context.pythonExec = sys.executable
 
 
+#: What the executors run, by name (the probe imports each; ``import sqlanon`` alone loads no module):
+#: the tasks' own module (pyarrow with it) and the in-memory finish (numba).
+EXECUTOR_MODULES = ("sqlanon.engine.spark_tasks", "sqlanon.mondrian.builder")
+
+
 def _probe(spark: Any) -> Executors:
     """One job of a few tasks, each reporting the Python it runs and the sqlanon it imports."""
     context = spark.sparkContext
     tasks = max(1, min(MAX_TASKS, context.defaultParallelism))
+    modules = EXECUTOR_MODULES  # a closure cell: travels with the pickled function
 
     def report(_rows: Any) -> Any:  # nested: pickled by value, so executors without sqlanon can run it
         import sys as executor_sys
 
         found = {"python": executor_sys.executable, "python_version": ".".join(map(str, executor_sys.version_info[:3]))}
-        try:  # what the executors run (pyarrow with it); the package's __init__ imports every module
-            import sqlanon.engine.spark_tasks  # noqa: F401
-            import sqlanon.mondrian.builder  # noqa: F401  the finish itself (numba): ``import sqlanon`` loads no module
+        try:  # what the executors run, by name
+            import importlib
+
+            for module in modules:
+                importlib.import_module(module)
         except Exception as e:  # reported to the driver, which words the error
             found["error"] = f"{type(e).__name__}: {e}"
         package = executor_sys.modules.get("sqlanon")  # there when the package imported, even if a module failed

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import sqlanon.cli
-import sqlanon.release.export
+import sqlanon.exporting
 from sqlanon.engine import engine_for
 from tests.support.cli import assert_one_line_error, run
 
@@ -64,7 +64,7 @@ def test_anonymize_verify_report_apply(capsys, spark, tmp_path, monkeypatch):
     def unwritable(con, relation, path):
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(sqlanon.release.export, "write", unwritable)  # the COPY of sqlanon.export
+    monkeypatch.setattr(sqlanon.exporting, "write", unwritable)  # the COPY of sqlanon.export
     code, stdout, err = run(capsys, "anonymize", db, "t", "--qid", "age", "--k", "50", "--key", "id",
                             "--out", out, "--replace", *SPARK)
     monkeypatch.undo()

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import sqlanon as sa
+from sqlanon import exporting as export_module
 from sqlanon.engine import engine_for
-from sqlanon.release import export as export_module
 
 
 @pytest.fixture()

@@ -28,12 +28,12 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..engine import engine_for
-from ..engine import sqlgen as g
-from ..errors import ExportError
-from ..model.partition import Progress
-from ..pipeline import Release
-from ..publish.pipeline import set_aside
+from .engine import engine_for
+from .engine import sqlgen as g
+from .errors import ExportError
+from .model.partition import Progress
+from .pipeline import Release
+from .publish.pipeline import set_aside
 
 #: Formats by file suffix: (DuckDB COPY format, extra COPY options); ``.gz`` compresses text.
 FORMATS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
