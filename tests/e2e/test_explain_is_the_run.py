@@ -37,5 +37,6 @@ def test_explain_lists_every_level_and_the_regions_of_the_run(con, memory_rows):
     release = request.run(con)
     levels = re.findall(r"temp table __sqlanon_\w+_splits\d+:", listing)  # each SQL level uploads its splits
     assert release.outcome.writes > 1 and len(levels) == release.outcome.writes  # every SQL level, not the root's alone
-    regions = re.search(r"temp table __sqlanon_\w+_regions: ([\d,]+) rows", listing)
+    # the leaves' table that publication writes the rules and the row map from: one row per region
+    regions = re.search(r"temp table __sqlanon_\w+_leafmap: ([\d,]+) rows", listing)
     assert regions is not None and int(regions.group(1).replace(",", "")) == release.regions
