@@ -25,32 +25,14 @@ from sqlanon.mondrian.split import Children
 from sqlanon.mondrian.suppression import share_budget
 from tests.mondrian.test_suppression_mondrian import published
 from tests.support.finish import assert_same, batches
+from tests.support.finish import finish as support_finish
 from tests.support.mondrian import load, rules_frame
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: list[Domain], k: int, budget: np.ndarray, fast: bool,
            threads: int = 1) -> dict:
-    """One batch with suppression budgets through Partitioner.run_memory: leaves, each row's
-    leaf id, counters."""
-    R, d = len(seg_n), len(domains)
-    saved = builder._MEDIAN_FINISH
-    builder._MEDIAN_FINISH = fast
-    try:
-        p = Partitioner(domains, [KAnonymity(k)], Median(), threads=threads)
-        p.next_pid = 1000
-        seg = Boxes(np.arange(7, 7 + R, dtype=np.int64), seg_n.astype(np.int64), np.zeros((R, d), np.int64),
-                    np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64), np.full((R, d), -1, np.int64),
-                    budget.astype(np.int64))
-        assert p.median_finish_applies(seg) or not fast
-        seen = []
-        p.progress = seen.append
-        rows, pid = p.run_memory(Batch(codes.astype(np.int32), [], []), seg)
-    finally:
-        builder._MEDIAN_FINISH = saved
-    order = np.argsort(rows)
-    return {"leaves": p.leaf_table(), "rows": rows[order], "pid": pid[order], "next_pid": p.next_pid,
-            "levels": p.levels, "finished": p.rows_finished,
-            "progress": [(s.level, s.open_partitions, s.rows_finished) for s in seen]}
+    """One batch with suppression budgets (:func:`tests.support.finish.finish`)."""
+    return support_finish(codes, seg_n, domains, k, fast, threads, budget=budget)
 
 
 @given(batches(), st.integers(1, 2), st.data())

@@ -26,8 +26,10 @@ from sqlanon.mondrian.builder import Batch, Partitioner
 
 
 def finish(codes: np.ndarray, seg_n: np.ndarray, domains: list[Domain], k: int, fast: bool, threads: int = 1,
-           lo: np.ndarray | None = None, hi: np.ndarray | None = None) -> dict:
-    """One batch through Partitioner.run_memory: leaves, each row's leaf id, counters."""
+           lo: np.ndarray | None = None, hi: np.ndarray | None = None, budget: np.ndarray | None = None) -> dict:
+    """One batch through Partitioner.run_memory: leaves, each row's leaf id, counters. ``budget``:
+    each root's suppression budget; the compiled finish must then take the batch when ``fast``
+    (else an identity with the level-by-level finish would prove nothing)."""
     R, d = len(seg_n), len(domains)
     saved = builder._MEDIAN_FINISH
     builder._MEDIAN_FINISH = fast
@@ -37,7 +39,8 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: list[Domain], k: int, 
         seg = Boxes(np.arange(7, 7 + R, dtype=np.int64), seg_n.astype(np.int64),
                     np.zeros((R, d), np.int64) if lo is None else lo,
                     np.tile([dom.size - 1 for dom in domains], (R, 1)).astype(np.int64) if hi is None else hi,
-                    np.full((R, d), -1, np.int64))
+                    np.full((R, d), -1, np.int64), *(() if budget is None else (budget.astype(np.int64),)))
+        assert budget is None or not fast or p.median_finish_applies(seg)
         seen = []
         p.progress = seen.append
         rows, pid = p.run_memory(Batch(codes.astype(np.int32), [], []), seg)
