@@ -151,6 +151,19 @@ def run_peer(peer: Path, job: Path, master: str, fragments: int, timeout: float 
     return seconds, text, error
 
 
+def peer_versions(peer: Path, python: str) -> dict[str, str | None]:
+    """The peer's commit and its interpreter's pandas and Python versions."""
+    def ask(*cmd: str) -> str | None:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    return {"peer_commit": ask("git", "-C", str(peer), "rev-parse", "HEAD"),
+            "peer_pandas": ask(python, "-c", "import pandas; print(pandas.__version__)"),
+            "peer_python": ask(python, "-c", "import platform; print(platform.python_version())")}
+
+
 def peer_sql(qi: str) -> tuple[str, str]:
     """The lower and upper bound of one of the peer's published cells: ``"v"`` (both ``v``) or
     ``"[lo-hi]"``; any other text fails the cast."""
@@ -206,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--peer {args.peer}: no distributed/anonymize.py (a checkout of mosaicrown/mondrian?)")
     harness.require("pyspark", "pyspark", "both run on Spark")
     cores = master_cores(args.master)
+    versions = peer_versions(args.peer, args.python)
     recorder = harness.Recorder.start(__file__, args, ["pyspark", "pyarrow"])
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -236,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         job = job_file(directory, parquet, out_dir, args.k, args.fragments, args.fragmentation, args.peer_measures)
         wall, text, error = run_peer(args.peer, job, args.master, args.fragments, args.peer_timeout, args.python,
                                      args.driver_memory)
-        peer_params = {**params, "fragments": args.fragments, "fragmentation": args.fragmentation}
+        peer_params = {**params, "fragments": args.fragments, "fragmentation": args.fragmentation, **versions}
         if error is not None:
             recorder.record("mosaicrown", peer_params, None, error=error, metrics={"wall_s": wall},
                             details={"output_tail": text[-3000:]})
