@@ -124,8 +124,11 @@ def test_page_and_headline(tmp_path, capsys):
                     ).format(c=results["bench_core"][0]["machine"]["cores"])
 
     page_path = tmp_path / "docs" / "performance.md"
+    readme = tmp_path / "README.md"  # a copy: the test never writes the repository's README
+    readme.write_text(report.README.read_text())
+    files = ["--results", str(tmp_path), "--page", str(page_path), "--readme", str(readme)]
     capsys.readouterr()
-    assert report.main(["--results", str(tmp_path), "--page", str(page_path)]) == 0
+    assert report.main(files) == 0
     assert capsys.readouterr().out.strip() == line
     page = page_path.read_text()
     assert page.startswith("# Performance\n") and report.MARK in page
@@ -139,9 +142,9 @@ def test_page_and_headline(tmp_path, capsys):
     assert report.QUICK_NOTE in view and report.QUICK_NOTE not in page[:page.index("## `bench_view.py`")]
     assert "Parameters: rows = 10, release = k, query = full read." in view
     assert "| live view | 0.042 | 7.13 | 128 |" in view
-    assert report.main(["--results", str(tmp_path), "--page", str(page_path), "--check"]) == 0
+    assert report.main([*files, "--check"]) == 0
     page_path.write_text(page + "edited by hand\n")
-    assert report.main(["--results", str(tmp_path), "--page", str(page_path), "--check"]) == 1
+    assert report.main([*files, "--check"]) == 1
 
 
 def test_headline_says_quick_and_missing(tmp_path):
