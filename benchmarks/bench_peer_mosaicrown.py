@@ -116,7 +116,7 @@ def job_file(directory: Path, parquet: Path, out: Path, k: int, fragments: int, 
            "quasiid_columns": QI_COLUMNS, "sensitive_columns": [], "column_score": "span",
            "fragmentation": fragmentation, "fragments": fragments, "K": k,
            "measures": ["discernability_penalty", "global_certainty_penalty"] if measures else []}  # fmt: skip
-    path = directory / f"mosaicrown_job_{k}.json"
+    path = directory / f"mosaicrown_job_{out.stem}.json"
     path.write_text(json.dumps(job, indent=2))
     return path
 
