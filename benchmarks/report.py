@@ -224,12 +224,25 @@ PEER_COLUMNS = [Column("system", "system"), Column("rows", "rows"), Column("core
 SYSTEMS = {"sqlanon": "sqlanon (Median Mondrian)", "mosaicrown": "mosaicrown/mondrian"}
 
 
+def latest_each(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Per measurement and size (``name``, ``params.rows``), its latest full record -- or, when the
+    script has only quick runs, its latest quick one: a run may measure one system at one size
+    (``--skip``, ``--rows``) without hiding the others' latest."""
+    for quick in (False, True):
+        chosen: dict[tuple[str, int], Mapping[str, Any]] = {}
+        for r in sorted((r for r in records if r["quick"] is quick), key=lambda r: r["run"]):
+            chosen[r["name"], r["params"]["rows"]] = r
+        if chosen:
+            return list(chosen.values())
+    return []
+
+
 def peer_table(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
-    """The Markdown table of sqlanon and mosaicrown/mondrian from ``bench_peer_mosaicrown``'s latest
-    run (time from the session's start to a written result, rows/s per core = rows / seconds /
-    cores, classes, the smallest, GCP and whether our ``verify`` passed), tds-spark's published
-    rate under them, and a sentence on the run (date, machine, load)."""
-    run = latest_run(results.get(PEER_SCRIPT, []))
+    """The Markdown table of sqlanon and mosaicrown/mondrian from ``bench_peer_mosaicrown``'s records
+    (:func:`latest_each`: time from the session's start to a written result, rows/s per core =
+    rows / seconds / cores, classes, the smallest, GCP and whether our ``verify`` passed),
+    tds-spark's published rate under them, and a sentence on the runs (dates, machine, load)."""
+    run = latest_each(results.get(PEER_SCRIPT, []))
     if not run:
         return f"No `{PEER_SCRIPT}` results yet: run `python benchmarks/{PEER_SCRIPT}.py`."
     rows = []
@@ -250,7 +263,8 @@ def peer_table(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     first = run[0]
     loads = [x["load_avg"][0] for x in run]
     quick = "Quick run (small settings; not a performance claim). " if first["quick"] else ""
-    note = (f"{quick}Measured by `benchmarks/{PEER_SCRIPT}.py` on {first['timestamp'][:10]}: "
+    days = sorted({x["timestamp"][:10] for x in run})
+    note = (f"{quick}Measured by `benchmarks/{PEER_SCRIPT}.py` on {', '.join(days)}: "
             f"{first['machine']['cores']}-core machine, 1-minute load average {min(loads):.1f}-{max(loads):.1f} "
             f"(other work was running); seconds from the Spark session's start to a written result. "
             f"mosaicrown cuts fragments on the driver and runs a pandas Mondrian per fragment, so its classes "

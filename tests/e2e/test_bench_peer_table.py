@@ -58,6 +58,23 @@ def test_peer_table_rates_verdicts_and_published_row(tmp_path):
     assert "micophilip/tds-spark" in table and "not sequential Mondrian" in table
 
 
+def test_a_later_run_of_one_system_keeps_the_others(tmp_path):
+    _fake_run(tmp_path)
+    args = harness.arguments("fake", rows=[1_000], quick={"rows": [10]}).parse_args(["--out", str(tmp_path)])
+    rec = harness.Recorder.start("/somewhere/bench_peer_mosaicrown.py", args)
+    rec.record("sqlanon", {"rows": 10_000_000, "k": 100, "master": "local[2]", "cores": 2}, 1000.0,
+               metrics={"rows_per_s_core": 5_000.0, "classes": 70_000, "smallest_class": 100, "gcp": 0.05,
+                        "verify_ok": True})  # fmt: skip
+    lines = report.peer_table(report.load_results(tmp_path)).splitlines()
+    systems = [(line.split(" | ")[0], line.split(" | ")[1]) for line in lines[2:7]]
+    assert systems == [("| sqlanon (Median Mondrian) (Spark local[2])", "1,000,000"),
+                       ("| mosaicrown/mondrian (Spark local[2], 2 fragments)", "1,000,000"),
+                       ("| sqlanon (Median Mondrian) (Spark local[2])", "10,000,000"),
+                       ("| mosaicrown/mondrian (Spark local[2], 2 fragments)", "10,000,000"),
+                       ("| tds-spark (**published**, not run here: UCI Adult blown up, k = 100, 16 nodes x 4 vCPUs)",
+                        "20,000,000")]
+
+
 def test_readme_block_is_regenerated_between_its_markers(tmp_path):
     _fake_run(tmp_path)
     results = report.load_results(tmp_path)
