@@ -41,7 +41,7 @@ Both times run from the session's start to a written result (the JVM start inclu
 own timer starts before its session, so ours is ``start_s`` + ``anonymize()``); rows/s per core
 is N / seconds / the master's cores. Records (``results/bench_peer_mosaicrown.jsonl``): per N one
 ``sqlanon`` and one ``mosaicrown`` (ratio ``per_sqlanon``: its seconds over ours), or the reason one
-failed or timed out.
+failed or timed out; each with ``load_max``, the largest 1-minute load average sampled while it ran.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,30 @@ def master_cores(master: str) -> int:
     if not found:
         raise SystemExit(f"--master {master}: a local[n] master (this benchmark compares on one machine)")
     return (os.cpu_count() or 1) if found.group(1) == "*" else int(found.group(1))
+
+
+class LoadSampler:
+    """The largest 1-minute load average seen while the block runs (sampled every ``every``
+    seconds): on a shared machine the load when a record is written says little about the
+    minutes before it."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self.every, self.peak = every, os.getloadavg()[0]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, os.getloadavg()[0])
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, os.getloadavg()[0])
 
 
 # ----------------------------------------------------------------------------- sqlanon, in a child
@@ -232,9 +257,10 @@ def main(argv: list[str] | None = None) -> None:
             root.mkdir(parents=True, exist_ok=True)
             scratch = tempfile.mkdtemp(prefix="peer-", dir=root)
             try:
-                out = harness.run_child(__file__, "ours", {"where": str(parquet), "k": args.k, "master": args.master,
-                                                           "driver_memory": args.driver_memory,
-                                                           "warehouse": scratch}, args.timeout)  # fmt: skip
+                with LoadSampler() as load:
+                    out = harness.run_child(__file__, "ours", {"where": str(parquet), "k": args.k,
+                                                               "master": args.master, "driver_memory": args.driver_memory,
+                                                               "warehouse": scratch}, args.timeout)  # fmt: skip
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
             error = out.pop("error", None)
@@ -242,17 +268,19 @@ def main(argv: list[str] | None = None) -> None:
                 mine = out["start_s"] + out["anonymize_s"]
             details = {key: out.pop(key) for key in ("ncp", "timings") if key in out}
             recorder.record("sqlanon", params, mine, error=error, details=details,
-                            metrics={**out, "rows_per_s_core": None if mine is None else n / mine / cores})
+                            metrics={**out, "rows_per_s_core": None if mine is None else n / mine / cores,
+                                     "load_max": load.peak})
         if "mosaicrown" in args.skip:
             continue
         out_dir = directory / f"mosaicrown_out_{n}_{args.k}.parquet"
         shutil.rmtree(out_dir, ignore_errors=True)
         job = job_file(directory, parquet, out_dir, args.k, args.fragments, args.fragmentation, args.peer_measures)
-        wall, text, error = run_peer(args.peer, job, args.master, args.fragments, args.peer_timeout, args.python,
-                                     args.driver_memory)
+        with LoadSampler() as load:
+            wall, text, error = run_peer(args.peer, job, args.master, args.fragments, args.peer_timeout, args.python,
+                                         args.driver_memory)
         peer_params = {**params, "fragments": args.fragments, "fragmentation": args.fragmentation, **versions}
         if error is not None:
-            recorder.record("mosaicrown", peer_params, None, error=error, metrics={"wall_s": wall},
+            recorder.record("mosaicrown", peer_params, None, error=error, metrics={"wall_s": wall, "load_max": load.peak},
                             details={"output_tail": text[-3000:]})
             continue
         own = re.search(r"--- ([0-9.]+) seconds ---", text)
@@ -262,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
         checked = check_output(out_dir, parquet, args.k)
         ncp = checked.pop("ncp")
         recorder.record("mosaicrown", peer_params, seconds, ratios={"per_sqlanon": harness.ratio(seconds, mine)},
-                        metrics={"wall_s": wall, "rows_per_s_core": n / seconds / cores, **checked,
+                        metrics={"wall_s": wall, "rows_per_s_core": n / seconds / cores, "load_max": load.peak, **checked,
                                  "own_dp": float(dp.group(1)) if dp else None,
                                  "own_gcp": float(gcp.group(1)) if gcp else None},
                         details={"ncp": ncp})  # fmt: skip
