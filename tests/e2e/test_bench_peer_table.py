@@ -34,7 +34,7 @@ def _fake_run(tmp_path: Path) -> None:
     local = {"k": 100, "master": "local[2]", "cores": 2}
     rec.record("mosaicrown", {"rows": 1_000_000, **local, "fragments": 2}, 400.0, {"per_sqlanon": 4.0},
                {"rows_per_s_core": 1_000_000 / 400.0 / 2, "classes": 6_000, "smallest_class": 100, "gcp": 0.21,
-                "verify_ok": False})
+                "verify_ok": False, "load_max": 40.6})
     rec.record("sqlanon", {"rows": 1_000_000, **local}, 100.0, metrics={
         "rows_per_s_core": 1_000_000 / 100.0 / 2, "classes": 7_070, "smallest_class": 100, "gcp": 0.1234,
         "verify_ok": True})
@@ -56,6 +56,7 @@ def test_peer_table_rates_verdicts_and_published_row(tmp_path):
     assert lines[5].startswith("| tds-spark (**published**, not run here: ") and "| 20,000,000 | 64 | 2,305 | 136 |" in lines[5]
     assert round(report.TDS_SPARK.rows_per_core) == 136
     assert "micophilip/tds-spark" in table and "not sequential Mondrian" in table
+    assert ", up to 41 while they ran" in table  # the largest sampled load, where a record has one
 
 
 def test_a_later_run_of_one_system_keeps_the_others(tmp_path):
