@@ -265,9 +265,11 @@ def peer_table(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     peaks = [x["metrics"]["load_max"] for x in run if x["metrics"].get("load_max") is not None]
     quick = "Quick run (small settings; not a performance claim). " if first["quick"] else ""
     days = sorted({x["timestamp"][:10] for x in run})
+    sampled = "they" if len(peaks) == len(run) else f"{len(peaks)} of the {len(run)}"
+    during = f", up to {max(peaks):.0f} while {sampled} ran" if peaks else ""
     note = (f"{quick}Measured by `benchmarks/{PEER_SCRIPT}.py` on {', '.join(days)}: "
             f"{first['machine']['cores']}-core machine, 1-minute load average {min(loads):.1f}-{max(loads):.1f} "
-            f"when the records were written{f', up to {max(peaks):.0f} while they ran' if peaks else ''} "
+            f"when the records were written{during} "
             f"(other work was running); seconds from the Spark session's start to a written result. "
             f"mosaicrown cuts fragments on the driver and runs a pandas Mondrian per fragment, so its classes "
             f"never cross a fragment border (not sequential Mondrian). tds-spark: {t.source}.")  # fmt: skip
