@@ -178,13 +178,17 @@ class Partitioner:
         that pair's statistics produced.
 
         Suppression (partitions with ``parts.budget > 0``; :mod:`sqlanon.mondrian.suppression`): the
-        budget buys splits first. A suppressing split is taken only by a partition none of whose
-        QIs has an ordinary one; among its suppressing splits, the fewest suppressed rows per unit
-        of gain (``Evaluation.cost``), ties by the criterion's usual order (rank; key, rank,
-        balance, cut). A partition asked one QI at a time (Median, settled partitions) therefore
-        keeps its best suppressing split aside while later QIs are asked, and takes it only when
-        none of them has an ordinary split. The partitions' slack (what a suppressed row costs,
-        :func:`~sqlanon.mondrian.suppression.slack`) comes from ``cmin``, ``cmax`` and their nodes.
+        budget buys splits first. Under Median a hierarchical QI's suppressing split is its QI's
+        allowable split (the small children of a node no longer block it, as a suppression limit
+        lets ARX accept a generalization level): the first QI in rank order with an ordinary
+        split, or a hierarchical one with a suppressing split, is taken. Any other suppressing
+        split is taken only by a partition none of whose QIs has one of those; among them, the
+        fewest suppressed rows per unit of gain (``Evaluation.cost``), ties by the criterion's
+        usual order (rank; key, rank, balance, cut). A partition asked one QI at a time (Median,
+        settled partitions) therefore keeps such a split aside while later QIs are asked, and
+        takes it only when none of them has an allowable split. The partitions' slack (what a
+        suppressed row costs, :func:`~sqlanon.mondrian.suppression.slack`) comes from ``cmin``,
+        ``cmax`` and their nodes.
         """
         # A cut of an ordered QI leaves two non-empty children of at least min_size rows each,
         # so smaller partitions need no statistics for it (hierarchy children may be empty).
@@ -233,9 +237,10 @@ class Partitioner:
                 ev.drop[pick] if spending else None, lost > 0 if spending else None, self._passes,
             )
             kids = Children(idx[pick][kids.parent], kids.lo, kids.hi, kids.node, kids.count, kids.suppressed)
-            # a suppressing split seen one QI at a time waits until every QI has been asked
+            # a suppressing split seen one QI at a time waits until every QI has been asked --
+            # under Median, except a hierarchical QI's, which takes its QI's place in rank order
             if one:
-                waits = lost > 0
+                waits = (lost > 0) & ordered[attr[pick]]
             elif settled is not None:  # unsettled partitions saw every QI at once: their pick is final
                 waits = (lost > 0) & settled[idx[pick]]
             else:

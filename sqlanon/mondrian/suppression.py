@@ -59,6 +59,25 @@ the in-memory batches (which run independently, even on Spark executors), whatev
   the same frequency groups and partition extents in the SQL levels, in memory and in the
   compiled finish, so the choice is the same in all. An ordered cut thus trims an outlier off
   (a far value narrows the kept rows a lot) rather than the nearest row.
+* **Under Median, a hierarchy node's small children no longer block it** (issue 52). A
+  hierarchical split makes one child per child node, and any child of fewer than k rows
+  refuses it however large the partition: on CUP (k=50) ZIP's root has a child ``1****`` of 49
+  rows, so ZIP never split at all and the other QIs cut the table into classes all published
+  at ZIP ``*`` (80% of the rows with AGE, GENDER, INCOME and STATE as QIs). An ordered QI's
+  cut is refused only near the leaves. So under Median a hierarchical QI's suppressing split
+  (above: its failing children within the budget, a passing child, positive gain) *is* its
+  QI's allowable split: the first QI in rank order with an ordinary split, or a hierarchical
+  one with a suppressing split, is taken (:meth:`~sqlanon.mondrian.builder.Partitioner.decide`).
+  This is the suppression threshold of Samarati (*Protecting Respondents' Identities in
+  Microdata Release*, TKDE 2001: ``MaxSup``) that ARX's suppression limit implements (Prasser &
+  Kohlmayer 2015): a generalization is acceptable when the records of its classes smaller than
+  k fit the limit, and those records are suppressed -- here the generalization is one hierarchy
+  level further down, within one partition, against its local budget. The decision
+  reads the partition's own frequency groups and budget only, so it is the same in the SQL
+  levels, the in-memory batches and every engine, whatever ``memory_rows`` is (hierarchical
+  QIs always finish level by level: the compiled finishes take ordered QIs only). The
+  workload criteria rank splits by the impurity of their children, which a suppressing split
+  does not score, so they keep the rule above.
 * **Rothko-S** (:mod:`sqlanon.mondrian.sample`): the tree grown on a sample makes ordinary
   splits only (a hypothesis test cannot promise that a sample's failing side holds at most the
   budget's rows of the population); once the round's tree is pruned on the real statistics, the

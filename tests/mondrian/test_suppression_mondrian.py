@@ -4,8 +4,9 @@ The oracle below states the rule of :mod:`sqlanon.mondrian.split` and
 :func:`sqlanon.mondrian.suppression.share_budget` in plain Python (exact fractions for the budget),
 on top of the independent Mondrian oracle (:mod:`tests.reference_mondrian`): a partition first
 takes today's split (Median: the first QI in rank order with an allowable split, the most
-balanced cut; InfoGain: the lowest normalized weighted entropy over every QI, ties by rank,
-balance, cut); only without one it may suppress -- a split whose children failing the
+balanced cut, where a hierarchical QI's suppressing split below counts as allowable; InfoGain:
+the lowest normalized weighted entropy over every QI, ties by rank, balance, cut); only without
+one it may suppress -- a split whose children failing the
 constraints hold at most its budget ``b`` (and one child passes) and whose gain (the summed
 normalized width it removes, less the suppressed rows' widths up to 1 on every QI) is positive,
 the fewest suppressed rows per gain first, ties by rank, balance, cut; its kept children share
@@ -130,8 +131,9 @@ def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction
     impurity = impurity_of(df, criterion) if criterion is not None else None
     classes, suppressed = set(), set()
 
-    def ordinary(rows, ranked, state):
-        """Today's rule, no suppression: ``(i, split)`` or None."""
+    def ordinary(rows, ranked, state, b):
+        """Today's rule, no suppression: ``(i, split)`` or None. Under Median a hierarchical QI's
+        suppressing split within ``b`` (with gain) counts as its QI's allowable split."""
         options = []
         for r, (_, i) in enumerate(ranked):
             for s in _splits(domains[i], rows, state[i], judge, 0):
@@ -139,6 +141,10 @@ def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction
                     options.append((r, s[1], s[2], i, s))
             if options and impurity is None:  # Median: the first QI with an allowable split
                 return min(options, key=lambda o: o[:3])[3:]
+            if impurity is None and b > 0 and isinstance(domains[i], HierarchyDomain):
+                for s in _splits(domains[i], rows, state[i], judge, b):
+                    if s[0] > 0 and cost_of(domains, i, rows, state, s[0], s[3]) is not None:
+                        return i, s
         if not options:
             return None
         base = impurity(rows, rows)
@@ -156,7 +162,7 @@ def oracle(df: pd.DataFrame, qid: list[str], k: int, hierarchies: dict, fraction
         if len(rows) == 0:
             return
         ranked = sorted((-w, i) for i, d in enumerate(domains) if (w := _width(d, rows, state[i])) is not None)
-        best = ordinary(rows, ranked, state)
+        best = ordinary(rows, ranked, state, b)
         if best is None and b > 0:  # the budget: the fewest suppressed rows per gain, then rank, balance, cut
             options = []
             for r, (_, i) in enumerate(ranked):
