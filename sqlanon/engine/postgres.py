@@ -142,7 +142,8 @@ class PostgresEngine(Engine):
 
     def execute(self, statement: Any) -> None:
         super().execute(statement)
-        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and statement.expression is not None:
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and statement.expression is not None \
+                and not _copies_one_relation(statement.expression):
             self._analyze(statement.this)
 
     def _analyze(self, table: exp.Expression) -> None:
@@ -437,6 +438,20 @@ class PostgresEngine(Engine):
 
     def set_comment(self, table: str, text: str) -> None:
         self.execute(exp.Comment(this=g.table(table), kind="TABLE", expression=g.lit(text)))
+
+
+def _copies_one_relation(query: exp.Expression) -> bool:
+    """Whether a ``CREATE TABLE AS`` query copies the rows of one stored relation (a snapshot:
+    no join, filter, grouping, DISTINCT, LIMIT or set operation), whose statistics
+    :meth:`PostgresEngine._analyze` need not gather: PostgreSQL estimates a table it never analyzed from its size on disk (its
+    pages by the row width: 0.6M of 1M Agrawal rows), close enough for the joins that read it
+    (the row map's plan at 1M rows was the same hash join, 4.1-4.2 s either way), and the ANALYZE
+    of the 1M-row snapshot took 0.7-1.1 s on a loaded machine."""
+    if not isinstance(query, exp.Select) or any(query.args.get(a) for a in (
+            "joins", "where", "group", "having", "distinct", "limit")):
+        return False
+    source = query.args.get("from_")
+    return source is not None and isinstance(source.this, exp.Table)
 
 
 @contextlib.contextmanager
