@@ -34,10 +34,19 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import settings
 
 from tests.support import pg_server
 from tests.support.db import Adult, here, is_postgres, load_adult, make_people, quote, run
 from tests.support.spark import SPARK_MASTER, sqlanon_zip
+
+# Hypothesis: tests keep their own max_examples; the profile sets what they share. "ci" (loaded
+# when $CI is set, or with --hypothesis-profile=ci) draws the same examples on every run
+# (derandomize: a CI run is reproducible and its time stable, a failure is one rerun away);
+# "dev" (otherwise) draws new ones each run. No deadline in either: a loaded machine is no bug.
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if pg_server.in_ci() else "dev")
 
 
 @pytest.fixture
