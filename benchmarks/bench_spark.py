@@ -124,13 +124,15 @@ def parquet_dir(directory: str, n: int) -> Path:
 
 def cup_parquet(directory: str, cup: str) -> tuple[Path, int]:
     """The CUP table (``cup/cup.csv``) as ``<directory>/cup.parquet/part-00000.parquet``, with a
-    first BIGINT column ``id`` (the row number, the key) and ``MINRAMNT_CLASS`` (``MINRAMNT`` as
-    text, InfoGain's class label); and its rows."""
+    first BIGINT column ``id`` (the row number, the key), ``ZIP`` as five-digit text (the
+    hierarchy's leaves) and ``MINRAMNT_CLASS`` (``MINRAMNT`` as text, InfoGain's class label);
+    and its rows."""
     import pandas as pd
 
     frame = pd.read_csv(Path(cup) / "cup.csv", sep=";")
     frame.insert(0, KEY, np.arange(len(frame), dtype=np.int64))
     frame["MINRAMNT_CLASS"] = frame["MINRAMNT"].astype(str)
+    frame["ZIP"] = [f"{z:05d}" for z in frame["ZIP"]]  # as ARX's hierarchy spells them: five digits
     for c in frame.columns:  # plain object strings: Spark and DuckDB read them as VARCHAR alike
         if not pd.api.types.is_numeric_dtype(frame[c]):
             frame[c] = frame[c].astype(object)
