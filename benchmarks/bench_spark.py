@@ -5,6 +5,7 @@ run, both from the same Parquet files.
         [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N]
         [--shuffle-partitions 8] [--driver-memory 8g] [--baseline-rows auto] [--timeout S]
     python benchmarks/bench_spark.py --quick           # 20,000 rows, local[2] only, median, no baseline
+    python benchmarks/bench_spark.py --cup /work/data/cup --masters 'local[2]'   # the CUP table (63,441 rows)
 
 Needs PySpark and Java (``pip install pyspark``); the script says so and stops when either is missing.
 
@@ -30,7 +31,9 @@ process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
 * ``s``: the wall time of anonymize(); ``release.statements``; ``release.timings`` (validate,
   encode, partition_sql, partition_memory -- the in-memory finish, on Spark the executors'
   ``groupBy(b).applyInArrow`` with its reads and writes --, publish_verify) and the statements of
-  each of those phases;
+  each of those phases; on Spark ``jobs``: the Spark jobs of the release (a job group), and
+  ``floors``: its seconds over Spark's own scan-and-write of the source (a ``CREATE TABLE ...
+  USING parquet AS SELECT *``, the fastest of one before and one after the run);
 * each SQL level's seconds, statements and open partitions (the ``progress`` callback; DuckDB also
   reports its in-memory levels, Spark's run on the executors and report nothing);
 * ``driver_s``: seconds inside the engine's calls (every statement timed, outermost call only);
@@ -96,7 +99,17 @@ KEY = "id"
 SEED = 0
 #: The phases of a run that do not grow with the tree (summed in the scaling table).
 FIXED_PHASES = ("validate", "encode", "publish_verify")
-CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "c2"}}
+CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "c2"}, "regression": {"target": "r7"}}
+#: ``--cup DIR``: the held-out CUP table (``DIR/cup.csv``, 63,441 rows, never committed: see its
+#: PROVENANCE.md) instead of Agrawal: its QIs (ZIP with ARX's hierarchy), and per criterion the
+#: target -- InfoGain's class label is ``MINRAMNT`` as text (58 labels; CUP has no text column
+#: beside its QIs), Regression's the numeric ``RAMNTALL``.
+CUP_QID = ["ZIP", "AGE", "GENDER", "STATE", "INCOME"]
+CUP_HIERARCHIES = {"ZIP": "cup_hierarchy_ZIP.csv"}
+CUP_CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "MINRAMNT_CLASS"},
+                                           "regression": {"target": "RAMNTALL"}}
+#: The Spark job group of a release (its jobs are counted).
+RELEASE_JOBS = "sqlanon-bench-release"
 #: tds-spark's published rate (20M rows in 2,305 s on 64 cores: ``report.TDS_SPARK`` cites it).
 TDS_ROWS_PER_CORE = TDS_SPARK.rows_per_core
 #: The Spark job group of the in-memory finish (its stages' tasks are counted).
@@ -110,11 +123,33 @@ def parquet_dir(directory: str, n: int) -> Path:
     return Path(directory) / f"agrawal_{n}.parquet"
 
 
-def load_duckdb(directory: str, n: int, parquet: Path) -> tuple[str, float]:
+def cup_parquet(directory: str, cup: str) -> tuple[Path, int]:
+    """The CUP table (``cup/cup.csv``) as ``<directory>/cup.parquet/part-00000.parquet``, with a
+    first BIGINT column ``id`` (the row number, the key), ``ZIP`` as five-digit text (the
+    hierarchy's leaves) and ``MINRAMNT_CLASS`` (``MINRAMNT`` as text, InfoGain's class label);
+    and its rows."""
+    import pandas as pd
+
+    frame = pd.read_csv(Path(cup) / "cup.csv", sep=";")
+    frame.insert(0, KEY, np.arange(len(frame), dtype=np.int64))
+    frame["MINRAMNT_CLASS"] = frame["MINRAMNT"].astype(str)
+    frame["ZIP"] = [f"{z:05d}" for z in frame["ZIP"]]  # as ARX's hierarchy spells them: five digits
+    for c in frame.columns:  # plain object strings: Spark and DuckDB read them as VARCHAR alike
+        if not pd.api.types.is_numeric_dtype(frame[c]):
+            frame[c] = frame[c].astype(object)
+    out = Path(directory) / "cup.parquet"
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(out / "part-00000.parquet", index=False)
+    return out, len(frame)
+
+
+def load_duckdb(directory: str, n: int, parquet: Path, stem: str | None = None) -> tuple[str, float]:
     """The on-disk DuckDB file holding the Parquet rows as table ``agrawal`` (a no-op when it
-    already does: the table comment records n and the seed, the count makes sure)."""
-    path = Path(directory) / f"agrawal_{n}_parquet.duckdb"
-    tag = f"agrawal parquet n={n} seed={SEED}"
+    already does: the table comment records n and the seed, the count makes sure); ``stem``
+    names the file of another table (``cup``)."""
+    stem = stem or f"agrawal_{n}"
+    path = Path(directory) / f"{stem}_parquet.duckdb"
+    tag = f"{stem} parquet n={n} seed={SEED}"
     start = time.perf_counter()
     con = duckdb.connect(str(path))
     try:
@@ -189,6 +224,7 @@ def timed_engine(con: Any) -> Any:
                                                minlength=args[1]).astype(np.int64).tolist())  # fmt: skip
             spark = name == "map_groups" and hasattr(self.con, "sparkContext")
             if spark:  # its jobs, to count the tasks of their stages afterwards
+                release_group = self.con.sparkContext.getLocalProperty("spark.jobGroup.id")
                 self.con.sparkContext.setJobGroup(MAP_GROUPS, "sqlanon map_groups")
             self.depth += 1
             start = time.perf_counter()
@@ -196,8 +232,8 @@ def timed_engine(con: Any) -> Any:
                 return method(self, *args, **kwargs)
             finally:
                 self.depth -= 1
-                if spark:
-                    self.con.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+                if spark:  # the release's group again
+                    self.con.sparkContext.setLocalProperty("spark.jobGroup.id", release_group)
                 if not self.depth:
                     what = args[0] if args and isinstance(args[0], str) else name
                     self.log.append((time.perf_counter() - start, self.level, what))
@@ -377,7 +413,7 @@ def scan_write_floor(spark: Any) -> float:
 
 
 def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None, master: str,
-        shuffle: int, driver_memory: str, warehouse: str) -> dict[str, Any]:
+        shuffle: int, driver_memory: str, warehouse: str, cup: str | None = None) -> dict[str, Any]:
     """Inside the child: start the engine, one anonymize(), what it cost and its rules (``rules``)."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # PySpark on pandas 3
     with TreeMemory() as memory:
@@ -398,7 +434,13 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
             out["register_s"] = round(time.perf_counter() - start, 3)
             out["start_s"] = round(out["session_s"] + out["register_s"], 3)
             floors = [scan_write_floor(con)]
-        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows)
+        if engine_name == "spark":
+            con.sparkContext.setJobGroup(RELEASE_JOBS, "the release")
+        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows, cup)
+        if engine_name == "spark":
+            con.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+            tracker = con.sparkContext.statusTracker()  # the release's jobs, its executor finish's too
+            result_out["out"]["jobs"] = sum(len(tracker.getJobIdsForGroup(g)) for g in (RELEASE_JOBS, MAP_GROUPS))
         out.update(result_out.pop("out"))
         rules = result_out["rules"]
         if engine_name == "spark":
@@ -427,7 +469,8 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
     return out | {"rules": rules}
 
 
-def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_rows: int | None) -> dict[str, Any]:
+def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_rows: int | None,
+                  cup: str | None = None) -> dict[str, Any]:
     import resource
 
     import sqlanon
@@ -454,11 +497,13 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     sqlanon.pipeline.Laps = Laps  # type: ignore[misc]
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    release = sqlanon.anonymize(engine, TABLE, qid=QI_COLUMNS, k=k, progress=progress,
+    qid, criteria = (CUP_QID, CUP_CRITERIA) if cup else (QI_COLUMNS, CRITERIA)
+    hierarchies = {q: str(Path(cup) / f) for q, f in CUP_HIERARCHIES.items()} if cup else None
+    release = sqlanon.anonymize(engine, TABLE, qid=qid, k=k, progress=progress, hierarchies=hierarchies,
                                 output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
                                 **({} if memory_rows is None
                                    else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}),
-                                **CRITERIA[criterion])  # fmt: skip
+                                **criteria[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
     rules = rules_rows(engine, release.rules)
@@ -495,7 +540,7 @@ def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, m
         out = harness.run_child(__file__, "one", {
             "engine_name": engine, "where": where, "criterion": criterion, "k": args.k, "memory_rows": memory_rows,
             "master": master, "shuffle": args.shuffle_partitions, "driver_memory": args.driver_memory,
-            "warehouse": scratch}, args.timeout)  # fmt: skip
+            "warehouse": scratch, "cup": args.cup}, args.timeout)  # fmt: skip
         return out, out.pop("rules", None)
     finally:
         if scratch is not None:
@@ -513,13 +558,13 @@ COLUMNS = [
     Column("publish", "publish_verify_s", ".2f"), Column("py MiB", "self_mib", ".0f"), Column("JVM MiB", "jvm_mib", ".0f"),
     Column("workers MiB", "workers_mib", ".0f"), Column("tree MiB", "tree_mib", ".0f"),
     Column("classes", "partitions", ","), Column("k min", "k_achieved"), Column("floor s", "floor_s", ".2f"),
-    Column("floors", "floors", ".1f"), Column("passes r/w", "passes"),
+    Column("floors", "floors", ".1f"), Column("jobs", "jobs"), Column("passes r/w", "passes"),
 ]  # fmt: skip
 #: What a configuration's record keeps as metrics (scalars); the rest goes to its details.
 METRICS = ("cores", "start_s", "rows_per_s_core", "statements", "driver_s", "sql_levels", "s_per_sql_level",
            "finish_rows_per_s_core", "validate_s", "encode_s", "partition_sql_s", "partition_memory_s",
            "publish_verify_s", "rss_mib", "self_mib", "jvm_mib", "workers_mib", "tree_mib", "partitions", "k_achieved",
-           "rules_identical", "floor_s", "floors", "scans", "writes")
+           "rules_identical", "floor_s", "floors", "jobs", "scans", "writes")
 
 
 def times(a: float | None, b: float | None) -> str:
@@ -678,6 +723,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="rows of the Spark baseline run per criterion for the estimate's fixed costs ('auto': "
                         "max(100000, rows/50); 0: none, fixed costs from the statement latency instead)")
     p.add_argument("--skip-duckdb", action="store_true", help="Spark only (no ratios, no rule comparison)")
+    p.add_argument("--cup", metavar="DIR", help="the CUP table (DIR/cup.csv and its ARX hierarchies; never "
+                   "committed) instead of Agrawal: its QIs ZIP (hierarchy), AGE, GENDER, STATE, INCOME; no baseline")
     args = p.parse_args(argv)
     memory_rows = None if args.memory_rows == "default" else int(args.memory_rows)
     harness.require("pyspark", "pyspark", "the Spark engine runs in PySpark")
@@ -688,10 +735,12 @@ def main(argv: list[str] | None = None) -> None:
     from sqlanon.request.spec import DEFAULT_MEMORY_ROWS
 
     n = args.rows
+    if args.cup:
+        cup_files, n = cup_parquet(args.dir, args.cup)
     cores = {m: master_cores(m) for m in args.masters}
     memory = DEFAULT_MEMORY_ROWS if memory_rows is None else memory_rows
     small = max(100_000, n // 50) if args.baseline_rows == "auto" else int(args.baseline_rows)
-    small = small if 0 < small < n else 0
+    small = small if 0 < small < n and not args.cup else 0
     small_memory = max(1, round(memory * small / n))  # the same plan on fewer rows
     widest = max(args.masters, key=lambda m: cores[m])
     Path(args.dir).mkdir(parents=True, exist_ok=True)
@@ -704,9 +753,10 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"# N={n:,}: writing/reusing Parquet ...", file=sys.stderr, flush=True)
     start = time.perf_counter()
-    parquet = write_parquet(parquet_dir(args.dir, n), n, seed=SEED, id_column=KEY)
+    parquet = cup_files if args.cup else write_parquet(parquet_dir(args.dir, n), n, seed=SEED, id_column=KEY)
     parquet_s = time.perf_counter() - start
-    duck_where, duck_load_s = load_duckdb(args.dir, n, parquet) if not args.skip_duckdb else ("", 0.0)
+    duck_where, duck_load_s = (load_duckdb(args.dir, n, parquet, "cup" if args.cup else None)
+                               if not args.skip_duckdb else ("", 0.0))
     small_parquet = write_parquet(parquet_dir(args.dir, small), small, seed=SEED, id_column=KEY) if small else None
 
     records: list[dict[str, Any]] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import math
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -103,6 +104,11 @@ class Engine(abc.ABC):
     #: rows (``memory_rows`` 100,000) its run took 19.4-19.9 s through the view against 17.0-17.8 s
     #: with the table (the sample step 7.6 s against 2.8 s).
     samples_views: ClassVar[bool] = False
+    #: The most rows a run fetches into this process to finish in memory here, encoding them as
+    #: it fetches them (:func:`sqlanon.mondrian.encode.reads_work_as_view`), when they also fit
+    #: ``memory_rows``. No limit here: the engine's rows come to this process anyway; a
+    #: distributed engine's finish otherwise runs where the rows are (:meth:`map_groups`).
+    driver_rows: ClassVar[float] = math.inf
     #: Whether a keyless release's snapshot is written in class order (each statement of
     #: :func:`sqlanon.publish.rules._publish_snapshot` sorted by its rows' region): an engine
     #: whose grouping and joins then find a class's rows one after another in its caches. The

@@ -775,7 +775,8 @@ def finish_in_memory(
     first_pid = partitioner.next_pid + np.concatenate(([0], np.cumsum(rows_of_batch * fanout)[:-1]))
     # a keyless release's snapshot joins the rows by ranges of row ids (rid_chunks): stored by range
     cluster = None if layout.hashed else engine.join_rows()
-    finish = BatchFinish(partitioner.fork(local=not engine.distributed), open_, batch_of, first_pid, layout, cluster)
+    local = held is not None or not engine.distributed  # run here, not shipped to the executors
+    finish = BatchFinish(partitioner.fork(local=local), open_, batch_of, first_pid, layout, cluster)
     if held is not None:
         with small_pages():
             kept, little = finish(0, held)

@@ -253,13 +253,13 @@ def _fingerprint(engine: Engine, spec: Spec) -> exp.Expression:
 
 
 def reads_work_as_view(engine: Engine, spec: Spec, strategy: str) -> bool:
-    """Whether a multidimensional run's working table is a temp view (:func:`encode`), on an
-    engine that fetches rows into this process (Spark's executors would read a view twice: its
-    range partitioning samples the rows first), without a suppression budget (whose baseline
-    partitions the table a second time):
+    """Whether a multidimensional run's working table is a temp view (:func:`encode`), without a
+    suppression budget (whose baseline partitions the table a second time):
 
-    - Rothko-T (``"levels"``) on a table that fits ``memory_rows``: no SQL level, the in-memory
-      finish reads the working table once, encoding the rows as it fetches them;
+    - Rothko-T (``"levels"``) on a table that fits ``memory_rows`` (and, on a distributed engine,
+      :attr:`Engine.driver_rows <sqlanon.engine.base.Engine.driver_rows>`): no SQL level, the
+      in-memory finish reads the working table once, encoding the rows as it fetches them, and
+      runs in this process (on Spark: one fetch instead of an executor job, its reads and writes);
     - Rothko-S (``"sample"``) on an engine whose sample filters before the view's lookups
       (:attr:`Engine.samples_views <sqlanon.engine.base.Engine.samples_views>`): its first round
       reads the working table twice, the sample and the rewrite (:mod:`sqlanon.mondrian.sample`),
@@ -270,12 +270,13 @@ def reads_work_as_view(engine: Engine, spec: Spec, strategy: str) -> bool:
       reads see the same rows: the run's snapshot, or the source read in place inside the
       caller's transaction, which it holds until the first rewrite
       (:func:`sqlanon.mondrian.sample.run_sample`) -- not a source read directly by its integer
-      key.
+      key. Not on a distributed engine: Spark's executors would read the view twice more (the
+      rewrite's range partitioning samples the rows first).
 
     The caller holds the transaction over the source's reads until the view is no longer read.
     """
-    if spec.single is not None or spec.suppression or engine.distributed:
+    if spec.single is not None or spec.suppression:
         return False
     if strategy == "sample":
-        return engine.samples_views and not (spec.key is not None and spec.key.direct)
-    return strategy == "levels" and 0 < spec.source.rows <= spec.memory_rows
+        return not engine.distributed and engine.samples_views and not (spec.key is not None and spec.key.direct)
+    return strategy == "levels" and 0 < spec.source.rows <= min(spec.memory_rows, engine.driver_rows)

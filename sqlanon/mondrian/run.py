@@ -68,7 +68,7 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
 def baseline(engine: Engine, partitioner: Partitioner, work: str, rows: int, memory_rows: int) -> Regions:
     """The regions of the same request without suppression (nothing published), partitioned
     by a fresh ``partitioner`` from a copy of the working table ``work`` (left as it is)."""
-    copy = engine.temp_name("baseline")
+    copy = engine.temp_name("baseline_work")  # not "baseline": the finish names its tables after its purpose
     engine.execute(g.create_table_as(copy, exp.select(exp.Star()).from_(g.table(work))))
     work, open_ = partitioner.run_sql(engine, copy, partitioner.root(rows), memory_rows)
     finish_in_memory(engine, partitioner, work, open_, memory_rows, purpose="baseline")

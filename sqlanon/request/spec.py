@@ -420,14 +420,19 @@ def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | Non
 
 
 def _key_violations(engine: Engine, source: Source, columns: Sequence[str]) -> tuple[int, int]:
-    """Rows with a NULL in a key column, and key values held by more than one row."""
+    """Rows with a NULL in a key column, and key values held by more than one row: one statement
+    over the key's groups (``GROUP BY`` puts NULLs together, so the groups with a NULL hold the
+    rows with one)."""
+    n, null = free_name("n", columns), free_name("null", columns)
     any_null = exp.or_(*[exp.Is(this=g.col(c), expression=exp.Null()) for c in columns])
-    nulls = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(source.ref).where(any_null)) or 0)
-    repeated = (exp.select(g.lit(1)).from_(source.ref).where(exp.Not(this=exp.paren(any_null)))
-                .group_by(*[g.col(c) for c in columns]).having(exp.GT(this=exp.Count(this=exp.Star()), expression=g.lit(1))))
-    duplicates = int(engine.scalar(exp.select(exp.Count(this=exp.Star())).from_(
-        exp.Subquery(this=repeated, alias=exp.TableAlias(this=g.ident("d"))))) or 0)
-    return nulls, duplicates
+    groups = (exp.select(g.alias(exp.Count(this=exp.Star()), n), g.alias(any_null, null)).from_(source.ref)
+              .group_by(*[g.col(c) for c in columns]))
+    nulls = exp.Sum(this=exp.Case().when(g.col(null), g.col(n)).else_(g.lit(0)))
+    repeated = exp.Count(this=exp.Case().when(exp.and_(exp.Not(this=g.col(null)),
+                                                        exp.GT(this=g.col(n), expression=g.lit(1))), g.lit(1)))
+    row = engine.fetch_rows(exp.select(nulls, repeated).from_(
+        exp.Subquery(this=groups, alias=exp.TableAlias(this=g.ident("d")))))[0]
+    return int(row[0] or 0), int(row[1] or 0)
 
 
 def _outputs(
