@@ -108,16 +108,35 @@ def check_options(strategy: object, sample_rows: object, confidence: object, see
 
 
 def choose(strategy: str, rows: int, memory_rows: int, sample_rows: int | None, confidence: float,
-           seed: int) -> SampleOptions:
-    """Resolve ``"auto"``: ``"sample"`` when the table has more than ``AUTO_FACTOR`` times the
-    memory budget's rows (``memory_rows``; with ``memory_rows=0``, everything in SQL, never) and
-    at least ``AUTO_MIN_ROWS``, else ``"levels"``. ``sample_rows`` defaults to ``memory_rows`` (at
+           seed: int, distributed: bool = False) -> SampleOptions:
+    """Resolve ``"auto"`` (:func:`auto_samples`). ``sample_rows`` defaults to ``memory_rows`` (at
     least 1)."""
     budget = sample_rows if sample_rows is not None else max(memory_rows, 1)
     if strategy == "auto":
-        big = rows >= AUTO_MIN_ROWS and rows > AUTO_FACTOR * memory_rows
-        strategy = "sample" if memory_rows > 0 and big else "levels"
+        strategy = "sample" if auto_samples(rows, memory_rows, distributed) else "levels"
     return SampleOptions(strategy, budget, float(confidence), seed)
+
+
+def auto_samples(rows: int, memory_rows: int, distributed: bool) -> bool:
+    """Whether ``"auto"`` picks Rothko-S (with ``memory_rows=0``, everything in SQL, never):
+
+    * on a single machine, when the table has more than ``AUTO_FACTOR`` times the memory
+      budget's rows, so Rothko-T would need at least ``log2(AUTO_FACTOR)`` SQL levels and more
+      passes than a round, and at least ``AUTO_MIN_ROWS`` rows (below, a pass costs less than a
+      round's fixed work);
+    * on a distributed engine (Spark), whenever the table has more rows than one in-memory
+      finish holds (``memory_rows``), i.e. wherever Rothko-T would need SQL levels: there a
+      statement costs a job's fixed work however small (0.1-0.5 s, seconds on a loaded
+      machine) and a level a pass, while a round's statements and passes are a fixed number
+      whatever the tree's depth, and the executors finish every leaf in one statement (TR 1590,
+      Section 3: sample on the driver, repartition once, finish on the workers). A table that
+      fits ``memory_rows`` takes the same path (and rules) as on a single machine.
+    """
+    if memory_rows <= 0:
+        return False
+    if distributed:
+        return rows > memory_rows
+    return rows > AUTO_FACTOR * memory_rows and rows >= AUTO_MIN_ROWS
 
 
 class Outcome:
