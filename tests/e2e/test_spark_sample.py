@@ -95,16 +95,18 @@ def test_auto_keeps_duckdbs_path_and_rules_on_spark_below_memory_rows(spark, mem
 
 
 def test_statements_of_an_auto_release_do_not_grow_with_depth(spark, memory_rows):
-    """``"auto"`` on Spark above ``memory_rows`` (300 of 2,400 rows): k=2 (a tree of hundreds of
-    leaves, about nine levels deeper) and k=200 cost the same statements within a tenth -- a
-    round's are fixed, the executors finish every leaf in one statement, the rules and the row
-    map are written once each. A statement per level or per region would add hundreds."""
+    """``"auto"`` on Spark above ``memory_rows`` (300 of 2,400 rows): k=2 (a tree of about a
+    thousand leaves, about seven levels deeper) costs no more statements than k=200 (8 leaves;
+    measured 28 against 35: its larger leaves took more of Rothko-S's rounds) -- a round's
+    statements are fixed, the executors finish every leaf in one statement, the rules and the
+    row map are written once each. A statement per level or per region would add hundreds."""
     memory_rows(300)
     load(spark, "t", table(2400))
     deep, shallow = (anonymize(spark, "t", k, f"t_{k}") for k in (2, 200))
     assert deep.outcome.strategy == shallow.outcome.strategy == "sample"
     assert deep.regions > 50 * shallow.regions
-    assert abs(deep.statements - shallow.statements) <= 0.1 * shallow.statements
+    assert deep.statements <= 1.1 * shallow.statements
+    assert deep.statements < deep.regions / 20
     assert deep.verification.ok and shallow.verification.ok
 
 
