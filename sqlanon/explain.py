@@ -89,7 +89,7 @@ class _Seen:
 
     def resolve(self, engine: Engine) -> Spec:
         self.spec = self.request.resolve(engine)
-        if self.algorithm.resolved(self.spec).record().get("strategy") == "sample":
+        if self.algorithm.resolved(self.spec, engine).record().get("strategy") == "sample":
             raise InputError("explain shows the statements of strategy=Levels(); Rothko-S's (Sample) depend on "
                              "its sample (run it and read the outcome: release.outcome)")
         return self.spec

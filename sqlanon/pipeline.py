@@ -179,7 +179,7 @@ def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | No
     lap = Laps(engine.step_done)
     spec = validate(engine, request, progress)
     assert request.algorithm is not None
-    algorithm = request.algorithm.resolved(spec)
+    algorithm = request.algorithm.resolved(spec, engine)
     lap("validate")
     with compilation.reporting(progress, lap.started):
         return _run(con, engine, spec, algorithm, progress, lap)

@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
@@ -37,7 +38,7 @@ from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
 from .frames import sql_type, write_file
 from .spark_env import check_executors
-from .spark_tasks import PACKED, arrow_column, group_task, unpack
+from .spark_tasks import PACKED, arrow_column, group_task, hash_labels, unpack
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
     from py4j.protocol import Py4JError
@@ -222,8 +223,9 @@ class SparkEngine(Engine):
         """``groupBy(b).applyInArrow``: each group is finished by one task on an executor
         (:func:`~sqlanon.engine.spark_tasks.group_task`). Both results of a group travel as one
         Arrow table into one temp table: the kept rows as rows, the small results packed in one
-        more row. The kept rows are copied to the returned table; only the packed cells come
-        back to the driver."""
+        more row. The kept rows are read through a temp view of that table (no copy: at 10M
+        rows a copy was a read and a write of every row); only the packed cells come back to
+        the driver. The table stays to the run's cleanup, as the view reads it."""
         sql = self.render(rows(None))
         schema = T.StructType([T.StructField(c, T.LongType(), True) for c in kept]
                               + [T.StructField(PACKED, T.BinaryType(), True)])
@@ -232,23 +234,26 @@ class SparkEngine(Engine):
         self.statements += 1
         self._catalog = None
         try:
-            # One task per batch, as far as Spark places them: groupBy alone hashes batches into
-            # shuffle partitions (several batches to a task, idle cores), and adaptive execution
-            # merges small partitions (every batch in one task); range partitioning on the batch
-            # number with merging off gives each batch a task of its own (the first may get two).
+            # One task per batch: groupBy alone hashes batches into shuffle partitions (several
+            # batches to a task, idle cores), adaptive execution merges small partitions (every
+            # batch in one task), and range partitioning reads every row once more to sample
+            # its bounds. Each batch is relabelled with a number Spark's hash partitioning into
+            # ``groups`` partitions sends to a partition of its own (hash_labels), so the rows
+            # move once, straight to their batch's task, and groupBy needs no other shuffle.
+            labels = hash_labels(groups)
+            label = F.element_at(F.array(*[F.lit(x).cast("bigint") for x in labels]), F.col("b").cast("int") + 1)
             with _setting(self.con, "spark.sql.adaptive.coalescePartitions.enabled", "false"):
-                task = group_task(function, kept, small)
-                self._frame(sql).repartitionByRange(groups, "b").groupBy("b").applyInArrow(task, schema) \
-                    .write.format("parquet").saveAsTable(g.table(both).sql(self.dialect))
+                task = group_task(function, kept, small, labels)
+                self._frame(sql).withColumn("b", label).repartition(groups, "b").groupBy("b") \
+                    .applyInArrow(task, schema).write.format("parquet").saveAsTable(g.table(both).sql(self.dialect))
         except (PySparkException, Py4JError) as e:
             raise EngineError(_message(e), sql) from e
         packed = g.col(PACKED)
-        table = self.create_temp(purpose, exp.select(*[g.col(c) for c in kept]).from_(g.table(both))
-                                 .where(exp.Is(this=packed, expression=exp.Null())))
+        table = self.create_temp_view(purpose, exp.select(*[g.col(c) for c in kept]).from_(g.table(both))
+                                      .where(exp.Is(this=packed, expression=exp.Null())))
         cells = self._arrow(self.render(exp.select(packed.copy()).from_(g.table(both))
                                         .where(exp.Not(this=exp.Is(this=packed.copy(), expression=exp.Null())))))
         self.statements += 1
-        self.drop_temp(both)
         parts = sorted((unpack(cell, small) for cell in cells.column(0).to_pylist()), key=lambda p: p[0])
         parts = [p[1] for p in parts]  # by group, as the base engine gives them
         return table, {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64) for c in small}

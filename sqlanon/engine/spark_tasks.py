@@ -21,16 +21,18 @@ from .base import GroupFunction
 PACKED = "__sqlanon_packed"
 
 
-def group_task(function: GroupFunction, kept: Sequence[str], small: Sequence[str]) -> Callable[[pa.Table], pa.Table]:
+def group_task(function: GroupFunction, kept: Sequence[str], small: Sequence[str],
+               labels: Sequence[int]) -> Callable[[pa.Table], pa.Table]:
     """The task that finishes one group on an executor: ``function(b, columns)`` gives the
     kept rows' columns ``kept`` and the small results ``small``; both travel back as one Arrow
     table, the kept rows as rows and the small results as one more row holding them packed in
     its :data:`PACKED` cell (:func:`pack`; a row of 48 columns per kept row would be most of the
-    write)."""
+    write). The rows carry group ``b`` as its label ``labels[b]`` (:func:`hash_labels`)."""
+    group_of = {label: b for b, label in enumerate(labels)}
 
     def apply(table: pa.Table) -> pa.Table:
         columns = {c: arrow_column(table.column(i)) for i, c in enumerate(table.column_names)}
-        b = int(columns["b"][0])
+        b = group_of[int(columns["b"][0])]
         out, little = function(b, columns)
         n = len(out[kept[0]])
         arrays = [pa.array(np.append(np.asarray(out[c], dtype=np.int64), 0), mask=np.arange(n + 1) == n)
@@ -71,3 +73,41 @@ def unpack(blob: bytes, names: Sequence[str]) -> tuple[int, dict[str, np.ndarray
     """The group and the columns ``names`` that :func:`pack` packed."""
     with np.load(io.BytesIO(blob)) as data:
         return int(data["group"]), {c: data[f"c{i}"] for i, c in enumerate(names)}
+
+
+#: Spark's ``hash`` (Murmur3, x86 32-bit) constants and seed.
+_C1, _C2, _SEED, _MASK = 0xCC9E2D51, 0x1B873593, 42, 0xFFFFFFFF
+
+
+def spark_hash_long(value: int) -> int:
+    """Spark's ``hash(CAST(value AS BIGINT))`` (``Murmur3_x86_32.hashLong`` with seed 42), the
+    function hash partitioning applies: ``pmod(hash(key), n)`` is a row's partition of ``n``."""
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & _MASK
+
+    def mix(h: int, k: int) -> int:
+        k = rotl((k * _C1) & _MASK, 15) * _C2 & _MASK
+        return (rotl(h ^ k, 13) * 5 + 0xE6546B64) & _MASK
+
+    h = mix(mix(_SEED, value & _MASK), (value >> 32) & _MASK) ^ 8
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & _MASK
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def hash_labels(groups: int) -> list[int]:
+    """For each group ``b < groups`` the smallest non-negative BIGINT label that Spark's hash
+    partitioning into ``groups`` partitions sends to partition ``b``: rows hash-partitioned by
+    label give each group a task of its own, with no range partitioner's sampling pass over
+    the rows first (:meth:`SparkEngine.map_groups <sqlanon.engine.spark.SparkEngine.map_groups>`)."""
+    labels: list[int | None] = [None] * groups
+    left, label = groups, 0
+    while left:
+        b = spark_hash_long(label) % groups  # Python's % is pmod
+        if labels[b] is None:
+            labels[b] = label
+            left -= 1
+        label += 1
+    return [int(x) for x in labels if x is not None]

@@ -6,9 +6,11 @@ privacy model filters them. The strategy says how the partition is computed at s
 the result does not depend on it:
 
 - ``"auto"`` (default): :class:`Sample` when the table has at least 10M rows and more than 8
-  times the memory budget's rows, else :class:`Levels` (:func:`sqlanon.mondrian.sample.choose`;
-  always :class:`Levels` with a model without a sound sample test); ``suppression=`` works with
-  both (:mod:`sqlanon.mondrian.suppression`);
+  times the memory budget's rows -- on Spark, more rows than the memory budget -- else
+  :class:`Levels` (:func:`sqlanon.mondrian.sample.auto_samples`; always :class:`Levels` with a
+  model without a sound sample test); ``suppression=`` works with both
+  (:mod:`sqlanon.mondrian.suppression`). The release records which ran
+  (``release.algorithm``); name the strategy for releases identical across engines;
 - :class:`Levels` -- Rothko-T: partitions larger than ``memory_rows`` are split in SQL level by
   level, the rest finished in memory;
 - :class:`Sample` -- Rothko-S (:mod:`sqlanon.mondrian.sample`): the tree is grown on a seeded
@@ -142,15 +144,16 @@ class Mondrian(Algorithm):
                 f"hypothesis test): pass strategy=sqlanon.Levels() (or leave it 'auto', which then partitions "
                 f"with Rothko-T)")
 
-    def resolved(self, spec: Spec) -> Mondrian:
-        """The strategy that runs (``"auto"`` chosen) with the
-        memory budget resolved, and the criterion the request resolved to. ``"auto"`` takes
-        Rothko-T also for a privacy model Rothko-S has no sound test for (delta-disclosure)."""
+    def resolved(self, spec: Spec, engine: Engine) -> Mondrian:
+        """The strategy that runs on ``engine`` (``"auto"`` chosen,
+        :func:`~sqlanon.mondrian.sample.auto_samples`) with the memory budget resolved, and the
+        criterion the request resolved to. ``"auto"`` takes Rothko-T also for a privacy model
+        Rothko-S has no sound test for (delta-disclosure)."""
         strategy = self.strategy
         if strategy == "auto":
             exact = exact_only(spec.workload.constraints)
             chosen = "levels" if exact else choose(
-                "auto", spec.source.rows, spec.memory_rows, None, 0.95, 0).strategy
+                "auto", spec.source.rows, spec.memory_rows, None, 0.95, 0, engine.distributed).strategy
             strategy = Levels(spec.memory_rows) if chosen == "levels" else Sample(memory_rows=spec.memory_rows)
         elif strategy.memory_rows is None:  # type: ignore[union-attr]
             strategy = dataclasses.replace(strategy, memory_rows=spec.memory_rows)  # type: ignore[type-var]

@@ -108,16 +108,35 @@ def check_options(strategy: object, sample_rows: object, confidence: object, see
 
 
 def choose(strategy: str, rows: int, memory_rows: int, sample_rows: int | None, confidence: float,
-           seed: int) -> SampleOptions:
-    """Resolve ``"auto"``: ``"sample"`` when the table has more than ``AUTO_FACTOR`` times the
-    memory budget's rows (``memory_rows``; with ``memory_rows=0``, everything in SQL, never) and
-    at least ``AUTO_MIN_ROWS``, else ``"levels"``. ``sample_rows`` defaults to ``memory_rows`` (at
+           seed: int, distributed: bool = False) -> SampleOptions:
+    """Resolve ``"auto"`` (:func:`auto_samples`). ``sample_rows`` defaults to ``memory_rows`` (at
     least 1)."""
     budget = sample_rows if sample_rows is not None else max(memory_rows, 1)
     if strategy == "auto":
-        big = rows >= AUTO_MIN_ROWS and rows > AUTO_FACTOR * memory_rows
-        strategy = "sample" if memory_rows > 0 and big else "levels"
+        strategy = "sample" if auto_samples(rows, memory_rows, distributed) else "levels"
     return SampleOptions(strategy, budget, float(confidence), seed)
+
+
+def auto_samples(rows: int, memory_rows: int, distributed: bool) -> bool:
+    """Whether ``"auto"`` picks Rothko-S (with ``memory_rows=0``, everything in SQL, never):
+
+    * on a single machine, when the table has more than ``AUTO_FACTOR`` times the memory
+      budget's rows, so Rothko-T would need at least ``log2(AUTO_FACTOR)`` SQL levels and more
+      passes than a round, and at least ``AUTO_MIN_ROWS`` rows (below, a pass costs less than a
+      round's fixed work);
+    * on a distributed engine (Spark), whenever the table has more rows than one in-memory
+      finish holds (``memory_rows``), i.e. wherever Rothko-T would need SQL levels: there a
+      statement costs a job's fixed work however small (0.1-0.5 s, seconds on a loaded
+      machine) and a level a pass, while a round's statements and passes are a fixed number
+      whatever the tree's depth, and the executors finish every leaf in one statement (TR 1590,
+      Section 3: sample on the driver, repartition once, finish on the workers). A table that
+      fits ``memory_rows`` takes the same path (and rules) as on a single machine.
+    """
+    if memory_rows <= 0:
+        return False
+    if distributed:
+        return rows > memory_rows
+    return rows > AUTO_FACTOR * memory_rows and rows >= AUTO_MIN_ROWS
 
 
 class Outcome:
@@ -225,6 +244,7 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
     layout = partitioner.layout
     open_ = partitioner.root(rows, budget)
     encoded = work
+    lazy = int(engine.distributed)  # the tree walked in a view (:func:`_repartition`)
 
     def replaced(new: str) -> str:
         nonlocal written
@@ -246,20 +266,18 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
         if grown.any():  # else no sample split at all: nothing to check
             # Rewrite first, with the whole grown tree, then sum each leaf's statistics from the
             # rewritten table (a GROUP BY over its clustered partition ids, not a second walk of
-            # the tree: 6.5 s against about 1 s at 100M rows).
+            # the tree: 6.5 s against about 1 s at 100M rows). A distributed engine walks the tree
+            # in a view instead (:func:`_repartition`): written only if another round reads it.
             new = _repartition(engine, work, forest, grown, layout, rest.pid)
             stats = _leaf_stats(engine, new, forest, layout)
-            outcome.add(scans=2, writes=1)  # the rewrite (a read and a write) and the statistics' read
+            outcome.add(scans=2 - lazy, writes=1 - lazy)  # the rewrite (a read and a write) and the statistics' read
             final, stuck, pruned = _prune(partitioner, forest, stats)
             outcome.add(pruned=pruned)
             keep = grown & final.visible
             if pruned:  # rows went to leaves that pruning removed: rewrite again with the pruned tree
                 engine.drop_temp(new)
                 new = _repartition(engine, work, forest, keep, layout, rest.pid) if keep.any() else None
-                outcome.add(scans=int(new is not None), writes=int(new is not None))
-            if new is not None:
-                engine.drop_temp(work)
-                work = replaced(new)
+                outcome.add(scans=int(new is not None and not lazy), writes=int(new is not None and not lazy))
             shares = share_down(forest.parent, forest.depth, forest.lo, final.n, final.visible,
                                 forest.boxes.budget, partitioner.min_size)
             leaves = forest.boxes.take(final.leaves)
@@ -270,6 +288,18 @@ def run_sample(engine: Engine, partitioner: Partitioner, work: str, rows: int, o
                 none = np.full((int(empty.sum()), partitioner.d), -1, dtype=np.int64)
                 partitioner.leaves.add(leaves.take(empty.nonzero()[0]), none, none)
             rest = Boxes.concat([rest, leaves.take((~empty).nonzero()[0])])
+            if new is not None:
+                if lazy and (stuck.any() or (rest.n > options.sample_rows).any()):
+                    # another round, or Rothko-T's levels, read it: written once (no sort)
+                    view, new = new, engine.create_temp(f"work{engine.statements}",
+                                                        exp.select(exp.Star()).from_(g.table(new)))
+                    engine.drop_temp(view)
+                    outcome.add(scans=1, writes=1)
+                    engine.drop_temp(work)
+                elif not lazy:
+                    engine.drop_temp(work)
+                # else ``new`` is a view reading ``work``: both stay to the run's cleanup
+                work = replaced(new)
         if stuck.any():  # no split survived: Rothko-T takes these partitions (TR footnote 9)
             outcome.add(rescued=int(stuck.sum()))
             before = partitioner.levels
@@ -470,13 +500,22 @@ def _repartition(engine: Engine, work: str, forest: _Forest, keep: np.ndarray, l
     partitions walk the tree made of the roots and the nodes ``keep``, the others are copied),
     clustered by partition id for the in-memory batches (see
     :func:`sqlanon.mondrian.levels.repartition`): one read and one write. ``work`` is left to the
-    caller. ``others``: the ids of the other open partitions, whose rows must stay clustered too."""
+    caller. ``others``: the ids of the other open partitions, whose rows must stay clustered too.
+
+    On a distributed engine (Spark) a temp view of the walk instead, which reads ``work`` (and
+    the tree's node table, both left to the run's cleanup): the round's statistics and the
+    executors' finish read it in their own passes, and the finish moves every row to its batch
+    in its own shuffle, so clustering is no use there, and writing the walk (with Spark's
+    sort, a sampling job and a shuffle) cost three passes more at 10M rows.
+    :func:`run_sample` writes it (unsorted) only when another round or Rothko-T's levels read it."""
     walked, leaf, nodes = _walk(engine, work, forest, keep, layout)
     walked = walked.select(*[g.alias(leaf, "pid") if c == "pid" else g.col(c, "w") for c in layout.carried],
                            copy=False)
     roots = forest.boxes.pid[forest.parent < 0]  # every root is in the walk's node table
     others_rows = exp.select(*[g.col(c) for c in layout.carried]).from_(g.table(work)).where(
         exp.Not(this=g.in_list(g.col("pid"), roots.tolist())))
+    if engine.distributed:
+        return engine.create_temp_view(f"walk{engine.statements}", exp.union(walked, others_rows, distinct=False))
     # One statement, the walk feeding the sort: as two (the walk written, then read back sorted)
     # they took 38 s at 100M rows under memory_limit='2GB', as one 30 s. (Sorting by ``rid``
     # within a partition too, so that the row map comes out in id order, took 43 s, more than

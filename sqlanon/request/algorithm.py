@@ -121,9 +121,9 @@ class Algorithm(abc.ABC):
         """The same algorithm with the criterion that ran (``target=`` resolved)."""
         return dataclasses.replace(self, criterion=criterion)  # type: ignore[type-var]
 
-    def resolved(self, spec: Spec) -> Algorithm:
-        """The algorithm as it runs for ``spec`` (Mondrian's ``"auto"`` strategy chosen, the
-        criterion ``target=`` chose)."""
+    def resolved(self, spec: Spec, engine: Engine) -> Algorithm:
+        """The algorithm as it runs for ``spec`` on ``engine`` (Mondrian's ``"auto"`` strategy
+        chosen, the criterion ``target=`` chose)."""
         return self
 
     def check_suppression(self, suppression: Any) -> None:

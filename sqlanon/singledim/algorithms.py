@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..engine.base import Engine
 from ..errors import InputError, RecodingError
 from ..model.criteria import InfoGain, Score
 from ..request.algorithm import Algorithm, Partitioned, Prepared
@@ -45,7 +46,7 @@ def _metric(algorithm: str, metric: Any, allowed: tuple[str, ...]) -> str | None
 class _SingleDimensional(Algorithm):
     single_dimensional: ClassVar[bool] = True
 
-    def resolved(self, spec: Spec) -> Algorithm:
+    def resolved(self, spec: Spec, engine: Engine) -> Algorithm:
         metric = getattr(self, "metric", "")
         if metric is None:  # CM (Iyengar's classification metric) with a class label, else LM
             metric = "CM" if spec.single is not None and spec.single.target is not None else "LM"
@@ -88,7 +89,7 @@ class TopDown(_SingleDimensional):
         if self.max_seconds is not None:
             object.__setattr__(self, "max_seconds", check_number("max_seconds", self.max_seconds, 0.0))
 
-    def resolved(self, spec: Spec) -> TopDown:
+    def resolved(self, spec: Spec, engine: Engine) -> TopDown:
         return dataclasses.replace(self, criterion=spec.workload.criterion)
 
     def partition(self, run: Prepared) -> Partitioned:

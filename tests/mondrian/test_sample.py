@@ -161,6 +161,15 @@ def test_auto_rule():
     assert choose("sample", 10, 7, None, 0.95, 0).sample_rows == 7
 
 
+def test_auto_rule_on_a_distributed_engine_samples_above_memory_rows():
+    """Spark (``distributed``): "auto" samples wherever Rothko-T would need SQL levels (more rows
+    than ``memory_rows``), whatever the rows; a table that fits takes the single machine's path."""
+    assert choose("auto", 1001, 1000, None, 0.95, 0, distributed=True).strategy == "sample"
+    assert choose("auto", 1000, 1000, None, 0.95, 0, distributed=True).strategy == "levels"
+    assert choose("auto", 10**9, 0, None, 0.95, 0, distributed=True).strategy == "levels"  # memory_rows=0: all in SQL
+    assert choose("auto", AUTO_FACTOR * 1000 + 1, 1000, None, 0.95, 0).strategy == "levels"  # one machine: 10M minimum
+
+
 # -- end to end --------------------------------------------------------------------------------
 def _classes(con, release) -> list[list[int]]:
     view = frame(con, f'SELECT id, eq_class FROM "{release.view}"')
