@@ -71,7 +71,9 @@ def finish(case: dict, criterion, models: list, stats: tuple, budget: np.ndarray
     finally:
         builder._WORKLOAD_FINISH = saved
     order = np.argsort(rows)
-    return {"leaves": p.leaf_table(), "rows": rows[order], "pid": pid[order], "next_pid": p.next_pid,
+    leaves = p.leaves.collect()
+    return {"leaves": p.leaf_table(), "budgets": leaves.boxes.budget, "rows": rows[order], "pid": pid[order],
+            "next_pid": p.next_pid,
             "levels": p.levels, "finished": p.rows_finished,
             "progress": [(x.level, x.open_partitions, x.rows_finished) for x in seen]}
 
@@ -79,7 +81,9 @@ def finish(case: dict, criterion, models: list, stats: tuple, budget: np.ndarray
 def same(case: dict, criterion, models: list, stats: tuple, budget: np.ndarray, threads: int) -> dict:
     """The compiled finish's result, asserted the level-by-level one's and within the budget."""
     fast = finish(case, criterion, models, stats, budget, True, threads)
-    assert_same(fast, finish(case, criterion, models, stats, budget, False))
+    slow = finish(case, criterion, models, stats, budget, False)
+    assert_same(fast, slow)
+    np.testing.assert_array_equal(fast["budgets"], slow["budgets"], err_msg="the leaves' budgets")
     dropped = fast["leaves"]["suppressed"].astype(bool)
     assert np.isin(fast["pid"], fast["leaves"]["pid"][dropped]).sum() <= budget.sum()
     return fast
