@@ -26,7 +26,9 @@ generated once by ``agrawal.write_duckdb`` and shared with ``bench_core.py``):
   turn pure and settle early): ``infogain-noise``, InfoGain on a random label (``noise``, 'a' or
   'b' by a hash of the row number, added to a temp copy of the table outside the timing), the
   nine QIs; ``regression-loan``, LSD on ``loan`` (drawn independently of every other Agrawal
-  attribute), loan leaving the QIs.
+  attribute), loan leaving the QIs;
+* a suppression limit of 1 % (``suppression=0.01``): ``median+supp``, ``infogain+supp`` (C2),
+  ``regression+supp`` (R7), the nine QIs.
 
 Records per run the wall time of ``anonymize()``, its ratios to ``median`` in the same run
 (``per_median``) and to the harness's scan-equivalent of the nine QIs (``per_scan``), where
@@ -68,6 +70,10 @@ RUNS: dict[str, dict[str, Any]] = {
     "regression+var-loan": {"constraints": ("variance", "loan", 1e10), "target": "r7"},
     "infogain+tclose-elevel": {"constraints": ("tcloseness", "elevel", 0.2), "target": "c2"},
     "regression+tclose-elevel": {"constraints": ("tcloseness", "elevel", 0.2), "target": "r7"},
+    # issue 52: a suppression limit (1 %) in the compiled finish
+    "median+supp": {"suppression": 0.01},
+    "infogain+supp": {"target": "c2", "suppression": 0.01},
+    "regression+supp": {"target": "r7", "suppression": 0.01},
 }
 COLUMNS = [
     Column("N", "params.rows", ","), Column("run", "name"), Column("seconds", "seconds", ".2f"),

@@ -162,11 +162,10 @@ class Mondrian(Algorithm):
         return Mondrian(spec.workload.criterion, strategy)
 
     def takes_depth_first(self, workload: Any, qis: Any, fraction: float) -> bool:
-        """As the compiled finishes say: Median (:func:`~sqlanon.mondrian.compiled.median_finish.takes`,
-        with or without a suppression budget), or InfoGain, Regression or Targets
-        (:func:`~sqlanon.mondrian.compiled.workload_finish.takes`, no suppression budget), under
-        k-anonymity and privacy models that have a compiled face; every QI ordered (each finish
-        still decides per batch)."""
+        """As the compiled finishes say: Median (:func:`~sqlanon.mondrian.compiled.median_finish.takes`),
+        or InfoGain, Regression or Targets (:func:`~sqlanon.mondrian.compiled.workload_finish.takes`),
+        under k-anonymity and privacy models that have a compiled face, with or without a
+        suppression budget (``fraction``); every QI ordered (each finish still decides per batch)."""
         from .compiled import workload_finish
 
         c, constraints = workload.criterion, workload.constraints
@@ -180,7 +179,7 @@ class Mondrian(Algorithm):
         if median_finish.takes(c, constraints, summed_exactly):
             return True
         targets = [summed_exactly(name) for name in c.numeric_columns]
-        return fraction == 0 and workload_finish.takes(c, constraints, targets, summed_exactly)
+        return workload_finish.takes(c, constraints, targets, summed_exactly)
 
     def warm(self, spec: Spec) -> None:
         # load the compiled finish beside the engine's first statements, where the run finishes in memory

@@ -520,7 +520,8 @@ class Partitioner:
             batch.codes, seg.n, self.domains, self.min_size, [batch.classes[j] for j in classes],
             [self.class_stats[j].size for j in classes],
             [batch.numbers[self._numeric_index[name]] for name in c.numeric_columns],
-            isinstance(c, Targets), c.min_gain, self.threads, batch.disposable, *self._model_values(batch))
+            isinstance(c, Targets), c.min_gain, self.threads, batch.disposable, *self._model_values(batch),
+            budget=seg.budget)
 
     def _depth_first(self, nodes: dict[str, np.ndarray], seg: Boxes) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`run_memory` from the node table of a depth-first finish (median_finish,

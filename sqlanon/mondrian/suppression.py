@@ -3,9 +3,9 @@ suppressing splits and their gain, in one place. :mod:`sqlanon.mondrian.builder`
 and :mod:`sqlanon.mondrian.sample` (Rothko-S) call it; Median's compiled depth-first finish
 (:mod:`sqlanon.mondrian.compiled.median_finish`: ``_trim``, ``_trim_models``, ``_shares``) states the same
 rule in compiled loops, operation by operation, and ``tests/mondrian/test_suppression_compiled.py`` holds
-the two to identical partitions. The workload criteria's compiled finish
-(:mod:`sqlanon.mondrian.compiled.workload_finish`) carries no budget: with a limit they finish level by
-level.
+the two to identical partitions; so does the workload criteria's compiled finish
+(:mod:`sqlanon.mondrian.compiled.workload_finish` with :mod:`sqlanon.mondrian.compiled.workload_trim`,
+``tests/mondrian/test_workload_suppression_compiled.py``).
 
 ARX's suppression limit, made *local* so that the decision is the same in the SQL levels and in
 the in-memory batches (which run independently, even on Spark executors), whatever

@@ -413,7 +413,7 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     assert rows(constraints=[sqlanon.VarianceDiversity("v", 1.0)]) == sized  # summed as integers
     assert rows(("a", "h"), hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
     assert rows(suppression=0.1) == sized  # Median's finish carries a suppression budget
-    assert rows(suppression=0.1, target="y") == DEFAULT_MEMORY_ROWS  # the workload finish carries none
+    assert rows(suppression=0.1, target="y") == sized  # the workload finish carries one too
     assert rows(target="y") == sized  # InfoGain
     assert rows(target="v") == sized  # Regression on an integer target: summed exactly
     assert rows(target=["y", "v"]) == sized  # Targets
@@ -422,7 +422,7 @@ def test_default_memory_rows_caps_only_the_level_by_level_finish():
     assert rows(target="y", sensitive="s", l=2) == sized  # l-diversity: its compiled face
     assert rows(target="y", constraints=[variance]) == DEFAULT_MEMORY_ROWS
     assert rows(target="v", constraints=[sqlanon.TCloseness("s", 0.3)]) == sized
-    assert rows(target="y", suppression=0.1) == DEFAULT_MEMORY_ROWS
+    assert rows(target="v", suppression=0.1, sensitive="s", l=2) == sized
     assert rows(("a", "h"), target="y") == sized  # an ordered VARCHAR QI
     assert rows(("a", "h"), target="y", hierarchies={"h": {"*": ["0", "1", "2", "3"]}}) == DEFAULT_MEMORY_ROWS
     assert rows(target="y", memory_rows=7) == 7  # given: kept

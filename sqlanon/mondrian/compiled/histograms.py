@@ -17,7 +17,7 @@ from numba import njit
 from ...model.parallel import run_all
 from .cut_scan import BLOCK, Scratch, SplitRequest, choose, judge_node, rank, scan_bins, settled_choice
 from .gather import gathered
-from .median_finish import NodeTable
+from .median_finish import NodeTable, _shares
 from .workload_models import ORDER, Judge, decide
 
 
@@ -99,12 +99,17 @@ class Histograms:
         self.add_row(order, s, m, cnt, mom, bcnt, -1, threads)
 
     def grow(self, t: NodeTable, roots: np.ndarray, request: SplitRequest, threads: int,
-             judge: Judge | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+             judge: Judge | None = None, min_size: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Split the roots wider than ``wide`` rows until every node is narrower; new nodes
         from table row ``len(roots)`` on. Returns the rows' order (each node's rows a region,
         at its ``start``), the narrow nodes, the wide leaves and the next free table row.
         ``judge``: the privacy models beyond k (rows named as the batch's), whose allowed split
-        is taken (:mod:`sqlanon.mondrian.compiled.workload_models`)."""
+        is taken (:mod:`sqlanon.mondrian.compiled.workload_models`). Ordinary splits only: the
+        suppression budgets ``t.budget`` are shared down them
+        (:func:`~sqlanon.mondrian.compiled.median_finish._shares`, the children's rows and
+        ``min_size``), and a wide node without an ordinary split but with budget goes with the
+        narrow ones, to the lists' growth, which takes its suppressing split
+        (:mod:`sqlanon.mondrian.compiled.workload_trim`)."""
         d, M = self.codes.shape
         T_n = self.values.shape[0]
         R = len(roots)
@@ -166,7 +171,7 @@ class Histograms:
                                               self.slots, self.values, sc.whole, sc.moments, sc.partition, r.off,
                                               r.table, r.normalize, basis, r.tie, r.min_gain)
             if found < 0:
-                leaves.append(x)
+                (narrow if t.budget[x] > 0 else leaves).append(x)
                 continue
             left = _split_rows(order, spare, self.codes, found, c, s, m, at, threads)
             assert left == at, "a split's rows disagree with its histogram"
@@ -178,6 +183,8 @@ class Histograms:
             t.depth[a] = t.depth[a + 1] = t.depth[x] + 1
             t.start[a], t.start[a + 1] = s, s + at
             t.n[a], t.n[a + 1] = at, m - at
+            if t.budget[x] > 0:
+                t.budget[a], t.budget[a + 1] = _shares(t.budget[x], at, m - at, 0, min_size)
             small, large = (a, a + 1) if at <= m - at else (a + 1, a)
             if t.n[large] > self.wide:  # the larger child's histograms: the parent's less the smaller's
                 if t.n[small] > self.wide:  # both kept: the smaller's counted, then subtracted

@@ -244,9 +244,12 @@ def _finish(codes: np.ndarray, seg_n: np.ndarray, nums: Sequence[np.ndarray], wi
     start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
 
     # Node table: roots, then the nodes the first phase makes, then one area per thread. Every
-    # node made holds >= least rows, so an area that finishes r rows makes <= 2 r / least nodes.
+    # node made holds >= least rows but the suppressed leaves (at least a row each, at most the
+    # budget's rows in all: a chain of trims may cut one row at a time), so an area that
+    # finishes r rows makes <= 2 (r / least + B) nodes.
     threads = max(1, int(threads))
-    cap1 = 2 * (M // least) + 2
+    spent = min(int(budget.sum()), M) if budget is not None else 0
+    cap1 = 2 * (M // least + spent) + 2
     cap = R + cap1 + threads * cap1
     t = NodeTable(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1

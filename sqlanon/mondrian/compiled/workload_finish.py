@@ -7,7 +7,7 @@ cut. :meth:`Partitioner.run_memory <sqlanon.mondrian.builder.Partitioner.run_mem
 level by level in numpy; for the requests where each split depends on nothing but its
 partition's rows — one of these criteria, :class:`~sqlanon.model.privacy.KAnonymity` and
 privacy models that have a compiled face (:meth:`~sqlanon.model.privacy.base.Constraint.face`),
-every QI ordered, no suppression budget, numeric targets all integers or all floats
+every QI ordered, numeric targets all integers or all floats, with or without a suppression budget
 — :func:`finish` grows the batch's partitions depth-first instead, as
 :mod:`sqlanon.mondrian.compiled.median_finish` does for Median, with SPRINT's attribute lists (Shafer,
 Agrawal & Mehta, VLDB 1996): per QI, the partition's rows in code order, a contiguous run of one
@@ -83,9 +83,17 @@ Under privacy models beyond k the choice below is made over the size window as s
 then fixed to the cuts whose children pass every model (:mod:`sqlanon.mondrian.compiled.workload_models`:
 the winner judged, the allowable cuts walked where it fails).
 
+A suppression budget (``suppression=``): a node with budget and no ordinary split takes its
+best suppressing split (:mod:`sqlanon.mondrian.compiled.workload_trim`, the rule of
+:mod:`sqlanon.mondrian.suppression` as the levels apply it to these criteria), its failing side a
+suppressed leaf; every split shares the node's budget between its children as
+:func:`~sqlanon.mondrian.suppression.share_budget` does. The histogram phase and the wide nodes'
+growth make ordinary splits only and hand a node that could only suppress to the lists' growth.
+Without a budget the compiled loop is a specialization without that code (``budget`` None).
+
 Left on the general path (``applies`` is False): models without a compiled face (the
-hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs, a
-suppression budget, Selection Mondrian, integer and float numeric targets together (summed in
+hierarchical t-closeness, variance over a column summed in floats), hierarchical QIs,
+Selection Mondrian, integer and float numeric targets together (summed in
 one array, the integers would round), and label counts beyond the ``c ln c`` table (partitions of
 :data:`~sqlanon.model.summaries.XLOGX_ROWS` rows or more).
 """
@@ -107,8 +115,9 @@ from ..split import TIE
 from .cut_scan import Scratch, SplitRequest, choose, choose_sequential, judge_node, rank, scan, scan_bins, settled_choice
 from .gather import gathered, take, take_into
 from .histograms import Histograms, bin_extents
-from .median_finish import PARALLEL_ROWS, NodeTable, faces
+from .median_finish import PARALLEL_ROWS, NodeTable, _shares, faces
 from .workload_models import LISTS, Judge, _decide, decide
+from .workload_trim import trim
 
 #: Largest partition the ``c ln c`` table serves (:func:`~sqlanon.model.summaries.xlogx_table`).
 _TABLE_ROWS = XLOGX_ROWS
@@ -125,8 +134,7 @@ def applies(criterion: Criterion, constraints: Sequence[Constraint], domains: Se
     the largest partition to finish; ``model_exact(column)``: whether a numeric column a privacy
     model reads is summed as integers."""
     return (takes(criterion, constraints, exact, model_exact)
-            and len(domains) > 0 and all(d.num is not None for d in domains)
-            and not (budget > 0).any() and rows < _TABLE_ROWS)
+            and len(domains) > 0 and all(d.num is not None for d in domains) and rows < _TABLE_ROWS)
 
 
 def takes(criterion: Criterion, constraints: Sequence[Constraint], exact: Sequence[bool],
@@ -144,7 +152,7 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
            classes: Sequence[np.ndarray], sizes: Sequence[int], numbers: Sequence[np.ndarray],
            normalize: bool, min_gain: float, threads: int = 1, disposable: bool = False, models: Sequence[Face] = (),
            model_values: Mapping[str, np.ndarray] | None = None,
-           model_sizes: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
+           model_sizes: Mapping[str, int] | None = None, budget: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Grow the partitions of a batch to their leaves.
 
     Args:
@@ -160,10 +168,14 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
         models, model_values, model_sizes: the privacy models' compiled faces beyond k, the
             columns they read and those class columns' sizes (:func:`sqlanon.mondrian.compiled.median_finish.finish`'s);
             every child of a split passes them (:mod:`sqlanon.mondrian.compiled.workload_models`).
+        budget: the rows each open partition may still suppress (``suppression=``:
+            :mod:`sqlanon.mondrian.compiled.workload_trim`); None or all 0: none may, and the
+            suppression code is neither run nor compiled.
 
     Returns the node table of :func:`sqlanon.mondrian.compiled.median_finish.finish`: ``parent``,
     ``child``, ``depth``, ``n``, ``attr``, ``cut``, ``cmin``/``cmax`` per node (roots first),
-    ``row`` (each batch row once, in any order) and its ``leaf``.
+    ``row`` (each batch row once, in any order) and its ``leaf``; ``budget`` (the rows a node
+    may suppress) and ``suppressed`` (a suppressed leaf) as median_finish's.
     """
     d, M = codes.shape
     R = len(seg_n)
@@ -173,10 +185,15 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     start = np.concatenate(([0], np.cumsum(seg_n)[:-1])).astype(np.int64)
     threads = max(1, int(threads))
-    cap1 = 2 * (M // max(1, int(min_size))) + 2
+    spend = budget is not None and bool((budget > 0).any())
+    # Every node made holds >= least rows but the suppressed leaves (at least a row each, at most
+    # the budget's rows in all), so an area that finishes r rows makes <= 2 (r / least + B) nodes.
+    cap1 = 2 * (M // max(1, int(min_size)) + (min(int(budget.sum()), M) if spend else 0)) + 2
     cap = R + cap1 + threads * cap1
     t = NodeTable(cap, d)
     t.start[:R], t.n[:R], t.depth[:R], t.parent[:R] = start, seg_n, 0, -1
+    if spend:
+        t.budget[:R] = budget
     roots = np.arange(R, dtype=np.int64)
     request = SplitRequest.of(domains, min_size, off, table, normalize, float(min_gain), len(numbers), TIE)
     # the batch QI by QI (a code column contiguous) and its labels and targets, once for both phases
@@ -204,13 +221,13 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     hist = Histograms.of(codes, slot, value, off, defer, lo, hi)
     order, lists_roots, leaves, free = None, roots, np.empty(0, np.int64), R
     if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
-        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads, judge)
+        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads, judge, int(min_size))
     # ... the others get SPRINT's attribute lists, each region of rows (``order``) a segment
     # filled when its partition is grown
     bins = _Bins.of(lo, hi, int(off[-1]), M, slot.shape[0], value.dtype, value.shape[0])
     lists = _Lists.of(codes, slot, value, threads, bins, order, disposable or codes is not given)
     del codes  # the lists' codes when disposable
-    g = _Grower(lists, t, request, M, judge and judge.reindexed(order))
+    g = _Grower(lists, t, request, M, judge and judge.reindexed(order), int(min_size), spend)
     for i in leaves.tolist():  # a leaf's rows are its region (its extents are its histogram's)
         g.leaf_of[t.start[i]:t.start[i] + t.n[i]] = i
         t.attr[i] = -1
@@ -350,9 +367,12 @@ class _Lists:
 class _Grower:
     """The depth-first growth of one batch: the lists, the node table and the request."""
 
-    def __init__(self, lists: _Lists, t: NodeTable, request: SplitRequest, M: int, judge: Judge | None = None) -> None:
+    def __init__(self, lists: _Lists, t: NodeTable, request: SplitRequest, M: int, judge: Judge | None = None,
+                 min_size: int = 1, spend: bool = False) -> None:
         self.lists, self.t, self.request, self.bins = lists, t, request, lists.bins
         self.judge = judge  # the privacy models beyond k (None: k alone), rows named as the lists name them
+        # the nodes' suppression budgets (``t.budget``) when some may suppress, else None (not compiled)
+        self.min_size, self.budget = min_size, t.budget if spend else None
         self.words = (M + 63) // 64  # a bit per row: goes to the left child of the split at hand (_mark)
         self.leaf_of = np.empty(M, dtype=np.int64)
         # every node's label counts and target moments: the roots' counted, a child's from its
@@ -401,7 +421,8 @@ class _Grower:
         left_of, *rest = buffers
         L = self.lists
         return _grow(*L.arrays(), *self.bins.arrays(), left_of, self.leaf_of, todo, first, *self.t.arrays(),
-                     *self.request.arrays(), *rest, self.node_counts, self.node_moments, L.slots, L.targets)
+                     *self.request.arrays(), *rest, self.node_counts, self.node_moments, L.slots, L.targets,
+                     self.min_size, self.budget, self.t.suppressed)
 
     def grow_wide(self, todo: np.ndarray, first: int, defer: int, threads: int) -> tuple[int, np.ndarray]:
         """Finish the nodes ``todo`` depth-first down to children of at most ``defer`` rows, one
@@ -460,6 +481,9 @@ class _Grower:
                                       b.col, b.shift, _NO_ORDER, L.code[:, :0]), self.judge, judging, L.slots,
                                       L.targets, sc.whole, sc.moments, sc.partition, r.off, r.table, r.normalize,
                                       base, r.tie, r.min_gain)
+            if found < 0 and self.budget is not None and t.budget[node] > 0:
+                deferred.append(node)  # it may suppress: the compiled growth takes its suppressing split
+                continue
             if found < 0:
                 _leaf(L.row, node, s, m, self.leaf_of, t.attr)
                 continue
@@ -484,6 +508,8 @@ class _Grower:
             _record_extents(b.rec, s + at, m - at, b.qs, b.shift, t.cmin[a + 1], t.cmax[a + 1])
             _child_totals(L.label, L.value, found if b.col[found] < 0 else 0, node, a, t.start, t.n, self.node_counts,
                           self.node_moments)
+            if t.budget[node] > 0:  # an ordinary split: the budget shared between the children
+                t.budget[a], t.budget[a + 1] = _shares(t.budget[node], t.n[a], t.n[a + 1], 0, self.min_size)
             for kid in (a + 1, a):  # the right child is pushed first, so the left one is grown first
                 (deferred if t.n[kid] <= defer else stack).append(kid)
         return free - first, np.array(deferred, dtype=np.int64)
@@ -1016,13 +1042,18 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
           child, depth, start, n, attr, cut, cmin, cmax, num, num_off, span, least, small, off, table, normalize,
           settle, min_gain, tie, whole, left, moments, left_moments, partition, spare_row, spare_code, spare_label,
           spare_value, spare_rec, spare_rvalue, Y, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, mcnt, mmom,
-          mbuf, node_counts, node_moments, slots, targets):
+          mbuf, node_counts, node_moments, slots, targets, min_size, budget, suppressed):
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
     the nodes made. With binned QIs (:class:`_Bins`), each node on the stack that may split
     holds its histograms in a slot of a pool (a root counts its own when it is taken). With
     privacy models (``kinds`` not empty) the split is the one they allow
     (:func:`sqlanon.mondrian.compiled.workload_models._decide`, the rows' sensitive values ``Y``, label
-    slots ``slots`` and targets ``targets`` by row)."""
+    slots ``slots`` and targets ``targets`` by row). With a suppression ``budget`` per node
+    (None: no budget, and the suppression code is not compiled in this specialization: numba
+    prunes a branch on an argument that is None), a node that has budget and no ordinary split
+    takes its best suppressing one (:func:`sqlanon.mondrian.compiled.workload_trim.trim`): its
+    failing side a ``suppressed`` leaf, the children's budgets
+    :func:`~sqlanon.mondrian.compiled.median_finish._shares`'."""
     d = code.shape[0]
     nb = len(qs)
     T_n = value.shape[1]
@@ -1075,6 +1106,12 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
                                                           moments, left_moments, partition, base, off, table,
                                                           normalize, tie, min_gain, col, shift, cnt, mom, W,
                                                           cmin[node], cmax[node])
+        drop = 0  # a suppressing split's suppressed side: 1 left, 2 right
+        if budget is not None:
+            if found < 0 and budget[node] > 0:
+                found, c, at, drop = trim(node, n, cmin, cmax, num, num_off, span, budget[node], min_size, s, m, LISTS,
+                                          row, code, rec, words, col, shift, todo[:0], code[:, :0], Y, ncls, kinds,
+                                          cols, ps, fa, fb, offs, sizes, xlogx, logn, mcnt, mmom, mbuf)
         if found < 0:
             _leaf(row, node, s, m, leaf_of, attr)
             if h >= 0:
@@ -1094,7 +1131,14 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
         _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
         _child_totals(label, value, found if col[found] < 0 else 0, node, a, start, n, node_counts, node_moments)
         kept = np.full(2, -1, dtype=np.int64)  # the children's slots
-        if nb > 0:
+        if nb > 0 and drop > 0:  # a suppressing split: the kept child counts its own histograms when taken
+            _partition_records(words, rec_value, s, m, at, left_of, spare_rec, spare_rvalue)
+            _record_extents(rec, s, at, qs, shift, cmin[a], cmax[a])
+            _record_extents(rec, s + at, m - at, qs, shift, cmin[a + 1], cmax[a + 1])
+            if h >= 0:
+                free_slots[nfree] = h
+                nfree += 1
+        elif nb > 0:
             _partition_records(words, rec_value, s, m, at, left_of, spare_rec, spare_rvalue)
             few = a if n[a] <= n[a + 1] else a + 1
             many = 2 * a + 1 - few
@@ -1120,9 +1164,19 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
                 _record_extents(rec, s + at, m - at, qs, shift, cmin[a + 1], cmax[a + 1])
                 free_slots[nfree] = h
                 nfree += 1
-        stack[top], held[top] = a + 1, kept[1]  # the right child is pushed first, so the left one is grown first
-        stack[top + 1], held[top + 1] = a, kept[0]
-        top += 2
+        if budget is not None:
+            budget[a], budget[a + 1] = _shares(budget[node], n[a], n[a + 1], drop, min_size)
+            if drop > 0:  # the suppressed side: a leaf of its own
+                gone = a if drop == 1 else a + 1
+                suppressed[gone] = True
+                _leaf(row, gone, start[gone], n[gone], leaf_of, attr)
+        # the right child is pushed first, so the left one is grown first (a suppressed one is not)
+        if drop != 2:
+            stack[top], held[top] = a + 1, kept[1]
+            top += 1
+        if drop != 1:
+            stack[top], held[top] = a, kept[0]
+            top += 1
     return free - first
 
 
