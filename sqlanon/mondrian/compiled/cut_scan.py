@@ -381,7 +381,8 @@ def _scan_two(code, label, q, i, stop, nl, m, lo, whole, left, moments, left_mom
     the estimate taken inline (a cut of a small node costs 6 ns here against 20 through
     :func:`_estimate`'s loops: at 10M rows a random label's nodes under 10K rows spent most of
     their time there). The estimate and its size are :func:`_estimate`'s, operation for
-    operation (``f`` its factor), so every test against the best has the same outcome.
+    operation (``f`` its factor), so every test against the best has the same outcome, and a
+    cut it cannot rule out is scored by :func:`_scored` as :func:`consider` scores it.
     Returns the best."""
     ones = left[lo + 1]
     w0 = whole[lo]
@@ -402,8 +403,8 @@ def _scan_two(code, label, q, i, stop, nl, m, lo, whole, left, moments, left_mom
         if best[0] and estimate - best[6] > _margin(scale, tie, size, best[7]):
             continue
         left[lo], left[lo + 1] = zeros, ones
-        best = consider(nl, m, np.int64(here), whole, left, moments, left_moments, partition, off, table,
-                         normalize, base, scale, tie, best)
+        best = _scored(nl, m, np.int64(here), estimate, size, whole, left, moments, left_moments, partition, off,
+                       table, normalize, base, tie, best)
     return best
 
 
@@ -417,21 +418,34 @@ def consider(nl, m, here, whole, left, moments, left_moments, partition, off, ta
     """The cut after code ``here`` (``nl`` rows left, with label counts ``left`` and target
     moments ``left_moments``) against the best so far, ``best = (found, cut, rows left, key,
     balance, gain, estimate, size)``: ruled out by its estimate where :func:`_margin` allows,
-    else scored exactly; it wins on the smallest ``(key, balance, code)``. Returns the best."""
-    found = best[0]
+    else scored exactly (:func:`_scored`). Returns the best.
+
+    Inlined where it is called (the estimate is a cut's whole cost where it rules the cut
+    out); the exact scoring is one compiled function all of them call: inlined too, its
+    operations were compiled again at every call site (seconds of a first run's compile)."""
     estimate, size = _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, normalize)
-    if found and estimate - best[6] > _margin(scale, tie, size, best[7]):
+    if best[0] and estimate - best[6] > _margin(scale, tie, size, best[7]):
         return best
+    return _scored(nl, m, here, estimate, size, whole, left, moments, left_moments, partition, off, table, normalize,
+                   base, tie, best)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scored(nl, m, here, estimate, size, whole, left, moments, left_moments, partition, off, table, normalize, base,
+            tie, best):
+    """:func:`consider`'s exact scoring of a cut its estimate (``estimate``, ``size``) did not
+    rule out: its impurity (:func:`_impurity`), key and gain; it wins on the smallest ``(key,
+    balance, code)``. Returns the best."""
     balance = abs(2 * nl - m)
     impurity = _impurity(nl, whole, left, moments, left_moments, partition, off, table, normalize)
     key = sk.cut_key(impurity, base, tie)
-    if not found or key < best[3] or (key == best[3] and (balance < best[4] or (
+    if not best[0] or key < best[3] or (key == best[3] and (balance < best[4] or (
             balance == best[4] and here < best[1]))):
         return True, here, nl, key, balance, sk.cut_gain(impurity, base, m), estimate, size
     return best
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _boxes(m, moments, partition, off, table, normalize):
     """Whether blocks of cuts are bounded (:func:`_box_bound` and :func:`_moment_bound`: every
     label of at most :data:`_BOX_VALUES` values) and the largest size of an estimate: each
@@ -455,7 +469,7 @@ def _boxes(m, moments, partition, off, table, normalize):
     return boxes, cap
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _centres(m, moments):
     """Per target the node's mean ``S / m`` (the centre :func:`_moment_bound` measures the
     left sums from) and two buffers for a block's range of them."""
@@ -466,7 +480,7 @@ def _centres(m, moments):
     return centre, np.empty(T_n), np.empty(T_n)
 
 
-@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _moment_bound(n_low, n_high, m, low, high, centre, moments, partition, off, normalize):
     """A lower bound of the target terms of :func:`_estimate` over the cuts of a block whose
     left child has ``n_low .. n_high`` rows and, per target ``u``, left sums ``S_L`` with
@@ -520,7 +534,7 @@ BLOCK = 32
 _BOX_VALUES = 4
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _box_bound(low, high, whole, partition, off, table, normalize):
     """A lower bound of :func:`_estimate` over the cuts of a block: the left child's counts per
     value lie between ``low`` (before the block) and ``high`` (after it), a box; each label's
@@ -608,7 +622,7 @@ def _estimate(nl, m, whole, left, moments, left_moments, partition, off, table, 
     return estimate, size
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True)
 def _margin(scale, tie, size, best_size):
     """How far a cut's estimate may exceed the best cut's and its key still not be certainly
     larger. Keys are ``rint(impurity / scale / tie) * tie``, non-decreasing in the impurity; two

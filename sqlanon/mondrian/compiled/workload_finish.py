@@ -1046,7 +1046,7 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
     """Finish the nodes ``todo`` depth-first; new nodes from table row ``first`` on. Returns
     the nodes made. With binned QIs (:class:`_Bins`), each node on the stack that may split
     holds its histograms in a slot of a pool (a root counts its own when it is taken). With
-    privacy models (``kinds`` not empty) the split is the one they allow
+    privacy models (``kinds`` not None) the split is the one they allow
     (:func:`sqlanon.mondrian.compiled.workload_models._decide`, the rows' sensitive values ``Y``, label
     slots ``slots`` and targets ``targets`` by row). With a suppression ``budget`` per node
     (None: no budget, and the suppression code is not compiled in this specialization: numba
@@ -1088,7 +1088,7 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
             _count_records(rec, rec_value, s, m, nb, label.shape[1], W, pool_cnt[h], pool_mom[h])
         cnt = pool_cnt[max(h, 0)] if nb > 0 else pool_cnt.ravel()
         mom = pool_mom[max(h, 0)] if nb > 0 else pool_mom.ravel()
-        if len(kinds) > 0:  # privacy models beyond k
+        if kinds is not None:  # privacy models beyond k (None: k alone, the branch pruned)
             wq, wc, wat, weak = -1, 0, 0, False
             if not pure and len(ranked) > 0:
                 _, _, _, wq, wc, wat, weak = choose_sequential(
@@ -1189,10 +1189,17 @@ def _pool_slot(pool_cnt, pool_mom, free_slots, nfree):
         P = pool_cnt.shape[0]
         grown_cnt = np.empty((2 * P, pool_cnt.shape[1]), dtype=pool_cnt.dtype)
         grown_mom = np.empty((2 * P, pool_mom.shape[1]), dtype=pool_mom.dtype)
-        grown_cnt[:P] = pool_cnt
-        grown_mom[:P] = pool_mom
+        for i in range(P):  # element by element, as in _prepare
+            for x in range(pool_cnt.shape[1]):
+                grown_cnt[i, x] = pool_cnt[i, x]
+            for x in range(pool_mom.shape[1]):
+                grown_mom[i, x] = pool_mom[i, x]
         pool_cnt, pool_mom = grown_cnt, grown_mom
-        free_slots = np.concatenate((np.arange(2 * P - 1, P - 1, -1), free_slots))
+        grown_free = np.empty(2 * P, dtype=free_slots.dtype)  # the new slots, then the old ones
+        for i in range(P):
+            grown_free[i] = 2 * P - 1 - i
+            grown_free[P + i] = free_slots[i]
+        free_slots = grown_free
         nfree = P
     nfree -= 1
     return free_slots[nfree], pool_cnt, pool_mom, free_slots, nfree
@@ -1209,10 +1216,15 @@ def _prepare(label, value, node, start, n, cmin, cmax, num, num_off, span, least
     if len(ranked) == 0:
         return ranked, 0.0, False
     if len(node_counts):
-        whole[:] = node_counts[node]
-        moments[:, :] = node_moments[node]
+        # element by element: numba's check of an array slice assignment's shapes compiles a
+        # string formatter for its error message (seconds of the first run's compile)
+        for v in range(len(whole)):
+            whole[v] = node_counts[node, v]
+        for u in range(moments.shape[0]):
+            for x in range(3):
+                moments[u, x] = node_moments[node, u, x]
     else:
-        _totals(label, value, 0, start[node], n[node], whole, moments)
+        _totals(label, value, np.int64(0), start[node], n[node], whole, moments)
     base, pure = judge_node(n[node], whole, moments, off, table, normalize, settle, partition)
     return ranked, base, pure
 
@@ -1265,8 +1277,11 @@ def _child_totals(label, value, found, node, a, start, n, node_counts, node_mome
     small = a if n[a] <= n[a + 1] else a + 1
     other = 2 * a + 1 - small
     _totals(label, value, found, start[small], n[small], node_counts[small], node_moments[small])
-    node_counts[other] = node_counts[node] - node_counts[small]
-    node_moments[other] = node_moments[node] - node_moments[small]
+    for v in range(node_counts.shape[1]):  # element by element, as in _prepare
+        node_counts[other, v] = node_counts[node, v] - node_counts[small, v]
+    for u in range(node_moments.shape[1]):
+        for x in range(3):
+            node_moments[other, u, x] = node_moments[node, u, x] - node_moments[small, u, x]
 
 
 @njit(nogil=True, cache=True)
@@ -1311,7 +1326,8 @@ def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_c
     has_c = T_c > 0
     has_n = T_n > 0
     small = m // 8
-    if at <= small:  # backwards: the right rows packed from the end, the left ones set aside
+    backwards = at <= small  # (a variable, not literals, to _restore: one specialization)
+    if backwards:  # backwards: the right rows packed from the end, the left ones set aside
         k = s + m
         aside = 0
         for i in range(s + m - 1, s - 1, -1):
@@ -1332,7 +1348,7 @@ def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_c
                     label[j, 0, k] = label[j, 0, i]
                 if has_n:
                     value[j, 0, k] = value[j, 0, i]
-        _restore(row, code, label, value, j, s, aside, True, spare_row, spare_code, spare_label, spare_value)
+        _restore(row, code, label, value, j, s, aside, backwards, spare_row, spare_code, spare_label, spare_value)
         return
     k = s
     right = 0
@@ -1375,7 +1391,7 @@ def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_c
                 value[j, 0, k] = y
             k += go
             right += 1 - go
-    _restore(row, code, label, value, j, k, right, False, spare_row, spare_code, spare_label, spare_value)
+    _restore(row, code, label, value, j, k, right, backwards, spare_row, spare_code, spare_label, spare_value)
 
 
 @njit(nogil=True, cache=True)

@@ -85,13 +85,16 @@ class Judge:
 
     @staticmethod
     def none() -> tuple:
-        """:meth:`arrays` and :meth:`scratch` of no models (a compiled loop's empty arguments)."""
+        """:meth:`arrays` and :meth:`scratch` of no models (a compiled loop's empty arguments):
+        ``kinds`` is None, so a loop that tests ``kinds is None`` has its model path pruned
+        from the k-alone specialization (numba prunes a branch on an argument that is None:
+        :func:`_decide` is then not compiled for a request under k alone)."""
         return _NO_MODELS
 
 
 def _no_models() -> tuple:
     m = Models.of((), {}, {}, 0, 1)
-    return (m.Y, m.ncls, *m.arrays), m.scratch(0)[1:]
+    return (m.Y, m.ncls, None, *m.arrays[1:]), m.scratch(0)[1:]
 
 
 _NO_MODELS = _no_models()
