@@ -46,8 +46,8 @@ def trim(node, n, cmin, cmax, num, num_off, span, b, min_size, s, m, site, row, 
     :func:`~sqlanon.mondrian.compiled.workload_models._qi_rows` names them from ``site`` on) with
     budget ``b`` (module docstring): ``(QI, cut, rows left, drop)``, ``drop`` 1 (the left side
     suppressed), 2 (the right) or 0 (none: QI -1). Privacy models beyond k when ``kinds`` is not
-    empty (``Y`` the rows' sensitive values; ``cnt``, ``mom`` slots 0 the node, 1 the left side,
-    3 the right side)."""
+    None (None: k alone, whose model branches numba prunes at compile time; ``Y`` the rows'
+    sensitive values; ``cnt``, ``mom`` slots 0 the node, 1 the left side, 3 the right side)."""
     d = cmin.shape[1]
     ranked = rank(node, n, cmin, cmax, num, num_off, span, 0)
     slack = 0.0  # what suppressing a row costs: sum_j (1 - w_j), QI by QI (suppression.slack)
@@ -58,7 +58,6 @@ def trim(node, n, cmin, cmax, num, num_off, span, b, min_size, s, m, site, row, 
             w = 0.0
         slack = slack + (1.0 - w)
     T = Y.shape[1] - ncls
-    models = len(kinds) > 0
     rows_q = np.empty(m, dtype=np.int64)
     codes_q = np.empty(m, dtype=np.int64)
     best_cost = np.inf
@@ -71,7 +70,7 @@ def trim(node, n, cmin, cmax, num, num_off, span, b, min_size, s, m, site, row, 
             at = np.arange(m)
         else:
             at = np.argsort(codes_q, kind="mergesort")
-        if models:
+        if kinds is not None:
             if not totals:  # the node's counts and moments (any QI's rows are the node's)
                 cnt[0, :] = 0
                 mom[0, :, :] = 0
@@ -92,7 +91,7 @@ def trim(node, n, cmin, cmax, num, num_off, span, b, min_size, s, m, site, row, 
         while k < m:
             v = codes_q[at[k]]
             while k < m and codes_q[at[k]] == v:
-                if models:
+                if kinds is not None:
                     add_row(Y, rows_q[at[k]], ncls, T, offs, cnt[1], mom[1], 1)
                 k += 1
             if k >= m:  # the last code: no cut after it
@@ -103,7 +102,7 @@ def trim(node, n, cmin, cmax, num, num_off, span, b, min_size, s, m, site, row, 
                 continue
             ok_l = nl >= min_size
             ok_r = nr >= min_size
-            if models:
+            if kinds is not None:
                 ok_l = ok_l and passes(kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, cnt[1], mom[1], buf)
                 for x in range(cnt.shape[1]):
                     cnt[3, x] = cnt[0, x] - cnt[1, x]
