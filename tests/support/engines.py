@@ -114,6 +114,17 @@ def identical(spark, frame: pd.DataFrame, qid: list[str], **kwargs) -> None:
         duck.close()
 
 
+def seeded_frame(seed: int, n: int) -> pd.DataFrame:
+    """A table of :data:`TABLES`' shape drawn from a seeded generator: ``a`` 0..30 and ``x`` in
+    [-5, 5] each with about a tenth NULL, ``cat`` over the hierarchy's leaves, ``label`` x/y/z."""
+    rng = np.random.default_rng(seed)
+    a = [None if rng.random() < 0.1 else int(v) for v in rng.integers(0, 31, n)]
+    x = [None if rng.random() < 0.1 else round(float(v), 2) for v in rng.uniform(-5, 5, n)]
+    cat = [str(v) for v in rng.choice(list("abcde"), n)]
+    label = [str(v) for v in rng.choice(list("xyz"), n)]
+    return random_frame((a, cat, x, label))
+
+
 def random_frame(table) -> pd.DataFrame:
     a, cat, x, label = table
     return pd.DataFrame({"id": np.arange(len(a)), "a": pd.array(a, dtype="Int64"), "cat": cat,
