@@ -131,9 +131,14 @@ class Shown:
         """Where a box edge ``c`` (the largest code below it) goes: edges inside the non-NULL
         codes move to the largest printable code below, to the open end above (``size - 1``)
         when no published code is above, or to the bottom (``first - 1``) when none is printable
-        below; the NULL edge and the ends stay."""
+        below; the ends stay, and so does the NULL edge (``first - 1`` of a column with NULLs)
+        unless no non-NULL code is published at all: then it too has no published code above
+        and moves to the open end, so a NULL-only box takes in the hidden codes (it needs no
+        empty-range marker, which would print one of them) and the boxes above it are none."""
         c = np.asarray(c, dtype=np.int64)
         inner = (c >= self.first) & (c < self.size - 1)
+        if self.first > 0 and self.top < self.first:
+            inner |= c == self.first - 1
         v = self.down(c)
         moved = np.where(v >= self.top, self.size - 1, np.where(v < self.floor, self.first - 1, v))
         return np.where(inner, moved, c)
