@@ -23,6 +23,7 @@ from sqlanon.mondrian.builder import Batch, Partitioner
 from sqlanon.mondrian.compiled import median_finish
 from sqlanon.mondrian.split import Children
 from sqlanon.mondrian.suppression import share_budget
+from tests.mondrian.test_median_finish import tables  # at import: a module of @given tests imported inside one nests them
 from tests.mondrian.test_suppression_mondrian import published
 from tests.support.finish import assert_same, batches
 from tests.support.finish import finish as support_finish
@@ -192,8 +193,6 @@ def _release(frame: pd.DataFrame, k: int, memory_rows: int, fraction: float, pri
 def test_same_rules_and_view_through_the_release(data, fraction, diverse):
     """Numbers, dates, text, NULLs; SQL levels first or not at all; k alone or with distinct
     l-diversity on a sensitive column: the same rules and published rows either way."""
-    from tests.mondrian.test_median_finish import tables
-
     frame, k, memory_rows = data.draw(tables())
     privacy = []
     if diverse:
