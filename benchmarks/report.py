@@ -241,7 +241,7 @@ def peer_table(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     """The Markdown table of sqlanon and mosaicrown/mondrian from ``bench_peer_mosaicrown``'s records
     (:func:`latest_each`: time from the session's start to a written result, rows/s per core =
     rows / seconds / cores, classes, the smallest, GCP and whether our ``verify`` passed),
-    tds-spark's published rate under them, and a sentence on the runs (dates, machine, load)."""
+    tds-spark's published rate under them, and a sentence on the runs (machine, load; no date: the README is not dated)."""
     run = latest_each(results.get(PEER_SCRIPT, []))
     if not run:
         return f"No `{PEER_SCRIPT}` results yet: run `python benchmarks/{PEER_SCRIPT}.py`."
@@ -264,10 +264,9 @@ def peer_table(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     loads = [x["load_avg"][0] for x in run]
     peaks = [x["metrics"]["load_max"] for x in run if x["metrics"].get("load_max") is not None]
     quick = "Quick run (small settings; not a performance claim). " if first["quick"] else ""
-    days = sorted({x["timestamp"][:10] for x in run})
     sampled = "they" if len(peaks) == len(run) else f"{len(peaks)} of the {len(run)}"
     during = f", up to {max(peaks):.0f} while {sampled} ran" if peaks else ""
-    note = (f"{quick}Measured by `benchmarks/{PEER_SCRIPT}.py` on {', '.join(days)}: "
+    note = (f"{quick}Measured by `benchmarks/{PEER_SCRIPT}.py` (dates in its results): "
             f"{first['machine']['cores']}-core machine, 1-minute load average {min(loads):.1f}-{max(loads):.1f} "
             f"when the records were written{during} "
             f"(other work was running); seconds from the Spark session's start to a written result. "

@@ -354,8 +354,9 @@ def test_every_partition_weak_is_median_mondrian():
 
 
 def test_general_path_where_it_does_not_apply():
-    """Hierarchies, models without a compiled face, a suppression budget, integer and float targets together,
-    partitions beyond the c ln c table and other criteria are not this finish's."""
+    """Hierarchies, models without a compiled face, integer and float targets together, partitions
+    beyond the c ln c table and other criteria are not this finish's; a suppression budget is
+    (tests/mondrian/test_workload_suppression_compiled.py)."""
     ordered = [Domain(QI("a", "numeric", "INTEGER"), 5, "", np.arange(5.0))]
     hierarchy = dataclasses.replace(ordered[0], num=None)  # a hierarchical QI's domain has no positions
     k, none = [KAnonymity(3)], np.zeros(1, np.int64)
@@ -366,7 +367,7 @@ def test_general_path_where_it_does_not_apply():
     floats = k + [VarianceDiversity("x", 1.0)]  # a model without a compiled face on floats
     assert not workload_finish.applies(InfoGain("y"), floats, ordered, none, [], 100)
     assert workload_finish.applies(InfoGain("y"), floats, ordered, none, [], 100, lambda column: column == "x")
-    assert not workload_finish.applies(InfoGain("y"), k, ordered, np.array([2]), [], 100)
+    assert workload_finish.applies(InfoGain("y"), k, ordered, np.array([2]), [], 100)  # a budget
     assert workload_finish.applies(Regression("v"), k, ordered, none, [False], 100)  # a float target
     assert workload_finish.applies(Regression("v", "w"), k, ordered, none, [False, False], 100)
     assert not workload_finish.applies(Regression("v", "w"), k, ordered, none, [True, False], 100)

@@ -62,6 +62,9 @@ def exposures(con, release, k: int) -> list[str]:
     problems = []
     text = sqlanon.report(con, release, format="json") + sqlanon.report(con, release, format="markdown")
     html = re.sub(r"<[^>]*>", " ", sqlanon.report(con, release, format="html"))
+    # the report is searched for a number whatever its column: one that a published row shows in
+    # another QI is that QI's to print (an outlier can be one column's hidden and another's shown value)
+    shown_anywhere = {_plain(v) for q in release.qid for v in shown_rows[q]} - {None}
     for q in release.qid:
         if f"{q}_lo" not in rules.columns:
             continue  # a hierarchical QI: its labels are the hierarchy's
@@ -75,7 +78,8 @@ def exposures(con, release, k: int) -> list[str]:
         for v in hidden:
             if v in printed:
                 problems.append(f"{q}: suppressed-only value {v} printed")
-            if abs(v) >= 100_000 and (re.search(rf"(?<![\d.]){int(v)}(?![\d])", text + html)):
+            if abs(v) >= 100_000 and v not in shown_anywhere and (
+                    re.search(rf"(?<![\d.]){int(v)}(?![\d])", text + html)):
                 problems.append(f"{q}: suppressed-only value {v} in the report")
         if modes[q] == "domain" and shown:
             counts = shown_rows[q].map(_plain).value_counts()
