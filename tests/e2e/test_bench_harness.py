@@ -4,34 +4,21 @@ table printer and the rendered performance page. Nothing here times sqlanon."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support.bench import bench_module
 
 #: The record's fields, spelled out here so that a change to the schema fails this test.
 FIELDS = {"schema", "script", "run", "name", "params", "seconds", "ratios", "metrics", "details", "error",
           "quick", "command", "machine", "load_avg", "git", "timestamp"}
 
 
-def _module(name: str):
-    path = sys.path[:]
-    try:  # the harness puts the checkout on sys.path for the scripts; leave the session's alone
-        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path[:] = path
-
-
-harness = _module("harness")
-report = _module("report")
+harness = bench_module("harness")
+report = bench_module("report")
 
 
 def _recorder(tmp_path: Path, script: str, *extra: str):

@@ -5,27 +5,12 @@ its markers. Nothing here times anything."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support.bench import bench_module
 
-
-def _module(name: str):
-    path = sys.path[:]
-    try:  # the harness puts the checkout on sys.path for the scripts; leave the session's alone
-        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path[:] = path
-
-
-harness = _module("harness")
-report = _module("report")
+harness = bench_module("harness")
+report = bench_module("report")
 
 
 def _fake_run(tmp_path: Path) -> None:
