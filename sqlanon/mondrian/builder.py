@@ -749,13 +749,15 @@ class Batch:
 
 def finish_in_memory(
     engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int, purpose: str = "leaves",
-    held: dict[str, np.ndarray] | None = None,
+    held: dict[str, np.ndarray] | None = None, assign: bool = True,
 ) -> str | None:
     """Finish the remaining partitions in batches of about ``memory_rows`` rows, each by
     :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
     into this process one batch at a time, or on Spark's executors), and record their leaves.
     ``held``: the working table's rows, fetched already (:func:`sqlanon.mondrian.encode.code_fetched`),
-    when they are one batch: finished without fetching them again.
+    when they are one batch: finished without fetching them again (their dict is consumed, the
+    arrays are not written). ``assign=False``: only the leaves are wanted (the suppression
+    baseline, :func:`sqlanon.mondrian.run.baseline`), the rows' leaves are not uploaded.
 
     Returns the temp table ``(rid, pid[, qhash])`` (:func:`row_columns`) of the rows finished in
     memory, with their leaf (None if there were none). ``purpose`` names the engine's temp tables
@@ -782,7 +784,7 @@ def finish_in_memory(
         with small_pages():
             kept, little = finish(0, held)
         leaves = {c: little[c] for c in leaf_columns(partitioner.d)}
-        assignment = engine.upload(f"{purpose}0", {c: kept[c] for c in row_columns(layout.hashed)})
+        assignment = engine.upload(f"{purpose}0", {c: kept[c] for c in row_columns(layout.hashed)}) if assign else None
         del kept
     else:
         batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})

@@ -254,7 +254,9 @@ def _fingerprint(engine: Engine, spec: Spec) -> exp.Expression:
 
 def reads_work_as_view(engine: Engine, spec: Spec, strategy: str) -> bool:
     """Whether a multidimensional run's working table is a temp view (:func:`encode`), without a
-    suppression budget (whose baseline partitions the table a second time):
+    suppression budget (the publication reads the suppressed rows' codes from the working table,
+    once per QI: over a view each read encodes the rows again; at 10M Agrawal rows the
+    publication took 8.4 s instead of 5.9 s):
 
     - Rothko-T (``"levels"``) on a table that fits ``memory_rows`` (and, on a distributed engine,
       :attr:`Engine.driver_rows <sqlanon.engine.base.Engine.driver_rows>`): no SQL level, the

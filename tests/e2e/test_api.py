@@ -126,7 +126,12 @@ def test_a_table_that_fits_in_memory_is_encoded_while_the_finish_reads_it():
     assert out[0][0] == out[1][0]
     pd.testing.assert_frame_equal(out[0][1], out[1][1])
     with_budget = explain(400, suppression=0.1, output=sqlanon.Output(replace=True))
-    assert not work_view.search(with_budget)  # the baseline partitions the table twice
+    # with a budget the working table is written (the publication reads the suppressed rows' codes
+    # from it); the baseline (the request without suppression) and the run finish from one fetch
+    # of it; the baseline copies nothing and uploads no rows
+    assert not work_view.search(with_budget)
+    assert len(re.findall(r'SELECT\s+\*\s+FROM "__sqlanon_\w+_work"', with_budget)) == 1
+    assert "baseline" not in with_budget
 
 
 @pytest.mark.engines("duckdb")
