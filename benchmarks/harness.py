@@ -389,7 +389,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "command": (str,),         # the command line
     "machine": (dict,),        # machine(): cores, cpu, memory_gib, python, duckdb, numpy, sqlanon, ...
     "load_avg": (list,),       # 1, 5 and 15 minute load averages when the record was written
-    "git": (dict,),            # commit, dirty
+    "git": (dict,),            # commit, dirty (a "note" when the run was of another tree)
     "timestamp": (str,),       # UTC, ISO 8601, when the record was written
 }
 MACHINE_FIELDS = ("cores", "cpu", "memory_gib", "python", "duckdb", "numpy", "sqlanon")
@@ -427,8 +427,9 @@ def check(record: Any) -> dict[str, Any]:
         raise SchemaError(f"machine lacks {absent}")
     if len(record["load_avg"]) != 3 or not all(isinstance(x, (int, float)) for x in record["load_avg"]):
         raise SchemaError(f"load_avg is {record['load_avg']!r}, not three numbers")
-    if set(record["git"]) != {"commit", "dirty"}:
-        raise SchemaError(f"git has {sorted(record['git'])}, not commit and dirty")
+    # a "note" says how a run of another tree was made (e.g. a git archive of an older commit)
+    if set(record["git"]) - {"note"} != {"commit", "dirty"} or not isinstance(record["git"].get("note", ""), str):
+        raise SchemaError(f"git has {sorted(record['git'])}, not commit and dirty (and perhaps a note)")
     try:
         datetime.datetime.fromisoformat(record["timestamp"])
     except ValueError as e:

@@ -71,6 +71,8 @@ def test_record_schema_and_file(tmp_path):
     (lambda r: r.update(load_avg=[0.5]), "load_avg"),
     (lambda r: r.update(schema=2), "schema 2"),
     (lambda r: r.update(timestamp="yesterday"), "timestamp"),
+    (lambda r: r["git"].update(branch="x"), "not commit and dirty"),
+    (lambda r: r["git"].update(note=3), "not commit and dirty"),
 ])
 def test_a_broken_record_is_named(tmp_path, breakage, message):
     _fake_core(tmp_path)
@@ -85,6 +87,18 @@ def test_a_broken_record_is_named(tmp_path, breakage, message):
     assert "bench_core.jsonl:4:" in str(caught.value)
     assert report.main(["--results", str(tmp_path), "--page", str(tmp_path / "page.md")]) == 2
     assert not (tmp_path / "page.md").exists()
+
+
+def test_a_record_of_another_tree_may_say_so(tmp_path):
+    """A run of another tree (a git archive of an older commit) says how in git's "note"."""
+    _fake_core(tmp_path)
+    path = tmp_path / "bench_core.jsonl"
+    lines = path.read_text().splitlines()
+    noted = json.loads(lines[3])
+    noted["git"]["note"] = "git archive of f6da116"
+    lines[3] = json.dumps(noted)
+    path.write_text("\n".join(lines) + "\n")
+    assert harness.load(path)[3]["git"]["note"] == "git archive of f6da116"
 
 
 def test_record_refuses_a_non_scalar_metric(tmp_path):
