@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
@@ -72,10 +72,13 @@ def load_results(directory: str | Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def latest_run(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The records of the latest full run, else of the latest quick run."""
-    for quick in (False, True):
-        runs = sorted({r["run"] for r in records if r["quick"] is quick})
+def latest_run(records: Sequence[Mapping[str, Any]],
+               having: Callable[[Mapping[str, Any]], bool] = lambda r: True) -> list[Mapping[str, Any]]:
+    """The records of the latest full run with a record ``having`` holds for, else of the latest
+    such quick run (a run that measured other things, say 300M rows without the numpy reference,
+    does not hide the last one that measured it)."""
+    for quick in (False, True):  # the latest: the last to appear in the file (records are appended)
+        runs = [r["run"] for r in records if r["quick"] is quick and having(r)]
         if runs:
             return [r for r in records if r["run"] == runs[-1]]
     return []
@@ -169,10 +172,26 @@ def section(script: str, records: Sequence[Mapping[str, Any]]) -> str:
 
 # ----------------------------------------------------------------------------- headline
 def headline(results: Mapping[str, Sequence[Mapping[str, Any]]], link: str = PAGE_LINK) -> str:
-    """The README's one performance sentence, from ``bench_core``'s latest run."""
-    run = latest_run(results.get(HEADLINE_SCRIPT, []))
-    done = [r for r in run if r["name"] == "sqlanon" and r["seconds"] is not None
-            and r["ratios"].get("per_numpy") is not None]  # fmt: skip
+    """The README's one performance sentence: from ``bench_core``'s latest run that measured
+    sqlanon against the numpy reference at the largest size ever so measured (a later run of
+    other sizes, say 1M alone or 300M without the reference, does not replace it), and
+    anonypy's ratio from that run, else from the latest run that measured anonypy."""
+    records = results.get(HEADLINE_SCRIPT, [])
+
+    def compared(r: Mapping[str, Any]) -> bool:
+        return r["name"] == "sqlanon" and r["seconds"] is not None and r["ratios"].get("per_numpy") is not None
+
+    largest = {q: max([r["params"]["rows"] for r in records if compared(r) and r["quick"] is q], default=0)
+               for q in (False, True)}
+
+    def measured(r: Mapping[str, Any]) -> bool:
+        return compared(r) and r["params"]["rows"] == largest[r["quick"]]
+
+    def peer(r: Mapping[str, Any]) -> bool:
+        return r["name"] == "anonypy" and r["ratios"].get("per_sqlanon") is not None
+
+    run = latest_run(records, measured)
+    done = [r for r in run if compared(r)]
     if not done:
         return f"No `{HEADLINE_SCRIPT}` results yet: run `python benchmarks/{HEADLINE_SCRIPT}.py` ([performance]({link}))."
     best = max(done, key=lambda r: r["params"]["rows"])
@@ -180,7 +199,8 @@ def headline(results: Mapping[str, Sequence[Mapping[str, Any]]], link: str = PAG
     text = (f"On a {best['machine']['cores']}-core machine sqlanon anonymizes {rows:,} rows (k = {k}, nine QIs) "
             f"inside DuckDB in {number(best['seconds'])} s, {number(best['ratios']['per_numpy'])}x the time of a "
             f"tight in-memory numpy Mondrian given the data already loaded")  # fmt: skip
-    peers = [r for r in run if r["name"] == "anonypy" and r["ratios"].get("per_sqlanon") is not None]
+    peers = [r for r in run if peer(r)] or [  # a full run's figure beside a full run's only
+        r for r in latest_run(records, peer) if peer(r) and r["quick"] is run[0]["quick"]]
     if peers:
         peer = max(peers, key=lambda r: r["params"]["rows"])
         text += f"; anonypy takes {number(peer['ratios']['per_sqlanon'])}x as long at {peer['params']['rows']:,} rows"

@@ -163,6 +163,22 @@ def test_latest_full_run_wins_over_a_later_quick_one(tmp_path):
     assert {r["quick"] for r in run} == {False} and len(run) == 6
 
 
+def test_headline_keeps_the_largest_comparison_over_later_smaller_or_unreferenced_runs(tmp_path):
+    """A later run of 1M alone, or of 300M without the numpy reference, does not replace the
+    headline of the run that compared 10M; anonypy's ratio comes from the run that measured it."""
+    _fake_core(tmp_path)
+    rec, _ = _recorder(tmp_path, "bench_core.py")
+    rec.record("sqlanon", {"rows": 1_000_000, "k": 100}, 1.69, {"per_scan": 690.0, "per_numpy": 4.27})
+    rec, _ = _recorder(tmp_path, "bench_core.py")
+    rec.record("sqlanon", {"rows": 300_000_000, "k": 100}, 1335.8, {"per_scan": 2389.3})
+    line = report.headline(report.load_results(tmp_path))
+    assert "10,000,000 rows" in line and "8.02 s, 1.17x" in line and "anonypy takes 55.1x" in line
+    rec, _ = _recorder(tmp_path, "bench_core.py")  # a newer comparison at 10M wins, without a peer of its own
+    rec.record("sqlanon", {"rows": 10_000_000, "k": 100}, 7.85, {"per_scan": 368.4, "per_numpy": 1.68})
+    line = report.headline(report.load_results(tmp_path))
+    assert "7.85 s, 1.68x" in line and "anonypy takes 55.1x as long at 1,000,000 rows" in line
+
+
 def test_quick_fills_only_what_was_not_given():
     parser = harness.arguments("fake", rows=[1_000_000], quick={"rows": [20_000]})
     assert parser.parse_args(["--quick"]).rows == [20_000]
