@@ -189,16 +189,16 @@ def _run(con: Any, engine: Engine, spec: Spec, algorithm: Algorithm, progress: C
          lap: Laps) -> Release:
     """:func:`run` once the request is validated."""
     algorithm.warm(spec)
-    in_place = reads_in_place(engine, spec)
+    here = algorithm.codes_here(engine, spec)
+    in_place = reads_in_place(engine, spec, fetched=bool(here))
     try:
         # Every read of the source in one transaction when it is read in place (no snapshot):
         # the encoding, and the partitioning too when the working table is a view over the source.
         with contextlib.ExitStack() as reading:
             if in_place:
-                reading.enter_context(engine.transaction())
+                reading.enter_context(engine.transaction(snapshot=True))
             source, snapshot, rid, ranges = working_source(engine, spec, in_place)
             as_view = algorithm.reads_work_as_view(engine, spec)
-            here = algorithm.codes_here(engine, spec)
             pending = build_domains(engine, spec, source, here)
             work = encode(engine, spec, pending, source, g.col(rid, "b"), view=as_view)
             held = None  # the working view's rows, fetched once and coded here (codes_here)
@@ -279,12 +279,18 @@ def _notes(engine: Engine, spec: Spec) -> tuple[str, ...]:
             f"not follow later changes of the source. {fix}",)
 
 
-def reads_in_place(engine: Engine, spec: Spec) -> bool:
+def reads_in_place(engine: Engine, spec: Spec, fetched: bool = False) -> bool:
     """Whether the run reads the source itself in one transaction rather than a snapshot of it
-    (:meth:`Engine.reads_in_place`; a source keyed by one integer column is read as it is)."""
-    direct = spec.key is not None and spec.key.direct
-    return (not direct and engine.transactions
-            and engine.reads_in_place(spec.source.column_names, spec.source.kind == "table"))
+    (:meth:`Engine.reads_in_place`, or :meth:`Engine.reads_fetched_in_place` when the run's rows
+    are ``fetched`` into this process once; a source keyed by one integer column is read as it is)."""
+    if spec.key is not None and spec.key.direct or not engine.transactions:
+        return False
+    table = spec.source.kind == "table"
+    # "domain" bounds: the publication's check of their ends reads the source again, after the
+    # reading transaction (sqlanon.publish.pipeline.may_expose), so by ids that must not move
+    fetched = fetched and not any(q.unbounded_ends for q in spec.qis)
+    return (engine.reads_in_place(spec.source.column_names, table)
+            or fetched and table and engine.reads_fetched_in_place(spec.source.ref))
 
 
 def working_source(engine: Engine, spec: Spec, in_place: bool
@@ -308,7 +314,8 @@ def working_source(engine: Engine, spec: Spec, in_place: bool
     if spec.key is not None and spec.key.direct:
         return spec.source.ref, spec.source.ref, spec.key.columns[0], None
     rid = free_name("__sqlanon_rid", spec.source.column_names)
-    number = engine.row_ids(spec.source.column_names, spec.source.kind == "table")
+    number = (engine.in_place_ids(spec.source.column_names) if in_place
+              else engine.row_ids(spec.source.column_names, spec.source.kind == "table"))
     numbered = exp.select(g.alias(number, rid), exp.Star()).from_(spec.source.ref)
     if not in_place:
         name = engine.temp_name("snapshot")

@@ -203,6 +203,12 @@ class Engine(abc.ABC):
     def _begin(self) -> None:
         self.execute(exp.Transaction())
 
+    def begin_snapshot(self) -> exp.Expression:
+        """The statement beginning a transaction whose every statement reads the database as
+        its first did (:meth:`transaction` with ``snapshot``). Here: a plain ``BEGIN`` (DuckDB's
+        transactions read one snapshot)."""
+        return exp.Transaction()
+
     def _commit(self) -> None:
         self.execute(exp.Commit())
 
@@ -219,14 +225,17 @@ class Engine(abc.ABC):
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def transaction(self, undo: Callable[[], None] | None = None) -> Iterator[bool]:
+    def transaction(self, undo: Callable[[], None] | None = None, *, snapshot: bool = False) -> Iterator[bool]:
         """All statements inside run as one unit: the engine's own transaction (committed at the
         end, rolled back on any error), or, when the caller has one open, inside the caller's —
         where an error rolls back to a savepoint if the engine has them, else ``undo`` (drop
         what the block created) runs. Yields whether the transaction is this block's own. An
-        engine without transactions runs ``undo`` on any error."""
+        engine without transactions runs ``undo`` on any error. ``snapshot``: an own
+        transaction reads one snapshot of the database in every statement
+        (:meth:`begin_snapshot`); a caller's is what it is (:meth:`reads_fetched_in_place`
+        checks it)."""
         if self.transactions and not self.in_transaction():
-            self._begin()
+            self.execute(self.begin_snapshot()) if snapshot else self._begin()
             try:
                 yield True
             except BaseException:
@@ -416,6 +425,21 @@ class Engine(abc.ABC):
         of the transaction numbers the rows alike. Here: no (a ``row_number()`` over a scan
         numbers them in whatever order each statement reads them)."""
         return False
+
+    def reads_fetched_in_place(self, source: exp.Table) -> bool:
+        """Whether a run whose rows are fetched into this process once (the in-memory finish of
+        a table within ``memory_rows``, :func:`sqlanon.mondrian.encode.codes_here`) may read the
+        table ``source`` itself inside one transaction (:meth:`transaction` with ``snapshot``),
+        its rows numbered by :meth:`in_place_ids`, where :meth:`reads_in_place` says no: ids that
+        stay fixed while that transaction is open, though they need not be ``0..n-1`` -- such a
+        run's ids never leave it (no sample is drawn by them, the published snapshot holds none).
+        Here: no."""
+        return False
+
+    def in_place_ids(self, columns: Sequence[str]) -> exp.Expression:
+        """The row ids of a table read in place (:meth:`reads_in_place`,
+        :meth:`reads_fetched_in_place`); ``columns``: its columns. Here: :meth:`row_ids`."""
+        return self.row_ids(columns, True)
 
     def broadcast(self, query: exp.Select, small: Sequence[tuple[str, int]]) -> exp.Select:
         """``query`` with its joins of the relations aliased ``small`` (``(alias, rows)``: a

@@ -187,14 +187,14 @@ class Recorder:
         return Engine.map_groups(self, rows, groups, function, kept, small, purpose)  # type: ignore[arg-type]
 
     @contextlib.contextmanager
-    def transaction(self, undo: Callable[[], None] | None = None) -> Iterator[bool]:
+    def transaction(self, undo: Callable[[], None] | None = None, *, snapshot: bool = False) -> Iterator[bool]:
         """Record the transaction a real run opens (its own, or a savepoint in the caller's) and
         its commit; nothing runs. A stop for data explain does not have records no rollback: the
         listing shows what a successful run does."""
         own = not self.in_transaction()
         point = g.ident(f"{self.prefix}publish").sql(self.dialect)
         if own:
-            self.show(exp.Transaction())
+            self.show(self.begin_snapshot() if snapshot else exp.Transaction())
         elif self.savepoints:
             self.show(f"SAVEPOINT {point}", "inside the caller's transaction")
         else:

@@ -30,16 +30,23 @@ class Domain:
         size: number of codes.
         table: temp table mapping values to codes: ``(v, code)`` for ordered QIs (``v`` in the
             source type; NULL is not stored, it is code 0), ``(t, code)`` for hierarchical QIs
-            (``t`` the value as text).
+            (``t`` the value as text); None for a QI whose :attr:`values` this process holds and
+            that nothing looks up in the database.
         num: for ordered QIs, a float position per code used to measure ranges (numbers as they
             are, dates and timestamps in microseconds, text and booleans by rank); None for
             hierarchies.
+        values: for an ordered QI this process coded from its fetched values
+            (:func:`sqlanon.mondrian.encode.code_fetched`), its distinct non-NULL values in code
+            order, in the type they were fetched in (the code table's ``v``, code
+            ``first_value + j`` holding ``values[j]``): the rules then print a code's value
+            without looking it up (:func:`sqlanon.publish.rules.values_here`). None otherwise.
     """
 
     qi: QI
     size: int
-    table: str
+    table: str | None
     num: np.ndarray | None
+    values: np.ndarray | None = None
 
     @property
     def first_value(self) -> int:

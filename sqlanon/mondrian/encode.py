@@ -60,8 +60,9 @@ def code_fetched(engine: Engine, spec: Spec, domains: Sequence[Domain | None],
     The codes are what the code table would give (:func:`code_table`): the distinct non-NULL
     values in ascending order coded from ``first_value``, NULL code 0 (``np.unique``: numbers
     order alike everywhere; NaN and infinities are refused before any work, and -0.0 is 0.0 as
-    in SQL's ``DISTINCT``). The code table ``(v, code)`` is uploaded in the QI's own type, so
-    published bounds keep it."""
+    in SQL's ``DISTINCT``; :func:`unique_codes`). The domain keeps the values
+    (:attr:`Domain.values`), from which the rules print their bounds in the QI's own type; the
+    code table ``(v, code)`` is uploaded, in that type, only for a QI published ``"domain"``."""
     out: list[Domain] = []
     for i, (qi, d) in enumerate(zip(spec.qis, domains)):
         if d is not None:
@@ -72,18 +73,45 @@ def code_fetched(engine: Engine, spec: Spec, domains: Sequence[Domain | None],
         if values.dtype.kind == "f":
             values = values + 0.0  # -0.0 + 0.0 is 0.0: one value, as DISTINCT sees it
         present = values if null is None else values[~null]
-        distinct, inverse = np.unique(present, return_inverse=True)
+        distinct, inverse = unique_codes(present)
         first = int(qi.has_null)
         codes = np.zeros(len(values), dtype=np.int64)
         if null is None:
-            codes += inverse.reshape(-1) + first
+            codes += inverse + first
         else:
-            codes[~null] = inverse.reshape(-1) + first
+            codes[~null] = inverse + first
         rows[f"q{i}"] = codes
+        # The rules print values from ``distinct`` (Domain.values); only a QI published "domain" looks
+        # a code up in its table (sqlanon.publish.suppression.visibility). At 1M Agrawal rows on
+        # PostgreSQL the nine uploads were 1.27M rows, each table analyzed.
         table = engine.upload(f"dom{qi.position}", {"v": distinct, "code": np.arange(first, first + len(distinct))},
-                              types={"v": qi.data_type})
-        out.append(Domain(qi, len(distinct) + first, table, ordered_positions(distinct.astype(np.float64), qi)))
+                              types={"v": qi.data_type}) if qi.bounds == "domain" else None
+        out.append(Domain(qi, len(distinct) + first, table, ordered_positions(distinct.astype(np.float64), qi),
+                          distinct))
     return tuple(out), rows
+
+
+def unique_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` (1-D): the distinct values in ascending order
+    and each value's index among them. Integers spanning at most :data:`DENSE_SPAN` values per
+    row (or 2^16 values) are ranked by a table of their span -- mark the values present, count
+    them up -- in O(rows + span) instead of a sort: at 1M Agrawal rows 13-124 ms a QI against
+    np.unique's 250-450 ms (the best of three, machine load 18)."""
+    if values.dtype.kind == "i" and len(values):
+        low, high = int(values.min()), int(values.max())
+        span = high - low + 1
+        if span <= max(DENSE_SPAN * len(values), 2**16):
+            offset = (values - values.dtype.type(low)).astype(np.int64)
+            seen = np.zeros(span, dtype=bool)
+            seen[offset] = True
+            rank = np.cumsum(seen, dtype=np.int64) - 1
+            return (np.flatnonzero(seen) + low).astype(values.dtype), rank[offset]
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+#: :func:`unique_codes` ranks integers through a table of their span up to this many values per row.
+DENSE_SPAN = 4
 
 
 def code_table(engine: Engine, column: str, source: exp.Table, has_null: bool, purpose: str) -> str:

@@ -124,11 +124,18 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             columns[f"c{i}_node"] = node
     looked_up = {i: [part for part in ("min", "max", "lo", "hi") if not (i in casts and part in ("min", "max"))]
                  for i, d in enumerate(domains) if d.qi.ordered}
+    # the values of the QIs this process coded (Domain.values) go up with the leaves: no lookup
+    here = {i: parts for i, parts in looked_up.items() if domains[i].values is not None}
+    types: dict[str, str] = {}
+    for i, parts in here.items():
+        for part in parts:
+            columns[f"v{i}_{part}"], columns[f"n{i}_{part}"] = values_here(domains[i], columns[f"c{i}_{part}"])
+            types[f"v{i}_{part}"] = domains[i].qi.data_type
     used = {i: len(np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts])))
-            for i, parts in looked_up.items()}
+            for i, parts in looked_up.items() if i not in here}
     direct = {i: domains[i].size <= max(DIRECT_LOOKUP, 2 * n) for i, n in used.items()}  # no semi-join first
     sizes = {i: (domains[i].size if direct[i] else used[i]) * len(looked_up[i]) for i in used}
-    leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns))
+    leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns), types=types)
     del columns  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
 
     # Codes -> values through the domain tables, so published values keep their source types
@@ -158,6 +165,8 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
         for part in ("min", "max", "lo", "hi"):
             value = (g.col(f"v{i}_{part}") if part in looked_up[i] else
                      exp.Cast(this=g.col(f"c{i}_{part}"), to=exp.DataType.build(qi.data_type, dialect="duckdb")))
+            if i in here and part in here[i]:  # NULL where the lookup would have found no code
+                value = exp.Case().when(g.col(f"n{i}_{part}"), exp.Null()).else_(value)
             select.append(g.alias(value, f"{qi.name}_{part}"))
         select.append(g.alias(g.col(f"c{i}_null"), f"{qi.name}_null"))
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
@@ -168,6 +177,20 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     if step != leaves:
         engine.drop_temp(step)
     return leaves
+
+
+def values_here(d: Domain, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, null)``: the values of ``codes`` of a QI whose values this process holds
+    (:attr:`Domain.values <sqlanon.model.domain.Domain.values>`), as a ``LEFT JOIN`` with its
+    code table ``(v, code)`` would give them -- NULL (``null``) for a code the table has not:
+    NULL's code 0, an open edge's -1. ``values`` holds the first value there (any value of the
+    type: the rules print NULL)."""
+    assert d.values is not None
+    at = np.asarray(codes, dtype=np.int64) - d.first_value
+    null = (at < 0) | (at >= len(d.values))
+    if not len(d.values):
+        return np.zeros(len(at), dtype=d.values.dtype), null
+    return d.values[np.where(null, 0, at)], null
 
 
 def leaf_columns(regions: Regions, region: np.ndarray, kept: np.ndarray, columns: dict[str, np.ndarray]
@@ -207,6 +230,7 @@ def _looked_up(engine: Engine, domains: Sequence[Domain], leaves: str, step: str
     for i in group:
         parts = looked_up[i]
         domain = domains[i]
+        assert domain.table is not None, "a QI without a code table prints its held values (values_here)"
         rows = sizes[i] // len(parts)
         if direct[i]:
             used: exp.Expression = g.table(domain.table)
