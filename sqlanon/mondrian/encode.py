@@ -58,7 +58,7 @@ def code_fetched(engine: Engine, spec: Spec, domains: Sequence[Domain | None],
     codes ``q<i>``.
 
     The codes are what the code table would give (:func:`code_table`): the distinct non-NULL
-    values in ascending order coded from ``first_value``, NULL code 0 (``np.unique``: numbers
+    values in ascending order coded from ``first_value``, NULL code 0 (:func:`ranked`: numbers
     order alike everywhere; NaN and infinities are refused before any work, and -0.0 is 0.0 as
     in SQL's ``DISTINCT``). The code table ``(v, code)`` is uploaded in the QI's own type, so
     published bounds keep it."""
@@ -72,18 +72,44 @@ def code_fetched(engine: Engine, spec: Spec, domains: Sequence[Domain | None],
         if values.dtype.kind == "f":
             values = values + 0.0  # -0.0 + 0.0 is 0.0: one value, as DISTINCT sees it
         present = values if null is None else values[~null]
-        distinct, inverse = np.unique(present, return_inverse=True)
         first = int(qi.has_null)
-        codes = np.zeros(len(values), dtype=np.int64)
+        distinct, inverse = ranked(present, first)
         if null is None:
-            codes += inverse.reshape(-1) + first
+            codes = inverse
         else:
-            codes[~null] = inverse.reshape(-1) + first
+            codes = np.zeros(len(values), dtype=inverse.dtype)
+            codes[~null] = inverse
         rows[f"q{i}"] = codes
         table = engine.upload(f"dom{qi.position}", {"v": distinct, "code": np.arange(first, first + len(distinct))},
                               types={"v": qi.data_type})
         out.append(Domain(qi, len(distinct) + first, table, ordered_positions(distinct.astype(np.float64), qi)))
     return tuple(out), rows
+
+
+def ranked(values: np.ndarray, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` with the ranks counted from ``first``: the
+    distinct values in ascending order and each value's rank among them (an integer array).
+    Integers spanning at most :data:`COUNTED_SPAN` values (or twice their number) are counted
+    rather than sorted: one pass marks the values present, a running sum of the marks ranks
+    them, and one gather looks each value's rank up, in 32 bits (the finishes' width). 10M
+    Agrawal values of ``hvalue`` (1.2M distinct): about 0.1 s where the sort takes about 1 s."""
+    low, high = (int(values.min()), int(values.max())) if values.dtype.kind in "iu" and len(values) else (0, -1)
+    span = high - low + 1
+    if not 0 < span <= max(COUNTED_SPAN, 2 * len(values)) or span >= 2**31:
+        distinct, inverse = np.unique(values, return_inverse=True)
+        return distinct, inverse.reshape(-1) + first
+    # value - low in the values' own width is exact modulo 2^bits, and below 2^31: read unsigned
+    offset = (values - values.dtype.type(low)).view(f"u{values.dtype.itemsize}")
+    if values.dtype.itemsize == 8:
+        offset = offset.view(np.int64)
+    present = np.bincount(offset, minlength=span).astype(bool)
+    rank = np.cumsum(present, dtype=np.int32)
+    rank += np.int32(first - 1)
+    return (np.flatnonzero(present) + low).astype(values.dtype), rank[offset]
+
+
+#: :func:`ranked` counts integers spanning at most this many values (or twice their number).
+COUNTED_SPAN = 1 << 22
 
 
 def code_table(engine: Engine, column: str, source: exp.Table, has_null: bool, purpose: str) -> str:
