@@ -154,6 +154,19 @@ def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "spark: runs on a local Spark (the spark fixture; -m 'not spark' leaves them out)")
     config.addinivalue_line("markers", "engines(*names): the engines the test's ``con`` runs on "
                                        "(default: duckdb only)")
+    # pytest-xdist's own (registered here too, so a run without xdist knows it).
+    config.addinivalue_line("markers", "xdist_group(name): with --dist loadgroup, one worker runs the group's tests")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook of this name reads the groups
+def pytest_collection_modifyitems(items) -> None:
+    """The tests that use Spark form one ``xdist_group``: under pytest-xdist (the README's test
+    command: ``-n logical --dist loadgroup``) one worker runs them all, so a test session starts one
+    Spark (a JVM, its warm-up and, on ``local-cluster``, its executors), not one per worker."""
+    spark = pytest.mark.xdist_group("spark")
+    for item in items:
+        if "spark_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(spark)
 
 
 def pytest_generate_tests(metafunc) -> None:

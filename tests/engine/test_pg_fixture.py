@@ -60,6 +60,8 @@ def test_primary_key_declared(con, engine_name):
 _SCHEMAS: list[str] = []  # the schemas of earlier rounds of the test below
 
 
+# One worker runs both rounds (pytest-xdist, --dist loadgroup): the list is this process's.
+@pytest.mark.xdist_group("pg_schema_rounds")
 @pytest.mark.parametrize("round_", [1, 2])
 def test_postgres_schema_per_test(pg_con, round_):
     """Each round (any order) sees no table of the other and finds the other's schema dropped."""
