@@ -113,7 +113,7 @@ from ...model.privacy.base import Face
 from ...model.summaries import XLOGX_ROWS, xlogx_table
 from ..split import TIE
 from .cut_scan import Scratch, SplitRequest, choose, choose_sequential, judge_node, rank, scan, scan_bins, settled_choice
-from .gather import gathered, take, take_into
+from .gather import gathered, permuted, take_into
 from .histograms import Histograms, bin_extents
 from .median_finish import PARALLEL_ROWS, NodeTable, _shares, faces
 from .workload_models import LISTS, Judge, _decide, decide
@@ -199,19 +199,29 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     # the batch QI by QI (a code column contiguous) and its labels and targets, once for both phases
     given = codes
     codes = _columns(codes, threads)
+    own = disposable or codes is not given  # the finish may write over ``codes``
     slot = np.empty((len(classes), M), dtype=np.int32)  # each label's codes shifted to its count slots
     for u, c in enumerate(classes):
         np.add(c, off[u], out=slot[u], casting="unsafe")
     value = stacked(numbers, _moment_kind(numbers), M)
     judge = Judge.of(models, model_values or {}, model_sizes or {}, M, int(seg_n.max(initial=0)))
-    canon = None
+    canon, spares = None, None
     if value.dtype.kind == "f" and M:
         # A float sum depends on the order of its terms, and the engine may send a partition's
         # rows in any order: each partition's rows are put in the order of their targets (rows
         # tied there hold equal values, so any order of them sums alike), so the sums -- and the
         # release -- are the same whatever the order the rows came in.
-        canon = _canonical_order(value, seg_n)
-        codes, slot, value = gathered((codes, slot, value), canon, threads)
+        spares = []  # the sort's work arrays, the spares of the gathers below and the histograms'
+        canon = _canonical_order(value, seg_n, spares)
+        # gathered over themselves where the finish may write over them: no new pages to fault in
+        # (the label slots and targets are the finish's own)
+        mine = [*slot, *value]
+        if own:
+            mine += list(codes)
+        else:
+            codes = gathered((codes,), canon, threads)[0]
+            own = True
+        spares = permuted(mine, canon, threads)
         judge = judge and judge.reindexed(canon)
     lo = codes.min(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
     hi = codes.max(axis=1).astype(np.int64) if M else np.zeros(d, np.int64)
@@ -221,11 +231,12 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     hist = Histograms.of(codes, slot, value, off, defer, lo, hi)
     order, lists_roots, leaves, free = None, roots, np.empty(0, np.int64), R
     if hist is not None and int(seg_n.max(initial=0)) > hist.wide:
-        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads, judge, int(min_size))
+        order, lists_roots, leaves, free = hist.grow(t, roots, request, threads, judge, int(min_size),
+                                                     spares[0].view(np.int64) if spares else None)
     # ... the others get SPRINT's attribute lists, each region of rows (``order``) a segment
     # filled when its partition is grown
     bins = _Bins.of(lo, hi, int(off[-1]), M, slot.shape[0], value.dtype, value.shape[0])
-    lists = _Lists.of(codes, slot, value, threads, bins, order, disposable or codes is not given)
+    lists = _Lists.of(codes, slot, value, threads, bins, order, own, spares)
     del codes  # the lists' codes when disposable
     g = _Grower(lists, t, request, M, judge and judge.reindexed(order), int(min_size), spend)
     for i in leaves.tolist():  # a leaf's rows are its region (its extents are its histogram's)
@@ -286,9 +297,9 @@ def finish(codes: np.ndarray, seg_n: np.ndarray, domains: Sequence[Domain], min_
     # (``canon``); the caller places the leaves by row (one scatter, not one here too)
     rows = order
     if canon is not None:
-        rows = canon if rows is None else take(canon, rows)
+        rows = canon if rows is None else take_into(canon, rows, rows)  # over the regions' order, no longer read
     out["row"] = np.arange(M, dtype=np.int64) if rows is None else rows
-    out["leaf"] = at[g.leaf_of]
+    out["leaf"] = take_into(at, g.leaf_of, g.leaf_of)  # over the leaves by position, no longer read
     return out
 
 
@@ -311,7 +322,8 @@ class _Lists:
 
     @classmethod
     def of(cls, codes: np.ndarray, label: np.ndarray, value: np.ndarray, threads: int, bins: _Bins,
-           order: np.ndarray | None = None, disposable: bool = False) -> _Lists:
+           order: np.ndarray | None = None, disposable: bool = False,
+           spares: list[np.ndarray] | None = None) -> _Lists:
         """The lists of a batch, to be filled region by region (:meth:`fill`): ``codes`` (d, M)
         per QI, ``label`` (labels, M) the label slots, ``value`` (targets, M) the targets, per
         batch row; the regions are runs of the batch's rows in ``order`` (None: the batch
@@ -321,23 +333,21 @@ class _Lists:
         region, so the bits of a split (:func:`_mark`) and the leaves (:func:`_leaf`) it writes
         lie in a region-sized window that stays in the CPU's cache (at 10M rows, a random
         label's growth took 0.8x the time of batch rows scattered over the whole bit array).
-        ``disposable``: ``codes`` may be overwritten (the lists' codes take its place)."""
+        ``disposable``: ``codes``, ``label`` and ``value`` may be overwritten (the lists' codes
+        take the codes' place; the listed QIs' codes, the labels and targets are put in the
+        regions' order over themselves, through ``spares``: :func:`~sqlanon.mondrian.compiled.gather.permuted`'s)."""
         d, M = codes.shape
         # label slots in 16 bits where they fit: a split moves every list, so bytes count
         kind = np.int16 if int(label.max(initial=0)) < 2**15 else np.int32
         reuse = disposable and codes.dtype == np.int32 and codes.flags.c_contiguous
         out = np.empty((d, M), dtype=np.int32) if not reuse else codes
         source = codes
-        if order is not None:
+        if order is not None and reuse:  # the listed QIs' codes, the labels and targets over themselves
+            permuted([*(codes[j] for j in bins.listed), *label, *value], order, threads, spares)
+        elif order is not None:
             label, value = gathered((label, value), order, threads)
-            source = codes if reuse else np.empty((d, M), dtype=np.int32)
-
-            def gather(j: int) -> None:
-                """QI ``j``'s codes in the regions' order, from a copy where the gather writes
-                over the row it reads (the batch's codes reused as the source)."""
-                take_into(codes[j].copy() if reuse else codes[j], order, source[j])
-
-            run_all(gather, bins.listed, threads)
+            source = np.empty((d, M), dtype=np.int32)
+            run_all(lambda j: take_into(codes[j], order, source[j]), bins.listed, threads)
         return cls(np.empty((d, M), dtype=np.int32), out, np.empty((d, label.shape[0], M), dtype=kind),
                    np.empty((d, value.shape[0], M), dtype=value.dtype), bins, codes, source, label, value,
                    np.empty(0, dtype=np.int64) if order is None else order)
@@ -964,21 +974,27 @@ def stacked(columns: Sequence[np.ndarray], dtype: type = np.int32, rows: int | N
     return out
 
 
-def _canonical_order(value: np.ndarray, seg_n: np.ndarray) -> np.ndarray:
+def _canonical_order(value: np.ndarray, seg_n: np.ndarray, spares: list[np.ndarray] | None = None) -> np.ndarray:
     """The batch's rows partition by partition, each partition's in the order of its float
     targets (``value`` (targets, M), the first target first) by their bits — ``-0.0`` before
     ``0.0``, NaNs at the ends — ties in row order: rows tied hold the same values.
 
     A stable least-significant-digit radix sort, 16 bits a pass, of each float's bits made to
     sort as unsigned integers (the last target's first, the partition last): numpy's stable
-    argsort of 10M floats took 2.8 s in the finish, these passes 0.6 s."""
+    argsort of 10M floats took 2.8 s in the finish, these passes 0.6 s. ``spares``: where its two
+    work arrays of ``M`` 8-byte items are put, as bytes, for later work (None: freed)."""
     M = value.shape[1]
     order = np.arange(M, dtype=np.int64)
     spare = np.empty(M, dtype=np.int64)
+    keys = order  # none made: no spare
     for u in range(value.shape[0] - 1, -1, -1):
-        order, spare = _radix_by(_float_keys(value[u]), order, spare)
+        keys = _float_keys(value[u])
+        order, spare = _radix_by(keys, order, spare)
     if len(seg_n) > 1:
-        order, spare = _radix_by(np.repeat(np.arange(len(seg_n), dtype=np.uint64), seg_n), order, spare)
+        keys = np.repeat(np.arange(len(seg_n), dtype=np.uint64), seg_n)
+        order, spare = _radix_by(keys, order, spare)
+    if spares is not None:
+        spares += [x.view(np.uint8) for x in (spare, keys) if x is not order]
     return order
 
 
