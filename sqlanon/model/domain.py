@@ -30,16 +30,21 @@ class Domain:
         size: number of codes.
         table: temp table mapping values to codes: ``(v, code)`` for ordered QIs (``v`` in the
             source type; NULL is not stored, it is code 0), ``(t, code)`` for hierarchical QIs
-            (``t`` the value as text).
+            (``t`` the value as text); None when the domain holds its ``values`` instead.
         num: for ordered QIs, a float position per code used to measure ranges (numbers as they
             are, dates and timestamps in microseconds, text and booleans by rank); None for
             hierarchies.
+        values: the non-NULL values by code (``values[code - first_value]``), when this process
+            coded them from fetched rows (:func:`sqlanon.mondrian.encode.code_fetched`): the
+            rules then look their bounds up here (:func:`sqlanon.publish.rules.create_rules`),
+            and there is no ``table``. None otherwise.
     """
 
     qi: QI
     size: int
-    table: str
+    table: str | None
     num: np.ndarray | None
+    values: np.ndarray | None = None
 
     @property
     def first_value(self) -> int:

@@ -124,11 +124,12 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             columns[f"c{i}_node"] = node
     looked_up = {i: [part for part in ("min", "max", "lo", "hi") if not (i in casts and part in ("min", "max"))]
                  for i, d in enumerate(domains) if d.qi.ordered}
+    types = held_bounds(domains, looked_up, columns)  # looked up here: no join in the database
     used = {i: len(np.unique(np.concatenate([columns[f"c{i}_{part}"] for part in parts])))
-            for i, parts in looked_up.items()}
+            for i, parts in looked_up.items() if domains[i].values is None}
     direct = {i: domains[i].size <= max(DIRECT_LOOKUP, 2 * n) for i, n in used.items()}  # no semi-join first
     sizes = {i: (domains[i].size if direct[i] else used[i]) * len(looked_up[i]) for i in used}
-    leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns))
+    leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns), types)
     del columns  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
 
     # Codes -> values through the domain tables, so published values keep their source types
@@ -168,6 +169,29 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     if step != leaves:
         engine.drop_temp(step)
     return leaves
+
+
+def held_bounds(domains: Sequence[Domain], looked_up: dict[int, list[str]], columns: dict[str, np.ndarray]
+                ) -> dict[str, str]:
+    """The values ``v<i>_<part>`` of the codes ``c<i>_<part>`` of each ordered QI whose domain
+    holds its values (:attr:`Domain.values`), added to ``columns`` as the lookups in its code
+    table would give them: the value of a code of a non-NULL value, NULL (None) for -1 and for
+    NULL's code; and their house types (the QI's own), for the upload. A small table's
+    release on Spark (:func:`sqlanon.mondrian.encode.code_fetched`) so builds its rules with no
+    join."""
+    types: dict[str, str] = {}
+    for i, parts in looked_up.items():
+        d = domains[i]
+        if d.values is None:
+            continue
+        for part in parts:
+            codes = np.asarray(columns[f"c{i}_{part}"], dtype=np.int64)
+            valued = (codes >= d.first_value) & (codes < d.size)
+            out = np.full(len(codes), None, dtype=object)
+            out[valued] = d.values[codes[valued] - d.first_value].tolist()  # Python scalars
+            columns[f"v{i}_{part}"] = out
+            types[f"v{i}_{part}"] = d.qi.data_type
+    return types
 
 
 def leaf_columns(regions: Regions, region: np.ndarray, kept: np.ndarray, columns: dict[str, np.ndarray]
