@@ -4,7 +4,7 @@ statement that writes every row's codes (see :mod:`sqlanon.model.domain` for the
 Where the run's rows are fetched into this process anyway (:func:`codes_here`), the QIs of the
 types the engine names (:meth:`Engine.codes_here <sqlanon.engine.base.Engine.codes_here>`) are
 fetched as values and coded here instead (:func:`code_fetched`): no code table is built from the
-source, no row is joined with one, and the code tables are uploaded from the distinct values."""
+source, no row is joined with one, and the domains keep the distinct values (no code table)."""
 
 from __future__ import annotations
 
@@ -57,37 +57,32 @@ def code_fetched(engine: Engine, spec: Spec, domains: Sequence[Domain | None],
     fetched, :func:`encode`) with their values ``v<i>`` (and NULL flags ``n<i>``) replaced by
     codes ``q<i>``.
 
-    The codes are what the code table would give (:func:`code_table`): the distinct non-NULL
-    values in ascending order coded from ``first_value``, NULL code 0 (:func:`ranked`: numbers
-    order alike everywhere; NaN and infinities are refused before any work, and -0.0 is 0.0 as
-    in SQL's ``DISTINCT``). The domain keeps the values
-    (:attr:`Domain.values`), from which the rules print their bounds in the QI's own type; the
-    code table ``(v, code)`` is uploaded, in that type, only for a QI published ``"domain"``."""
+    The codes are what the code table would give (:func:`code_table`, :func:`_codes`). The
+    domain keeps the values (:attr:`Domain.values`), from which the rules print their bounds in
+    the QI's own type (:func:`sqlanon.publish.rules.values_here`); the code table ``(v, code)``
+    is uploaded, in that type, only for a QI published ``"domain"``. The class columns of
+    :func:`classes_here` are coded alike (their values ``cv<j>`` and NULL flags ``cn<j>``
+    replaced by codes ``k<j>``)."""
     out: list[Domain] = []
     for i, (qi, d) in enumerate(zip(spec.qis, domains)):
         if d is not None:
             out.append(d)
             continue
-        values = rows.pop(f"v{i}")
-        null = rows.pop(f"n{i}", None)
-        if values.dtype.kind == "f":
-            values = values + 0.0  # -0.0 + 0.0 is 0.0: one value, as DISTINCT sees it
-        present = values if null is None else values[~null]
         first = int(qi.has_null)
-        distinct, inverse = ranked(present, first)
-        if null is None:
-            codes = inverse
-        else:
-            codes = np.zeros(len(values), dtype=inverse.dtype)
-            codes[~null] = inverse
-        rows[f"q{i}"] = codes
+        distinct, rows[f"q{i}"] = _codes(rows.pop(f"v{i}"), rows.pop(f"n{i}", None), first)
+        positions = distinct.astype(np.float64) if qi.kind == "numeric" else np.zeros(len(distinct))  # text: by rank
         # The rules print values from ``distinct`` (Domain.values); only a QI published "domain" looks
         # a code up in its table (sqlanon.publish.suppression.visibility). At 1M Agrawal rows on
         # PostgreSQL the nine uploads were 1.27M rows, each table analyzed.
         table = engine.upload(f"dom{qi.position}", {"v": distinct, "code": np.arange(first, first + len(distinct))},
                               types={"v": qi.data_type}) if qi.bounds == "domain" else None
-        out.append(Domain(qi, len(distinct) + first, table, ordered_positions(distinct.astype(np.float64), qi),
-                          distinct))
+        out.append(Domain(qi, len(distinct) + first, table, ordered_positions(positions, qi), distinct))
+    for j in classes_here(engine, spec, domains):
+        stat = spec.workload.class_stats[j]
+        distinct, rows[f"k{j}"] = _codes(rows.pop(f"cv{j}"), rows.pop(f"cn{j}", None), int(stat.nulls))
+        if len(distinct) + int(stat.nulls) != stat.size:
+            raise AssertionError(f"class column {stat.name!r}: {len(distinct)} values coded here, "
+                                 f"{stat.size - int(stat.nulls)} counted")
     return tuple(out), rows
 
 
@@ -198,7 +193,8 @@ def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source:
 
     A QI whose domain is None is coded by this process (:func:`code_fetched`): the view holds
     its value ``v<i>`` (NULL as 0, and a flag ``n<i>`` when the column has NULLs) in place of
-    ``q<i>``.
+    ``q<i>``; so does a class column of :func:`classes_here` (``cv<j>``, ``cn<j>`` in place of
+    ``k<j>``): no code table is built for it.
     """
     select = [g.alias(rid, "rid"), g.alias(exp.Cast(this=g.lit(0), to=exp.DataType.build("BIGINT")), "pid")]
     if spec.hashed:
@@ -209,10 +205,7 @@ def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source:
         alias = f"d{i}"
         value = g.col(qi.name, "b")
         if d is None:  # coded by this process, from the value
-            zero = exp.Cast(this=g.lit(0), to=exp.DataType.build(qi.data_type, dialect=g.DIALECT))
-            query = query.select(g.alias(exp.Coalesce(this=value, expressions=[zero]), f"v{i}"), copy=False)
-            if qi.has_null:
-                query = query.select(g.alias(exp.Is(this=value.copy(), expression=exp.Null()), f"n{i}"), copy=False)
+            query = _select_value(query, value, qi.data_type, qi.has_null, f"v{i}", f"n{i}")
             continue
         start = dense_start(d)
         if start is not None:  # every integer of its range: the code is arithmetic, no lookup
@@ -229,6 +222,7 @@ def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source:
                                copy=False)  # no copy: the loop grows one tree
             code = g.col("code", alias)
         query = query.select(g.alias(_as_code(engine, code, d.size), f"q{i}"), copy=False)
+    classes = classes_here(engine, spec, domains)
     for j, stat in enumerate(spec.workload.class_stats):
         alias = f"k{j}"
         box = spec.workload.indicator(stat.name)
@@ -237,6 +231,9 @@ def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source:
             inside = exp.Case().when(box.predicate(lambda c: g.col(c, "b")), g.lit(1)).else_(g.lit(0))
             code_type = exp.DataType.build(engine.code_type(2), dialect=g.DIALECT)
             query = query.select(g.alias(exp.Cast(this=inside, to=code_type), alias), copy=False)
+            continue
+        if j in classes:  # coded by this process, from the value (code_fetched)
+            query = _select_value(query, g.col(stat.name, "b"), classes[j], stat.nulls, f"cv{j}", f"cn{j}")
             continue
         table = code_table(engine, stat.name, source, stat.nulls, f"class{j}")
         lookups.append((alias, stat.size))
@@ -252,6 +249,46 @@ def encode(engine: Engine, spec: Spec, domains: Sequence[Domain | None], source:
     if view:
         return engine.create_temp_view("work", query)
     return engine.create_temp("work", query)
+
+
+def _select_value(query: exp.Select, value: exp.Expression, data_type: str, nulls: bool, name: str,
+                  flag: str) -> exp.Select:
+    """``query`` with a column ``name`` of ``value`` for this process to code (NULL as 0 of
+    ``data_type``) and, when the column has ``nulls``, its NULL flag ``flag``."""
+    zero = exp.Cast(this=g.lit(0), to=exp.DataType.build(data_type, dialect=g.DIALECT))
+    query = query.select(g.alias(exp.Coalesce(this=value, expressions=[zero]), name), copy=False)
+    if nulls:
+        query = query.select(g.alias(exp.Is(this=value.copy(), expression=exp.Null()), flag), copy=False)
+    return query
+
+
+def classes_here(engine: Engine, spec: Spec, domains: Sequence[Domain | None]) -> dict[int, str]:
+    """The class columns (by position in ``spec.workload.class_stats``, with their house types)
+    this process codes from their fetched values, as it codes the QIs whose domains are None
+    (:func:`codes_here`): those of the types :meth:`Engine.codes_here` names, when any QI is
+    coded here (the working view's rows are fetched). A selection's indicator is no column."""
+    if all(d is not None for d in domains):
+        return {}
+    types = dict(spec.source.columns)
+    return {j: types[stat.name] for j, stat in enumerate(spec.workload.class_stats)
+            if spec.workload.indicator(stat.name) is None and engine.codes_here(types[stat.name])}
+
+
+def _codes(values: np.ndarray, null: np.ndarray | None, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct, codes)``: the distinct non-NULL ``values`` (``null``: their NULL flags) in
+    ascending order, and each value's code, counted from ``first`` (NULL: 0) -- what
+    :func:`code_table` numbers (:func:`ranked`: numbers order alike everywhere; NaN and
+    infinities are refused before any work, and -0.0 is 0.0 as in SQL's ``DISTINCT``; text in
+    code point order, which is the byte order of its UTF-8 that Spark and DuckDB sort by)."""
+    if values.dtype.kind == "f":
+        values = values + 0.0  # -0.0 + 0.0 is 0.0: one value, as DISTINCT sees it
+    present = values if null is None else values[~null]
+    distinct, inverse = ranked(present, first)
+    if null is None:
+        return distinct, inverse
+    codes = np.zeros(len(values), dtype=inverse.dtype)
+    codes[~null] = inverse
+    return distinct, codes
 
 
 def _as_code(engine: Engine, code: exp.Expression, size: int) -> exp.Expression:

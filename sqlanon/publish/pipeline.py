@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ..engine import sqlgen as g
 from ..engine.base import Engine
+from ..engine.catalog import find_source
 from ..errors import EngineError, ObjectExistsError, VerificationError
 from ..model.domain import Domain
 from ..model.parallel import return_free_memory
@@ -22,7 +23,7 @@ from ..model.partition import Regions
 from ..request.spec import Spec
 from . import manifest, suppression
 from .rules import create_rules, publish, reads_sql_rows, rowmap_query
-from .verify import Verification, exposed_values, verify
+from .verify import Verification, exposed_values, verify_source
 from .view import PLACED, RECODED
 
 
@@ -41,9 +42,10 @@ def verified(engine: Engine, spec: Spec) -> Verification:
     Raises:
         VerificationError: naming each problem; the transaction then rolls back.
     """
-    result = verify(engine, spec.outputs.view, [q.name for q in spec.qis], spec.k,
-                    class_column=spec.outputs.class_column, constraints=spec.workload.constraints,
-                    qids=spec.single.qids if spec.single is not None else None)
+    view = find_source(engine, engine.objects(), spec.outputs.view, count=False)
+    result = verify_source(engine, view, [q.name for q in spec.qis], spec.k, class_column=spec.outputs.class_column,
+                           constraints=spec.workload.constraints,
+                           qids=spec.single.qids if spec.single is not None else None, just_published=True)
     problems = []
     limit = spec.suppression_limit
     if result.violating:

@@ -7,6 +7,7 @@ the output names (refusing to overwrite unless ``replace=True``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -188,8 +189,9 @@ def resolve(
         pairs += ((tuple(qid), k),) if all(set(c) != set(qid) for c, _ in pairs) else ()
         privacy = tuple(c for c in privacy if not c.size_only)
     objects = engine.objects()
-    source = find_source(engine, objects, table)
+    source = find_source(engine, objects, table, count=False)
     qid = _check_qid(qid, source)
+    source, nulls, violations = _counted(engine, source, qid, output.key)
     if k > source.rows:
         raise InputError(
             f"k={k} is larger than the table: {source.name!r} has {source.rows} rows, so no "
@@ -215,7 +217,6 @@ def resolve(
     # a categorical QI without a hierarchy is refined from ⊥ by recoding='single' (the loop below)
     ordered = {q: q not in hierarchies and not (single and classify(types[q]) == "ordinal") for q in qid}
     _check_names(engine, source, output.view, output.class_column, ordered)
-    nulls = _null_presence(engine, source, qid)
     qis = []
     suppressed = []
     for position, name in enumerate(qid):
@@ -259,7 +260,7 @@ def resolve(
         constraints=privacy, target=target, criterion=criterion, selections=selections,
         qis=qis,
     )
-    identity = _row_identity(engine, source, output.key)
+    identity = _row_identity(engine, source, output.key, violations)
     if source.temporary and not engine.views_read_temporary:
         identity = None  # a live view reads the source, and Spark keeps persistent views off temp views
     outputs = _outputs(engine, objects, source, tuple(qis), output.view, replace, identity is None,
@@ -361,10 +362,38 @@ def _check_finite(engine: Engine, source: Source, qis: Sequence[QI]) -> None:
                 f"{source.name!r}) or filter the extreme rows first.")
 
 
-def _null_presence(engine: Engine, source: Source, qid: list[str]) -> dict[str, bool]:
+def _counted(engine: Engine, source: Source, qid: list[str], key: str | Sequence[str] | None
+             ) -> tuple[Source, dict[str, bool], tuple[int, int] | None]:
+    """``source`` with its rows counted, whether each QI has NULLs and, for a ``key=`` that
+    names columns of a table or view, its violations (:func:`_key_violations`, None for any
+    other ``key``: :func:`_row_identity` refuses it later, as it did before this count), in one
+    statement: on Spark a statement costs a job's fixed work however small the table. With a
+    key the counts are summed over the key's groups."""
+    columns = _key_columns(key, source)
     counts = [exp.Count(this=g.col(name)) for name in qid]
-    row = engine.fetch_rows(exp.select(*counts).from_(source.ref))[0]
-    return {name: int(n) < source.rows for name, n in zip(qid, row)}
+    if columns is None:
+        rows, *present = engine.fetch_rows(exp.select(exp.Count(this=exp.Star()), *counts).from_(source.ref))[0]
+        violations = None
+    else:
+        names = [free_name(f"c{i}", source.column_names) for i in range(len(qid) + 1)]
+        groups, null = _key_groups(source, columns, [exp.Count(this=exp.Star()), *counts], names)
+        sums = [exp.Sum(this=g.col(n)) for n in names]
+        row = engine.fetch_rows(exp.select(*sums, *_violation_counts(names[0], null)).from_(groups))[0]
+        rows, *present = [int(v or 0) for v in row[:len(names)]]
+        violations = (int(row[-2] or 0), int(row[-1] or 0))
+    rows = int(rows)
+    return (dataclasses.replace(source, rows=rows), {name: int(n) < rows for name, n in zip(qid, present)},
+            violations)
+
+
+def _key_columns(key: str | Sequence[str] | None, source: Source) -> tuple[str, ...] | None:
+    """The columns of ``key=`` when :func:`_row_identity` would check them against the rows
+    (distinct columns of ``source``, a table or view); else None."""
+    columns = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (list, tuple)) else ()
+    if (not columns or not all(isinstance(c, str) and c in source.column_names for c in columns)
+            or len(set(columns)) != len(columns) or source.kind == "file"):
+        return None
+    return columns
 
 
 def _check_leaves(engine: Engine, source: Source, name: str, h: Hierarchy) -> None:
@@ -384,11 +413,13 @@ def types_of(source: Source) -> dict[str, str]:
     return dict(source.columns)
 
 
-def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | None) -> RowIdentity | None:
+def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | None,
+                  violations: tuple[int, int] | None = None) -> RowIdentity | None:
     """The key a live view joins the source on: ``key=`` (checked: unique and never NULL now;
     the view also guards against duplicates added later unless the database enforces the key),
     else the table's declared PRIMARY KEY or a UNIQUE key without NULLs; None when there is
-    none (the release is then a view of a snapshot)."""
+    none (the release is then a view of a snapshot). ``violations``: ``key=``'s, counted
+    already (:func:`_counted`)."""
     types = dict(source.columns)
     if key is not None:
         columns = (key,) if isinstance(key, str) else tuple(key) if isinstance(key, (list, tuple)) else None
@@ -403,7 +434,7 @@ def _row_identity(engine: Engine, source: Source, key: str | Sequence[str] | Non
         if source.kind == "file":
             raise InputError(f"key= needs a table or view: files ({source.path!r}) are published as a snapshot "
                              "table; load them into a table with a key for a live view")
-        nulls, duplicates = _key_violations(engine, source, columns)
+        nulls, duplicates = violations if violations is not None else _key_violations(engine, source, columns)
         if nulls or duplicates:
             raise InputError(
                 f"key {list(columns)} does not identify the rows of {source.name!r}: "
@@ -423,16 +454,30 @@ def _key_violations(engine: Engine, source: Source, columns: Sequence[str]) -> t
     """Rows with a NULL in a key column, and key values held by more than one row: one statement
     over the key's groups (``GROUP BY`` puts NULLs together, so the groups with a NULL hold the
     rows with one)."""
-    n, null = free_name("n", columns), free_name("null", columns)
+    n = free_name("n", columns)
+    groups, null = _key_groups(source, columns, [exp.Count(this=exp.Star())], [n])
+    row = engine.fetch_rows(exp.select(*_violation_counts(n, null)).from_(groups))[0]
+    return int(row[0] or 0), int(row[1] or 0)
+
+
+def _key_groups(source: Source, columns: Sequence[str], aggregates: Sequence[exp.Expression], names: Sequence[str]
+                ) -> tuple[exp.Subquery, str]:
+    """The source's rows grouped by the key ``columns`` (``GROUP BY`` puts NULLs together), with
+    ``aggregates`` named ``names`` and whether the group's key holds a NULL; and that flag's name."""
+    null = free_name("null", [*source.column_names, *names])
     any_null = exp.or_(*[exp.Is(this=g.col(c), expression=exp.Null()) for c in columns])
-    groups = (exp.select(g.alias(exp.Count(this=exp.Star()), n), g.alias(any_null, null)).from_(source.ref)
-              .group_by(*[g.col(c) for c in columns]))
+    groups = (exp.select(*[g.alias(a, n) for a, n in zip(aggregates, names)], g.alias(any_null, null))
+              .from_(source.ref).group_by(*[g.col(c) for c in columns]))
+    return exp.Subquery(this=groups, alias=exp.TableAlias(this=g.ident("d"))), null
+
+
+def _violation_counts(n: str, null: str) -> list[exp.Expression]:
+    """Over the key's groups (:func:`_key_groups`, ``n`` their rows): the rows with a NULL in a
+    key column, and the key values held by more than one row."""
     nulls = exp.Sum(this=exp.Case().when(g.col(null), g.col(n)).else_(g.lit(0)))
     repeated = exp.Count(this=exp.Case().when(exp.and_(exp.Not(this=g.col(null)),
                                                         exp.GT(this=g.col(n), expression=g.lit(1))), g.lit(1)))
-    row = engine.fetch_rows(exp.select(nulls, repeated).from_(
-        exp.Subquery(this=groups, alias=exp.TableAlias(this=g.ident("d")))))[0]
-    return int(row[0] or 0), int(row[1] or 0)
+    return [nulls, repeated]
 
 
 def _outputs(
