@@ -27,12 +27,15 @@ def take(column, order):
 
 
 def take_into(column: np.ndarray, order: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``out[:] = column[order]`` (contiguous 1-D arrays of one dtype of 4 or 8 bytes, ``order``
-    int64); returns ``out``."""
+    """``out[:] = column[order]`` (contiguous 1-D arrays of one dtype, ``order`` int64); returns
+    ``out``. Cells of 4 and 8 bytes (the finish's codes, label slots and targets) in a compiled
+    loop per width, others by numpy's ``take``."""
     if column.dtype.itemsize == 4:
         _take4(column.view(np.int32), order, out.view(np.int32))
-    else:
+    elif column.dtype.itemsize == 8:
         _take8(column.view(np.int64), order, out.view(np.int64))
+    else:
+        np.take(column, order, out=out)
     return out
 
 
