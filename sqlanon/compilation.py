@@ -21,6 +21,18 @@ compilation of a sqlanon kernel during a run is reported as :data:`MESSAGE` thro
 possibly from the thread that loads the kernels beside the engine's statements) and at INFO on
 the ``sqlanon`` logger, with the seconds spent compiling at the end of the run. numba announces
 each compilation (not a load from the cache) with its ``numba:compile`` event.
+
+**One signature per kernel.** numba compiles a kernel once per signature, and a call from
+another kernel is typed while numba is still inferring the caller's types: an argument that is
+a literal (``0``, a module constant such as ``LISTS``) or that starts as one and changes later
+(``aside = 0`` and ``aside += 1``) compiles the callee for ``Literal[int](0)`` too, beside the
+int64 one, and each is compiled and cached. So the kernels pass ``np.int64(...)``, not
+literals; an empty array a kernel passes has the layout the Python callers' arrays have
+(``code[:0]``: contiguous; ``code[:, :0]``: not); gathers move cells by width, whatever the
+dtype (:mod:`sqlanon.mondrian.compiled.gather`); and a choice among a node's few QIs is plain
+Python (:func:`sqlanon.mondrian.compiled.cut_scan._pick`). ``tests/e2e/test_first_run_workload.py``
+checks that each common request compiles each kernel once; ``benchmarks/bench_compile.py``
+measures the seconds a first run spends compiling.
 """
 
 from __future__ import annotations

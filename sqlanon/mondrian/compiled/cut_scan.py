@@ -205,14 +205,14 @@ def choose(ranked: np.ndarray, scans: list[tuple], min_gain: float) -> tuple[int
     return tuple(int(x) for x in _pick(ranked, ok, cuts, scores, min_gain))
 
 
-@njit(nogil=True, cache=True)
 def _pick(ranked, ok, cuts, scores, min_gain):
     """The partition's split from its QIs' (in rank order): the smallest key, ties by rank
     (:meth:`Partitioner._pick`); when its gain is below ``min_gain``, the Median choice — the
     first allowable QI at its most balanced cut. Returns ``(QI, cut, rows left)``, -1 if none,
     then the criterion's winner ``(QI, cut, rows left)`` and whether it is weak (then the first
     three are the Median choice): a privacy model judges that winner
-    (:mod:`sqlanon.mondrian.compiled.workload_models`)."""
+    (:mod:`sqlanon.mondrian.compiled.workload_models`). Plain Python: a wide node's few QIs,
+    where a compiled loop would cost its compilation at the first use."""
     best = -1
     median = -1
     for i in range(len(ranked)):

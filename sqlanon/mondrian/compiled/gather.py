@@ -1,6 +1,11 @@
 """Gathers of a batch's columns in compiled loops, without the GIL: the workload finish puts a
 batch's codes, label slots and targets in another order (:mod:`~sqlanon.mondrian.compiled.workload_finish`)
-and its histogram phase gathers the few rows a split cuts off (:mod:`~sqlanon.mondrian.compiled.histograms`)."""
+and its histogram phase gathers the few rows a split cuts off (:mod:`~sqlanon.mondrian.compiled.histograms`).
+
+A gather moves cells, whatever they mean: a column is gathered as cells of its width (int32
+codes and label slots, int64 or float64 targets seen as int64), so one compiled loop per width
+serves every dtype — one specialization each, not one per dtype a request happens to bring.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +20,39 @@ from ...model.parallel import run_all
 
 @njit(nogil=True, cache=True)
 def take(column, order):
-    """``column[order]`` (without the GIL)."""
-    return take_into(column, order, np.empty(len(order), dtype=column.dtype))
-
-
-@njit(nogil=True, cache=True)
-def take_into(column, order, out):
-    """``out[:] = column[order]``; returns ``out``."""
+    """``column[order]`` of an int64 column (without the GIL)."""
+    out = np.empty(len(order), dtype=column.dtype)
     for k in range(len(order)):
         out[k] = column[order[k]]
     return out
+
+
+def take_into(column: np.ndarray, order: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[:] = column[order]`` (contiguous 1-D arrays of one dtype, ``order`` int64); returns
+    ``out``. Cells of 4 and 8 bytes (the finish's codes, label slots and targets) in a compiled
+    loop per width, others by numpy's ``take``."""
+    if column.dtype.itemsize == 4:
+        _take4(column.view(np.int32), order, out.view(np.int32))
+    elif column.dtype.itemsize == 8:
+        _take8(column.view(np.int64), order, out.view(np.int64))
+    else:
+        np.take(column, order, out=out)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _take4(column, order, out):
+    """``out[:] = column[order]`` of 4-byte cells."""
+    for k in range(len(order)):
+        out[k] = column[order[k]]
+
+
+@njit(nogil=True, cache=True)
+def _take8(column, order, out):
+    """``out[:] = column[order]`` of 8-byte cells (the loop of :func:`_take4`: a kernel per width,
+    each compiled for one signature)."""
+    for k in range(len(order)):
+        out[k] = column[order[k]]
 
 
 def gathered(arrays: Sequence[np.ndarray], order: np.ndarray, threads: int,
@@ -40,7 +68,6 @@ def gathered(arrays: Sequence[np.ndarray], order: np.ndarray, threads: int,
     rows = [(x[u], o[u]) for x, o in zip(arrays, out) for u in range(x.shape[0])]
     run_all(lambda r: take_into(r[0], order, r[1]), rows, threads)
     return out
-
 
 
 def permuted(rows: Sequence[np.ndarray], order: np.ndarray, threads: int,

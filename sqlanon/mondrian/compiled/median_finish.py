@@ -410,9 +410,9 @@ def _grow(X, Y, rid, leaf_of, todo, first, defer, parent, child, depth, start, n
         c = np.int64(0)
         left = np.int64(0)
         b = budget[node]
-        drop = 0  # a suppressing cut's suppressed side: 1 left, 2 right
+        drop = np.int64(0)  # a suppressing cut's suppressed side: 1 left, 2 right
         best_cost = np.inf
-        best_j, best_c, best_left, best_drop = -1, 0, 0, 0
+        best_j, best_c, best_left, best_drop = np.int64(-1), np.int64(0), np.int64(0), np.int64(0)
         if m >= small or b > 0:
             for j in range(d):
                 tried[j] = cmin[node, j] >= cmax[node, j]  # not a candidate

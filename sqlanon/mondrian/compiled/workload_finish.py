@@ -488,7 +488,7 @@ class _Grower:
             if self.judge is not None and choice is not None:  # the split the privacy models allow
                 sc = scratch[0]
                 found, c, at = decide(choice, pure, ranked, s, m, r.least, LISTS, (*L.arrays()[:2], b.rec, b.words,
-                                      b.col, b.shift, _NO_ORDER, L.code[:, :0]), self.judge, judging, L.slots,
+                                      b.col, b.shift, _NO_ORDER, L.code[:0]), self.judge, judging, L.slots,
                                       L.targets, sc.whole, sc.moments, sc.partition, r.off, r.table, r.normalize,
                                       base, r.tie, r.min_gain)
             if found < 0 and self.budget is not None and t.budget[node] > 0:
@@ -1105,13 +1105,15 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
         cnt = pool_cnt[max(h, 0)] if nb > 0 else pool_cnt.ravel()
         mom = pool_mom[max(h, 0)] if nb > 0 else pool_mom.ravel()
         if kinds is not None:  # privacy models beyond k (None: k alone, the branch pruned)
-            wq, wc, wat, weak = -1, 0, 0, False
+            # np.int64, not literals: a literal argument of a compiled call is a specialization of its
+            # own, compiled (while numba infers the types) and cached beside the int64 one
+            wq, wc, wat, weak = np.int64(-1), np.int64(0), np.int64(0), False
             if not pure and len(ranked) > 0:
                 _, _, _, wq, wc, wat, weak = choose_sequential(
                     code, label, value, ranked, s, m, least, whole, left, moments, left_moments, partition, base, off,
                     table, normalize, tie, min_gain, col, shift, cnt, mom, W, cmin[node], cmax[node])
-            found, c, at = _decide(wq, wc, wat, weak, pure, ranked, s, m, least, LISTS, row, code, rec, words, col,
-                                   shift, todo[:0], code[:, :0], Y, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx,
+            found, c, at = _decide(wq, wc, wat, weak, pure, ranked, s, m, least, np.int64(LISTS), row, code, rec,
+                                   words, col, shift, todo[:0], code[:0], Y, ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx,
                                    logn, mcnt, mmom, mbuf, slots, targets, whole, moments, partition, off, table,
                                    normalize, base, tie, min_gain)
         elif pure or len(ranked) == 0:
@@ -1122,12 +1124,12 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
                                                           moments, left_moments, partition, base, off, table,
                                                           normalize, tie, min_gain, col, shift, cnt, mom, W,
                                                           cmin[node], cmax[node])
-        drop = 0  # a suppressing split's suppressed side: 1 left, 2 right
+        drop = np.int64(0)  # a suppressing split's suppressed side: 1 left, 2 right
         if budget is not None:
             if found < 0 and budget[node] > 0:
-                found, c, at, drop = trim(node, n, cmin, cmax, num, num_off, span, budget[node], min_size, s, m, LISTS,
-                                          row, code, rec, words, col, shift, todo[:0], code[:, :0], Y, ncls, kinds,
-                                          cols, ps, fa, fb, offs, sizes, xlogx, logn, mcnt, mmom, mbuf)
+                found, c, at, drop = trim(node, n, cmin, cmax, num, num_off, span, budget[node], min_size, s, m,
+                                          np.int64(LISTS), row, code, rec, words, col, shift, todo[:0], code[:0], Y,
+                                          ncls, kinds, cols, ps, fa, fb, offs, sizes, xlogx, logn, mcnt, mmom, mbuf)
         if found < 0:
             _leaf(row, node, s, m, leaf_of, attr)
             if h >= 0:
@@ -1145,7 +1147,7 @@ def _grow(row, code, label, value, rec, words, rec_value, qs, col, shift, B, W, 
         a = free
         free += 2
         _children(code, node, found, c, at, a, parent, child, depth, start, n, attr, cut, cmin, cmax)
-        _child_totals(label, value, found if col[found] < 0 else 0, node, a, start, n, node_counts, node_moments)
+        _child_totals(label, value, found if col[found] < 0 else np.int64(0), node, a, start, n, node_counts, node_moments)
         kept = np.full(2, -1, dtype=np.int64)  # the children's slots
         if nb > 0 and drop > 0:  # a suppressing split: the kept child counts its own histograms when taken
             _partition_records(words, rec_value, s, m, at, left_of, spare_rec, spare_rvalue)
@@ -1345,7 +1347,7 @@ def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_c
     backwards = at <= small  # (a variable, not literals, to _restore: one specialization)
     if backwards:  # backwards: the right rows packed from the end, the left ones set aside
         k = s + m
-        aside = 0
+        aside = np.int64(0)  # (not a literal 0: _restore would be compiled for it while numba infers the types)
         for i in range(s + m - 1, s - 1, -1):
             r = row[j, i]
             if (left_of[r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
@@ -1367,7 +1369,7 @@ def _partition(row, code, label, value, j, s, m, at, left_of, spare_row, spare_c
         _restore(row, code, label, value, j, s, aside, backwards, spare_row, spare_code, spare_label, spare_value)
         return
     k = s
-    right = 0
+    right = np.int64(0)
     if m - at <= small:  # forwards: the left rows packed at the front, the right ones set aside
         for i in range(s, s + m):
             r = row[j, i]

@@ -49,7 +49,7 @@ def trim(node, n, cmin, cmax, num, num_off, span, b, min_size, s, m, site, row, 
     None (None: k alone, whose model branches numba prunes at compile time; ``Y`` the rows'
     sensitive values; ``cnt``, ``mom`` slots 0 the node, 1 the left side, 3 the right side)."""
     d = cmin.shape[1]
-    ranked = rank(node, n, cmin, cmax, num, num_off, span, 0)
+    ranked = rank(node, n, cmin, cmax, num, num_off, span, np.int64(0))  # no literal: one specialization
     slack = 0.0  # what suppressing a row costs: sum_j (1 - w_j), QI by QI (suppression.slack)
     for j in range(d):
         if span[j] > 0:
