@@ -2,7 +2,7 @@
 run, both from the same Parquet files.
 
     python benchmarks/bench_spark.py --rows 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
-        [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N]
+        [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N [--strategy sample]]
         [--shuffle-partitions 8] [--driver-memory 8g] [--baseline-rows auto] [--timeout S]
     python benchmarks/bench_spark.py --quick           # 20,000 rows, local[2] only, median, no baseline
     python benchmarks/bench_spark.py --cup /work/data/cup --masters 'local[2]'   # the CUP table (63,441 rows)
@@ -413,7 +413,8 @@ def scan_write_floor(spark: Any) -> float:
 
 
 def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None, master: str,
-        shuffle: int, driver_memory: str, warehouse: str, cup: str | None = None) -> dict[str, Any]:
+        shuffle: int, driver_memory: str, warehouse: str, cup: str | None = None,
+        strategy: str = "levels") -> dict[str, Any]:
     """Inside the child: start the engine, one anonymize(), what it cost and its rules (``rules``)."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # PySpark on pandas 3
     with TreeMemory() as memory:
@@ -436,7 +437,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
             floors = [scan_write_floor(con)]
         if engine_name == "spark":
             con.sparkContext.setJobGroup(RELEASE_JOBS, "the release")
-        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows, cup)
+        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows, cup, strategy)
         if engine_name == "spark":
             con.sparkContext.setLocalProperty("spark.jobGroup.id", None)
             tracker = con.sparkContext.statusTracker()  # the release's jobs, its executor finish's too
@@ -470,7 +471,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
 
 
 def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_rows: int | None,
-                  cup: str | None = None) -> dict[str, Any]:
+                  cup: str | None = None, strategy: str = "levels") -> dict[str, Any]:
     import resource
 
     import sqlanon
@@ -501,8 +502,9 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     hierarchies = {q: str(Path(cup) / f) for q, f in CUP_HIERARCHIES.items()} if cup else None
     release = sqlanon.anonymize(engine, TABLE, qid=qid, k=k, progress=progress, hierarchies=hierarchies,
                                 output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
-                                **({} if memory_rows is None
-                                   else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}),
+                                **({} if memory_rows is None else {"algorithm": sqlanon.Mondrian(
+                                    strategy=sqlanon.Sample(memory_rows=memory_rows) if strategy == "sample"
+                                    else sqlanon.Levels(memory_rows))}),
                                 **criteria[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
@@ -540,7 +542,7 @@ def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, m
         out = harness.run_child(__file__, "one", {
             "engine_name": engine, "where": where, "criterion": criterion, "k": args.k, "memory_rows": memory_rows,
             "master": master, "shuffle": args.shuffle_partitions, "driver_memory": args.driver_memory,
-            "warehouse": scratch, "cup": args.cup}, args.timeout)  # fmt: skip
+            "warehouse": scratch, "cup": args.cup, "strategy": args.strategy}, args.timeout)  # fmt: skip
         return out, out.pop("rules", None)
     finally:
         if scratch is not None:
@@ -715,7 +717,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"], help="Spark masters (local modes)")
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
     p.add_argument("--memory-rows", default="default",
-                   help="Mondrian(strategy=Levels(memory_rows)); 'default' passes none (2,000,000)")
+                   help="Mondrian(strategy=Levels(memory_rows)) (or Sample(memory_rows=...), --strategy); "
+                        "'default' passes none (2,000,000; Spark's 'auto' then runs Rothko-S above it)")
+    p.add_argument("--strategy", choices=["levels", "sample"], default="levels",
+                   help="with --memory-rows: Rothko-T (Levels) or Rothko-S (Sample, its sample the memory_rows "
+                        "budget: what Spark's 'auto' runs above memory_rows)")
     p.add_argument("--shuffle-partitions", type=int, default=8,
                    help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
     p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")
