@@ -37,10 +37,10 @@ process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
 * each SQL level's seconds, statements and open partitions (the ``progress`` callback; DuckDB also
   reports its in-memory levels, Spark's run on the executors and report nothing);
 * ``driver_s``: seconds inside the engine's calls (every statement timed, outermost call only);
-* on Spark the batches of the in-memory finish (rows per batch), the shuffle partition each
-  batch hashes to (``pmod(hash(b), spark.sql.shuffle.partitions)``, as ``groupBy(b)`` places
-  them: the largest task's rows is the finish's critical path) and the tasks of the stages of its
-  jobs (Spark's status tracker; adaptive execution may coalesce partitions);
+* on Spark the batches of the in-memory finish (rows per batch; each batch is a task of its own,
+  :func:`sqlanon.engine.spark_tasks.hash_labels`), the rows of the busiest core when the tasks
+  start in order on the first free core (``busiest_core_rows``: the finish's critical path) and
+  the tasks of the stages of its jobs (Spark's status tracker);
 * rows/s per core: N / s / cores (the ``local[n]`` of the master; DuckDB's ``threads``);
 * memory: a sampler thread in the child reads ``/proc`` of the child's process tree every second:
   ``self_mib`` (the Python child's ``VmHWM``), ``jvm_mib`` (the JVM's), ``workers_mib`` (sum of
@@ -376,6 +376,15 @@ def largest_bucket(groups: int, partitions: int) -> int:
     return int(np.bincount([spark_hash_long(b) % partitions for b in range(groups)]).max())
 
 
+def in_order(tasks: list[int], cores: int) -> int:
+    """Rows of the busiest core when ``tasks`` (rows each) run in their order, each on the first
+    free core, as Spark's scheduler starts a stage's tasks: the finish's critical path."""
+    load = [0] * cores
+    for t in tasks:
+        load[load.index(min(load))] += t
+    return max(load)
+
+
 def makespan(tasks: list[int], cores: int) -> int:
     """Longest core's load when ``tasks`` (sizes) run on ``cores``, longest first, each on the
     least loaded core."""
@@ -446,13 +455,12 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
         rules = result_out["rules"]
         if engine_name == "spark":
             out["shuffle_partitions"] = shuffle
-            if out["groups"]:  # the shuffle partition (task) each batch of the finish hashes to
+            if out["groups"]:  # each batch is a task of its own (map_groups' hash_labels), run in order
                 g = len(out["groups"])
-                task = [r[0] for r in con.sql(f"SELECT pmod(hash(id), {shuffle}) FROM range({g}) ORDER BY id").collect()]
-                load = np.bincount(task, weights=out["groups"], minlength=shuffle)
-                out["batch_task"] = task
-                out["largest_task_rows"] = int(load.max())
-                out["busy_tasks"] = int((load > 0).sum())
+                out["batch_task"] = list(range(g))
+                out["largest_task_rows"] = int(max(out["groups"]))
+                out["busy_tasks"] = g
+                out["busiest_core_rows"] = in_order(out["groups"], out["cores"])
             out["finish_stage_tasks"] = stage_tasks(con, MAP_GROUPS)
             out.update(statement_latency(con))
             floors.append(scan_write_floor(con))
@@ -868,8 +876,8 @@ def main(argv: list[str] | None = None) -> None:
         line = (f"{head}: SQL levels s {r['sql_level_s']} (statements {r['sql_level_statements']}, open "
                 f"{r['sql_level_open']}); phases {r['timings']} statements {r['phase_statements']}")
         if r["engine"] == "spark":
-            line += (f"; finish batches (rows) {r.get('groups')} -> shuffle partition {r.get('batch_task')} "
-                     f"({r.get('busy_tasks')} busy tasks, largest {r.get('largest_task_rows'):,} rows; tasks of the "
+            line += (f"; finish batches (rows) {r.get('groups')}, one task each (largest {r.get('largest_task_rows'):,} "
+                     f"rows, busiest core {r.get('busiest_core_rows', 0):,} rows; tasks of the "
                      f"finish's stages {r.get('finish_stage_tasks')}); latency "
                      f"CTAS/fetch/DROP {r.get('latency_ctas_s')}/{r.get('latency_fetch_s')}/{r.get('latency_drop_s')} s"
                      if r.get("groups") else "")  # fmt: skip
