@@ -2,7 +2,7 @@
 run, both from the same Parquet files.
 
     python benchmarks/bench_spark.py --rows 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
-        [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N]
+        [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N [--strategy sample]]
         [--shuffle-partitions 8] [--driver-memory 8g] [--baseline-rows auto] [--timeout S]
     python benchmarks/bench_spark.py --quick           # 20,000 rows, local[2] only, median, no baseline
     python benchmarks/bench_spark.py --cup /work/data/cup --masters 'local[2]'   # the CUP table (63,441 rows)
@@ -37,10 +37,10 @@ process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
 * each SQL level's seconds, statements and open partitions (the ``progress`` callback; DuckDB also
   reports its in-memory levels, Spark's run on the executors and report nothing);
 * ``driver_s``: seconds inside the engine's calls (every statement timed, outermost call only);
-* on Spark the batches of the in-memory finish (rows per batch), the shuffle partition each
-  batch hashes to (``pmod(hash(b), spark.sql.shuffle.partitions)``, as ``groupBy(b)`` places
-  them: the largest task's rows is the finish's critical path) and the tasks of the stages of its
-  jobs (Spark's status tracker; adaptive execution may coalesce partitions);
+* on Spark the batches of the in-memory finish (rows per batch; each batch is a task of its own,
+  :func:`sqlanon.engine.spark_tasks.hash_labels`), the rows of the busiest core when the tasks
+  start in order on the first free core (``busiest_core_rows``: the finish's critical path) and
+  the tasks of the stages of its jobs (Spark's status tracker);
 * rows/s per core: N / s / cores (the ``local[n]`` of the master; DuckDB's ``threads``);
 * memory: a sampler thread in the child reads ``/proc`` of the child's process tree every second:
   ``self_mib`` (the Python child's ``VmHWM``), ``jvm_mib`` (the JVM's), ``workers_mib`` (sum of
@@ -376,6 +376,15 @@ def largest_bucket(groups: int, partitions: int) -> int:
     return int(np.bincount([spark_hash_long(b) % partitions for b in range(groups)]).max())
 
 
+def in_order(tasks: list[int], cores: int) -> int:
+    """Rows of the busiest core when ``tasks`` (rows each) run in their order, each on the first
+    free core, as Spark's scheduler starts a stage's tasks: the finish's critical path."""
+    load = [0] * cores
+    for t in tasks:
+        load[load.index(min(load))] += t
+    return max(load)
+
+
 def makespan(tasks: list[int], cores: int) -> int:
     """Longest core's load when ``tasks`` (sizes) run on ``cores``, longest first, each on the
     least loaded core."""
@@ -413,7 +422,8 @@ def scan_write_floor(spark: Any) -> float:
 
 
 def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int | None, master: str,
-        shuffle: int, driver_memory: str, warehouse: str, cup: str | None = None) -> dict[str, Any]:
+        shuffle: int, driver_memory: str, warehouse: str, cup: str | None = None,
+        strategy: str = "levels") -> dict[str, Any]:
     """Inside the child: start the engine, one anonymize(), what it cost and its rules (``rules``)."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # PySpark on pandas 3
     with TreeMemory() as memory:
@@ -436,7 +446,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
             floors = [scan_write_floor(con)]
         if engine_name == "spark":
             con.sparkContext.setJobGroup(RELEASE_JOBS, "the release")
-        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows, cup)
+        result_out = run_anonymize(con, engine_name, criterion, k, memory_rows, cup, strategy)
         if engine_name == "spark":
             con.sparkContext.setLocalProperty("spark.jobGroup.id", None)
             tracker = con.sparkContext.statusTracker()  # the release's jobs, its executor finish's too
@@ -445,13 +455,12 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
         rules = result_out["rules"]
         if engine_name == "spark":
             out["shuffle_partitions"] = shuffle
-            if out["groups"]:  # the shuffle partition (task) each batch of the finish hashes to
+            if out["groups"]:  # each batch is a task of its own (map_groups' hash_labels), run in order
                 g = len(out["groups"])
-                task = [r[0] for r in con.sql(f"SELECT pmod(hash(id), {shuffle}) FROM range({g}) ORDER BY id").collect()]
-                load = np.bincount(task, weights=out["groups"], minlength=shuffle)
-                out["batch_task"] = task
-                out["largest_task_rows"] = int(load.max())
-                out["busy_tasks"] = int((load > 0).sum())
+                out["batch_task"] = list(range(g))
+                out["largest_task_rows"] = int(max(out["groups"]))
+                out["busy_tasks"] = g
+                out["busiest_core_rows"] = in_order(out["groups"], out["cores"])
             out["finish_stage_tasks"] = stage_tasks(con, MAP_GROUPS)
             out.update(statement_latency(con))
             floors.append(scan_write_floor(con))
@@ -470,7 +479,7 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
 
 
 def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_rows: int | None,
-                  cup: str | None = None) -> dict[str, Any]:
+                  cup: str | None = None, strategy: str = "levels") -> dict[str, Any]:
     import resource
 
     import sqlanon
@@ -501,8 +510,9 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
     hierarchies = {q: str(Path(cup) / f) for q, f in CUP_HIERARCHIES.items()} if cup else None
     release = sqlanon.anonymize(engine, TABLE, qid=qid, k=k, progress=progress, hierarchies=hierarchies,
                                 output=sqlanon.Output(view=VIEW, replace=True, key=KEY),
-                                **({} if memory_rows is None
-                                   else {"algorithm": sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows))}),
+                                **({} if memory_rows is None else {"algorithm": sqlanon.Mondrian(
+                                    strategy=sqlanon.Sample(memory_rows=memory_rows) if strategy == "sample"
+                                    else sqlanon.Levels(memory_rows))}),
                                 **criteria[criterion])  # fmt: skip
     seconds = time.perf_counter() - start
     log = list(engine.log)
@@ -540,7 +550,7 @@ def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, m
         out = harness.run_child(__file__, "one", {
             "engine_name": engine, "where": where, "criterion": criterion, "k": args.k, "memory_rows": memory_rows,
             "master": master, "shuffle": args.shuffle_partitions, "driver_memory": args.driver_memory,
-            "warehouse": scratch, "cup": args.cup}, args.timeout)  # fmt: skip
+            "warehouse": scratch, "cup": args.cup, "strategy": args.strategy}, args.timeout)  # fmt: skip
         return out, out.pop("rules", None)
     finally:
         if scratch is not None:
@@ -715,7 +725,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"], help="Spark masters (local modes)")
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
     p.add_argument("--memory-rows", default="default",
-                   help="Mondrian(strategy=Levels(memory_rows)); 'default' passes none (2,000,000)")
+                   help="Mondrian(strategy=Levels(memory_rows)) (or Sample(memory_rows=...), --strategy); "
+                        "'default' passes none (2,000,000; Spark's 'auto' then runs Rothko-S above it)")
+    p.add_argument("--strategy", choices=["levels", "sample"], default="levels",
+                   help="with --memory-rows: Rothko-T (Levels) or Rothko-S (Sample, its sample the memory_rows "
+                        "budget: what Spark's 'auto' runs above memory_rows)")
     p.add_argument("--shuffle-partitions", type=int, default=8,
                    help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
     p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")
@@ -862,8 +876,8 @@ def main(argv: list[str] | None = None) -> None:
         line = (f"{head}: SQL levels s {r['sql_level_s']} (statements {r['sql_level_statements']}, open "
                 f"{r['sql_level_open']}); phases {r['timings']} statements {r['phase_statements']}")
         if r["engine"] == "spark":
-            line += (f"; finish batches (rows) {r.get('groups')} -> shuffle partition {r.get('batch_task')} "
-                     f"({r.get('busy_tasks')} busy tasks, largest {r.get('largest_task_rows'):,} rows; tasks of the "
+            line += (f"; finish batches (rows) {r.get('groups')}, one task each (largest {r.get('largest_task_rows'):,} "
+                     f"rows, busiest core {r.get('busiest_core_rows', 0):,} rows; tasks of the "
                      f"finish's stages {r.get('finish_stage_tasks')}); latency "
                      f"CTAS/fetch/DROP {r.get('latency_ctas_s')}/{r.get('latency_fetch_s')}/{r.get('latency_drop_s')} s"
                      if r.get("groups") else "")  # fmt: skip

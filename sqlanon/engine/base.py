@@ -99,8 +99,9 @@ class Engine(abc.ABC):
     split_lookups: ClassVar[bool] = False
     #: Whether Rothko-S's first round reads the encoding's view over the source instead of a
     #: written working table (:func:`sqlanon.mondrian.encode.reads_work_as_view`): an engine
-    #: whose :meth:`sample` filters the rows before the view's code lookups, so that only the
-    #: sampled rows are encoded twice. PostgreSQL encodes every row for the sample: at 1M Agrawal
+    #: that applies the sample's filter on the hash (:func:`sqlanon.mondrian.sample.draw`)
+    #: before the view's code lookups, so that only the sampled rows are encoded twice.
+    #: PostgreSQL encoded every row for the sample (measured before the filter): at 1M Agrawal
     #: rows (``memory_rows`` 100,000) its run took 19.4-19.9 s through the view against 17.0-17.8 s
     #: with the table (the sample step 7.6 s against 2.8 s).
     samples_views: ClassVar[bool] = False
@@ -447,19 +448,16 @@ class Engine(abc.ABC):
         itself no better. Here: unchanged (DuckDB and PostgreSQL plan them well)."""
         return query
 
-    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",
-               total: int | None = None) -> exp.Expression:
+    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid") -> exp.Expression:
         """A query drawing ``rows`` rows of ``relation`` (all of them if it has fewer) uniformly
         at random without replacement, the same rows for the same ``seed`` on every run and
         every engine plan: the rows with the smallest :meth:`seeded_hash` of their unique
         integer ``key`` (ties by the key). A hash behaves as a random permutation of the rows, so
         its first ``rows`` are a simple random sample — what a reservoir sample draws (TR 1590,
         Section 3) — and unlike ``TABLESAMPLE`` or ``rand()`` the draw does not depend on
-        threads, partitions or storage order. One scan; the engine keeps a top-``rows`` heap.
-
-        ``total``: the relation's rows, when the caller knows them; an engine may use it to
-        filter before the heap (then fewer than ``rows`` rows may come back, with odds below
-        1e-20: the caller draws again without ``total``)."""
+        threads, partitions or storage order. One scan; the engine keeps a top-``rows`` heap
+        (Spark a ``TakeOrderedAndProject``). Rothko-S fetches the same rows with a filter on the
+        hash and no sort in the database (:func:`sqlanon.mondrian.sample.draw`)."""
         source = relation if isinstance(relation, exp.Table) else exp.Subquery(
             this=relation, alias=exp.TableAlias(this=g.ident("sampled")))
         return (exp.select(exp.Star()).from_(source)
@@ -505,6 +503,10 @@ class Engine(abc.ABC):
         such joins itself (PostgreSQL's work_mem, Spark's shuffle). See
         :func:`sqlanon.publish.rules.rid_chunks`."""
         return None
+
+    def workers(self) -> int:
+        """How many groups of :meth:`map_groups` run at once: one here (fetched in turn)."""
+        return 1
 
     def threads(self) -> int:
         """How many cores this run may use for in-memory work: this process's."""

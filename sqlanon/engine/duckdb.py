@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from sqlglot import exp
 from ..errors import EngineError, InputError, ReadOnlyError
 from . import duckdb_names
 from . import sqlgen as g
-from .base import HASH_BITS, CatalogObject, Engine, short
+from .base import CatalogObject, Engine, short
 
 #: What DuckDB quotes of the data in its errors: a CSV reader's error quotes the file's line it
 #: failed on (``Original Line: ...``), and a failed cast the value (``Could not convert string
@@ -209,23 +208,6 @@ class DuckDBEngine(Engine):
         table it began with, under the row ids that version had, even when another connection
         deletes rows and checkpoints meanwhile (``tests/e2e/test_engines.py`` checks this)."""
         return table and "rowid" not in {c.lower() for c in columns}
-
-    def sample(self, relation: exp.Expression, rows: int, seed: int, key: str = "rid",
-               total: int | None = None) -> exp.Expression:
-        """The base's draw, with ``total`` known: a filter on the seeded hash first keeps the
-        rows below the bound that ``r = rows + 10 sqrt(rows) + 100`` of ``total`` uniform hashes
-        (:meth:`~Engine.seeded_hash`) fall under on average (``floor(2^HASH_BITS r / total)``), so the top-``rows`` sort
-        holds about ``r`` rows, not the whole relation — which under a small ``memory_limit``
-        runs out of memory (100M rows, 2GB). The ``rows`` smallest hashes are the same rows
-        whenever at least ``rows`` pass the bound (ten standard deviations below the mean: the
-        caller checks, and draws again without ``total`` if not)."""
-        query = super().sample(relation, rows, seed, key)
-        if total is None or rows >= total:
-            return query
-        bound = min(2**HASH_BITS - 1, (2**HASH_BITS * int(rows + 10 * math.sqrt(rows) + 100)) // total)
-        below = exp.LTE(this=self.seeded_hash(g.col(key), seed),
-                        expression=exp.Cast(this=g.lit(bound), to=exp.DataType.build("BIGINT")))
-        return query.where(below, copy=False)
 
     def memory_limit(self) -> int | None:
         """The connection's DuckDB ``memory_limit`` setting in bytes (DuckDB shows it as e.g.

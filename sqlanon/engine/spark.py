@@ -260,6 +260,11 @@ class SparkEngine(Engine):
         parts = [p[1] for p in parts]  # by group, as the base engine gives them
         return table, {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64) for c in small}
 
+    def workers(self) -> int:
+        """The executors' cores (``defaultParallelism``): each group of :meth:`map_groups` is a
+        task, and as many run at once."""
+        return max(1, int(self.con.sparkContext.defaultParallelism))
+
     # -- what Spark spells its own way ----------------------------------------------------------
     def row_hash(self, values: Sequence[exp.Expression]) -> exp.Expression:
         """``xxhash64(v1, v1 IS NULL, ...)``: Spark's hashes skip NULL arguments, so each value's
