@@ -177,6 +177,17 @@ def test_headline_keeps_the_largest_comparison_over_later_smaller_or_unreference
     rec.record("sqlanon", {"rows": 10_000_000, "k": 100}, 7.85, {"per_scan": 368.4, "per_numpy": 1.68})
     line = report.headline(report.load_results(tmp_path))
     assert "7.85 s, 1.68x" in line and "anonypy takes 55.1x as long at 1,000,000 rows" in line
+    path = tmp_path / "bench_core.jsonl"  # a later run on an overloaded machine does not replace it
+    rec, _ = _recorder(tmp_path, "bench_core.py")
+    rec.record("sqlanon", {"rows": 10_000_000, "k": 100}, 54.5, {"per_scan": 2000.0, "per_numpy": 2.79})
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in records:  # the runs above on a quiet machine, the last one on an overloaded one
+        r["load_avg"] = [0.5, 0.5, 0.5] if r is not records[-1] else [4.0 * r["machine"]["cores"] + 1, 20.0, 20.0]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert "7.85 s, 1.68x" in report.headline(report.load_results(tmp_path))
+    records[-1]["load_avg"] = [0.5, 0.5, 0.5]  # quiet too: the latest wins
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert "54.5 s, 2.79x" in report.headline(report.load_results(tmp_path))
 
 
 def test_quick_fills_only_what_was_not_given():
