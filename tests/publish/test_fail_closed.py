@@ -201,7 +201,7 @@ def failing_verification(**overrides):
 )
 def test_failed_verification_publishes_nothing(con, mixed, monkeypatch, overrides, fragment):
     before = objects(con)
-    monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification(**overrides))
+    monkeypatch.setattr(sqlanon.publish.pipeline, "verify_source", failing_verification(**overrides))
     with pytest.raises(VerificationError) as info:
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5)
     assert fragment in str(info.value)
@@ -214,7 +214,7 @@ def test_failed_verification_publishes_nothing(con, mixed, monkeypatch, override
 def test_failed_verification_keeps_the_earlier_release(con, mixed, monkeypatch):
     earlier = sqlanon.anonymize(con, mixed, qid=["age"], k=5)
     state, before = release_state(con, earlier.view), objects(con)
-    monkeypatch.setattr(sqlanon.publish.pipeline, "verify", failing_verification())
+    monkeypatch.setattr(sqlanon.publish.pipeline, "verify_source", failing_verification())
     with pytest.raises(VerificationError):
         sqlanon.anonymize(con, mixed, qid=["age", "day"], k=5, output=sqlanon.Output(replace=True))
     usable(con)
