@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import sqlanon
 from sqlanon.engine.duckdb import DuckDBEngine
 from sqlanon.mondrian import encode
+from tests.support.db import rendered_statements
 
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 
@@ -85,15 +86,7 @@ def test_counted_codes_give_the_release_the_code_tables_give(n, seed, k):
 def test_integer_qis_build_no_code_table_from_the_source(monkeypatch):
     con = duckdb.connect()
     _table(con, 500, 1)
-    statements: list[str] = []
-    render = sqlanon.engine.base.Engine.render
-
-    def spy(self, statement):
-        sql = render(self, statement)
-        statements.append(sql)
-        return sql
-
-    monkeypatch.setattr(sqlanon.engine.base.Engine, "render", spy)
+    statements = rendered_statements(monkeypatch)
     release = sqlanon.anonymize(con, "t", qid=QID, k=10, output=sqlanon.Output(view="v"))
     assert release.verification.ok
     distinct = [s for s in statements if "SELECT DISTINCT" in s]

@@ -15,6 +15,7 @@ import sqlanon
 from sqlanon.model.domain import Domain, ordered_positions
 from sqlanon.model.qi import QI
 from sqlanon.mondrian import encode
+from tests.support.db import rendered_statements
 
 
 def _domain(values: list[int], data_type: str = "INTEGER", has_null: bool = False) -> Domain:
@@ -78,15 +79,7 @@ def test_arithmetic_codes_give_the_release_the_lookups_give(frame, k, memory_row
 def test_dense_columns_skip_their_code_tables_in_the_encoding(monkeypatch):
     con = duckdb.connect()
     con.execute("CREATE TABLE t AS SELECT i % 50 AS age, (i % 7) * 10 AS zip, i AS id FROM range(500) r(i)")
-    statements: list[str] = []
-    render = sqlanon.engine.base.Engine.render
-
-    def spy(self, statement):
-        sql = render(self, statement)
-        statements.append(sql)
-        return sql
-
-    monkeypatch.setattr(sqlanon.engine.base.Engine, "render", spy)
+    statements = rendered_statements(monkeypatch)
     sqlanon.anonymize(con, "t", qid=["age", "zip"], k=5,
                       algorithm=sqlanon.Mondrian(strategy=sqlanon.Levels(memory_rows=0)),
                       output=sqlanon.Output(view="v"))

@@ -12,6 +12,7 @@
   :func:`load_adult`: the bundled ARX Adult data (``ADULT_*``).
 * :func:`here`, :func:`describe`, :func:`columns`: where unqualified objects go; a relation's column
   types; its column names. :func:`series`: a FROM item of ``n`` numbered rows on either engine.
+* :func:`rendered_statements`: every SQL statement sqlanon's engines render from now on, as run.
 """
 
 from __future__ import annotations
@@ -266,3 +267,20 @@ def series(n: int) -> str:
 def columns(con, name: str) -> list[str]:
     """The column names of a table or view, in order (either engine)."""
     return list(frame(con, f"SELECT * FROM {quote(name)} LIMIT 0").columns)
+
+
+def rendered_statements(monkeypatch) -> list[str]:
+    """The SQL of every statement an engine renders from now on (each statement it runs is
+    rendered once), in order: ``Engine.render`` wrapped through ``monkeypatch``."""
+    import sqlanon.engine.base
+
+    statements: list[str] = []
+    render = sqlanon.engine.base.Engine.render
+
+    def spy(self, statement):
+        sql = render(self, statement)
+        statements.append(sql)
+        return sql
+
+    monkeypatch.setattr(sqlanon.engine.base.Engine, "render", spy)
+    return statements
