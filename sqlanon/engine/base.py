@@ -333,8 +333,9 @@ class Engine(abc.ABC):
     def codes_here(self, data_type: str) -> bool:
         """Whether a QI of the house type ``data_type`` is coded in this process from its
         fetched values when the run's rows are fetched anyway (:func:`sqlanon.mondrian.encode.codes_here`),
-        rather than by a code table built and joined in the database. Here: never (DuckDB
-        builds and joins code tables faster than its rows travel)."""
+        rather than by a code table built and joined in the database. Here: never; each engine
+        names its own (DuckDB integers; PostgreSQL integers and floats; Spark on a small table
+        also text)."""
         return False
 
     @abc.abstractmethod
