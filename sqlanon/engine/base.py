@@ -334,8 +334,8 @@ class Engine(abc.ABC):
         """Whether a QI of the house type ``data_type`` is coded in this process from its
         fetched values when the run's rows are fetched anyway (:func:`sqlanon.mondrian.encode.codes_here`),
         rather than by a code table built and joined in the database. Here: never; each engine
-        names its own (DuckDB integers; PostgreSQL integers and floats; Spark on a small table
-        also text)."""
+        names its own (DuckDB integers; PostgreSQL integers and floats; Spark integers, floats
+        and text)."""
         return False
 
     @abc.abstractmethod
