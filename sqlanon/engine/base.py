@@ -330,6 +330,16 @@ class Engine(abc.ABC):
         """Create a temp table from numpy columns (in bulk) and return its name. ``types``: the
         house types of some columns (else the arrays' own, :func:`sqlanon.engine.frames.sql_type`)."""
 
+    def hold(self, name: str, columns: Mapping[str, np.ndarray]) -> bool:
+        """Make ``name`` readable as ``columns`` in this session, writing nothing (no table,
+        not even a temporary one), for :mod:`sqlanon.engine.recording`'s reads of an upload
+        explain did not run; :meth:`let_go` ends it. False where the engine cannot: explain then
+        reads the upload as its values, inlined. Here: cannot (DuckDB can)."""
+        return False
+
+    def let_go(self, name: str) -> None:
+        """End :meth:`hold` of ``name``."""
+
     def codes_here(self, data_type: str) -> bool:
         """Whether a QI of the house type ``data_type`` is coded in this process from its
         fetched values when the run's rows are fetched anyway (:func:`sqlanon.mondrian.encode.codes_here`),

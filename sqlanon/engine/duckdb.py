@@ -159,6 +159,17 @@ class DuckDBEngine(Engine):
         except duckdb.Error as e:  # the engine's own errors, never ours
             raise EngineError(redacted(str(e)), sql) from e
 
+    def hold(self, name: str, columns: Mapping[str, np.ndarray]) -> bool:
+        """A registered frame: a Python object the connection reads, not a catalog write (it
+        works on a database opened read-only). Its arrays are copies: the run may reuse the
+        arrays it uploaded, which a table would not see."""
+        self.con.register(name, pd.DataFrame({k: np.array(v, copy=True) for k, v in columns.items()}, copy=False))
+        return True
+
+    def let_go(self, name: str) -> None:
+        with contextlib.suppress(duckdb.Error):  # a closed connection holds nothing
+            self.con.unregister(name)
+
     @contextlib.contextmanager
     def frame_as(self, name: str, frame: Any) -> Iterator[None]:
         """Inside the block ``frame`` (a pandas DataFrame or a PyArrow table) is the temporary

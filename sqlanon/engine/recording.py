@@ -49,10 +49,13 @@ class Recorder:
 
     Read-only queries run for real (the catalog lookups and checks of validation, the domain
     reads, the statistics of every level and the rows of the finish), with each table the
-    recording created inlined as the query that defines it, and each upload of at most
-    :data:`INLINE_ROWS` rows as its values: the run takes the decisions a real run takes.
-    Everything else (CREATE, DROP, INSERT, COMMENT, transactions, uploads) is recorded and not
-    run; a query that needs a larger upload raises :class:`NeedsData`.
+    recording created inlined as the query that defines it, and each upload read as the rows the
+    engine holds for the session without writing them (:meth:`Engine.hold`: DuckDB), else as its
+    values when it has at most :data:`INLINE_ROWS` rows: the run takes the decisions a real run
+    takes. Everything else (CREATE, DROP, INSERT, COMMENT, transactions, uploads) is recorded and
+    not run; a query that needs a larger upload the engine cannot hold raises :class:`NeedsData`.
+    Held uploads keep a deep tree's reads small: inlined as values, every level's statistics
+    carried the splits of all the levels above it (Adult, k=5, SQL levels only: 248 s).
     """
 
     def __init__(self, con: Any) -> None:
@@ -63,6 +66,8 @@ class Recorder:
         self.outputs_free = False  # every output name taken as free (explain writes none of them)
         self.stopped = False  # a read needed data explain does not hold
         self._quiet = False  # a read already recorded (and inlined) by the caller
+        self._held: dict[str, exp.Select] = {}  # uploaded name -> its rows as the engine holds them (Engine.hold)
+        self._holding: list[str] = []  # the names the engine holds, to let go at the end
 
     #: A recorded statement is rendered again when explain prints it: render copies (see
     #: :attr:`Engine.render_in_place`).
@@ -90,12 +95,18 @@ class Recorder:
         """A read-only query to run for real: recorded as run, with recorded objects inlined."""
         if not isinstance(statement, exp.Expression) or self._quiet:
             return statement
+        inlined = self._runnable(statement)
+        self.entries.append(ExplainEntry("", statement, True))
+        return inlined
+
+    def _runnable(self, statement: exp.Expression) -> exp.Expression:
+        """``statement`` inlined (:meth:`_inline`); :class:`NeedsData` when it reads an object
+        defined by no query (an upload too large to inline that the engine cannot hold)."""
         inlined = self._inline(statement)
-        if any(t.name in self._defined for t in inlined.find_all(exp.Table)):  # one defined by no query
+        if any(t.name in self._defined for t in inlined.find_all(exp.Table)):
             self.show(statement, "(its result depends on the data)")
             self.stopped = True
             raise NeedsData(statement)
-        self.entries.append(ExplainEntry("", statement, True))
         return inlined
 
     def fetch(self, statement: Statement) -> Any:
@@ -123,8 +134,11 @@ class Recorder:
                 and statement.this.name in self._created:
             found = self._created[statement.this.name]
             self._created[found.name] = dataclasses.replace(found, comment=statement.expression.name)
-        elif isinstance(statement, exp.Insert) and target is not None and target.name in self._defined:
-            before, query = self._defined[target.name], statement.expression
+        elif isinstance(statement, exp.Insert) and target is not None \
+                and (target.name in self._defined or target.name in self._held):
+            # an upload appended to is read as its held rows and what was appended
+            held = self._held.pop(target.name, None)
+            before, query = held if held is not None else self._defined[target.name], statement.expression
             self._defined[target.name] = (
                 exp.union(*(exp.select(exp.Star()).from_(q.subquery(f"part{i}")) for i, q in
                             enumerate((before.copy(), self._inline(query)))), distinct=False)
@@ -144,8 +158,8 @@ class Recorder:
 
     def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
         if name in self._created and (catalog, schema) == self.current():  # the catalog a run would read
-            return self._unrecorded(lambda: super(Recorder, self).describe(  # type: ignore[misc]
-                self._inline(exp.select(exp.Star()).from_(g.table(name)))))
+            query = self._runnable(exp.select(exp.Star()).from_(g.table(name)))
+            return self._unrecorded(lambda: super(Recorder, self).describe(query))  # type: ignore[misc]
         return super().columns(catalog, schema, name)  # type: ignore[misc]
 
     def keys(self, catalog: str, schema: str, name: str) -> list[tuple[str, ...]]:
@@ -175,7 +189,16 @@ class Recorder:
     def upload(self, purpose: str, columns: Mapping[str, np.ndarray], types: Mapping[str, str] | None = None) -> str:
         name = self.temp_name(purpose)
         rows = len(next(iter(columns.values()))) if columns else 0
-        self._defined[name] = values(columns, types or {}) if rows <= INLINE_ROWS else None
+        # Held under a name of its own: a later upload of the same name must not change what the
+        # tables defined from this one read (a run's CREATE TABLE ... AS reads it once).
+        held = f"{name}__held{len(self._holding)}"
+        if columns and self.hold(held, columns):
+            self._holding.append(held)
+            self._held[name] = held_query(held, columns, types or {}, self.dialect)
+            self._defined.pop(name, None)
+        else:
+            self._held.pop(name, None)
+            self._defined[name] = values(columns, types or {}) if rows <= INLINE_ROWS else None
         self.show(f"-- upload from Python into temp table {name}: {rows:,} rows computed by the run "
                   f"({', '.join(columns)})")
         return name
@@ -207,6 +230,10 @@ class Recorder:
 
     def cleanup(self) -> None:
         self.step_done("stopped" if self.stopped else "unfinished")
+        for held in self._holding:
+            self.let_go(held)
+        self._holding.clear()
+        self._held.clear()
         while self._temps:
             name = self._temps.pop()
             self.show(g.drop(name, self._kind(name)))
@@ -217,6 +244,9 @@ class Recorder:
             if isinstance(node, exp.Table) and self._defined.get(node.name) is not None:
                 alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
                 return exp.Subquery(this=self._defined[node.name].copy(), alias=alias.copy())
+            if isinstance(node, exp.Table) and node.name in self._held:
+                alias = node.args.get("alias") or exp.TableAlias(this=g.ident(node.name))
+                return exp.Subquery(this=self._held[node.name].copy(), alias=alias.copy())
             return node
 
         return query.copy().transform(swap)
@@ -242,6 +272,13 @@ def without_ctes(query: exp.Expression) -> exp.Expression:
         bodies[cte.alias] = cte.this.copy().transform(swap)
     query.set(key, None)
     return query.transform(swap)
+
+
+def held_query(held: str, columns: Mapping[str, np.ndarray], types: Mapping[str, str], dialect: str) -> exp.Select:
+    """``SELECT c, CAST(t AS type) AS t, ... FROM held``: a held upload read as the table the run
+    uploads (columns in ``types`` cast to their house type, as :meth:`Engine.upload` does)."""
+    return exp.select(*[g.alias(exp.Cast(this=g.col(c), to=exp.DataType.build(types[c], dialect=dialect))
+                                if c in types else g.col(c), c) for c in columns]).from_(g.table(held))
 
 
 def values(columns: Mapping[str, np.ndarray], types: Mapping[str, str]) -> exp.Select:
