@@ -343,6 +343,22 @@ class Engine(abc.ABC):
                           schema: str | None = None) -> None:
         """Create a persistent table ``name`` from a pandas DataFrame (datasets, tests)."""
 
+    def create_beside(self, name: str, rows: exp.Select, rid: exp.Column, ids: np.ndarray,
+                      columns: Mapping[str, np.ndarray], order: str | None = None) -> None:
+        """Create the persistent table ``name``: each row of ``rows`` (a query over one stored
+        relation, its unique integer row id ``rid``) followed by the ``columns`` at its id
+        (``columns[c][j]`` belongs to the row whose id is ``ids[j]``; every row has one), in
+        the order of the column ``order`` if given. Here: the arrays uploaded, then joined to
+        the rows by id in one statement."""
+        values = self.upload("beside", {"rid": ids, **columns})
+        u = exp.alias_(g.table(values), g.ident("u"), table=True)
+        query = rows.copy().join(u, on=exp.EQ(this=g.col("rid", "u"), expression=rid.copy()), join_type="left")
+        query = query.select(*[g.alias(g.col(c, "u"), c) for c in columns], copy=False)
+        if order is not None:
+            query = query.order_by(g.col(order), copy=False)
+        self.execute(g.create_table_as(name, query, temporary=False))
+        self.drop_temp(values)
+
     def map_groups(
         self, rows: Callable[[int | None], exp.Expression], groups: int, function: GroupFunction,
         kept: Sequence[str], small: Sequence[str], purpose: str,
