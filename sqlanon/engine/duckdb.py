@@ -170,6 +170,42 @@ class DuckDBEngine(Engine):
         with contextlib.suppress(duckdb.Error):  # a closed connection holds nothing
             self.con.unregister(name)
 
+    def create_beside(self, name: str, rows: exp.Select, rid: exp.Column, ids: np.ndarray,
+                      columns: Mapping[str, np.ndarray], order: str | None = None) -> None:
+        """A ``POSITIONAL JOIN`` of the rows with the arrays, when both list the rows in the same
+        order: the ids strictly ascending, and DuckDB keeping a table's storage order in a scan
+        (``preserve_insertion_order``, the default) -- a table written from a scan (the run's
+        snapshot) lists its rows in the order of the ids it was numbered with. Each row's id is
+        compared with the array's all the same, and a row out of place fails the statement
+        (``error()``): a class is never written beside another row. At 10M Agrawal rows the
+        hash join by id took 1.2 s of CPU of the 2.9 s statement; the positional one adds
+        nothing to writing the table. Else :meth:`Engine.create_beside`'s join."""
+        ids = np.asarray(ids)
+        if not (len(ids) and bool((ids[1:] > ids[:-1]).all()) and self._preserves_order()):
+            super().create_beside(name, rows, rid, ids, columns, order)
+            return
+        view = f"{self.prefix}frame"
+        key = f"{self.prefix}id"
+        frame = pd.DataFrame({key: ids, **{c: np.asarray(v) for c, v in columns.items()}}, copy=False)
+        same = exp.EQ(this=g.col(key, "f"), expression=rid.copy())
+        misplaced = exp.Anonymous(this="error", expressions=[g.lit("sqlanon: a row and its class are out of place")])
+        query = rows.copy().join(exp.Join(this=exp.alias_(g.table(view), g.ident("f"), table=True), method="POSITIONAL"))
+        query = query.select(*[g.alias(exp.Case().when(same.copy(), g.col(c, "f")).else_(misplaced.copy()), c)
+                               for c in columns], copy=False)
+        if order is not None:
+            query = query.order_by(g.col(order), copy=False)
+        sql = self.render(g.create_table_as(name, query, temporary=False))
+        self.statements += 1
+        try:  # through a relation, as _from_frame: nothing of the frame stays in the catalog
+            self.con.from_df(frame).query(view, sql)
+        except duckdb.Error as e:
+            raise EngineError(redacted(str(e)), sql) from e
+
+    def _preserves_order(self) -> bool:
+        """DuckDB's ``preserve_insertion_order`` setting."""
+        setting = self.scalar(exp.select(exp.func("current_setting", g.lit("preserve_insertion_order"))))
+        return str(setting).lower() in ("true", "1")
+
     @contextlib.contextmanager
     def frame_as(self, name: str, frame: Any) -> Iterator[None]:
         """Inside the block ``frame`` (a pandas DataFrame or a PyArrow table) is the temporary

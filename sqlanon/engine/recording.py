@@ -209,6 +209,12 @@ class Recorder:
         distributed engine's workers would write."""
         return Engine.map_groups(self, rows, groups, function, kept, small, purpose)  # type: ignore[arg-type]
 
+    def create_beside(self, name: str, rows: exp.Select, rid: exp.Column, ids: np.ndarray,
+                      columns: Mapping[str, np.ndarray], order: str | None = None) -> None:
+        """Recorded as :meth:`Engine.create_beside`'s upload and join, whatever the engine (an
+        engine's own write, such as DuckDB's by position, would run its statement)."""
+        Engine.create_beside(self, name, rows, rid, ids, columns, order)  # type: ignore[arg-type]
+
     @contextlib.contextmanager
     def transaction(self, undo: Callable[[], None] | None = None, *, snapshot: bool = False) -> Iterator[bool]:
         """Record the transaction a real run opens (its own, or a savepoint in the caller's) and

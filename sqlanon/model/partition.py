@@ -124,6 +124,32 @@ class Regions:
     visibility: Visibility | None = None
 
 
+@dataclass(frozen=True)
+class RowLeaves:
+    """Every row's leaf as an in-memory finish of rows held in this process left them
+    (:func:`sqlanon.mondrian.builder.finish_in_memory` with ``held``): ``rid``, ``pid`` (and
+    ``qhash`` for a keyed release) as arrays, in the order the rows were fetched. Not uploaded:
+    the publication writes the row map from them (:func:`sqlanon.publish.rules.publish_held`),
+    or uploads them where a statement must join them (:func:`sqlanon.publish.rules.assignment_table`)."""
+
+    columns: Mapping[str, np.ndarray]
+
+    def regions(self, pid: np.ndarray, region: np.ndarray) -> np.ndarray:
+        """Each row's ``region[j]`` where ``pid[j]`` is its leaf (every row's leaf is in ``pid``):
+        a table indexed by leaf id when the ids span at most four per row (one scatter and one
+        gather), else a binary search in the sorted ids."""
+        rows = np.asarray(self.columns["pid"], dtype=np.int64)
+        if not len(rows):
+            return np.zeros(0, dtype=np.int64)
+        low, high = int(pid.min()), int(pid.max())
+        if high - low < 4 * len(rows) + 1024:
+            table = np.empty(high - low + 1, dtype=np.int64)
+            table[pid - low] = region
+            return table[rows - low]
+        order = np.argsort(pid)
+        return region[order[np.searchsorted(pid, rows, sorter=order)]]
+
+
 @dataclass
 class Progress:
     """What the loop reports to the caller's callback after each level, and the pipeline when the

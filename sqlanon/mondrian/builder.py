@@ -34,7 +34,7 @@ from ..model import kernels
 from ..model.criteria import Criterion, Targets, rank
 from ..model.domain import Domain
 from ..model.parallel import return_free_memory, run_all, small_pages
-from ..model.partition import Boxes, Leaves, Progress
+from ..model.partition import Boxes, Leaves, Progress, RowLeaves
 from ..model.privacy import Constraint
 from ..model.stats import ClassStats, FrequencyGroups, StatColumn, first_of_run, group_stats, sort_and_group
 from .compiled import median_finish, workload_finish
@@ -750,7 +750,7 @@ class Batch:
 def finish_in_memory(
     engine: Engine, partitioner: Partitioner, work: str, open_: Boxes, memory_rows: int, purpose: str = "leaves",
     held: dict[str, np.ndarray] | None = None, assign: bool = True,
-) -> str | None:
+) -> str | RowLeaves | None:
     """Finish the remaining partitions in batches of about ``memory_rows`` rows, each by
     :class:`BatchFinish` where the engine keeps the rows (:meth:`Engine.map_groups`: fetched
     into this process one batch at a time, or on Spark's executors), and record their leaves.
@@ -760,7 +760,8 @@ def finish_in_memory(
     baseline, :func:`sqlanon.mondrian.run.baseline`), the rows' leaves are not uploaded.
 
     Returns the temp table ``(rid, pid[, qhash])`` (:func:`row_columns`) of the rows finished in
-    memory, with their leaf (None if there were none). ``purpose`` names the engine's temp tables
+    memory, with their leaf (None if there were none); for ``held`` rows the same columns as
+    arrays (:class:`~sqlanon.model.partition.RowLeaves`), not uploaded. ``purpose`` names the engine's temp tables
     (one per run).
     """
     if not len(open_):
@@ -785,7 +786,8 @@ def finish_in_memory(
         with small_pages():
             kept, little = finish(0, held)
         leaves = {c: little[c] for c in leaf_columns(partitioner.d)}
-        assignment = engine.upload(f"{purpose}0", {c: kept[c] for c in row_columns(layout.hashed)}) if assign else None
+        # kept here: the publication writes the row map from the arrays (RowLeaves)
+        assignment = RowLeaves({c: kept[c] for c in row_columns(layout.hashed)}) if assign else None
         del kept
     else:
         batches = engine.upload("batches", {"pid": open_.pid, "b": batch_of})

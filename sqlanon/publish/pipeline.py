@@ -19,10 +19,10 @@ from ..engine.catalog import find_source
 from ..errors import EngineError, ObjectExistsError, VerificationError
 from ..model.domain import Domain
 from ..model.parallel import return_free_memory
-from ..model.partition import Regions
+from ..model.partition import Regions, RowLeaves
 from ..request.spec import Spec
 from . import manifest, suppression
-from .rules import create_rules, publish, reads_sql_rows, rowmap_query
+from .rules import assignment_table, create_rules, publish, reads_sql_rows, rowmap_query, writes_held
 from .verify import Verification, exposed_values, verify_source
 from .view import PLACED, RECODED
 
@@ -70,7 +70,7 @@ def verified(engine: Engine, spec: Spec) -> Verification:
     return result
 
 
-def reads_work(spec: Spec, memory: str | None, regions: Regions) -> bool:
+def reads_work(spec: Spec, memory: str | RowLeaves | None, regions: Regions) -> bool:
     """Whether :func:`publish_release` reads the working table: for the rows of leaves finished
     in SQL or when no row was finished in memory (:func:`~sqlanon.publish.rules.reads_sql_rows`),
     and for suppressed rows. When it does not, the caller drops the
@@ -83,7 +83,7 @@ def reads_work(spec: Spec, memory: str | None, regions: Regions) -> bool:
 
 def publish_release(
     engine: Engine, spec: Spec, domains: tuple[Domain, ...], regions: list[Regions], work: str,
-    memory: str | None, source: exp.Table, rid: str,
+    memory: str | RowLeaves | None, source: exp.Table, rid: str,
     ranges: Sequence[tuple[int | None, int | None]] | None = None, encoded: exp.Table | None = None,
 ) -> Verification | None:
     """Create the release's objects in one transaction (:meth:`Engine.transaction`: its own, or
@@ -117,6 +117,8 @@ def publish_release(
                 set_aside(engine, spec.outputs.existing, undo):
             leaves = regions.pop()
             return_free_memory()  # what making the leaves left (the rules' arrays come next)
+            if not writes_held(spec, memory, leaves):  # the statements below join the rows' leaves
+                memory = assignment_table(engine, memory)
             if leaves.visibility is None:  # Mondrian's: what its published rows hold, for the bounds
                 leaves = dataclasses.replace(leaves, visibility=suppression.visibility(
                     engine, spec, domains, leaves, work, memory, encoded if encoded is not None else source))
@@ -129,17 +131,19 @@ def publish_release(
             if spec.suppression_limit:  # rows the recoding suppressed: no region
                 rowmap = exp.union(rowmap, suppression.rowmap_rows(work, spec.hashed), distinct=False)
             rows = (snapshot_rows(spec, encoded if encoded is not None else source, rid, rowmap)
-                    if spec.key is None else None)
+                    if spec.key is None and isinstance(rowmap, exp.Expression) else None)
             publish(engine, spec, source, rid, rowmap, count, suppressed=bool(spec.suppression_limit), ranges=ranges)
             result = verified(engine, spec)
             # a keyed release's verify matched its rows
-            if rows is not None and isinstance(result, Verification) and may_expose(spec, result):
+            if spec.key is None and isinstance(result, Verification) and may_expose(spec, result):
+                if rows is None:  # writes_held: only where nothing can be exposed
+                    raise AssertionError("a row map written from held arrays has no query for exposed values")
                 exposed = exposed_values(engine, rows, spec.qis, g.table(spec.outputs.rules), g.table(spec.outputs.view),
                                          spec.k)
                 if exposed:
                     raise VerificationError(f"the published relation {spec.outputs.view!r} failed verification: "
                                             f"{exposure_problem(exposed)}. Nothing was published.")
-            engine.drop_temp(leafmap)  # read by the row map's query until here
+            engine.drop_temp(leafmap.table)  # read by the row map's query until here
             return result
     except EngineError as e:
         if engine.lost_race(e):

@@ -26,7 +26,8 @@ joins it to the rules (:func:`sqlanon.publish.view.snapshot_view`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlglot import exp
@@ -35,7 +36,7 @@ from ..engine import sqlgen as g
 from ..engine.base import Engine
 from ..model.domain import Domain
 from ..model.manifest_format import ROWMAP_HASH, ROWMAP_REGION, rowmap_key
-from ..model.partition import Regions
+from ..model.partition import Regions, RowLeaves
 from ..request.spec import Spec
 from .bounds import Shown, empty_marker, region_bounds, shown_codes
 from .view import LiveView, live_view, snapshot_view
@@ -78,11 +79,20 @@ def printable_boxes(spec: Spec, domains: Sequence[Domain], regions: Regions
     return lo, hi, kept, shown
 
 
-def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> str:
-    """Create the rules table; return the temp table of every leaf ``(pid, region, sql, ...)``
-    that :func:`rowmap_query` reads (``region``: the leaf's region, :data:`SUPPRESSED_REGION` for a
+@dataclass(frozen=True)
+class LeafMap:
+    """Every leaf's region in the row map: the temp table ``(pid, mapped, sql, ...)`` that
+    :func:`rowmap_query` joins (``mapped``: the leaf's region, :data:`SUPPRESSED_REGION` for a
     leaf whose rows have none: a suppressed leaf, or one that is no region,
-    :func:`printable_boxes`).
+    :func:`printable_boxes`), and the same ``pid`` and ``mapped`` as arrays."""
+
+    table: str
+    pid: np.ndarray
+    mapped: np.ndarray
+
+
+def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions: Regions) -> LeafMap:
+    """Create the rules table; return every leaf's region in the row map (:class:`LeafMap`).
 
     One upload (the leaves: their row map columns and, for the regions, the code columns of the
     rules) and one statement per lookup group (:func:`lookup_groups`; one unless the engine
@@ -135,8 +145,10 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
             for i, parts in looked_up.items() if i not in here}
     direct = {i: domains[i].size <= max(DIRECT_LOOKUP, 2 * n) for i, n in used.items()}  # no semi-join first
     sizes = {i: (domains[i].size if direct[i] else used[i]) * len(looked_up[i]) for i in used}
-    leaves = engine.upload("leafmap", leaf_columns(regions, region, kept, columns), types=types)
-    del columns  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
+    leafmap = leaf_columns(regions, region, kept, columns)
+    pid, mapped = leafmap["pid"], leafmap["mapped"]
+    leaves = engine.upload("leafmap", leafmap, types=types)
+    del columns, leafmap  # in the engine now (0.26 GB at 100M rows): not held through the lookups below
 
     # Codes -> values through the domain tables, so published values keep their source types
     # (:func:`_looked_up`). An engine that holds every join's hash table of a statement at once
@@ -176,7 +188,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     if step != leaves:
         engine.drop_temp(step)
-    return leaves
+    return LeafMap(leaves, pid, mapped)
 
 
 def values_here(d: Domain, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -287,23 +299,69 @@ def lookup_groups(rows: dict[int, int], most: int | None) -> list[list[int]]:
 SUPPRESSED_REGION = -1
 
 
-def reads_sql_rows(memory_assignment: str | None, regions: Regions) -> bool:
+def reads_sql_rows(memory_assignment: str | RowLeaves | None, regions: Regions) -> bool:
     """Whether :func:`rowmap_query` reads the working table: when some leaf was finished in SQL
     (its rows carry it there) or no row was finished in memory."""
-    return not memory_assignment or bool(regions.in_sql.any())
+    return memory_assignment is None or bool(regions.in_sql.any())
+
+
+@dataclass(frozen=True)
+class HeldRowMap:
+    """The row map of a keyless release held in this process: ``rid`` and ``region`` arrays, one entry
+    per row the run read, in the order the rows were fetched (:class:`RowLeaves`). The
+    published relation is written from them beside the rows they belong to
+    (:meth:`Engine.create_beside <sqlanon.engine.base.Engine.create_beside>`), without the
+    upload of every row's leaf and the join with the leaves' table that :func:`rowmap_query`'s
+    statement needs."""
+
+    columns: Mapping[str, np.ndarray]
+
+
+#: What :func:`publish` writes the published relation from: the row map's query, or its arrays.
+RowMap = exp.Expression | HeldRowMap
+
+
+def writes_held(spec: Spec, memory_assignment: str | RowLeaves | None, regions: Regions) -> bool:
+    """Whether the row map is written from arrays held here (:class:`HeldRowMap`): for a keyless
+    release (a keyed one's row map keeps the key's types: written by :func:`rowmap_query`'s
+    statement) whose every row was finished in memory from held rows (:class:`RowLeaves`), none suppressed (the
+    suppressed rows' are in the working table, :func:`sqlanon.publish.suppression.rowmap_rows`),
+    every leaf's rows have a region, and no QI is published with ``published="domain"`` (whose
+    check of the printed ends, :func:`sqlanon.publish.verify.exposed_values`, joins the row map's
+    query)."""
+    return (isinstance(memory_assignment, RowLeaves) and spec.key is None and not regions.in_sql.any()
+            and not spec.suppression_limit
+            and (regions.suppressed is None or not regions.suppressed.any())
+            and not any(q.ordered and q.bounds == "domain" for q in spec.qis))
+
+
+def assignment_table(engine: Engine, memory_assignment: str | RowLeaves | None) -> str | None:
+    """The temp table of the rows finished in memory with their leaf: held rows' arrays
+    (:class:`RowLeaves`) uploaded, for a statement that joins them."""
+    if isinstance(memory_assignment, RowLeaves):
+        return engine.upload("leaves0", memory_assignment.columns)
+    return memory_assignment
 
 
 def rowmap_query(
-    spec: Spec, work: str, memory_assignment: str | None, regions: Regions, leaves: str
-) -> exp.Expression:
-    """The query of ``(rid, region, qhash)``: each row's region by the run's row id (``qhash``
+    spec: Spec, work: str, memory_assignment: str | RowLeaves | None, regions: Regions, leaves: LeafMap
+) -> RowMap:
+    """The row map ``(rid, region, qhash)``: each row's region by the run's row id (``qhash``
     only for a keyed release: a keyless one's working table has none).
 
     Rows finished in SQL carry their leaf in the working table; rows finished in memory come
     from ``memory_assignment``. Both only join the small table of the leaves (``leaves``, from
     :func:`create_rules`). Not materialized: the published relation is written from it directly.
+    Rows finished here from held arrays (:func:`writes_held`) map to their regions here, as a
+    :class:`HeldRowMap`.
     """
-    m = exp.alias_(g.table(leaves), g.ident("m"), table=True)
+    if isinstance(memory_assignment, RowLeaves):
+        assert writes_held(spec, memory_assignment, regions), "held rows' leaves are uploaded first (assignment_table)"
+        region = memory_assignment.regions(leaves.pid, leaves.mapped)
+        if (region == SUPPRESSED_REGION).any():  # writes_held: every held row's leaf is a region
+            raise AssertionError("a row finished in memory has no region")
+        return HeldRowMap({"rid": memory_assignment.columns["rid"], "region": region})
+    m = exp.alias_(g.table(leaves.table), g.ident("m"), table=True)
     published = g.alias(exp.Nullif(this=g.col("mapped", "m"), expression=g.lit(SUPPRESSED_REGION)), "region")
     cols = [g.col("rid", "x"), published] + ([g.col("qhash", "x")] if spec.hashed else [])
     in_sql = (
@@ -333,15 +391,19 @@ def live_plan(spec: Spec) -> LiveView:
                     spec.single.qids if spec.single is not None and spec.single.per_qid([q.name for q in spec.qis]) else ())
 
 
-def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression, regions: int,
+def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: RowMap, regions: int,
             suppressed: bool = False, ranges: Sequence[tuple[int | None, int | None]] | None = None) -> None:
     """Create the anonymized relation: for a keyed source the persistent row map
     ``(key0.., region, rhash)`` and the live view over the source (:mod:`sqlanon.publish.view`);
     else a snapshot of the rows the run read and a view of it (:func:`_publish_snapshot`).
     ``regions``: the rules' rows; ``suppressed``: the row map may hold rows without a region
     (:mod:`sqlanon.publish.suppression`); ``ranges``: a keyless release's row-id ranges, if the
-    caller found them already (:func:`rid_chunks`)."""
+    caller found them already (:func:`rid_chunks`). A row map held here (:class:`HeldRowMap`)
+    is written beside the rows of ``source`` (:func:`_publish_held`)."""
     out = spec.outputs
+    if isinstance(rowmap, HeldRowMap):  # writes_held: a keyless release
+        _publish_held(engine, spec, source, rid, rowmap)
+        return
     if spec.key is None:
         _publish_snapshot(engine, spec, source, rid, rowmap, suppressed, ranges)
         return
@@ -355,6 +417,24 @@ def publish(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp
                          copy=False)
     engine.execute(g.create_table_as(out.assignment, query, temporary=False))
     engine.execute(g.create_view(out.view, live_view(engine, live_plan(spec), regions)))
+
+
+def _publish_held(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: HeldRowMap) -> None:
+    """:func:`_publish_snapshot` from a row map held here: the same snapshot and view, the
+    snapshot written in one statement beside the rows of the run's snapshot ``source``, each
+    row's class from the arrays by its row id (:meth:`Engine.create_beside
+    <sqlanon.engine.base.Engine.create_beside>`), in class order where the engine clusters it
+    (:attr:`Engine.clusters_snapshot`)."""
+    out = spec.outputs
+    qis = {q.name for q in spec.qis}
+    select = [g.alias(g.col(name, "b"), name) for name in spec.source.column_names if name not in qis]
+    rows = exp.select(*select).from_(exp.alias_(source.copy(), g.ident("b"), table=True))
+    engine.create_beside(out.assignment, rows, g.col(rid, "b"), rowmap.columns["rid"],
+                         {out.class_column: rowmap.columns["region"]},
+                         order=out.class_column if engine.clusters_snapshot else None)
+    engine.execute(g.create_view(out.view, snapshot_view(
+        spec.source.column_names, spec.qis, out.assignment, out.rules, out.region_column, out.size_column,
+        out.class_column, False)))
 
 
 def _publish_snapshot(engine: Engine, spec: Spec, source: exp.Table, rid: str, rowmap: exp.Expression,

@@ -28,7 +28,7 @@ import numpy as np
 from ..engine.base import Engine
 from ..errors import RecodingError
 from ..model.domain import Domain
-from ..model.partition import Progress, Regions
+from ..model.partition import Progress, Regions, RowLeaves
 from .spec import Spec
 
 
@@ -62,7 +62,7 @@ class Partitioned:
     domains: tuple[Domain, ...]
     regions: Regions
     work: str
-    memory: str | None
+    memory: str | RowLeaves | None  # RowLeaves: the rows were finished here from held arrays
     outcome: Any
     notes: tuple[str, ...] = ()
 
