@@ -92,8 +92,10 @@ the in-memory batches (which run independently, even on Spark executors), whatev
   :class:`sqlanon.Release` reports the rows allowed and used (``suppression``).
 
 :func:`root_shares` measures what suppression buys: per QI, the share of rows published
-generalized to the whole domain (with :func:`sqlanon.mondrian.run.baseline`, the same request
-partitioned without suppression, for the "before" figures of :class:`sqlanon.Release`).
+generalized to the whole domain; the "before" figures of :class:`sqlanon.Release` are the same
+request's without suppression: read off the run's own tree with its suppressing splits undone
+when one depth-first finish grew it (:func:`untrimmed`, :func:`shares_untrimmed`), else
+partitioned once more (:func:`sqlanon.mondrian.run.baseline`).
 """
 
 from __future__ import annotations
