@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cup.py --cup /work/data/cup                # default QI sets, k 50, 0 and 2 %
     python benchmarks/bench_cup.py --cup DIR --qid ZIP,AGE,GENDER --numeric AGE --k 50 --suppression 0.02
+    python benchmarks/bench_cup.py --cup DIR --target - STATE RAMNTALL    # Median, InfoGain, Regression
 
 The data is *not* in the repository (its publisher removed it for licensing reasons): ``--cup``
 names a directory holding ``cup.csv`` (``;``-separated, with a header: ZIP, AGE, GENDER, INCOME,
@@ -10,7 +11,10 @@ STATE, RAMNTALL, NGIFTALL, MINRAMNT; 63,441 rows) and ARX's hierarchies
 named in ``--numeric`` is an ordered number (cast to BIGINT), every other QI takes its ARX
 hierarchy (ZIP's: 100,000 five-digit leaves, one digit masked per level, ten children per node).
 
-For each QI set, k and suppression fraction: Median Mondrian (``anonymize(..., suppression=f)``).
+For each QI set, k, suppression fraction and ``--target``: Mondrian (``anonymize(..., suppression=f)``)
+under Median (``-``, the default), InfoGain on a text column (``target=`` that column, e.g. ``STATE``)
+or Regression on a numeric one (``RAMNTALL``: its BIGINT ``RAMNTALL_n``); a target is never a QI
+of its set (such a set is skipped for it).
 Recorded: the share of rows whose ZIP is published at the root ``*`` (``metrics().at_root``,
 suppressed rows included; with ``f > 0`` also ``at_root_before``: the same request without
 suppression), the rows suppressed against the ``floor(f x N)`` allowed (``Release.suppression``),
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="QIs taken as ordered numbers (the others take ARX's hierarchies)")
     parser.add_argument("--k", type=int, nargs="+", default=[50])
     parser.add_argument("--suppression", type=float, nargs="+", default=[0.0, 0.02])
+    parser.add_argument("--target", nargs="+", default=["-"],
+                        help="'-' for Median, else the target column (text: InfoGain; numeric: Regression)")
     args = parser.parse_args(argv)
     rec = harness.Recorder.start(__file__, args)
     numeric = set(args.numeric)
@@ -73,26 +79,33 @@ def main(argv: list[str] | None = None) -> None:
             if q not in numeric and q not in hierarchies:
                 hierarchies[q] = load_hierarchy(str(args.cup / f"cup_hierarchy_{q}.csv"))
         qid = [f"{q}_n" if q in numeric else q for q in names]
-        for k in args.k:
-            for fraction in args.suppression:
-                started = time.perf_counter()
-                chosen = {q: hierarchies[q] for q in names if q in hierarchies}
-                release = sqlanon.anonymize(con, "cup", qid, k, hierarchies=chosen,
-                                            suppression=fraction or None, algorithm=sqlanon.Mondrian(sqlanon.Median()),
-                                            output=sqlanon.Output(view="cup_release", replace=True))
-                seconds = time.perf_counter() - started
-                m = sqlanon.metrics(con, release)
-                s = release.suppression
-                rec.record("median", {"dataset": "cup", "qid": spec, "numeric": ",".join(q for q in names if q in numeric),
-                                      "k": k, "suppression": fraction}, seconds, None,
-                           {"rows": m.rows, "zip_at_root": m.at_root.get("ZIP"),
-                            "zip_at_root_before": m.at_root_before.get("ZIP") if m.at_root_before else None,
-                            "suppressed": release.suppressed, "allowed": s.allowed if s else 0,
-                            "used": s.used if s else 0, "classes": m.classes, "gcp": m.gcp,
-                            "ncp_zip": m.ncp.get("ZIP")},
-                           {"at_root": dict(m.at_root), "at_root_before": dict(m.at_root_before or {}),
-                            "ncp": dict(m.ncp)})  # fmt: skip
-    columns = [Column("QIs", "params.qid"), Column("numeric", "params.numeric"), Column("k", "params.k"),
+        for target, k, fraction in ((t, k, f) for t in args.target for k in args.k for f in args.suppression):
+            if target in names:
+                continue
+            if target == "-":
+                name, request = "median", {"algorithm": sqlanon.Mondrian(sqlanon.Median())}
+            else:
+                column = f"{target}_n" if target in numeric else target
+                name = f"{'regression' if target in numeric else 'infogain'}:{target}"
+                request = {"target": column}
+            started = time.perf_counter()
+            chosen = {q: hierarchies[q] for q in names if q in hierarchies}
+            release = sqlanon.anonymize(con, "cup", qid, k, hierarchies=chosen, suppression=fraction or None,
+                                        output=sqlanon.Output(view="cup_release", replace=True), **request)
+            seconds = time.perf_counter() - started
+            m = sqlanon.metrics(con, release)
+            s = release.suppression
+            rec.record(name, {"dataset": "cup", "qid": spec, "numeric": ",".join(q for q in names if q in numeric),
+                              "k": k, "suppression": fraction, "target": target}, seconds, None,
+                       {"rows": m.rows, "zip_at_root": m.at_root.get("ZIP"),
+                        "zip_at_root_before": m.at_root_before.get("ZIP") if m.at_root_before else None,
+                        "suppressed": release.suppressed, "allowed": s.allowed if s else 0,
+                        "used": s.used if s else 0, "classes": m.classes, "gcp": m.gcp,
+                        "ncp_zip": m.ncp.get("ZIP")},
+                       {"at_root": dict(m.at_root), "at_root_before": dict(m.at_root_before or {}),
+                        "ncp": dict(m.ncp)})  # fmt: skip
+    columns = [Column("run", "name"), Column("QIs", "params.qid"), Column("numeric", "params.numeric"),
+               Column("k", "params.k"),
                Column("suppression", "params.suppression", ".0%"),
                Column("ZIP at *", "metrics.zip_at_root", ".1%"), Column("without supp.", "metrics.zip_at_root_before", ".1%"),
                Column("suppressed", "metrics.used", ","), Column("allowed", "metrics.allowed", ","),

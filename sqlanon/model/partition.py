@@ -180,8 +180,9 @@ class Partitioning:
         distance_from_minimal: leaves that might still have an allowable split (TR 1590,
             Figure 28's measure; 0: every leaf is settled by an exact decision).
         at_root, at_root_before: with ``suppression=``: per QI, the share of rows generalized to
-            the whole domain, with suppression and without it (the same request partitioned once
-            more without suppression; :mod:`sqlanon.mondrian.suppression`).
+            the whole domain, with suppression and without it (the same request without
+            suppression: read off the run's own tree when one depth-first finish grew it, else
+            partitioned once more; :mod:`sqlanon.mondrian.run`).
     """
 
     strategy: str

@@ -52,7 +52,7 @@ from .levels import (
 from .siblings import Kin, Level, groups_with_siblings, merge_levels
 from .split import Children, Evaluation, can_settle, children, evaluate, settled
 from .split import _passes as passes
-from .suppression import share_budget, slack, suppressing
+from .suppression import Untrimmed, share_budget, slack, suppressing, untrimmed
 
 log = logging.getLogger("sqlanon")
 
@@ -80,6 +80,9 @@ class Partitioner:
         self.constraints = tuple(constraints)
         self.criterion = criterion
         self.leaves = Leaves()
+        # the suppressing splits of the depth-first finishes, for the run without suppression
+        # (suppression.untrimmed; taken over from the forks that finish in this process)
+        self.untrimmed: list[Untrimmed] = []
         self.next_pid = 1
         self.progress = progress
         self.started = time.perf_counter()
@@ -110,8 +113,11 @@ class Partitioner:
         return out
 
     def absorb(self, worker: Partitioner) -> None:
-        """Take over the progress counters of a fork that finished a batch in this process."""
+        """Take over the progress counters of a fork that finished a batch in this process, and
+        the suppressing splits of its depth-first finishes (:attr:`untrimmed`)."""
         self.rows_finished, self.levels = worker.rows_finished, worker.levels
+        self.untrimmed += worker.untrimmed
+        worker.untrimmed = []
 
     def leaf_table(self) -> dict[str, np.ndarray]:
         """The leaves as integer columns (:func:`leaf_columns`), to travel between processes:
@@ -408,13 +414,12 @@ class Partitioner:
         Regression and Targets that of :mod:`sqlanon.mondrian.compiled.workload_finish` (where its
         ``applies`` holds): the same partitions, ids and leaves, several times faster.
         """
-        if type(self) is Partitioner and len(seg) and (seg.n > 0).all() and int(seg.n.sum()) == batch.rows:
+        if self.depth_first_applies(seg) and int(seg.n.sum()) == batch.rows:
             if self.median_finish_applies(seg):
                 return self._depth_first(median_finish.finish(batch.codes, seg.n, self.domains, self.min_size,
                                                               self.threads, batch.disposable,
                                                               *self._model_values(batch), budget=seg.budget), seg)
-            if _WORKLOAD_FINISH and self._workload_finish_applies(seg):
-                return self._depth_first(self._workload_finish(batch, seg), seg)
+            return self._depth_first(self._workload_finish(batch, seg), seg)
         batch = batch.copy()
         row = np.arange(batch.rows, dtype=np.int64)
         out_row: list[np.ndarray] = []
@@ -481,6 +486,12 @@ class Partitioner:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_pid)
 
+    def depth_first_applies(self, seg: Boxes) -> bool:
+        """Whether :meth:`run_memory` finishes the partitions ``seg`` (all of a batch's rows) by a
+        depth-first compiled finish (median_finish or workload_finish), not level by level."""
+        return (type(self) is Partitioner and len(seg) > 0 and bool((seg.n > 0).all())
+                and (self.median_finish_applies(seg) or (_WORKLOAD_FINISH and self._workload_finish_applies(seg))))
+
     def median_finish_applies(self, seg: Boxes) -> bool:
         """Whether :mod:`sqlanon.mondrian.compiled.median_finish` finishes this batch (its codes are then
         best fetched row-major: a split moves whole rows)."""
@@ -544,6 +555,9 @@ class Partitioner:
             root[at] = root[nodes["parent"][at]] if level > 1 else nodes["parent"][at]
         root[:R] = np.arange(R)
         dropped = gone[leaf]
+        if dropped.any():  # the run without suppression: this tree with its suppressing splits undone
+            self.untrimmed.append(untrimmed(nodes["parent"], depth, n, nodes["cmin"], nodes["cmax"], gone, pid, leaf,
+                                            seg.node[root]))
         none = np.full((len(leaf), self.d), -1, dtype=np.int64)
         self.leaves.add(Boxes(pid[leaf], np.where(dropped, 0, n[leaf]), lo[leaf], hi[leaf], seg.node[root[leaf]],
                               np.where(dropped, 0, nodes["budget"][leaf]) if "budget" in nodes else None),
@@ -804,6 +818,7 @@ def finish_in_memory(
     return_free_memory()  # what the batches freed, before their leaves become matrices (the run's peak)
     partitioner.next_pid = int(first_pid[-1] + rows_of_batch[-1] * fanout)
     partitioner.add_leaves(leaves)
+    partitioner.untrimmed += finish.partitioner.untrimmed  # finished in this process (``local``), else none
     return assignment
 
 

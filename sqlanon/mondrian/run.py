@@ -7,8 +7,12 @@ then the in-memory finish; :class:`~sqlanon.mondrian.algorithm.Sample`: Rothko-S
 :class:`~sqlanon.model.partition.Regions`. With ``suppression=`` the request is first
 partitioned without it, for the shares of rows generalized to the whole domain
 (:func:`baseline`, :func:`~.suppression.root_shares`), and the budget travels down Rothko-T's levels or Rothko-S's rounds
-(:mod:`.suppression`). When the table is one in-memory batch its rows are fetched once and both
-partitionings finish from them (:func:`held_rows`).
+(:mod:`.suppression`). When the table is one in-memory batch its rows are fetched once
+(:func:`held_rows`); when a depth-first compiled finish then finishes it, the request without
+suppression is not partitioned again but read off the run's own tree, its suppressing splits
+undone (:func:`~.suppression.untrimmed`, :func:`~.suppression.shares_untrimmed`: the same shares,
+``tests/mondrian/test_suppression_baseline.py``); otherwise both partitionings finish from the
+one fetch.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..model.partition import Leaves, Regions
 from ..request.algorithm import Partitioned, Prepared
 from .builder import Partitioner, finish_in_memory
 from .sample import Outcome, SampleOptions, run_sample
-from .suppression import root_shares
+from .suppression import root_shares, shares_untrimmed
 
 
 def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
@@ -41,13 +45,16 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
     outcome = Outcome(options.strategy)
     before = after = None
     held = run.held
+    tree = partitioner()
+    undone = False  # the "before" read off the run's own tree (its suppressing splits undone)
     if spec.suppression:  # the "before" of the root shares: the same request without suppression
         if held is None and options.strategy == "levels":
             held = held_rows(engine, work, spec.source.rows, spec.memory_rows)
-        plain = baseline(engine, partitioner(None), work, spec.source.rows, spec.memory_rows, held)
-        before = root_shares(plain, domains, spec.source.rows)
-        spec = dataclasses.replace(spec, at_root_before=before)  # recorded in the manifest
-    tree = partitioner()
+        undone = (options.strategy == "levels" and held is not None
+                  and tree.depth_first_applies(tree.root(spec.source.rows, spec.suppression_limit)))
+        if not undone:
+            plain = baseline(engine, partitioner(None), work, spec.source.rows, spec.memory_rows, held)
+            before = root_shares(plain, domains, spec.source.rows)
     if options.strategy == "sample":
         # the reading transaction ends once a rewrite has replaced the working view
         work, open_ = run_sample(engine, tree, work, spec.source.rows, options, outcome, run.done_reading,
@@ -60,6 +67,11 @@ def run_mondrian(run: Prepared, options: SampleOptions) -> Partitioned:
         run.lap("partition_sql")
     memory = finish_in_memory(engine, tree, work, open_, spec.memory_rows, held=held)
     del held
+    if undone:  # one batch, finished depth-first: every suppressing split is in tree.untrimmed
+        before = shares_untrimmed(tree.leaves.collect(), tree.untrimmed, domains, spec.source.rows)
+    tree.untrimmed = []
+    if before is not None:
+        spec = dataclasses.replace(spec, at_root_before=before)  # recorded in the manifest
     run.done_reading()  # the finish has read the working table (perhaps the view over the source)
     outcome.add(scans=int(len(open_) > 0))
     del open_  # not held while publishing (as the leaves below, it grows with the table)

@@ -92,13 +92,16 @@ the in-memory batches (which run independently, even on Spark executors), whatev
   :class:`sqlanon.Release` reports the rows allowed and used (``suppression``).
 
 :func:`root_shares` measures what suppression buys: per QI, the share of rows published
-generalized to the whole domain (with :func:`sqlanon.mondrian.run.baseline`, the same request
-partitioned without suppression, for the "before" figures of :class:`sqlanon.Release`).
+generalized to the whole domain; the "before" figures of :class:`sqlanon.Release` are the same
+request's without suppression: read off the run's own tree with its suppressing splits undone
+when one depth-first finish grew it (:func:`untrimmed`, :func:`shares_untrimmed`), else
+partitioned once more (:func:`sqlanon.mondrian.run.baseline`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -342,17 +345,86 @@ def root_shares(regions: Regions, domains: Sequence[Domain], rows: int) -> dict[
     kept = boxes.n > 0
     if regions.suppressed is not None:
         kept &= ~regions.suppressed
-    n = boxes.n[kept]
+    return _shares(boxes.n[kept], boxes.node[kept], regions.cmin[kept], regions.cmax[kept], domains, rows)
+
+
+def _shares(n: np.ndarray, node: np.ndarray, cmin: np.ndarray, cmax: np.ndarray, domains: Sequence[Domain],
+            rows: int) -> dict[str, float]:
+    """:func:`root_shares` of the classes of ``n`` rows with hierarchy nodes ``node`` and code
+    extents ``cmin``/``cmax`` ((C, d) each); the ``rows`` no class holds count as suppressed."""
     suppressed = rows - int(n.sum())
     out = {}
     for j, d in enumerate(domains):
         if d.num is None:  # hierarchical: the root node is 0
-            whole = boxes.node[kept, j] == 0
+            whole = node[:, j] == 0
         else:
-            lo, hi = regions.cmin[kept, j], regions.cmax[kept, j]
+            lo, hi = cmin[:, j], cmax[:, j]
             whole = (lo == lo.min()) & (hi == hi.max()) if len(lo) else np.zeros(0, dtype=bool)
         out[d.qi.name] = (int(n[whole].sum()) + suppressed) / rows if rows else 0.0
     return out
+
+
+@dataclass(frozen=True)
+class Untrimmed:
+    """What a depth-first node table (:mod:`sqlanon.mondrian.compiled`) tells of the same
+    request without suppression (:func:`untrimmed`): the ids of its leaves under a suppressing
+    split (``below``; every suppressed leaf is) and the topmost partitions that took one (``n``
+    rows, hierarchy ``node``, code extents ``cmin``/``cmax``; (T,) and (T, d))."""
+
+    below: np.ndarray
+    n: np.ndarray
+    node: np.ndarray
+    cmin: np.ndarray
+    cmax: np.ndarray
+
+
+def untrimmed(parent: np.ndarray, depth: np.ndarray, n: np.ndarray, cmin: np.ndarray, cmax: np.ndarray,
+              suppressed: np.ndarray, pid: np.ndarray, leaf: np.ndarray, node: np.ndarray) -> Untrimmed:
+    """The :class:`Untrimmed` of a depth-first finish's node table (``parent``, ``depth`` (roots
+    0), ``n``, ``cmin``/``cmax`` the extents of every node's rows, ``suppressed`` leaves; ``pid``
+    the nodes' ids, ``leaf`` the leaves' indices, ``node`` each node's hierarchy nodes).
+
+    Why the request without suppression is this tree with every topmost suppressing split not
+    taken (the split partition a leaf): a partition suppresses only when it has no ordinary
+    split on any QI (the module docstring; the compiled finishes take ordered QIs only, so the
+    hierarchical exception under Median never arises in them), and the ordinary decision reads
+    the partition's rows alone, never its budget. So every partition above a suppressing split
+    holds the same rows and makes the same split in both runs, and a partition that suppresses
+    has no split at all without a budget: it is a leaf there."""
+    trims = np.zeros(len(parent), dtype=bool)
+    trims[parent[suppressed]] = True
+    under = np.zeros(len(parent), dtype=bool)  # a suppressing split above (not at) the node
+    for level in range(1, int(depth.max(initial=0)) + 1):
+        at = (depth == level).nonzero()[0]
+        up = parent[at]
+        under[at] = under[up] | trims[up]
+    top = (trims & ~under).nonzero()[0]
+    below = leaf[under[leaf]]
+    return Untrimmed(pid[below].astype(np.int64), n[top].astype(np.int64), node[top], cmin[top], cmax[top])
+
+
+def shares_untrimmed(regions: Regions, untrims: Sequence[Untrimmed], domains: Sequence[Domain],
+                     rows: int) -> dict[str, float]:
+    """:func:`root_shares` of the same request without suppression, from the run's ``regions``
+    and the :class:`Untrimmed` of the node tables that made every suppressing split: its leaves
+    are the run's leaves under no suppressing split and the topmost partitions that took one
+    (:func:`untrimmed`). Raises AssertionError when a suppressed leaf is under none of them (a
+    suppressing split made elsewhere: the caller must partition the baseline instead)."""
+    below = np.concatenate([u.below for u in untrims]) if untrims else np.zeros(0, np.int64)
+    out = np.isin(regions.boxes.pid, below)
+    dropped = regions.suppressed if regions.suppressed is not None else np.zeros(len(out), dtype=bool)
+    if (dropped & ~out).any():
+        raise AssertionError("a suppressing split made outside the depth-first finish: no baseline from the run")
+    keep = ~out & (regions.boxes.n > 0)
+    d = len(domains)
+
+    def stacked(mine: np.ndarray, part: str) -> np.ndarray:
+        return np.concatenate([mine[keep].astype(np.int64)]
+                              + [getattr(u, part).astype(np.int64).reshape(-1, d) for u in untrims])
+
+    n = np.concatenate([regions.boxes.n[keep].astype(np.int64)] + [u.n for u in untrims])
+    return _shares(n, stacked(regions.boxes.node, "node"), stacked(regions.cmin, "cmin"),
+                   stacked(regions.cmax, "cmax"), domains, rows)
 
 
 def share_down(parent: np.ndarray, depth: np.ndarray, lo: np.ndarray, n: np.ndarray, keep: np.ndarray,

@@ -513,7 +513,7 @@ _MEANING = {
     "aecs": "ARX's average class size: N / (classes + 1 if any row is suppressed)",
     "precision": "ARX's Precision of a full-domain release: mean over QIs of level / height (suppressed: 1)",
     "at_root": "share of rows generalized to the whole domain (root or full range; suppressed rows included)",
-    "at_root_before": "the same share without suppression (the request partitioned once more, recorded at release)",
+    "at_root_before": "the same share without suppression (the request without it, recorded at release)",
     "ncp": "mean normalized width of the QI's published values, 0..1 (NCP)",
     "gcp": "mean NCP over the QIs (GCP)",
     "lm": "Iyengar's loss metric LM: the sum of NCP over the QIs",
