@@ -84,6 +84,9 @@ class SparkEngine(Engine):
     dialect = "spark"
     transactions = False
     distributed = True
+    #: A sort is two more Spark jobs (the range bounds sampled, then the rows shuffled): two of
+    #: the rules statement's three at 3,000 rows; a Parquet table keeps no order for a reader.
+    sorts_rules = False
     views_read_temporary = False
 
     def __init__(self, con: Any) -> None:
@@ -151,9 +154,10 @@ class SparkEngine(Engine):
         return False
 
     def check_environment(self) -> None:
-        """The executors import this driver's sqlanon (one small job per application,
-        :func:`.spark_env.check_executors`; a local master defaults them to the driver's
-        interpreter)."""
+        """The executors import this driver's sqlanon and find its in-memory finish (one small
+        job per application, :func:`.spark_env.check_executors`; a local master defaults them to
+        the driver's interpreter). The finish itself is imported there before its first job
+        (:meth:`map_groups`): a release finished on the driver never runs it there."""
         check_executors(self.con)
 
     def check_writable(self, what: str) -> None:
@@ -228,6 +232,7 @@ class SparkEngine(Engine):
         more row. The kept rows are read through a temp view of that table (no copy: at 10M
         rows a copy was a read and a write of every row); only the packed cells come back to
         the driver. The table stays to the run's cleanup, as the view reads it."""
+        check_executors(self.con, finish=True)  # their Python imports the finish (once per application)
         sql = self.render(rows(None))
         schema = T.StructType([T.StructField(c, T.LongType(), True) for c in kept]
                               + [T.StructField(PACKED, T.BinaryType(), True)])
