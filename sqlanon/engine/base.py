@@ -280,13 +280,13 @@ class Engine(abc.ABC):
         """Refuse, before any work, when what runs outside the database cannot run sqlanon's
         code (Spark: the executors' Python, :mod:`.spark_env`). Nothing to check here."""
 
-    @abc.abstractmethod
     @contextlib.contextmanager
     def planned_for(self, rows: int) -> Iterator[None]:
         """The statements inside plan for a run over a source of ``rows`` rows (the engine's
         own settings, restored after). Nothing by default."""
         yield
 
+    @abc.abstractmethod
     def check_writable(self, what: str) -> None:
         """Refuse, before any work, when the current database cannot be written
         (:class:`~sqlanon.errors.ReadOnlyError` naming where ``what`` would be written)."""
