@@ -27,7 +27,9 @@ Per criterion (``median``: no target; ``infogain``: ``target="c2"``) and engine,
 process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
 "agrawal", qid=QI_COLUMNS, k=k, output=sqlanon.Output(view="agrawal_anon", replace=True, key="id"))`` and reports:
 
-* start-up apart from the run: Spark's session (JVM) start and the table's registration;
+* start-up apart from the run: Spark's session (JVM) start, the table's registration and the
+  check of the executors' Python (``probe_s``: :func:`sqlanon.engine.spark_env.check_executors`,
+  one job per Spark application, the release then finds it done);
 * ``s``: the wall time of anonymize(); ``release.statements``; ``release.timings`` (validate,
   encode, partition_sql, partition_memory -- the in-memory finish, on Spark the executors'
   ``groupBy(b).applyInArrow`` with its reads and writes --, publish_verify) and the statements of
@@ -442,7 +444,12 @@ def one(engine_name: str, where: str, criterion: str, k: int, memory_rows: int |
             con.sql(f"CREATE TABLE {TABLE} USING parquet LOCATION '{where}'")
             out["table_rows"] = con.sql(f"SELECT count(*) FROM {TABLE}").collect()[0][0]
             out["register_s"] = round(time.perf_counter() - start, 3)
-            out["start_s"] = round(out["session_s"] + out["register_s"], 3)
+            from sqlanon.engine.spark_env import check_executors
+
+            start = time.perf_counter()
+            check_executors(con)  # once per Spark application, whatever it runs: not a release's
+            out["probe_s"] = round(time.perf_counter() - start, 3)
+            out["start_s"] = round(out["session_s"] + out["register_s"] + out["probe_s"], 3)
             floors = [scan_write_floor(con)]
         if engine_name == "spark":
             con.sparkContext.setJobGroup(RELEASE_JOBS, "the release")

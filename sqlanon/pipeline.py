@@ -181,7 +181,7 @@ def run(con: Any, request: Resolvable, progress: Callable[[Progress], None] | No
     assert request.algorithm is not None
     algorithm = request.algorithm.resolved(spec, engine)
     lap("validate")
-    with compilation.reporting(progress, lap.started):
+    with compilation.reporting(progress, lap.started), engine.planned_for(spec.source.rows):
         return _run(con, engine, spec, algorithm, progress, lap)
 
 

@@ -6,12 +6,18 @@ A release's in-memory finish runs on the executors (:meth:`SparkEngine.map_group
 the executors' ``PATH`` -- not the driver's interpreter. When that Python cannot import sqlanon
 (or its dependencies), a release used to fail at the finish, minutes in, with a 200-line Java
 stack; when it imports another sqlanon version, the finish would run other code.
-:func:`check_executors` runs one tiny job first: each of a few tasks imports sqlanon, pyarrow and
-the finish's module and returns what it found; a failure becomes a :class:`SparkEnvironmentError`
-that names the cause and the fix (``PYSPARK_PYTHON``, ``spark.archives`` with a packed
-environment, ``--py-files``; see ``docs/guides/spark.md``). A success is kept per Spark
-application and executors' interpreter, so a session pays the job once (5 s on ``local[2]``
-on 2 cores, most of it the workers' first import of sqlanon and its dependencies).
+:func:`check_executors` runs one tiny job first: each of a few tasks imports sqlanon and the
+tasks' module (numpy, pyarrow and sqlglot with it), finds the finish's modules and their
+dependencies (numba, scipy) without running them, and returns what it found; a failure becomes a
+:class:`SparkEnvironmentError` that names the cause and the fix (``PYSPARK_PYTHON``,
+``spark.archives`` with a packed environment, ``--py-files``; see ``docs/guides/spark.md``).
+Only a release that finishes on the executors imports the finish there too, in one more such job
+before its first finish (``finish=True``, :meth:`SparkEngine.map_groups
+<sqlanon.engine.spark.SparkEngine.map_groups>`): numba's import and its cached kernels are most
+of a probe's seconds (a worker's ``import sqlanon.mondrian.builder`` took 0.9 s of CPU against
+0.2 s for the tasks' module), and a small table's release, finished on the driver, runs no
+Python on the executors at all. A success is kept per Spark application, executors'
+interpreter and depth, so a session pays each job once.
 
 **Local masters default to the driver's interpreter.** With ``local``, ``local[N]`` or
 ``local-cluster[...]`` the executors run on this machine, where the driver's own interpreter
@@ -43,8 +49,8 @@ DEFAULT_PYTHON = "python3"
 MAX_TASKS = 8
 
 _lock = threading.Lock()
-#: (application id, executors' interpreter) -> what a successful probe found.
-_checked: dict[tuple[str, str], Executors] = {}
+#: (application id, executors' interpreter, finish imported) -> what a successful probe found.
+_checked: dict[tuple[str, str, bool], Executors] = {}
 
 
 @dataclass(frozen=True)
@@ -69,10 +75,11 @@ def same_machine(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
-def check_executors(spark: Any) -> Executors:
+def check_executors(spark: Any, finish: bool = False) -> Executors:
     """Import sqlanon on the executors of ``spark``'s application, once per application and
     executors' interpreter; on a local master with no interpreter chosen, first point the
-    executors at the driver's own (see the module docstring).
+    executors at the driver's own (see the module docstring). ``finish``: import the in-memory
+    finish's modules too (:data:`FINISH_MODULES`), not only find them.
 
     Raises:
         SparkEnvironmentError: the executors' Python cannot start, cannot import sqlanon, its
@@ -81,10 +88,10 @@ def check_executors(spark: Any) -> Executors:
     context = spark.sparkContext
     with _lock:
         _default_to_driver_python(spark)
-        key = (context.applicationId, context.pythonExec)
+        key = (context.applicationId, context.pythonExec, finish)
         found = _checked.get(key)
         if found is None:
-            found = _checked[key] = _probe(spark)
+            found = _checked[key] = _probe(spark, finish=True) if finish else _probe(spark)
         return found
 
 
@@ -97,16 +104,24 @@ def _default_to_driver_python(spark: Any) -> None:
         context.pythonExec = sys.executable
 
 
-#: What the executors run, by name (the probe imports each; ``import sqlanon`` alone loads no module):
-#: the tasks' own module (pyarrow with it) and the in-memory finish (numba).
-EXECUTOR_MODULES = ("sqlanon.engine.spark_tasks", "sqlanon.mondrian.builder")
+#: What every probe imports on the executors, by name (``import sqlanon`` alone loads no module):
+#: the tasks' own module (numpy, pyarrow and sqlglot with it).
+EXECUTOR_MODULES = ("sqlanon.engine.spark_tasks",)
+#: The in-memory finish the executors run (its kernels: numba, scipy): found by every probe
+#: (:func:`importlib.util.find_spec`, nothing run), imported by a probe with ``finish=True``.
+FINISH_MODULES = ("sqlanon.mondrian.builder",)
+#: What :data:`FINISH_MODULES` import beyond :data:`EXECUTOR_MODULES`, found by every probe.
+FINISH_DEPENDENCIES = ("numba", "scipy")
 
 
-def _probe(spark: Any) -> Executors:
-    """One job of a few tasks, each reporting the Python it runs and the sqlanon it imports."""
+def _probe(spark: Any, finish: bool = False) -> Executors:
+    """One job of a few tasks, each reporting the Python it runs and the sqlanon it imports
+    (``finish``: the finish's modules imported too, else only found)."""
     context = spark.sparkContext
     tasks = max(1, min(MAX_TASKS, context.defaultParallelism))
-    modules = EXECUTOR_MODULES  # a closure cell: travels with the pickled function
+    # closure cells: travel with the pickled function
+    modules = EXECUTOR_MODULES + FINISH_MODULES if finish else EXECUTOR_MODULES
+    found_only = () if finish else FINISH_DEPENDENCIES + FINISH_MODULES
 
     def report(_rows: Any) -> Any:  # nested: pickled by value, so executors without sqlanon can run it
         import sys as executor_sys
@@ -114,9 +129,13 @@ def _probe(spark: Any) -> Executors:
         found = {"python": executor_sys.executable, "python_version": ".".join(map(str, executor_sys.version_info[:3]))}
         try:  # what the executors run, by name
             import importlib
+            import importlib.util
 
             for module in modules:
                 importlib.import_module(module)
+            for module in found_only:  # found, not run: an import is most of a probe's time
+                if importlib.util.find_spec(module) is None:
+                    raise ModuleNotFoundError(f"No module named {module!r}")
         except Exception as e:  # reported to the driver, which words the error
             found["error"] = f"{type(e).__name__}: {e}"
         package = executor_sys.modules.get("sqlanon")  # there when the package imported, even if a module failed
@@ -125,7 +144,8 @@ def _probe(spark: Any) -> Executors:
         yield found
 
     described = context.getLocalProperty("spark.job.description")
-    context.setJobDescription("sqlanon: check that the executors import this sqlanon")
+    context.setJobDescription("sqlanon: check that the executors import this sqlanon"
+                              + (" and its in-memory finish" if finish else ""))
     try:
         answers = context.parallelize(range(tasks), tasks).mapPartitions(report).collect()
     except Exception as e:  # the worker could not start: Spark's error, never shown as it is

@@ -184,7 +184,9 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
     ordered = exp.select(*[g.col(c) for c in rules_columns(spec)]).from_(
         exp.Subquery(this=exp.select(*select).from_(exp.Subquery(this=looked, alias=exp.TableAlias(this=g.ident("r")))),
                      alias=exp.TableAlias(this=g.ident("x")))
-    ).order_by(g.col(spec.outputs.region_column))
+    )
+    if engine.sorts_rules:  # Engine.sorts_rules
+        ordered = ordered.order_by(g.col(spec.outputs.region_column))
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     if step != leaves:
         engine.drop_temp(step)
