@@ -492,7 +492,29 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
         "slowest": [{"s": round(t, 3), "level": lv, "sql": s[:300]} for t, lv, s in slowest],
     }  # fmt: skip
     out["groups"] = engine.groups[-1] if engine.groups else []
+    out.update(task_summary(getattr(engine, "task_times", [])))
     return {"out": out, "rules": rules}
+
+
+def task_summary(tasks: list[Any]) -> dict[str, Any]:
+    """What the executor finish's tasks (:class:`sqlanon.engine.spark_tasks.TaskTime`, one per
+    batch) spent in Python: ``finish_tasks`` (per task: group, worker process, rows, start
+    relative to the first, seconds converting the Arrow input, finishing, building the output),
+    ``finish_python_s`` (sum of the tasks' seconds in Python), ``finish_span_s`` (first start to
+    last end) and ``finish_overlap`` (their ratio: how many tasks' Python ran at once on average;
+    at most the cores), ``finish_workers`` (distinct Python worker processes)."""
+    if not tasks:
+        return {}
+    first = min(t.start for t in tasks)
+    ends = [t.start + t.convert_s + t.finish_s + t.out_s for t in tasks]
+    busy = sum(t.convert_s + t.finish_s + t.out_s for t in tasks)
+    span = max(ends) - first
+    return {"finish_tasks": [{"group": t.group, "worker": t.worker, "rows": t.rows, "at_s": round(t.start - first, 2),
+                              "convert_s": round(t.convert_s, 3), "finish_s": round(t.finish_s, 3),
+                              "out_s": round(t.out_s, 3)} for t in sorted(tasks, key=lambda t: t.start)],
+            "finish_python_s": round(busy, 2), "finish_span_s": round(span, 2),
+            "finish_overlap": round(busy / span, 2) if span > 0 else None,
+            "finish_workers": len({t.worker for t in tasks})}
 
 
 def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, master: str | None,
@@ -532,7 +554,8 @@ COLUMNS = [
 METRICS = ("cores", "start_s", "rows_per_s_core", "statements", "driver_s", "sql_levels", "s_per_sql_level",
            "finish_rows_per_s_core", "validate_s", "encode_s", "partition_sql_s", "partition_memory_s",
            "publish_verify_s", "rss_mib", "self_mib", "jvm_mib", "workers_mib", "tree_mib", "partitions", "k_achieved",
-           "rules_identical", "floor_s", "floors", "jobs", "scans", "writes")
+           "rules_identical", "floor_s", "floors", "jobs", "scans", "writes", "finish_python_s", "finish_span_s",
+           "finish_overlap")
 
 
 def times(a: float | None, b: float | None) -> str:
@@ -581,7 +604,8 @@ def cores_lines(by: dict[tuple[int, str], dict[str, dict[str, Any]]], sizes: lis
             other = [r["s"] - (r.get("partition_memory_s") or 0.0) for r in (lo, hi)]
             lines.append(f"  {criterion:<10} {n:>12,} {times(lo['s'], hi['s']):>7} {times(f_lo, f_hi):>7} "
                          f"{(f'{f_lo:.1f}/{f_hi:.1f}' if f_lo and f_hi else '-'):>17} {times(*other):>7}  "
-                         f"{hi.get('groups')}")
+                         f"{hi.get('groups')}; Python s {lo.get('finish_python_s')}/{hi.get('finish_python_s')}, "
+                         f"overlap {lo.get('finish_overlap')}/{hi.get('finish_overlap')}")
     return lines
 
 
@@ -731,6 +755,11 @@ def main(argv: list[str] | None = None) -> None:
                      f"finish's stages {r.get('finish_stage_tasks')}); latency "
                      f"CTAS/fetch/DROP {r.get('latency_ctas_s')}/{r.get('latency_fetch_s')}/{r.get('latency_drop_s')} s"
                      if r.get("groups") else "")  # fmt: skip
+            if r.get("finish_tasks"):
+                line += (f"; the finish's Python: {r['finish_python_s']} s over a span of {r['finish_span_s']} s "
+                         f"(overlap {r['finish_overlap']}x, {r['finish_workers']} worker processes; per task "
+                         f"at/convert/finish/out s: " + ", ".join(
+                             f"{t['at_s']}/{t['convert_s']}/{t['finish_s']}/{t['out_s']}" for t in r["finish_tasks"]) + ")")
         else:
             line += (f"; {r['memory_levels']} in-memory levels, {sum(r['memory_level_s']):.2f} s (the first "
                      f"{r['memory_level_s'][:1]} s includes the first batch's fetch); finish batches (rows) {r.get('groups')}")
