@@ -11,7 +11,8 @@ Needs PySpark and Java (``pip install pyspark``); the script says so and stops w
 
 The Agrawal table (``agrawal.py``: the nine integer QIs, the C2 label, ...) of N rows (each
 ``--rows``, smallest first) is written
-once as Parquet, ``<dir>/agrawal_<N>.parquet/part-*.parquet`` (one file per 1M-row block, with a
+once as Parquet, ``<dir>/agrawal_<N>_rg<R>.parquet/part-*.parquet`` (one file per 1M-row block in
+row groups of ``R`` = ``--row-group`` rows, so Spark can split a file between cores; with a
 first BIGINT column ``id``, the row number, used as the key; reused when present), and loaded,
 outside every measurement, into
 
@@ -112,8 +113,15 @@ MAP_GROUPS = "sqlanon-bench-map-groups"
 
 
 # ----------------------------------------------------------------------------- paths and loading
-def parquet_dir(directory: str, n: int) -> Path:
-    return Path(directory) / f"agrawal_{n}.parquet"
+def parquet_dir(directory: str, n: int, row_group: int | None = None) -> Path:
+    return Path(directory) / (f"agrawal_{n}.parquet" if not row_group else f"agrawal_{n}_rg{row_group}.parquet")
+
+
+#: Rows per Parquet row group of the Spark runs' tables. Spark splits a file's reads only between
+#: row groups: with pyarrow's default (one row group per 1M-row file) every pass over a 1M-row
+#: table -- the floor's too -- was one task on one core whatever the master, so ``local[2]``
+#: could not beat ``local[1]`` there. 131,072 rows (about 5 MB): eight per file.
+ROW_GROUP = 131_072
 
 
 def cup_parquet(directory: str, cup: str) -> tuple[Path, int]:
@@ -625,6 +633,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
     p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")
     p.add_argument("--skip-duckdb", action="store_true", help="Spark only (no ratios, no rule comparison)")
+    p.add_argument("--row-group", type=int, default=ROW_GROUP,
+                   help=f"rows per Parquet row group of the Agrawal files (default {ROW_GROUP:,}; 0: pyarrow's, one "
+                        f"per 1M-row file, which Spark reads with one task per file)")
     p.add_argument("--cup", metavar="DIR", help="the CUP table (DIR/cup.csv and its ARX hierarchies; never "
                    "committed) instead of Agrawal: its QIs ZIP (hierarchy), AGE, GENDER, STATE, INCOME")
     args = p.parse_args(argv)
@@ -658,7 +669,8 @@ def main(argv: list[str] | None = None) -> None:
     for n in sizes:
         print(f"# N={n:,}: writing/reusing Parquet ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        parquet = cup_files if args.cup else write_parquet(parquet_dir(args.dir, n), n, seed=SEED, id_column=KEY)
+        parquet = cup_files if args.cup else write_parquet(parquet_dir(args.dir, n, args.row_group), n, seed=SEED,
+                                                           id_column=KEY, row_group=args.row_group)
         parquet_s = time.perf_counter() - start
         duck_where, duck_load_s = (load_duckdb(args.dir, n, parquet, "cup" if args.cup else None)
                                    if not args.skip_duckdb else ("", 0.0))
