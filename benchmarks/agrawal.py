@@ -158,10 +158,12 @@ def _write(path: str, n: int, table: str, seed: int, chunk: int) -> None:
         con.close()
 
 
-def write_parquet(directory: str | Path, n: int, seed: int = 0, id_column: str = "id") -> Path:
+def write_parquet(directory: str | Path, n: int, seed: int = 0, id_column: str = "id",
+                  row_group: int | None = None) -> Path:
     """Write n Agrawal rows as Parquet files in ``directory`` (one file per ``BLOCK`` rows,
     ``part-00000.parquet``, ...), with a first BIGINT column ``id_column``: the row number
-    0..n-1, a key. Returns the directory.
+    0..n-1, a key. ``row_group``: rows per row group (default: pyarrow's, one per file here).
+    Returns the directory.
 
     No-op if the directory already holds these n rows with this seed (recorded in the file
     ``_agrawal``, written last, so an interrupted write is redone); otherwise it is rewritten.
@@ -170,7 +172,7 @@ def write_parquet(directory: str | Path, n: int, seed: int = 0, id_column: str =
     import pyarrow.parquet as pq
 
     out = Path(directory)
-    tag = f"agrawal n={n} seed={seed} id={id_column}"
+    tag = f"agrawal n={n} seed={seed} id={id_column}" + (f" row_group={row_group}" if row_group else "")
     marker = out / "_agrawal"
     if marker.exists() and marker.read_text().strip() == tag:
         return out
@@ -181,6 +183,7 @@ def write_parquet(directory: str | Path, n: int, seed: int = 0, id_column: str =
     for i, start in enumerate(range(0, n, BLOCK)):
         frame = _rows(start, min(n, start + BLOCK), seed)
         frame.insert(0, id_column, np.arange(start, start + len(frame), dtype=np.int64))
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out / f"part-{i:05d}.parquet")
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out / f"part-{i:05d}.parquet",
+                       row_group_size=row_group)
     marker.write_text(tag + "\n")  # files starting with '_' are not data to Spark or DuckDB
     return out

@@ -1,16 +1,18 @@
 """Spark benchmark (issue 15): the same anonymize() on Spark in local mode and on DuckDB, in one
 run, both from the same Parquet files.
 
-    python benchmarks/bench_spark.py --rows 10000000 [--k 100] [--dir /tmp/sqlanon-bench]
+    python benchmarks/bench_spark.py --rows 1000000 10000000 30000000 [--k 100] [--dir /tmp/sqlanon-bench]
         [--masters 'local[2]' 'local[1]'] [--criteria median infogain] [--memory-rows N [--strategy sample]]
-        [--shuffle-partitions 8] [--driver-memory 8g] [--baseline-rows auto] [--timeout S]
-    python benchmarks/bench_spark.py --quick           # 20,000 rows, local[2] only, median, no baseline
+        [--shuffle-partitions 8] [--driver-memory 8g] [--timeout S]
+    python benchmarks/bench_spark.py --quick           # 20,000 rows, local[2] only, median
     python benchmarks/bench_spark.py --cup /work/data/cup --masters 'local[2]'   # the CUP table (63,441 rows)
 
 Needs PySpark and Java (``pip install pyspark``); the script says so and stops when either is missing.
 
-The Agrawal table (``agrawal.py``: the nine integer QIs, the C2 label, ...) of N rows is written
-once as Parquet, ``<dir>/agrawal_<N>.parquet/part-*.parquet`` (one file per 1M-row block, with a
+The Agrawal table (``agrawal.py``: the nine integer QIs, the C2 label, ...) of N rows (each
+``--rows``, smallest first) is written
+once as Parquet, ``<dir>/agrawal_<N>_rg<R>.parquet/part-*.parquet`` (one file per 1M-row block in
+row groups of ``R`` = ``--row-group`` rows, so Spark can split a file between cores; with a
 first BIGINT column ``id``, the row number, used as the key; reused when present), and loaded,
 outside every measurement, into
 
@@ -51,28 +53,27 @@ process (the harness's ``run_child``) runs ``sqlanon.anonymize(con,
 * on Spark, measured after the run on the warm session, the latency of a trivial statement
   (median of 3 of a tiny ``CREATE TABLE ... USING parquet AS``, a tiny fetch, a ``DROP``).
 
-Per criterion, one more Spark child on the master with the most cores, the **baseline**: the
-same run on ``--baseline-rows`` rows (default max(100,000, N/50); a prefix of the same table,
-its own Parquet files) with ``memory_rows`` scaled by the same factor, so it has the same SQL
-levels, statements and finish batches: the estimate's fixed costs.
-
 After each criterion the rules relations (``agrawal_anon_rules``, ordered by region; NULL and NaN
 as None, numbers as floats) of DuckDB and of every Spark master are compared row by row.
 
-Records (``results/bench_spark.jsonl``): one per configuration (name: the engine's label; ratio
-``per_duckdb``: its time over DuckDB's in the same run), and one ``estimate`` per criterion (the
-extrapolation below; its seconds are an estimate, not a measurement). Prints a table, whether the
-rules are identical, the ratios Spark/DuckDB and
-local[1]/local[2] per criterion, each run's levels and phases, the slowest calls, and an
-**estimate** for 100M rows on a 64-core cluster from the measured costs (the model is printed
-with it: per phase ``fixed + per_row x rows / cores``, fitted through the N-row run and the
-baseline), also with the finish's batches placed as Spark's ``groupBy(b)`` places them today.
+Records (``results/bench_spark.jsonl``): one per configuration and size (name: the engine's
+label; ratio ``per_duckdb``: its time over DuckDB's in the same run). Prints a table, whether the
+rules are identical, the ratios Spark/DuckDB per criterion, each run's levels and phases, the
+slowest calls, and two tables of the issue's targets (issue 51), from this run's measurements only:
+
+* **scaling**: per criterion and master, each N's seconds, floors and microseconds per row, and
+  its time per row over the smallest N's (target: within 1.2x from 1M to 10M to 30M rows);
+* **cores**: per criterion and N, the narrowest master's time over the widest's, end to end and
+  for the executor finish (``partition_memory``; target ``local[1]`` / ``local[2]`` >= 1.7), with
+  the finish's batches.
+
+(The 100M-row, 64-core extrapolation this script printed before was removed: it costed Rothko-T's
+SQL levels and a ``groupBy(b)`` placement of batches that Spark's releases no longer run.)
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import shutil
@@ -93,14 +94,11 @@ import numpy as np  # noqa: E402
 import harness  # noqa: E402  (puts the checkout first on sys.path)
 from agrawal import QI_COLUMNS, write_parquet  # noqa: E402
 from harness import Column  # noqa: E402
-from report import TDS_SPARK  # noqa: E402
 
 TABLE = "agrawal"
 VIEW = "agrawal_anon"
 KEY = "id"
 SEED = 0
-#: The phases of a run that do not grow with the tree (summed in the scaling table).
-FIXED_PHASES = ("validate", "encode", "publish_verify")
 CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": "c2"}, "regression": {"target": "r7"}}
 #: ``--cup DIR``: the held-out CUP table (``DIR/cup.csv``, 63,441 rows, never committed: see its
 #: PROVENANCE.md) instead of Agrawal: its QIs (ZIP with ARX's hierarchy), and per criterion the
@@ -112,17 +110,20 @@ CUP_CRITERIA: dict[str, dict[str, Any]] = {"median": {}, "infogain": {"target": 
                                            "regression": {"target": "RAMNTALL"}}
 #: The Spark job group of a release (its jobs are counted).
 RELEASE_JOBS = "sqlanon-bench-release"
-#: tds-spark's published rate (20M rows in 2,305 s on 64 cores: ``report.TDS_SPARK`` cites it).
-TDS_ROWS_PER_CORE = TDS_SPARK.rows_per_core
 #: The Spark job group of the in-memory finish (its stages' tasks are counted).
 MAP_GROUPS = "sqlanon-bench-map-groups"
-#: The extrapolation's target.
-CLUSTER_ROWS, CLUSTER_CORES, GOAL_S = 100_000_000, 64, 600.0
 
 
 # ----------------------------------------------------------------------------- paths and loading
-def parquet_dir(directory: str, n: int) -> Path:
-    return Path(directory) / f"agrawal_{n}.parquet"
+def parquet_dir(directory: str, n: int, row_group: int | None = None) -> Path:
+    return Path(directory) / (f"agrawal_{n}.parquet" if not row_group else f"agrawal_{n}_rg{row_group}.parquet")
+
+
+#: Rows per Parquet row group of the Spark runs' tables. Spark splits a file's reads only between
+#: row groups: with pyarrow's default (one row group per 1M-row file) every pass over a 1M-row
+#: table -- the floor's too -- was one task on one core whatever the master, so ``local[2]``
+#: could not beat ``local[1]`` there. 131,072 rows (about 5 MB): eight per file.
+ROW_GROUP = 131_072
 
 
 def cup_parquet(directory: str, cup: str) -> tuple[Path, int]:
@@ -354,47 +355,12 @@ def stage_tasks(spark: Any, group: str) -> list[int]:
     return out
 
 
-def spark_hash_long(value: int, seed: int = 42) -> int:
-    """Spark's ``hash()`` of a BIGINT (Murmur3_x86_32.hashLong), which ``groupBy`` partitions by
-    (``pmod(hash(b), spark.sql.shuffle.partitions)``)."""
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
-
-    def mix(h1: int, k1: int) -> int:
-        k1 = rotl((k1 * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
-        return (rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
-
-    value &= 0xFFFFFFFFFFFFFFFF
-    h = mix(mix(seed, value & 0xFFFFFFFF), value >> 32) ^ 8
-    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
-    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def largest_bucket(groups: int, partitions: int) -> int:
-    """Batches in the fullest shuffle partition when ``groups`` batches 0..groups-1 are hashed
-    into ``partitions``."""
-    return int(np.bincount([spark_hash_long(b) % partitions for b in range(groups)]).max())
-
-
 def in_order(tasks: list[int], cores: int) -> int:
     """Rows of the busiest core when ``tasks`` (rows each) run in their order, each on the first
     free core, as Spark's scheduler starts a stage's tasks: the finish's critical path."""
     load = [0] * cores
     for t in tasks:
         load[load.index(min(load))] += t
-    return max(load)
-
-
-def makespan(tasks: list[int], cores: int) -> int:
-    """Longest core's load when ``tasks`` (sizes) run on ``cores``, longest first, each on the
-    least loaded core."""
-    import heapq
-
-    load = [0] * cores
-    for t in sorted(tasks, reverse=True):
-        heapq.heapreplace(load, load[0] + t)
     return max(load)
 
 
@@ -541,7 +507,29 @@ def run_anonymize(con: Any, engine_name: str, criterion: str, k: int, memory_row
         "slowest": [{"s": round(t, 3), "level": lv, "sql": s[:300]} for t, lv, s in slowest],
     }  # fmt: skip
     out["groups"] = engine.groups[-1] if engine.groups else []
+    out.update(task_summary(getattr(engine, "task_times", [])))
     return {"out": out, "rules": rules}
+
+
+def task_summary(tasks: list[Any]) -> dict[str, Any]:
+    """What the executor finish's tasks (:class:`sqlanon.engine.spark_tasks.TaskTime`, one per
+    batch) spent in Python: ``finish_tasks`` (per task: group, worker process, rows, start
+    relative to the first, seconds converting the Arrow input, finishing, building the output),
+    ``finish_python_s`` (sum of the tasks' seconds in Python), ``finish_span_s`` (first start to
+    last end) and ``finish_overlap`` (their ratio: how many tasks' Python ran at once on average;
+    at most the cores), ``finish_workers`` (distinct Python worker processes)."""
+    if not tasks:
+        return {}
+    first = min(t.start for t in tasks)
+    ends = [t.start + t.convert_s + t.finish_s + t.out_s for t in tasks]
+    busy = sum(t.convert_s + t.finish_s + t.out_s for t in tasks)
+    span = max(ends) - first
+    return {"finish_tasks": [{"group": t.group, "worker": t.worker, "rows": t.rows, "at_s": round(t.start - first, 2),
+                              "convert_s": round(t.convert_s, 3), "finish_s": round(t.finish_s, 3),
+                              "out_s": round(t.out_s, 3)} for t in sorted(tasks, key=lambda t: t.start)],
+            "finish_python_s": round(busy, 2), "finish_span_s": round(span, 2),
+            "finish_overlap": round(busy / span, 2) if span > 0 else None,
+            "finish_workers": len({t.worker for t in tasks})}
 
 
 def run_one(engine: str, where: str, criterion: str, args: argparse.Namespace, master: str | None,
@@ -581,7 +569,8 @@ COLUMNS = [
 METRICS = ("cores", "start_s", "rows_per_s_core", "statements", "driver_s", "sql_levels", "s_per_sql_level",
            "finish_rows_per_s_core", "validate_s", "encode_s", "partition_sql_s", "partition_memory_s",
            "publish_verify_s", "rss_mib", "self_mib", "jvm_mib", "workers_mib", "tree_mib", "partitions", "k_achieved",
-           "rules_identical", "floor_s", "floors", "jobs", "scans", "writes")
+           "rules_identical", "floor_s", "floors", "jobs", "scans", "writes", "finish_python_s", "finish_span_s",
+           "finish_overlap")
 
 
 def times(a: float | None, b: float | None) -> str:
@@ -590,144 +579,54 @@ def times(a: float | None, b: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
-def sql_levels_for(n: int, memory_rows: int) -> int:
-    """SQL levels of a run on n rows: Median-like splits halve the partitions until none is
-    larger than memory_rows."""
-    levels = 0
-    while n > memory_rows:
-        n, levels = math.ceil(n / 2), levels + 1
-    return levels
+def scaling_lines(by: dict[tuple[int, str], dict[str, dict[str, Any]]], sizes: list[int], labels: list[str],
+                  criteria: list[str]) -> list[str]:
+    """The scaling table (issue 51: time per row from 1M to 10M to 30M rows within 1.2x): per
+    criterion and configuration, each size's seconds, floors and microseconds per row, and its
+    time per row over the smallest size's. Only this run's measurements."""
+    lines = ["scaling (time per row over the smallest N's; target <= 1.2x):",
+             f"  {'criterion':<10} {'engine':<16} {'N':>12} {'anon s':>9} {'floor s':>8} {'floors':>7} "
+             f"{'us/row':>8} {'per row / first':>15}"]
+    for criterion in criteria:
+        for label in labels:
+            first = None
+            for n in sizes:
+                r = by.get((n, criterion), {}).get(label)
+                if not r or not r.get("s"):
+                    continue
+                per_row = r["s"] / n
+                first = per_row if first is None else first
+                lines.append(f"  {criterion:<10} {label:<16} {n:>12,} {r['s']:>9.1f} {r.get('floor_s') or 0:>8.2f} "
+                             f"{r.get('floors') or 0:>7.1f} {per_row * 1e6:>8.2f} {per_row / first:>14.2f}x")
+    return lines
 
 
-def phase_costs(run: dict[str, Any]) -> dict[str, tuple[float, int]]:
-    """Seconds and statements of each phase of a run: validate, encode, every SQL level, the
-    in-memory finish, publish_verify."""
-    t, st = run["timings"], run["phase_statements"]
-    out = {p: (t.get(p, 0.0), st.get(p, 0)) for p in ("validate", "encode")}
-    for i, (s, n) in enumerate(zip(run["sql_level_s"], run["sql_level_statements"])):
-        out[f"level{i + 1}"] = (s, n)
-    out["finish"] = (t.get("partition_memory", 0.0), st.get("partition_memory", 0))
-    out["publish_verify"] = (t.get("publish_verify", 0.0), st.get("publish_verify", 0))
-    return out
-
-
-def fit(big: dict[str, Any], small: dict[str, Any] | None, latency: float) -> dict[str, tuple[float, float, bool]]:
-    """Per phase ``(fixed seconds, core-seconds per row, fitted)`` of ``T = fixed + per_row x rows /
-    cores``: through the two runs (same plan, ``small`` on fewer rows) when there is a small one and
-    the big run took longer in that phase; else (``fitted`` False) ``fixed = statements x latency``."""
-    c, n = big["cores"], big["rows"]
-    costs = phase_costs(big)
-    low = phase_costs(small) if small is not None else {}
-    out = {}
-    for phase, (s, statements) in costs.items():
-        if phase in low and s > low[phase][0]:
-            m = small["rows"]  # type: ignore[index]
-            per_row = (s - low[phase][0]) * c / (n - m)
-            out[phase] = (max(low[phase][0] - per_row * m / c, 0.0), per_row, True)
-        else:  # no baseline, or noise larger than the per-row work: the latency model
-            fixed = min(statements * latency, s)
-            out[phase] = (fixed, (s - fixed) * c / n, False)
-    return out
-
-
-def estimate(runs: dict[str, dict[str, Any]], masters: list[str], memory_rows: int,
-             baseline: dict[str, Any] | None) -> tuple[list[str], float | None]:
-    """The 100M-row, 64-core estimate for one criterion from its Spark runs (see MODEL): the
-    lines that explain it and the estimated seconds."""
-    ok = [runs[m] for m in masters if m in runs and not runs[m].get("error")]
-    if not ok:
-        return ["  no successful Spark run: no estimate"], None
-    base = max(ok, key=lambda r: r["cores"])  # the run with the most cores gives the SQL costs
-    small = baseline if baseline is not None and not baseline.get("error") else None
-    latency = statistics.mean(base[f"latency_{s}_s"] for s in ("ctas", "fetch", "drop"))
-    costs = fit(base, small, latency)
-    levels_measured = [p for p in costs if p.startswith("level")]
-    finish_fixed = costs["finish"][0]
-    per_row_finish = {}
-    for r in ok:  # the finish's core-seconds per row of every master, beyond the fixed cost of the fit
-        rows_mem = r["rows"] - r.get("rows_finished_sql", 0)
-        busy = r["timings"].get("partition_memory", 0.0) - finish_fixed
-        if busy <= 0:  # noise: this run's finish took less than the fixed cost; the latency model
-            busy = r["timings"].get("partition_memory", 0.0) - min(r["phase_statements"].get("partition_memory", 0)
-                                                                   * latency, r["timings"].get("partition_memory", 0.0))
-        per_row_finish[r["label"]] = max(busy, 1e-9) * r["cores"] / rows_mem
-    w_finish = max(per_row_finish.values())  # the slower: conservative
-    N, C = CLUSTER_ROWS, CLUSTER_CORES
-    levels = sql_levels_for(N, memory_rows)
-    if levels_measured:
-        level_fixed = statistics.mean(costs[p][0] for p in levels_measured)
-        level_row = statistics.mean(costs[p][1] for p in levels_measured)
-        level_note = f"mean of the {len(levels_measured)} measured levels"
-        level_statements = statistics.mean(base["sql_level_statements"])
-    else:  # no level at this N: a level is a full pass writing the working table, like encode
-        level_fixed, level_row, _ = costs["encode"]
-        level_note = "NO SQL level measured (all finished in memory): each level costed as the encode phase"
-        level_statements = base["phase_statements"].get("encode", 0)
-    part_rows = N / 2**levels
-    per_batch = max(1, int(memory_rows // part_rows))
-    batches = math.ceil(2**levels / per_batch)
-    waves = math.ceil(batches / C)
-    t_levels = levels * (level_fixed + level_row * N / C)
-    t_finish = finish_fixed + waves * per_batch * part_rows * w_finish
-    hashed = {}  # groupBy(b) places batches by hash: the finish's span in batches, per shuffle partitions
-    for partitions in (C, 200):
-        buckets = np.bincount([spark_hash_long(b) % partitions for b in range(batches)], minlength=partitions)
-        hashed[partitions] = (makespan([int(x) for x in buckets if x], C), int(buckets.max()))
-    others = ("validate", "encode", "publish_verify")
-    t_other = sum(costs[p][0] + costs[p][1] * N / C for p in others)
-    total = t_levels + t_finish + t_other
-    statements = (sum(base["phase_statements"].get(p, 0) for p in (*others, "partition_memory"))
-                  + levels * level_statements)  # fmt: skip
-    per_core = N / total / C
-    how = (f"two-point fit with the {small['rows']:,}-row baseline (memory_rows scaled to {small['memory_rows_run']:,})"
-           if small is not None else f"fixed = statements x L, L = {latency:.3f} s (tiny CTAS/fetch/DROP, warm)")
-    rows_txt = ", ".join(f"{k}: {1 / v:,.0f}" for k, v in per_row_finish.items())
-    lines = [f"  measured on {base['label']} (N={base['rows']:,}, {base['cores']} cores), {how}; per phase "
-             f"fixed s + core-us/row:"]
-    lines.append("    " + "; ".join(f"{p} {f:.2f} s + {w * 1e6:.2f}{'' if fitted else '*'}"
-                                   for p, (f, w, fitted) in costs.items()))
-    if not all(fitted for _, _, fitted in costs.values()):
-        lines.append(f"    * not fitted (no baseline, or the baseline was not faster in that phase): fixed = "
-                     f"statements x L, L = {latency:.3f} s")
-    lines += [
-        f"    finish rows/s per core (beyond its fixed {finish_fixed:.2f} s): {rows_txt}; the slower is used",
-        f"  at {N:,} rows, {C} cores, memory_rows={memory_rows:,}: {levels} SQL levels ({level_note}: "
-        f"{level_fixed:.2f} s + {level_row * 1e6:.2f} core-us/row each), then {batches} batches of "
-        f"~{per_batch * part_rows:,.0f} rows in {waves} wave(s) of tasks",
-        f"  ESTIMATE: SQL levels {t_levels:,.0f} s + in-memory finish {t_finish:,.0f} s + validate/encode/publish "
-        f"{t_other:,.0f} s = {total:,.0f} s ({total / 60:.1f} min; goal {GOAL_S / 60:.0f} min: "
-        f"{'met' if total <= GOAL_S else 'NOT met'}), ~{statements:.0f} statements; {per_core:,.0f} rows/s per core "
-        f"= {per_core / TDS_ROWS_PER_CORE:.1f}x tds-spark's {TDS_ROWS_PER_CORE:.0f} (goal 20x)",
-    ]
-    for partitions, (span, fullest) in hashed.items():
-        t_hash = finish_fixed + span * per_batch * part_rows * w_finish
-        lines.append(f"  ESTIMATE with the batches placed as groupBy(b) places them today (pmod(hash(b), "
-                     f"{partitions}) with spark.sql.shuffle.partitions={partitions}: fullest task {fullest} batches, "
-                     f"busiest core {span} batches instead of {waves}): finish {t_hash:,.0f} s, total "
-                     f"{total - t_finish + t_hash:,.0f} s ({(total - t_finish + t_hash) / 60:.1f} min)")
-    return lines, total
-
-
-MODEL = """\
-Estimate for 100M rows on a 64-core cluster: an ESTIMATE from the costs measured above, not a measurement.
-Model: every phase (validate, encode, each SQL level, the in-memory finish, publish_verify) costs
-    T = fixed + per_row x rows / cores
-fitted through two Spark runs of the same plan on the master with the most cores: the N-row run and a
-baseline on fewer rows (a prefix of the same table) with memory_rows scaled by the same factor, so both have the
-same SQL levels, statements and finish batches; the baseline's time is (almost all) the fixed cost: statement
-latency, planning, code generation, JVM warm-up, task scheduling -- assumed the same on a cluster. Without a
-baseline, fixed = statements x the latency of a trivial statement. Per-row work is assumed to scale perfectly
-with rows and cores (no network shuffle cost is modelled). SQL levels at 100M: one per halving until partitions
-fit memory_rows, each at the measured mean fixed cost and per-row cost of a level. The finish: its fixed cost +
-one task per batch, in waves of 64 tasks, at the slower per-core rate of local[1] and local[2], assuming every
-batch gets its own task -- and again as Spark places them today: groupBy(b) hashes the batch numbers into
-spark.sql.shuffle.partitions buckets, one task each, so batches share tasks (the busiest core's batches are
-computed with Spark's hash). JVM/session start-up is not counted."""
+def cores_lines(by: dict[tuple[int, str], dict[str, dict[str, Any]]], sizes: list[int], narrow: str, wide: str,
+                criteria: list[str], ideal: float) -> list[str]:
+    """The cores table (issue 51: executor finish ``local[1]`` / ``local[2]`` >= 1.7): per
+    criterion and size, the narrow master's seconds over the wide one's, end to end, for the
+    executor finish (``partition_memory``) and for the rest, with the finish's batches (rows) on
+    the wide master. Only this run's measurements."""
+    lines = [f"cores: spark {narrow} / spark {wide} (ideal {ideal:.0f}x; target for the finish >= 1.7x):",
+             f"  {'criterion':<10} {'N':>12} {'anon':>7} {'finish':>7} {'finish s':>17} {'other':>7}  finish batches"]
+    for criterion in criteria:
+        for n in sizes:
+            runs = by.get((n, criterion), {})
+            lo, hi = runs.get(f"spark {narrow}"), runs.get(f"spark {wide}")
+            if not lo or not hi or not lo.get("s") or not hi.get("s"):
+                continue
+            f_lo, f_hi = lo.get("partition_memory_s"), hi.get("partition_memory_s")
+            other = [r["s"] - (r.get("partition_memory_s") or 0.0) for r in (lo, hi)]
+            lines.append(f"  {criterion:<10} {n:>12,} {times(lo['s'], hi['s']):>7} {times(f_lo, f_hi):>7} "
+                         f"{(f'{f_lo:.1f}/{f_hi:.1f}' if f_lo and f_hi else '-'):>17} {times(*other):>7}  "
+                         f"{hi.get('groups')}; Python s {lo.get('finish_python_s')}/{hi.get('finish_python_s')}, "
+                         f"overlap {lo.get('finish_overlap')}/{hi.get('finish_overlap')}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = harness.arguments(__doc__, rows=1_000_000, timeout=True, quick={
-        "rows": 20_000, "masters": ["local[2]"], "criteria": ["median"], "baseline_rows": "0"})  # fmt: skip
+    p = harness.arguments(__doc__, rows=[1_000_000], timeout=True, quick={
+        "rows": [20_000], "masters": ["local[2]"], "criteria": ["median"]})  # fmt: skip
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"], help="Spark masters (local modes)")
     p.add_argument("--criteria", nargs="+", choices=sorted(CRITERIA), default=list(CRITERIA))
@@ -740,12 +639,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--shuffle-partitions", type=int, default=8,
                    help="spark.sql.shuffle.partitions (Spark's 200 is for clusters; the same for every master)")
     p.add_argument("--driver-memory", default="8g", help="spark.driver.memory (local mode: the executors' too)")
-    p.add_argument("--baseline-rows", default="auto",
-                   help="rows of the Spark baseline run per criterion for the estimate's fixed costs ('auto': "
-                        "max(100000, rows/50); 0: none, fixed costs from the statement latency instead)")
     p.add_argument("--skip-duckdb", action="store_true", help="Spark only (no ratios, no rule comparison)")
+    p.add_argument("--row-group", type=int, default=ROW_GROUP,
+                   help=f"rows per Parquet row group of the Agrawal files (default {ROW_GROUP:,}; 0: pyarrow's, one "
+                        f"per 1M-row file, which Spark reads with one task per file)")
     p.add_argument("--cup", metavar="DIR", help="the CUP table (DIR/cup.csv and its ARX hierarchies; never "
-                   "committed) instead of Agrawal: its QIs ZIP (hierarchy), AGE, GENDER, STATE, INCOME; no baseline")
+                   "committed) instead of Agrawal: its QIs ZIP (hierarchy), AGE, GENDER, STATE, INCOME")
     args = p.parse_args(argv)
     memory_rows = None if args.memory_rows == "default" else int(args.memory_rows)
     harness.require("pyspark", "pyspark", "the Spark engine runs in PySpark")
@@ -755,15 +654,14 @@ def main(argv: list[str] | None = None) -> None:
 
     from sqlanon.request.spec import DEFAULT_MEMORY_ROWS
 
-    n = args.rows
+    sizes = sorted(set(args.rows))
     if args.cup:
-        cup_files, n = cup_parquet(args.dir, args.cup)
+        cup_files, cup_rows = cup_parquet(args.dir, args.cup)
+        sizes = [cup_rows]
     cores = {m: master_cores(m) for m in args.masters}
     memory = DEFAULT_MEMORY_ROWS if memory_rows is None else memory_rows
-    small = max(100_000, n // 50) if args.baseline_rows == "auto" else int(args.baseline_rows)
-    small = small if 0 < small < n and not args.cup else 0
-    small_memory = max(1, round(memory * small / n))  # the same plan on fewer rows
     widest = max(args.masters, key=lambda m: cores[m])
+    narrowest = min(args.masters, key=lambda m: cores[m])
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     recorder = harness.Recorder.start(__file__, args, ["pyspark", "pyarrow"])
     info = recorder.machine
@@ -772,111 +670,99 @@ def main(argv: list[str] | None = None) -> None:
                 "spark.ui.enabled": False, "spark.sql.execution.arrow.pyspark.enabled": True}
     print(f"# {info['java']}; " + ", ".join(f"{key}={v}" for key, v in settings.items()), flush=True)
 
-    print(f"# N={n:,}: writing/reusing Parquet ...", file=sys.stderr, flush=True)
-    start = time.perf_counter()
-    parquet = cup_files if args.cup else write_parquet(parquet_dir(args.dir, n), n, seed=SEED, id_column=KEY)
-    parquet_s = time.perf_counter() - start
-    duck_where, duck_load_s = (load_duckdb(args.dir, n, parquet, "cup" if args.cup else None)
-                               if not args.skip_duckdb else ("", 0.0))
-    small_parquet = write_parquet(parquet_dir(args.dir, small), small, seed=SEED, id_column=KEY) if small else None
-
     records: list[dict[str, Any]] = []
-    by: dict[str, dict[str, dict[str, Any]]] = {}
-    baselines: dict[str, dict[str, Any]] = {}
+    by: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
     identical: list[str] = []
-    for criterion in args.criteria:
-        rules: dict[str, Any] = {}
-        done: list[dict[str, Any]] = []
-        configs = ([("duckdb", None, n)] if not args.skip_duckdb else []) + [("spark", m, n) for m in args.masters]
-        configs += [("spark", widest, small)] if small else []
-        for engine, master, rows in configs:
-            label = "duckdb" if engine == "duckdb" else f"spark {master}"
-            label += " baseline" if rows != n else ""
-            run_memory = memory_rows if rows == n else small_memory
-            print(f"# N={rows:,}: {label} {criterion} ...", file=sys.stderr, flush=True)
-            where = duck_where if engine == "duckdb" else str(parquet if rows == n else small_parquet)
-            out, rules[label] = run_one(engine, where, criterion, args, master, run_memory)
-            timings = out.get("timings") or {}
-            rec = {"n": rows, "engine": engine, "master": master, "label": label, "criterion": criterion,
-                   "memory_rows": "default" if run_memory is None else run_memory,
-                   "memory_rows_run": memory if rows == n else small_memory, "parquet_s": round(parquet_s, 2),
-                   **({"duckdb_load_s": round(duck_load_s, 2)} if engine == "duckdb" else {}),
-                   **out, **{f"{step}_s": v for step, v in timings.items()}}  # fmt: skip
-            rec.setdefault("rows", rows)
-            if rec.get("scans") is not None:
-                rec["passes"] = f"{rec['scans']}/{rec['writes']}"
-            if rec.get("s"):
-                rec["rows_per_s_core"] = round(rows / rec["s"] / rec["cores"], 1)
-                rows_mem = rows - rec.get("rows_finished_sql", 0)
-                if timings.get("partition_memory"):
-                    rec["finish_rows_per_s_core"] = round(rows_mem / timings["partition_memory"] / rec["cores"], 1)
-            levels = rec.get("sql_level_s") or []
-            rec["s_per_sql_level"] = round(sum(levels) / len(levels), 3) if levels else None
-            records.append(rec)
-            done.append(rec)
-            if rows == n:
-                by.setdefault(criterion, {})[label] = rec
-            else:
-                baselines[criterion] = rec
-        if "duckdb" in rules:
-            for label in rules:
-                if label == "duckdb" or label.endswith("baseline"):
-                    continue
-                a, b = rules["duckdb"], rules[label]
-                verdict = ("yes" if a is not None and a == b else
-                           "NOT COMPARED (a run failed)" if a is None or b is None else "NO")  # fmt: skip
-                extra = f" ({len(a)} rules)" if a is not None and b is not None else ""
-                if verdict == "NO":
-                    diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                    extra += f"; {len(a)} vs {len(b)} rules, first difference at row {diff}"
-                identical.append(f"{criterion}: rules of duckdb and {label} identical: {verdict}{extra}")
-                by[criterion][label]["rules_identical"] = None if a is None or b is None else a == b
-        duck_s = by.get(criterion, {}).get("duckdb", {}).get("s")
-        for rec in done:
-            recorder.record(rec["label"], {
-                "rows": rec["n"], "engine": rec["engine"], "master": rec["master"], "criterion": criterion,
-                "k": args.k, "memory_rows": rec["memory_rows_run"], "key": KEY,
-                "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory},
-                rec.get("s"), {"per_duckdb": None if rec["engine"] == "duckdb" or rec["n"] != n
-                               else harness.ratio(rec.get("s"), duck_s)},
-                {m: rec.get(m) for m in METRICS}, {key: v for key, v in rec.items() if key not in METRICS},
-                rec.get("error"))  # fmt: skip
+    for n in sizes:
+        print(f"# N={n:,}: writing/reusing Parquet ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        parquet = cup_files if args.cup else write_parquet(parquet_dir(args.dir, n, args.row_group), n, seed=SEED,
+                                                           id_column=KEY, row_group=args.row_group)
+        parquet_s = time.perf_counter() - start
+        duck_where, duck_load_s = (load_duckdb(args.dir, n, parquet, "cup" if args.cup else None)
+                                   if not args.skip_duckdb else ("", 0.0))
+        for criterion in args.criteria:
+            rules: dict[str, Any] = {}
+            done: list[dict[str, Any]] = []
+            configs = ([("duckdb", None)] if not args.skip_duckdb else []) + [("spark", m) for m in args.masters]
+            for engine, master in configs:
+                label = "duckdb" if engine == "duckdb" else f"spark {master}"
+                print(f"# N={n:,}: {label} {criterion} ...", file=sys.stderr, flush=True)
+                where = duck_where if engine == "duckdb" else str(parquet)
+                out, rules[label] = run_one(engine, where, criterion, args, master, memory_rows)
+                timings = out.get("timings") or {}
+                rec = {"n": n, "engine": engine, "master": master, "label": label, "criterion": criterion,
+                       "memory_rows": "default" if memory_rows is None else memory_rows,
+                       "memory_rows_run": memory, "parquet_s": round(parquet_s, 2),
+                       **({"duckdb_load_s": round(duck_load_s, 2)} if engine == "duckdb" else {}),
+                       **out, **{f"{step}_s": v for step, v in timings.items()}}  # fmt: skip
+                rec.setdefault("rows", n)
+                if rec.get("scans") is not None:
+                    rec["passes"] = f"{rec['scans']}/{rec['writes']}"
+                if rec.get("s"):
+                    rec["rows_per_s_core"] = round(n / rec["s"] / rec["cores"], 1)
+                    rows_mem = n - rec.get("rows_finished_sql", 0)
+                    if timings.get("partition_memory"):
+                        rec["finish_rows_per_s_core"] = round(rows_mem / timings["partition_memory"] / rec["cores"], 1)
+                levels = rec.get("sql_level_s") or []
+                rec["s_per_sql_level"] = round(sum(levels) / len(levels), 3) if levels else None
+                records.append(rec)
+                done.append(rec)
+                by.setdefault((n, criterion), {})[label] = rec
+            if "duckdb" in rules:
+                for label in rules:
+                    if label == "duckdb":
+                        continue
+                    a, b = rules["duckdb"], rules[label]
+                    verdict = ("yes" if a is not None and a == b else
+                               "NOT COMPARED (a run failed)" if a is None or b is None else "NO")  # fmt: skip
+                    extra = f" ({len(a)} rules)" if a is not None and b is not None else ""
+                    if verdict == "NO":
+                        diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                        extra += f"; {len(a)} vs {len(b)} rules, first difference at row {diff}"
+                    identical.append(f"N={n:,} {criterion}: rules of duckdb and {label} identical: {verdict}{extra}")
+                    by[(n, criterion)][label]["rules_identical"] = None if a is None or b is None else a == b
+            duck_s = by.get((n, criterion), {}).get("duckdb", {}).get("s")
+            for rec in done:
+                recorder.record(rec["label"], {
+                    "rows": n, "engine": rec["engine"], "master": rec["master"], "criterion": criterion,
+                    "k": args.k, "memory_rows": rec["memory_rows_run"], "key": KEY, "strategy": args.strategy,
+                    "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory},
+                    rec.get("s"), {"per_duckdb": None if rec["engine"] == "duckdb" else harness.ratio(rec.get("s"), duck_s)},
+                    {m: rec.get(m) for m in METRICS}, {key: v for key, v in rec.items() if key not in METRICS},
+                    rec.get("error"))  # fmt: skip
 
-    print(f"N = {n:,}, k = {args.k}, memory_rows = {args.memory_rows}, key = {KEY!r}; Parquet: {parquet} "
-          f"({len(list(parquet.glob('*.parquet')))} files); DuckDB: on-disk file loaded from it; Spark: "
-          f"spark.sql.shuffle.partitions={args.shuffle_partitions} (small, for local mode, the same for every master), "
-          f"spark.driver.memory={args.driver_memory}, Arrow on, UI off, in-memory catalog; "
-          + (f"baseline (for the estimate): {small:,} rows, memory_rows {small_memory:,}, on {widest}" if small
-             else "no baseline"))
+    print(f"N = {', '.join(f'{n:,}' for n in sizes)}, k = {args.k}, memory_rows = {args.memory_rows} "
+          f"(strategy {args.strategy}), key = {KEY!r}; Parquet under {args.dir}; DuckDB: on-disk file loaded from it; "
+          f"Spark: spark.sql.shuffle.partitions={args.shuffle_partitions} (small, for local mode, the same for every "
+          f"master), spark.driver.memory={args.driver_memory}, Arrow on, UI off, in-memory catalog")
     harness.print_table(records, COLUMNS)
     print("\nstart s: DuckDB connect; Spark session (JVM) start + CREATE TABLE ... USING parquet + count(*), not in "
-          "anon s. rows/s/core = N / anon s / cores. py MiB: the Python child's VmHWM (the record's rss_mib, the harness's "
-          "measure); JVM MiB: the "
-          "JVM's VmHWM; workers MiB: sum of the VmHWM of Spark's Python workers; tree MiB: largest sum of VmRSS over "
-          "the child's process tree (1 s samples).")
+          "anon s. rows/s/core = N / anon s / cores. floors = anon s / floor s, Spark's own CTAS of the source as "
+          "Parquet in the same session (the faster of one before and one after the run). py MiB: the Python child's "
+          "VmHWM (the record's rss_mib, the harness's measure); JVM MiB: the JVM's VmHWM; workers MiB: sum of the "
+          "VmHWM of Spark's Python workers; tree MiB: largest sum of VmRSS over the child's process tree (1 s samples).")
     print()
     for line in identical:
         print(line)
+    if not args.skip_duckdb:
+        print()
+        for (n, criterion), runs in by.items():
+            duck = runs.get("duckdb", {})
+            print(f"N={n:,} {criterion}: " + "; ".join(
+                f"spark {m} / duckdb: anon {times(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
+                for m in args.masters))
     print()
-    for criterion, runs in by.items():
-        duck = runs.get("duckdb", {})
-        parts = [f"spark {m} / duckdb: anon {times(runs.get(f'spark {m}', {}).get('s'), duck.get('s'))}"
-                 for m in args.masters if not args.skip_duckdb]  # fmt: skip
-        narrowest = min(args.masters, key=lambda m: cores[m])
-        lo, hi = runs.get(f"spark {narrowest}", {}), runs.get(f"spark {widest}", {})
-        if narrowest != widest and lo.get("s") and hi.get("s"):
-            parts.append(f"{narrowest} / {widest}: anon {times(lo.get('s'), hi.get('s'))}, in-memory finish "
-                         f"{times(lo.get('partition_memory_s'), hi.get('partition_memory_s'))}, SQL levels "
-                         f"{times(lo.get('partition_sql_s'), hi.get('partition_sql_s'))}, validate+encode+publish "
-                         f"{times(*(sum(r['timings'].get(x, 0) for x in FIXED_PHASES) for r in (lo, hi)))}"
-                         f" (ideal {cores[widest] / cores[narrowest]:.0f}x)")  # fmt: skip
-        print(f"{criterion}: " + "; ".join(parts))
-        if duck.get("s") and hi.get("s"):
-            print(f"  target 'Spark {widest} within 3x of DuckDB': {'met' if hi['s'] <= 3 * duck['s'] else 'NOT met'}"
-                  f" ({hi['s'] / duck['s']:.2f}x)")
+    labels = [f"spark {m}" for m in args.masters] + ([] if args.skip_duckdb else ["duckdb"])
+    for line in scaling_lines(by, sizes, labels, args.criteria):
+        print(line)
+    if narrowest != widest:
+        print()
+        for line in cores_lines(by, sizes, narrowest, widest, args.criteria, cores[widest] / cores[narrowest]):
+            print(line)
     print()
     for r in records:
-        head = f"{r['label']} {r['criterion']}"
+        head = f"N={r['n']:,} {r['label']} {r['criterion']}"
         if r.get("error"):
             print(f"{head}: {r['error']}")
             continue
@@ -888,6 +774,11 @@ def main(argv: list[str] | None = None) -> None:
                      f"finish's stages {r.get('finish_stage_tasks')}); latency "
                      f"CTAS/fetch/DROP {r.get('latency_ctas_s')}/{r.get('latency_fetch_s')}/{r.get('latency_drop_s')} s"
                      if r.get("groups") else "")  # fmt: skip
+            if r.get("finish_tasks"):
+                line += (f"; the finish's Python: {r['finish_python_s']} s over a span of {r['finish_span_s']} s "
+                         f"(overlap {r['finish_overlap']}x, {r['finish_workers']} worker processes; per task "
+                         f"at/convert/finish/out s: " + ", ".join(
+                             f"{t['at_s']}/{t['convert_s']}/{t['finish_s']}/{t['out_s']}" for t in r["finish_tasks"]) + ")")
         else:
             line += (f"; {r['memory_levels']} in-memory levels, {sum(r['memory_level_s']):.2f} s (the first "
                      f"{r['memory_level_s'][:1]} s includes the first batch's fetch); finish batches (rows) {r.get('groups')}")
@@ -895,17 +786,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\nslowest calls:")
     for r in records:
         for s in (r.get("slowest") or [])[:3]:
-            print(f"  {r['label']} {r['criterion']}: {s['s']:.3f} s (level {s['level']}) {s['sql'][:160]}")
-    print("\n" + MODEL)
-    for criterion, runs in by.items():
-        print(f"{criterion}:")
-        lines, total = estimate(runs, [f"spark {m}" for m in args.masters], memory, baselines.get(criterion))
-        for line in lines:
-            print(line)
-        if total is not None:
-            recorder.record("estimate", {"rows": CLUSTER_ROWS, "cores": CLUSTER_CORES, "criterion": criterion,
-                                         "measured_rows": n, "memory_rows": memory}, total,
-                            {"per_goal": harness.ratio(total, GOAL_S)}, {"estimated": True}, {"model": lines})  # fmt: skip
+            print(f"  N={r['n']:,} {r['label']} {r['criterion']}: {s['s']:.3f} s (level {s['level']}) {s['sql'][:160]}")
 
 
 if __name__ == "__main__":

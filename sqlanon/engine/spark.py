@@ -38,7 +38,7 @@ from . import sqlgen as g
 from .base import CatalogObject, Engine, GroupFunction, Statement, short
 from .frames import sql_type, write_file
 from .spark_env import check_executors
-from .spark_tasks import PACKED, arrow_column, group_task, hash_labels, unpack
+from .spark_tasks import PACKED, TaskTime, arrow_column, group_task, hash_labels, unpack
 
 try:  # the JVM's errors reach Python as py4j errors when PySpark has no class for them
     from py4j.protocol import Py4JError
@@ -95,6 +95,8 @@ class SparkEngine(Engine):
         super().__init__(con)
         self._catalog: list[CatalogObject] | None = None  # objects(), until this run writes
         self._where: tuple[str, str] = ("", "")
+        #: The tasks of the last :meth:`map_groups`, by group (:class:`~sqlanon.engine.spark_tasks.TaskTime`).
+        self.task_times: list[TaskTime] = []
 
     # -- rendering and execution -------------------------------------------------------------
     def render(self, statement: Statement) -> str:
@@ -278,8 +280,9 @@ class SparkEngine(Engine):
         cells = self._arrow(self.render(exp.select(packed.copy()).from_(g.table(both))
                                         .where(exp.Not(this=exp.Is(this=packed.copy(), expression=exp.Null())))))
         self.statements += 1
-        parts = sorted((unpack(cell, small) for cell in cells.column(0).to_pylist()), key=lambda p: p[0])
-        parts = [p[1] for p in parts]  # by group, as the base engine gives them
+        unpacked = sorted((unpack(cell, small) for cell in cells.column(0).to_pylist()), key=lambda p: p[0])
+        self.task_times = [p[2] for p in unpacked if p[2] is not None]
+        parts = [p[1] for p in unpacked]  # by group, as the base engine gives them
         return table, {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64) for c in small}
 
     def workers(self) -> int:

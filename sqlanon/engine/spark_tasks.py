@@ -10,7 +10,10 @@ The executors import this module (numpy and pyarrow with it): the check of their
 from __future__ import annotations
 
 import io
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -27,17 +30,25 @@ def group_task(function: GroupFunction, kept: Sequence[str], small: Sequence[str
     kept rows' columns ``kept`` and the small results ``small``; both travel back as one Arrow
     table, the kept rows as rows and the small results as one more row holding them packed in
     its :data:`PACKED` cell (:func:`pack`; a row of 48 columns per kept row would be most of the
-    write). The rows carry group ``b`` as its label ``labels[b]`` (:func:`hash_labels`)."""
+    write). The rows carry group ``b`` as its label ``labels[b]`` (:func:`hash_labels`). The
+    packed cell also holds the task's :class:`TaskTime`."""
     group_of = {label: b for b, label in enumerate(labels)}
 
     def apply(table: pa.Table) -> pa.Table:
+        start, started = time.time(), time.perf_counter()
         columns = {c: arrow_column(table.column(i)) for i, c in enumerate(table.column_names)}
         b = group_of[int(columns["b"][0])]
+        rows = table.num_rows
+        del table
+        converted = time.perf_counter()
         out, little = function(b, columns)
+        finished = time.perf_counter()
         n = len(out[kept[0]])
         arrays = [pa.array(np.append(np.asarray(out[c], dtype=np.int64), 0), mask=np.arange(n + 1) == n)
                   for c in kept]
-        packed = pa.array([None] * n + [pack(b, little, small)], type=pa.binary())
+        spent = TaskTime(b, os.getpid(), rows, start, converted - started, finished - converted,
+                         time.perf_counter() - finished)
+        packed = pa.array([None] * n + [pack(b, little, small, spent)], type=pa.binary())
         return pa.Table.from_arrays([*arrays, packed], names=[*kept, PACKED])
 
     return apply
@@ -62,17 +73,46 @@ def arrow_column(values: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(values.to_pylist(), dtype=object)
 
 
-def pack(group: int, columns: Mapping[str, np.ndarray], names: Sequence[str]) -> bytes:
-    """Group ``group``'s integer columns ``names`` of ``columns`` as one ``.npz`` blob."""
+@dataclass(frozen=True)
+class TaskTime:
+    """Where one group's task spent its time on an executor (:func:`group_task`): the group, the
+    Python worker's process id, the group's rows, when the task's Python function started (epoch
+    seconds) and the seconds it took to turn the Arrow table into arrays (``convert_s``), to
+    finish the group (``finish_s``: :class:`~sqlanon.mondrian.builder.BatchFinish`) and to build
+    the Arrow table it returns (``out_s``). What the finish costs on the executors and whether
+    the groups ran at once (:meth:`SparkEngine.map_groups
+    <sqlanon.engine.spark.SparkEngine.map_groups>` keeps them: ``task_times``)."""
+
+    group: int
+    worker: int
+    rows: int
+    start: float
+    convert_s: float
+    finish_s: float
+    out_s: float
+
+
+def pack(group: int, columns: Mapping[str, np.ndarray], names: Sequence[str], spent: TaskTime | None = None) -> bytes:
+    """Group ``group``'s integer columns ``names`` of ``columns`` as one ``.npz`` blob, with the
+    task's :class:`TaskTime` when given."""
     buffer = io.BytesIO()
-    np.savez(buffer, group=np.int64(group), **{f"c{i}": np.asarray(columns[c], dtype=np.int64) for i, c in enumerate(names)})
+    times = {} if spent is None else {"time": np.array([spent.worker, spent.rows], dtype=np.int64),
+                                      "seconds": np.array([spent.start, spent.convert_s, spent.finish_s, spent.out_s])}
+    np.savez(buffer, group=np.int64(group), **times,
+             **{f"c{i}": np.asarray(columns[c], dtype=np.int64) for i, c in enumerate(names)})
     return buffer.getvalue()
 
 
-def unpack(blob: bytes, names: Sequence[str]) -> tuple[int, dict[str, np.ndarray]]:
-    """The group and the columns ``names`` that :func:`pack` packed."""
+def unpack(blob: bytes, names: Sequence[str]) -> tuple[int, dict[str, np.ndarray], TaskTime | None]:
+    """The group, the columns ``names`` and the task's :class:`TaskTime` (None if it has none)
+    that :func:`pack` packed."""
     with np.load(io.BytesIO(blob)) as data:
-        return int(data["group"]), {c: data[f"c{i}"] for i, c in enumerate(names)}
+        group = int(data["group"])
+        spent = None
+        if "time" in data.files:
+            (worker, rows), (start, convert_s, finish_s, out_s) = data["time"].tolist(), data["seconds"].tolist()
+            spent = TaskTime(group, int(worker), int(rows), start, convert_s, finish_s, out_s)
+        return group, {c: data[f"c{i}"] for i, c in enumerate(names)}, spent
 
 
 #: Spark's ``hash`` (Murmur3, x86 32-bit) constants and seed.
