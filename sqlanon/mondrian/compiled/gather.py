@@ -59,12 +59,15 @@ def gathered(arrays: Sequence[np.ndarray], order: np.ndarray, threads: int,
              into: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """``x[:, order]`` for each 2-D ``x`` of ``arrays``, their rows gathered on the threads
     (numpy's ``take`` along the rows of a 10M-row batch's codes, label slots and targets took
-    2.5 s, these gathers 0.7 s on two threads). ``into``: arrays of at least ``len(order)``
-    columns to gather into (their first ``len(order)`` columns are returned), else new ones."""
+    2.5 s, these gathers 0.7 s on two threads). ``into``: contiguous arrays of at least as many
+    cells as their ``x`` gathers to gather into (the result is a contiguous view of their first
+    cells: ``o[:, :len(order)]`` would not be, and a kernel given one compiles a second
+    specialization beside the one for contiguous arrays), else new ones."""
     if into is None:
         out = tuple(np.empty((x.shape[0], len(order)), dtype=x.dtype) for x in arrays)
     else:
-        out = tuple(o[:, :len(order)] for o in into)
+        out = tuple(o.reshape(-1)[:x.shape[0] * len(order)].reshape(x.shape[0], len(order))
+                    for x, o in zip(arrays, into))
     rows = [(x[u], o[u]) for x, o in zip(arrays, out) for u in range(x.shape[0])]
     run_all(lambda r: take_into(r[0], order, r[1]), rows, threads)
     return out
