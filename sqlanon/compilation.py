@@ -22,6 +22,18 @@ possibly from the thread that loads the kernels beside the engine's statements) 
 the ``sqlanon`` logger, with the seconds spent compiling at the end of the run. numba announces
 each compilation (not a load from the cache) with its ``numba:compile`` event.
 
+**Optimized for a first run** (:data:`OPT`). While one of sqlanon's kernels compiles, numba's
+optimization level is :data:`OPT` unless the user set ``NUMBA_OPT``: LLVM's pass pipeline of
+level 1 instead of numba's default 3 (the machine code is still generated at level 3). The level changes the code, not what it
+computes: without fast-math flags LLVM keeps every floating-point operation and its order at
+any level, so the releases are bit for bit those of level 3 (the rules of Median, InfoGain on
+C2 and on a random label and Regression on R7 at 1M Agrawal rows: the same md5). Measured on
+this project's 2-core machine under other load (``benchmarks/bench_compile.py``, InfoGain at
+200K rows from an empty cache, CPU seconds compiling): level 3 22.8-27.5 s (4 runs), 2 24.7,
+1 20.3-21.7, 0 16.0; the run once cached took the same CPU time at levels 1-3 (10M rows: InfoGain
+on a random label 20.3-21.3 s at 1, 20.7-21.2 at 3; Median 10.2-10.5 at 1, 10.6-11.2 at 3) and
+12x longer at 0 (InfoGain at 200K rows). Other numba functions of the process keep the process's level.
+
 **One signature per kernel.** numba compiles a kernel once per signature, and a call from
 another kernel is typed while numba is still inferring the caller's types: an argument that is
 a literal (``0``, a module constant such as ``LISTS``) or that starts as one and changes later
@@ -57,6 +69,10 @@ log = logging.getLogger("sqlanon")
 
 #: What the first compilation of a run reports.
 MESSAGE = "compiling kernels, first use only"
+
+#: numba's optimization level while sqlanon's kernels compile (module docstring), unless
+#: ``NUMBA_OPT`` is set.
+OPT = 1
 
 #: The directory of the package (the kernels' sources are below it).
 PACKAGE = Path(__file__).resolve().parent
@@ -137,8 +153,9 @@ class _Run:
 
 class _Watch:
     """numba's ``numba:compile`` listener: the runs under way hear of the first compilation of a
-    sqlanon kernel. numba compiles under one lock, so one compilation is under way at a time;
-    the kernels a kernel calls compile inside it (``depth`` > 0)."""
+    sqlanon kernel, which compiles at :data:`OPT`. numba compiles under one lock, so one
+    compilation is under way at a time; the kernels a kernel calls compile inside it (``depth``
+    > 0)."""
 
     def __init__(self) -> None:
         self.runs: list[_Run] = []
@@ -146,11 +163,13 @@ class _Watch:
         self.depth = 0
         self.since = 0.0
         self.told = False  # a compilation outside any run was logged
+        self.level: Any = None  # numba's level before the kernel at hand compiled (None: kept)
 
     def on_start(self, event: Any) -> None:
         self.depth += 1
         if self.depth > 1 or not _ours(event):
             return
+        self.level = _lower_level()
         self.since = time.perf_counter()
         with self.lock:
             due = [run for run in self.runs if not run.announced]
@@ -170,11 +189,26 @@ class _Watch:
         self.depth -= 1
         if self.depth > 0 or not _ours(event):
             return
+        if self.level is not None:
+            from numba.core import config
+
+            config.OPT, self.level = self.level, None
         took = time.perf_counter() - self.since
         with self.lock:
             for run in self.runs:
                 run.compiles.kernels += 1
                 run.compiles.seconds += took
+
+
+def _lower_level() -> Any:
+    """Set numba's optimization level to :data:`OPT` (numba reads it as each compiled library is
+    optimized) unless ``NUMBA_OPT`` is set; returns the level it replaced (None: unchanged)."""
+    from numba.core import config
+
+    if os.environ.get("NUMBA_OPT") or config.OPT <= OPT:
+        return None
+    level, config.OPT = config.OPT, type(config.OPT)(OPT)
+    return level
 
 
 def _ours(event: Any) -> bool:
