@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlglot import exp
 
 from ..engine import engine_for
@@ -114,8 +115,10 @@ def write(engine: Engine, spec: Spec) -> None:
                     level.append(depth)
                     label.append(cell)
         upload = engine.upload("hierarchies", dict(zip(manifest_format.HIERARCHY_COLUMNS, (qi, leaf, level, label))))
-        engine.execute(g.create_table_as(table, exp.select("*").from_(g.table(upload)).order_by(
-            g.col("qi"), g.col("leaf"), g.col("level")), temporary=False))
+        query = exp.select("*").from_(g.table(upload))
+        if engine.sorts_written:  # Engine.sorts_written
+            query = query.order_by(g.col("qi"), g.col("leaf"), g.col("level"))
+        engine.execute(g.create_table_as(table, query, temporary=False))
         engine.drop_temp(upload)
     document = {
         "sqlanon": manifest_format.FORMAT,
@@ -186,13 +189,17 @@ def read(con: Any, view: str, *, location: tuple[str, str] | None = None) -> Man
     columns = document.get("columns") or {}
     hierarchies: dict[str, Hierarchy] = {}
     if document["hierarchies"]:
-        rows = engine.fetch_rows(
-            exp.select(g.col("qi"), g.col("leaf"), g.col("label"))
+        # fetched in bulk as stored, and put in order here: on Spark a row-by-row fetch sorted by
+        # the engine took 3.5-3.9 s of a 17 s release of CUP (ARX's ZIP hierarchy: 100,000
+        # leaves, 600,000 rows), the sort a job of its own
+        table = engine.fetch(
+            exp.select(g.col("qi"), g.col("leaf"), g.col("level"), g.col("label"))
             .from_(g.table(document["hierarchies"], found.schema, found.catalog))
-            .order_by(g.col("qi"), g.col("leaf"), g.col("level"))
         )
+        qi_of, leaf_of, label_of = (np.asarray(table[c]) for c in ("qi", "leaf", "label"))
+        order = np.lexsort((np.asarray(table["level"]), leaf_of, qi_of.astype(str)))
         paths: dict[str, dict[int, list[str]]] = {}
-        for qi, leaf, label in rows:
+        for qi, leaf, label in zip(qi_of[order].tolist(), leaf_of[order].tolist(), label_of[order].tolist()):
             paths.setdefault(qi, {}).setdefault(leaf, []).append(label)
         for q in recorded:
             if q["kind"] == "hierarchy":

@@ -185,7 +185,7 @@ def create_rules(engine: Engine, spec: Spec, domains: Sequence[Domain], regions:
         exp.Subquery(this=exp.select(*select).from_(exp.Subquery(this=looked, alias=exp.TableAlias(this=g.ident("r")))),
                      alias=exp.TableAlias(this=g.ident("x")))
     )
-    if engine.sorts_rules:  # Engine.sorts_rules
+    if engine.sorts_written:  # Engine.sorts_written
         ordered = ordered.order_by(g.col(spec.outputs.region_column))
     engine.execute(g.create_table_as(spec.outputs.rules, ordered, temporary=False))
     if step != leaves:
