@@ -1090,7 +1090,11 @@ def test_explain_steps_are_numbered_without_gaps(capsys, db, tmp_path, extra):
                          *[e.format(tmp=tmp_path) for e in extra])
     assert (code, err) == (0, ""), err
     numbers = _headings(out)
-    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+    # validate, encode, publish and clean up at least: a step that runs no statement has no
+    # heading (PostgreSQL's in-place read fetches the rows in the encode step, and a held row
+    # map leaves the in-memory finish without a statement)
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 4, numbers
+    assert "Publish in one transaction" in out and "Clean up" in out
 
 
 def test_explain_steps_of_files_are_numbered_without_gaps(capsys, tmp_path):
