@@ -13,6 +13,7 @@ import sqlglot
 from sqlglot import exp
 
 import sqlanon
+from tests.support import load_frame
 from tests.support.db import rendered_statements
 
 
@@ -22,9 +23,7 @@ def con():
     n = 4000
     frame = pd.DataFrame({"age": rng.integers(0, 90, n), "zip": rng.integers(0, 400, n), "y": rng.choice(["a", "b"], n)})
     con = duckdb.connect()
-    con.register("frame", frame)
-    con.execute("CREATE TABLE people AS SELECT * FROM frame")
-    con.unregister("frame")
+    load_frame(con, "people", frame)
     yield con
     con.close()
 
