@@ -12,10 +12,6 @@ the counted release here.
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import Iterator
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,6 +19,7 @@ import pytest
 import sqlanon
 from sqlanon.engine.spark_env import check_executors
 from tests.support.engines import load
+from tests.support.spark import spark_jobs
 
 pytestmark = pytest.mark.spark
 
@@ -50,19 +47,6 @@ def table(n: int = 3000, seed: int = 11) -> pd.DataFrame:
                          "city": rng.choice(["Bern", "Basel", "Genf", "Zürich", "Chur"], n),
                          "label": rng.choice(["a", "b", "c"], n), "x": np.round(rng.normal(0, 2, n), 2)})
 
-
-@contextlib.contextmanager
-def spark_jobs(spark) -> Iterator[list[int]]:
-    """The Spark jobs the statements inside ran (a job group of their own)."""
-    sc = spark.sparkContext
-    group = f"sqlanon-test-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "a small release")
-    out: list[int] = []
-    try:
-        yield out
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        out.extend(sc.statusTracker().getJobIdsForGroup(group))
 
 
 def counted(spark, view: str, k: int, **options) -> tuple[sqlanon.Release, int]:

@@ -23,6 +23,7 @@ from sqlanon.engine import engine_for
 from sqlanon.engine import sqlgen as g
 from sqlanon.engine.spark_env import check_executors
 from sqlanon.mondrian import sample as sample_mod
+from tests.support.spark import spark_jobs
 
 pytestmark = pytest.mark.spark
 
@@ -41,15 +42,10 @@ def release_and_jobs(spark, k: int, view: str) -> tuple[sqlanon.Release, int]:
     it ran (a job group of its own), the executors' once-per-application checks paid before."""
     check_executors(spark)  # once per application: not the release's
     check_executors(spark, finish=True)  # before the application's first executor finish: not the release's
-    context = spark.sparkContext
-    group = f"sqlanon-test-{view}"
-    context.setJobGroup(group, "the release")
-    try:
+    with spark_jobs(spark) as jobs:
         made = sqlanon.anonymize(spark, "t", qid=QID, k=k, output=sqlanon.Output(view=view, key="id"),
                                  algorithm=sqlanon.Mondrian(strategy=sqlanon.Sample(rows=300, memory_rows=300)))
-    finally:
-        context.setLocalProperty("spark.jobGroup.id", None)
-    return made, len(context.statusTracker().getJobIdsForGroup(group))
+    return made, len(jobs)
 
 
 def test_statements_and_jobs_of_a_sample_release_do_not_grow_with_depth(spark):

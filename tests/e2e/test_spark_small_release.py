@@ -6,15 +6,12 @@ and it publishes DuckDB's rules and view for every criterion, an l-diversity mod
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import Iterator
-
 import pytest
 
 import sqlanon
 from sqlanon.engine.spark import SparkEngine
 from tests.support.engines import identical, load, people
+from tests.support.spark import spark_jobs
 
 pytestmark = pytest.mark.spark
 
@@ -27,19 +24,6 @@ SMALL_RELEASE_JOBS = 56
 #: The most statements the same release may run (21 at 3,000 rows, 25 before).
 SMALL_RELEASE_STATEMENTS = 21
 
-
-@contextlib.contextmanager
-def spark_jobs(spark) -> Iterator[list[int]]:
-    """The Spark jobs the statements inside ran (a job group of their own)."""
-    sc = spark.sparkContext
-    group = f"sqlanon-test-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "a small release")
-    out: list[int] = []
-    try:
-        yield out
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        out.extend(sc.statusTracker().getJobIdsForGroup(group))
 
 
 def test_a_small_release_runs_a_bounded_number_of_jobs_and_no_executor_finish(spark, monkeypatch):

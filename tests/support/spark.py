@@ -1,9 +1,14 @@
-"""Spark test set-up: the master the Spark tests run on and the package zip shipped to executors."""
+"""Spark test set-up: the master the Spark tests run on, the package zip shipped to executors, and
+the Spark jobs a block of statements ran."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 #: The master the Spark tests run on: ``local[2]``, or what ``$SQLANON_SPARK_MASTER`` names, e.g.
 #: ``local-cluster[2,1,1024]`` (two executor JVMs of one core and 1 GB, each with Python workers of
@@ -29,3 +34,18 @@ def sqlanon_zip(path: Path) -> Path:
             for f in sorted(templates.rglob("*.sql")):
                 z.write(f, (Path("sqlanon/sql") / f.relative_to(templates)).as_posix())
     return path
+
+
+@contextlib.contextmanager
+def spark_jobs(spark: Any) -> Iterator[list[int]]:
+    """The ids of the Spark jobs the statements inside ran (a job group of their own), filled in
+    when the block ends."""
+    sc = spark.sparkContext
+    group = f"sqlanon-test-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "counted by a test")
+    out: list[int] = []
+    try:
+        yield out
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        out.extend(sc.statusTracker().getJobIdsForGroup(group))
